@@ -1,0 +1,77 @@
+# IOP developer entry points. Everything installs itself: only Node.js 20+ and a C++ toolchain are assumed.
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+PNPM_VERSION := 10.34.9
+TOOLS_DIR := $(CURDIR)/.tools
+PNPM := $(TOOLS_DIR)/node_modules/.bin/pnpm
+# turbo looks pnpm up on PATH.
+export PATH := $(TOOLS_DIR)/node_modules/.bin:$(PATH)
+
+export TURBO_TELEMETRY_DISABLED := 1
+export TURBO_NO_UPDATE_NOTIFIER := 1
+export DO_NOT_TRACK := 1
+# Native addons compile from source here; build them against the local Node headers when present.
+ifneq ($(wildcard /usr/include/node/node.h),)
+export npm_config_nodedir ?= /usr
+endif
+
+.PHONY: all install build gen check-gen typecheck lint fmt format-check test test-unit test-e2e run clean \
+        build-edge pack-edge pack-node-target
+
+all: build
+
+$(PNPM):
+	@echo "==> installing pnpm $(PNPM_VERSION) into .tools/"
+	@mkdir -p $(TOOLS_DIR)
+	npm install --prefix $(TOOLS_DIR) --no-save --no-audit --no-fund --loglevel=error pnpm@$(PNPM_VERSION)
+
+node_modules/.modules.yaml: $(PNPM) pnpm-lock.yaml package.json $(wildcard apps/*/package.json packages/*/package.json)
+	@echo "==> pnpm install"
+	$(PNPM) install --frozen-lockfile
+	@touch $@
+
+install: node_modules/.modules.yaml
+
+build: install
+	@echo "==> build"
+	$(PNPM) exec turbo run build
+
+gen: install
+	$(PNPM) --filter @iop/proto gen
+
+# The committed generated code must match what the .proto sources produce.
+check-gen: install
+	@echo "==> check generated protobuf code"
+	$(PNPM) --filter @iop/proto gen
+	@git diff --exit-code -- packages/proto/src/gen || { echo "packages/proto is stale: run 'make gen' and commit"; exit 1; }
+
+typecheck: build
+	@echo "==> typecheck"
+	$(PNPM) exec turbo run typecheck
+
+lint: build
+	@echo "==> eslint"
+	$(PNPM) exec eslint --max-warnings=0 .
+
+format-check: install
+	@echo "==> prettier --check"
+	$(PNPM) exec prettier --check .
+
+fmt: install
+	$(PNPM) exec prettier --write .
+
+test-unit: build
+	@echo "==> tests"
+	$(PNPM) exec turbo run test --concurrency=1
+
+test: check-gen typecheck lint format-check test-unit
+
+test-e2e: build
+	bash scripts/e2e-smoke.sh
+
+run: build
+	bash scripts/run-local.sh
+
+clean:
+	rm -rf apps/*/dist packages/*/dist .turbo apps/*/.turbo packages/*/.turbo

@@ -1,0 +1,72 @@
+// The node's adapter interface (version 1). An adapter turns a RunRequest into a stream of RunEventParts against
+// one backend (a CLI, an Ollama server, an OpenAI-compatible server). It never knows about the edge or the link.
+//
+// Lifecycle: a factory builds the adapter from its AdapterInstance (no I/O in the factory); `run` and `command`
+// may be called concurrently; `close` stops every session/process/request the adapter owns and is idempotent.
+import type {
+  AdapterInstance,
+  NodeCommandRequest,
+  NodeCommandResponse,
+  ProviderLifecycleProgress,
+  RunEventPart,
+  RunRequest,
+} from '@iop/wire';
+
+export const ADAPTER_INTERFACE_VERSION = 1;
+
+export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
+
+export interface RunOptions {
+  /** Aborted on cancel, run deadline or node shutdown: the adapter must stop upstream work at once. */
+  signal: AbortSignal;
+}
+
+export interface CommandOptions {
+  signal: AbortSignal;
+  /** Progress of long lifecycle commands (pull_model), relayed to the edge as it happens. */
+  onProgress?: (progress: ProviderLifecycleProgress) => void;
+}
+
+export type HealthState = 'healthy' | 'unhealthy' | 'unreachable';
+
+export interface HealthProbeResult {
+  health: HealthState;
+  detail: string;
+  /** Models the backend reports (empty when unknown). */
+  models: string[];
+}
+
+export interface Adapter {
+  readonly interfaceVersion: typeof ADAPTER_INTERFACE_VERSION;
+  /** Instance name from config (e.g. `ollama`, `vllm-a`). */
+  readonly name: string;
+  readonly type: AdapterType;
+  /**
+   * Runs one request. The iterable yields a `start` part first and ends with exactly one terminal part
+   * (`complete`, `error` or `cancelled`); failures are yielded as `error` parts, never thrown.
+   */
+  run(request: RunRequest, options: RunOptions): AsyncIterable<RunEventPart>;
+  /** Node commands (capabilities, sessions, status, list_models, pull_model, ...). Unknown commands answer ok=false. */
+  command(request: NodeCommandRequest, options: CommandOptions): Promise<NodeCommandResponse>;
+  /** Ends a logical session and everything it runs. Returns false when no such session exists. */
+  terminateSession(target: string, sessionId: string): Promise<boolean>;
+  /** Cheap health probe (e.g. list models). Adapters without a backend to probe report healthy. */
+  probeHealth(signal: AbortSignal): Promise<HealthProbeResult>;
+  close(): Promise<void>;
+}
+
+/** Dependencies every adapter factory receives (injected so tests pass fakes). */
+export interface AdapterDeps {
+  fetch: typeof fetch;
+  logger: AdapterLogger;
+  now: () => number;
+}
+
+export interface AdapterLogger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+export type AdapterFactory = (instance: AdapterInstance, deps: AdapterDeps) => Adapter;

@@ -1,0 +1,3 @@
+// Generated protobuf code for the edge⇄node wire and the operator API. Only @iop/wire imports this package.
+export * as runtime from './gen/iop/runtime.js';
+export * as admin from './gen/iop/admin.js';

@@ -1,0 +1,68 @@
+// The wire's message types, re-exported under domain names. Everything outside @iop/wire uses these names and
+// never imports @iop/proto, so regenerating the protobuf code touches one package.
+import { runtime } from '@iop/proto';
+
+export type Envelope = runtime.Envelope;
+export type EnvelopeMessage = NonNullable<runtime.Envelope['msg']>;
+export type EnvelopeKind = EnvelopeMessage['$case'];
+export type RegisterRequest = runtime.RegisterRequest;
+export type RegisterResponse = runtime.RegisterResponse;
+export type Heartbeat = runtime.Heartbeat;
+export type Goodbye = runtime.Goodbye;
+export type NodeConfigPayload = runtime.NodeConfigPayload;
+export type AdapterInstance = runtime.AdapterInstance;
+export type CliAdapterSettings = runtime.CliAdapterSettings;
+export type CliProfile = runtime.CliProfile;
+export type HttpAdapterSettings = runtime.HttpAdapterSettings;
+export type ProviderConfig = runtime.ProviderConfig;
+export type NodeConfigRefreshRequest = runtime.NodeConfigRefreshRequest;
+export type NodeConfigRefreshResult = runtime.NodeConfigRefreshResult;
+export type RunRequest = runtime.RunRequest;
+export type ChatMessage = runtime.ChatMessage;
+export type ToolDefinition = runtime.ToolDefinition;
+export type ToolCall = runtime.ToolCall;
+export type GenerationParams = runtime.GenerationParams;
+export type CancelRequest = runtime.CancelRequest;
+export type RunEvent = runtime.RunEvent;
+export type Usage = runtime.Usage;
+export type NodeCommandRequest = runtime.NodeCommandRequest;
+export type NodeCommandResponse = runtime.NodeCommandResponse;
+export type ModelInfo = runtime.ModelInfo;
+export type ProviderLifecycleResult = runtime.ProviderLifecycleResult;
+export type ProviderLifecycleProgress = runtime.ProviderLifecycleProgress;
+export type ProviderHealthEntry = runtime.ProviderHealthEntry;
+export type ProviderStatusReport = runtime.ProviderStatusReport;
+
+export const RegisterRejectCode = runtime.RegisterRejectCode;
+export type RegisterRejectCode = runtime.RegisterRejectCode;
+export const CancelAction = runtime.CancelAction;
+export type CancelAction = runtime.CancelAction;
+export const ProviderHealth = runtime.ProviderHealth;
+export type ProviderHealth = runtime.ProviderHealth;
+
+/** Version of the edge⇄node protocol spoken by this build. A mismatch is rejected at registration. */
+export const PROTOCOL_VERSION = 1;
+
+/** Builders that fill every field with its proto3 default, so callers only name what they set. */
+export const create = {
+  runRequest: (fields: Partial<RunRequest>): RunRequest => ({ ...runtime.RunRequest.fromPartial({}), ...fields }),
+  chatMessage: (fields: Partial<ChatMessage>): ChatMessage => ({
+    ...runtime.ChatMessage.fromPartial({}),
+    ...fields,
+  }),
+  generationParams: (fields: Partial<GenerationParams>): GenerationParams => ({
+    ...runtime.GenerationParams.fromPartial({}),
+    ...fields,
+  }),
+  nodeCommandRequest: (fields: Partial<NodeCommandRequest>): NodeCommandRequest => ({
+    ...runtime.NodeCommandRequest.fromPartial({}),
+    ...fields,
+  }),
+  nodeCommandResponse: (fields: Partial<NodeCommandResponse>): NodeCommandResponse => ({
+    ...runtime.NodeCommandResponse.fromPartial({}),
+    ...fields,
+  }),
+  cliProfile: (fields: Partial<CliProfile>): CliProfile => ({ ...runtime.CliProfile.fromPartial({}), ...fields }),
+  usage: (fields: Partial<Usage>): Usage => ({ ...runtime.Usage.fromPartial({}), ...fields }),
+  toolCall: (fields: Partial<ToolCall>): ToolCall => ({ ...runtime.ToolCall.fromPartial({}), ...fields }),
+};

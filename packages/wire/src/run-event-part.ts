@@ -1,0 +1,105 @@
+// Run events as a discriminated union: what adapters yield on the node and what surfaces consume on the edge.
+// The protobuf RunEvent is only the transport form; convert at the link with toWireRunEvent / fromWireRunEvent.
+import type { RunEvent, ToolCall, Usage } from './messages.js';
+
+export type RunEventPart =
+  | { type: 'start'; sessionId: string; adapter: string; target: string }
+  | { type: 'text-delta'; text: string }
+  | { type: 'reasoning-delta'; text: string }
+  | { type: 'tool-call'; call: ToolCall }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'progress'; kind: string; message: string; fields: Record<string, string> }
+  | { type: 'complete'; detail: string; finishReason: string; backendMs: number }
+  | { type: 'error'; code: string; message: string; retryable: boolean; backendMs: number }
+  | { type: 'cancelled'; reason: string };
+
+export type RunEventType = RunEventPart['type'];
+
+/** Terminal parts end a run: exactly one of them is the last event of every run. */
+export function isTerminalPart(part: RunEventPart): part is Extract<RunEventPart, { type: 'complete' | 'error' | 'cancelled' }> {
+  return part.type === 'complete' || part.type === 'error' || part.type === 'cancelled';
+}
+
+export interface RunEventEnvelope {
+  runId: string;
+  seq: number;
+  atUnixMs: number;
+  part: RunEventPart;
+}
+
+export function toWireRunEvent(runId: string, seq: number, part: RunEventPart, atUnixMs = Date.now()): RunEvent {
+  const base = { runId, seq, atUnixMs };
+  switch (part.type) {
+    case 'start':
+      return {
+        ...base,
+        event: { $case: 'start', start: { sessionId: part.sessionId, adapter: part.adapter, target: part.target } },
+      };
+    case 'text-delta':
+      return { ...base, event: { $case: 'textDelta', textDelta: { text: part.text } } };
+    case 'reasoning-delta':
+      return { ...base, event: { $case: 'reasoningDelta', reasoningDelta: { text: part.text } } };
+    case 'tool-call':
+      return { ...base, event: { $case: 'toolCall', toolCall: part.call } };
+    case 'usage':
+      return { ...base, event: { $case: 'usage', usage: part.usage } };
+    case 'progress':
+      return {
+        ...base,
+        event: { $case: 'progress', progress: { kind: part.kind, message: part.message, fields: part.fields } },
+      };
+    case 'complete':
+      return {
+        ...base,
+        event: {
+          $case: 'complete',
+          complete: { detail: part.detail, finishReason: part.finishReason, backendMs: part.backendMs },
+        },
+      };
+    case 'error':
+      return {
+        ...base,
+        event: {
+          $case: 'error',
+          error: { code: part.code, message: part.message, retryable: part.retryable, backendMs: part.backendMs },
+        },
+      };
+    case 'cancelled':
+      return { ...base, event: { $case: 'cancelled', cancelled: { reason: part.reason } } };
+    default: {
+      const unreachable: never = part;
+      throw new Error(`unknown run event part ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Returns undefined for an event with no body (a peer newer than us, or a malformed frame). */
+export function fromWireRunEvent(event: RunEvent): RunEventEnvelope | undefined {
+  const body = event.event;
+  if (!body) return undefined;
+  const head = { runId: event.runId, seq: event.seq, atUnixMs: event.atUnixMs };
+  switch (body.$case) {
+    case 'start':
+      return { ...head, part: { type: 'start', ...body.start } };
+    case 'textDelta':
+      return { ...head, part: { type: 'text-delta', text: body.textDelta.text } };
+    case 'reasoningDelta':
+      return { ...head, part: { type: 'reasoning-delta', text: body.reasoningDelta.text } };
+    case 'toolCall':
+      return { ...head, part: { type: 'tool-call', call: body.toolCall } };
+    case 'usage':
+      return { ...head, part: { type: 'usage', usage: body.usage } };
+    case 'progress':
+      return { ...head, part: { type: 'progress', ...body.progress } };
+    case 'complete':
+      return { ...head, part: { type: 'complete', ...body.complete } };
+    case 'error':
+      return { ...head, part: { type: 'error', ...body.error } };
+    case 'cancelled':
+      return { ...head, part: { type: 'cancelled', reason: body.cancelled.reason } };
+    default: {
+      const unreachable: never = body;
+      throw new Error(`unknown run event ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
