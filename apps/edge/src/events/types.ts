@@ -1,0 +1,35 @@
+// Edge-internal events: node lifecycle and run events, fanned out in process to the console, admin and surfaces.
+import type { RunEventWithMeta } from '../service/types.js';
+
+export interface EdgeNodeEvent {
+  kind: 'connected' | 'disconnected';
+  nodeId: string;
+  alias: string;
+  /** Why it happened: registered, replaced, heartbeat-timeout, closed-by-peer, shutdown, ... */
+  reason: string;
+  atUnixMs: number;
+}
+
+export type EdgeEvent = { type: 'node'; event: EdgeNodeEvent } | { type: 'run'; event: RunEventWithMeta };
+
+export interface SubscribeOptions {
+  /** Deliver the replay buffer (recent events) before live ones. */
+  replay?: boolean;
+  /** Ends the subscription. */
+  signal?: AbortSignal;
+}
+
+export interface EventBus {
+  publish(event: EdgeEvent): void;
+  /**
+   * Live events as an async iterable. Each subscriber has its own bounded queue: a slow subscriber loses its
+   * oldest undelivered events (and is told how many through `dropped`), never blocking others or the publisher.
+   */
+  subscribe(options?: SubscribeOptions): EventSubscription;
+}
+
+export interface EventSubscription extends AsyncIterable<EdgeEvent> {
+  /** Events this subscriber lost to overflow so far. */
+  readonly dropped: number;
+  close(): void;
+}

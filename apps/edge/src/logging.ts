@@ -1,0 +1,83 @@
+// The edge's logger interface and its pino implementation. Components receive a Logger (child per component);
+// nothing else decides log levels or formats.
+import { pino, type Logger as PinoLogger } from 'pino';
+
+export interface Logger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+export interface LoggingOptions {
+  level: string;
+  /** json | pretty (pretty = one human-readable line per entry on stderr). */
+  format: string;
+  destination?: NodeJS.WritableStream;
+}
+
+/** Keys whose values are replaced before a line is written, wherever they appear. */
+export const REDACTED_KEYS = [
+  'token',
+  'api_key',
+  'apiKey',
+  'authorization',
+  'Authorization',
+  'bearer_token',
+  'admin_token',
+  'password',
+];
+
+export function createLogger(options: LoggingOptions): Logger {
+  const redact = { paths: REDACTED_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]), censor: '[redacted]' };
+  const destination = options.destination ?? process.stderr;
+  const instance: PinoLogger =
+    options.format === 'pretty'
+      ? pino({ level: options.level, redact, base: undefined }, prettyStream(destination))
+      : pino({ level: options.level, redact, base: undefined }, destination);
+  return wrap(instance);
+}
+
+function wrap(instance: PinoLogger): Logger {
+  return {
+    debug: (fields, message) => instance.debug(fields, message),
+    info: (fields, message) => instance.info(fields, message),
+    warn: (fields, message) => instance.warn(fields, message),
+    error: (fields, message) => instance.error(fields, message),
+    child: (bindings) => wrap(instance.child(bindings)),
+  };
+}
+
+/** A minimal one-line formatter so the default output is readable without pino-pretty. */
+function prettyStream(destination: NodeJS.WritableStream): { write(line: string): void } {
+  return {
+    write(line: string) {
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        const { level, time, msg, ...rest } = entry;
+        const fields = Object.entries(rest)
+          .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+          .join(' ');
+        const stamp = new Date(typeof time === 'number' ? time : Date.now()).toISOString();
+        destination.write(`${stamp} ${levelName(level)} ${String(msg)}${fields ? ` ${fields}` : ''}\n`);
+      } catch {
+        destination.write(line);
+      }
+    },
+  };
+}
+
+function levelName(level: unknown): string {
+  const names: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+  return typeof level === 'number' ? (names[level] ?? String(level)) : String(level);
+}
+
+/** A logger that drops everything (tests). */
+export const silentLogger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  child: () => silentLogger,
+};
