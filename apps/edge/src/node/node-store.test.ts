@@ -1,0 +1,125 @@
+import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createNodeStore, digestsEqual, sha256Hex, NODE_STORE_FILE } from './node-store.js';
+import { NodeStoreError } from './errors.js';
+
+let dataDir: string;
+
+beforeEach(async () => {
+  dataDir = path.join(await mkdtemp(path.join(tmpdir(), 'iop-node-store-')), 'data');
+});
+
+afterEach(async () => {
+  await rm(path.dirname(dataDir), { recursive: true, force: true });
+});
+
+describe('createNodeStore', () => {
+  it('registers a node with a fresh iop_ token, stores only its digest with mode 0600, and verifies it', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const store = createNodeStore({ dataDir, clock: () => now });
+    const result = await store.register('node-a');
+    expect(result.token).toMatch(/^iop_[A-Za-z0-9_-]{43}$/);
+    expect(result.rotated).toBe(false);
+    expect(result.record).toEqual({
+      node_id: 'node-a',
+      token_sha256: sha256Hex(result.token),
+      created_at: '2026-01-01T00:00:00.000Z',
+      rotated_at: '2026-01-01T00:00:00.000Z',
+    });
+    const file = path.join(dataDir, NODE_STORE_FILE);
+    const text = await readFile(file, 'utf8');
+    expect(text).not.toContain(result.token);
+    expect(JSON.parse(text)).toEqual({ version: 1, nodes: [result.record] });
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    await expect(store.verify('node-a', result.token)).resolves.toEqual({ ok: true, source: 'store' });
+    await expect(store.verify('node-a', `${result.token}x`)).resolves.toEqual({ ok: false, reason: 'bad_token' });
+    await expect(store.verify('node-b', result.token)).resolves.toEqual({ ok: false, reason: 'unknown_node' });
+
+    now += 60_000;
+    const rotated = await store.register('node-a');
+    expect(rotated.rotated).toBe(true);
+    expect(rotated.token).not.toBe(result.token);
+    expect(rotated.record.created_at).toBe('2026-01-01T00:00:00.000Z');
+    expect(rotated.record.rotated_at).toBe('2026-01-01T00:01:00.000Z');
+    await expect(store.verify('node-a', result.token)).resolves.toEqual({ ok: false, reason: 'bad_token' });
+    await expect(store.verify('node-a', rotated.token)).resolves.toEqual({ ok: true, source: 'store' });
+  });
+
+  it('leaves no temp files behind and keeps every node across concurrent registrations', async () => {
+    const store = createNodeStore({ dataDir });
+    const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => store.register(`node-${id}`)));
+    expect((await store.list()).map((record) => record.node_id)).toEqual([
+      'node-a',
+      'node-b',
+      'node-c',
+      'node-d',
+      'node-e',
+    ]);
+    for (const [index, id] of ['a', 'b', 'c', 'd', 'e'].entries()) {
+      await expect(store.verify(`node-${id}`, results[index]?.token ?? '')).resolves.toMatchObject({ ok: true });
+    }
+    expect(await readdir(dataDir)).toEqual([NODE_STORE_FILE]);
+  });
+
+  it('sees a registration written by another process (another store instance) without a restart', async () => {
+    const running = createNodeStore({ dataDir });
+    await expect(running.verify('late', 'iop_x')).resolves.toEqual({ ok: false, reason: 'unknown_node' });
+    const cli = createNodeStore({ dataDir });
+    const { token } = await cli.register('late');
+    await expect(running.knows('late')).resolves.toBe(true);
+    await expect(running.verify('late', token)).resolves.toEqual({ ok: true, source: 'store' });
+    const rotated = await cli.register('late');
+    await expect(running.verify('late', token)).resolves.toEqual({ ok: false, reason: 'bad_token' });
+    await expect(running.verify('late', rotated.token)).resolves.toEqual({ ok: true, source: 'store' });
+  });
+
+  it('accepts the config dev token and the config digest as well as the stored token', async () => {
+    const digest = sha256Hex('iop_digest_token');
+    const store = createNodeStore({
+      dataDir,
+      configNodes: [
+        { id: 'dev', token: 'iop_dev_token' },
+        { id: 'prod', token_sha256: digest.toUpperCase() },
+        { id: 'bare' },
+      ],
+    });
+    await expect(store.verify('dev', 'iop_dev_token')).resolves.toEqual({ ok: true, source: 'config-token' });
+    await expect(store.verify('dev', 'iop_dev_tokem')).resolves.toEqual({ ok: false, reason: 'bad_token' });
+    await expect(store.verify('prod', 'iop_digest_token')).resolves.toEqual({ ok: true, source: 'config-digest' });
+    await expect(store.verify('bare', '')).resolves.toEqual({ ok: false, reason: 'bad_token' });
+    const { token } = await store.register('bare');
+    await expect(store.verify('bare', token)).resolves.toEqual({ ok: true, source: 'store' });
+    await expect(store.knows('prod')).resolves.toBe(true);
+    expect((await store.list()).map((record) => record.node_id)).toEqual(['bare']);
+  });
+
+  it('rejects invalid node ids with a typed error', async () => {
+    const store = createNodeStore({ dataDir });
+    for (const bad of ['', '-x', 'a b', 'x'.repeat(65), '../etc']) {
+      await expect(store.register(bad)).rejects.toMatchObject({ name: 'NodeStoreError', code: 'invalid_node_id' });
+    }
+    await expect(store.register('ok-after-failures')).resolves.toMatchObject({ rotated: false });
+  });
+
+  it('reports a corrupt store file as store_corrupt instead of treating it as empty', async () => {
+    const store = createNodeStore({ dataDir });
+    await store.register('x');
+    await writeFile(path.join(dataDir, NODE_STORE_FILE), '{"version":1,"nodes":[{"node_id":"x"}]}');
+    const error = await store.verify('x', 'y').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(NodeStoreError);
+    expect(error).toMatchObject({ code: 'store_corrupt' });
+    await writeFile(path.join(dataDir, NODE_STORE_FILE), 'not json');
+    await expect(store.list()).rejects.toMatchObject({ code: 'store_corrupt' });
+  });
+});
+
+describe('digestsEqual', () => {
+  it('compares digests and refuses malformed ones', () => {
+    const digest = sha256Hex('a');
+    expect(digestsEqual(digest, digest.toUpperCase())).toBe(true);
+    expect(digestsEqual(digest, sha256Hex('b'))).toBe(false);
+    expect(digestsEqual(digest, 'zz')).toBe(false);
+  });
+});
