@@ -1,0 +1,342 @@
+// The normalized edge configuration: what the rest of IOP reads after @iop/config has loaded, defaulted,
+// normalized and validated an edge.yaml. Keys keep the YAML (snake_case) names so an issue path such as
+// `nodes[0].providers[1].adapter` names both the file location and the property. Every value is present
+// (defaults applied) and the whole tree is deeply frozen.
+
+/** Adapter kinds a node can run. */
+export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
+export const ADAPTER_TYPES: readonly AdapterType[] = ['cli', 'ollama', 'openai_compat'];
+
+/** Resource kind of a provider. */
+export type ProviderCategory = 'api' | 'cli' | 'local_inference';
+export const PROVIDER_CATEGORIES: readonly ProviderCategory[] = ['api', 'cli', 'local_inference'];
+
+/** Model lifecycle operations a provider supports (routed to its adapter by provider id). */
+export type LifecycleCapability = 'list_models' | 'load_model' | 'unload_model' | 'pull_model';
+export const LIFECYCLE_CAPABILITIES: readonly LifecycleCapability[] = [
+  'list_models',
+  'load_model',
+  'unload_model',
+  'pull_model',
+];
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export type LogFormat = 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+
+/** How a CLI profile drives its executable (see the CLI adapter). */
+export type CliMode = 'oneshot' | 'persistent' | 'persistent-lazy' | 'antigravity-print' | 'opencode-sse';
+export const CLI_MODES: readonly CliMode[] = [
+  'oneshot',
+  'persistent',
+  'persistent-lazy',
+  'antigravity-print',
+  'opencode-sse',
+];
+
+/** How a one-shot CLI's stdout is parsed. */
+export type CliOutputFormat = 'text' | 'claude-stream-json' | 'codex-json' | 'cline-json' | 'opencode-json';
+export const CLI_OUTPUT_FORMATS: readonly CliOutputFormat[] = [
+  'text',
+  'claude-stream-json',
+  'codex-json',
+  'cline-json',
+  'opencode-json',
+];
+
+export interface TlsConfig {
+  readonly enabled: boolean;
+  /** Absolute when loaded from a file (relative paths resolve against the config file's directory). */
+  readonly cert_file: string;
+  readonly key_file: string;
+}
+
+/** `edge:` — identity and the node transport listener. */
+export interface EdgeSection {
+  readonly id: string;
+  /** host:port of the node TCP transport. */
+  readonly listen: string;
+  /** Edge state (node store, history). Absolute when loaded from a file. */
+  readonly data_dir: string;
+  readonly tls: TlsConfig;
+  /** How long a new connection may take to send its register request. */
+  readonly register_timeout_ms: number;
+  /** Heartbeat interval announced to nodes in the register response. */
+  readonly heartbeat_interval_ms: number;
+  /** A node silent for this long is considered gone. Always > heartbeat_interval_ms. */
+  readonly heartbeat_timeout_ms: number;
+}
+
+export interface LoggingConfig {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+}
+
+export interface MetricsConfig {
+  readonly enabled: boolean;
+  readonly listen: string;
+}
+
+/** `refresh:` — the operator admin API (gRPC EdgeAdmin). */
+export interface RefreshConfig {
+  readonly enabled: boolean;
+  readonly listen: string;
+  /** Bearer token the admin API requires; '' = no authentication (loopback use only). Secret. */
+  readonly admin_token: string;
+}
+
+export interface BootstrapConfig {
+  readonly listen: string;
+  /** URL nodes use to reach the bootstrap server; '' = derive from listen at run time. */
+  readonly public_url: string;
+  /** Absolute when loaded from a file. */
+  readonly artifact_dir: string;
+}
+
+/** Defaults of the interactive ops console. '' node = the single connected node. */
+export interface ConsoleConfig {
+  readonly node: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly session_id: string;
+}
+
+export interface ModelRouteConfig {
+  readonly model: string;
+  readonly adapter: string;
+  readonly target: string;
+  /** '' = any connected node. */
+  readonly node: string;
+  readonly workspace_required: boolean;
+}
+
+export interface OpenAIConfig {
+  readonly enabled: boolean;
+  readonly listen: string;
+  /** Fallback route adapter; '' = none. */
+  readonly adapter: string;
+  /** Fixed fallback target; '' = use the request's model as target. */
+  readonly target: string;
+  /** Extra model ids exposed by the fallback route. */
+  readonly models: readonly string[];
+  readonly session_id: string;
+  readonly timeout_sec: number;
+  readonly strict_output: boolean;
+  readonly strict_stream_buffer: boolean;
+  /** Accepted bearer keys; empty = no authentication. Secret. */
+  readonly api_keys: readonly string[];
+  readonly model_routes: readonly ModelRouteConfig[];
+}
+
+export interface A2AConfig {
+  readonly enabled: boolean;
+  readonly listen: string;
+  readonly path: string;
+  /** '' = the single connected node. */
+  readonly node: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly session_id: string;
+  readonly timeout_sec: number;
+  /** '' = no authentication. Secret. */
+  readonly bearer_token: string;
+}
+
+/** `models[]` — canonical routing keys of the provider pool and their generation policy. */
+export interface ModelConfig {
+  readonly id: string;
+  /** Defaults to id. */
+  readonly display_name: string;
+  /** provider id → served model name on that provider. */
+  readonly providers: Readonly<Record<string, string>>;
+  /** Applied when a request names no max tokens; null = leave to the backend. */
+  readonly default_max_tokens: number | null;
+  /** Requests asking for fewer tokens are raised to this; null = no floor. */
+  readonly min_max_tokens: number | null;
+  /** Thinking budget applied when a request names none; null = none. */
+  readonly default_thinking_token_budget: number | null;
+}
+
+export interface CliProfileConfig {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Defaults to 'persistent' when persistent is true, else 'oneshot'. */
+  readonly mode: CliMode;
+  readonly persistent: boolean;
+  readonly terminal: boolean;
+  readonly resume_args: readonly string[];
+  readonly output_format: CliOutputFormat;
+  /** Persistent modes: silence that completes a turn with detail `idle-timeout`. */
+  readonly idle_timeout_ms: number;
+  /** Run deadline; 0 = none. */
+  readonly request_timeout_ms: number;
+  /** One-shot: how long a process may linger after printing its final result before it is killed. */
+  readonly result_grace_ms: number;
+}
+
+interface AdapterInstanceBase {
+  /** Unique within the node; a legacy single `adapters.<type>` block gets its type as name. */
+  readonly name: string;
+  readonly enabled: boolean;
+}
+
+export interface CliAdapterInstanceConfig extends AdapterInstanceBase {
+  readonly type: 'cli';
+  readonly profiles: Readonly<Record<string, CliProfileConfig>>;
+  /** Cap on live CLI sessions of this instance. */
+  readonly max_sessions: number;
+  /** An idle session worker is reaped after this long. */
+  readonly session_idle_ttl_ms: number;
+}
+
+export interface OllamaAdapterInstanceConfig extends AdapterInstanceBase {
+  readonly type: 'ollama';
+  readonly base_url: string;
+  /** num_ctx sent to Ollama; 0 = server default. */
+  readonly context_size: number;
+  /** 0 = no deadline. */
+  readonly request_timeout_ms: number;
+}
+
+export interface OpenAICompatAdapterInstanceConfig extends AdapterInstanceBase {
+  readonly type: 'openai_compat';
+  /** Backend flavour, e.g. 'vllm', 'llama.cpp', 'openai'. */
+  readonly provider: string;
+  readonly base_url: string;
+  /** Extra request headers (e.g. Authorization). Values are secret. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** 0 = no deadline. */
+  readonly request_timeout_ms: number;
+}
+
+export type AdapterInstanceConfig =
+  | CliAdapterInstanceConfig
+  | OllamaAdapterInstanceConfig
+  | OpenAICompatAdapterInstanceConfig;
+
+export interface NodeAdaptersConfig {
+  /** Every adapter instance of the node, legacy forms folded in, in declaration order. */
+  readonly instances: readonly AdapterInstanceConfig[];
+}
+
+export interface NodeRuntimeConfig {
+  readonly max_concurrency: number;
+  readonly health_probe_interval_ms: number;
+}
+
+/** `nodes[].providers[]` — a provider-pool candidate served by one adapter instance of the node. */
+export interface ProviderConfig {
+  /** Unique across the whole config. */
+  readonly id: string;
+  /** Backend kind, e.g. 'vllm', 'ollama', 'cli'. */
+  readonly type: string;
+  readonly category: ProviderCategory;
+  /** As written: an adapter instance name or (legacy) a bare adapter type. */
+  readonly adapter: string;
+  /** Name of the instance `adapter` resolves to; null only for a disabled provider whose reference dangles. */
+  readonly adapter_instance: string | null;
+  readonly models: readonly string[];
+  readonly capacity: number;
+  readonly max_queue: number;
+  readonly queue_timeout_ms: number;
+  readonly enabled: boolean;
+  /** Lower wins among candidates with equal in-flight count. */
+  readonly priority: number;
+  readonly lifecycle_capabilities: readonly LifecycleCapability[];
+}
+
+export interface NodeConfig {
+  readonly id: string;
+  /** Defaults to id. */
+  readonly alias: string;
+  /** Kind of agent expected to register as this node. */
+  readonly agent_kind: string;
+  /** Dev plaintext token; '' = none (the node store or token_sha256 authenticates). Secret. */
+  readonly token: string;
+  /** Lowercase hex SHA-256 of the token; '' = none. */
+  readonly token_sha256: string;
+  readonly runtime: NodeRuntimeConfig;
+  readonly adapters: NodeAdaptersConfig;
+  readonly providers: readonly ProviderConfig[];
+}
+
+/** The whole normalized edge.yaml. */
+export interface EdgeConfig {
+  readonly edge: EdgeSection;
+  readonly logging: LoggingConfig;
+  readonly metrics: MetricsConfig;
+  readonly refresh: RefreshConfig;
+  readonly bootstrap: BootstrapConfig;
+  readonly console: ConsoleConfig;
+  readonly openai: OpenAIConfig;
+  readonly a2a: A2AConfig;
+  readonly models: readonly ModelConfig[];
+  readonly nodes: readonly NodeConfig[];
+}
+
+/** One problem found while loading a config. */
+export interface ConfigIssue {
+  /** YAML path, e.g. `nodes[0].providers[1].adapter`; '' for the document itself. */
+  readonly path: string;
+  /** 1-based line of the offending node when known. */
+  readonly line?: number;
+  readonly message: string;
+  /** Stable code: yaml_syntax, type, required, unknown_key, enum, range, format, duplicate, reference, ... */
+  readonly code: string;
+}
+
+export type ConfigLoadResult =
+  | { readonly ok: true; readonly config: EdgeConfig }
+  | { readonly ok: false; readonly issues: readonly ConfigIssue[] };
+
+export type RefreshStatus = 'applied' | 'restart_required' | 'rejected';
+export type RefreshChange = 'added' | 'removed' | 'modified';
+export type RefreshClass = 'live' | 'restart' | 'invalid';
+
+export interface RefreshReport {
+  readonly path: string;
+  readonly change: RefreshChange;
+  readonly class: RefreshClass;
+  readonly reason: string;
+}
+
+export interface RefreshClassification {
+  readonly status: RefreshStatus;
+  readonly mode: string;
+  readonly changed_nodes: readonly string[];
+  readonly changed_providers: readonly string[];
+  readonly changed_models: readonly string[];
+  readonly reports: readonly RefreshReport[];
+}
+
+export type RefreshMode = 'dry-run' | 'apply';
+export const REFRESH_MODES: readonly RefreshMode[] = ['dry-run', 'apply'];
+
+export type ConfigPathSource = 'flag' | 'bundle' | 'executable' | 'repo';
+
+export interface ResolveConfigPathInput {
+  /** The --config flag value, if given. */
+  readonly explicit?: string;
+  readonly cwd: string;
+  readonly execPath: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Injected for tests; defaults to fs.existsSync. */
+  readonly exists?: (path: string) => boolean;
+}
+
+export interface ResolvedConfigPath {
+  readonly path: string;
+  readonly source: ConfigPathSource;
+}
+
+export interface ConfigTemplateOptions {
+  /** Written as bootstrap.public_url, e.g. http://192.0.2.10:19091. */
+  readonly publicUrl: string;
+  readonly edgeId?: string;
+  /** Node transport listen address; default 0.0.0.0:19090. */
+  readonly listen?: string;
+  readonly dataDir?: string;
+}
