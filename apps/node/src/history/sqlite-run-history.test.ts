@@ -1,0 +1,238 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { HistoryError } from './history-error.js';
+import { INTERRUPTED_DETAIL, SqliteRunHistory } from './sqlite-run-history.js';
+import type { RunStartRecord } from './run-history.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const supportDir = path.resolve(here, '../../test/support');
+
+function start(runId: string, startedAt: number): RunStartRecord {
+  return {
+    runId,
+    adapter: 'cli',
+    target: 'fake-cli',
+    sessionId: 'default',
+    providerId: '',
+    background: false,
+    startedAt,
+  };
+}
+
+describe('SqliteRunHistory', () => {
+  let dir: string;
+  let databasePath: string;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-history-'));
+    databasePath = path.join(dir, 'nested', 'history.db');
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('records a run with its events, outcome and usage, in WAL mode', () => {
+    const history = SqliteRunHistory.open({ path: databasePath });
+    expect(history.journalMode()).toBe('wal');
+    history.recordStart(start('run-1', 1000));
+    history.appendEvent({
+      runId: 'run-1',
+      seq: 1,
+      type: 'start',
+      payload: { sessionId: 'default' },
+      at: 1001,
+    });
+    history.appendEvent({ runId: 'run-1', seq: 2, type: 'text-delta', payload: { text: 'hi' }, at: 1002 });
+    expect(history.list()[0]).toMatchObject({ runId: 'run-1', status: 'running', endedAt: null });
+    history.finish('run-1', {
+      status: 'completed',
+      endedAt: 1500,
+      detail: 'idle-timeout',
+      usage: {
+        promptTokens: 3,
+        completionTokens: 4,
+        totalTokens: 7,
+        reasoningTokens: 0,
+        cachedTokens: 0,
+        costUsd: 0,
+      },
+    });
+    const [run] = history.list();
+    expect(run).toMatchObject({
+      runId: 'run-1',
+      status: 'completed',
+      startedAt: 1000,
+      endedAt: 1500,
+      detail: 'idle-timeout',
+      eventCount: 2,
+      errorCode: null,
+    });
+    expect(run?.usage?.totalTokens).toBe(7);
+    expect(history.events('run-1').map((event) => [event.seq, event.type, event.payload])).toEqual([
+      [1, 'start', { sessionId: 'default' }],
+      [2, 'text-delta', { text: 'hi' }],
+    ]);
+    history.close();
+  });
+
+  it('batches event writes: nothing is written before a flush trigger, a full batch writes at once', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, batchSize: 3, flushIntervalMs: 60_000 });
+    const reader = () => new Database(databasePath, { readonly: true });
+    history.recordStart(start('run-1', 1));
+    history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: {}, at: 1 });
+    history.appendEvent({ runId: 'run-1', seq: 2, type: 'text-delta', payload: {}, at: 1 });
+    const count = () => {
+      const db = reader();
+      try {
+        return (db.prepare('SELECT COUNT(*) AS n FROM run_events').get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    expect(count()).toBe(0);
+    history.appendEvent({ runId: 'run-1', seq: 3, type: 'text-delta', payload: {}, at: 1 });
+    expect(count()).toBe(3);
+    history.appendEvent({ runId: 'run-1', seq: 4, type: 'complete', payload: {}, at: 1 });
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    expect(count()).toBe(4);
+    history.close();
+  });
+
+  it('flushes pending events after flushIntervalMs', async () => {
+    const history = SqliteRunHistory.open({ path: databasePath, batchSize: 100, flushIntervalMs: 10 });
+    history.recordStart(start('run-1', 1));
+    history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: {}, at: 1 });
+    const deadline = Date.now() + 2000;
+    const db = new Database(databasePath, { readonly: true });
+    let count = 0;
+    while (Date.now() < deadline && count === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      count = (db.prepare('SELECT COUNT(*) AS n FROM run_events').get() as { n: number }).n;
+    }
+    db.close();
+    expect(count).toBe(1);
+    history.close();
+  });
+
+  it('marks runs left running by a crashed process as interrupted on open', () => {
+    const first = SqliteRunHistory.open({ path: databasePath });
+    first.recordStart(start('finished', 1));
+    first.finish('finished', { status: 'completed', endedAt: 2, detail: 'stop' });
+    first.recordStart(start('in-flight', 3));
+    // Simulated crash: the process goes away without finish() or close().
+    const second = SqliteRunHistory.open({ path: databasePath, now: () => 9999 });
+    expect(second.recoveredRuns).toBe(1);
+    const runs = second.list();
+    expect(runs.find((run) => run.runId === 'in-flight')).toMatchObject({
+      status: 'interrupted',
+      endedAt: 9999,
+      detail: INTERRUPTED_DETAIL,
+    });
+    expect(runs.find((run) => run.runId === 'finished')?.status).toBe('completed');
+    second.close();
+    first.close();
+  });
+
+  it('keeps only the newest retainRuns finished runs and deletes the events of pruned runs', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 3 });
+    history.recordStart(start('running-old', 0));
+    for (let index = 1; index <= 6; index += 1) {
+      const runId = `run-${index}`;
+      history.recordStart(start(runId, index * 10));
+      history.appendEvent({ runId, seq: 1, type: 'text-delta', payload: { index }, at: index });
+      history.finish(runId, { status: 'completed', endedAt: index * 10 + 1, detail: 'stop' });
+    }
+    const ids = history.list({ limit: 100 }).map((run) => run.runId);
+    expect(ids).toEqual(['run-6', 'run-5', 'run-4', 'running-old']);
+    expect(history.events('run-1')).toEqual([]);
+    expect(history.events('run-6')).toHaveLength(1);
+    history.close();
+  });
+
+  it('starts a repeated run id over, dropping its old events', () => {
+    const history = SqliteRunHistory.open({ path: databasePath });
+    history.recordStart(start('run-1', 1));
+    history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'old' }, at: 1 });
+    history.finish('run-1', {
+      status: 'failed',
+      endedAt: 2,
+      detail: '',
+      errorCode: 'x',
+      errorMessage: 'boom',
+    });
+    history.recordStart(start('run-1', 5));
+    expect(history.list()).toHaveLength(1);
+    expect(history.list()[0]).toMatchObject({ status: 'running', errorCode: null, eventCount: 0 });
+    history.close();
+  });
+
+  it('read-only opening neither recovers nor writes, and refuses a missing file with open_failed', () => {
+    const writer = SqliteRunHistory.open({ path: databasePath });
+    writer.recordStart(start('live', 1));
+    const reader = SqliteRunHistory.open({ path: databasePath, readonly: true });
+    expect(reader.recoveredRuns).toBe(0);
+    expect(reader.list()[0]?.status).toBe('running');
+    expect(() => reader.recordStart(start('x', 1))).toThrow(HistoryError);
+    reader.close();
+    writer.close();
+    expect(() => SqliteRunHistory.open({ path: path.join(dir, 'missing.db'), readonly: true })).toThrow(
+      expect.objectContaining({ code: 'open_failed' }),
+    );
+  });
+
+  it('rejects use after close with code closed, and close is idempotent', () => {
+    const history = SqliteRunHistory.open({ path: databasePath });
+    history.close();
+    history.close();
+    expect(() => history.list()).toThrow(expect.objectContaining({ code: 'closed' }));
+  });
+
+  it('survives SIGKILL of a writing process: the database is intact and the run becomes interrupted', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        path.join(supportDir, 'register-ts.mjs'),
+        path.join(supportDir, 'history-crash-child.ts'),
+        databasePath,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`child not ready: ${stderr}`)), 15_000);
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('ready')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', () => reject(new Error(`child exited early: ${stderr}`)));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    const check = new Database(databasePath);
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    check.close();
+    const history = SqliteRunHistory.open({ path: databasePath });
+    expect(history.recoveredRuns).toBe(1);
+    const [run] = history.list();
+    expect(run).toMatchObject({ runId: 'crash-run', status: 'interrupted' });
+    expect(run.eventCount).toBeGreaterThanOrEqual(64);
+    const seqs = history.events('crash-run').map((event) => event.seq);
+    // Batches commit whole: the surviving events are exactly 1..n without gaps.
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, index) => index + 1));
+    history.close();
+  });
+});

@@ -1,0 +1,32 @@
+// Child process for the crash test: starts a run, streams events into the history without end and prints
+// `ready` once some are committed, so the parent can SIGKILL it in the middle of writing.
+import { SqliteRunHistory } from '../../src/history/sqlite-run-history.js';
+
+const databasePath = process.argv[2];
+if (!databasePath) throw new Error('usage: history-crash-child <db path>');
+const history = SqliteRunHistory.open({ path: databasePath, batchSize: 8, flushIntervalMs: 5 });
+history.recordStart({
+  runId: 'crash-run',
+  adapter: 'cli',
+  target: 'fake-cli',
+  sessionId: 'default',
+  providerId: '',
+  background: false,
+  startedAt: Date.now(),
+});
+let seq = 0;
+const write = (): void => {
+  for (let index = 0; index < 8; index += 1) {
+    seq += 1;
+    history.appendEvent({
+      runId: 'crash-run',
+      seq,
+      type: 'text-delta',
+      payload: { text: `chunk ${seq}` },
+      at: Date.now(),
+    });
+  }
+  if (seq === 64) process.stdout.write('ready\n');
+  setImmediate(write);
+};
+write();
