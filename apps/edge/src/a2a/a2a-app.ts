@@ -1,0 +1,229 @@
+// The A2A HTTP surface: agent card at the well-known paths, JSON-RPC 2.0 at `path` (JSON answers and SSE
+// streams). Protocol translation only: tasks are run by TaskManager through the edge service.
+import { timingSafeEqual, createHash } from 'node:crypto';
+import express, { type Request, type Response } from 'express';
+import type { Logger } from '../logging.js';
+import { buildAgentCard } from './agent-card.js';
+import type { StreamEvent } from './a2a-types.js';
+import {
+  JSON_RPC_ERRORS,
+  JsonRpcError,
+  errorRequestId,
+  jsonRpcResult,
+  parseJsonRpcRequest,
+  toJsonRpcError,
+  type JsonRpcId,
+  type JsonRpcRequest,
+} from './json-rpc.js';
+import type { TaskManager } from './task-manager.js';
+
+export interface A2AAppOptions {
+  path: string;
+  bearerToken: string;
+  edgeId: string;
+  version: string;
+  adapter: string;
+  target: string;
+  /** Overrides the card's url; otherwise it is derived from the request's Host. */
+  publicUrl?: string;
+  tasks: TaskManager;
+  logger: Logger;
+  maxBodyBytes?: number;
+}
+
+const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];
+
+export function createA2AApp(options: A2AAppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get(CARD_PATHS, (request, response) => {
+    const url =
+      options.publicUrl ?? `${request.protocol}://${request.get('host') ?? 'localhost'}${options.path}`;
+    response.json(
+      buildAgentCard({
+        edgeId: options.edgeId,
+        version: options.version,
+        url,
+        adapter: options.adapter,
+        target: options.target,
+        requiresToken: options.bearerToken !== '',
+      }),
+    );
+  });
+
+  app.post(
+    options.path,
+    express.raw({ type: () => true, limit: options.maxBodyBytes ?? 10 * 1024 * 1024 }),
+    (request, response) => {
+      if (!authorized(request, options.bearerToken)) {
+        response
+          .status(401)
+          .set('www-authenticate', 'Bearer')
+          .json(
+            toJsonRpcError(
+              new JsonRpcError(JSON_RPC_ERRORS.invalidRequest, 'missing or invalid bearer token'),
+              null,
+            ),
+          );
+        return;
+      }
+      void handleRpc(request, response, options);
+    },
+  );
+
+  return app;
+}
+
+async function handleRpc(request: Request, response: Response, options: A2AAppOptions): Promise<void> {
+  let id: JsonRpcId = null;
+  try {
+    const body = parseBody(request.body);
+    let rpc: JsonRpcRequest;
+    try {
+      rpc = parseJsonRpcRequest(body);
+    } catch (error) {
+      id = errorRequestId(error, null);
+      throw error;
+    }
+    id = rpc.id;
+    const tasks = options.tasks;
+    switch (rpc.method) {
+      case 'message/send': {
+        const configuration = readObject(rpc.params['configuration'], 'params.configuration');
+        const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
+        const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
+        response.json(jsonRpcResult(id, await tasks.send(rpc.params, { blocking, historyLength })));
+        return;
+      }
+      case 'message/stream': {
+        const controller = streamController(response);
+        const events = tasks.stream(rpc.params, controller.signal);
+        await writeStream(response, id, events, controller);
+        return;
+      }
+      case 'tasks/get': {
+        const taskId = readTaskId(rpc.params);
+        const historyLength = readCount(rpc.params['historyLength'], 'params.historyLength');
+        response.json(jsonRpcResult(id, tasks.get(taskId, historyLength)));
+        return;
+      }
+      case 'tasks/cancel':
+        response.json(jsonRpcResult(id, await tasks.cancel(readTaskId(rpc.params))));
+        return;
+      case 'tasks/resubscribe': {
+        const controller = streamController(response);
+        const events = tasks.resubscribe(readTaskId(rpc.params), controller.signal);
+        await writeStream(response, id, events, controller);
+        return;
+      }
+      case 'tasks/pushNotificationConfig/set':
+      case 'tasks/pushNotificationConfig/get':
+      case 'tasks/pushNotificationConfig/list':
+      case 'tasks/pushNotificationConfig/delete':
+        throw new JsonRpcError(
+          JSON_RPC_ERRORS.pushNotificationNotSupported,
+          'push notifications are not supported',
+        );
+      default:
+        throw new JsonRpcError(JSON_RPC_ERRORS.methodNotFound, `method ${rpc.method} not found`);
+    }
+  } catch (error) {
+    if (!(error instanceof JsonRpcError)) {
+      options.logger.error({ error: String(error) }, 'a2a request failed');
+    }
+    if (response.headersSent) {
+      // A failure inside a stream: send it as the last event.
+      if (!response.writableEnded) {
+        response.write(`data: ${JSON.stringify(toJsonRpcError(error, id))}\n\n`);
+        response.end();
+      }
+      return;
+    }
+    response.json(toJsonRpcError(error, id));
+  }
+}
+
+function parseBody(raw: unknown): unknown {
+  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : '';
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new JsonRpcError(JSON_RPC_ERRORS.parseError, 'request body is not valid JSON');
+  }
+}
+
+function streamController(response: Response): AbortController {
+  const controller = new AbortController();
+  response.on('close', () => controller.abort());
+  return controller;
+}
+
+async function writeStream(
+  response: Response,
+  id: JsonRpcId,
+  events: AsyncIterable<StreamEvent>,
+  controller: AbortController,
+): Promise<void> {
+  const iterator = events[Symbol.asyncIterator]();
+  // The first event (the task) is produced synchronously or fails with a JSON-RPC error before headers go out.
+  const first = await iterator.next();
+  response.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  try {
+    let next = first;
+    while (!next.done) {
+      if (controller.signal.aborted) return;
+      response.write(`data: ${JSON.stringify(jsonRpcResult(id, next.value))}\n\n`);
+      next = await iterator.next();
+    }
+  } finally {
+    await iterator.return?.();
+    if (!response.writableEnded) response.end();
+  }
+}
+
+function authorized(request: Request, token: string): boolean {
+  if (token === '') return true;
+  const header = request.get('authorization') ?? '';
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  if (!match?.[1]) return false;
+  // Compare digests so the comparison takes the same time whatever the lengths.
+  const given = createHash('sha256').update(match[1]).digest();
+  const expected = createHash('sha256').update(token).digest();
+  return timingSafeEqual(given, expected);
+}
+
+function readObject(value: unknown, where: string): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be an object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function readBoolean(value: unknown, where: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean')
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be a boolean`);
+  return value;
+}
+
+function readCount(value: unknown, where: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be a non-negative integer`);
+  }
+  return value;
+}
+
+function readTaskId(params: Record<string, unknown>): string {
+  const id = params['id'];
+  if (typeof id !== 'string' || id === '') {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.id must be a non-empty string');
+  }
+  return id;
+}

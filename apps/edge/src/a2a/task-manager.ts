@@ -1,0 +1,470 @@
+// Runs A2A tasks on IOP targets. One task = one run through the edge service; a contextId is one IOP logical
+// session pinned to the node that first served it, so follow-up messages continue the same CLI session.
+// Runs of one context are serialized (a CLI session handles one turn at a time).
+import type { ChatMessage, RunEventPart } from '@iop/wire';
+import { create } from '@iop/wire';
+import type { Logger } from '../logging.js';
+import type { EdgeService, RunHandle } from '../service/types.js';
+import { isServiceError } from '../service/errors.js';
+import {
+  TERMINAL_STATES,
+  type Artifact,
+  type Message,
+  type Part,
+  type StreamEvent,
+  type Task,
+  type TaskState,
+} from './a2a-types.js';
+import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
+import { TaskStore, TaskStoreFullError, type TaskRecord } from './task-store.js';
+
+export interface A2ASettings {
+  /** Node id or alias; empty = the single connected node. */
+  node: string;
+  adapter: string;
+  target: string;
+  /** Prefix of the IOP session ids made for A2A contexts. */
+  sessionId: string;
+  timeoutSec: number;
+  maxTasks: number;
+  finishedTaskTtlMs: number;
+  maxContexts: number;
+}
+
+export interface TaskManagerDeps {
+  service: EdgeService;
+  logger: Logger;
+  now: () => number;
+  newId: () => string;
+}
+
+export interface SendOptions {
+  blocking: boolean;
+  historyLength?: number;
+}
+
+interface ContextState {
+  nodeId?: string;
+  sessionId: string;
+  /** Conversation so far, for targets that do not keep their own (model servers). */
+  history: ChatMessage[];
+  /** Tail of the per-context run chain. */
+  tail: Promise<void>;
+  lastUsedMs: number;
+}
+
+const MAX_CONTEXT_HISTORY = 50;
+const CANCEL_WAIT_MS = 10_000;
+
+export class TaskManager {
+  private readonly store: TaskStore;
+  private readonly contexts = new Map<string, ContextState>();
+
+  constructor(
+    private readonly settings: A2ASettings,
+    private readonly deps: TaskManagerDeps,
+  ) {
+    this.store = new TaskStore({
+      maxTasks: settings.maxTasks,
+      finishedTtlMs: settings.finishedTaskTtlMs,
+      now: deps.now,
+    });
+  }
+
+  /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
+  async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
+    const record = this.start(params);
+    if (options.blocking) await record.finished;
+    return snapshot(record.task, options.historyLength);
+  }
+
+  /** message/stream: the task first, then its status and artifact updates until the final one. */
+  stream(params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<StreamEvent> {
+    const record = this.start(params);
+    return this.follow(record, signal);
+  }
+
+  get(id: string, historyLength?: number): Task {
+    return snapshot(this.require(id).task, historyLength);
+  }
+
+  async cancel(id: string): Promise<Task> {
+    const record = this.require(id);
+    if (this.store.isTerminal(record)) {
+      throw new JsonRpcError(
+        JSON_RPC_ERRORS.taskNotCancelable,
+        `task ${id} is already ${record.task.status.state} and cannot be canceled`,
+      );
+    }
+    if (record.handle) {
+      await record.handle.cancel('canceled by A2A client');
+    } else {
+      // Not started yet (waiting behind another run of its context): it never reaches the node.
+      this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled before it started.'));
+    }
+    await Promise.race([record.finished, delay(CANCEL_WAIT_MS)]);
+    if (!this.store.isTerminal(record)) {
+      this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled.'));
+    }
+    return snapshot(record.task);
+  }
+
+  resubscribe(id: string, signal: AbortSignal): AsyncIterable<StreamEvent> {
+    return this.follow(this.require(id), signal);
+  }
+
+  private require(id: string): TaskRecord {
+    const record = this.store.get(id);
+    if (!record) throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${id} not found`);
+    return record;
+  }
+
+  private start(params: Record<string, unknown>): TaskRecord {
+    const message = parseMessage(params['message']);
+    if (message.taskId !== undefined) {
+      const existing = this.store.get(message.taskId);
+      if (!existing) throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${message.taskId} not found`);
+      throw new JsonRpcError(
+        JSON_RPC_ERRORS.invalidParams,
+        `task ${message.taskId} is ${existing.task.status.state}; send a new message with its contextId to continue the conversation`,
+      );
+    }
+    const prompt = promptOf(message.parts);
+    const contextId = message.contextId ?? this.deps.newId();
+    const taskId = this.deps.newId();
+    const userMessage: Message = { ...message, contextId, taskId };
+    let record: TaskRecord;
+    try {
+      record = this.store.add({
+        kind: 'task',
+        id: taskId,
+        contextId,
+        status: { state: 'submitted', timestamp: this.timestamp() },
+        history: [userMessage],
+        artifacts: [],
+      });
+    } catch (error) {
+      if (error instanceof TaskStoreFullError)
+        throw new JsonRpcError(JSON_RPC_ERRORS.internalError, error.message);
+      throw error;
+    }
+    const context = this.context(contextId);
+    context.tail = context.tail
+      .then(() => this.execute(record, context, prompt))
+      .catch((error: unknown) => {
+        this.deps.logger.error({ taskId, error: String(error) }, 'a2a task failed unexpectedly');
+        this.transition(record, 'failed', agentMessage(record.task, `internal error: ${String(error)}`));
+      });
+    return record;
+  }
+
+  private context(contextId: string): ContextState {
+    let context = this.contexts.get(contextId);
+    if (!context) {
+      context = {
+        sessionId: `${this.settings.sessionId}-${contextId}`,
+        history: [],
+        tail: Promise.resolve(),
+        lastUsedMs: this.deps.now(),
+      };
+      this.contexts.set(contextId, context);
+      this.evictContexts();
+    }
+    context.lastUsedMs = this.deps.now();
+    return context;
+  }
+
+  /** Forgets the least recently used contexts beyond maxContexts (their node sessions expire on their own). */
+  private evictContexts(): void {
+    if (this.contexts.size <= this.settings.maxContexts) return;
+    const byAge = [...this.contexts.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs);
+    for (const [contextId] of byAge.slice(0, this.contexts.size - this.settings.maxContexts)) {
+      this.contexts.delete(contextId);
+    }
+  }
+
+  private async execute(record: TaskRecord, context: ContextState, prompt: string): Promise<void> {
+    if (this.store.isTerminal(record)) return; // canceled while waiting
+    const userTurn = create.chatMessage({ role: 'user', content: prompt });
+    const keepsOwnHistory = this.settings.adapter === 'cli';
+    const messages = keepsOwnHistory ? [userTurn] : [...context.history, userTurn];
+    let handle: RunHandle;
+    try {
+      handle = await this.deps.service.submitRun({
+        node: context.nodeId ?? (this.settings.node || undefined),
+        adapter: this.settings.adapter,
+        target: this.settings.target,
+        sessionId: context.sessionId,
+        messages,
+        timeoutMs: this.settings.timeoutSec * 1000,
+        metadata: { surface: 'a2a', a2a_task_id: record.task.id, a2a_context_id: record.task.contextId },
+      });
+    } catch (error) {
+      const reason = isServiceError(error) ? error.message : `could not start the run: ${String(error)}`;
+      this.transition(record, 'failed', agentMessage(record.task, reason));
+      return;
+    }
+    context.nodeId = handle.nodeId;
+    record.handle = handle;
+    this.transition(record, 'working');
+    const text = await this.collect(record, handle);
+    if (this.store.isTerminal(record)) return;
+    const outcome = await handle.done;
+    switch (outcome.status) {
+      case 'completed':
+        context.history.push(userTurn, create.chatMessage({ role: 'assistant', content: text }));
+        context.history.splice(0, Math.max(0, context.history.length - MAX_CONTEXT_HISTORY));
+        this.transition(record, 'completed', agentMessage(record.task, text));
+        return;
+      case 'cancelled':
+        this.transition(record, 'canceled', agentMessage(record.task, `Task canceled: ${outcome.reason}`));
+        return;
+      case 'error':
+        this.transition(record, 'failed', agentMessage(record.task, `${outcome.code}: ${outcome.message}`));
+        return;
+      default: {
+        const unreachable: never = outcome;
+        throw new Error(`unknown run outcome ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  /** Streams text into the task's artifact; returns the full text. A run deadline beyond timeout_sec cancels. */
+  private async collect(record: TaskRecord, handle: RunHandle): Promise<string> {
+    const artifactId = `${record.task.id}-output`;
+    let text = '';
+    let chunks = 0;
+    const deadline = setTimeout(
+      () => {
+        void handle.cancel(`timed out after ${this.settings.timeoutSec}s`);
+      },
+      this.settings.timeoutSec * 1000 + 1000,
+    );
+    try {
+      for await (const event of handle.events) {
+        const part: RunEventPart = event.part;
+        if (part.type !== 'text-delta' || part.text === '') continue;
+        text += part.text;
+        const artifact: Artifact = { artifactId, name: 'output', parts: [{ kind: 'text', text }] };
+        record.task.artifacts = [artifact];
+        this.emit(record, {
+          kind: 'artifact-update',
+          taskId: record.task.id,
+          contextId: record.task.contextId,
+          artifact: { artifactId, name: 'output', parts: [{ kind: 'text', text: part.text }] },
+          append: chunks > 0,
+          lastChunk: false,
+        });
+        chunks += 1;
+      }
+    } finally {
+      clearTimeout(deadline);
+    }
+    if (chunks > 0) {
+      this.emit(record, {
+        kind: 'artifact-update',
+        taskId: record.task.id,
+        contextId: record.task.contextId,
+        artifact: { artifactId, name: 'output', parts: [{ kind: 'text', text: '' }] },
+        append: true,
+        lastChunk: true,
+      });
+    }
+    return text;
+  }
+
+  private transition(record: TaskRecord, state: TaskState, message?: Message): void {
+    if (this.store.isTerminal(record)) return;
+    record.task.status = { state, timestamp: this.timestamp(), ...(message ? { message } : {}) };
+    if (message) record.task.history = [...(record.task.history ?? []), message];
+    const final = TERMINAL_STATES.has(state);
+    this.emit(record, {
+      kind: 'status-update',
+      taskId: record.task.id,
+      contextId: record.task.contextId,
+      status: record.task.status,
+      final,
+    });
+    if (final) {
+      this.store.finish(record);
+      record.listeners.clear();
+      this.deps.logger.info({ taskId: record.task.id, state }, 'a2a task finished');
+    }
+  }
+
+  private emit(record: TaskRecord, event: StreamEvent): void {
+    for (const listener of record.listeners) listener(event);
+  }
+
+  /** The task snapshot, then live events until a final status-update (or the caller goes away). */
+  private async *follow(record: TaskRecord, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+    const queue: StreamEvent[] = [];
+    let wake: (() => void) | undefined;
+    const listener = (event: StreamEvent): void => {
+      queue.push(event);
+      wake?.();
+    };
+    const onAbort = (): void => wake?.();
+    record.listeners.add(listener);
+    signal.addEventListener('abort', onAbort);
+    try {
+      yield snapshot(record.task);
+      if (this.store.isTerminal(record)) {
+        yield {
+          kind: 'status-update',
+          taskId: record.task.id,
+          contextId: record.task.contextId,
+          status: record.task.status,
+          final: true,
+        };
+        return;
+      }
+      while (!signal.aborted) {
+        const event = queue.shift();
+        if (event) {
+          yield event;
+          if (event.kind === 'status-update' && event.final) return;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      record.listeners.delete(listener);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private timestamp(): string {
+    return new Date(this.deps.now()).toISOString();
+  }
+}
+
+function snapshot(task: Task, historyLength?: number): Task {
+  const copy: Task = structuredClone(task);
+  if (historyLength !== undefined && copy.history) {
+    copy.history = historyLength <= 0 ? [] : copy.history.slice(-historyLength);
+  }
+  return copy;
+}
+
+function agentMessage(task: Task, text: string): Message {
+  return {
+    kind: 'message',
+    messageId: `${task.id}-agent-${(task.history?.length ?? 0).toString()}`,
+    role: 'agent',
+    parts: [{ kind: 'text', text }],
+    contextId: task.contextId,
+    taskId: task.id,
+  };
+}
+
+/** Validates an incoming A2A message (invalid params otherwise). */
+export function parseMessage(value: unknown): Message {
+  if (typeof value !== 'object' || value === null) {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.message must be an object');
+  }
+  const message = value as Record<string, unknown>;
+  if (message['role'] !== 'user' && message['role'] !== 'agent') {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.message.role must be "user" or "agent"');
+  }
+  if (typeof message['messageId'] !== 'string' || message['messageId'] === '') {
+    throw new JsonRpcError(
+      JSON_RPC_ERRORS.invalidParams,
+      'params.message.messageId must be a non-empty string',
+    );
+  }
+  if (!Array.isArray(message['parts']) || message['parts'].length === 0) {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.message.parts must be a non-empty array');
+  }
+  for (const key of ['contextId', 'taskId'] as const) {
+    if (message[key] !== undefined && (typeof message[key] !== 'string' || message[key] === '')) {
+      throw new JsonRpcError(
+        JSON_RPC_ERRORS.invalidParams,
+        `params.message.${key} must be a non-empty string`,
+      );
+    }
+  }
+  const parts = (message['parts'] as unknown[]).map((part, index) => parsePart(part, index));
+  return {
+    kind: 'message',
+    messageId: message['messageId'],
+    role: message['role'],
+    parts,
+    ...(typeof message['contextId'] === 'string' ? { contextId: message['contextId'] } : {}),
+    ...(typeof message['taskId'] === 'string' ? { taskId: message['taskId'] } : {}),
+  };
+}
+
+function parsePart(value: unknown, index: number): Part {
+  const where = `params.message.parts[${index.toString()}]`;
+  if (typeof value !== 'object' || value === null) {
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be an object`);
+  }
+  const part = value as Record<string, unknown>;
+  switch (part['kind']) {
+    case 'text':
+      if (typeof part['text'] !== 'string') {
+        throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where}.text must be a string`);
+      }
+      return { kind: 'text', text: part['text'] };
+    case 'data':
+      if (typeof part['data'] !== 'object' || part['data'] === null) {
+        throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where}.data must be an object`);
+      }
+      return { kind: 'data', data: part['data'] as Record<string, unknown> };
+    case 'file': {
+      const file = part['file'];
+      if (typeof file !== 'object' || file === null) {
+        throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where}.file must be an object`);
+      }
+      const fields = file as Record<string, unknown>;
+      if (typeof fields['uri'] !== 'string') {
+        throw new JsonRpcError(
+          JSON_RPC_ERRORS.contentTypeNotSupported,
+          `${where}: inline file bytes are not supported; pass a file uri`,
+        );
+      }
+      return {
+        kind: 'file',
+        file: {
+          uri: fields['uri'],
+          ...(typeof fields['mimeType'] === 'string' ? { mimeType: fields['mimeType'] } : {}),
+          ...(typeof fields['name'] === 'string' ? { name: fields['name'] } : {}),
+        },
+      };
+    }
+    default:
+      throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where}.kind must be "text", "data" or "file"`);
+  }
+}
+
+/** The prompt the target receives: text parts as written, data parts as JSON, file parts as references. */
+function promptOf(parts: Part[]): string {
+  const pieces = parts.map((part) => {
+    switch (part.kind) {
+      case 'text':
+        return part.text;
+      case 'data':
+        return JSON.stringify(part.data);
+      case 'file':
+        return `[file ${part.file.name ?? ''} ${part.file.uri ?? ''}]`.replace(/\s+/g, ' ');
+      default: {
+        const unreachable: never = part;
+        throw new Error(`unknown part ${JSON.stringify(unreachable)}`);
+      }
+    }
+  });
+  const prompt = pieces.join('\n').trim();
+  if (prompt === '')
+    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.message has no text to send');
+  return prompt;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
+}
