@@ -329,7 +329,9 @@ describe('A2A surface', () => {
         contextId: '',
         taskId: '',
         role: Role.ROLE_USER,
-        parts: [{ content: { $case: 'text', value: 'from v1' }, metadata: undefined }],
+        parts: [
+          { content: { $case: 'text', value: 'from v1' }, metadata: undefined, filename: '', mediaType: '' },
+        ],
         metadata: undefined,
         extensions: [],
         referenceTaskIds: [],
