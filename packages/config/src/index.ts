@@ -1,5 +1,8 @@
 // Public API of @iop/config: load, validate, normalize and classify edge.yaml refreshes.
 export * from './types.js';
 export { ConfigError, isConfigError, type ConfigErrorCode, type ConfigErrorKind } from './errors.js';
+export { parseConfigText, loadConfigFile, type ParseConfigOptions } from './load-config.js';
 export { formatIssue } from './format-issue.js';
-export { resolveConfigPath } from './resolve-config-path.js';
+export { resolveConfigPath, CONFIG_ENV_VAR } from './resolve-config-path.js';
+export { resolveAdapterReference, type AdapterResolution } from './resolve-adapter.js';
+export { LIMITS, DEFAULTS, type Limit } from './limits.js';

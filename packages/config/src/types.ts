@@ -315,7 +315,8 @@ export interface RefreshClassification {
 export type RefreshMode = 'dry-run' | 'apply';
 export const REFRESH_MODES: readonly RefreshMode[] = ['dry-run', 'apply'];
 
-export type ConfigPathSource = 'flag' | 'bundle' | 'executable' | 'repo';
+/** Which rule chose the config path: --config, IOP_EDGE_CONFIG, ./edge.yaml, executable-adjacent, repo. */
+export type ConfigPathSource = 'flag' | 'env' | 'bundle' | 'executable' | 'repo';
 
 export interface ResolveConfigPathInput {
   /** The --config flag value, if given. */

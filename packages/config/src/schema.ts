@@ -1,0 +1,228 @@
+// The JSON schema of edge.yaml as written (before normalization): structure, types, enums and numeric bounds.
+// Legacy adapter forms (`adapters.<type>`, `adapters.vllm`, `adapters.openai_compat_instances`) are part of the
+// accepted shape. Cross-references (provider ids, adapter references, model → provider keys) are checked in
+// code by validate-references.ts because JSON schema cannot express them. Bounds live in limits.ts so the
+// schema, the defaults and the contract document share one source.
+import { LIMITS, type Limit } from './limits.js';
+import {
+  CLI_MODES,
+  CLI_OUTPUT_FORMATS,
+  LIFECYCLE_CAPABILITIES,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  PROVIDER_CATEGORIES,
+} from './types.js';
+
+type Schema = Record<string, unknown>;
+
+/** Identifier of nodes, providers, adapter instances and CLI profiles: safe in paths, labels and URLs. */
+export const IDENTIFIER_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
+
+const bool: Schema = { type: 'boolean' };
+const text: Schema = { type: 'string', maxLength: 4096 };
+const nonEmptyText: Schema = { type: 'string', minLength: 1, maxLength: 4096 };
+const identifier: Schema = { type: 'string', pattern: IDENTIFIER_PATTERN };
+const listen: Schema = { type: 'string', format: 'listen-address' };
+const httpUrl: Schema = { type: 'string', format: 'http-url' };
+const optionalHttpUrl: Schema = { type: 'string', format: 'optional-http-url' };
+const stringList: Schema = { type: 'array', items: nonEmptyText, maxItems: 1024 };
+const argList: Schema = { type: 'array', items: text, maxItems: 1024 };
+const stringMap: Schema = {
+  type: 'object',
+  propertyNames: { minLength: 1, maxLength: 256 },
+  additionalProperties: text,
+};
+
+function integer(limit: Limit): Schema {
+  return { type: 'integer', minimum: limit.min, maximum: limit.max };
+}
+
+function nullableInteger(limit: Limit): Schema {
+  return { type: ['integer', 'null'], minimum: limit.min, maximum: limit.max };
+}
+
+function object(properties: Record<string, Schema>, required: string[] = []): Schema {
+  return { type: 'object', properties, required, additionalProperties: false };
+}
+
+const cliProfile = object(
+  {
+    command: nonEmptyText,
+    args: argList,
+    env: stringMap,
+    mode: { type: 'string', enum: [...CLI_MODES] },
+    persistent: bool,
+    terminal: bool,
+    resume_args: argList,
+    output_format: { type: 'string', enum: [...CLI_OUTPUT_FORMATS] },
+    idle_timeout_ms: integer(LIMITS.idle_timeout_ms),
+    request_timeout_ms: integer(LIMITS.cli_request_timeout_ms),
+    result_grace_ms: integer(LIMITS.result_grace_ms),
+  },
+  ['command'],
+);
+
+const cliSettings: Record<string, Schema> = {
+  enabled: bool,
+  profiles: { type: 'object', propertyNames: { pattern: IDENTIFIER_PATTERN }, additionalProperties: cliProfile },
+  max_sessions: integer(LIMITS.max_sessions),
+  session_idle_ttl_ms: integer(LIMITS.session_idle_ttl_ms),
+};
+
+const ollamaSettings: Record<string, Schema> = {
+  enabled: bool,
+  base_url: httpUrl,
+  context_size: integer(LIMITS.context_size),
+  request_timeout_ms: integer(LIMITS.http_request_timeout_ms),
+};
+
+const openAICompatSettings: Record<string, Schema> = {
+  enabled: bool,
+  provider: nonEmptyText,
+  base_url: httpUrl,
+  headers: stringMap,
+  request_timeout_ms: integer(LIMITS.http_request_timeout_ms),
+};
+
+const instanceName: Record<string, Schema> = { name: identifier };
+
+const adapterInstance: Schema = {
+  type: 'object',
+  properties: { type: { type: 'string' } },
+  required: ['type'],
+  discriminator: { propertyName: 'type' },
+  oneOf: [
+    object({ ...instanceName, type: { const: 'cli' }, ...cliSettings }, ['name', 'type']),
+    object({ ...instanceName, type: { const: 'ollama' }, ...ollamaSettings }, ['name', 'type', 'base_url']),
+    object({ ...instanceName, type: { const: 'openai_compat' }, ...openAICompatSettings }, [
+      'name',
+      'type',
+      'base_url',
+    ]),
+  ],
+};
+
+const adapters = object({
+  cli: object(cliSettings),
+  ollama: object(ollamaSettings, ['base_url']),
+  openai_compat: object(openAICompatSettings, ['base_url']),
+  vllm: object(openAICompatSettings, ['base_url']),
+  openai_compat_instances: {
+    type: 'object',
+    propertyNames: { pattern: IDENTIFIER_PATTERN },
+    additionalProperties: object(openAICompatSettings, ['base_url']),
+  },
+  instances: { type: 'array', items: adapterInstance, maxItems: 256 },
+});
+
+const provider = object(
+  {
+    id: identifier,
+    type: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    category: { type: 'string', enum: [...PROVIDER_CATEGORIES] },
+    adapter: identifier,
+    models: { type: 'array', items: nonEmptyText, uniqueItems: true, maxItems: 1024 },
+    capacity: integer(LIMITS.capacity),
+    max_queue: integer(LIMITS.max_queue),
+    queue_timeout_ms: integer(LIMITS.queue_timeout_ms),
+    enabled: bool,
+    priority: integer(LIMITS.priority),
+    lifecycle_capabilities: {
+      type: 'array',
+      items: { type: 'string', enum: [...LIFECYCLE_CAPABILITIES] },
+      uniqueItems: true,
+    },
+  },
+  ['id', 'type', 'category', 'adapter'],
+);
+
+const node = object(
+  {
+    id: identifier,
+    alias: identifier,
+    agent_kind: identifier,
+    token: text,
+    token_sha256: { type: 'string', pattern: '^([0-9A-Fa-f]{64})?$' },
+    runtime: object({
+      max_concurrency: integer(LIMITS.max_concurrency),
+      health_probe_interval_ms: integer(LIMITS.health_probe_interval_ms),
+    }),
+    adapters,
+    providers: { type: 'array', items: provider, maxItems: 1024 },
+  },
+  ['id'],
+);
+
+const model = object(
+  {
+    id: { type: 'string', minLength: 1, maxLength: 256 },
+    display_name: text,
+    providers: {
+      type: 'object',
+      propertyNames: { pattern: IDENTIFIER_PATTERN },
+      additionalProperties: nonEmptyText,
+    },
+    default_max_tokens: nullableInteger(LIMITS.max_tokens),
+    min_max_tokens: nullableInteger(LIMITS.max_tokens),
+    default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
+  },
+  ['id', 'providers'],
+);
+
+const modelRoute = object(
+  {
+    model: { type: 'string', minLength: 1, maxLength: 256 },
+    adapter: nonEmptyText,
+    target: text,
+    node: text,
+    workspace_required: bool,
+  },
+  ['model', 'adapter'],
+);
+
+/** Schema of the whole edge.yaml document. */
+export const edgeConfigSchema: Schema = object({
+  edge: object({
+    id: identifier,
+    listen,
+    data_dir: nonEmptyText,
+    tls: object({ enabled: bool, cert_file: text, key_file: text }),
+    register_timeout_ms: integer(LIMITS.register_timeout_ms),
+    heartbeat_interval_ms: integer(LIMITS.heartbeat_interval_ms),
+    heartbeat_timeout_ms: integer(LIMITS.heartbeat_timeout_ms),
+  }),
+  logging: object({
+    level: { type: 'string', enum: [...LOG_LEVELS] },
+    format: { type: 'string', enum: [...LOG_FORMATS] },
+  }),
+  metrics: object({ enabled: bool, listen }),
+  refresh: object({ enabled: bool, listen, admin_token: text }),
+  bootstrap: object({ listen, public_url: optionalHttpUrl, artifact_dir: nonEmptyText }),
+  console: object({ node: text, adapter: text, target: text, session_id: text }),
+  openai: object({
+    enabled: bool,
+    listen,
+    adapter: text,
+    target: text,
+    models: { type: 'array', items: nonEmptyText, uniqueItems: true },
+    session_id: text,
+    timeout_sec: integer(LIMITS.timeout_sec),
+    strict_output: bool,
+    strict_stream_buffer: bool,
+    api_keys: { type: 'array', items: nonEmptyText, maxItems: 1024 },
+    model_routes: { type: 'array', items: modelRoute, maxItems: 4096 },
+  }),
+  a2a: object({
+    enabled: bool,
+    listen,
+    path: { type: 'string', pattern: '^/[^\\s?#]*$' },
+    node: text,
+    adapter: text,
+    target: text,
+    session_id: text,
+    timeout_sec: integer(LIMITS.timeout_sec),
+    bearer_token: text,
+  }),
+  models: { type: 'array', items: model, maxItems: 4096 },
+  nodes: { type: 'array', items: node, maxItems: 4096 },
+});
