@@ -1,0 +1,104 @@
+// The console's readline front-end: shows the `edge> ` prompt, feeds lines to a ConsoleSession one at a time and
+// keeps asynchronous output (node events, background runs) from garbling the prompt line.
+//
+// On a terminal the typed line is echoed by readline itself. With piped input (scripts, tests) nothing echoes,
+// so each line is printed after the prompt when it is processed: the output then reads exactly like an
+// interactive transcript (`edge> /nodes` followed by its output).
+//
+// Ends on `/exit`, on end of input, or on Ctrl-C at an idle prompt (Ctrl-C during a foreground run cancels the
+// run instead). The caller owns the streams and the session's lifecycle.
+import { createInterface } from 'node:readline';
+import type { ConsoleSession } from './console-session.js';
+
+export interface ConsolePromptOptions {
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+  prompt?: string;
+  /** Whether input is an interactive terminal (default: the input stream's isTTY). */
+  terminal?: boolean;
+}
+
+export const DEFAULT_PROMPT = 'edge> ';
+
+/** Owns the prompt: `writeLine` is the writer to give the ConsoleSession, `run` drives the session. */
+export class ConsolePrompt {
+  private readonly options: ConsolePromptOptions;
+  private readonly prompt: string;
+  private readonly terminal: boolean;
+  private atPrompt = false;
+  private promptShown: (() => void) | undefined;
+
+  constructor(options: ConsolePromptOptions) {
+    this.options = options;
+    this.prompt = options.prompt ?? DEFAULT_PROMPT;
+    this.terminal = options.terminal ?? (options.input as { isTTY?: boolean }).isTTY === true;
+  }
+
+  /** Writes one output line; on a terminal it redraws the prompt under asynchronous output. */
+  readonly writeLine = (line: string): void => {
+    if (this.terminal && this.atPrompt) {
+      this.options.output.write(`\r\x1b[K${line}\n`);
+      this.promptShown?.();
+      return;
+    }
+    this.options.output.write(`${line}\n`);
+  };
+
+  /** Runs the prompt loop until /exit, end of input or Ctrl-C at an idle prompt. */
+  async run(session: ConsoleSession): Promise<void> {
+    const { input, output } = this.options;
+    const reader = createInterface({ input, output, terminal: this.terminal, prompt: this.prompt });
+    const lines: string[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const notify = (): void => {
+      const resolve = wake;
+      wake = undefined;
+      resolve?.();
+    };
+    reader.on('line', (line) => {
+      lines.push(line);
+      notify();
+    });
+    reader.on('close', () => {
+      ended = true;
+      notify();
+    });
+    reader.on('SIGINT', () => {
+      if (!session.interrupt()) {
+        ended = true;
+        lines.length = 0;
+        notify();
+      }
+    });
+    this.promptShown = () => reader.prompt(true);
+    try {
+      for (;;) {
+        if (lines.length === 0 && !ended) {
+          this.showPrompt(reader);
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        }
+        const line = lines.shift();
+        if (line === undefined) {
+          if (ended) return;
+          continue;
+        }
+        this.atPrompt = false;
+        if (!this.terminal) output.write(`${this.prompt}${line}\n`);
+        const result = await session.handleLine(line);
+        if (result === 'exit') return;
+      }
+    } finally {
+      this.atPrompt = false;
+      this.promptShown = undefined;
+      reader.close();
+    }
+  }
+
+  private showPrompt(reader: ReturnType<typeof createInterface>): void {
+    this.atPrompt = true;
+    if (this.terminal) reader.prompt();
+  }
+}

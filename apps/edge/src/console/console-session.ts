@@ -1,0 +1,391 @@
+// The interactive ops console: a diagnostic surface over EdgeService and the EventBus (the README's `edge>`
+// prompt). It takes one input line at a time and writes output lines through an injected writer, so it runs the
+// same in a terminal, over piped stdin and in-process tests.
+//
+// Lifecycle: construct, `start()` (subscribes to node lifecycle events), feed lines with `handleLine()` one at a
+// time (a foreground run is awaited before the next line), `close()` once.
+//
+// Node labels: every event and message line carries `node<i>`, where i is the node's index in the order this
+// console saw nodes connect (first connected = node0; nodes already connected at start are numbered first, by
+// connection time). Labels are stable for the console's lifetime, also across reconnects; see node-labels.ts.
+//
+// Runs: a plain text line is a prompt sent as a run to the console's adapter/target/session (config `console`,
+// changed with /node, /session). In the foreground the run's events print as they arrive and the console waits
+// for its terminal event; with `/background on` the console prints `[edge] sent ...` and returns at once, and the
+// run's events still print when they arrive.
+import { create, type NodeCommandResponse } from '@iop/wire';
+import type { EventBus, EventSubscription } from '../events/types.js';
+import type { Logger } from '../logging.js';
+import { silentLogger } from '../logging.js';
+import type { EdgeService, NodeSummary, RunHandle, SessionRef } from '../service/types.js';
+import { describeConsoleError, nodeReportedError } from './console-errors.js';
+import {
+  formatProviderLine,
+  formatResultMap,
+  formatRunPart,
+  formatSessions,
+  type ProviderStatusView,
+  type RunTextState,
+} from './console-format.js';
+import { NodeLabels } from './node-labels.js';
+import { TextLineAssembler } from './text-line-assembler.js';
+
+export interface ConsoleDefaults {
+  /** Node id or alias to send to; '' or undefined = let the service pick the only connected node. */
+  node?: string;
+  adapter: string;
+  target: string;
+  sessionId: string;
+}
+
+export interface ConsoleSessionOptions {
+  service: EdgeService;
+  events: EventBus;
+  /** Receives every output line, without a line ending. */
+  write: (line: string) => void;
+  defaults: ConsoleDefaults;
+  /** Source of `/providers`; without one the command says provider status is unavailable. */
+  providerStatus?: () => ProviderStatusView[];
+  logger?: Logger;
+  /** Run ids for prompts; default `manual-<time>-<n>`. */
+  newRunId?: () => string;
+}
+
+export type ConsoleLineResult = 'continue' | 'exit';
+
+type CommandName =
+  | 'nodes'
+  | 'node'
+  | 'session'
+  | 'background'
+  | 'terminate-session'
+  | 'status'
+  | 'capabilities'
+  | 'sessions'
+  | 'transport'
+  | 'providers'
+  | 'exit'
+  | 'help';
+
+const HELP: ReadonlyArray<[string, string]> = [
+  ['/nodes', 'list connected nodes (the selected node is marked *)'],
+  ['/node <id|alias>', 'send to this node from now on'],
+  ['/session <id>', 'use this logical session from now on'],
+  ['/background on|off', 'on: print "sent" and return at once; events print as they arrive'],
+  ['/terminate-session', 'stop the worker process of the current adapter/target/session'],
+  ['/status', 'usage status of the current target'],
+  ['/capabilities', 'capabilities of the current adapter'],
+  ['/sessions', 'logical sessions of the current adapter'],
+  ['/transport', 'transport/runtime state of the selected node'],
+  ['/providers', 'provider pool status'],
+  ['/exit', 'leave the console'],
+  ['/help', 'this list'],
+  ['<text>', 'send the text as a prompt to the current target'],
+];
+
+const COMMANDS: ReadonlySet<string> = new Set<CommandName>([
+  'nodes',
+  'node',
+  'session',
+  'background',
+  'terminate-session',
+  'status',
+  'capabilities',
+  'sessions',
+  'transport',
+  'providers',
+  'exit',
+  'help',
+]);
+
+export class ConsoleSession {
+  private readonly service: EdgeService;
+  private readonly events: EventBus;
+  private readonly write: (line: string) => void;
+  private readonly providerStatus: (() => ProviderStatusView[]) | undefined;
+  private readonly logger: Logger;
+  private readonly newRunId: () => string;
+  private readonly labels = new NodeLabels();
+  private readonly adapter: string;
+  private readonly target: string;
+  private selectedNode: string | undefined;
+  private sessionId: string;
+  private background = false;
+  private subscription: EventSubscription | undefined;
+  private watcher: Promise<void> | undefined;
+  private foreground: RunHandle | undefined;
+  private readonly backgroundRuns = new Set<Promise<void>>();
+  private runCounter = 0;
+  private closed = false;
+
+  constructor(options: ConsoleSessionOptions) {
+    this.service = options.service;
+    this.events = options.events;
+    this.write = options.write;
+    this.providerStatus = options.providerStatus;
+    this.logger = options.logger ?? silentLogger;
+    this.adapter = options.defaults.adapter;
+    this.target = options.defaults.target;
+    this.sessionId = options.defaults.sessionId;
+    this.selectedNode = options.defaults.node ? options.defaults.node : undefined;
+    this.newRunId = options.newRunId ?? (() => `manual-${Date.now().toString(36)}-${++this.runCounter}`);
+  }
+
+  /** Subscribes to node lifecycle events and numbers the nodes already connected. */
+  start(): void {
+    if (this.subscription) throw new Error('console session already started');
+    // Subscribe before listing, so a node connecting in between is not missed (a duplicate label lookup is
+    // harmless: labels are idempotent).
+    this.subscription = this.events.subscribe();
+    const connected = [...this.service.listNodes()].sort(
+      (a, b) => a.connectedSinceUnixMs - b.connectedSinceUnixMs,
+    );
+    for (const node of connected) this.labels.labelFor(node.nodeId);
+    this.watcher = this.watchNodeEvents(this.subscription);
+  }
+
+  /** Handles one input line. Resolves after the line's output is written (for a foreground run: after it ends). */
+  async handleLine(rawLine: string): Promise<ConsoleLineResult> {
+    if (this.closed) return 'exit';
+    const line = rawLine.trim();
+    if (line.length === 0) return 'continue';
+    try {
+      if (line.startsWith('/')) return await this.runCommand(line);
+      await this.sendPrompt(line);
+    } catch (error) {
+      this.write(describeConsoleError(error));
+    }
+    return 'continue';
+  }
+
+  /** Cancels the foreground run, if any (Ctrl-C). Returns whether there was one. */
+  interrupt(): boolean {
+    const run = this.foreground;
+    if (!run) return false;
+    run.cancel('interrupted by operator').catch((error: unknown) => {
+      this.write(describeConsoleError(error));
+    });
+    return true;
+  }
+
+  /** Resolves when every background run started so far has printed its terminal event. */
+  async backgroundSettled(): Promise<void> {
+    while (this.backgroundRuns.size > 0) await Promise.all([...this.backgroundRuns]);
+  }
+
+  /** Stops printing and releases the event subscription. Runs keep going on their nodes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.subscription?.close();
+    await this.watcher;
+  }
+
+  private async runCommand(line: string): Promise<ConsoleLineResult> {
+    const [word = '', ...args] = line.slice(1).split(/\s+/);
+    if (!COMMANDS.has(word)) {
+      this.write(`unknown command /${word}; type /help for the list`);
+      return 'continue';
+    }
+    const name = word as CommandName;
+    switch (name) {
+      case 'nodes':
+        this.listNodes();
+        return 'continue';
+      case 'node':
+        this.selectNode(args[0]);
+        return 'continue';
+      case 'session':
+        this.selectSession(args[0]);
+        return 'continue';
+      case 'background':
+        this.setBackground(args[0]);
+        return 'continue';
+      case 'terminate-session': {
+        const nodeId = await this.service.terminateSession(this.sessionRef());
+        this.write(`terminated session ${this.sessionId} node=${nodeId}`);
+        return 'continue';
+      }
+      case 'status': {
+        const node = this.service.resolveNode(this.selectedNode);
+        const response = await this.service.usageStatus({ ...this.sessionRef(), node: node.nodeId });
+        this.printCommandResult('status', node, response, formatResultMap);
+        return 'continue';
+      }
+      case 'capabilities':
+      case 'sessions':
+      case 'transport': {
+        const node = this.service.resolveNode(this.selectedNode);
+        const response = await this.service.nodeCommand({
+          node: node.nodeId,
+          request: create.nodeCommandRequest({
+            command: name,
+            adapter: this.adapter,
+            target: this.target,
+            sessionId: this.sessionId,
+          }),
+        });
+        this.printCommandResult(name, node, response, name === 'sessions' ? formatSessions : formatResultMap);
+        return 'continue';
+      }
+      case 'providers':
+        this.listProviders();
+        return 'continue';
+      case 'exit':
+        return 'exit';
+      case 'help':
+        for (const [usage, summary] of HELP) this.write(`${usage.padEnd(20)} ${summary}`);
+        return 'continue';
+      default: {
+        const unreachable: never = name;
+        throw new Error(`unhandled console command ${String(unreachable)}`);
+      }
+    }
+  }
+
+  private listNodes(): void {
+    const nodes = this.service.listNodes();
+    if (nodes.length === 0) {
+      this.write('no nodes connected');
+      return;
+    }
+    const ordered = [...nodes].sort((a, b) => this.order(a) - this.order(b));
+    for (const node of ordered) {
+      const selected = this.selectedNode === node.nodeId || this.selectedNode === node.alias;
+      this.write(`${selected ? '* ' : ''}${node.nodeId} (${node.alias || node.nodeId})`);
+    }
+  }
+
+  private order(node: NodeSummary): number {
+    this.labels.labelFor(node.nodeId);
+    return this.labels.indexOf(node.nodeId) ?? 0;
+  }
+
+  private selectNode(reference: string | undefined): void {
+    if (!reference) {
+      this.write(
+        this.selectedNode
+          ? `selected node ${this.selectedNode}`
+          : 'no node selected; usage: /node <id|alias>',
+      );
+      return;
+    }
+    const node = this.service.resolveNode(reference);
+    this.selectedNode = node.nodeId;
+    this.write(`selected node ${node.nodeId} (${node.alias || node.nodeId})`);
+  }
+
+  private selectSession(sessionId: string | undefined): void {
+    if (!sessionId) {
+      this.write(`session ${this.sessionId}; usage: /session <id>`);
+      return;
+    }
+    this.sessionId = sessionId;
+    this.write(`session ${sessionId}`);
+  }
+
+  private setBackground(mode: string | undefined): void {
+    if (mode === 'on' || mode === 'off') this.background = mode === 'on';
+    else if (mode !== undefined) {
+      this.write('usage: /background on|off');
+      return;
+    }
+    this.write(`background ${this.background ? 'on' : 'off'}`);
+  }
+
+  private listProviders(): void {
+    if (!this.providerStatus) {
+      this.write('provider status is not available on this edge');
+      return;
+    }
+    const providers = this.providerStatus();
+    if (providers.length === 0) {
+      this.write('no providers configured');
+      return;
+    }
+    for (const provider of providers) this.write(formatProviderLine(provider));
+  }
+
+  private printCommandResult(
+    name: string,
+    node: NodeSummary,
+    response: NodeCommandResponse,
+    format: (result: Record<string, string>) => string[],
+  ): void {
+    if (!response.ok) {
+      this.write(nodeReportedError(response.error));
+      return;
+    }
+    if (Object.keys(response.result).length === 0) {
+      this.write(`node reported an empty result for ${name}`);
+      return;
+    }
+    this.write(
+      `[${this.labels.labelFor(node.nodeId)}-${name}] target=${this.target} session=${this.sessionId}`,
+    );
+    for (const line of format(response.result)) this.write(line);
+  }
+
+  private async sendPrompt(text: string): Promise<void> {
+    const background = this.background;
+    const handle = await this.service.submitRun({
+      node: this.selectedNode,
+      adapter: this.adapter,
+      target: this.target,
+      sessionId: this.sessionId,
+      background,
+      runId: this.newRunId(),
+      messages: [create.chatMessage({ role: 'user', content: text })],
+    });
+    this.write(
+      `[edge] sent run_id=${handle.runId} node=${handle.nodeId} adapter=${this.adapter} target=${this.target} ` +
+        `session=${this.sessionId} background=${background}`,
+    );
+    if (background) {
+      const printer = this.printRun(handle).finally(() => this.backgroundRuns.delete(printer));
+      this.backgroundRuns.add(printer);
+      return;
+    }
+    this.foreground = handle;
+    try {
+      await this.printRun(handle);
+    } finally {
+      this.foreground = undefined;
+    }
+  }
+
+  /** Prints a run's events until its terminal event (or until the console closes). */
+  private async printRun(handle: RunHandle): Promise<void> {
+    const state: RunTextState = { text: new TextLineAssembler(), reasoning: new TextLineAssembler() };
+    try {
+      for await (const event of handle.events) {
+        if (this.closed) return;
+        const label = this.labels.labelFor(event.nodeId);
+        for (const line of formatRunPart(label, event.runId, event.part, state)) this.write(line);
+      }
+    } catch (error) {
+      if (!this.closed) this.write(describeConsoleError(error));
+    }
+  }
+
+  private async watchNodeEvents(subscription: EventSubscription): Promise<void> {
+    try {
+      for await (const event of subscription) {
+        if (this.closed) return;
+        if (event.type !== 'node') continue;
+        const node = event.event;
+        const label = this.labels.labelFor(node.nodeId);
+        this.write(`[${label}-evt] ${node.kind} node=${node.nodeId} reason=${node.reason}`);
+      }
+    } catch (error) {
+      this.logger.warn(
+        { error: error instanceof Error ? error.message : String(error) },
+        'console event watch ended',
+      );
+    }
+  }
+
+  private sessionRef(): SessionRef {
+    return { node: this.selectedNode, adapter: this.adapter, target: this.target, sessionId: this.sessionId };
+  }
+}
