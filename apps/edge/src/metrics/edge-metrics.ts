@@ -1,0 +1,173 @@
+// Prometheus metrics of the edge (prom-client, one registry per edge). Hot paths only increment counters and
+// observe histograms; per-provider gauges are read from the pool's snapshot at scrape time, so dispatch code
+// never updates them.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EventBus } from '../events/types.js';
+
+export interface ProviderGaugeSample {
+  providerId: string;
+  nodeId: string;
+  capacity: number;
+  inFlight: number;
+  queued: number;
+}
+
+export interface EdgeMetricsOptions {
+  /** Read at scrape time for the per-provider gauges. */
+  providerSnapshot?: () => ProviderGaugeSample[];
+  /** Read at scrape time for the connected-node gauge. */
+  connectedNodes?: () => number;
+  /** Also export the Node.js process metrics (memory, event loop lag, ...). */
+  processMetrics?: boolean;
+}
+
+const LATENCY_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
+
+export class EdgeMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests: Counter<'surface' | 'route' | 'status'>;
+  readonly httpRequestSeconds: Histogram<'surface' | 'route'>;
+  readonly timeToFirstTokenSeconds: Histogram<'surface'>;
+  readonly overheadSeconds: Histogram<'surface'>;
+  readonly providerDispatches: Counter<'provider' | 'node'>;
+  readonly providerRejections: Counter<'model' | 'reason'>;
+  readonly nodeConnections: Counter<'node'>;
+  readonly nodeDisconnects: Counter<'node' | 'reason'>;
+  readonly runOutcomes: Counter<'outcome'>;
+  readonly frameErrors: Counter<'code'>;
+
+  constructor(options: EdgeMetricsOptions = {}) {
+    const registers = [this.registry];
+    if (options.processMetrics)
+      collectDefaultMetrics({ register: this.registry, prefix: 'iop_edge_process_' });
+    this.httpRequests = new Counter({
+      name: 'iop_http_requests_total',
+      help: 'HTTP requests answered, by surface, route and status code.',
+      labelNames: ['surface', 'route', 'status'],
+      registers,
+    });
+    this.httpRequestSeconds = new Histogram({
+      name: 'iop_http_request_duration_seconds',
+      help: 'Time from request to the end of the response (whole stream for streaming responses).',
+      labelNames: ['surface', 'route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.timeToFirstTokenSeconds = new Histogram({
+      name: 'iop_time_to_first_token_seconds',
+      help: 'Time from request to the first generated token sent to the client.',
+      labelNames: ['surface'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.overheadSeconds = new Histogram({
+      name: 'iop_overhead_seconds',
+      help: 'Time spent inside the edge and node for a request, excluding the backend (x-iop-overhead-ms).',
+      labelNames: ['surface'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.providerDispatches = new Counter({
+      name: 'iop_provider_dispatches_total',
+      help: 'Runs dispatched to a provider.',
+      labelNames: ['provider', 'node'],
+      registers,
+    });
+    this.providerRejections = new Counter({
+      name: 'iop_provider_rejections_total',
+      help: 'Requests the pool could not place, by model and reason (queue_full, queue_timeout, no_provider).',
+      labelNames: ['model', 'reason'],
+      registers,
+    });
+    this.nodeConnections = new Counter({
+      name: 'iop_node_connections_total',
+      help: 'Accepted node registrations.',
+      labelNames: ['node'],
+      registers,
+    });
+    this.nodeDisconnects = new Counter({
+      name: 'iop_node_disconnects_total',
+      help: 'Node disconnections by reason.',
+      labelNames: ['node', 'reason'],
+      registers,
+    });
+    this.runOutcomes = new Counter({
+      name: 'iop_run_outcomes_total',
+      help: 'Finished runs by outcome (completed, error, cancelled).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.frameErrors = new Counter({
+      name: 'iop_frame_errors_total',
+      help: 'Connections closed for bad frames, by wire error code.',
+      labelNames: ['code'],
+      registers,
+    });
+    const providerSnapshot = options.providerSnapshot;
+    const providerGauge = (
+      name: string,
+      help: string,
+      pick: (sample: ProviderGaugeSample) => number,
+    ): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['provider', 'node'],
+        registers,
+        collect() {
+          this.reset();
+          for (const sample of providerSnapshot?.() ?? []) {
+            this.set({ provider: sample.providerId, node: sample.nodeId }, pick(sample));
+          }
+        },
+      });
+    };
+    providerGauge('iop_provider_in_flight', 'Runs in flight per provider.', (sample) => sample.inFlight);
+    providerGauge(
+      'iop_provider_queued',
+      'Requests waiting for a provider of the model.',
+      (sample) => sample.queued,
+    );
+    providerGauge(
+      'iop_provider_capacity',
+      'Configured capacity per provider (0 when disabled).',
+      (s) => s.capacity,
+    );
+    const connectedNodes = options.connectedNodes;
+    new Gauge({
+      name: 'iop_nodes_connected',
+      help: 'Nodes currently connected and registered.',
+      registers,
+      collect() {
+        this.set(connectedNodes?.() ?? 0);
+      },
+    });
+  }
+
+  /** Counts node lifecycle and run outcomes from the event bus; returns the unsubscribe function. */
+  followEvents(events: EventBus): () => void {
+    const subscription = events.subscribe();
+    void (async () => {
+      for await (const event of subscription) {
+        if (event.type === 'node') {
+          const { kind, nodeId, reason } = event.event;
+          if (kind === 'connected') this.nodeConnections.inc({ node: nodeId });
+          else this.nodeDisconnects.inc({ node: nodeId, reason });
+          continue;
+        }
+        const part = event.event.part;
+        if (part.type === 'complete') this.runOutcomes.inc({ outcome: 'completed' });
+        else if (part.type === 'error') this.runOutcomes.inc({ outcome: 'error' });
+        else if (part.type === 'cancelled') this.runOutcomes.inc({ outcome: 'cancelled' });
+      }
+    })();
+    return () => subscription.close();
+  }
+
+  /** The text exposition format. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
