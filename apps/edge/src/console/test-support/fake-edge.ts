@@ -138,7 +138,7 @@ export class FakeEdgeService implements EdgeService {
   readonly terminated: SessionRef[] = [];
   readonly cancelled: { runId: string; reason?: string }[] = [];
   readonly usageCalls: SessionRef[] = [];
-  commandResponses = new Map<string, NodeCommandResponse | Error>();
+  commandResponses: Map<string, NodeCommandResponse | Error> = new Map();
   usageResponse: NodeCommandResponse | Error = create.nodeCommandResponse({ ok: false, error: 'unset' });
   script: RunScript = fakeCliScript;
   submitError: Error | undefined;
