@@ -16,10 +16,10 @@ ifneq ($(wildcard /usr/include/node/node.h),)
 export npm_config_nodedir ?= /usr
 endif
 
-.PHONY: all install build gen check-gen typecheck lint fmt format-check test test-unit test-e2e run clean \
+.PHONY: all install compile build gen check-gen typecheck lint fmt format-check test test-unit test-e2e run clean \
         build-edge pack-edge pack-node-target
 
-all: build
+all: compile
 
 $(PNPM):
 	@echo "==> installing pnpm $(PNPM_VERSION) into .tools/"
@@ -33,8 +33,9 @@ node_modules/.modules.yaml: $(PNPM) pnpm-lock.yaml package.json $(wildcard apps/
 
 install: node_modules/.modules.yaml
 
-build: install
-	@echo "==> build"
+# Compile every package (TypeScript → dist/). `make build` is the release archive, below.
+compile: install
+	@echo "==> compile"
 	$(PNPM) exec turbo run build
 
 gen: install
@@ -46,11 +47,11 @@ check-gen: install
 	$(PNPM) --filter @iop/proto gen
 	@git diff --exit-code -- packages/proto/src/gen || { echo "packages/proto is stale: run 'make gen' and commit"; exit 1; }
 
-typecheck: build
+typecheck: compile
 	@echo "==> typecheck"
 	$(PNPM) exec turbo run typecheck
 
-lint: build
+lint: compile
 	@echo "==> eslint"
 	$(PNPM) exec eslint --max-warnings=0 .
 
@@ -61,16 +62,16 @@ format-check: install
 fmt: install
 	$(PNPM) exec prettier --write .
 
-test-unit: build
+test-unit: compile
 	@echo "==> tests"
 	$(PNPM) exec turbo run test --concurrency=1
 
 test: check-gen typecheck lint format-check test-unit
 
-test-e2e: build
+test-e2e: compile
 	bash scripts/e2e-smoke.sh
 
-run: build
+run: compile
 	bash scripts/run-local.sh
 
 clean:
