@@ -6,3 +6,7 @@ export { formatIssue } from './format-issue.js';
 export { resolveConfigPath, CONFIG_ENV_VAR } from './resolve-config-path.js';
 export { resolveAdapterReference, type AdapterResolution } from './resolve-adapter.js';
 export { LIMITS, DEFAULTS, type Limit } from './limits.js';
+export { classifyRefresh } from './classify-refresh.js';
+export { renderConfigTemplate } from './config-template.js';
+export { redactConfig, REDACTED } from './redact-config.js';
+export { isHttpUrl, isListenAddress } from './validate-structure.js';
