@@ -1,0 +1,105 @@
+// Test support: small pool configs and a mutable set of connected nodes standing in for the node registry.
+import type { ModelConfig, NodeConfig, ProviderConfig } from '@iop/config';
+import type { NodeSummary, ProviderHealthSummary } from '../../service/types.js';
+import type { PoolConfig } from '../provider-pool.js';
+
+export function providerConfig(id: string, fields: Partial<ProviderConfig> = {}): ProviderConfig {
+  return {
+    id,
+    type: 'vllm',
+    category: 'api',
+    adapter: 'openai_compat',
+    adapter_instance: 'openai_compat',
+    models: [`served-${id}`],
+    capacity: 1,
+    max_queue: 8,
+    queue_timeout_ms: 5000,
+    enabled: true,
+    priority: 0,
+    lifecycle_capabilities: [],
+    ...fields,
+  };
+}
+
+export function nodeConfig(id: string, providers: ProviderConfig[]): NodeConfig {
+  return {
+    id,
+    alias: id,
+    agent_kind: 'iop-node',
+    token: '',
+    token_sha256: '',
+    runtime: { max_concurrency: 4, health_probe_interval_ms: 5000 },
+    adapters: { instances: [] },
+    providers,
+  };
+}
+
+export function modelConfig(
+  id: string,
+  providers: Record<string, string>,
+  fields: Partial<ModelConfig> = {},
+): ModelConfig {
+  return {
+    id,
+    display_name: id,
+    providers,
+    default_max_tokens: null,
+    min_max_tokens: null,
+    default_thinking_token_budget: null,
+    ...fields,
+  };
+}
+
+/** One model `m` served by the given providers (served name `served-<id>`), one node per provider. */
+export function poolConfig(providers: ProviderConfig[], model = 'm'): PoolConfig {
+  return {
+    models: [modelConfig(model, Object.fromEntries(providers.map((p) => [p.id, `served-${p.id}`])))],
+    nodes: providers.map((provider) => nodeConfig(`node-${provider.id}`, [provider])),
+  };
+}
+
+/** Connected nodes the test can connect, disconnect and mark unhealthy. */
+export class FakeNodes {
+  private readonly nodes = new Map<string, NodeSummary>();
+
+  connect(nodeId: string, health: Record<string, ProviderHealthSummary['health']> = {}): void {
+    this.nodes.set(nodeId, {
+      nodeId,
+      alias: nodeId,
+      agentVersion: 'test',
+      os: 'linux',
+      arch: 'x64',
+      hostname: 'localhost',
+      remoteAddress: '127.0.0.1:1',
+      connectedSinceUnixMs: 0,
+      lastHeartbeatUnixMs: 0,
+      adapters: ['openai_compat'],
+      providers: Object.entries(health).map(([providerId, state]) => ({
+        providerId,
+        health: state,
+        detail: '',
+        checkedAtUnixMs: 0,
+      })),
+    });
+  }
+
+  disconnect(nodeId: string): void {
+    this.nodes.delete(nodeId);
+  }
+
+  setHealth(nodeId: string, providerId: string, health: ProviderHealthSummary['health']): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) throw new Error(`node ${nodeId} is not connected`);
+    node.providers = [
+      ...node.providers.filter((entry) => entry.providerId !== providerId),
+      { providerId, health, detail: '', checkedAtUnixMs: 0 },
+    ];
+  }
+
+  list = (): NodeSummary[] => [...this.nodes.values()];
+}
+
+/** Connects every node of a config. */
+export function connectAll(nodes: FakeNodes, config: PoolConfig): void {
+  for (const node of config.nodes) nodes.connect(node.id);
+}
