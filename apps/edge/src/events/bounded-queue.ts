@@ -7,7 +7,8 @@ export class BoundedQueue<T> {
   private count = 0;
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be ≥ 1, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`capacity must be ≥ 1, got ${capacity}`);
     this.items = new Array<T | undefined>(capacity);
   }
 

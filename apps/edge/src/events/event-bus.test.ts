@@ -5,7 +5,13 @@ import type { EdgeEvent } from './types.js';
 function nodeEvent(index: number): EdgeEvent {
   return {
     type: 'node',
-    event: { kind: 'connected', nodeId: `n${index}`, alias: `n${index}`, reason: 'registered', atUnixMs: index },
+    event: {
+      kind: 'connected',
+      nodeId: `n${index}`,
+      alias: `n${index}`,
+      reason: 'registered',
+      atUnixMs: index,
+    },
   };
 }
 

@@ -1,7 +1,8 @@
 // Typed errors of the node layer (store, link). Callers switch on `code`.
 import type { ErrorFault } from '../service/errors.js';
 
-export type NodeStoreErrorCode = 'invalid_node_id' | 'store_unreadable' | 'store_unwritable' | 'store_corrupt';
+export type NodeStoreErrorCode =
+  'invalid_node_id' | 'store_unreadable' | 'store_unwritable' | 'store_corrupt';
 
 const STORE_FAULT: Record<NodeStoreErrorCode, ErrorFault> = {
   invalid_node_id: 'caller',
@@ -24,7 +25,8 @@ export class NodeStoreError extends Error {
   }
 }
 
-export type NodeLinkErrorCode = 'link_closed' | 'request_timeout' | 'request_aborted' | 'send_failed' | 'duplicate_run';
+export type NodeLinkErrorCode =
+  'link_closed' | 'request_timeout' | 'request_aborted' | 'send_failed' | 'duplicate_run';
 
 const LINK_FAULT: Record<NodeLinkErrorCode, ErrorFault> = {
   link_closed: 'transient',

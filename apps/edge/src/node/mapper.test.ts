@@ -62,7 +62,9 @@ describe('mapNodeConfig', () => {
     const first = mapNodeConfig(testNode());
     const second = mapNodeConfig(testNode());
     expect(second.revision).toBe(first.revision);
-    const changed = mapNodeConfig(testNode({ runtime: { max_concurrency: 5, health_probe_interval_ms: 15_000 } }));
+    const changed = mapNodeConfig(
+      testNode({ runtime: { max_concurrency: 5, health_probe_interval_ms: 15_000 } }),
+    );
     expect(changed.revision).not.toBe(first.revision);
     const base = testNode();
     const cli = base.adapters.instances[0];

@@ -2,7 +2,12 @@
 // The payload carries a stable `revision` (content hash of everything else, keys sorted) so the node and the
 // edge can tell whether a refresh changed anything; equal configs always give equal revisions.
 import { createHash } from 'node:crypto';
-import type { AdapterInstanceConfig, CliProfileConfig, NodeConfig, ProviderConfig as ConfigProvider } from '@iop/config';
+import type {
+  AdapterInstanceConfig,
+  CliProfileConfig,
+  NodeConfig,
+  ProviderConfig as ConfigProvider,
+} from '@iop/config';
 import type { AdapterInstance, CliProfile, NodeConfigPayload, ProviderConfig } from '@iop/wire';
 
 /** Used for a node known only to the node store (registered by `iop-edge node register`, absent from config). */

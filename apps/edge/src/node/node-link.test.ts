@@ -23,7 +23,12 @@ function makeLink(nodeId = 'n1', channel = new FakeChannel()) {
 function recorder(): RunObserver & { events: RunEventEnvelope[]; closed: string[] } {
   const events: RunEventEnvelope[] = [];
   const closed: string[] = [];
-  return { events, closed, onEvent: (event) => events.push(event), onLinkClosed: (reason) => closed.push(reason) };
+  return {
+    events,
+    closed,
+    onEvent: (event) => events.push(event),
+    onLinkClosed: (reason) => closed.push(reason),
+  };
 }
 
 function runEventEnvelope(runId: string, seq: number, part: Parameters<typeof toWireRunEvent>[2]): Envelope {
@@ -40,7 +45,9 @@ describe('NodeLink', () => {
     expect(channel.ofKind('runRequest')).toHaveLength(2);
     link.handle(runEventEnvelope('r1', 1, { type: 'text-delta', text: 'a' }));
     link.handle(runEventEnvelope('r2', 1, { type: 'text-delta', text: 'b' }));
-    link.handle(runEventEnvelope('r1', 2, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 3 }));
+    link.handle(
+      runEventEnvelope('r1', 2, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 3 }),
+    );
     link.handle(runEventEnvelope('r1', 3, { type: 'text-delta', text: 'late' }));
     expect(first.events.map((event) => event.part.type)).toEqual(['text-delta', 'complete']);
     expect(second.events.map((event) => event.part.type)).toEqual(['text-delta']);
@@ -88,7 +95,10 @@ describe('NodeLink', () => {
             $case: 'nodeCommandResponse',
             nodeCommandResponse: create.nodeCommandResponse({
               ok: true,
-              result: { echo: envelope.msg?.$case === 'nodeCommandRequest' ? envelope.msg.nodeCommandRequest.command : '' },
+              result: {
+                echo:
+                  envelope.msg?.$case === 'nodeCommandRequest' ? envelope.msg.nodeCommandRequest.command : '',
+              },
             }),
           },
         });
@@ -109,18 +119,25 @@ describe('NodeLink', () => {
 
   it('times out a request the node never answers and ignores the late answer', async () => {
     const { link, channel } = makeLink();
-    await expect(link.command(create.nodeCommandRequest({ command: 'status' }), { timeoutMs: 30 })).rejects.toMatchObject({
+    await expect(
+      link.command(create.nodeCommandRequest({ command: 'status' }), { timeoutMs: 30 }),
+    ).rejects.toMatchObject({
       code: 'request_timeout',
     });
     expect(link.pendingRequests).toBe(0);
     const requestId = channel.sent[0]?.requestId ?? '';
-    link.handle({ requestId, msg: { $case: 'nodeCommandResponse', nodeCommandResponse: create.nodeCommandResponse({}) } });
+    link.handle({
+      requestId,
+      msg: { $case: 'nodeCommandResponse', nodeCommandResponse: create.nodeCommandResponse({}) },
+    });
   });
 
   it('aborts a request when its signal aborts', async () => {
     const { link } = makeLink();
     const controller = new AbortController();
-    const pending = link.command(create.nodeCommandRequest({ command: 'status' }), { signal: controller.signal });
+    const pending = link.command(create.nodeCommandRequest({ command: 'status' }), {
+      signal: controller.signal,
+    });
     controller.abort();
     await expect(pending).rejects.toMatchObject({ code: 'request_aborted' });
     await expect(
@@ -148,7 +165,9 @@ describe('NodeLink', () => {
     await expect(link.startRun(create.runRequest({ runId: 'r2' }), recorder())).rejects.toMatchObject({
       code: 'link_closed',
     });
-    await expect(link.cancel({ action: 1, runId: 'r1', adapter: '', target: '', sessionId: '', reason: '' })).rejects.toMatchObject({
+    await expect(
+      link.cancel({ action: 1, runId: 'r1', adapter: '', target: '', sessionId: '', reason: '' }),
+    ).rejects.toMatchObject({
       code: 'link_closed',
     });
   });
@@ -156,7 +175,10 @@ describe('NodeLink', () => {
   it('answers pings with pongs, records heartbeats and provider health', async () => {
     const { link, channel, advance } = makeLink();
     advance(1_000);
-    link.handle({ requestId: '', msg: { $case: 'heartbeatPing', heartbeatPing: { seq: 7, sentAtUnixMs: 0 } } });
+    link.handle({
+      requestId: '',
+      msg: { $case: 'heartbeatPing', heartbeatPing: { seq: 7, sentAtUnixMs: 0 } },
+    });
     await Promise.resolve();
     expect(channel.ofKind('heartbeatPong')[0]?.msg).toMatchObject({ heartbeatPong: { seq: 7 } });
     expect(link.lastHeartbeatUnixMs).toBe(6_000);
@@ -166,8 +188,20 @@ describe('NodeLink', () => {
         $case: 'providerStatusReport',
         providerStatusReport: {
           providers: [
-            { providerId: 'a', health: ProviderHealth.PROVIDER_HEALTH_HEALTHY, detail: '', checkedAtUnixMs: 1, models: [] },
-            { providerId: 'b', health: ProviderHealth.PROVIDER_HEALTH_UNREACHABLE, detail: 'refused', checkedAtUnixMs: 2, models: [] },
+            {
+              providerId: 'a',
+              health: ProviderHealth.PROVIDER_HEALTH_HEALTHY,
+              detail: '',
+              checkedAtUnixMs: 1,
+              models: [],
+            },
+            {
+              providerId: 'b',
+              health: ProviderHealth.PROVIDER_HEALTH_UNREACHABLE,
+              detail: 'refused',
+              checkedAtUnixMs: 2,
+              models: [],
+            },
           ],
         },
       },
@@ -177,7 +211,12 @@ describe('NodeLink', () => {
       { providerId: 'a', health: 'healthy', detail: '', checkedAtUnixMs: 1 },
       { providerId: 'b', health: 'unreachable', detail: 'refused', checkedAtUnixMs: 2 },
     ]);
-    expect(summary).toMatchObject({ nodeId: 'n1', alias: 'n1', adapters: ['cli', 'ollama'], lastHeartbeatUnixMs: 6_000 });
+    expect(summary).toMatchObject({
+      nodeId: 'n1',
+      alias: 'n1',
+      adapters: ['cli', 'ollama'],
+      lastHeartbeatUnixMs: 6_000,
+    });
   });
 
   it('applies a refreshed payload only when the node accepts it', async () => {
@@ -189,7 +228,10 @@ describe('NodeLink', () => {
       queueMicrotask(() =>
         link.handle({
           requestId: envelope.requestId,
-          msg: { $case: 'nodeConfigRefreshResult', nodeConfigRefreshResult: { revision, ok, error: ok ? '' : 'no' } },
+          msg: {
+            $case: 'nodeConfigRefreshResult',
+            nodeConfigRefreshResult: { revision, ok, error: ok ? '' : 'no' },
+          },
         }),
       );
     });

@@ -144,7 +144,9 @@ export class NodeLink {
       remoteAddress: this.info.remoteAddress,
       connectedSinceUnixMs: this.info.connectedSinceUnixMs,
       lastHeartbeatUnixMs: this.lastHeartbeatUnixMs,
-      adapters: this.currentPayload.adapters.filter((adapter) => adapter.enabled).map((adapter) => adapter.name),
+      adapters: this.currentPayload.adapters
+        .filter((adapter) => adapter.enabled)
+        .map((adapter) => adapter.name),
       providers: this.providerHealth.map((entry) => ({ ...entry })),
     };
   }
@@ -185,11 +187,15 @@ export class NodeLink {
       options,
       `command ${request.command}`,
     );
-    if (envelope.msg?.$case !== 'nodeCommandResponse') throw new Error('response kind checked by the dispatcher');
+    if (envelope.msg?.$case !== 'nodeCommandResponse')
+      throw new Error('response kind checked by the dispatcher');
     return envelope.msg.nodeCommandResponse;
   }
 
-  async refreshConfig(payload: NodeConfigPayload, options: RequestOptions = {}): Promise<NodeConfigRefreshResult> {
+  async refreshConfig(
+    payload: NodeConfigPayload,
+    options: RequestOptions = {},
+  ): Promise<NodeConfigRefreshResult> {
     const envelope = await this.request(
       'nodeConfigRefreshResult',
       (requestId) => ({
@@ -199,14 +205,18 @@ export class NodeLink {
       options,
       'config refresh',
     );
-    if (envelope.msg?.$case !== 'nodeConfigRefreshResult') throw new Error('response kind checked by the dispatcher');
+    if (envelope.msg?.$case !== 'nodeConfigRefreshResult')
+      throw new Error('response kind checked by the dispatcher');
     const result = envelope.msg.nodeConfigRefreshResult;
     if (result.ok) this.currentPayload = payload;
     return result;
   }
 
   async sendHeartbeatPing(seq: number): Promise<void> {
-    await this.send({ requestId: '', msg: { $case: 'heartbeatPing', heartbeatPing: { seq, sentAtUnixMs: this.clock() } } });
+    await this.send({
+      requestId: '',
+      msg: { $case: 'heartbeatPing', heartbeatPing: { seq, sentAtUnixMs: this.clock() } },
+    });
   }
 
   /**
@@ -227,7 +237,9 @@ export class NodeLink {
         this.send({
           requestId: envelope.requestId,
           msg: { $case: 'heartbeatPong', heartbeatPong: { seq: msg.heartbeatPing.seq, sentAtUnixMs: now } },
-        }).catch((error: unknown) => this.logger.debug({ nodeId: this.nodeId, error: String(error) }, 'pong not sent'));
+        }).catch((error: unknown) =>
+          this.logger.debug({ nodeId: this.nodeId, error: String(error) }, 'pong not sent'),
+        );
         return;
       case 'heartbeatPong':
         this.lastHeartbeatUnixMs = now;
@@ -259,7 +271,10 @@ export class NodeLink {
       case 'cancelRequest':
       case 'nodeCommandRequest':
       case 'nodeConfigRefreshRequest':
-        this.logger.warn({ nodeId: this.nodeId, kind: msg.$case }, 'ignoring a frame the edge does not accept from a node');
+        this.logger.warn(
+          { nodeId: this.nodeId, kind: msg.$case },
+          'ignoring a frame the edge does not accept from a node',
+        );
         return;
       default: {
         const unreachable: never = msg;
@@ -289,7 +304,10 @@ export class NodeLink {
       try {
         observer.onLinkClosed(reason);
       } catch (caught) {
-        this.logger.error({ nodeId: this.nodeId, error: String(caught) }, 'run observer failed on disconnect');
+        this.logger.error(
+          { nodeId: this.nodeId, error: String(caught) },
+          'run observer failed on disconnect',
+        );
       }
     }
     for (const listener of this.closeListeners.splice(0)) listener(reason);
@@ -304,19 +322,28 @@ export class NodeLink {
     if (envelope.msg?.$case !== 'runEvent') return;
     const event = fromWireRunEvent(envelope.msg.runEvent);
     if (!event) {
-      this.logger.warn({ nodeId: this.nodeId, runId: envelope.msg.runEvent.runId }, 'ignoring a run event without a body');
+      this.logger.warn(
+        { nodeId: this.nodeId, runId: envelope.msg.runEvent.runId },
+        'ignoring a run event without a body',
+      );
       return;
     }
     const observer = this.runs.get(event.runId);
     if (!observer) {
-      this.logger.debug({ nodeId: this.nodeId, runId: event.runId, type: event.part.type }, 'event for a run not tracked');
+      this.logger.debug(
+        { nodeId: this.nodeId, runId: event.runId, type: event.part.type },
+        'event for a run not tracked',
+      );
       return;
     }
     if (isTerminalPart(event.part)) this.runs.delete(event.runId);
     try {
       observer.onEvent(event);
     } catch (error) {
-      this.logger.error({ nodeId: this.nodeId, runId: event.runId, error: String(error) }, 'run observer failed');
+      this.logger.error(
+        { nodeId: this.nodeId, runId: event.runId, error: String(error) },
+        'run observer failed',
+      );
     }
   }
 
@@ -349,7 +376,12 @@ export class NodeLink {
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new NodeLinkError('request_timeout', `${label} on node ${this.nodeId} timed out after ${timeoutMs} ms`));
+        reject(
+          new NodeLinkError(
+            'request_timeout',
+            `${label} on node ${this.nodeId} timed out after ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       const onAbort = () => {
         cleanup();
@@ -378,11 +410,16 @@ export class NodeLink {
   private settle(requestId: string, kind: PendingRequest['kind'], envelope: Envelope): void {
     const pending = this.pending.get(requestId);
     if (!pending) {
-      this.logger.debug({ nodeId: this.nodeId, requestId, kind }, 'response for no pending request (late or unknown)');
+      this.logger.debug(
+        { nodeId: this.nodeId, requestId, kind },
+        'response for no pending request (late or unknown)',
+      );
       return;
     }
     if (pending.kind !== kind) {
-      pending.reject(new NodeLinkError('send_failed', `node ${this.nodeId} answered ${pending.kind} with ${kind}`));
+      pending.reject(
+        new NodeLinkError('send_failed', `node ${this.nodeId} answered ${pending.kind} with ${kind}`),
+      );
       return;
     }
     pending.resolve(envelope);

@@ -34,8 +34,14 @@ describe('createNodeStore', () => {
     expect(JSON.parse(text)).toEqual({ version: 1, nodes: [result.record] });
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     await expect(store.verify('node-a', result.token)).resolves.toEqual({ ok: true, source: 'store' });
-    await expect(store.verify('node-a', `${result.token}x`)).resolves.toEqual({ ok: false, reason: 'bad_token' });
-    await expect(store.verify('node-b', result.token)).resolves.toEqual({ ok: false, reason: 'unknown_node' });
+    await expect(store.verify('node-a', `${result.token}x`)).resolves.toEqual({
+      ok: false,
+      reason: 'bad_token',
+    });
+    await expect(store.verify('node-b', result.token)).resolves.toEqual({
+      ok: false,
+      reason: 'unknown_node',
+    });
 
     now += 60_000;
     const rotated = await store.register('node-a');
@@ -58,7 +64,9 @@ describe('createNodeStore', () => {
       'node-e',
     ]);
     for (const [index, id] of ['a', 'b', 'c', 'd', 'e'].entries()) {
-      await expect(store.verify(`node-${id}`, results[index]?.token ?? '')).resolves.toMatchObject({ ok: true });
+      await expect(store.verify(`node-${id}`, results[index]?.token ?? '')).resolves.toMatchObject({
+        ok: true,
+      });
     }
     expect(await readdir(dataDir)).toEqual([NODE_STORE_FILE]);
   });
@@ -87,7 +95,10 @@ describe('createNodeStore', () => {
     });
     await expect(store.verify('dev', 'iop_dev_token')).resolves.toEqual({ ok: true, source: 'config-token' });
     await expect(store.verify('dev', 'iop_dev_tokem')).resolves.toEqual({ ok: false, reason: 'bad_token' });
-    await expect(store.verify('prod', 'iop_digest_token')).resolves.toEqual({ ok: true, source: 'config-digest' });
+    await expect(store.verify('prod', 'iop_digest_token')).resolves.toEqual({
+      ok: true,
+      source: 'config-digest',
+    });
     await expect(store.verify('bare', '')).resolves.toEqual({ ok: false, reason: 'bad_token' });
     const { token } = await store.register('bare');
     await expect(store.verify('bare', token)).resolves.toEqual({ ok: true, source: 'store' });
@@ -98,7 +109,10 @@ describe('createNodeStore', () => {
   it('rejects invalid node ids with a typed error', async () => {
     const store = createNodeStore({ dataDir });
     for (const bad of ['', '-x', 'a b', 'x'.repeat(65), '../etc']) {
-      await expect(store.register(bad)).rejects.toMatchObject({ name: 'NodeStoreError', code: 'invalid_node_id' });
+      await expect(store.register(bad)).rejects.toMatchObject({
+        name: 'NodeStoreError',
+        code: 'invalid_node_id',
+      });
     }
     await expect(store.register('ok-after-failures')).resolves.toMatchObject({ rotated: false });
   });

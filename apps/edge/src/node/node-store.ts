@@ -28,7 +28,9 @@ export interface ConfiguredNodeSecret {
   token_sha256?: string | undefined;
 }
 
-export type VerifyResult = { ok: true; source: 'config-token' | 'config-digest' | 'store' } | { ok: false; reason: 'unknown_node' | 'bad_token' };
+export type VerifyResult =
+  | { ok: true; source: 'config-token' | 'config-digest' | 'store' }
+  | { ok: false; reason: 'unknown_node' | 'bad_token' };
 
 export interface RegisterResult {
   /** The new token. Shown once; only its digest is kept. */
@@ -164,9 +166,12 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
       const presented = sha256Hex(token);
       // Check every known secret (no early exit) so the time taken does not reveal which one matched.
       const configTokenOk =
-        configured?.token !== undefined && configured.token !== '' && digestsEqual(sha256Hex(configured.token), presented);
+        configured?.token !== undefined &&
+        configured.token !== '' &&
+        digestsEqual(sha256Hex(configured.token), presented);
       const configDigestOk =
-        configured?.token_sha256 !== undefined && digestsEqual(configured.token_sha256.toLowerCase(), presented);
+        configured?.token_sha256 !== undefined &&
+        digestsEqual(configured.token_sha256.toLowerCase(), presented);
       const storeOk = stored !== undefined && digestsEqual(stored.token_sha256, presented);
       if (configTokenOk) return { ok: true, source: 'config-token' };
       if (configDigestOk) return { ok: true, source: 'config-digest' };

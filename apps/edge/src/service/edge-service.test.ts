@@ -1,0 +1,382 @@
+import { describe, it, expect } from '@jest/globals';
+import { CancelAction, create, toWireRunEvent, type Envelope, type RunEventPart } from '@iop/wire';
+import { createEventBus } from '../events/event-bus.js';
+import type { EdgeEvent } from '../events/types.js';
+import { silentLogger } from '../logging.js';
+import { defaultNodePayload } from '../node/mapper.js';
+import { NodeLink } from '../node/node-link.js';
+import { createNodeRegistry } from '../node/node-registry.js';
+import { FakeChannel, linkInfo } from '../node/test-support/fake-channel.js';
+import { createEdgeService, type EdgeServiceDeps } from './edge-service.js';
+import { ServiceError } from './errors.js';
+import type { RunEventWithMeta, SubmitRunInput } from './types.js';
+
+function setup(
+  nodes: { id: string; alias?: string }[] = [{ id: 'n1' }],
+  overrides: Partial<EdgeServiceDeps> = {},
+) {
+  const registry = createNodeRegistry();
+  const bus = createEventBus({ replaySize: 1000, queueSize: 1000 });
+  const channels = new Map<string, FakeChannel>();
+  const links = new Map<string, NodeLink>();
+  for (const node of nodes) {
+    const channel = new FakeChannel();
+    const link = new NodeLink({
+      channel,
+      info: linkInfo(node.id, { alias: node.alias ?? node.id }),
+      payload: defaultNodePayload(node.id),
+      logger: silentLogger,
+    });
+    registry.add(link);
+    channels.set(node.id, channel);
+    links.set(node.id, link);
+  }
+  let counter = 0;
+  const service = createEdgeService({
+    registry,
+    events: bus,
+    logger: silentLogger,
+    generateRunId: () => `run-${++counter}`,
+    ...overrides,
+  });
+  const busEvents: EdgeEvent[] = [];
+  const subscription = bus.subscribe();
+  void (async () => {
+    for await (const event of subscription) busEvents.push(event);
+  })();
+  const emit = (nodeId: string, runId: string, seq: number, part: RunEventPart) =>
+    links
+      .get(nodeId)
+      ?.handle({ requestId: '', msg: { $case: 'runEvent', runEvent: toWireRunEvent(runId, seq, part, 42) } });
+  return { registry, bus, service, channels, links, busEvents, emit, close: () => subscription.close() };
+}
+
+function runInput(overrides: Partial<SubmitRunInput> = {}): SubmitRunInput {
+  return {
+    adapter: 'cli',
+    target: 'fake-cli',
+    sessionId: 'default',
+    messages: [create.chatMessage({ role: 'user', content: 'hello' })],
+    ...overrides,
+  };
+}
+
+async function collect(iterable: AsyncIterable<RunEventWithMeta>): Promise<RunEventWithMeta[]> {
+  const events: RunEventWithMeta[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error');
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('createEdgeService runs', () => {
+  it('sends the run request, streams its events to the handle and the bus, and releases it at the end', async () => {
+    let now = 1_000;
+    const h = setup([{ id: 'n1' }], { clock: () => now });
+    const handle = await h.service.submitRun(
+      runInput({ workspace: '/w', metadata: { a: 'b' }, timeoutMs: 60_000 }),
+    );
+    expect(handle).toMatchObject({ runId: 'run-1', nodeId: 'n1' });
+    const sent = h.channels.get('n1')?.ofKind('runRequest')[0]?.msg;
+    expect(sent).toMatchObject({
+      runRequest: {
+        runId: 'run-1',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+        background: false,
+        workspace: '/w',
+        timeoutMs: 60_000,
+        metadata: { a: 'b' },
+      },
+    });
+    expect(h.service.inFlightRuns).toBe(1);
+    const reading = collect(handle.events);
+    h.emit('n1', 'run-1', 1, { type: 'start', sessionId: 'default', adapter: 'cli', target: 'fake-cli' });
+    h.emit('n1', 'run-1', 2, { type: 'text-delta', text: 'HELLO_OK\n' });
+    now = 1_500;
+    h.emit('n1', 'run-1', 3, {
+      type: 'complete',
+      detail: 'idle-timeout',
+      finishReason: 'stop',
+      backendMs: 400,
+    });
+    const events = await reading;
+    expect(events.map((event) => [event.seq, event.part.type])).toEqual([
+      [1, 'start'],
+      [2, 'text-delta'],
+      [3, 'complete'],
+    ]);
+    expect(events.every((event) => event.runId === 'run-1' && event.nodeId === 'n1')).toBe(true);
+    await expect(handle.done).resolves.toEqual({
+      status: 'completed',
+      detail: 'idle-timeout',
+      finishReason: 'stop',
+    });
+    expect(handle.overheadMs()).toBe(100);
+    expect(h.service.inFlightRuns).toBe(0);
+    expect(h.links.get('n1')?.inFlightRuns).toBe(0);
+    await settle();
+    expect(h.busEvents.filter((event) => event.type === 'run')).toHaveLength(3);
+    h.close();
+  });
+
+  it('cancels on the node and ends with the node-confirmed cancelled part', async () => {
+    const h = setup();
+    const handle = await h.service.submitRun(runInput());
+    await handle.cancel('user');
+    await handle.cancel('again');
+    const cancels = h.channels.get('n1')?.ofKind('cancelRequest') ?? [];
+    expect(cancels).toHaveLength(1);
+    expect(cancels[0]?.msg).toMatchObject({
+      cancelRequest: { action: CancelAction.CANCEL_ACTION_CANCEL_RUN, runId: 'run-1', reason: 'user' },
+    });
+    h.emit('n1', 'run-1', 1, { type: 'cancelled', reason: 'user' });
+    await expect(handle.done).resolves.toEqual({ status: 'cancelled', reason: 'user' });
+    await expect(h.service.cancelRun('run-1')).resolves.toBe(false);
+    expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('ends a cancelled run locally when the node never confirms', async () => {
+    const h = setup([{ id: 'n1' }], { cancelGraceMs: 20 });
+    const handle = await h.service.submitRun(runInput());
+    await expect(h.service.cancelRun(handle.runId, 'stop')).resolves.toBe(true);
+    await expect(handle.done).resolves.toEqual({ status: 'cancelled', reason: 'stop' });
+    expect(h.links.get('n1')?.inFlightRuns).toBe(0);
+    expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('cancels the run on the node when the caller signal aborts', async () => {
+    const h = setup();
+    const controller = new AbortController();
+    const handle = await h.service.submitRun(runInput({ signal: controller.signal }));
+    controller.abort();
+    expect(h.channels.get('n1')?.ofKind('cancelRequest')[0]?.msg).toMatchObject({
+      cancelRequest: { runId: handle.runId, reason: 'client-disconnected' },
+    });
+    h.emit('n1', handle.runId, 1, { type: 'cancelled', reason: 'client-disconnected' });
+    await expect(handle.done).resolves.toMatchObject({ status: 'cancelled' });
+    await expect(h.service.submitRun(runInput({ signal: controller.signal }))).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    h.close();
+  });
+
+  it('returns background runs at once, keeps tracking them and publishes their events on the bus', async () => {
+    const h = setup([{ id: 'n1' }], { runBufferSize: 2 });
+    const handle = await h.service.submitRun(runInput({ background: true }));
+    expect(h.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
+      runRequest: { background: true },
+    });
+    for (let seq = 1; seq <= 10; seq += 1)
+      h.emit('n1', handle.runId, seq, { type: 'text-delta', text: `${seq}` });
+    h.emit('n1', handle.runId, 11, { type: 'complete', detail: 'exit', finishReason: 'stop', backendMs: 1 });
+    await expect(handle.done).resolves.toMatchObject({ status: 'completed' });
+    await settle();
+    expect(h.busEvents.filter((event) => event.type === 'run')).toHaveLength(11);
+    // The unread handle kept only its newest events (drop-oldest), then the terminal one.
+    expect((await collect(handle.events)).map((event) => event.seq)).toEqual([9, 10, 11]);
+    h.close();
+  });
+
+  it('ends a foreground run whose reader is stuck with consumer_overflow and cancels it on the node', async () => {
+    const h = setup([{ id: 'n1' }], { runBufferSize: 3 });
+    const handle = await h.service.submitRun(runInput());
+    for (let seq = 1; seq <= 5; seq += 1) h.emit('n1', handle.runId, seq, { type: 'text-delta', text: 'x' });
+    await expect(handle.done).resolves.toMatchObject({ status: 'error', code: 'consumer_overflow' });
+    expect(h.channels.get('n1')?.ofKind('cancelRequest')).toHaveLength(1);
+    const events = await collect(handle.events);
+    expect(events.map((event) => event.part.type)).toEqual([
+      'text-delta',
+      'text-delta',
+      'text-delta',
+      'error',
+    ]);
+    expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('ends every in-flight run with node_disconnected when the node goes away and releases everything', async () => {
+    const h = setup([{ id: 'n1' }, { id: 'n2' }]);
+    const first = await h.service.submitRun(runInput({ node: 'n1' }));
+    const second = await h.service.submitRun(runInput({ node: 'n1', background: true }));
+    const other = await h.service.submitRun(runInput({ node: 'n2' }));
+    const reading = collect(first.events);
+    const command = h.service.nodeCommand({
+      node: 'n1',
+      request: create.nodeCommandRequest({ command: 'sessions' }),
+    });
+    h.emit('n1', first.runId, 1, { type: 'text-delta', text: 'partial' });
+    const link = h.links.get('n1');
+    if (!link) throw new Error('missing link');
+    h.registry.remove(link);
+    link.markClosed('heartbeat-timeout');
+    await expect(first.done).resolves.toEqual({
+      status: 'error',
+      code: 'node_disconnected',
+      message: 'node n1 disconnected (heartbeat-timeout)',
+    });
+    await expect(second.done).resolves.toMatchObject({ status: 'error', code: 'node_disconnected' });
+    const events = await reading;
+    expect(events.map((event) => event.part.type)).toEqual(['text-delta', 'error']);
+    expect(events[1]?.seq).toBe(2);
+    await expect(command).rejects.toMatchObject({ code: 'node_disconnected' });
+    expect(h.service.inFlightRuns).toBe(1);
+    expect(link.inFlightRuns).toBe(0);
+    expect(link.pendingRequests).toBe(0);
+    h.emit('n2', other.runId, 1, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 });
+    await expect(other.done).resolves.toMatchObject({ status: 'completed' });
+    expect(h.service.inFlightRuns).toBe(0);
+    await expect(h.service.submitRun(runInput({ node: 'n1' }))).rejects.toMatchObject({
+      code: 'node_not_found',
+    });
+    h.close();
+  });
+
+  it('fails a submit whose request cannot be sent without leaving anything tracked', async () => {
+    const h = setup();
+    const channel = h.channels.get('n1');
+    if (channel) channel.failSends = true;
+    await expect(h.service.submitRun(runInput())).rejects.toMatchObject({ code: 'node_disconnected' });
+    expect(h.service.inFlightRuns).toBe(0);
+    expect(h.links.get('n1')?.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('ends a run that outlives its deadline with run_timeout and cancels it on the node', async () => {
+    const h = setup([{ id: 'n1' }], { deadlineGraceMs: 10 });
+    const handle = await h.service.submitRun(runInput({ timeoutMs: 20 }));
+    await expect(handle.done).resolves.toMatchObject({ status: 'error', code: 'run_timeout' });
+    expect(h.channels.get('n1')?.ofKind('cancelRequest')[0]?.msg).toMatchObject({
+      cancelRequest: { reason: 'deadline' },
+    });
+    expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('validates its input and refuses duplicates and work after shutdown', async () => {
+    const h = setup();
+    const error = await h.service
+      .submitRun(runInput({ adapter: '', messages: [], timeoutMs: -1, runId: 'bad id' }))
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).message).toBe(
+      'adapter is required; messages must not be empty; timeoutMs must be an integer between 0 and 4294967295; runId must be 1-128 letters, digits, ".", "_", ":" or "-"',
+    );
+    await h.service.submitRun(runInput({ runId: 'manual-1' }));
+    await expect(h.service.submitRun(runInput({ runId: 'manual-1' }))).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    h.service.shutdown();
+    await expect(h.service.submitRun(runInput())).rejects.toMatchObject({ code: 'shutting_down' });
+    h.close();
+  });
+});
+
+describe('createEdgeService node selection and commands', () => {
+  it('resolves nodes by id, alias, single-node fallback, and asks for a choice when ambiguous', () => {
+    expect(thrown(() => setup([]).service.resolveNode())).toMatchObject({ code: 'no_nodes' });
+    const single = setup([{ id: 'solo', alias: 'only' }]);
+    expect(single.service.resolveNode().nodeId).toBe('solo');
+    expect(single.service.resolveNode('').nodeId).toBe('solo');
+    const h = setup([
+      { id: 'a', alias: 'gpu' },
+      { id: 'b', alias: 'gpu' },
+      { id: 'c', alias: 'cpu' },
+    ]);
+    expect(h.service.resolveNode('a').nodeId).toBe('a');
+    expect(h.service.resolveNode('cpu').nodeId).toBe('c');
+    expect(thrown(() => h.service.resolveNode())).toMatchObject({
+      code: 'node_ambiguous',
+      message: 'several nodes are connected (a (gpu), b (gpu), c (cpu)); choose one by node id or alias',
+    });
+    expect(thrown(() => h.service.resolveNode('gpu'))).toMatchObject({ code: 'node_ambiguous' });
+    expect(thrown(() => h.service.resolveNode('zzz'))).toMatchObject({
+      code: 'node_not_found',
+      message: "node 'zzz' is not connected; connected: a (gpu), b (gpu), c (cpu)",
+    });
+    expect(h.service.listNodes().map((node) => node.nodeId)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('sends node commands, returns node errors as responses, and times out silent nodes', async () => {
+    const h = setup();
+    const channel = h.channels.get('n1');
+    const link = h.links.get('n1');
+    channel?.onSend((envelope: Envelope) => {
+      if (envelope.msg?.$case !== 'nodeCommandRequest') return;
+      const request = envelope.msg.nodeCommandRequest;
+      if (request.command === 'hang') return;
+      const response =
+        request.command === 'status'
+          ? create.nodeCommandResponse({
+              ok: false,
+              error: `status check not supported for target ${request.target}`,
+            })
+          : create.nodeCommandResponse({ ok: true, result: { adapter: request.adapter } });
+      queueMicrotask(() =>
+        link?.handle({
+          requestId: envelope.requestId,
+          msg: { $case: 'nodeCommandResponse', nodeCommandResponse: response },
+        }),
+      );
+    });
+    await expect(
+      h.service.nodeCommand({
+        request: create.nodeCommandRequest({ command: 'capabilities', adapter: 'cli' }),
+      }),
+    ).resolves.toMatchObject({ ok: true, result: { adapter: 'cli' } });
+    await expect(
+      h.service.usageStatus({ adapter: 'cli', target: 'fake-cli', sessionId: 'default' }),
+    ).resolves.toMatchObject({ ok: false, error: 'status check not supported for target fake-cli' });
+    expect(channel?.ofKind('nodeCommandRequest')[1]?.msg).toMatchObject({
+      nodeCommandRequest: { command: 'status', adapter: 'cli', target: 'fake-cli', sessionId: 'default' },
+    });
+    await expect(
+      h.service.nodeCommand({ request: create.nodeCommandRequest({ command: 'hang' }), timeoutMs: 20 }),
+    ).rejects.toMatchObject({ code: 'timeout' });
+    await expect(
+      h.service.nodeCommand({ request: create.nodeCommandRequest({ command: '' }) }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    expect(link?.pendingRequests).toBe(0);
+    h.close();
+  });
+
+  it('terminates a session with TERMINATE_SESSION and returns the node id', async () => {
+    const h = setup([{ id: 'n1', alias: 'test-node' }]);
+    await expect(
+      h.service.terminateSession({
+        node: 'test-node',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+      }),
+    ).resolves.toBe('n1');
+    expect(h.channels.get('n1')?.ofKind('cancelRequest')[0]?.msg).toMatchObject({
+      cancelRequest: {
+        action: CancelAction.CANCEL_ACTION_TERMINATE_SESSION,
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+      },
+    });
+    await expect(
+      h.service.terminateSession({ adapter: 'cli', target: '', sessionId: '' }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    h.close();
+  });
+});

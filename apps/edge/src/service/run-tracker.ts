@@ -1,0 +1,230 @@
+// Tracks one run from submit to its terminal event: receives the node's events (as the link's RunObserver),
+// publishes each on the event bus, feeds the handle's stream, and releases everything exactly once when the run
+// ends — whichever comes first of: the node's terminal event, the node disconnecting (→ `error` part
+// `node_disconnected`), the edge deadline (→ `error` part `run_timeout`), a cancel the node never confirms
+// (→ `cancelled` after a grace period) or a stuck foreground consumer (→ `error` part `consumer_overflow`).
+import {
+  CancelAction,
+  isTerminalPart,
+  type RunEventEnvelope,
+  type RunEventPart,
+  type RunRequest,
+} from '@iop/wire';
+import type { EventBus } from '../events/types.js';
+import type { Logger } from '../logging.js';
+import type { NodeLink, RunObserver } from '../node/node-link.js';
+import { RunEventStream } from './run-event-stream.js';
+import type { RunEventWithMeta, RunHandle, RunOutcome } from './types.js';
+
+export interface RunTrackerOptions {
+  request: RunRequest;
+  link: NodeLink;
+  events: EventBus;
+  logger: Logger;
+  clock: () => number;
+  bufferSize: number;
+  /** Edge-side deadline (ms after submit); undefined = none. */
+  deadlineMs: number | undefined;
+  /** How long to wait for the node to confirm a cancel before ending the run locally. */
+  cancelGraceMs: number;
+  signal?: AbortSignal | undefined;
+  /** Called once when the run has ended and released its resources. */
+  onFinished: (tracker: RunTracker) => void;
+}
+
+export class RunTracker implements RunObserver {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly stream: RunEventStream;
+  readonly done: Promise<RunOutcome>;
+  private readonly options: RunTrackerOptions;
+  private resolveDone!: (outcome: RunOutcome) => void;
+  private readonly submittedAt: number;
+  private finishedAt: number | undefined;
+  private backendMs: number | undefined;
+  private lastSeq = 0;
+  private finished = false;
+  private cancelRequested = false;
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  private cancelTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly onAbort = () => {
+    void this.cancel('client-disconnected');
+  };
+
+  constructor(options: RunTrackerOptions) {
+    this.options = options;
+    this.runId = options.request.runId;
+    this.nodeId = options.link.nodeId;
+    this.submittedAt = options.clock();
+    this.stream = new RunEventStream(options.bufferSize, options.request.background);
+    this.done = new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  /** Arms the deadline and the abort signal; call once the run request was sent. */
+  arm(): void {
+    if (this.finished) return;
+    if (this.options.deadlineMs !== undefined) {
+      const deadline = this.options.deadlineMs;
+      this.deadlineTimer = setTimeout(() => {
+        this.deadlineTimer = undefined;
+        this.sendCancel('deadline');
+        this.finishLocally({
+          type: 'error',
+          code: 'run_timeout',
+          message: `run ${this.runId} exceeded its ${deadline} ms deadline`,
+          retryable: true,
+          backendMs: 0,
+        });
+      }, deadline);
+    }
+    const signal = this.options.signal;
+    if (signal) {
+      if (signal.aborted) this.onAbort();
+      else signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+  }
+
+  handle(): RunHandle {
+    return {
+      runId: this.runId,
+      nodeId: this.nodeId,
+      events: this.stream,
+      done: this.done,
+      cancel: (reason) => this.cancel(reason),
+      overheadMs: () => this.overheadMs(),
+    };
+  }
+
+  overheadMs(): number | undefined {
+    if (this.finishedAt === undefined || this.backendMs === undefined) return undefined;
+    return Math.max(0, this.finishedAt - this.submittedAt - this.backendMs);
+  }
+
+  /** Sends CANCEL_RUN once; if the node does not end the run within the grace period, ends it here. */
+  cancel(reason = 'cancelled'): Promise<void> {
+    if (this.finished || this.cancelRequested) return Promise.resolve();
+    this.cancelRequested = true;
+    this.sendCancel(reason);
+    this.cancelTimer = setTimeout(() => {
+      this.cancelTimer = undefined;
+      this.options.logger.warn(
+        { runId: this.runId, nodeId: this.nodeId },
+        'node did not confirm cancel; ending run',
+      );
+      this.finishLocally({ type: 'cancelled', reason });
+    }, this.options.cancelGraceMs);
+    return Promise.resolve();
+  }
+
+  onEvent(event: RunEventEnvelope): void {
+    if (this.finished) return;
+    this.lastSeq = Math.max(this.lastSeq, event.seq);
+    const meta: RunEventWithMeta = {
+      runId: this.runId,
+      nodeId: this.nodeId,
+      seq: event.seq,
+      atUnixMs: event.atUnixMs,
+      part: event.part,
+    };
+    if (isTerminalPart(event.part)) {
+      if (event.part.type !== 'cancelled') this.backendMs = event.part.backendMs;
+      this.finish(meta);
+      return;
+    }
+    this.options.events.publish({ type: 'run', event: meta });
+    if (this.stream.push(meta) === 'overflow') {
+      this.sendCancel('consumer-overflow');
+      this.finishLocally({
+        type: 'error',
+        code: 'consumer_overflow',
+        message: `run ${this.runId}: the reader fell more than ${this.options.bufferSize} events behind`,
+        retryable: false,
+        backendMs: 0,
+      });
+    }
+  }
+
+  onLinkClosed(reason: string): void {
+    this.finishLocally({
+      type: 'error',
+      code: 'node_disconnected',
+      message: `node ${this.nodeId} disconnected (${reason})`,
+      retryable: true,
+      backendMs: 0,
+    });
+  }
+
+  /** Ends the run with an edge-made terminal part (the node never sent one). */
+  finishLocally(part: Extract<RunEventPart, { type: 'error' | 'cancelled' }>): void {
+    if (this.finished) return;
+    this.lastSeq += 1;
+    this.finish({
+      runId: this.runId,
+      nodeId: this.nodeId,
+      seq: this.lastSeq,
+      atUnixMs: this.options.clock(),
+      part,
+    });
+  }
+
+  private finish(terminal: RunEventWithMeta): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.finishedAt = this.options.clock();
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    if (this.cancelTimer) clearTimeout(this.cancelTimer);
+    this.deadlineTimer = undefined;
+    this.cancelTimer = undefined;
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.options.link.releaseRun(this.runId);
+    this.options.events.publish({ type: 'run', event: terminal });
+    this.stream.end(terminal);
+    this.resolveDone(outcomeOf(terminal.part));
+    this.options.onFinished(this);
+  }
+
+  private sendCancel(reason: string): void {
+    const { link, request, logger } = this.options;
+    if (link.closed) return;
+    link
+      .cancel({
+        action: CancelAction.CANCEL_ACTION_CANCEL_RUN,
+        runId: this.runId,
+        adapter: request.adapter,
+        target: request.target,
+        sessionId: request.sessionId,
+        reason,
+      })
+      .catch((error: unknown) => {
+        logger.warn({ runId: this.runId, nodeId: this.nodeId, error: String(error) }, 'cancel not sent');
+      });
+  }
+}
+
+export function outcomeOf(part: RunEventPart): RunOutcome {
+  switch (part.type) {
+    case 'complete':
+      return { status: 'completed', detail: part.detail, finishReason: part.finishReason };
+    case 'error':
+      return { status: 'error', code: part.code, message: part.message };
+    case 'cancelled':
+      return { status: 'cancelled', reason: part.reason };
+    case 'start':
+    case 'text-delta':
+    case 'reasoning-delta':
+    case 'tool-call':
+    case 'usage':
+    case 'progress':
+      throw new Error(`not a terminal part: ${part.type}`);
+    default: {
+      const unreachable: never = part;
+      throw new Error(`unknown run event part ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
