@@ -7,6 +7,16 @@ export {
   type InjectedFailure,
   type ReplyInput,
 } from './fake-http/fake-behavior.js';
-export type { FakeServer, FakeStartOptions, RecordedRequest, RequestOutcome } from './fake-http/fake-http-server.js';
+export type {
+  FakeServer,
+  FakeStartOptions,
+  RecordedRequest,
+  RequestOutcome,
+} from './fake-http/fake-http-server.js';
 export { FAKE_OLLAMA_VERSION, normalizeOllamaModel, startFakeOllama } from './fake-ollama/fake-ollama.js';
-export { FAKE_MAX_MODEL_LEN, FAKE_VLLM_VERSION, startFakeOpenAI, vllmErrorBody } from './fake-openai/fake-openai.js';
+export {
+  FAKE_MAX_MODEL_LEN,
+  FAKE_VLLM_VERSION,
+  startFakeOpenAI,
+  vllmErrorBody,
+} from './fake-openai/fake-openai.js';

@@ -77,7 +77,10 @@ export function splitTokens(text: string): string[] {
 
 /** Rough token count of a prompt, used for usage numbers (words, at least one). */
 export function countPromptTokens(texts: string[]): number {
-  return Math.max(1, texts.reduce((sum, text) => sum + splitTokens(text).length, 0));
+  return Math.max(
+    1,
+    texts.reduce((sum, text) => sum + splitTokens(text).length, 0),
+  );
 }
 
 /** The planned output of one generation request. */

@@ -257,7 +257,9 @@ export async function startFakeHttpServer(
       const deadline = Date.now() + timeoutMs;
       while (inFlight.size > 0) {
         if (Date.now() > deadline) {
-          throw new Error(`fake server still has ${inFlight.size} request(s) in flight after ${timeoutMs} ms`);
+          throw new Error(
+            `fake server still has ${inFlight.size} request(s) in flight after ${timeoutMs} ms`,
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
@@ -335,7 +337,11 @@ export async function playStream(exchange: FakeExchange, plan: StreamPlan): Prom
  * Answers a non-streaming generation after the time the tokens would have taken, honouring injected failures:
  * a mid-stream failure becomes an HTTP 500, a stall never answers, a drop destroys the socket.
  */
-export async function playBlocking(exchange: FakeExchange, tokenCount: number, body: () => unknown): Promise<void> {
+export async function playBlocking(
+  exchange: FakeExchange,
+  tokenCount: number,
+  body: () => unknown,
+): Promise<void> {
   const { behavior } = exchange;
   const failure = exchange.takeStreamFailure();
   const tokens = failure && failure.kind !== 'http' ? Math.min(failure.afterTokens, tokenCount) : tokenCount;

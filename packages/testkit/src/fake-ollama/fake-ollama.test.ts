@@ -25,14 +25,16 @@ describe('fake Ollama', () => {
     });
     const parts = [];
     for await (const part of stream) parts.push(part);
-    expect(parts.map((part) => part.message.content).join('')).toBe('hello world hello world hello world hello world');
-    const last = parts[parts.length - 1]!;
+    expect(parts.map((part) => part.message.content).join('')).toBe(
+      'hello world hello world hello world hello world',
+    );
+    const last = parts[parts.length - 1];
     expect(last.done).toBe(true);
     expect(last.done_reason).toBe('stop');
     expect(last.eval_count).toBe(8);
     expect(last.prompt_eval_count).toBe(2);
     expect(parts.slice(0, -1).every((part) => !part.done)).toBe(true);
-    const recorded = server.requests[0]!;
+    const recorded = server.requests[0];
     expect(recorded.path).toBe('/api/chat');
     expect(recorded.headers['content-type']).toBe('application/json');
     expect(recorded.body).toMatchObject({ model: 'llama3.2', stream: true });
@@ -48,7 +50,12 @@ describe('fake Ollama', () => {
       model: 'qwen3:8b',
       messages: [{ role: 'user', content: 'weather?' }],
       think: true,
-      tools: [{ type: 'function', function: { name: 'get_weather', description: 'd', parameters: { type: 'object' } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'get_weather', description: 'd', parameters: { type: 'object' } },
+        },
+      ],
     });
     expect(response.message.thinking).toBe('let me think');
     expect(response.message.content).toBe('');
@@ -78,7 +85,11 @@ describe('fake Ollama', () => {
   it('lists tags, ps, version and the root banner', async () => {
     const tags = await client.list();
     expect(tags.models.map((model) => model.name)).toEqual(['llama3.2:latest', 'qwen3:8b']);
-    expect(tags.models[0]).toMatchObject({ model: 'llama3.2:latest', size: expect.any(Number), digest: expect.any(String) });
+    expect(tags.models[0]).toMatchObject({
+      model: 'llama3.2:latest',
+      size: expect.any(Number),
+      digest: expect.any(String),
+    });
     expect((await client.ps()).models).toEqual([]);
     expect((await client.version()).version).toMatch(/^\d+\.\d+\.\d+$/);
     const root = await fetch(`${server.url}/`);
@@ -90,7 +101,7 @@ describe('fake Ollama', () => {
     expect(loaded.done_reason).toBe('load');
     const ps = await client.ps();
     expect(ps.models.map((model) => model.name)).toEqual(['qwen3:8b']);
-    expect(new Date(ps.models[0]!.expires_at).getTime()).toBeGreaterThan(Date.now());
+    expect(new Date(ps.models[0].expires_at).getTime()).toBeGreaterThan(Date.now());
     const unloaded = await client.generate({ model: 'qwen3:8b', prompt: '', keep_alive: 0 });
     expect(unloaded.done_reason).toBe('unload');
     expect((await client.ps()).models).toEqual([]);
@@ -114,7 +125,7 @@ describe('fake Ollama', () => {
     expect(statuses[0]).toBe('pulling manifest');
     expect(statuses[statuses.length - 1]).toBe('success');
     expect(sawProgress).toBe(true);
-    expect(server.requests[0]!.body).toMatchObject({ name: 'mistral:7b' });
+    expect(server.requests[0].body).toMatchObject({ name: 'mistral:7b' });
     expect((await client.list()).models.map((model) => model.name)).toContain('mistral:7b');
   });
 
@@ -135,7 +146,9 @@ describe('fake Ollama', () => {
   });
 
   it('answers unknown models with a 404 {"error"} body', async () => {
-    await expect(client.chat({ model: 'ghost', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+    await expect(
+      client.chat({ model: 'ghost', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({
       status_code: 404,
       error: "model 'ghost' not found",
     });
@@ -149,7 +162,11 @@ describe('fake Ollama', () => {
 
   it('injects a mid-stream {"error"} line after N tokens', async () => {
     server.setBehavior({ failure: { kind: 'mid-stream', afterTokens: 2, message: 'gpu melted' } });
-    const stream = await client.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await client.chat({
+      model: 'llama3.2',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     const seen: string[] = [];
     await expect(
       (async () => {
@@ -167,7 +184,7 @@ describe('fake Ollama', () => {
     });
     await expect(response.text()).rejects.toThrow();
     await server.waitForIdle(1000);
-    expect(server.requests[0]!.outcome).toBe('dropped');
+    expect(server.requests[0].outcome).toBe('dropped');
   });
 
   it('stalls until the client aborts, then records the client close', async () => {
@@ -180,23 +197,27 @@ describe('fake Ollama', () => {
     });
     const reader = response.body!.getReader();
     const first = await reader.read();
-    expect(new TextDecoder().decode(first.value)).toContain('"content":"x"');
+    expect(new TextDecoder().decode(first.value as Uint8Array)).toContain('"content":"x"');
     expect(server.activeRequests).toBe(1);
     const abortedAt = Date.now();
     controller.abort();
     await server.waitForIdle(100);
-    expect(server.requests[0]!.outcome).toBe('client-closed');
-    expect(server.requests[0]!.closedAt! - abortedAt).toBeLessThan(100);
+    expect(server.requests[0].outcome).toBe('client-closed');
+    expect(server.requests[0].closedAt! - abortedAt).toBeLessThan(100);
   });
 
   it('waits firstTokenDelayMs before the first token and tokenDelayMs between tokens', async () => {
     server.setBehavior({ firstTokenDelayMs: 60, tokenDelayMs: 10, tokenCount: 3 });
     const started = Date.now();
-    const stream = await client.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat({
+      model: 'llama3.2',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const times: number[] = [];
     for await (const _part of stream) times.push(Date.now() - started);
     expect(times[0]).toBeGreaterThanOrEqual(55);
-    expect(times[2]! - times[0]!).toBeGreaterThanOrEqual(15);
+    expect(times[2] - times[0]).toBeGreaterThanOrEqual(15);
   });
 
   it('rejects a chat without a model with 400', async () => {

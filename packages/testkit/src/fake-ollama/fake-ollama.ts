@@ -87,7 +87,7 @@ function durations(generation: Generation): JsonObject {
 export async function startFakeOllama(options: FakeStartOptions = {}): Promise<FakeServer> {
   const loaded = new Map<string, number>(); // model → expires at (ms since epoch)
   const defaults = defaultBehavior(['llama3.2:latest', 'qwen3:8b']);
-  let server: FakeServer | undefined;
+  const serverRef: { current?: FakeServer } = {};
 
   const findModel = (behavior: FakeBehavior, name: string): string | undefined => {
     const wanted = normalizeOllamaModel(name);
@@ -119,7 +119,12 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
     return { body, model };
   };
 
-  const loadOrUnload = (exchange: FakeExchange, body: JsonObject, model: string, field: 'message' | 'response') => {
+  const loadOrUnload = (
+    exchange: FakeExchange,
+    body: JsonObject,
+    model: string,
+    field: 'message' | 'response',
+  ) => {
     const unload = keepAliveMs(body.keep_alive) === 0;
     touch(model, body.keep_alive);
     const payload = field === 'message' ? { message: { role: 'assistant', content: '' } } : { response: '' };
@@ -153,7 +158,8 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
       promptTexts = [typeof body.system === 'string' ? body.system : '', prompt];
     }
     touch(model, body.keep_alive);
-    const numPredict = typeof options.num_predict === 'number' && options.num_predict >= 0 ? options.num_predict : undefined;
+    const numPredict =
+      typeof options.num_predict === 'number' && options.num_predict >= 0 ? options.num_predict : undefined;
     const generation = planGeneration(exchange.behavior, {
       model: String(body.model),
       prompt,
@@ -175,13 +181,18 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
       const thinking = generation.reasoning.join('');
       const extra: JsonObject = {};
       if (thinking) extra.thinking = thinking;
-      if (generation.toolCalls.length > 0 && field === 'message') extra.tool_calls = toolCallsJson(generation.toolCalls);
+      if (generation.toolCalls.length > 0 && field === 'message')
+        extra.tool_calls = toolCallsJson(generation.toolCalls);
       const result =
         field === 'message'
           ? { ...base(), message: { role: 'assistant', content: text, ...extra }, done: true }
           : { ...base(), response: text, ...extra, done: true };
       const tokens = generation.reasoning.length + generation.content.length + generation.toolCalls.length;
-      await playBlocking(exchange, tokens, () => ({ ...result, done_reason: doneReason, ...durations(generation) }));
+      await playBlocking(exchange, tokens, () => ({
+        ...result,
+        done_reason: doneReason,
+        ...durations(generation),
+      }));
       return;
     }
 
@@ -209,10 +220,12 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
     const body = exchange.record.body;
     if (!isObject(body)) return exchange.sendError(400, 'invalid request body');
     const requested = typeof body.model === 'string' && body.model ? body.model : body.name;
-    if (typeof requested !== 'string' || requested === '') return exchange.sendError(400, 'model is required');
+    if (typeof requested !== 'string' || requested === '')
+      return exchange.sendError(400, 'model is required');
     const name = normalizeOllamaModel(requested);
     const { pullable } = exchange.behavior;
-    const exists = pullable === undefined || pullable.some((candidate) => normalizeOllamaModel(candidate) === name);
+    const exists =
+      pullable === undefined || pullable.some((candidate) => normalizeOllamaModel(candidate) === name);
     const missing = 'pull model manifest: file does not exist';
     const line = (value: unknown): string => `${JSON.stringify(value)}\n`;
     const steps: JsonObject[] = [];
@@ -221,12 +234,13 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
       const total = layer === 'model' ? modelSize(name) : 1024;
       const status = `pulling ${digest.slice(7, 19)}`;
       steps.push({ status, digest, total });
-      for (const fraction of [0.5, 1]) steps.push({ status, digest, total, completed: Math.round(total * fraction) });
+      for (const fraction of [0.5, 1])
+        steps.push({ status, digest, total, completed: Math.round(total * fraction) });
     }
     steps.push({ status: 'verifying sha256 digest' }, { status: 'writing manifest' }, { status: 'success' });
     const addModel = (): void => {
       if (!exchange.behavior.models.some((model) => normalizeOllamaModel(model) === name)) {
-        server?.setBehavior({ models: [...exchange.behavior.models, name] });
+        serverRef.current?.setBehavior({ models: [...exchange.behavior.models, name] });
       }
     };
 
@@ -306,7 +320,7 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
     }
   };
 
-  server = await startFakeHttpServer(
+  const server = await startFakeHttpServer(
     {
       errorBody: (_status, message) => ({ error: message }),
       route,
@@ -317,5 +331,6 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
     defaults,
     options,
   );
+  serverRef.current = server;
   return server;
 }

@@ -117,9 +117,9 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
     const messages = body.messages.filter(isObject);
     const lastUser = [...messages].reverse().find((message) => message.role === 'user');
     const kwargs = isObject(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
-    const maxTokens = [body.max_completion_tokens, body.max_tokens].find((value) => typeof value === 'number') as
-      | number
-      | undefined;
+    const maxTokens = [body.max_completion_tokens, body.max_tokens].find(
+      (value): value is number => typeof value === 'number',
+    );
     const generation = planGeneration(exchange.behavior, {
       model,
       prompt: contentText(lastUser?.content),
@@ -193,7 +193,9 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
     calls.forEach((call, index) => {
       tokens.push(
         chunk({
-          tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+          tool_calls: [
+            { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } },
+          ],
         }),
       );
       for (const piece of argumentPieces(call.arguments)) {
@@ -202,7 +204,16 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
     });
     const tail = [chunk({}, generation.finishReason)];
     if (includeUsage) {
-      tail.push(event({ id, object: 'chat.completion.chunk', created: createdAt, model, choices: [], usage: usageOf(generation) }));
+      tail.push(
+        event({
+          id,
+          object: 'chat.completion.chunk',
+          created: createdAt,
+          model,
+          choices: [],
+          usage: usageOf(generation),
+        }),
+      );
     }
     tail.push('data: [DONE]\n\n');
     await playStream(exchange, {
@@ -253,7 +264,7 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
       content: done ? [{ type: 'output_text', text, annotations: [], logprobs: [] }] : [],
     });
     const callItem = (index: number, done: boolean): JsonObject => {
-      const call = calls[index] as PlannedCall;
+      const call = calls[index];
       return {
         id: callItemIds[index],
         type: 'function_call',
@@ -325,10 +336,18 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
       const index = outputIndex++;
       const part = { item_id: reasoningId, output_index: index, content_index: 0 };
       head.push(event('response.output_item.added', { output_index: index, item: reasoningItem(false) }));
-      head.push(event('response.content_part.added', { ...part, part: { type: 'reasoning_text', text: '' } }));
-      for (const delta of generation.reasoning) tokens.push(event('response.reasoning_text.delta', { ...part, delta }));
+      head.push(
+        event('response.content_part.added', { ...part, part: { type: 'reasoning_text', text: '' } }),
+      );
+      for (const delta of generation.reasoning)
+        tokens.push(event('response.reasoning_text.delta', { ...part, delta }));
       tokens.push(event('response.reasoning_text.done', { ...part, text: reasoningText }));
-      tokens.push(event('response.content_part.done', { ...part, part: { type: 'reasoning_text', text: reasoningText } }));
+      tokens.push(
+        event('response.content_part.done', {
+          ...part,
+          part: { type: 'reasoning_text', text: reasoningText },
+        }),
+      );
       tokens.push(event('response.output_item.done', { output_index: index, item: reasoningItem(true) }));
     }
     if (withMessage) {
@@ -357,10 +376,14 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
     }
     calls.forEach((call, callIndex) => {
       const index = outputIndex++;
-      const itemId = callItemIds[callIndex] as string;
-      tokens.push(event('response.output_item.added', { output_index: index, item: callItem(callIndex, false) }));
+      const itemId = callItemIds[callIndex];
+      tokens.push(
+        event('response.output_item.added', { output_index: index, item: callItem(callIndex, false) }),
+      );
       for (const delta of argumentPieces(call.arguments)) {
-        tokens.push(event('response.function_call_arguments.delta', { item_id: itemId, output_index: index, delta }));
+        tokens.push(
+          event('response.function_call_arguments.delta', { item_id: itemId, output_index: index, delta }),
+        );
       }
       tokens.push(
         event('response.function_call_arguments.done', {
@@ -369,7 +392,9 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
           arguments: call.arguments,
         }),
       );
-      tokens.push(event('response.output_item.done', { output_index: index, item: callItem(callIndex, true) }));
+      tokens.push(
+        event('response.output_item.done', { output_index: index, item: callItem(callIndex, true) }),
+      );
     });
     const tail = [event(`response.${finalStatus}`, { response: responseObject(finalStatus, true) })];
     await playStream(exchange, {
