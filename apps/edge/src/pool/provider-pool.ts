@@ -135,7 +135,7 @@ interface Waiter {
   model: string;
   resolve(lease: Lease): void;
   reject(error: PoolError): void;
-  timer: ClockTimer;
+  timer: ClockTimer | null;
   detachAbort: () => void;
 }
 
@@ -297,7 +297,7 @@ class ProviderPoolImpl implements ProviderPool {
         model,
         resolve,
         reject,
-        timer: undefined,
+        timer: null,
         detachAbort: () => undefined,
       };
       waiter.timer = this.clock.setTimeout(() => {
@@ -336,7 +336,7 @@ class ProviderPoolImpl implements ProviderPool {
     queue.splice(index, 1);
     if (queue.length === 0) this.queues.delete(waiter.model);
     this.waiting -= 1;
-    this.clock.clearTimeout(waiter.timer);
+    if (waiter.timer !== null) this.clock.clearTimeout(waiter.timer);
     waiter.detachAbort();
     if (this.waiting === 0) this.stopWatching();
     return true;
