@@ -1,0 +1,422 @@
+// Executes the edge's RunRequests on this node: picks the adapter instance, enforces runtime.max_concurrency,
+// streams the adapter's parts to the edge as RunEvents (per-run seq from 1, node timestamps), records history,
+// and honours cancels (abort one run) and session terminations.
+//
+// Lifecycle of a run: submit → slot + adapter lease → adapter.run(signal) → exactly one terminal event sent →
+// finally: lease, slot and controller released, history finished. Sending awaits the link so a congested edge
+// slows the adapter down instead of buffering without bound. `shutdown` aborts every run and waits (bounded).
+import {
+  CancelAction,
+  envelope,
+  isTerminalPart,
+  toWireRunEvent,
+  type CancelRequest,
+  type RunEventPart,
+  type RunRequest,
+  type Usage,
+} from '@iop/wire';
+import type { AdapterLease } from '../adapters/registry.js';
+import type { RunHistory, RunOutcome } from '../history/run-history.js';
+import type { Logger } from '../logging.js';
+import { ConcurrencyLimiter } from './concurrency-limiter.js';
+import type { Outbound } from './outbound.js';
+
+/** The registry as the runner uses it (AdapterRegistry implements it). */
+export interface AdapterSource {
+  acquire(name: string): AdapterLease;
+}
+
+export interface RunExecutorDeps {
+  adapters: AdapterSource;
+  outbound: Outbound;
+  history: RunHistory;
+  logger: Logger;
+  now: () => number;
+  /** Current runtime.max_concurrency (0 = unlimited); read per run because refreshes change it. */
+  maxConcurrency: () => number;
+  /** How long shutdown waits for aborted runs to send their last event. Default 5000 ms. */
+  shutdownGraceMs?: number;
+}
+
+/** Why a run's signal was aborted; adapters see `message` as `signal.reason`. */
+type AbortKind = 'cancel' | 'deadline' | 'shutdown' | 'link-lost' | 'session-terminated';
+
+type TerminalPart = Extract<RunEventPart, { type: 'complete' | 'error' | 'cancelled' }>;
+
+interface ActiveRun {
+  request: RunRequest;
+  controller: AbortController;
+  abortKind: AbortKind | undefined;
+  done: Promise<void>;
+}
+
+export class RunExecutor {
+  readonly #deps: RunExecutorDeps;
+  readonly #limiter = new ConcurrencyLimiter();
+  readonly #runs = new Map<string, ActiveRun>();
+  #closed = false;
+
+  constructor(deps: RunExecutorDeps) {
+    this.#deps = deps;
+  }
+
+  /** Runs in flight (their slots are taken). */
+  get inFlight(): number {
+    return this.#runs.size;
+  }
+
+  get slotsInUse(): number {
+    return this.#limiter.inUse;
+  }
+
+  /** Starts a run in the background; every outcome (including refusal) reaches the edge as run events. */
+  submit(request: RunRequest): void {
+    const refusal = this.#refusal(request);
+    if (refusal) {
+      void this.#refuse(request, refusal);
+      return;
+    }
+    const slot = this.#limiter.tryAcquire(this.#deps.maxConcurrency());
+    if (!slot) {
+      void this.#refuse(request, {
+        code: 'node_busy',
+        message: `node is running ${this.#limiter.inUse} runs (max_concurrency ${this.#deps.maxConcurrency()})`,
+        retryable: true,
+      });
+      return;
+    }
+    let lease: AdapterLease;
+    try {
+      lease = this.#deps.adapters.acquire(request.adapter);
+    } catch (error) {
+      slot.release();
+      void this.#refuse(request, {
+        code: errorCode(error, 'adapter_not_found'),
+        message: errorMessage(error),
+        retryable: false,
+      });
+      return;
+    }
+    const active: ActiveRun = {
+      request,
+      controller: new AbortController(),
+      abortKind: undefined,
+      done: Promise.resolve(),
+    };
+    this.#runs.set(request.runId, active);
+    active.done = this.#execute(active, lease).finally(() => {
+      lease.release();
+      slot.release();
+      this.#runs.delete(request.runId);
+    });
+  }
+
+  /** CANCEL_RUN aborts that run (its session stays); TERMINATE_SESSION ends the session and its runs. */
+  async cancel(request: CancelRequest): Promise<boolean> {
+    switch (request.action) {
+      case CancelAction.CANCEL_ACTION_CANCEL_RUN:
+      case CancelAction.CANCEL_ACTION_UNSPECIFIED: {
+        const active = this.#runs.get(request.runId);
+        if (!active) {
+          this.#deps.logger.debug({ runId: request.runId }, 'cancel for a run that is not running');
+          return false;
+        }
+        this.#abort(active, 'cancel', request.reason || 'cancelled by edge');
+        return true;
+      }
+      case CancelAction.CANCEL_ACTION_TERMINATE_SESSION:
+        return this.#terminateSession(request);
+      case CancelAction.UNRECOGNIZED:
+        this.#deps.logger.warn({ action: request.action }, 'cancel request with an unknown action');
+        return false;
+      default: {
+        const unreachable: never = request.action;
+        throw new Error(`unknown cancel action ${String(unreachable)}`);
+      }
+    }
+  }
+
+  /** Aborts every run (link lost: their consumer on the edge is gone). */
+  abortAll(kind: 'link-lost' | 'shutdown', reason: string): void {
+    for (const active of this.#runs.values()) this.#abort(active, kind, reason);
+  }
+
+  /** Refuses new runs, aborts the running ones and waits (bounded) for their final events. */
+  async shutdown(reason = 'node shutting down'): Promise<void> {
+    this.#closed = true;
+    this.abortAll('shutdown', reason);
+    await this.idle(this.#deps.shutdownGraceMs ?? 5000);
+  }
+
+  /** Resolves when no run is in flight or after `timeoutMs`. */
+  async idle(timeoutMs = 5000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    try {
+      while (this.#runs.size > 0) {
+        const pending = Promise.allSettled([...this.#runs.values()].map((active) => active.done));
+        const finished = await Promise.race([pending.then(() => true), timeout.then(() => false)]);
+        if (!finished) {
+          this.#deps.logger.warn(
+            { runs: [...this.#runs.keys()] },
+            'runs still in flight after the grace period',
+          );
+          return;
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #execute(active: ActiveRun, lease: AdapterLease): Promise<void> {
+    const { request, controller } = active;
+    const { logger, now } = this.#deps;
+    const adapter = lease.adapter;
+    const startedAt = now();
+    let deadline: NodeJS.Timeout | undefined;
+    if (request.timeoutMs > 0) {
+      deadline = setTimeout(
+        () => this.#abort(active, 'deadline', `run exceeded its ${request.timeoutMs} ms deadline`),
+        request.timeoutMs,
+      );
+    }
+    this.#recordStart(request, adapter.name, startedAt);
+    const stream = new RunStream(request.runId, this.#deps);
+    let terminal: TerminalPart | undefined;
+    let usage: Usage | undefined;
+    try {
+      for await (const part of adapter.run(request, { signal: controller.signal })) {
+        if (terminal) {
+          logger.warn(
+            { runId: request.runId, type: part.type },
+            'adapter yielded a part after the terminal one',
+          );
+          continue;
+        }
+        const sent =
+          active.abortKind === 'deadline' && part.type === 'cancelled' ? this.#deadlineError(active) : part;
+        if (sent.type === 'usage') usage = sent.usage;
+        if (isTerminalPart(sent)) terminal = sent;
+        await stream.emit(sent);
+        if (terminal) break;
+      }
+      if (!terminal) {
+        const missing: TerminalPart = controller.signal.aborted
+          ? active.abortKind === 'deadline'
+            ? this.#deadlineError(active)
+            : { type: 'cancelled', reason: abortMessage(controller.signal) }
+          : {
+              type: 'error',
+              code: 'adapter_protocol',
+              message: `adapter '${adapter.name}' ended the run without a terminal event`,
+              retryable: false,
+              backendMs: 0,
+            };
+        terminal = missing;
+        await stream.emit(missing);
+      }
+    } catch (error) {
+      logger.error(
+        { runId: request.runId, adapter: adapter.name, error: errorMessage(error) },
+        'adapter run threw',
+      );
+      if (!terminal) {
+        terminal = {
+          type: 'error',
+          code: 'adapter_failed',
+          message: errorMessage(error),
+          retryable: false,
+          backendMs: 0,
+        };
+        await stream.emit(terminal).catch(() => undefined);
+      }
+    } finally {
+      clearTimeout(deadline);
+      this.#recordFinish(request.runId, terminal, usage);
+    }
+  }
+
+  #deadlineError(active: ActiveRun): TerminalPart {
+    return {
+      type: 'error',
+      code: 'run_timeout',
+      message: abortMessage(active.controller.signal),
+      retryable: false,
+      backendMs: 0,
+    };
+  }
+
+  async #terminateSession(request: CancelRequest): Promise<boolean> {
+    for (const active of this.#runs.values()) {
+      const run = active.request;
+      if (run.target === request.target && run.sessionId === request.sessionId && sameAdapter(run, request)) {
+        this.#abort(active, 'session-terminated', request.reason || 'session terminated');
+      }
+    }
+    let lease: AdapterLease;
+    try {
+      lease = this.#deps.adapters.acquire(request.adapter);
+    } catch (error) {
+      this.#deps.logger.warn(
+        { adapter: request.adapter, error: errorMessage(error) },
+        'terminate session: no adapter',
+      );
+      return false;
+    }
+    try {
+      const terminated = await lease.adapter.terminateSession(request.target, request.sessionId);
+      this.#deps.logger.info(
+        { adapter: lease.adapter.name, target: request.target, sessionId: request.sessionId, terminated },
+        'session terminated',
+      );
+      return terminated;
+    } catch (error) {
+      this.#deps.logger.warn(
+        { adapter: request.adapter, error: errorMessage(error) },
+        'terminate session failed',
+      );
+      return false;
+    } finally {
+      lease.release();
+    }
+  }
+
+  #abort(active: ActiveRun, kind: AbortKind, reason: string): void {
+    if (active.controller.signal.aborted) return;
+    active.abortKind = kind;
+    active.controller.abort(reason);
+  }
+
+  #refusal(request: RunRequest): { code: string; message: string; retryable: boolean } | undefined {
+    if (this.#closed)
+      return { code: 'node_shutting_down', message: 'node is shutting down', retryable: true };
+    if (!request.runId)
+      return { code: 'invalid_request', message: 'run request without run_id', retryable: false };
+    if (this.#runs.has(request.runId)) {
+      return { code: 'duplicate_run', message: `run ${request.runId} is already running`, retryable: false };
+    }
+    return undefined;
+  }
+
+  /** A run that never reached an adapter: one error event, and a failed history entry. */
+  async #refuse(
+    request: RunRequest,
+    error: { code: string; message: string; retryable: boolean },
+  ): Promise<void> {
+    this.#deps.logger.warn(
+      { runId: request.runId, adapter: request.adapter, code: error.code },
+      error.message,
+    );
+    const part: TerminalPart = { type: 'error', ...error, backendMs: 0 };
+    // A duplicate keeps the running run's history untouched.
+    const record = error.code !== 'duplicate_run' && request.runId !== '';
+    if (record) this.#recordStart(request, request.adapter, this.#deps.now());
+    // emit() records the event synchronously before it awaits the link, so the history is complete first.
+    const sending = new RunStream(request.runId, this.#deps, record).emit(part);
+    if (record) this.#recordFinish(request.runId, part, undefined);
+    await sending.catch(() => undefined);
+  }
+
+  #recordStart(request: RunRequest, adapter: string, startedAt: number): void {
+    this.#safeHistory(() =>
+      this.#deps.history.recordStart({
+        runId: request.runId,
+        adapter,
+        target: request.target,
+        sessionId: request.sessionId,
+        providerId: request.providerId,
+        background: request.background,
+        startedAt,
+      }),
+    );
+  }
+
+  #recordFinish(runId: string, terminal: TerminalPart | undefined, usage: Usage | undefined): void {
+    const endedAt = this.#deps.now();
+    let outcome: RunOutcome;
+    switch (terminal?.type) {
+      case 'complete':
+        outcome = { status: 'completed', endedAt, detail: terminal.detail, usage };
+        break;
+      case 'cancelled':
+        outcome = { status: 'cancelled', endedAt, detail: terminal.reason, usage };
+        break;
+      case 'error':
+        outcome = {
+          status: 'failed',
+          endedAt,
+          detail: '',
+          errorCode: terminal.code,
+          errorMessage: terminal.message,
+          usage,
+        };
+        break;
+      case undefined:
+        outcome = { status: 'failed', endedAt, detail: '', errorCode: 'no_terminal_event', usage };
+        break;
+      default: {
+        const unreachable: never = terminal;
+        throw new Error(`unknown terminal part ${JSON.stringify(unreachable)}`);
+      }
+    }
+    this.#safeHistory(() => this.#deps.history.finish(runId, outcome));
+  }
+
+  #safeHistory(action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      // History is a record, not the run: a full disk must not fail the run the edge is waiting for.
+      this.#deps.logger.warn({ error: errorMessage(error) }, 'run history write failed');
+    }
+  }
+}
+
+/** Numbers and sends one run's events, and mirrors them into history. */
+class RunStream {
+  #seq = 0;
+  readonly #runId: string;
+  readonly #deps: RunExecutorDeps;
+  readonly #record: boolean;
+
+  constructor(runId: string, deps: RunExecutorDeps, record = true) {
+    this.#runId = runId;
+    this.#deps = deps;
+    this.#record = record;
+  }
+
+  async emit(part: RunEventPart): Promise<void> {
+    this.#seq += 1;
+    const at = this.#deps.now();
+    if (this.#record) {
+      try {
+        const { type, ...payload } = part;
+        this.#deps.history.appendEvent({ runId: this.#runId, seq: this.#seq, type, payload, at });
+      } catch (error) {
+        this.#deps.logger.warn({ error: errorMessage(error) }, 'run history write failed');
+      }
+    }
+    await this.#deps.outbound.send(envelope.runEvent(toWireRunEvent(this.#runId, this.#seq, part, at)));
+  }
+}
+
+function sameAdapter(run: RunRequest, request: CancelRequest): boolean {
+  return !request.adapter || run.adapter === request.adapter;
+}
+
+function abortMessage(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (typeof reason === 'string') return reason;
+  return reason instanceof Error ? reason.message : 'aborted';
+}
+
+function errorCode(error: unknown, fallback: string): string {
+  if (error && typeof error === 'object' && 'code' in error && typeof error.code === 'string')
+    return error.code;
+  return fallback;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
