@@ -45,7 +45,10 @@ export const PROTOCOL_VERSION = 1;
 
 /** Builders that fill every field with its proto3 default, so callers only name what they set. */
 export const create = {
-  runRequest: (fields: Partial<RunRequest>): RunRequest => ({ ...runtime.RunRequest.fromPartial({}), ...fields }),
+  runRequest: (fields: Partial<RunRequest>): RunRequest => ({
+    ...runtime.RunRequest.fromPartial({}),
+    ...fields,
+  }),
   chatMessage: (fields: Partial<ChatMessage>): ChatMessage => ({
     ...runtime.ChatMessage.fromPartial({}),
     ...fields,
@@ -62,7 +65,10 @@ export const create = {
     ...runtime.NodeCommandResponse.fromPartial({}),
     ...fields,
   }),
-  cliProfile: (fields: Partial<CliProfile>): CliProfile => ({ ...runtime.CliProfile.fromPartial({}), ...fields }),
+  cliProfile: (fields: Partial<CliProfile>): CliProfile => ({
+    ...runtime.CliProfile.fromPartial({}),
+    ...fields,
+  }),
   usage: (fields: Partial<Usage>): Usage => ({ ...runtime.Usage.fromPartial({}), ...fields }),
   toolCall: (fields: Partial<ToolCall>): ToolCall => ({ ...runtime.ToolCall.fromPartial({}), ...fields }),
 };

@@ -16,7 +16,9 @@ export type RunEventPart =
 export type RunEventType = RunEventPart['type'];
 
 /** Terminal parts end a run: exactly one of them is the last event of every run. */
-export function isTerminalPart(part: RunEventPart): part is Extract<RunEventPart, { type: 'complete' | 'error' | 'cancelled' }> {
+export function isTerminalPart(
+  part: RunEventPart,
+): part is Extract<RunEventPart, { type: 'complete' | 'error' | 'cancelled' }> {
   return part.type === 'complete' || part.type === 'error' || part.type === 'cancelled';
 }
 
@@ -27,13 +29,21 @@ export interface RunEventEnvelope {
   part: RunEventPart;
 }
 
-export function toWireRunEvent(runId: string, seq: number, part: RunEventPart, atUnixMs = Date.now()): RunEvent {
+export function toWireRunEvent(
+  runId: string,
+  seq: number,
+  part: RunEventPart,
+  atUnixMs = Date.now(),
+): RunEvent {
   const base = { runId, seq, atUnixMs };
   switch (part.type) {
     case 'start':
       return {
         ...base,
-        event: { $case: 'start', start: { sessionId: part.sessionId, adapter: part.adapter, target: part.target } },
+        event: {
+          $case: 'start',
+          start: { sessionId: part.sessionId, adapter: part.adapter, target: part.target },
+        },
       };
     case 'text-delta':
       return { ...base, event: { $case: 'textDelta', textDelta: { text: part.text } } };
@@ -46,7 +56,10 @@ export function toWireRunEvent(runId: string, seq: number, part: RunEventPart, a
     case 'progress':
       return {
         ...base,
-        event: { $case: 'progress', progress: { kind: part.kind, message: part.message, fields: part.fields } },
+        event: {
+          $case: 'progress',
+          progress: { kind: part.kind, message: part.message, fields: part.fields },
+        },
       };
     case 'complete':
       return {
@@ -61,7 +74,12 @@ export function toWireRunEvent(runId: string, seq: number, part: RunEventPart, a
         ...base,
         event: {
           $case: 'error',
-          error: { code: part.code, message: part.message, retryable: part.retryable, backendMs: part.backendMs },
+          error: {
+            code: part.code,
+            message: part.message,
+            retryable: part.retryable,
+            backendMs: part.backendMs,
+          },
         },
       };
     case 'cancelled':

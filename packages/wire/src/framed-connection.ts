@@ -1,0 +1,407 @@
+// One edge⇄node link: envelopes out through a FIFO that honours socket backpressure, envelopes in as an async
+// iterable with a bounded buffer (the socket is paused while the consumer lags), and one close path that every
+// ending (local close, peer close or reset, bad input) goes through exactly once.
+//
+// Lifecycle: open → closing (close() called, bad input, or peer ended) → closed (socket 'close' event). `closed`
+// resolves at the last step with the first recorded cause.
+import type net from 'node:net';
+import type tls from 'node:tls';
+import { envelope as build } from './envelope.js';
+import { WireError } from './errors.js';
+import { FrameDecoder } from './frame-decoder.js';
+import { encodeFrame } from './frame-encoder.js';
+import { checkMaxFrameBytes, DEFAULT_MAX_FRAME_BYTES } from './frame-limits.js';
+import { CLOSE_REASONS } from './close-reasons.js';
+import type { Envelope } from './messages.js';
+import { silentWireLogger, type WireLogger } from './wire-logger.js';
+
+export interface FramedConnectionOptions {
+  /** Largest frame accepted and sent; default 16 MiB. */
+  maxFrameBytes?: number;
+  logger?: WireLogger;
+  /**
+   * Decoded payload bytes held for a consumer that has not read them yet. Above this the socket is paused;
+   * reading resumes when the backlog falls to half. Default 4 MiB.
+   */
+  maxBufferedBytes?: number;
+  /** Bound for each close step (flushing the Goodbye, waiting for the peer's FIN). Default 2000 ms. */
+  closeTimeoutMs?: number;
+}
+
+export interface ConnectionClosed {
+  /** The local close reason, the peer's Goodbye reason, 'peer-closed', or the error's code. */
+  reason: string;
+  /** Set when the connection ended because of a failure (bad input, reset). */
+  error?: WireError;
+  /** True when the peer (or the network) ended the connection, false when this side closed it. */
+  byPeer: boolean;
+}
+
+export interface CloseOptions {
+  /** Send a Goodbye frame with the reason before closing. */
+  goodbye?: boolean;
+  detail?: string;
+}
+
+interface QueuedEnvelope {
+  envelope: Envelope;
+  bytes: number;
+}
+
+interface PendingWrite {
+  frame: Buffer;
+  resolve: () => void;
+  reject: (error: WireError) => void;
+}
+
+const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const DEFAULT_CLOSE_TIMEOUT_MS = 2000;
+
+export class FramedConnection {
+  readonly remoteAddress: string;
+  /** Resolves once the socket is fully closed, with the first recorded cause. Never rejects. */
+  readonly closed: Promise<ConnectionClosed>;
+
+  readonly #socket: net.Socket | tls.TLSSocket;
+  readonly #logger: WireLogger;
+  readonly #maxFrameBytes: number;
+  readonly #maxBufferedBytes: number;
+  readonly #closeTimeoutMs: number;
+  readonly #decoder: FrameDecoder;
+  readonly #resolveClosed: (value: ConnectionClosed) => void;
+
+  // Incoming side.
+  #queue: QueuedEnvelope[] = [];
+  #queueHead = 0;
+  #queuedBytes = 0;
+  #pausedForBackpressure = false;
+  /** No more envelopes will be queued (peer ended, local close, or failure). */
+  #inputDone = false;
+  #wakeConsumer: (() => void) | undefined;
+  #consumerAttached = false;
+  #peerGoodbye: { reason: string; detail: string } | undefined;
+
+  // Outgoing side.
+  #outgoing: PendingWrite[] = [];
+  #outgoingHead = 0;
+
+  // Closing.
+  #closeInfo: ConnectionClosed | undefined;
+  #closing: Promise<void> | undefined;
+  #socketClosed = false;
+
+  constructor(socket: net.Socket | tls.TLSSocket, options: FramedConnectionOptions = {}) {
+    this.#socket = socket;
+    this.#logger = options.logger ?? silentWireLogger;
+    this.#maxFrameBytes = checkMaxFrameBytes(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.#closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    this.remoteAddress = formatAddress(socket.remoteAddress, socket.remotePort);
+    this.#decoder = new FrameDecoder({
+      maxFrameBytes: this.#maxFrameBytes,
+      onUnknownKind: (info) =>
+        this.#logger.warn(
+          { remoteAddress: this.remoteAddress, ...info },
+          'ignoring an envelope of an unknown message kind (newer peer?)',
+        ),
+    });
+    let resolveClosed!: (value: ConnectionClosed) => void;
+    this.closed = new Promise((resolve) => (resolveClosed = resolve));
+    this.#resolveClosed = resolveClosed;
+
+    // Small frames (one per streamed token) must not wait for Nagle's algorithm.
+    if (typeof socket.setNoDelay === 'function') socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('end', () => this.#onEnd());
+    socket.on('error', (error: Error) => this.#onError(error));
+    socket.on('close', () => this.#onClose());
+    socket.on('drain', () => this.#pump());
+    if (socket.destroyed) queueMicrotask(() => this.#onClose());
+  }
+
+  /**
+   * Sends one envelope. Resolves when the frame was handed to the kernel; while the socket is congested, frames
+   * wait in order (and their promises stay pending) until 'drain'. Rejects with WireError connection_closed,
+   * write_failed, or frame_too_large (the connection stays open in that last case).
+   */
+  send(message: Envelope): Promise<void> {
+    if (this.#closeInfo) return Promise.reject(this.#closedError());
+    let frame: Buffer;
+    try {
+      frame = encodeFrame(message, this.#maxFrameBytes);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    return this.#enqueueWrite(frame);
+  }
+
+  /**
+   * Incoming envelopes, in order. Single consumer. Ends when the peer closes or after close(); throws the
+   * connection's WireError (after the socket is closed) when it ended through bad input or a reset. Envelopes
+   * still buffered when close() is called are dropped.
+   */
+  messages(): AsyncIterable<Envelope> {
+    if (this.#consumerAttached) throw new Error('FramedConnection.messages() supports a single consumer');
+    this.#consumerAttached = true;
+    return this.#iterate();
+  }
+
+  /**
+   * Closes the connection: optionally sends a Goodbye (bounded by closeTimeoutMs), ends the socket, and destroys it
+   * if the peer does not finish closing within closeTimeoutMs. Idempotent; resolves when the socket is closed.
+   */
+  close(reason: string, options: CloseOptions = {}): Promise<void> {
+    this.#closing ??= this.#shutdown(
+      { reason, byPeer: false },
+      options.goodbye ? { reason, detail: options.detail ?? '' } : undefined,
+    );
+    return this.#closing;
+  }
+
+  async *#iterate(): AsyncGenerator<Envelope, void, undefined> {
+    for (;;) {
+      const next = this.#dequeue();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.#inputDone) {
+        const info = await this.closed;
+        if (info.error) throw info.error;
+        return;
+      }
+      await new Promise<void>((resolve) => (this.#wakeConsumer = resolve));
+    }
+  }
+
+  #dequeue(): Envelope | undefined {
+    if (this.#queueHead >= this.#queue.length) return undefined;
+    const item = this.#queue[this.#queueHead];
+    this.#queue[this.#queueHead] = undefined as unknown as QueuedEnvelope;
+    this.#queueHead += 1;
+    if (this.#queueHead === this.#queue.length) {
+      this.#queue = [];
+      this.#queueHead = 0;
+    } else if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#queueHead);
+      this.#queueHead = 0;
+    }
+    this.#queuedBytes -= item.bytes;
+    if (this.#pausedForBackpressure && this.#queuedBytes <= this.#maxBufferedBytes / 2) {
+      this.#pausedForBackpressure = false;
+      if (!this.#inputDone) this.#socket.resume();
+    }
+    return item.envelope;
+  }
+
+  #wake(): void {
+    const wake = this.#wakeConsumer;
+    this.#wakeConsumer = undefined;
+    wake?.();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#inputDone) return;
+    try {
+      this.#decoder.pushEach(chunk, (message, bytes) => {
+        if (message.msg.$case === 'goodbye') {
+          this.#peerGoodbye = { reason: message.msg.goodbye.reason, detail: message.msg.goodbye.detail };
+          this.#logger.debug(
+            { remoteAddress: this.remoteAddress, ...this.#peerGoodbye },
+            'peer said goodbye',
+          );
+        }
+        this.#queue.push({ envelope: message, bytes });
+        this.#queuedBytes += bytes;
+      });
+    } catch (error) {
+      this.#wake();
+      this.#failInput(error instanceof WireError ? error : new WireError('malformed_frame', String(error)));
+      return;
+    }
+    this.#wake();
+    if (this.#queuedBytes > this.#maxBufferedBytes && !this.#pausedForBackpressure) {
+      this.#pausedForBackpressure = true;
+      this.#socket.pause();
+    }
+  }
+
+  #onEnd(): void {
+    if (this.#inputDone) return;
+    try {
+      this.#decoder.finish();
+    } catch (error) {
+      this.#failInput(error instanceof WireError ? error : new WireError('truncated_frame', String(error)));
+      return;
+    }
+    this.#inputDone = true;
+    this.#closeInfo ??= { reason: this.#peerGoodbye?.reason || CLOSE_REASONS.peerClosed, byPeer: true };
+    this.#wake();
+    // With allowHalfOpen the socket stays writable after the peer's FIN; this protocol has no use for that.
+    if (!this.#socket.writableEnded) this.#socket.end();
+    this.#armDestroyTimer();
+  }
+
+  #onError(error: Error): void {
+    const code = (error as NodeJS.ErrnoException).code;
+    this.#logger.debug({ remoteAddress: this.remoteAddress, code, error: error.message }, 'socket error');
+    this.#closeInfo ??= {
+      reason: 'connection_closed',
+      error: new WireError('connection_closed', `connection lost: ${error.message}`, { cause: error }),
+      byPeer: true,
+    };
+    this.#inputDone = true;
+    this.#wake();
+  }
+
+  #onClose(): void {
+    if (this.#socketClosed) return;
+    this.#socketClosed = true;
+    this.#clearDestroyTimer();
+    if (!this.#closeInfo) {
+      // Closed without 'end' or 'error' (destroyed locally, or a peer that vanished mid-frame).
+      const pending = this.#decoder.pendingBytes;
+      this.#closeInfo =
+        pending > 0
+          ? {
+              reason: 'truncated_frame',
+              error: new WireError(
+                'truncated_frame',
+                `connection closed inside a frame (${pending} bytes received)`,
+              ),
+              byPeer: true,
+            }
+          : { reason: this.#peerGoodbye?.reason || CLOSE_REASONS.peerClosed, byPeer: true };
+    }
+    this.#inputDone = true;
+    this.#rejectOutgoing();
+    this.#resolveClosed(this.#closeInfo);
+    this.#wake();
+  }
+
+  /** Bad bytes from the peer: stop reading, tell the peer why (best effort), close, and surface the error. */
+  #failInput(error: WireError): void {
+    this.#logger.warn(
+      { remoteAddress: this.remoteAddress, code: error.code, error: error.message },
+      'closing connection after bad input',
+    );
+    this.#closing ??= this.#shutdown(
+      { reason: error.code, error, byPeer: false },
+      { reason: error.code, detail: error.message },
+    );
+  }
+
+  async #shutdown(
+    info: ConnectionClosed,
+    goodbye: { reason: string; detail: string } | undefined,
+  ): Promise<void> {
+    const wasOpen = this.#closeInfo === undefined;
+    this.#closeInfo ??= info;
+    this.#inputDone = true;
+    if (!info.byPeer && !info.error) {
+      this.#queue = [];
+      this.#queueHead = 0;
+      this.#queuedBytes = 0;
+    }
+    this.#wake();
+    if (this.#socketClosed) return;
+    // Keep reading (and discarding) so the peer's FIN is seen and its writes do not stall.
+    this.#pausedForBackpressure = false;
+    this.#socket.resume();
+    if (goodbye && wasOpen && this.#socket.writable) {
+      const sent = this.#enqueueWrite(encodeFrame(build.goodbye(goodbye.reason, goodbye.detail))).catch(
+        () => undefined,
+      );
+      await withTimeout(sent, this.#closeTimeoutMs);
+    }
+    if (!this.#socketClosed) {
+      this.#socket.end();
+      this.#armDestroyTimer();
+    }
+    await this.closed;
+  }
+
+  #destroyTimer: NodeJS.Timeout | undefined;
+
+  /** The peer gets closeTimeoutMs to finish closing; then the socket is destroyed. */
+  #armDestroyTimer(): void {
+    if (this.#destroyTimer || this.#socketClosed) return;
+    this.#destroyTimer = setTimeout(() => {
+      this.#destroyTimer = undefined;
+      if (!this.#socketClosed) {
+        this.#logger.debug(
+          { remoteAddress: this.remoteAddress },
+          'peer did not finish closing; destroying socket',
+        );
+        this.#socket.destroy();
+      }
+    }, this.#closeTimeoutMs);
+  }
+
+  #clearDestroyTimer(): void {
+    if (this.#destroyTimer) clearTimeout(this.#destroyTimer);
+    this.#destroyTimer = undefined;
+  }
+
+  #enqueueWrite(frame: Buffer): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#outgoing.push({ frame, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Writes queued frames in order until the socket asks to wait for 'drain'. */
+  #pump(): void {
+    while (this.#outgoingHead < this.#outgoing.length && !this.#socket.writableNeedDrain) {
+      if (this.#socket.destroyed || this.#socket.writableEnded) {
+        this.#rejectOutgoing();
+        return;
+      }
+      const item = this.#outgoing[this.#outgoingHead];
+      this.#outgoing[this.#outgoingHead] = undefined as unknown as PendingWrite;
+      this.#outgoingHead += 1;
+      this.#socket.write(item.frame, (error) => {
+        if (error) item.reject(this.#writeError(error));
+        else item.resolve();
+      });
+    }
+    if (this.#outgoingHead === this.#outgoing.length) {
+      this.#outgoing = [];
+      this.#outgoingHead = 0;
+    }
+  }
+
+  #rejectOutgoing(): void {
+    const pending = this.#outgoing.slice(this.#outgoingHead);
+    this.#outgoing = [];
+    this.#outgoingHead = 0;
+    for (const item of pending) item.reject(this.#closedError());
+  }
+
+  #writeError(error: Error): WireError {
+    if (this.#closeInfo || this.#socket.destroyed) return this.#closedError(error);
+    return new WireError('write_failed', `write failed: ${error.message}`, { cause: error });
+  }
+
+  #closedError(cause?: unknown): WireError {
+    const reason = this.#closeInfo?.reason ?? 'closed';
+    return new WireError('connection_closed', `connection to ${this.remoteAddress} is closed (${reason})`, {
+      cause: cause ?? this.#closeInfo?.error,
+    });
+  }
+}
+
+function formatAddress(address: string | undefined, port: number | undefined): string {
+  if (!address) return 'unknown';
+  const host = address.includes(':') ? `[${address}]` : address;
+  return port === undefined ? host : `${host}:${port}`;
+}
+
+async function withTimeout(promise: Promise<unknown>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
