@@ -1,0 +1,286 @@
+// The EdgeAdmin RPC handlers: each one translates a gRPC call into service / event-bus calls. Authentication,
+// error mapping (grpc-status.ts) and stream bookkeeping are applied uniformly here, so every RPC behaves alike.
+//
+// Streams: SubmitRun and WatchEvents honour backpressure (they wait for 'drain'), stop when the client cancels
+// (a cancelled SubmitRun cancels its run) and are all ended by `closeStreams()` when the server shuts down.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import {
+  Metadata,
+  status,
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  type ServerWritableStream,
+  type sendUnaryData,
+  type ServerUnaryCall,
+} from '@grpc/grpc-js';
+import {
+  CancelRunResponse,
+  ListNodesResponse,
+  ListProvidersResponse,
+  TerminateSessionResponse,
+  type EdgeAdminServer,
+  type ProviderStatus,
+  type RefreshConfigResponse,
+} from '@iop/wire';
+import type { EventBus } from '../events/types.js';
+import type { Logger } from '../logging.js';
+import type { EdgeService, RunHandle } from '../service/types.js';
+import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmitRunInput } from './admin-mapping.js';
+import { AdminCallError, toGrpcStatus } from './grpc-status.js';
+
+/** Applies (or dry-runs) a candidate config; the live-refresh feature provides it. */
+export type RefreshHandler = (
+  mode: string,
+  configYaml: string,
+  configPath: string,
+) => Promise<RefreshConfigResponse>;
+
+export interface AdminHandlerDeps {
+  service: EdgeService;
+  events: EventBus;
+  logger: Logger;
+  /** Provider pool status for ListProviders / NodeInfo; none = no providers known. */
+  providerStatus?: () => ProviderStatus[];
+  /** Config refresh; none (or `refreshEnabled: false`) = RefreshConfig answers UNAVAILABLE. */
+  refreshHandler?: RefreshHandler;
+  refreshEnabled?: boolean;
+  /** Required bearer token; '' or undefined = no authentication. */
+  token?: string;
+}
+
+export interface AdminHandlers {
+  implementation: EdgeAdminServer;
+  /** Ends every open stream (server shutdown). */
+  closeStreams(): void;
+  /** Open SubmitRun + WatchEvents streams (tests). */
+  readonly openStreams: number;
+}
+
+export const DROPPED_EVENTS_TRAILER = 'iop-dropped-events';
+
+export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
+  const { service, events, logger } = deps;
+  const expectedDigest = deps.token ? digest(deps.token) : undefined;
+  const streams = new Set<AbortController>();
+
+  function authorized(metadata: Metadata): boolean {
+    if (!expectedDigest) return true;
+    const value = metadata.get('authorization')[0];
+    const header = typeof value === 'string' ? value : value?.toString('utf8');
+    const match = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
+    if (!match?.[1]) return false;
+    // Compare digests: equal length for timingSafeEqual, and no early exit on the first differing byte.
+    return timingSafeEqual(digest(match[1]), expectedDigest);
+  }
+
+  function unauthenticated(): AdminCallError {
+    return new AdminCallError(status.UNAUTHENTICATED, 'unauthenticated', 'missing or invalid admin token');
+  }
+
+  function unary<Request, Response>(
+    name: string,
+    handler: (request: Request, call: ServerUnaryCall<Request, Response>) => Promise<Response> | Response,
+  ): handleUnaryCall<Request, Response> {
+    return (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => {
+      if (!authorized(call.metadata)) {
+        logger.warn({ rpc: name, peer: call.getPeer() }, 'admin call rejected: missing or invalid token');
+        callback(toGrpcStatus(unauthenticated()));
+        return;
+      }
+      Promise.resolve()
+        .then(() => handler(call.request, call))
+        .then(
+          (response) => callback(null, response),
+          (error: unknown) => {
+            logger.debug({ rpc: name, error: describe(error) }, 'admin call failed');
+            callback(toGrpcStatus(error));
+          },
+        );
+    };
+  }
+
+  function streaming<Request, Response>(
+    name: string,
+    handler: (
+      call: ServerWritableStream<Request, Response>,
+      signal: AbortSignal,
+    ) => Promise<Metadata | undefined>,
+  ): handleServerStreamingCall<Request, Response> {
+    return (call: ServerWritableStream<Request, Response>) => {
+      if (!authorized(call.metadata)) {
+        logger.warn({ rpc: name, peer: call.getPeer() }, 'admin call rejected: missing or invalid token');
+        call.emit('error', toGrpcStatus(unauthenticated()));
+        return;
+      }
+      const controller = new AbortController();
+      streams.add(controller);
+      const onCancelled = (): void => controller.abort(new Error('client cancelled'));
+      call.on('cancelled', onCancelled);
+      handler(call, controller.signal)
+        .then(
+          (trailers) => {
+            if (call.cancelled) return;
+            // Ended by closeStreams(): tell the client why instead of a plain OK.
+            const reason: unknown = controller.signal.reason;
+            if (reason instanceof AdminCallError) call.emit('error', toGrpcStatus(reason));
+            else call.end(trailers);
+          },
+          (error: unknown) => {
+            logger.debug({ rpc: name, error: describe(error) }, 'admin stream failed');
+            if (!call.cancelled) call.emit('error', toGrpcStatus(error));
+          },
+        )
+        .finally(() => {
+          call.off('cancelled', onCancelled);
+          streams.delete(controller);
+        });
+    };
+  }
+
+  const implementation: EdgeAdminServer = {
+    listNodes: unary('ListNodes', () => {
+      const pool = deps.providerStatus?.() ?? [];
+      return ListNodesResponse.fromPartial({
+        nodes: service.listNodes().map((node) => toNodeInfo(node, pool)),
+      });
+    }),
+
+    listProviders: unary('ListProviders', () =>
+      ListProvidersResponse.fromPartial({ providers: deps.providerStatus?.() ?? [] }),
+    ),
+
+    submitRun: streaming('SubmitRun', async (call, signal) => {
+      const input = toSubmitRunInput(call.request, signal);
+      if (!input) throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run is required');
+      const handle = await service.submitRun(input);
+      const cancel = (): void => {
+        handle.cancel('admin client cancelled').catch((error: unknown) => {
+          logger.warn(
+            { runId: handle.runId, error: describe(error) },
+            'cancelling an abandoned admin run failed',
+          );
+        });
+      };
+      if (signal.aborted) cancel();
+      else signal.addEventListener('abort', cancel, { once: true });
+      try {
+        await relay(call, handle, signal);
+      } finally {
+        signal.removeEventListener('abort', cancel);
+      }
+      return undefined;
+    }),
+
+    cancelRun: unary('CancelRun', async (request) => {
+      if (!request.runId)
+        throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run_id is required');
+      return CancelRunResponse.fromPartial({
+        found: await service.cancelRun(request.runId, 'cancelled by admin API'),
+      });
+    }),
+
+    terminateSession: unary('TerminateSession', async (request) => {
+      const nodeId = await service.terminateSession({
+        node: request.node || undefined,
+        adapter: request.adapter,
+        target: request.target,
+        sessionId: request.sessionId,
+      });
+      return TerminateSessionResponse.fromPartial({ nodeId });
+    }),
+
+    nodeCommand: unary('NodeCommand', (request) => {
+      if (!request.command?.command) {
+        throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'command is required');
+      }
+      return service.nodeCommand({ node: request.node || undefined, request: request.command });
+    }),
+
+    watchEvents: streaming('WatchEvents', async (call, signal) => {
+      const subscription = events.subscribe({ signal });
+      const includeRuns = call.request.includeRunEvents;
+      let reported = 0;
+      try {
+        for await (const event of subscription) {
+          if (signal.aborted) break;
+          if (subscription.dropped > reported) {
+            logger.warn(
+              { dropped: subscription.dropped - reported },
+              'admin event watcher fell behind; events dropped',
+            );
+            reported = subscription.dropped;
+          }
+          if (event.type === 'run' && !includeRuns) continue;
+          await write(call, toAdminEdgeEvent(event), signal);
+        }
+      } finally {
+        subscription.close();
+      }
+      const trailers = new Metadata();
+      trailers.set(DROPPED_EVENTS_TRAILER, String(subscription.dropped));
+      return trailers;
+    }),
+
+    refreshConfig: unary('RefreshConfig', (request) => {
+      if (!deps.refreshHandler || deps.refreshEnabled === false) {
+        throw new AdminCallError(status.UNAVAILABLE, 'refresh_disabled', 'config refresh is disabled');
+      }
+      return deps.refreshHandler(request.mode, request.configYaml, request.configPath);
+    }),
+  };
+
+  /** Streams a run's events to the client until the run ends or the client goes away. */
+  async function relay(
+    call: ServerWritableStream<unknown, unknown>,
+    handle: RunHandle,
+    signal: AbortSignal,
+  ): Promise<void> {
+    for await (const event of handle.events) {
+      if (signal.aborted) break;
+      await write(call, toSubmitRunEvent(event), signal);
+    }
+  }
+
+  return {
+    implementation,
+    closeStreams() {
+      const reason = new AdminCallError(
+        status.UNAVAILABLE,
+        'shutting_down',
+        'the edge admin API is shutting down',
+      );
+      for (const controller of streams) controller.abort(reason);
+    },
+    get openStreams() {
+      return streams.size;
+    },
+  };
+}
+
+/** Writes one message, waiting for 'drain' when the client reads slower than we produce. */
+async function write<T>(
+  call: ServerWritableStream<unknown, T>,
+  message: T,
+  signal: AbortSignal,
+): Promise<void> {
+  if (call.write(message)) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      call.off('drain', done);
+      call.off('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    call.on('drain', done);
+    call.on('close', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,96 @@
+// Conversions between the admin API's protobuf messages and the edge's service/event types. Pure functions.
+import {
+  AdminEdgeEvent,
+  NodeInfo,
+  ProviderStatus,
+  SubmitRunEvent,
+  toWireRunEvent,
+  type SubmitRunRequest,
+} from '@iop/wire';
+import type { EdgeEvent } from '../events/types.js';
+import type { NodeSummary, RunEventWithMeta, SubmitRunInput } from '../service/types.js';
+
+/**
+ * A connected node as NodeInfo. Its providers carry the pool's view (status, capacity, in-flight...) when the
+ * pool knows the provider, otherwise only the health the node reported.
+ */
+export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatus[]): NodeInfo {
+  return NodeInfo.fromPartial({
+    nodeId: node.nodeId,
+    alias: node.alias,
+    agentVersion: node.agentVersion,
+    os: node.os,
+    arch: node.arch,
+    hostname: node.hostname,
+    remoteAddress: node.remoteAddress,
+    connectedSinceUnixMs: node.connectedSinceUnixMs,
+    lastHeartbeatUnixMs: node.lastHeartbeatUnixMs,
+    adapters: [...node.adapters],
+    providers: node.providers.map((provider) => {
+      const pooled = poolStatus.find(
+        (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
+      );
+      return pooled
+        ? ProviderStatus.fromPartial({ ...pooled, health: provider.health })
+        : ProviderStatus.fromPartial({
+            providerId: provider.providerId,
+            nodeId: node.nodeId,
+            health: provider.health,
+          });
+    }),
+  });
+}
+
+/** SubmitRunRequest → service input. Empty proto3 strings mean "not set". */
+export function toSubmitRunInput(request: SubmitRunRequest, signal: AbortSignal): SubmitRunInput | undefined {
+  const run = request.run;
+  if (!run) return undefined;
+  return {
+    node: request.node || undefined,
+    adapter: run.adapter,
+    target: run.target,
+    sessionId: run.sessionId,
+    background: run.background,
+    workspace: run.workspace || undefined,
+    messages: run.messages,
+    tools: run.tools,
+    toolChoiceJson: run.toolChoiceJson || undefined,
+    params: run.params,
+    timeoutMs: run.timeoutMs || undefined,
+    providerId: run.providerId || undefined,
+    metadata: run.metadata,
+    runId: run.runId || undefined,
+    signal,
+  };
+}
+
+export function toSubmitRunEvent(event: RunEventWithMeta): SubmitRunEvent {
+  return SubmitRunEvent.fromPartial({
+    nodeId: event.nodeId,
+    event: toWireRunEvent(event.runId, event.seq, event.part, event.atUnixMs),
+  });
+}
+
+export function toAdminEdgeEvent(event: EdgeEvent): AdminEdgeEvent {
+  switch (event.type) {
+    case 'node':
+      return AdminEdgeEvent.fromPartial({
+        event: {
+          $case: 'node',
+          node: {
+            nodeId: event.event.nodeId,
+            alias: event.event.alias,
+            kind: event.event.kind,
+            reason: event.event.reason,
+            atUnixMs: event.event.atUnixMs,
+          },
+        },
+      });
+    case 'run':
+      return { event: { $case: 'run', run: toSubmitRunEvent(event.event) } };
+    default: {
+      const unreachable: never = event;
+      throw new Error(`unknown edge event ${JSON.stringify(unreachable)}`);
+    }
+  }
+}

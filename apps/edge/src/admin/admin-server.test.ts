@@ -1,0 +1,425 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { status } from '@grpc/grpc-js';
+import {
+  create,
+  RefreshConfigResponse,
+  type ProviderStatus,
+  type RefreshConfigResponse as Refresh,
+} from '@iop/wire';
+import { silentLogger } from '../logging.js';
+import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { createAdminClient, type AdminClient } from './admin-client.js';
+import type { RefreshHandler } from './admin-handlers.js';
+import {
+  createAdminSurface,
+  startAdminServer,
+  type AdminServerOptions,
+  type AdminSurface,
+} from './admin-server.js';
+import { AdminError } from './errors.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+interface Setup {
+  service: FakeEdgeService;
+  bus: FakeEventBus;
+  surface: AdminSurface;
+  client: AdminClient;
+}
+
+async function setup(
+  overrides: Partial<AdminServerOptions> = {},
+  clientToken: string | undefined = overrides.token,
+): Promise<Setup> {
+  const bus = new FakeEventBus();
+  const service = new FakeEdgeService(bus);
+  service.nodes = [node('test-node', 'alias-1')];
+  const surface = await startAdminServer({
+    listen: '127.0.0.1:0',
+    service,
+    events: bus,
+    logger: silentLogger,
+    closeGraceMs: 200,
+    ...overrides,
+  });
+  cleanups.push(() => surface.close());
+  const client = createAdminClient({ address: surface.address, token: clientToken, timeoutMs: 3000 });
+  cleanups.push(() => client.close());
+  return { service, bus, surface, client };
+}
+
+async function failure(promise: Promise<unknown>): Promise<AdminError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof AdminError) return error;
+    throw error;
+  }
+  throw new Error('expected the call to fail');
+}
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const pool: ProviderStatus[] = [
+  {
+    providerId: 'ollama-a',
+    nodeId: 'test-node',
+    status: 'ready',
+    health: 'unknown',
+    capacity: 2,
+    inFlight: 1,
+    queued: 3,
+    servedModels: ['llama3.2'],
+    priority: 1,
+  },
+];
+
+describe('admin API over gRPC', () => {
+  it('lists nodes with pool status merged into their providers', async () => {
+    const { service, client } = await setup({ providerStatus: () => pool });
+    service.nodes[0] = {
+      ...node('test-node', 'alias-1'),
+      providers: [
+        { providerId: 'ollama-a', health: 'healthy', detail: '', checkedAtUnixMs: 1 },
+        { providerId: 'unpooled', health: 'unreachable', detail: 'refused', checkedAtUnixMs: 1 },
+      ],
+    };
+    const nodes = await client.listNodes();
+    expect(nodes).toHaveLength(1);
+    expect(nodes[0]).toMatchObject({
+      nodeId: 'test-node',
+      alias: 'alias-1',
+      agentVersion: '0.1.0',
+      os: 'linux',
+      arch: 'x64',
+      hostname: 'test-node-host',
+      remoteAddress: '127.0.0.1:50000',
+      connectedSinceUnixMs: 1_700_000_000_000,
+      lastHeartbeatUnixMs: 1_700_000_001_000,
+      adapters: ['cli'],
+    });
+    expect(nodes[0]?.providers).toEqual([
+      { ...pool[0], health: 'healthy' },
+      expect.objectContaining({
+        providerId: 'unpooled',
+        nodeId: 'test-node',
+        health: 'unreachable',
+        capacity: 0,
+      }),
+    ]);
+  });
+
+  it('lists providers from the injected source, or none', async () => {
+    expect(await (await setup()).client.listProviders()).toEqual([]);
+    expect(await (await setup({ providerStatus: () => pool })).client.listProviders()).toEqual(pool);
+  });
+
+  it('streams a submitted run until its terminal event', async () => {
+    const { service, client } = await setup();
+    const events = await collect(
+      client.submitRun({
+        node: 'alias-1',
+        run: {
+          runId: 'admin-run-1',
+          adapter: 'cli',
+          target: 'fake-cli',
+          sessionId: 'default',
+          messages: [create.chatMessage({ role: 'user', content: 'token iop_admin' })],
+          timeoutMs: 5000,
+        },
+      }),
+    );
+    expect(service.runs[0]?.input).toMatchObject({
+      node: 'alias-1',
+      runId: 'admin-run-1',
+      adapter: 'cli',
+      target: 'fake-cli',
+      sessionId: 'default',
+      background: false,
+      timeoutMs: 5000,
+      workspace: undefined,
+    });
+    expect(events.map((event) => event.nodeId)).toEqual([
+      'test-node',
+      'test-node',
+      'test-node',
+      'test-node',
+      'test-node',
+    ]);
+    expect(events.map((event) => event.event?.event?.$case)).toEqual([
+      'start',
+      'textDelta',
+      'textDelta',
+      'textDelta',
+      'complete',
+    ]);
+    expect(events.map((event) => event.event?.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(events.every((event) => event.event?.runId === 'admin-run-1')).toBe(true);
+    const last = events.at(-1)?.event?.event;
+    expect(last?.$case === 'complete' && last.complete.detail).toBe('idle-timeout');
+  });
+
+  it('cancels the run when the client cancels the stream', async () => {
+    const { service, client, surface } = await setup();
+    service.script = (run) => run.emit({ type: 'start', sessionId: 's', adapter: 'cli', target: 't' });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const event of client.submitRun(
+        { run: { adapter: 'cli', target: 't', sessionId: 's' } },
+        { signal: controller.signal },
+      )) {
+        seen.push(event.event?.event?.$case ?? '');
+        controller.abort();
+      }
+    })();
+    await reading;
+    expect(seen).toEqual(['start']);
+    await until(() => (service.runs[0]?.cancelReasons.length ?? 0) > 0, 'the run to be cancelled');
+    expect(service.runs[0]?.cancelReasons[0]).toMatch(/cancelled/);
+    expect(surface.address).toMatch(/^127\.0\.0\.1:\d+$/);
+  });
+
+  it('maps service errors to gRPC statuses with the edge error code', async () => {
+    const { service, client } = await setup();
+    let error = await failure(collect(client.submitRun({ node: 'nope', run: { adapter: 'cli' } })));
+    expect(error).toMatchObject({
+      code: 'call_failed',
+      grpcCode: status.NOT_FOUND,
+      serviceCode: 'node_not_found',
+    });
+    expect(error.message).toBe('node nope is not connected');
+    service.nodes = [];
+    error = await failure(client.terminateSession({ adapter: 'cli', target: 't', sessionId: 's' }));
+    expect(error).toMatchObject({
+      code: 'unavailable',
+      grpcCode: status.UNAVAILABLE,
+      serviceCode: 'no_nodes',
+    });
+    service.nodes = [node('a'), node('b')];
+    error = await failure(
+      client.nodeCommand(undefined, create.nodeCommandRequest({ command: 'capabilities' })),
+    );
+    expect(error).toMatchObject({ grpcCode: status.FAILED_PRECONDITION, serviceCode: 'node_ambiguous' });
+    service.submitError = new Error('boom');
+    error = await failure(collect(client.submitRun({ node: 'a', run: { adapter: 'cli' } })));
+    expect(error).toMatchObject({ grpcCode: status.INTERNAL, serviceCode: 'internal', message: 'boom' });
+    error = await failure(collect(client.submitRun({ node: 'a', run: undefined as never })));
+    expect(error).toMatchObject({ grpcCode: status.INVALID_ARGUMENT, serviceCode: 'invalid_request' });
+  });
+
+  it('cancels runs, terminates sessions and relays node commands', async () => {
+    const { service, client } = await setup();
+    service.script = () => undefined;
+    const stream = client.submitRun({ run: { runId: 'r-9', adapter: 'cli', target: 't', sessionId: 's' } });
+    const reading = collect(stream);
+    await until(() => service.runs.length === 1, 'the run to start');
+    expect(await client.cancelRun('r-9')).toBe(true);
+    expect((await reading).map((event) => event.event?.event?.$case)).toEqual(['cancelled']);
+    expect(await client.cancelRun('r-9')).toBe(false);
+    expect(service.cancelled).toEqual([
+      { runId: 'r-9', reason: 'cancelled by admin API' },
+      { runId: 'r-9', reason: 'cancelled by admin API' },
+    ]);
+    expect(await failure(client.cancelRun(''))).toMatchObject({ grpcCode: status.INVALID_ARGUMENT });
+
+    expect(
+      await client.terminateSession({ node: 'alias-1', adapter: 'cli', target: 't', sessionId: 's' }),
+    ).toBe('test-node');
+    expect(service.terminated).toEqual([{ node: 'alias-1', adapter: 'cli', target: 't', sessionId: 's' }]);
+
+    service.commandResponses.set(
+      'capabilities',
+      create.nodeCommandResponse({ ok: true, result: { adapter: 'cli', max_concurrency: '4' } }),
+    );
+    const response = await client.nodeCommand(
+      'test-node',
+      create.nodeCommandRequest({ command: 'capabilities', adapter: 'cli', target: 't' }),
+    );
+    expect(response).toEqual(
+      create.nodeCommandResponse({ ok: true, result: { adapter: 'cli', max_concurrency: '4' } }),
+    );
+    expect(service.commands[0]).toMatchObject({
+      node: 'test-node',
+      request: { command: 'capabilities', target: 't' },
+    });
+    expect(
+      await failure(client.nodeCommand('test-node', create.nodeCommandRequest({ command: '' }))),
+    ).toMatchObject({ grpcCode: status.INVALID_ARGUMENT });
+  });
+
+  it('watches node events, and run events only when asked', async () => {
+    const { bus, client, service } = await setup();
+    const nodesOnly = new AbortController();
+    const all = new AbortController();
+    const nodeEvents: string[] = [];
+    const allEvents: string[] = [];
+    const watchNodes = (async () => {
+      for await (const event of client.watchEvents({ signal: nodesOnly.signal })) {
+        nodeEvents.push(
+          event.event?.$case === 'node' ? `${event.event.node.kind}:${event.event.node.reason}` : 'run',
+        );
+      }
+    })();
+    const watchAll = (async () => {
+      for await (const event of client.watchEvents({ includeRunEvents: true, signal: all.signal })) {
+        allEvents.push(event.event?.$case === 'run' ? `run:${event.event.run.event?.event?.$case}` : 'node');
+      }
+    })();
+    await until(() => bus.subscriptions.size === 2, 'both watchers to subscribe');
+    await collect(client.submitRun({ run: { adapter: 'cli', target: 't', sessionId: 's' } }));
+    bus.publish({
+      type: 'node',
+      event: {
+        kind: 'disconnected',
+        nodeId: 'test-node',
+        alias: 'alias-1',
+        reason: 'heartbeat-timeout',
+        atUnixMs: 5,
+      },
+    });
+    await until(() => nodeEvents.length === 1 && allEvents.length === 6, 'the events to arrive');
+    expect(nodeEvents).toEqual(['disconnected:heartbeat-timeout']);
+    expect(allEvents).toEqual([
+      'run:start',
+      'run:textDelta',
+      'run:textDelta',
+      'run:textDelta',
+      'run:complete',
+      'node',
+    ]);
+    expect(service.runs).toHaveLength(1);
+    nodesOnly.abort();
+    all.abort();
+    await Promise.all([watchNodes, watchAll]);
+    await until(() => bus.subscriptions.size === 0, 'the subscriptions to be released');
+  });
+
+  it('answers UNAVAILABLE for RefreshConfig unless a handler is injected and refresh is enabled', async () => {
+    const disabled = await failure(
+      (await setup()).client.refreshConfig({ mode: 'apply', configYaml: 'x', configPath: '/p' }),
+    );
+    expect(disabled).toMatchObject({ code: 'unavailable', grpcCode: status.UNAVAILABLE });
+    expect(disabled.message).toBe('config refresh is disabled');
+
+    const calls: string[][] = [];
+    const refreshHandler: RefreshHandler = (mode, yaml, path) => {
+      calls.push([mode, yaml, path]);
+      return Promise.resolve(
+        RefreshConfigResponse.fromPartial({ status: 'applied', mode, changedNodes: ['n1'] }),
+      );
+    };
+    const result: Refresh = await (
+      await setup({ refreshHandler })
+    ).client.refreshConfig({
+      mode: 'dry-run',
+      configYaml: 'edge: {}',
+      configPath: '/etc/iop/edge.yaml',
+    });
+    expect(result).toMatchObject({ status: 'applied', mode: 'dry-run', changedNodes: ['n1'], reports: [] });
+    expect(calls).toEqual([['dry-run', 'edge: {}', '/etc/iop/edge.yaml']]);
+
+    const off = await setup({ refreshHandler, refreshEnabled: false });
+    expect(
+      await failure(off.client.refreshConfig({ mode: 'apply', configYaml: '', configPath: '' })),
+    ).toMatchObject({
+      grpcCode: status.UNAVAILABLE,
+    });
+    expect(calls).toHaveLength(1);
+  });
+
+  it('requires the bearer token on every call when one is configured', async () => {
+    const token = 'admin-secret-token';
+    const { client, service } = await setup({ token });
+    expect(await client.listNodes()).toHaveLength(1);
+
+    for (const wrong of [undefined, 'admin-secret-tokeN', 'x']) {
+      const other = createAdminClient({ address: (await setupAddress(token)).address, token: wrong });
+      cleanups.push(() => other.close());
+      expect(await failure(other.listNodes())).toMatchObject({
+        code: 'unauthenticated',
+        grpcCode: status.UNAUTHENTICATED,
+      });
+      expect(
+        await failure(collect(other.submitRun({ run: { adapter: 'cli', target: 't', sessionId: 's' } }))),
+      ).toMatchObject({ code: 'unauthenticated' });
+      expect(await failure(collect(other.watchEvents()))).toMatchObject({ code: 'unauthenticated' });
+    }
+    expect(service.runs).toHaveLength(0);
+  });
+
+  it('refuses a non-loopback listen address without a token', async () => {
+    const bus = new FakeEventBus();
+    const base = { service: new FakeEdgeService(bus), events: bus, logger: silentLogger };
+    for (const listen of ['0.0.0.0:0', '[::]:0', '192.0.2.10:19093']) {
+      await expect(startAdminServer({ ...base, listen })).rejects.toMatchObject({ code: 'insecure_listen' });
+    }
+    await expect(startAdminServer({ ...base, listen: 'nonsense' })).rejects.toMatchObject({
+      code: 'invalid_listen',
+    });
+    const open = await startAdminServer({ ...base, listen: '0.0.0.0:0', token: 't0ken' });
+    cleanups.push(() => open.close());
+    expect(open.address).toMatch(/^0\.0\.0\.0:\d+$/);
+  });
+
+  it('reports an unreachable edge clearly', async () => {
+    const { surface } = await setup();
+    const address = surface.address;
+    await surface.close();
+    const client = createAdminClient({ address, timeoutMs: 3000 });
+    cleanups.push(() => client.close());
+    const error = await failure(client.listNodes());
+    expect(error.code).toBe('unreachable');
+    expect(error.message).toMatch(
+      new RegExp(`^cannot reach the edge admin API at ${address.replace(/\./g, '\\.')}: `),
+    );
+  });
+
+  it('ends open streams with UNAVAILABLE when it closes', async () => {
+    const { client, surface, bus } = await setup();
+    const watching = failure(collect(client.watchEvents()));
+    await until(() => bus.subscriptions.size === 1, 'the watcher to subscribe');
+    await surface.close();
+    expect(await watching).toMatchObject({ grpcCode: status.UNAVAILABLE, serviceCode: 'shutting_down' });
+    expect(bus.subscriptions.size).toBe(0);
+  });
+
+  it('starts as a surface on refresh.listen, or not at all without one', async () => {
+    const bus = new FakeEventBus();
+    const context = { service: new FakeEdgeService(bus), events: bus, logger: silentLogger };
+    const factory = createAdminSurface({ closeGraceMs: 100 });
+    expect(
+      await factory({ ...context, config: { refresh: { enabled: true, listen: '', admin_token: '' } } }),
+    ).toBe(undefined);
+    const surface = await factory({
+      ...context,
+      config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } },
+    });
+    if (!surface) throw new Error('expected a surface');
+    cleanups.push(() => surface.close());
+    expect(surface.name).toBe('admin');
+    const client = createAdminClient({ address: surface.address });
+    cleanups.push(() => client.close());
+    expect(await client.listNodes()).toEqual([]);
+  });
+});
+
+async function setupAddress(token: string): Promise<AdminSurface> {
+  return (await setup({ token })).surface;
+}

@@ -1,0 +1,131 @@
+// The admin surface: serves the EdgeAdmin gRPC API (admin-handlers.ts) on `refresh.listen`.
+//
+// Security: without `refresh.admin_token` the server only listens on a loopback address and refuses to start
+// otherwise; with a token every call must carry `authorization: Bearer <token>` (compared in constant time).
+// `refresh.enabled` gates only RefreshConfig: the rest of the API (nodes list, runs, commands) stays available
+// to local operators. An empty `refresh.listen` disables the surface.
+//
+// Lifecycle: `createAdminSurface(options)` returns a SurfaceFactory-compatible starter; starting binds the port
+// (nothing happens before). `close()` ends open streams with UNAVAILABLE, lets unary calls finish for
+// `closeGraceMs`, then forces the server down.
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
+import type { RefreshConfig } from '@iop/config';
+import type { EventBus } from '../events/types.js';
+import type { Logger } from '../logging.js';
+import type { EdgeService } from '../service/types.js';
+import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
+import { AdminError } from './errors.js';
+import { formatListenAddress, isLoopbackHost, parseListenAddress } from './listen-address.js';
+
+export interface AdminSurfaceOptions {
+  /** Provider pool status (ListProviders, NodeInfo.providers); none = empty list. */
+  providerStatus?: () => ProviderStatus[];
+  /** Config refresh handler; none = RefreshConfig answers UNAVAILABLE "config refresh is disabled". */
+  refreshHandler?: RefreshHandler;
+  /** How long close() lets running unary calls finish before forcing the server down. Default 2000 ms. */
+  closeGraceMs?: number;
+}
+
+/** What the admin surface needs from the runtime's SurfaceContext. */
+export interface AdminSurfaceContext {
+  config: { refresh: RefreshConfig };
+  service: EdgeService;
+  events: EventBus;
+  logger: Logger;
+}
+
+export interface AdminSurface {
+  name: 'admin';
+  /** Bound address, host:port (the real port when the config asked for port 0). */
+  address: string;
+  close(): Promise<void>;
+}
+
+export interface AdminServerOptions extends AdminSurfaceOptions {
+  listen: string;
+  /** '' or undefined = no authentication (loopback only). */
+  token?: string;
+  refreshEnabled?: boolean;
+  service: EdgeService;
+  events: EventBus;
+  logger: Logger;
+}
+
+export function createAdminSurface(
+  options: AdminSurfaceOptions = {},
+): (context: AdminSurfaceContext) => Promise<AdminSurface | undefined> {
+  return async (context) => {
+    const { refresh } = context.config;
+    if (!refresh.listen) return undefined;
+    return startAdminServer({
+      ...options,
+      listen: refresh.listen,
+      token: refresh.admin_token,
+      refreshEnabled: refresh.enabled,
+      service: context.service,
+      events: context.events,
+      logger: context.logger,
+    });
+  };
+}
+
+export async function startAdminServer(options: AdminServerOptions): Promise<AdminSurface> {
+  const logger = options.logger.child({ component: 'admin' });
+  const listen = parseListenAddress(options.listen);
+  if (!options.token && !isLoopbackHost(listen.host)) {
+    throw new AdminError(
+      'insecure_listen',
+      `refusing to serve the admin API on non-loopback address ${options.listen} without refresh.admin_token`,
+    );
+  }
+  const handlers: AdminHandlers = createAdminHandlers({
+    service: options.service,
+    events: options.events,
+    logger,
+    providerStatus: options.providerStatus,
+    refreshHandler: options.refreshHandler,
+    refreshEnabled: options.refreshEnabled,
+    token: options.token,
+  });
+  const server = new Server();
+  server.addService(EdgeAdminService, handlers.implementation);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(formatListenAddress(listen), ServerCredentials.createInsecure(), (error, boundPort) => {
+      if (error) {
+        reject(
+          new AdminError(
+            'listen_failed',
+            `cannot listen on ${options.listen} for the admin API: ${error.message}`,
+            {
+              cause: error,
+            },
+          ),
+        );
+      } else resolve(boundPort);
+    });
+  });
+  const address = formatListenAddress({ host: listen.host, port });
+  logger.info({ address, authentication: options.token ? 'bearer' : 'none' }, 'admin API listening');
+
+  let closing: Promise<void> | undefined;
+  const closeGraceMs = options.closeGraceMs ?? 2000;
+  return {
+    name: 'admin',
+    address,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        handlers.closeStreams();
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, closeGraceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return closing;
+    },
+  };
+}
