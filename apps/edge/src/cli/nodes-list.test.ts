@@ -1,0 +1,144 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
+import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { silentLogger } from '../logging.js';
+import { createAdminClient } from '../admin/admin-client.js';
+import type { CliIo } from './command.js';
+import { createNodesListCommand } from './nodes-list.js';
+import { runCli } from './run-cli.js';
+
+function fakeIo(
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): { io: CliIo; out: () => string; err: () => string } {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CliIo = {
+    stdout,
+    stderr,
+    stdin: new PassThrough(),
+    env,
+    cwd,
+    execPath: path.join(cwd, 'bin', 'iop-edge'),
+  };
+  return { io, out: () => out, err: () => err };
+}
+
+const NOW = Date.UTC(2026, 10, 29, 12, 0, 30);
+const command = createNodesListCommand({
+  createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }),
+  now: () => NOW,
+});
+
+describe('iop-edge nodes list', () => {
+  let dir: string;
+  let surface: AdminSurface | undefined;
+  let service: FakeEdgeService;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'iop-nodes-list-'));
+    service = new FakeEdgeService();
+    service.nodes = [
+      { ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)), lastHeartbeatUnixMs: NOW - 2000 },
+    ];
+  });
+
+  afterEach(async () => {
+    await surface?.close();
+    surface = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function serve(token = ''): Promise<string> {
+    surface = await startAdminServer({
+      listen: '127.0.0.1:0',
+      token,
+      service,
+      events: new FakeEventBus(),
+      logger: silentLogger,
+      closeGraceMs: 100,
+    });
+    return surface.address;
+  }
+
+  it('prints a table of connected nodes from the address in the config', async () => {
+    const address = await serve();
+    await writeFile(path.join(dir, 'edge.yaml'), `refresh: { listen: "${address}" }\n`);
+    const { io, out, err } = fakeIo(dir);
+    expect(await runCli(['nodes', 'list'], io, [command])).toBe(0);
+    expect(err()).toBe('');
+    expect(out().split('\n')).toEqual([
+      'NODE       ALIAS    VERSION  PLATFORM   HOST            ADDRESS          CONNECTED             HEARTBEAT  ADAPTERS',
+      'test-node  alias-a  0.1.0    linux/x64  test-node-host  127.0.0.1:50000  2026-11-29T12:00:00Z  2s ago     cli',
+      '',
+    ]);
+  });
+
+  it('prints JSON with --json and --addr, sending the configured token', async () => {
+    const address = await serve('s3cret');
+    await writeFile(
+      path.join(dir, 'edge.yaml'),
+      'refresh: { listen: "127.0.0.1:1", admin_token: "s3cret" }\n',
+    );
+    const { io, out } = fakeIo(dir);
+    expect(await runCli(['nodes', 'list', '--json', '--addr', address], io, [command])).toBe(0);
+    expect(JSON.parse(out())).toEqual({
+      nodes: [
+        {
+          node_id: 'test-node',
+          alias: 'alias-a',
+          agent_version: '0.1.0',
+          os: 'linux',
+          arch: 'x64',
+          hostname: 'test-node-host',
+          remote_address: '127.0.0.1:50000',
+          connected_since: '2026-11-29T12:00:00Z',
+          connected_since_unix_ms: Date.UTC(2026, 10, 29, 12),
+          last_heartbeat: '2026-11-29T12:00:28Z',
+          last_heartbeat_unix_ms: NOW - 2000,
+          adapters: ['cli'],
+          providers: [],
+        },
+      ],
+    });
+  });
+
+  it('says so when no node is connected, and takes the token from the environment', async () => {
+    service.nodes = [];
+    const address = await serve('env-token');
+    const { io, out } = fakeIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'env-token' });
+    expect(await runCli(['nodes', 'list', '--addr', address], io, [command])).toBe(0);
+    expect(out()).toBe('no nodes connected\n');
+  });
+
+  it('fails clearly with a wrong token or an unreachable edge', async () => {
+    const address = await serve('right');
+    let run = fakeIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'wrong' });
+    expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(1);
+    expect(run.err()).toMatch(
+      /^iop-edge nodes list: the edge admin API at .* rejected the call: missing or invalid admin token\n$/,
+    );
+    await surface?.close();
+    run = fakeIo(dir);
+    expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(1);
+    expect(run.err()).toContain(`iop-edge nodes list: cannot reach the edge admin API at ${address}: `);
+  });
+
+  it('rejects a bad address and reports an invalid config when it needs it', async () => {
+    let run = fakeIo(dir);
+    expect(await runCli(['nodes', 'list', '--addr', 'nowhere'], run.io, [command])).toBe(2);
+    expect(run.err()).toContain('invalid listen address "nowhere"');
+    await writeFile(path.join(dir, 'edge.yaml'), 'refresh: { listen: 5 }\n');
+    run = fakeIo(dir);
+    expect(await runCli(['nodes', 'list'], run.io, [command])).toBe(1);
+    expect(run.err()).toMatch(/refresh\.listen/);
+  });
+});

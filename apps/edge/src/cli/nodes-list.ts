@@ -1,0 +1,166 @@
+// `iop-edge nodes list`: the nodes connected to a running edge, read through its admin API (gRPC on
+// `refresh.listen`). The address and token come from the config unless `--addr` is given; a token can also come
+// from IOP_EDGE_ADMIN_TOKEN so it never has to appear on a command line.
+import type { NodeInfo } from '@iop/wire';
+import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
+import { isAdminError } from '../admin/errors.js';
+import { formatListenAddress, parseListenAddress } from '../admin/listen-address.js';
+import {
+  booleanFlag,
+  parseFlags,
+  stringFlag,
+  UsageError,
+  writeLine,
+  type CliCommand,
+  type CliIo,
+} from './command.js';
+import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+
+export const ADMIN_TOKEN_ENV = 'IOP_EDGE_ADMIN_TOKEN';
+
+export interface NodesListDeps {
+  createClient: (options: AdminClientOptions) => AdminClient;
+  now: () => number;
+}
+
+export function createNodesListCommand(
+  deps: NodesListDeps = { createClient: createAdminClient, now: Date.now },
+): CliCommand {
+  return {
+    path: ['nodes', 'list'],
+    summary: `List the nodes connected to a running edge (admin API; token from config or ${ADMIN_TOKEN_ENV}).`,
+    usage: 'nodes list [--json] [--addr host:port] [--config P]',
+    async run(argv, io) {
+      const flags = parseFlags(argv, { ...configFlag, json: { type: 'boolean' }, addr: { type: 'string' } });
+      if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
+      const target = await adminTarget(stringFlag(flags, 'addr'), stringFlag(flags, 'config'), io);
+      if (!target) return 1;
+      const client = deps.createClient(target);
+      try {
+        const nodes = await client.listNodes();
+        if (booleanFlag(flags, 'json'))
+          writeLine(io.stdout, JSON.stringify({ nodes: nodes.map(toJson) }, null, 2));
+        else printTable(io, nodes, deps.now());
+        return 0;
+      } catch (error) {
+        if (!isAdminError(error)) throw error;
+        writeLine(io.stderr, `iop-edge nodes list: ${error.message}`);
+        return 1;
+      } finally {
+        client.close();
+      }
+    },
+  };
+}
+
+export const nodesListCommand = createNodesListCommand();
+
+/**
+ * Where the admin API is and which token to send. `--addr` wins over `refresh.listen`; a config that cannot be
+ * loaded is only fatal when it is needed for the address. A wildcard listen address is dialled on loopback.
+ */
+async function adminTarget(
+  addr: string | undefined,
+  configPath: string | undefined,
+  io: CliIo,
+): Promise<AdminClientOptions | undefined> {
+  const loaded = await loadCommandConfig(configPath, io);
+  const envToken = io.env[ADMIN_TOKEN_ENV];
+  if (addr) {
+    const token = envToken || (loaded.result.ok ? loaded.result.config.refresh.admin_token : '');
+    return { address: dialAddress(addr), token: token || undefined };
+  }
+  if (!loaded.result.ok) {
+    printConfigIssues(io, loaded.path, loaded.result.issues);
+    return undefined;
+  }
+  const { listen, admin_token: configToken } = loaded.result.config.refresh;
+  if (!listen)
+    throw new UsageError(`refresh.listen is empty in ${loaded.path}: the admin API is off; pass --addr`);
+  return { address: dialAddress(listen), token: envToken || configToken || undefined };
+}
+
+function dialAddress(listen: string): string {
+  let parsed;
+  try {
+    parsed = parseListenAddress(listen);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
+  return formatListenAddress({ host, port: parsed.port });
+}
+
+function toJson(node: NodeInfo): Record<string, unknown> {
+  return {
+    node_id: node.nodeId,
+    alias: node.alias,
+    agent_version: node.agentVersion,
+    os: node.os,
+    arch: node.arch,
+    hostname: node.hostname,
+    remote_address: node.remoteAddress,
+    connected_since: isoTime(node.connectedSinceUnixMs),
+    connected_since_unix_ms: node.connectedSinceUnixMs,
+    last_heartbeat: isoTime(node.lastHeartbeatUnixMs),
+    last_heartbeat_unix_ms: node.lastHeartbeatUnixMs,
+    adapters: node.adapters,
+    providers: node.providers.map((provider) => ({
+      provider_id: provider.providerId,
+      status: provider.status,
+      health: provider.health,
+      capacity: provider.capacity,
+      in_flight: provider.inFlight,
+      queued: provider.queued,
+      served_models: provider.servedModels,
+      priority: provider.priority,
+    })),
+  };
+}
+
+function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
+  if (nodes.length === 0) {
+    writeLine(io.stdout, 'no nodes connected');
+    return;
+  }
+  const header = [
+    'NODE',
+    'ALIAS',
+    'VERSION',
+    'PLATFORM',
+    'HOST',
+    'ADDRESS',
+    'CONNECTED',
+    'HEARTBEAT',
+    'ADAPTERS',
+  ];
+  const rows = nodes.map((node) => [
+    node.nodeId,
+    node.alias || '-',
+    node.agentVersion || '-',
+    `${node.os || '?'}/${node.arch || '?'}`,
+    node.hostname || '-',
+    node.remoteAddress || '-',
+    isoTime(node.connectedSinceUnixMs) ?? '-',
+    node.lastHeartbeatUnixMs
+      ? `${Math.max(0, Math.round((now - node.lastHeartbeatUnixMs) / 1000))}s ago`
+      : '-',
+    node.adapters.length > 0 ? node.adapters.join(',') : '-',
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  for (const row of [header, ...rows]) {
+    writeLine(
+      io.stdout,
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    );
+  }
+}
+
+function isoTime(unixMs: number): string | null {
+  return unixMs > 0 ? new Date(unixMs).toISOString().replace(/\.\d{3}Z$/, 'Z') : null;
+}
