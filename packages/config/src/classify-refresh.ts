@@ -22,7 +22,16 @@ const LIVE_PROVIDER_FIELDS = new Set(['capacity', 'priority', 'max_queue', 'queu
 /** Node fields delivered in the node's config payload and applied without reconnecting. */
 const LIVE_NODE_PATHS = new Set(['runtime.max_concurrency', 'runtime.health_probe_interval_ms']);
 /** Top-level sections read once at startup (listeners, identity, logging). */
-const STARTUP_SECTIONS = ['edge', 'logging', 'metrics', 'refresh', 'bootstrap', 'console', 'openai', 'a2a'] as const;
+const STARTUP_SECTIONS = [
+  'edge',
+  'logging',
+  'metrics',
+  'refresh',
+  'bootstrap',
+  'console',
+  'openai',
+  'a2a',
+] as const;
 /** Adapter settings that change how a run executes; named in reasons so operators see why a restart is needed. */
 const EXECUTION_FIELDS = new Set([
   'provider',
@@ -72,7 +81,14 @@ export function classifyRefresh(
     }
   }
   if (invalid.length > 0 || !candidate.ok) {
-    return { status: 'rejected', mode, changed_nodes: [], changed_providers: [], changed_models: [], reports: invalid };
+    return {
+      status: 'rejected',
+      mode,
+      changed_nodes: [],
+      changed_providers: [],
+      changed_models: [],
+      reports: invalid,
+    };
   }
 
   const next = candidate.config;
@@ -119,7 +135,12 @@ function classifyNodes(current: EdgeConfig, next: EdgeConfig, collector: Collect
     const following = after.get(id);
     if (!previous || !following) {
       const change: RefreshChange = previous ? 'removed' : 'added';
-      report(collector, { path, change, relative: '' }, 'restart', `node ${change}: node links are set up at startup`);
+      report(
+        collector,
+        { path, change, relative: '' },
+        'restart',
+        `node ${change}: node links are set up at startup`,
+      );
       collector.nodes.add(id);
       continue;
     }
@@ -133,7 +154,14 @@ function classifyNodes(current: EdgeConfig, next: EdgeConfig, collector: Collect
       }
       collector.nodes.add(id);
     }
-    if (classifyInstances(adaptersBefore.instances, adaptersAfter.instances, `${path}.adapters.instances`, collector)) {
+    if (
+      classifyInstances(
+        adaptersBefore.instances,
+        adaptersAfter.instances,
+        `${path}.adapters.instances`,
+        collector,
+      )
+    ) {
       collector.nodes.add(id);
     }
   }
@@ -170,7 +198,12 @@ function classifyProviders(current: EdgeConfig, next: EdgeConfig, collector: Col
     const path = `nodes[${(following ?? previous)?.node ?? ''}].providers[${id}]`;
     if (!previous || !following) {
       const change: RefreshChange = previous ? 'removed' : 'added';
-      report(collector, { path, change, relative: '' }, 'restart', `provider ${change}: node adapters and providers are rebuilt on restart`);
+      report(
+        collector,
+        { path, change, relative: '' },
+        'restart',
+        `provider ${change}: node adapters and providers are rebuilt on restart`,
+      );
       markProvider(collector, id, (following ?? previous)?.node);
       continue;
     }
@@ -223,7 +256,9 @@ function diff(before: unknown, after: unknown, path: string, relative = ''): Dif
   if (isPlainObject(before) && isPlainObject(after)) {
     const out: Difference[] = [];
     for (const key of union(Object.keys(before), Object.keys(after))) {
-      out.push(...diff(before[key], after[key], `${path}.${key}`, relative === '' ? key : `${relative}.${key}`));
+      out.push(
+        ...diff(before[key], after[key], `${path}.${key}`, relative === '' ? key : `${relative}.${key}`),
+      );
     }
     return out;
   }

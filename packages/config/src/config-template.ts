@@ -8,10 +8,14 @@ import { isHttpUrl, isListenAddress } from './validate-structure.js';
 
 export function renderConfigTemplate(options: ConfigTemplateOptions): string {
   if (!isHttpUrl(options.publicUrl)) {
-    throw new ConfigError('invalid_argument', `public URL must be an http:// or https:// URL: ${options.publicUrl}`);
+    throw new ConfigError(
+      'invalid_argument',
+      `public URL must be an http:// or https:// URL: ${options.publicUrl}`,
+    );
   }
   const listen = options.listen ?? DEFAULTS.edge_listen;
-  if (!isListenAddress(listen)) throw new ConfigError('invalid_argument', `listen must be host:port: ${listen}`);
+  if (!isListenAddress(listen))
+    throw new ConfigError('invalid_argument', `listen must be host:port: ${listen}`);
   const edgeId = options.edgeId ?? DEFAULTS.edge_id;
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(edgeId)) {
     throw new ConfigError('invalid_argument', `edge id must be an identifier: ${edgeId}`);

@@ -3,11 +3,7 @@
 // overwrite a file) so composition roots can map it to an exit code in one place.
 
 export type ConfigErrorCode =
-  | 'config_not_found'
-  | 'config_unreadable'
-  | 'config_invalid'
-  | 'config_exists'
-  | 'invalid_argument';
+  'config_not_found' | 'config_unreadable' | 'config_invalid' | 'config_exists' | 'invalid_argument';
 
 /** Whose fault an error is: the caller's (bad input), transient (retry may help), or a bug. */
 export type ConfigErrorKind = 'caller' | 'transient' | 'bug';
@@ -17,7 +13,11 @@ export class ConfigError extends Error {
   readonly code: ConfigErrorCode;
   readonly kind: ConfigErrorKind;
 
-  constructor(code: ConfigErrorCode, message: string, options: { cause?: unknown; kind?: ConfigErrorKind } = {}) {
+  constructor(
+    code: ConfigErrorCode,
+    message: string,
+    options: { cause?: unknown; kind?: ConfigErrorKind } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.kind = options.kind ?? 'caller';

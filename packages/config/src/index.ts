@@ -10,3 +10,4 @@ export { classifyRefresh } from './classify-refresh.js';
 export { renderConfigTemplate } from './config-template.js';
 export { redactConfig, REDACTED } from './redact-config.js';
 export { isHttpUrl, isListenAddress } from './validate-structure.js';
+export { renderConfig, type ConfigRenderFormat } from './render-config.js';

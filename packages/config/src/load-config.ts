@@ -20,7 +20,11 @@ export interface ParseConfigOptions {
  * Parses and validates edge.yaml text. `sourceName` names the input in document-level messages.
  * Pass `baseDir` (loadConfigFile does) to make data_dir, tls files and artifact_dir absolute.
  */
-export function parseConfigText(text: string, sourceName: string, options: ParseConfigOptions = {}): ConfigLoadResult {
+export function parseConfigText(
+  text: string,
+  sourceName: string,
+  options: ParseConfigOptions = {},
+): ConfigLoadResult {
   const parsed = parseYamlSource(text, sourceName);
   if (!parsed.ok) return { ok: false, issues: parsed.issues };
   const { source } = parsed;
@@ -49,7 +53,11 @@ export async function loadConfigFile(filePath: string): Promise<ConfigLoadResult
       issues: [
         code === 'ENOENT'
           ? { path: '', code: 'file_not_found', message: `config file not found: ${absolute}` }
-          : { path: '', code: 'file_unreadable', message: `cannot read ${absolute}: ${code ?? String(error)}` },
+          : {
+              path: '',
+              code: 'file_unreadable',
+              message: `cannot read ${absolute}: ${code ?? String(error)}`,
+            },
       ],
     };
   }

@@ -151,7 +151,11 @@ function normalizeModel(model: Raw): ModelConfig {
   };
 }
 
-function normalizeNode(node: Raw, index: number, context: Context): { node: NodeConfig; sources: PathSegment[][] } {
+function normalizeNode(
+  node: Raw,
+  index: number,
+  context: Context,
+): { node: NodeConfig; sources: PathSegment[][] } {
   const id = str(node.id, '');
   const runtime = record(node.runtime);
   const adapters = record(node.adapters);
@@ -164,12 +168,17 @@ function normalizeNode(node: Raw, index: number, context: Context): { node: Node
   };
   const adaptersPath = [...nodePath, 'adapters'];
   // Legacy single blocks first, in a fixed order, then the named forms in file order.
-  if (isRecord(adapters.cli)) add(cliInstance('cli', adapters.cli, [...adaptersPath, 'cli'], context), [...adaptersPath, 'cli']);
+  if (isRecord(adapters.cli))
+    add(cliInstance('cli', adapters.cli, [...adaptersPath, 'cli'], context), [...adaptersPath, 'cli']);
   if (isRecord(adapters.ollama)) add(ollamaInstance('ollama', adapters.ollama), [...adaptersPath, 'ollama']);
   if (isRecord(adapters.openai_compat)) {
-    add(openAICompatInstance('openai_compat', adapters.openai_compat, ''), [...adaptersPath, 'openai_compat']);
+    add(openAICompatInstance('openai_compat', adapters.openai_compat, ''), [
+      ...adaptersPath,
+      'openai_compat',
+    ]);
   }
-  if (isRecord(adapters.vllm)) add(openAICompatInstance('vllm', adapters.vllm, 'vllm'), [...adaptersPath, 'vllm']);
+  if (isRecord(adapters.vllm))
+    add(openAICompatInstance('vllm', adapters.vllm, 'vllm'), [...adaptersPath, 'vllm']);
   for (const [name, value] of Object.entries(record(adapters.openai_compat_instances))) {
     add(openAICompatInstance(name, record(value), ''), [...adaptersPath, 'openai_compat_instances', name]);
   }
@@ -234,7 +243,12 @@ function normalizeProvider(provider: Raw, instances: readonly AdapterInstanceCon
   };
 }
 
-function cliInstance(name: string, raw: Raw, source: PathSegment[], context: Context): CliAdapterInstanceConfig {
+function cliInstance(
+  name: string,
+  raw: Raw,
+  source: PathSegment[],
+  context: Context,
+): CliAdapterInstanceConfig {
   const profiles: Record<string, CliProfileConfig> = {};
   for (const [profileName, value] of Object.entries(record(raw.profiles))) {
     profiles[profileName] = cliProfile(record(value), [...source, 'profiles', profileName], context);
@@ -295,7 +309,11 @@ function ollamaInstance(name: string, raw: Raw): OllamaAdapterInstanceConfig {
   };
 }
 
-function openAICompatInstance(name: string, raw: Raw, defaultProvider: string): OpenAICompatAdapterInstanceConfig {
+function openAICompatInstance(
+  name: string,
+  raw: Raw,
+  defaultProvider: string,
+): OpenAICompatAdapterInstanceConfig {
   return {
     name,
     type: 'openai_compat',
@@ -337,7 +355,9 @@ function nullableInt(value: unknown): number | null {
 }
 
 function oneOf<T extends string>(value: unknown, allowed: readonly T[], fallback: T): T {
-  return typeof value === 'string' && (allowed as readonly string[]).includes(value) ? (value as T) : fallback;
+  return typeof value === 'string' && (allowed as readonly string[]).includes(value)
+    ? (value as T)
+    : fallback;
 }
 
 function strings(value: unknown): string[] {

@@ -37,7 +37,10 @@ function redactInstance(instance: AdapterInstanceConfig): AdapterInstanceConfig 
             {
               ...profile,
               env: Object.fromEntries(
-                Object.entries(profile.env).map(([key, value]) => [key, SECRET_ENV_KEY.test(key) ? secret(value) : value]),
+                Object.entries(profile.env).map(([key, value]) => [
+                  key,
+                  SECRET_ENV_KEY.test(key) ? secret(value) : value,
+                ]),
               ),
             },
           ]),
@@ -49,7 +52,9 @@ function redactInstance(instance: AdapterInstanceConfig): AdapterInstanceConfig 
       return {
         ...instance,
         base_url: redactUrl(instance.base_url),
-        headers: Object.fromEntries(Object.keys(instance.headers).map((key) => [key, secret(instance.headers[key] ?? '')])),
+        headers: Object.fromEntries(
+          Object.keys(instance.headers).map((key) => [key, secret(instance.headers[key] ?? '')]),
+        ),
       };
   }
 }

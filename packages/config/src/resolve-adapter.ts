@@ -21,7 +21,8 @@ export function resolveAdapterReference(
     const candidates = instances.filter((instance) => instance.type === reference && instance.enabled);
     const [only] = candidates;
     if (candidates.length === 1 && only) return { ok: true, instance: only };
-    if (candidates.length === 0) return { ok: false, reason: `no enabled ${reference} adapter instance on this node` };
+    if (candidates.length === 0)
+      return { ok: false, reason: `no enabled ${reference} adapter instance on this node` };
     return {
       ok: false,
       reason:

@@ -20,7 +20,8 @@ export function resolveConfigPath(input: ResolveConfigPathInput): ResolvedConfig
     return { path: path.resolve(input.cwd, input.explicit), source: 'flag' };
   }
   const fromEnv = input.env[CONFIG_ENV_VAR];
-  if (fromEnv !== undefined && fromEnv.trim() !== '') return { path: path.resolve(input.cwd, fromEnv), source: 'env' };
+  if (fromEnv !== undefined && fromEnv.trim() !== '')
+    return { path: path.resolve(input.cwd, fromEnv), source: 'env' };
   const bundle = path.resolve(input.cwd, 'edge.yaml');
   if (exists(bundle)) return { path: bundle, source: 'bundle' };
 

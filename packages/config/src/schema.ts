@@ -25,7 +25,6 @@ const identifier: Schema = { type: 'string', pattern: IDENTIFIER_PATTERN };
 const listen: Schema = { type: 'string', format: 'listen-address' };
 const httpUrl: Schema = { type: 'string', format: 'http-url' };
 const optionalHttpUrl: Schema = { type: 'string', format: 'optional-http-url' };
-const stringList: Schema = { type: 'array', items: nonEmptyText, maxItems: 1024 };
 const argList: Schema = { type: 'array', items: text, maxItems: 1024 };
 const stringMap: Schema = {
   type: 'object',
@@ -64,7 +63,11 @@ const cliProfile = object(
 
 const cliSettings: Record<string, Schema> = {
   enabled: bool,
-  profiles: { type: 'object', propertyNames: { pattern: IDENTIFIER_PATTERN }, additionalProperties: cliProfile },
+  profiles: {
+    type: 'object',
+    propertyNames: { pattern: IDENTIFIER_PATTERN },
+    additionalProperties: cliProfile,
+  },
   max_sessions: integer(LIMITS.max_sessions),
   session_idle_ttl_ms: integer(LIMITS.session_idle_ttl_ms),
 };

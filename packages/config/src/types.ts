@@ -213,9 +213,7 @@ export interface OpenAICompatAdapterInstanceConfig extends AdapterInstanceBase {
 }
 
 export type AdapterInstanceConfig =
-  | CliAdapterInstanceConfig
-  | OllamaAdapterInstanceConfig
-  | OpenAICompatAdapterInstanceConfig;
+  CliAdapterInstanceConfig | OllamaAdapterInstanceConfig | OpenAICompatAdapterInstanceConfig;
 
 export interface NodeAdaptersConfig {
   /** Every adapter instance of the node, legacy forms folded in, in declaration order. */

@@ -30,7 +30,11 @@ function checkEdge(config: EdgeConfig, issues: PendingIssue[]): void {
   if (edge.tls.enabled) {
     for (const key of ['cert_file', 'key_file'] as const) {
       if (edge.tls[key] === '') {
-        issues.push({ segments: ['edge', 'tls', key], code: 'required', message: 'is required when tls.enabled is true' });
+        issues.push({
+          segments: ['edge', 'tls', key],
+          code: 'required',
+          message: 'is required when tls.enabled is true',
+        });
       }
     }
   }
@@ -42,9 +46,12 @@ function checkListeners(config: EdgeConfig, issues: PendingIssue[]): void {
     { segments: ['edge', 'listen'], address: config.edge.listen },
     { segments: ['bootstrap', 'listen'], address: config.bootstrap.listen },
   ];
-  if (config.metrics.enabled) listeners.push({ segments: ['metrics', 'listen'], address: config.metrics.listen });
-  if (config.refresh.enabled) listeners.push({ segments: ['refresh', 'listen'], address: config.refresh.listen });
-  if (config.openai.enabled) listeners.push({ segments: ['openai', 'listen'], address: config.openai.listen });
+  if (config.metrics.enabled)
+    listeners.push({ segments: ['metrics', 'listen'], address: config.metrics.listen });
+  if (config.refresh.enabled)
+    listeners.push({ segments: ['refresh', 'listen'], address: config.refresh.listen });
+  if (config.openai.enabled)
+    listeners.push({ segments: ['openai', 'listen'], address: config.openai.listen });
   if (config.a2a.enabled) listeners.push({ segments: ['a2a', 'listen'], address: config.a2a.listen });
   const parsed = listeners.map((listener) => ({ ...listener, ...splitAddress(listener.address) }));
   for (let later = 0; later < parsed.length; later += 1) {
@@ -84,12 +91,22 @@ function checkNodes(document: NormalizedDocument, issues: PendingIssue[]): void 
   const providerOwners = new Map<string, string>();
   config.nodes.forEach((node, nodeIndex) => {
     const nodePath: PathSegment[] = ['nodes', nodeIndex];
-    const names = node.alias === node.id ? [['id', node.id]] : [['id', node.id], ['alias', node.alias]];
+    const names =
+      node.alias === node.id
+        ? [['id', node.id]]
+        : [
+            ['id', node.id],
+            ['alias', node.alias],
+          ];
     for (const [key, name] of names as [string, string][]) {
       if (name === '') continue;
       const owner = nodeNames.get(name);
       if (owner) {
-        issues.push({ segments: [...nodePath, key], code: 'duplicate', message: `'${name}' is already used by ${owner}` });
+        issues.push({
+          segments: [...nodePath, key],
+          code: 'duplicate',
+          message: `'${name}' is already used by ${owner}`,
+        });
       } else {
         nodeNames.set(name, `nodes[${nodeIndex}].${key}`);
       }
@@ -151,7 +168,11 @@ function checkNodes(document: NormalizedDocument, issues: PendingIssue[]): void 
       if (!provider.enabled || provider.adapter === '') return;
       const resolution = resolveAdapterReference(node.adapters.instances, provider.adapter);
       if (!resolution.ok) {
-        issues.push({ segments: [...providerPath, 'adapter'], code: 'reference', message: resolution.reason });
+        issues.push({
+          segments: [...providerPath, 'adapter'],
+          code: 'reference',
+          message: resolution.reason,
+        });
       } else if (provider.category === 'cli' && resolution.instance.type !== 'cli') {
         issues.push({
           segments: [...providerPath, 'adapter'],
@@ -188,7 +209,11 @@ function checkModels(config: EdgeConfig, issues: PendingIssue[]): void {
         });
       }
     }
-    if (model.min_max_tokens !== null && model.default_max_tokens !== null && model.min_max_tokens > model.default_max_tokens) {
+    if (
+      model.min_max_tokens !== null &&
+      model.default_max_tokens !== null &&
+      model.min_max_tokens > model.default_max_tokens
+    ) {
       issues.push({
         segments: [...modelPath, 'min_max_tokens'],
         code: 'conflict',

@@ -10,10 +10,19 @@ let compiled: ValidateFunction | undefined;
 
 function validator(): ValidateFunction {
   if (!compiled) {
-    const ajv = new Ajv({ allErrors: true, strict: true, discriminator: true, verbose: true, allowUnionTypes: true });
+    const ajv = new Ajv({
+      allErrors: true,
+      strict: true,
+      discriminator: true,
+      verbose: true,
+      allowUnionTypes: true,
+    });
     ajv.addFormat('listen-address', { type: 'string', validate: isListenAddress });
     ajv.addFormat('http-url', { type: 'string', validate: isHttpUrl });
-    ajv.addFormat('optional-http-url', { type: 'string', validate: (value: string) => value === '' || isHttpUrl(value) });
+    ajv.addFormat('optional-http-url', {
+      type: 'string',
+      validate: (value: string) => value === '' || isHttpUrl(value),
+    });
     compiled = ajv.compile(edgeConfigSchema);
   }
   return compiled;
@@ -71,12 +80,25 @@ function toIssue(error: ErrorObject, source: YamlSource): ConfigIssue | undefine
     }
     case 'propertyNames': {
       const name = String(params.propertyName);
-      return at([...base, name], 'format', `key '${name}' ${describePattern(parentSchema.propertyNames)}`, true);
+      return at(
+        [...base, name],
+        'format',
+        `key '${name}' ${describePattern(parentSchema.propertyNames)}`,
+        true,
+      );
     }
     case 'type':
-      return at(base, 'type', `must be ${describeType(String(params.type))}, not ${describeValue(error.data)}`);
+      return at(
+        base,
+        'type',
+        `must be ${describeType(String(params.type))}, not ${describeValue(error.data)}`,
+      );
     case 'enum':
-      return at(base, 'enum', `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`);
+      return at(
+        base,
+        'enum',
+        `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`,
+      );
     case 'discriminator':
       return params.error === 'mapping'
         ? at([...base, 'type'], 'enum', 'must be one of: cli, ollama, openai_compat')
@@ -85,9 +107,17 @@ function toIssue(error: ErrorObject, source: YamlSource): ConfigIssue | undefine
       if (parentSchema.minimum === 0) {
         return at(base, 'range', `must not be negative (allowed 0 to ${String(parentSchema.maximum)})`);
       }
-      return at(base, 'range', `must be between ${String(parentSchema.minimum)} and ${String(parentSchema.maximum)}`);
+      return at(
+        base,
+        'range',
+        `must be between ${String(parentSchema.minimum)} and ${String(parentSchema.maximum)}`,
+      );
     case 'maximum':
-      return at(base, 'range', `must be between ${String(parentSchema.minimum)} and ${String(parentSchema.maximum)}`);
+      return at(
+        base,
+        'range',
+        `must be between ${String(parentSchema.minimum)} and ${String(parentSchema.maximum)}`,
+      );
     case 'minLength':
       return at(base, 'required', 'must not be empty');
     case 'maxLength':
@@ -95,7 +125,11 @@ function toIssue(error: ErrorObject, source: YamlSource): ConfigIssue | undefine
     case 'maxItems':
       return at(base, 'range', `must have at most ${String(params.limit)} items`);
     case 'uniqueItems':
-      return at(base, 'duplicate', `has duplicate items (positions ${String(params.j)} and ${String(params.i)})`);
+      return at(
+        base,
+        'duplicate',
+        `has duplicate items (positions ${String(params.j)} and ${String(params.i)})`,
+      );
     case 'pattern':
       return at(base, 'format', describePattern(parentSchema));
     case 'format':
@@ -106,7 +140,8 @@ function toIssue(error: ErrorObject, source: YamlSource): ConfigIssue | undefine
 }
 
 function describePattern(schema: unknown): string {
-  const pattern = typeof schema === 'object' && schema !== null ? (schema as { pattern?: unknown }).pattern : '';
+  const pattern =
+    typeof schema === 'object' && schema !== null ? (schema as { pattern?: unknown }).pattern : '';
   if (pattern === IDENTIFIER_PATTERN) {
     return "must be an identifier: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
   }

@@ -1,6 +1,16 @@
 // Parses edge.yaml text with the `yaml` package, keeping the document so any issue path can be mapped back to
 // the line it came from. Syntax errors (including duplicate keys) become issues; nothing here throws.
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node,
+} from 'yaml';
 import type { PathSegment } from './config-path.js';
 import type { ConfigIssue } from './types.js';
 
@@ -15,14 +25,15 @@ export interface YamlSource {
 }
 
 export type YamlParseResult =
-  | { readonly ok: true; readonly source: YamlSource }
-  | { readonly ok: false; readonly issues: ConfigIssue[] };
+  { readonly ok: true; readonly source: YamlSource } | { readonly ok: false; readonly issues: ConfigIssue[] };
 
 export function parseYamlSource(text: string, sourceName: string): YamlParseResult {
   if (Buffer.byteLength(text, 'utf8') > MAX_CONFIG_BYTES) {
     return {
       ok: false,
-      issues: [{ path: '', code: 'too_large', message: `${sourceName} is larger than ${MAX_CONFIG_BYTES} bytes` }],
+      issues: [
+        { path: '', code: 'too_large', message: `${sourceName} is larger than ${MAX_CONFIG_BYTES} bytes` },
+      ],
     };
   }
   const lineCounter = new LineCounter();
@@ -81,7 +92,9 @@ function lineOf(
     }
     if (!next && !keyNode) break;
     const isLast = index === path.length - 1;
-    best = (isLast && key && keyNode ? lineAt(lineCounter, keyNode) : lineAt(lineCounter, next ?? keyNode)) ?? best;
+    best =
+      (isLast && key && keyNode ? lineAt(lineCounter, keyNode) : lineAt(lineCounter, next ?? keyNode)) ??
+      best;
     current = next;
   }
   return best;

@@ -1,5 +1,17 @@
 // The edge CLI's command table. Add a command: write cli/<name>.ts exporting a CliCommand, list it here.
 import type { CliCommand } from './command.js';
+import { configCheckCommand } from './config-check.js';
+import { configInitCommand } from './config-init.js';
+import { configPrintCommand } from './config-print.js';
+import { envCommand } from './env.js';
+import { nodesListCommand } from './nodes-list.js';
 import { versionCommand } from './version.js';
 
-export const commands: CliCommand[] = [versionCommand];
+export const commands: CliCommand[] = [
+  versionCommand,
+  configCheckCommand,
+  configPrintCommand,
+  configInitCommand,
+  envCommand,
+  nodesListCommand,
+];

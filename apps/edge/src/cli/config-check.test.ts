@@ -1,0 +1,101 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import type { CliIo } from './command.js';
+import { runCli } from './run-cli.js';
+
+const repoConfig = path.resolve(import.meta.dirname, '../../../../configs/edge.yaml');
+
+function fakeIo(
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): { io: CliIo; out: () => string; err: () => string } {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CliIo = {
+    stdout,
+    stderr,
+    stdin: new PassThrough(),
+    env,
+    cwd,
+    execPath: path.join(cwd, 'bin', 'iop-edge'),
+  };
+  return { io, out: () => out, err: () => err };
+}
+
+describe('iop-edge config check', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'iop-config-check-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('accepts the public example configs/edge.yaml with a one-line summary', async () => {
+    const { io, out, err } = fakeIo(dir);
+    const code = await runCli(['config', 'check', '--config', repoConfig], io);
+    expect(err()).toBe('');
+    expect(code).toBe(0);
+    expect(out()).toMatch(/^ok .*edge\.yaml \(flag\): 1 node, 3 providers \(1 enabled\), 2 models; /);
+    expect(out().trim().split('\n')).toHaveLength(1);
+  });
+
+  it('lists every problem with path and line and exits 1', async () => {
+    const file = path.join(dir, 'bad.yaml');
+    await writeFile(
+      file,
+      [
+        'edge:',
+        '  listen: "nowhere"',
+        'nodes:',
+        '  - id: n1',
+        '    providers:',
+        '      - { id: p1, type: cli, category: cli, adapter: cli, priority: -1 }',
+        '      - { id: p1, type: cli, category: api, adapter: missing }',
+        'models:',
+        '  - { id: m1, providers: { ghost: x } }',
+        '',
+      ].join('\n'),
+    );
+    const { io, err } = fakeIo(dir);
+    const code = await runCli(['config', 'check', '--config', file], io);
+    expect(code).toBe(1);
+    const lines = err().trim().split('\n');
+    expect(lines).toEqual([
+      'edge.listen (line 2): must be host:port with a port from 0 to 65535',
+      'nodes[0].providers[0].priority (line 6): must not be negative (allowed 0 to 1000000)',
+      'nodes[0].providers[0].adapter (line 6): no enabled cli adapter instance on this node',
+      "nodes[0].providers[1].id (line 7): provider id 'p1' is already used by nodes[0].providers[0]; provider ids are unique across all nodes",
+      "nodes[0].providers[1].adapter (line 7): no adapter instance named 'missing' on this node (instances: none)",
+      "models[0].providers.ghost (line 9): no provider with id 'ghost' in nodes[].providers[]",
+      `${file}: 6 problems`,
+    ]);
+  });
+
+  it('reports a missing file as a problem, not a crash', async () => {
+    const { io, err } = fakeIo(dir);
+    const code = await runCli(['config', 'check', '--config', 'absent.yaml'], io);
+    expect(code).toBe(1);
+    expect(err()).toContain(`config file not found: ${path.join(dir, 'absent.yaml')}`);
+  });
+
+  it('uses the bundle-local edge.yaml when --config is absent', async () => {
+    await writeFile(path.join(dir, 'edge.yaml'), 'nodes: []\n');
+    const { io, out } = fakeIo(dir);
+    expect(await runCli(['config', 'check'], io)).toBe(0);
+    expect(out()).toContain(`ok ${path.join(dir, 'edge.yaml')} (bundle): 0 nodes`);
+  });
+
+  it('rejects unknown flags as usage errors', async () => {
+    const { io, err } = fakeIo(dir);
+    expect(await runCli(['config', 'check', '--bogus'], io)).toBe(2);
+    expect(err()).toContain('usage: iop-edge config check');
+  });
+});

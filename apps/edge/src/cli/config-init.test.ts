@@ -1,0 +1,154 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type os from 'node:os';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { loadConfigFile } from '@iop/config';
+import type { CliIo } from './command.js';
+import { createConfigInitCommand, pickPublicHost } from './config-init.js';
+import { runCli } from './run-cli.js';
+
+function fakeIo(
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): { io: CliIo; out: () => string; err: () => string } {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CliIo = {
+    stdout,
+    stderr,
+    stdin: new PassThrough(),
+    env,
+    cwd,
+    execPath: path.join(cwd, 'bin', 'iop-edge'),
+  };
+  return { io, out: () => out, err: () => err };
+}
+
+type Interfaces = ReturnType<typeof os.networkInterfaces>;
+
+const lan: Interfaces = {
+  lo: [
+    {
+      address: '127.0.0.1',
+      netmask: '255.0.0.0',
+      family: 'IPv4',
+      mac: '00:00:00:00:00:00',
+      internal: true,
+      cidr: '127.0.0.1/8',
+    },
+  ],
+  eth0: [
+    {
+      address: 'fe80::1',
+      netmask: 'ffff:ffff:ffff:ffff::',
+      family: 'IPv6',
+      mac: '02:00:00:00:00:01',
+      internal: false,
+      cidr: 'fe80::1/64',
+      scopeid: 2,
+    },
+    {
+      address: '192.0.2.10',
+      netmask: '255.255.255.0',
+      family: 'IPv4',
+      mac: '02:00:00:00:00:01',
+      internal: false,
+      cidr: '192.0.2.10/24',
+    },
+  ],
+};
+
+function commandsWith(interfaces: Interfaces) {
+  return [createConfigInitCommand({ networkInterfaces: () => interfaces })];
+}
+
+describe('iop-edge config init', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'iop-config-init-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes ./edge.yaml with the non-loopback host as bootstrap.public_url, and it validates', async () => {
+    const { io, out } = fakeIo(dir);
+    expect(await runCli(['config', 'init'], io, commandsWith(lan))).toBe(0);
+    const target = path.join(dir, 'edge.yaml');
+    expect(out()).toContain(`wrote ${target}`);
+    const loaded = await loadConfigFile(target);
+    expect(loaded.ok).toBe(true);
+    if (!loaded.ok) return;
+    expect(loaded.config.bootstrap.public_url).toBe('http://192.0.2.10:19091');
+    expect(loaded.config.edge.data_dir).toBe(path.join(dir, 'data'));
+  });
+
+  it('never overwrites an existing file without --overwrite-config', async () => {
+    const target = path.join(dir, 'edge.yaml');
+    await writeFile(target, '# mine\n');
+    const first = fakeIo(dir);
+    expect(await runCli(['config', 'init'], first.io, commandsWith(lan))).toBe(1);
+    expect(first.err()).toContain('already exists; pass --overwrite-config');
+    expect(await readFile(target, 'utf8')).toBe('# mine\n');
+
+    const second = fakeIo(dir);
+    expect(await runCli(['config', 'init', '--overwrite-config'], second.io, commandsWith(lan))).toBe(0);
+    expect(await readFile(target, 'utf8')).toContain('public_url: "http://192.0.2.10:19091"');
+  });
+
+  it('honours --path and --public-url, and rejects a non-http public URL as a usage error', async () => {
+    const { io } = fakeIo(dir);
+    const argv = ['config', 'init', '--path', 'sub.yaml', '--public-url', 'https://edge.example.com'];
+    expect(await runCli(argv, io, commandsWith({}))).toBe(0);
+    expect(await readFile(path.join(dir, 'sub.yaml'), 'utf8')).toContain(
+      'public_url: "https://edge.example.com"',
+    );
+
+    const bad = fakeIo(dir);
+    expect(await runCli(['config', 'init', '--public-url', 'ftp://x'], bad.io, commandsWith({}))).toBe(2);
+    expect(bad.err()).toContain('public URL must be an http:// or https:// URL');
+  });
+
+  it('falls back to 127.0.0.1 with a warning when the host has no usable address', async () => {
+    const { io, err } = fakeIo(dir);
+    expect(await runCli(['config', 'init'], io, commandsWith({ lo: lan.lo }))).toBe(0);
+    expect(err()).toContain('no non-loopback address found');
+    expect(await readFile(path.join(dir, 'edge.yaml'), 'utf8')).toContain(
+      'public_url: "http://127.0.0.1:19091"',
+    );
+  });
+
+  it('picks IPv4 first, skips link-local, and brackets IPv6', () => {
+    expect(pickPublicHost(lan)).toBe('192.0.2.10');
+    const v6only: Interfaces = {
+      eth0: [
+        {
+          address: 'fe80::1',
+          netmask: 'ffff::',
+          family: 'IPv6',
+          mac: 'x',
+          internal: false,
+          cidr: null,
+          scopeid: 2,
+        },
+        {
+          address: '2001:db8::5',
+          netmask: 'ffff::',
+          family: 'IPv6',
+          mac: 'x',
+          internal: false,
+          cidr: null,
+          scopeid: 0,
+        },
+      ],
+    };
+    expect(pickPublicHost(v6only)).toBe('[2001:db8::5]');
+    expect(pickPublicHost({})).toBeUndefined();
+  });
+});

@@ -1,0 +1,81 @@
+// `iop-edge config init`: writes a starter edge.yaml (default ./edge.yaml) whose bootstrap.public_url uses this
+// host's first non-loopback address, so `node register` prints URLs remote nodes can reach. Never replaces an
+// existing file unless --overwrite-config is given.
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULTS, formatIssue, isConfigError, parseConfigText, renderConfigTemplate } from '@iop/config';
+import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
+
+type NetworkInterfaces = ReturnType<typeof os.networkInterfaces>;
+
+export interface ConfigInitDeps {
+  networkInterfaces(): NetworkInterfaces;
+}
+
+/** First non-internal, non-link-local address: IPv4 preferred, IPv6 bracketed for use in a URL. */
+export function pickPublicHost(interfaces: NetworkInterfaces): string | undefined {
+  const addresses = Object.values(interfaces).flatMap((list) => list ?? []);
+  const usable = addresses.filter((entry) => !entry.internal);
+  const v4 = usable.find((entry) => entry.family === 'IPv4' && !entry.address.startsWith('169.254.'));
+  if (v4) return v4.address;
+  const v6 = usable.find(
+    (entry) => entry.family === 'IPv6' && !entry.address.toLowerCase().startsWith('fe80'),
+  );
+  return v6 ? `[${v6.address}]` : undefined;
+}
+
+export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
+  return {
+    path: ['config', 'init'],
+    summary:
+      'Write a starter edge.yaml with this host as bootstrap.public_url (never overwrites by default).',
+    usage: 'config init [--path P] [--public-url URL] [--overwrite-config]',
+    async run(argv, io) {
+      const flags = parseFlags(argv, {
+        path: { type: 'string' },
+        'public-url': { type: 'string' },
+        'overwrite-config': { type: 'boolean' },
+      });
+      const target = path.resolve(io.cwd, stringFlag(flags, 'path') ?? 'edge.yaml');
+      let publicUrl = stringFlag(flags, 'public-url');
+      if (publicUrl === undefined) {
+        const host = pickPublicHost(deps.networkInterfaces());
+        if (!host)
+          writeLine(io.stderr, 'warning: no non-loopback address found; using 127.0.0.1 (pass --public-url)');
+        publicUrl = `http://${host ?? '127.0.0.1'}:${bootstrapPort()}`;
+      }
+      let text: string;
+      try {
+        text = renderConfigTemplate({ publicUrl });
+      } catch (error) {
+        if (isConfigError(error)) throw new UsageError(error.message);
+        throw error;
+      }
+      // The template must always pass the same checks as a hand-written file.
+      const check = parseConfigText(text, target);
+      if (!check.ok) {
+        for (const issue of check.issues) writeLine(io.stderr, formatIssue(issue));
+        throw new Error('generated template failed validation');
+      }
+      const overwrite = booleanFlag(flags, 'overwrite-config');
+      try {
+        await writeFile(target, text, { encoding: 'utf8', flag: overwrite ? 'w' : 'wx', mode: 0o644 });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+          writeLine(io.stderr, `${target} already exists; pass --overwrite-config to replace it`);
+          return 1;
+        }
+        throw error;
+      }
+      writeLine(io.stdout, `wrote ${target} (bootstrap.public_url: ${publicUrl})`);
+      return 0;
+    },
+  };
+}
+
+function bootstrapPort(): string {
+  return DEFAULTS.bootstrap_listen.slice(DEFAULTS.bootstrap_listen.lastIndexOf(':') + 1);
+}
+
+export const configInitCommand = createConfigInitCommand({ networkInterfaces: () => os.networkInterfaces() });
