@@ -1,0 +1,72 @@
+// Opens the TCP (or TLS) connection to the edge and wraps it in a FramedConnection. Separate from the link so
+// tests and other transports can pass their own connect function.
+import net from 'node:net';
+import tls from 'node:tls';
+import { FramedConnection, type WireLogger } from '@iop/wire';
+import { LinkError } from './link-error.js';
+
+export type ConnectFunction = (signal: AbortSignal) => Promise<FramedConnection>;
+
+export interface DialOptions {
+  host: string;
+  port: number;
+  /** TLS to the edge; `ca` adds trusted roots (PEM) for an edge with a private certificate. */
+  tls?: { ca?: string | Buffer; servername?: string; rejectUnauthorized?: boolean };
+  connectTimeoutMs?: number;
+  maxFrameBytes?: number;
+  logger?: WireLogger;
+}
+
+/** A ConnectFunction for `host:port`. Rejects with LinkError connect_failed (timeouts and aborts included). */
+export function createDialer(options: DialOptions): ConnectFunction {
+  const timeoutMs = options.connectTimeoutMs ?? 10_000;
+  return (signal) =>
+    new Promise<FramedConnection>((resolve, reject) => {
+      const address = `${options.host}:${options.port}`;
+      const socket: net.Socket = options.tls
+        ? tls.connect({
+            host: options.host,
+            port: options.port,
+            ca: options.tls.ca,
+            servername: options.tls.servername ?? (net.isIP(options.host) ? undefined : options.host),
+            rejectUnauthorized: options.tls.rejectUnauthorized ?? true,
+          })
+        : net.connect({ host: options.host, port: options.port });
+      const readyEvent = options.tls ? 'secureConnect' : 'connect';
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        socket.off(readyEvent, onReady);
+        socket.off('error', onError);
+      };
+      const fail = (message: string, cause?: unknown) => {
+        cleanup();
+        socket.destroy();
+        reject(new LinkError('connect_failed', `cannot connect to edge ${address}: ${message}`, { cause }));
+      };
+      const onReady = () => {
+        cleanup();
+        resolve(
+          new FramedConnection(socket, { maxFrameBytes: options.maxFrameBytes, logger: options.logger }),
+        );
+      };
+      const onError = (error: Error) => fail(error.message, error);
+      const onAbort = () => fail('aborted');
+      const timer = setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs);
+      socket.once(readyEvent, onReady);
+      socket.once('error', onError);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+}
+
+/** Parses `host:port` / `[v6]:port`; throws a plain Error naming the problem. */
+export function parseEdgeAddress(value: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value.trim());
+  const host = match?.[1] ?? match?.[2];
+  const port = Number(match?.[3]);
+  if (!match || !host || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`edge address '${value}' is not HOST:PORT`);
+  }
+  return { host, port };
+}

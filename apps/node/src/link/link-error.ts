@@ -1,0 +1,25 @@
+// Typed failures of the node's link to the edge.
+export type LinkErrorCode =
+  /** A state change the link's state machine does not allow (a bug). */
+  | 'illegal_transition'
+  /** TCP/TLS connection to the edge failed. */
+  | 'connect_failed'
+  /** The edge did not answer the register request in time. */
+  | 'register_timeout'
+  /** The edge refused the registration (reason from the edge). */
+  | 'register_rejected'
+  /** The edge broke the handshake (first answer not a register response, ...). */
+  | 'protocol_violation';
+
+export class LinkError extends Error {
+  override readonly name = 'LinkError';
+  readonly code: LinkErrorCode;
+  /** connect failures and timeouts may succeed on retry; rejections and bugs will not. */
+  readonly transient: boolean;
+
+  constructor(code: LinkErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.transient = code === 'connect_failed' || code === 'register_timeout';
+  }
+}

@@ -1,0 +1,274 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  CancelAction,
+  create,
+  envelope,
+  PROTOCOL_VERSION,
+  RegisterRejectCode,
+  type RegisterResponse,
+} from '@iop/wire';
+import { silentLogger } from '../logging.js';
+import { createDialer } from './dial.js';
+import {
+  describeOutcome,
+  exitCodeFor,
+  NodeLink,
+  type LinkHandler,
+  type NodeLinkOptions,
+} from './node-link.js';
+import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
+
+class RecordingHandler implements LinkHandler {
+  readonly registrations: Array<{ response: RegisterResponse; reconnect: boolean }> = [];
+  readonly calls: string[] = [];
+  readonly disconnects: string[] = [];
+  registered(response: RegisterResponse, context: { reconnect: boolean }): void {
+    this.registrations.push({ response, reconnect: context.reconnect });
+  }
+  runRequest(request: { runId: string }): void {
+    this.calls.push(`run:${request.runId}`);
+  }
+  cancelRequest(request: { runId: string }): void {
+    this.calls.push(`cancel:${request.runId}`);
+  }
+  nodeCommandRequest(requestId: string, request: { command: string }): void {
+    this.calls.push(`command:${requestId}:${request.command}`);
+  }
+  nodeConfigRefreshRequest(requestId: string): void {
+    this.calls.push(`refresh:${requestId}`);
+  }
+  disconnected(reason: string): void {
+    this.disconnects.push(reason);
+  }
+}
+
+const registration = {
+  nodeId: 'test-node',
+  token: 'secret-token',
+  agentVersion: '0.1.0',
+  os: 'linux',
+  arch: 'x64',
+  hostname: 'box',
+  supportedAdapters: ['cli', 'ollama'],
+};
+
+describe('NodeLink against a fake edge over loopback', () => {
+  const edges: FakeEdge[] = [];
+  const links: NodeLink[] = [];
+
+  afterEach(async () => {
+    await Promise.all(links.splice(0).map((link) => link.stop()));
+    await Promise.all(edges.splice(0).map((edge) => edge.close()));
+  });
+
+  async function startEdge(options?: FakeEdgeOptions): Promise<FakeEdge> {
+    const edge = await FakeEdge.start(options);
+    edges.push(edge);
+    return edge;
+  }
+
+  function createLink(
+    edge: FakeEdge,
+    handler: LinkHandler,
+    options: Partial<NodeLinkOptions> = {},
+  ): NodeLink {
+    const link = new NodeLink({
+      connect: createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 }),
+      registration,
+      handler,
+      logger: silentLogger,
+      retryIntervalMs: 30,
+      maxRetries: 3,
+      registerTimeoutMs: 500,
+      ...options,
+    });
+    links.push(link);
+    return link;
+  }
+
+  it('registers with every field of the register request and hands the payload to the handler', async () => {
+    const edge = await startEdge({
+      answer: () => ({
+        accepted: true,
+        edgeId: 'edge-1',
+        heartbeatIntervalMs: 1000,
+        heartbeatTimeoutMs: 3000,
+        config: {
+          nodeId: 'test-node',
+          alias: 'n0',
+          maxConcurrency: 4,
+          adapters: [],
+          providers: [],
+          revision: 'r1',
+          healthProbeIntervalMs: 0,
+        },
+      }),
+    });
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler);
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    expect(edge.registrations[0]).toEqual({ ...registration, protocolVersion: PROTOCOL_VERSION });
+    expect(handler.registrations).toHaveLength(1);
+    expect(handler.registrations[0].response.config?.revision).toBe('r1');
+    expect(handler.registrations[0].reconnect).toBe(false);
+    expect(link.status()).toEqual({
+      nodeId: 'test-node',
+      connected: true,
+      state: 'connected',
+      edgeId: 'edge-1',
+    });
+    await link.stop();
+    expect(await outcome).toEqual({ kind: 'stopped', reason: 'shutdown' });
+    expect(link.state).toBe('closed');
+    await waitFor(() => edge.kinds().includes('goodbye'), 2000, 'goodbye');
+    const goodbye = edge.received.find((entry) => entry.message.msg?.$case === 'goodbye')!.message;
+    expect(goodbye.msg).toMatchObject({ goodbye: { reason: 'shutdown' } });
+  });
+
+  it("ends with the edge's reason and a non-zero exit code when the registration is rejected", async () => {
+    const edge = await startEdge({
+      answer: () => ({
+        accepted: false,
+        rejectCode: RegisterRejectCode.REGISTER_REJECT_CODE_BAD_TOKEN,
+        reason: 'token does not match node test-node',
+      }),
+    });
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler);
+    const outcome = await link.run();
+    expect(outcome).toEqual({
+      kind: 'rejected',
+      code: 'bad_token',
+      reason: 'token does not match node test-node',
+    });
+    expect(exitCodeFor(outcome)).toBe(1);
+    expect(describeOutcome(outcome)).toContain('token does not match node test-node');
+    expect(link.state).toBe('closed');
+    expect(handler.registrations).toHaveLength(0);
+  });
+
+  it('fails at once when the first connection cannot be made', async () => {
+    const edge = await startEdge();
+    const port = edge.port;
+    await edge.close();
+    edges.length = 0;
+    const link = new NodeLink({
+      connect: createDialer({ host: '127.0.0.1', port, connectTimeoutMs: 500 }),
+      registration,
+      handler: new RecordingHandler(),
+      logger: silentLogger,
+    });
+    const outcome = await link.run();
+    expect(outcome.kind).toBe('connect-failed');
+    expect(exitCodeFor(outcome)).toBe(1);
+  });
+
+  it('pings every heartbeat interval and answers the edge pings with pongs of the same seq', async () => {
+    const edge = await startEdge();
+    const link = createLink(edge, new RecordingHandler());
+    void link.run();
+    await waitFor(() => edge.kinds().filter((kind) => kind === 'heartbeatPing').length >= 3, 3000, 'pings');
+    const seqs = edge.received
+      .filter((entry) => entry.message.msg?.$case === 'heartbeatPing')
+      .map((entry) => (entry.message.msg as { heartbeatPing: { seq: number } }).heartbeatPing.seq);
+    expect(seqs.slice(0, 3)).toEqual([1, 2, 3]);
+    await edge.latest().send(envelope.heartbeatPing(42));
+    await waitFor(() => edge.kinds().includes('heartbeatPong'), 2000, 'pong');
+    const pong = edge.received.find((entry) => entry.message.msg?.$case === 'heartbeatPong')!.message;
+    expect(pong.msg).toMatchObject({ heartbeatPong: { seq: 42 } });
+  });
+
+  it('drops a silent edge after heartbeat_timeout_ms and reconnects', async () => {
+    const edge = await startEdge({
+      answerPings: false,
+      answer: () => ({ accepted: true, heartbeatIntervalMs: 20, heartbeatTimeoutMs: 100 }),
+    });
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler);
+    void link.run();
+    await waitFor(() => handler.disconnects.length > 0, 3000, 'heartbeat timeout');
+    expect(handler.disconnects[0]).toBe('heartbeat-timeout');
+    await waitFor(() => handler.registrations.length === 2, 3000, 're-registration');
+    expect(handler.registrations[1].reconnect).toBe(true);
+  });
+
+  it('re-registers without user action after the edge restarts', async () => {
+    const edge = await startEdge();
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler, { retryIntervalMs: 40, maxRetries: 10 });
+    const states: string[] = [];
+    link.onStateChange((next) => states.push(next));
+    void link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.close('shutdown');
+    await waitFor(() => link.state === 'reconnecting', 3000, 'reconnecting');
+    expect(await link.send(envelope.heartbeatPing(1))).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await edge.restart();
+    await waitFor(() => handler.registrations.length === 2, 3000, 're-registration');
+    expect(link.state).toBe('registered');
+    expect(handler.disconnects).toEqual(['shutdown']);
+    expect(states).toEqual(['registered', 'reconnecting', 'registered']);
+    expect(edge.registrations).toHaveLength(2);
+  });
+
+  it('gives up after maxRetries attempts with a non-zero exit code', async () => {
+    const edge = await startEdge();
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler, { retryIntervalMs: 20, maxRetries: 3 });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    const started = Date.now();
+    await edge.close();
+    const result = await outcome;
+    expect(result).toMatchObject({ kind: 'retries-exhausted', attempts: 3 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(60);
+    expect(exitCodeFor(result)).toBe(1);
+    expect(link.state).toBe('closed');
+  });
+
+  it('does not reconnect after the edge replaced this connection', async () => {
+    const edge = await startEdge();
+    const link = createLink(edge, new RecordingHandler());
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.latest().close('replaced', { goodbye: true });
+    expect(await outcome).toEqual({ kind: 'closed-by-edge', reason: 'replaced' });
+    expect(edge.registrations).toHaveLength(1);
+  });
+
+  it('routes edge requests to the handler with their request ids and sends while registered', async () => {
+    const edge = await startEdge();
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler);
+    void link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    const connection = edge.latest();
+    await connection.send(envelope.runRequest({ runId: 'run-1' }));
+    await connection.send(
+      envelope.cancelRequest({ runId: 'run-1', action: CancelAction.CANCEL_ACTION_CANCEL_RUN }),
+    );
+    await connection.send(envelope.nodeCommandRequest('c-1', { command: 'transport' }));
+    await connection.send(envelope.nodeConfigRefreshRequest('f-1', {}));
+    await waitFor(() => handler.calls.length === 4, 2000, 'dispatch');
+    expect(handler.calls).toEqual(['run:run-1', 'cancel:run-1', 'command:c-1:transport', 'refresh:f-1']);
+    expect(
+      await link.send(envelope.nodeCommandResponse('c-1', create.nodeCommandResponse({ ok: true }))),
+    ).toBe(true);
+    await waitFor(() => edge.kinds().includes('nodeCommandResponse'), 2000, 'response');
+  });
+
+  it('stop() during the reconnect wait ends the link at once with stopped', async () => {
+    const edge = await startEdge();
+    const link = createLink(edge, new RecordingHandler(), { retryIntervalMs: 60_000, maxRetries: 10 });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.close();
+    await waitFor(() => link.state === 'reconnecting', 3000, 'reconnecting');
+    const started = Date.now();
+    await link.stop('shutdown');
+    expect(await outcome).toEqual({ kind: 'stopped', reason: 'shutdown' });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

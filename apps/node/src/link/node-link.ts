@@ -1,0 +1,498 @@
+// The node's side of its one connection to the edge: dial, register, keep the link alive with heartbeats,
+// dispatch the edge's messages to a handler, and reconnect after a lost link.
+//
+// Lifecycle (see link-state.ts): `run()` dials and registers (`connecting`); a rejection or a failed first
+// connection ends the link at once. After a first registration a lost connection moves to `reconnecting`: an
+// attempt every `retryIntervalMs`, at most `maxRetries`; success re-registers (`registered` again) without user
+// action. `stop()` says Goodbye and ends the link. `run()` resolves with a LinkOutcome saying why the link
+// ended; it never calls process.exit — the CLI maps the outcome to an exit code.
+import {
+  CLOSE_REASONS,
+  envelope,
+  PROTOCOL_VERSION,
+  RegisterRejectCode,
+  type CancelRequest,
+  type Envelope,
+  type FramedConnection,
+  type NodeCommandRequest,
+  type NodeConfigRefreshRequest,
+  type RegisterResponse,
+  type RunRequest,
+} from '@iop/wire';
+import type { Logger } from '../logging.js';
+import type { Outbound } from '../runner/outbound.js';
+import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+import type { ConnectFunction } from './dial.js';
+import { LinkError } from './link-error.js';
+import { LinkStateMachine, type LinkState } from './link-state.js';
+
+export const DEFAULT_RETRY_INTERVAL_MS = 10_000;
+export const DEFAULT_MAX_RETRIES = 10;
+export const DEFAULT_REGISTER_TIMEOUT_MS = 10_000;
+/** Used when the edge's register response leaves the heartbeat settings at 0. */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+
+/** Edge close reasons after which reconnecting would fight another process or a removed config. */
+const FINAL_EDGE_REASONS: ReadonlySet<string> = new Set([CLOSE_REASONS.replaced, CLOSE_REASONS.nodeRemoved]);
+
+export interface RegistrationInfo {
+  nodeId: string;
+  token: string;
+  agentVersion: string;
+  os: string;
+  arch: string;
+  hostname: string;
+  supportedAdapters: string[];
+}
+
+/** What the link delivers to the rest of the node. Handlers must not throw (a throw is logged and ignored). */
+export interface LinkHandler {
+  /** Registration accepted (first time or after a reconnect): apply the payload. */
+  registered(response: RegisterResponse, context: { reconnect: boolean }): void | Promise<void>;
+  runRequest(request: RunRequest): void;
+  cancelRequest(request: CancelRequest): void;
+  nodeCommandRequest(requestId: string, request: NodeCommandRequest): void;
+  nodeConfigRefreshRequest(requestId: string, request: NodeConfigRefreshRequest): void;
+  /** The connection was lost; the link reconnects unless the outcome is final. */
+  disconnected(reason: string): void;
+}
+
+export type LinkOutcome =
+  | { kind: 'stopped'; reason: string }
+  | { kind: 'rejected'; code: string; reason: string }
+  | { kind: 'connect-failed'; message: string }
+  | { kind: 'retries-exhausted'; attempts: number; lastError: string }
+  | { kind: 'closed-by-edge'; reason: string };
+
+export interface NodeLinkOptions {
+  connect: ConnectFunction;
+  registration: RegistrationInfo;
+  handler: LinkHandler;
+  logger: Logger;
+  clock?: Clock;
+  retryIntervalMs?: number;
+  maxRetries?: number;
+  registerTimeoutMs?: number;
+}
+
+export interface LinkStatusView {
+  nodeId: string;
+  connected: boolean;
+  state: string;
+  edgeId: string;
+}
+
+interface Session {
+  connection: FramedConnection;
+  iterator: AsyncIterator<Envelope>;
+  response: RegisterResponse;
+  lastReceivedAt: number;
+  pingTimer: TimerHandle | undefined;
+  watchdogTimer: TimerHandle | undefined;
+  pingSeq: number;
+  peerGoodbye: string | undefined;
+  ended: boolean;
+}
+
+type Attempt =
+  | { ok: true; session: Session }
+  | {
+      ok: false;
+      rejected: { code: string; reason: string; transient: boolean } | undefined;
+      error: LinkError;
+    };
+
+export class NodeLink implements Outbound {
+  readonly #options: NodeLinkOptions;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #machine = new LinkStateMachine();
+  readonly #stopController = new AbortController();
+  #stopReason: string | undefined;
+  #session: Session | undefined;
+  /** A connection still in its handshake (so stop() can close it). */
+  #handshake: FramedConnection | undefined;
+  #running: Promise<LinkOutcome> | undefined;
+
+  constructor(options: NodeLinkOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger;
+  }
+
+  get state(): LinkState {
+    return this.#machine.state;
+  }
+
+  onStateChange(listener: (next: LinkState, previous: LinkState) => void): void {
+    this.#machine.onChange(listener);
+  }
+
+  /** The link as the `transport` node command reports it. */
+  status(): LinkStatusView {
+    const registered = this.#machine.state === 'registered';
+    return {
+      nodeId: this.#options.registration.nodeId,
+      connected: registered,
+      state: registered ? 'connected' : this.#machine.state,
+      edgeId: this.#session?.response.edgeId ?? '',
+    };
+  }
+
+  /** Connects and serves until the link ends for good. Call once. */
+  run(): Promise<LinkOutcome> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  /** Sends when registered; resolves false when the link is down or the write failed. */
+  async send(message: Envelope): Promise<boolean> {
+    const session = this.#session;
+    if (!session || session.ended || this.#machine.state !== 'registered') return false;
+    try {
+      await session.connection.send(message);
+      return true;
+    } catch (error) {
+      this.#logger.debug({ error: errorMessage(error) }, 'send to edge failed');
+      return false;
+    }
+  }
+
+  /** Says Goodbye (`shutdown` by default), closes the connection and ends `run()` with `stopped`. Idempotent. */
+  async stop(reason: string = CLOSE_REASONS.shutdown): Promise<void> {
+    if (this.#stopReason === undefined && this.#machine.canTransition('closing')) {
+      this.#stopReason = reason;
+      this.#machine.transition('closing');
+      this.#stopController.abort(reason);
+      const closing: Promise<void>[] = [];
+      if (this.#session) closing.push(this.#session.connection.close(reason, { goodbye: true }));
+      if (this.#handshake) closing.push(this.#handshake.close(reason, { goodbye: true }));
+      await Promise.all(closing);
+    }
+    if (this.#running) await this.#running;
+  }
+
+  async #run(): Promise<LinkOutcome> {
+    const first = await this.#attempt();
+    if (this.#stopReason !== undefined)
+      return this.#finish({ kind: 'stopped', reason: this.#stopReason }, first);
+    if (!first.ok) {
+      if (first.rejected)
+        return this.#finish({ kind: 'rejected', code: first.rejected.code, reason: first.rejected.reason });
+      return this.#finish({ kind: 'connect-failed', message: first.error.message });
+    }
+    let session = first.session;
+    let reconnect = false;
+    for (;;) {
+      this.#machine.transition('registered');
+      this.#session = session;
+      this.#logger.info(
+        { edgeId: session.response.edgeId, reconnect, remoteAddress: session.connection.remoteAddress },
+        'registered with edge',
+      );
+      await this.#notifyRegistered(session.response, reconnect);
+      const reason = await this.#serve(session);
+      this.#session = undefined;
+      if (this.#stopReason !== undefined) return this.#finish({ kind: 'stopped', reason: this.#stopReason });
+      this.#logger.warn({ reason }, 'lost the link to the edge');
+      this.#machine.transition('reconnecting');
+      this.#safely(() => this.#options.handler.disconnected(reason));
+      if (FINAL_EDGE_REASONS.has(reason)) return this.#finish({ kind: 'closed-by-edge', reason });
+
+      const next = await this.#reconnect();
+      if ('kind' in next) return this.#finish(next);
+      session = next.session;
+      reconnect = true;
+    }
+  }
+
+  /** Retries every retryIntervalMs up to maxRetries; a registered session or the outcome that ends the link. */
+  async #reconnect(): Promise<{ session: Session } | LinkOutcome> {
+    const maxRetries = this.#options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    const interval = this.#options.retryIntervalMs ?? DEFAULT_RETRY_INTERVAL_MS;
+    let lastError = '';
+    for (let attempt = 1; attempt <= maxRetries; attempt += 1) {
+      await sleep(this.#clock, interval, this.#stopController.signal);
+      if (this.#stopReason !== undefined) return { kind: 'stopped', reason: this.#stopReason };
+      this.#logger.info({ attempt, maxRetries }, 'reconnecting to edge');
+      const result = await this.#attempt();
+      if (this.#stopReason !== undefined) {
+        if (result.ok) await result.session.connection.close(this.#stopReason, { goodbye: true });
+        return { kind: 'stopped', reason: this.#stopReason };
+      }
+      if (result.ok) return { session: result.session };
+      if (result.rejected && !result.rejected.transient) {
+        return { kind: 'rejected', code: result.rejected.code, reason: result.rejected.reason };
+      }
+      lastError = result.error.message;
+      this.#logger.warn({ attempt, maxRetries, error: lastError }, 'reconnect attempt failed');
+    }
+    return { kind: 'retries-exhausted', attempts: maxRetries, lastError };
+  }
+
+  /** One dial + register handshake. */
+  async #attempt(): Promise<Attempt> {
+    const signal = this.#stopController.signal;
+    let connection: FramedConnection;
+    try {
+      connection = await this.#options.connect(signal);
+    } catch (error) {
+      const linkError =
+        error instanceof LinkError
+          ? error
+          : new LinkError('connect_failed', errorMessage(error), { cause: error });
+      return { ok: false, rejected: undefined, error: linkError };
+    }
+    this.#handshake = connection;
+    const iterator = connection.messages()[Symbol.asyncIterator]();
+    const fail = async (error: LinkError, closeReason: string): Promise<Attempt> => {
+      await connection.close(closeReason, { goodbye: error.code === 'protocol_violation' });
+      return { ok: false, rejected: undefined, error };
+    };
+    try {
+      const registration = this.#options.registration;
+      await connection.send(
+        envelope.registerRequest({
+          nodeId: registration.nodeId,
+          token: registration.token,
+          agentVersion: registration.agentVersion,
+          protocolVersion: PROTOCOL_VERSION,
+          os: registration.os,
+          arch: registration.arch,
+          hostname: registration.hostname,
+          supportedAdapters: registration.supportedAdapters,
+        }),
+      );
+      const timeoutMs = this.#options.registerTimeoutMs ?? DEFAULT_REGISTER_TIMEOUT_MS;
+      const first = await this.#withTimeout(iterator.next(), timeoutMs);
+      if (first === 'timeout') {
+        return await fail(
+          new LinkError('register_timeout', `edge did not answer the registration within ${timeoutMs} ms`),
+          CLOSE_REASONS.registerTimeout,
+        );
+      }
+      if (first.done) {
+        const closed = await connection.closed;
+        return await fail(
+          new LinkError(
+            'connect_failed',
+            `edge closed the connection during registration (${closed.reason})`,
+          ),
+          closed.reason,
+        );
+      }
+      const message = first.value.msg;
+      if (message?.$case !== 'registerResponse') {
+        return await fail(
+          new LinkError(
+            'protocol_violation',
+            `edge answered the registration with ${message?.$case ?? 'nothing'}`,
+          ),
+          'protocol_violation',
+        );
+      }
+      const response = message.registerResponse;
+      if (!response.accepted) {
+        await connection.close(CLOSE_REASONS.registerRejected);
+        const code = rejectCodeName(response.rejectCode);
+        const reason = response.reason || code;
+        return {
+          ok: false,
+          rejected: {
+            code,
+            reason,
+            transient: response.rejectCode === RegisterRejectCode.REGISTER_REJECT_CODE_SHUTTING_DOWN,
+          },
+          error: new LinkError('register_rejected', `edge rejected the registration: ${reason}`),
+        };
+      }
+      return {
+        ok: true,
+        session: {
+          connection,
+          iterator,
+          response,
+          lastReceivedAt: this.#clock.now(),
+          pingTimer: undefined,
+          watchdogTimer: undefined,
+          pingSeq: 0,
+          peerGoodbye: undefined,
+          ended: false,
+        },
+      };
+    } catch (error) {
+      return await fail(
+        new LinkError('connect_failed', `registration failed: ${errorMessage(error)}`, { cause: error }),
+        'connection_closed',
+      );
+    } finally {
+      this.#handshake = undefined;
+    }
+  }
+
+  /** Reads and dispatches until the connection ends; returns why it ended. */
+  async #serve(session: Session): Promise<string> {
+    const response = session.response;
+    const intervalMs = response.heartbeatIntervalMs || DEFAULT_HEARTBEAT_INTERVAL_MS;
+    const timeoutMs = response.heartbeatTimeoutMs || intervalMs * 3;
+    this.#schedulePing(session, intervalMs);
+    this.#armWatchdog(session, timeoutMs);
+    try {
+      for (;;) {
+        const next = await session.iterator.next();
+        if (next.done) break;
+        session.lastReceivedAt = this.#clock.now();
+        this.#dispatch(session, next.value);
+      }
+    } catch (error) {
+      this.#logger.warn({ error: errorMessage(error) }, 'edge connection failed');
+    } finally {
+      session.ended = true;
+      this.#clock.clearTimeout(session.pingTimer);
+      this.#clock.clearTimeout(session.watchdogTimer);
+    }
+    const closed = await session.connection.closed;
+    return session.peerGoodbye ?? closed.reason;
+  }
+
+  #dispatch(session: Session, message: Envelope): void {
+    const body = message.msg;
+    if (!body) return;
+    const handler = this.#options.handler;
+    switch (body.$case) {
+      case 'heartbeatPing':
+        void this.send(envelope.heartbeatPong(body.heartbeatPing.seq, this.#clock.now()));
+        return;
+      case 'heartbeatPong':
+        return;
+      case 'runRequest':
+        this.#safely(() => handler.runRequest(body.runRequest));
+        return;
+      case 'cancelRequest':
+        this.#safely(() => handler.cancelRequest(body.cancelRequest));
+        return;
+      case 'nodeCommandRequest':
+        this.#safely(() => handler.nodeCommandRequest(message.requestId, body.nodeCommandRequest));
+        return;
+      case 'nodeConfigRefreshRequest':
+        this.#safely(() =>
+          handler.nodeConfigRefreshRequest(message.requestId, body.nodeConfigRefreshRequest),
+        );
+        return;
+      case 'goodbye':
+        session.peerGoodbye = body.goodbye.reason;
+        this.#logger.info({ reason: body.goodbye.reason, detail: body.goodbye.detail }, 'edge said goodbye');
+        return;
+      case 'registerRequest':
+      case 'registerResponse':
+      case 'runEvent':
+      case 'nodeCommandResponse':
+      case 'nodeConfigRefreshResult':
+      case 'providerStatusReport':
+      case 'providerLifecycleProgress':
+        this.#logger.warn({ kind: body.$case }, 'ignoring a message the edge should not send to a node');
+        return;
+      default: {
+        const unreachable: never = body;
+        this.#logger.warn({ message: String(unreachable) }, 'ignoring an unknown message');
+      }
+    }
+  }
+
+  #schedulePing(session: Session, intervalMs: number): void {
+    session.pingTimer = this.#clock.setTimeout(() => {
+      if (session.ended) return;
+      session.pingSeq += 1;
+      void session.connection
+        .send(envelope.heartbeatPing(session.pingSeq, this.#clock.now()))
+        .catch(() => undefined);
+      this.#schedulePing(session, intervalMs);
+    }, intervalMs);
+  }
+
+  /** Closes the connection when nothing at all arrived for `timeoutMs` (the edge pings too). */
+  #armWatchdog(session: Session, timeoutMs: number): void {
+    const remaining = session.lastReceivedAt + timeoutMs - this.#clock.now();
+    session.watchdogTimer = this.#clock.setTimeout(
+      () => {
+        if (session.ended) return;
+        if (this.#clock.now() - session.lastReceivedAt >= timeoutMs) {
+          this.#logger.warn({ timeoutMs }, 'edge silent past the heartbeat timeout');
+          session.peerGoodbye = undefined;
+          void session.connection.close(CLOSE_REASONS.heartbeatTimeout, { goodbye: true });
+          return;
+        }
+        this.#armWatchdog(session, timeoutMs);
+      },
+      Math.max(1, remaining),
+    );
+  }
+
+  async #notifyRegistered(response: RegisterResponse, reconnect: boolean): Promise<void> {
+    try {
+      await this.#options.handler.registered(response, { reconnect });
+    } catch (error) {
+      this.#logger.error({ error: errorMessage(error) }, 'applying the registration payload failed');
+    }
+  }
+
+  #withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timeout'> {
+    let handle: TimerHandle | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      handle = this.#clock.setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    return Promise.race([promise, timeout]).finally(() => this.#clock.clearTimeout(handle));
+  }
+
+  #finish(outcome: LinkOutcome, attempt?: Attempt): LinkOutcome {
+    if (attempt?.ok)
+      void attempt.session.connection.close(this.#stopReason ?? CLOSE_REASONS.shutdown, { goodbye: true });
+    if (this.#machine.state !== 'closing') this.#machine.transition('closing');
+    this.#machine.transition('closed');
+    this.#stopController.abort('link closed');
+    this.#logger.info({ ...outcome }, 'link closed');
+    return outcome;
+  }
+
+  #safely(action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      this.#logger.error({ error: errorMessage(error) }, 'link handler failed');
+    }
+  }
+}
+
+/** Exit code for the process that ran the link: 0 only for a deliberate stop. */
+export function exitCodeFor(outcome: LinkOutcome): number {
+  return outcome.kind === 'stopped' ? 0 : 1;
+}
+
+/** One line for the operator: why the node stopped. */
+export function describeOutcome(outcome: LinkOutcome): string {
+  switch (outcome.kind) {
+    case 'stopped':
+      return `stopped (${outcome.reason})`;
+    case 'rejected':
+      return `edge rejected the registration: ${outcome.reason} (${outcome.code})`;
+    case 'connect-failed':
+      return outcome.message;
+    case 'retries-exhausted':
+      return `gave up after ${outcome.attempts} reconnect attempts: ${outcome.lastError || 'edge unreachable'}`;
+    case 'closed-by-edge':
+      return `edge closed the link: ${outcome.reason}`;
+    default: {
+      const unreachable: never = outcome;
+      return String(unreachable);
+    }
+  }
+}
+
+function rejectCodeName(code: RegisterRejectCode): string {
+  const name = RegisterRejectCode[code] as string | undefined;
+  return name ? name.replace(/^REGISTER_REJECT_CODE_/, '').toLowerCase() : `code_${code}`;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
