@@ -1,0 +1,26 @@
+// Maps the outcome of a cheap "list models" call to a provider health state: an answer is healthy, an HTTP
+// error or garbage is unhealthy (the server runs but does not serve), no connection or silence is unreachable.
+import type { HealthProbeResult } from '../adapter.js';
+import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
+
+export async function probeByListing(list: () => Promise<string[]>): Promise<HealthProbeResult> {
+  try {
+    const models = await list();
+    return { health: 'healthy', detail: `${models.length} model(s) served`, models };
+  } catch (error) {
+    if (error instanceof UpstreamError) {
+      if (error.code === 'upstream_unreachable' || error.code === 'upstream_timeout') {
+        return { health: 'unreachable', detail: error.message, models: [] };
+      }
+      const detail = error.status !== undefined ? `HTTP ${error.status}: ${error.message}` : error.message;
+      return { health: 'unhealthy', detail, models: [] };
+    }
+    if (error instanceof UpstreamCancelled)
+      return { health: 'unreachable', detail: error.message, models: [] };
+    return {
+      health: 'unhealthy',
+      detail: error instanceof Error ? error.message : String(error),
+      models: [],
+    };
+  }
+}

@@ -1,0 +1,31 @@
+// Runs one non-run upstream call (a command or a health probe) inside a tracked UpstreamExchange, so
+// `close()` aborts it and the exchange is always disposed.
+import type { AdapterDeps } from '../adapter.js';
+import type { InflightSet } from './inflight-set.js';
+import { UpstreamExchange } from './upstream-exchange.js';
+
+export interface UpstreamCallOptions {
+  deps: AdapterDeps;
+  inflight: InflightSet;
+  signal: AbortSignal;
+  idleTimeoutMs: number;
+}
+
+export async function callUpstream<T>(
+  options: UpstreamCallOptions,
+  call: (exchange: UpstreamExchange) => Promise<T>,
+): Promise<T> {
+  const entry = options.inflight.track(options.signal);
+  const exchange = new UpstreamExchange({
+    fetch: options.deps.fetch,
+    now: options.deps.now,
+    signal: entry.signal,
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+  try {
+    return await call(exchange);
+  } finally {
+    exchange.dispose();
+    entry.release();
+  }
+}

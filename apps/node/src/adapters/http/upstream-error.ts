@@ -1,0 +1,54 @@
+// Typed failures of an upstream HTTP exchange (Ollama, OpenAI-compatible servers). The `code` is what a run's
+// `error` part carries: `upstream_http_<status>`, `upstream_error` (a failure the server reported or a broken
+// stream), `upstream_unreachable` (no connection), `upstream_timeout` (request_timeout_ms of silence), and
+// `invalid_request` (the run cannot be expressed for this backend; nothing was sent).
+export type UpstreamErrorCode =
+  | `upstream_http_${number}`
+  | 'upstream_error'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'invalid_request';
+
+export class UpstreamError extends Error {
+  override readonly name = 'UpstreamError';
+  readonly code: UpstreamErrorCode;
+  /** HTTP status for `upstream_http_*`. */
+  readonly status: number | undefined;
+  /** Whether the same request may succeed elsewhere or later (connection problems, 429, 5xx). */
+  readonly retryable: boolean;
+
+  constructor(
+    code: UpstreamErrorCode,
+    message: string,
+    options: { status?: number; retryable: boolean; cause?: unknown },
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = options.status;
+    this.retryable = options.retryable;
+  }
+
+  static http(status: number, message: string): UpstreamError {
+    const retryable = status === 408 || status === 429 || status >= 500;
+    return new UpstreamError(`upstream_http_${status}`, message, { status, retryable });
+  }
+}
+
+/** The caller aborted the exchange (cancel, run deadline, node shutdown): not a failure of the upstream. */
+export class UpstreamCancelled extends Error {
+  override readonly name = 'UpstreamCancelled';
+  readonly reason: string;
+
+  constructor(reason: string) {
+    super(`upstream request cancelled: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** A readable reason from an AbortSignal's `reason` (string, Error or anything else). */
+export function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (typeof reason === 'string' && reason !== '') return reason;
+  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message !== '') return reason.message;
+  return 'cancelled';
+}

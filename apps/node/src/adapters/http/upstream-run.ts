@@ -1,0 +1,96 @@
+// The run skeleton both HTTP adapters share: `start` first, the backend's parts, then exactly one terminal part.
+// Failures become `error` parts (never thrown), an abort becomes `cancelled`, and the upstream request is
+// aborted in `finally` whatever way the consumer leaves (cancel, error, or simply stopping iteration).
+import type { RunEventPart, RunRequest } from '@iop/wire';
+
+import type { AdapterDeps } from '../adapter.js';
+import type { InflightSet } from './inflight-set.js';
+import { UpstreamExchange } from './upstream-exchange.js';
+import { UpstreamCancelled, UpstreamError, abortReason } from './upstream-error.js';
+
+/** Parts a backend stream yields; it returns the finish reason when the upstream completed normally. */
+export type BackendStream = AsyncGenerator<RunEventPart, string, undefined>;
+
+export interface UpstreamRunOptions {
+  adapterName: string;
+  request: RunRequest;
+  signal: AbortSignal;
+  deps: AdapterDeps;
+  inflight: InflightSet;
+  idleTimeoutMs: number;
+  /** Sends the request through the exchange and yields the parts of its answer. */
+  stream: (exchange: UpstreamExchange) => BackendStream;
+}
+
+export async function* runUpstream(
+  options: UpstreamRunOptions,
+): AsyncGenerator<RunEventPart, void, undefined> {
+  const { request, deps } = options;
+  yield { type: 'start', sessionId: request.sessionId, adapter: options.adapterName, target: request.target };
+  const entry = options.inflight.track(options.signal);
+  const exchange = new UpstreamExchange({
+    fetch: deps.fetch,
+    now: deps.now,
+    signal: entry.signal,
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+  let produced = false;
+  try {
+    if (options.inflight.closed) {
+      yield {
+        type: 'error',
+        code: 'adapter_closed',
+        message: `adapter ${options.adapterName} is closed`,
+        retryable: true,
+        backendMs: 0,
+      };
+      return;
+    }
+    const parts = options.stream(exchange);
+    let finishReason: string | undefined;
+    while (finishReason === undefined && !entry.signal.aborted) {
+      const next = await parts.next();
+      if (next.done) finishReason = next.value;
+      else {
+        produced = true;
+        yield next.value;
+      }
+    }
+    if (finishReason === undefined) {
+      // Aborted between two parts: stop the backend stream (its finally closes the response body).
+      await parts.return('cancelled');
+      yield { type: 'cancelled', reason: abortReason(entry.signal) };
+      return;
+    }
+    exchange.finish();
+    yield { type: 'complete', detail: 'stop', finishReason, backendMs: exchange.backendMs };
+  } catch (error) {
+    exchange.finish();
+    if (error instanceof UpstreamCancelled || entry.signal.aborted) {
+      yield { type: 'cancelled', reason: abortReason(entry.signal) };
+      return;
+    }
+    const failure =
+      error instanceof UpstreamError
+        ? error
+        : new UpstreamError('upstream_error', error instanceof Error ? error.message : String(error), {
+            retryable: false,
+            cause: error,
+          });
+    deps.logger.warn(
+      { adapter: options.adapterName, runId: request.runId, code: failure.code, error: failure.message },
+      'upstream run failed',
+    );
+    yield {
+      type: 'error',
+      code: failure.code,
+      message: failure.message,
+      // Once output reached the client a retry elsewhere would duplicate it.
+      retryable: failure.retryable && !produced,
+      backendMs: exchange.backendMs,
+    };
+  } finally {
+    exchange.dispose();
+    entry.release();
+  }
+}

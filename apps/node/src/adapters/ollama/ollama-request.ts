@@ -1,0 +1,129 @@
+// Maps a RunRequest to Ollama's native `/api/chat` body. Messages keep their roles; assistant tool calls carry
+// argument objects (Ollama does not take JSON text), tool results name their tool, images ride as base64, and
+// the assistant's earlier reasoning goes back as `thinking`. Generation params become `options`
+// (num_predict, temperature, top_p, stop, num_ctx) and thinking becomes `think`.
+import type { ChatMessage, RunRequest, ToolCall } from '@iop/wire';
+
+import { UpstreamError } from '../http/upstream-error.js';
+
+export interface OllamaToolCall {
+  id?: string;
+  function: { name: string; arguments: Record<string, unknown> };
+}
+
+export interface OllamaMessage {
+  role: string;
+  content: string;
+  images?: string[];
+  thinking?: string;
+  tool_calls?: OllamaToolCall[];
+  tool_name?: string;
+  tool_call_id?: string;
+}
+
+export interface OllamaChatRequest {
+  model: string;
+  messages: OllamaMessage[];
+  stream: boolean;
+  tools?: { type: 'function'; function: { name: string; description: string; parameters: unknown } }[];
+  options?: Record<string, unknown>;
+  think?: boolean | 'low' | 'medium' | 'high';
+}
+
+export interface OllamaRequestSettings {
+  /** Context window for `options.num_ctx`; 0 leaves the server's default. */
+  contextSize: number;
+}
+
+/** Bad input from the caller: never retryable, reported before anything is sent. */
+function invalid(message: string): UpstreamError {
+  return new UpstreamError('invalid_request', message, { retryable: false });
+}
+
+function parseJsonObject(text: string, what: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch {
+    throw invalid(`${what} is not valid JSON`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalid(`${what} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+function toolCall(call: ToolCall): OllamaToolCall {
+  return {
+    ...(call.id ? { id: call.id } : {}),
+    function: {
+      name: call.name,
+      arguments: parseJsonObject(call.argumentsJson, `arguments of tool call ${call.name}`),
+    },
+  };
+}
+
+/** Ollama names a tool result by its tool; the call id is passed along for servers that use it. */
+function message(source: ChatMessage, toolNames: Map<string, string>): OllamaMessage {
+  const out: OllamaMessage = { role: source.role, content: source.content };
+  if (source.images.length > 0) out.images = [...source.images];
+  if (source.reasoning) out.thinking = source.reasoning;
+  if (source.toolCalls.length > 0) out.tool_calls = source.toolCalls.map(toolCall);
+  if (source.role === 'tool') {
+    const name = source.name || toolNames.get(source.toolCallId);
+    if (name) out.tool_name = name;
+    if (source.toolCallId) out.tool_call_id = source.toolCallId;
+  }
+  return out;
+}
+
+function think(request: RunRequest): OllamaChatRequest['think'] {
+  const params = request.params;
+  if (params?.think !== undefined) return params.think;
+  const effort = params?.reasoningEffort;
+  if (effort === 'low' || effort === 'medium' || effort === 'high') return effort;
+  return undefined;
+}
+
+/** Tool choice "none" means no tools for Ollama (it has no tool_choice); other choices keep the tools. */
+function toolChoiceIsNone(json: string): boolean {
+  if (json.trim() === '') return false;
+  try {
+    return JSON.parse(json) === 'none';
+  } catch {
+    return json.trim() === 'none';
+  }
+}
+
+export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequestSettings): OllamaChatRequest {
+  if (request.target === '') throw invalid('run has no target model');
+  const toolNames = new Map<string, string>();
+  for (const source of request.messages)
+    for (const call of source.toolCalls) toolNames.set(call.id, call.name);
+  const body: OllamaChatRequest = {
+    model: request.target,
+    messages: request.messages.map((source) => message(source, toolNames)),
+    stream: true,
+  };
+  if (request.tools.length > 0 && !toolChoiceIsNone(request.toolChoiceJson)) {
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        description: tool.description,
+        parameters: parseJsonObject(tool.parametersJson, `parameters of tool ${tool.name}`),
+      },
+    }));
+  }
+  const params = request.params;
+  const options: Record<string, unknown> = {};
+  if (params?.maxTokens !== undefined) options.num_predict = params.maxTokens;
+  if (params?.temperature !== undefined) options.temperature = params.temperature;
+  if (params?.topP !== undefined) options.top_p = params.topP;
+  if (params && params.stop.length > 0) options.stop = [...params.stop];
+  if (settings.contextSize > 0) options.num_ctx = settings.contextSize;
+  if (Object.keys(options).length > 0) body.options = options;
+  const thinking = think(request);
+  if (thinking !== undefined) body.think = thinking;
+  return body;
+}

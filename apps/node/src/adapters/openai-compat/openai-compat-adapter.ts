@@ -1,0 +1,138 @@
+// The `openai_compat` adapter: runs chat requests against an OpenAI-compatible server (vLLM or generic) over
+// `/v1/chat/completions`, always streaming SSE upstream with usage, and lists served models via `/v1/models`.
+// Configured headers (e.g. Authorization) go on every call. The factory does no I/O; `close()` aborts every
+// upstream call in flight.
+import type {
+  AdapterInstance,
+  NodeCommandRequest,
+  NodeCommandResponse,
+  RunEventPart,
+  RunRequest,
+} from '@iop/wire';
+
+import {
+  ADAPTER_INTERFACE_VERSION,
+  type Adapter,
+  type AdapterDeps,
+  type CommandOptions,
+  type HealthProbeResult,
+  type RunOptions,
+} from '../adapter.js';
+import { joinUrl, openAIApiBase } from '../http/base-url.js';
+import { commandFailed, commandOk, commandUnsupported, displayUrl } from '../http/command-response.js';
+import { probeByListing } from '../http/health-probe.js';
+import { probeTimeoutMs, readHttpSettings } from '../http/http-settings.js';
+import { InflightSet } from '../http/inflight-set.js';
+import { readSse } from '../http/sse-reader.js';
+import { callUpstream } from '../http/upstream-call.js';
+import { runUpstream } from '../http/upstream-run.js';
+import { listOpenAIModels, toModelInfo } from './openai-models.js';
+import { toOpenAIChatRequest } from './openai-request.js';
+import { openAIChatParts } from './openai-stream.js';
+
+export const OPENAI_COMPAT_DEFAULT_BASE_URL = 'http://127.0.0.1:8000/v1';
+
+export function createOpenAICompatAdapter(instance: AdapterInstance, deps: AdapterDeps): Adapter {
+  const settings = readHttpSettings(instance, OPENAI_COMPAT_DEFAULT_BASE_URL);
+  const apiBase = openAIApiBase(settings.baseUrl);
+  const inflight = new InflightSet();
+  const headers = { accept: 'application/json', ...settings.headers };
+  const modelsUrl = joinUrl(apiBase, '/models');
+  let knownModels: string[] = [];
+  const listModels = (signal: AbortSignal, idleTimeoutMs: number) =>
+    callUpstream({ deps, inflight, signal, idleTimeoutMs }, (exchange) =>
+      listOpenAIModels(exchange, modelsUrl, headers),
+    );
+
+  const command = async (
+    request: NodeCommandRequest,
+    options: CommandOptions,
+  ): Promise<NodeCommandResponse> => {
+    try {
+      switch (request.command) {
+        case 'capabilities':
+          return commandOk({
+            adapter: 'openai_compat',
+            targets: knownModels.join(','),
+            base_url: displayUrl(settings.baseUrl),
+            provider: settings.provider || 'openai_compat',
+          });
+        case 'list_models': {
+          const models = await listModels(options.signal, settings.requestTimeoutMs);
+          knownModels = models.map((model) => model.id);
+          return commandOk(
+            {
+              models: knownModels.join(','),
+              count: String(models.length),
+              max_model_len: models.map((model) => `${model.id}=${model.maxModelLen}`).join(','),
+            },
+            {
+              providerId: request.providerId,
+              action: 'list_models',
+              models: models.map(toModelInfo),
+              status: 'ok',
+            },
+          );
+        }
+        default:
+          return commandUnsupported(request.command, 'openai_compat');
+      }
+    } catch (error) {
+      deps.logger.warn(
+        {
+          adapter: instance.name,
+          command: request.command,
+          error: error instanceof Error ? error.message : String(error),
+        },
+        'openai_compat command failed',
+      );
+      return commandFailed(error);
+    }
+  };
+
+  return {
+    interfaceVersion: ADAPTER_INTERFACE_VERSION,
+    name: instance.name,
+    type: 'openai_compat',
+
+    run(request: RunRequest, options: RunOptions): AsyncIterable<RunEventPart> {
+      return runUpstream({
+        adapterName: instance.name,
+        request,
+        signal: options.signal,
+        deps,
+        inflight,
+        idleTimeoutMs: settings.requestTimeoutMs,
+        stream: async function* (exchange) {
+          const body = toOpenAIChatRequest(request, { provider: settings.provider });
+          const response = await exchange.send(joinUrl(apiBase, '/chat/completions'), {
+            method: 'POST',
+            headers: { ...headers, accept: 'text/event-stream' },
+            body,
+          });
+          return yield* openAIChatParts(readSse(exchange.chunks(response)), request.runId);
+        },
+      });
+    },
+
+    command,
+
+    terminateSession(): Promise<boolean> {
+      // Chat completions are stateless: there is no session to end.
+      return Promise.resolve(false);
+    },
+
+    async probeHealth(signal: AbortSignal): Promise<HealthProbeResult> {
+      const result = await probeByListing(async () =>
+        (await listModels(signal, probeTimeoutMs(settings))).map((model) => model.id),
+      );
+      if (result.health === 'healthy') knownModels = result.models;
+      return result;
+    },
+
+    close(): Promise<void> {
+      inflight.closeAll(`adapter ${instance.name} closed`);
+      return Promise.resolve();
+    },
+  };
+}

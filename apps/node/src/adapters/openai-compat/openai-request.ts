@@ -1,0 +1,107 @@
+// Maps a RunRequest to an OpenAI `/v1/chat/completions` body (always streamed, with usage). Standard top-level
+// fields pass through as OpenAI names them: max_tokens, temperature, top_p, stop, tools, tool_choice,
+// reasoning_effort, stream_options. Images become data-URL `image_url` parts; assistant tool calls and tool
+// results keep their ids. For `provider: vllm`, `think` becomes chat_template_kwargs.enable_thinking (the switch
+// vLLM's reasoning models read); generic servers get only standard fields.
+import type { ChatMessage, RunRequest } from '@iop/wire';
+
+import { UpstreamError } from '../http/upstream-error.js';
+
+type Json = Record<string, unknown>;
+
+function invalid(message: string): UpstreamError {
+  return new UpstreamError('invalid_request', message, { retryable: false });
+}
+
+/** MIME type of base64 image data from its first bytes (PNG, JPEG, GIF, WebP); PNG when unknown. */
+export function imageMimeType(base64: string): string {
+  if (base64.startsWith('/9j/')) return 'image/jpeg';
+  if (base64.startsWith('R0lGOD')) return 'image/gif';
+  if (base64.startsWith('UklGR')) return 'image/webp';
+  return 'image/png';
+}
+
+function content(message: ChatMessage): string | Json[] | null {
+  if (message.images.length === 0) {
+    // OpenAI wants null content on an assistant turn that only calls tools.
+    return message.role === 'assistant' && message.toolCalls.length > 0 && message.content === ''
+      ? null
+      : message.content;
+  }
+  const parts: Json[] = [];
+  if (message.content !== '') parts.push({ type: 'text', text: message.content });
+  for (const image of message.images) {
+    parts.push({ type: 'image_url', image_url: { url: `data:${imageMimeType(image)};base64,${image}` } });
+  }
+  return parts;
+}
+
+function toMessage(message: ChatMessage): Json {
+  const out: Json = { role: message.role, content: content(message) };
+  if (message.name && message.role !== 'tool') out.name = message.name;
+  if (message.toolCalls.length > 0) {
+    out.tool_calls = message.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.argumentsJson || '{}' },
+    }));
+  }
+  if (message.role === 'tool') out.tool_call_id = message.toolCallId;
+  return out;
+}
+
+function parseParameters(text: string, tool: string): unknown {
+  if (text.trim() === '') return { type: 'object', properties: {} };
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalid(`parameters of tool ${tool} are not valid JSON`);
+  }
+}
+
+/** tool_choice arrives as JSON text (`"auto"`, `{"type":"function",...}`); a bare word is taken as a string. */
+function toolChoice(json: string): unknown {
+  const trimmed = json.trim();
+  if (trimmed === '') return undefined;
+  try {
+    return JSON.parse(trimmed) as unknown;
+  } catch {
+    return trimmed;
+  }
+}
+
+export interface OpenAIRequestSettings {
+  provider: string;
+}
+
+export function toOpenAIChatRequest(request: RunRequest, settings: OpenAIRequestSettings): Json {
+  if (request.target === '') throw invalid('run has no target model');
+  const body: Json = {
+    model: request.target,
+    messages: request.messages.map(toMessage),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  const params = request.params;
+  if (params?.maxTokens !== undefined) body.max_tokens = params.maxTokens;
+  if (params?.temperature !== undefined) body.temperature = params.temperature;
+  if (params?.topP !== undefined) body.top_p = params.topP;
+  if (params && params.stop.length > 0) body.stop = [...params.stop];
+  if (params?.reasoningEffort) body.reasoning_effort = params.reasoningEffort;
+  if (params?.think !== undefined && settings.provider === 'vllm') {
+    body.chat_template_kwargs = { enable_thinking: params.think };
+  }
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        ...(tool.description ? { description: tool.description } : {}),
+        parameters: parseParameters(tool.parametersJson, tool.name),
+      },
+    }));
+  }
+  const choice = toolChoice(request.toolChoiceJson);
+  if (choice !== undefined) body.tool_choice = choice;
+  return body;
+}

@@ -1,0 +1,112 @@
+// Reads an OpenAI chat-completions SSE stream into run parts: `delta.content` → text-delta,
+// `delta.reasoning_content` (vLLM) or `delta.reasoning` → reasoning-delta, `delta.tool_calls` → assembled into one
+// tool-call part per call at the finish, the usage chunk → usage. A data object with an `error` key is the
+// server failing mid-stream. The stream is complete at `[DONE]`, or at EOF once a finish_reason arrived.
+import { create, type RunEventPart, type Usage } from '@iop/wire';
+
+import { errorMessageFromEvent } from '../http/error-body.js';
+import type { SseEvent } from '../http/sse-reader.js';
+import { UpstreamError } from '../http/upstream-error.js';
+import { ToolCallAssembler, type ToolCallDelta } from './tool-call-assembler.js';
+
+interface ChunkChoice {
+  index?: unknown;
+  delta?: {
+    content?: unknown;
+    reasoning_content?: unknown;
+    reasoning?: unknown;
+    tool_calls?: unknown;
+  };
+  finish_reason?: unknown;
+}
+
+interface Chunk {
+  choices?: unknown;
+  usage?: {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    total_tokens?: unknown;
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+    prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  } | null;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0;
+}
+
+function usageOf(usage: NonNullable<Chunk['usage']>): Usage {
+  const promptTokens = count(usage.prompt_tokens);
+  const completionTokens = count(usage.completion_tokens);
+  return create.usage({
+    promptTokens,
+    completionTokens,
+    totalTokens: count(usage.total_tokens) || promptTokens + completionTokens,
+    reasoningTokens: count(usage.completion_tokens_details?.reasoning_tokens),
+    cachedTokens: count(usage.prompt_tokens_details?.cached_tokens),
+  });
+}
+
+export async function* openAIChatParts(
+  events: AsyncIterable<SseEvent>,
+  runId: string,
+): AsyncGenerator<RunEventPart, string, undefined> {
+  const calls = new ToolCallAssembler();
+  let finishReason: string | undefined;
+  let usage: Usage | undefined;
+  let done = false;
+  const flushCalls = function* (): Generator<RunEventPart> {
+    for (const call of calls.drain((index) => `call_${runId}_${index}`)) yield { type: 'tool-call', call };
+  };
+
+  for await (const event of events) {
+    const data = event.data.trim();
+    if (data === '[DONE]') {
+      done = true;
+      break;
+    }
+    if (data === '') continue;
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data) as unknown;
+    } catch (error) {
+      throw new UpstreamError('upstream_error', `invalid SSE data from upstream: ${data.slice(0, 200)}`, {
+        retryable: false,
+        cause: error,
+      });
+    }
+    const failure = errorMessageFromEvent(chunk);
+    if (failure !== undefined) throw new UpstreamError('upstream_error', failure, { retryable: false });
+    if (typeof chunk !== 'object' || chunk === null) continue;
+    const { choices, usage: chunkUsage } = chunk as Chunk;
+    if (chunkUsage) usage = usageOf(chunkUsage);
+    if (!Array.isArray(choices)) continue;
+    for (const raw of choices as unknown[]) {
+      const choice = raw as ChunkChoice;
+      // One run is one completion: only the first choice counts (n > 1 is never requested).
+      if (choice.index !== undefined && choice.index !== 0) continue;
+      const delta = choice.delta ?? {};
+      const reasoning =
+        typeof delta.reasoning_content === 'string' ? delta.reasoning_content : delta.reasoning;
+      if (typeof reasoning === 'string' && reasoning !== '')
+        yield { type: 'reasoning-delta', text: reasoning };
+      if (typeof delta.content === 'string' && delta.content !== '')
+        yield { type: 'text-delta', text: delta.content };
+      if (Array.isArray(delta.tool_calls))
+        for (const call of delta.tool_calls as ToolCallDelta[]) calls.add(call);
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') {
+        finishReason = choice.finish_reason;
+        yield* flushCalls();
+      }
+    }
+  }
+  if (!done && finishReason === undefined) {
+    throw new UpstreamError('upstream_error', 'upstream stream ended before a finish_reason or [DONE]', {
+      retryable: true,
+    });
+  }
+  const assembled = calls.size > 0;
+  yield* flushCalls();
+  if (usage) yield { type: 'usage', usage };
+  return finishReason ?? (assembled ? 'tool_calls' : 'stop');
+}
