@@ -1,0 +1,135 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { ProviderHealth, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
+import { AdapterRegistry } from '../adapters/registry.js';
+import { systemClock } from '../link/clock.js';
+import { silentLogger } from '../logging.js';
+import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
+import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
+import { HealthMonitor } from './health-monitor.js';
+
+function provider(id: string, adapter: string, enabled = true): ProviderConfig {
+  return {
+    id,
+    type: 'ollama',
+    category: 'local',
+    adapter,
+    models: [],
+    capacity: 1,
+    enabled,
+    lifecycleCapabilities: [],
+  };
+}
+
+function reports(outbound: RecordingOutbound): ProviderStatusReport[] {
+  return outbound.sent.flatMap((message) =>
+    message.msg?.$case === 'providerStatusReport' ? [message.msg.providerStatusReport] : [],
+  );
+}
+
+describe('HealthMonitor', () => {
+  const monitors: HealthMonitor[] = [];
+  afterEach(async () => {
+    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
+  });
+
+  function setup(providers: ProviderConfig[], intervalMs = 0) {
+    const factory = fakeFactory('ollama');
+    const registry = new AdapterRegistry({
+      factories: { ollama: factory },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      logger: silentLogger,
+    });
+    registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
+    const outbound = new RecordingOutbound();
+    const monitor = new HealthMonitor({
+      adapters: registry,
+      providers: () => providers,
+      intervalMs: () => intervalMs,
+      outbound,
+      clock: systemClock,
+      logger: silentLogger,
+      probeTimeoutMs: 50,
+    });
+    monitors.push(monitor);
+    return { monitor, outbound, adapters: factory.built };
+  }
+
+  it('reports every enabled provider on the first round and nothing while nothing changes', async () => {
+    const { monitor, outbound, adapters } = setup([
+      provider('gpu-a', 'ollama-a'),
+      provider('gpu-b', 'ollama-b'),
+      provider('off', 'ollama-a', false),
+    ]);
+    adapters[0].health = { health: 'healthy', detail: 'ok', models: ['b', 'a'] };
+    await monitor.probeRound();
+    expect(reports(outbound)).toHaveLength(1);
+    expect(
+      reports(outbound)[0].providers.map((entry) => [entry.providerId, entry.health, entry.models]),
+    ).toEqual([
+      ['gpu-a', ProviderHealth.PROVIDER_HEALTH_HEALTHY, ['a', 'b']],
+      ['gpu-b', ProviderHealth.PROVIDER_HEALTH_HEALTHY, []],
+    ]);
+    expect(await monitor.probeRound()).toBeUndefined();
+    expect(reports(outbound)).toHaveLength(1);
+  });
+
+  it('reports again when a provider changes, and after requestFullReport', async () => {
+    const { monitor, outbound, adapters } = setup([provider('gpu-a', 'ollama-a')]);
+    await monitor.probeRound();
+    adapters[0].health = { health: 'unreachable', detail: 'connection refused', models: [] };
+    await monitor.probeRound();
+    expect(reports(outbound)).toHaveLength(2);
+    expect(reports(outbound)[1].providers[0]).toMatchObject({
+      health: ProviderHealth.PROVIDER_HEALTH_UNREACHABLE,
+      detail: 'connection refused',
+    });
+    monitor.requestFullReport();
+    await monitor.probeRound();
+    expect(reports(outbound)).toHaveLength(3);
+  });
+
+  it('reports a provider whose adapter is missing, throws or hangs, without failing the round', async () => {
+    const { monitor, outbound, adapters } = setup([
+      provider('ghost', 'nope'),
+      provider('thrower', 'ollama-a'),
+      provider('hanger', 'ollama-b'),
+    ]);
+    adapters[0].probeHealth = () => Promise.reject(new Error('boom'));
+    adapters[1].probeHealth = () => new Promise(() => undefined);
+    await monitor.probeRound();
+    const [report] = reports(outbound);
+    expect(report.providers.map((entry) => [entry.providerId, entry.health])).toEqual([
+      ['ghost', ProviderHealth.PROVIDER_HEALTH_UNREACHABLE],
+      ['thrower', ProviderHealth.PROVIDER_HEALTH_UNHEALTHY],
+      ['hanger', ProviderHealth.PROVIDER_HEALTH_UNREACHABLE],
+    ]);
+    expect(report.providers[2].detail).toContain('timed out');
+  });
+
+  it('resends a report that could not be delivered', async () => {
+    const { monitor, outbound } = setup([provider('gpu-a', 'ollama-a')]);
+    outbound.connected = false;
+    await monitor.probeRound();
+    outbound.connected = true;
+    await monitor.probeRound();
+    expect(reports(outbound)).toHaveLength(1);
+  });
+
+  it('probes periodically once started, and stops', async () => {
+    const { monitor, outbound, adapters } = setup([provider('gpu-a', 'ollama-a')], 20);
+    let probes = 0;
+    adapters[0].probeHealth = () => {
+      probes += 1;
+      return Promise.resolve({ health: 'healthy', detail: `round ${probes}`, models: [] });
+    };
+    monitor.start();
+    const deadline = Date.now() + 2000;
+    while (reports(outbound).length < 3 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(reports(outbound).length).toBeGreaterThanOrEqual(3);
+    await monitor.stop();
+    const count = probes;
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(probes).toBe(count);
+  });
+});

@@ -1,0 +1,176 @@
+// Probes the health of every enabled provider's adapter every `health_probe_interval_ms` and reports it to the
+// edge as a ProviderStatusReport — only when something changed (health, detail or models), plus once after each
+// registration so a (re)started edge learns the current state. Rounds never overlap; each probe is bounded.
+import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
+import type { Adapter, HealthState } from '../adapters/adapter.js';
+import type { Clock, TimerHandle } from '../link/clock.js';
+import type { Logger } from '../logging.js';
+import type { Outbound } from '../runner/outbound.js';
+
+export const DEFAULT_HEALTH_PROBE_INTERVAL_MS = 30_000;
+
+export interface HealthMonitorDeps {
+  adapters: { resolve(name: string): Adapter };
+  providers: () => readonly ProviderConfig[];
+  /** Current interval (from the payload; 0 = default). Read each round because refreshes change it. */
+  intervalMs: () => number;
+  outbound: Outbound;
+  clock: Clock;
+  logger: Logger;
+  probeTimeoutMs?: number;
+}
+
+const HEALTH_VALUES: Record<HealthState, ProviderHealth> = {
+  healthy: ProviderHealth.PROVIDER_HEALTH_HEALTHY,
+  unhealthy: ProviderHealth.PROVIDER_HEALTH_UNHEALTHY,
+  unreachable: ProviderHealth.PROVIDER_HEALTH_UNREACHABLE,
+};
+
+export class HealthMonitor {
+  readonly #deps: HealthMonitorDeps;
+  #timer: TimerHandle | undefined;
+  #running = false;
+  #round: Promise<void> | undefined;
+  /** Fingerprint per provider id of what was last reported. */
+  #reported = new Map<string, string>();
+  #forceNext = false;
+  readonly #controller = new AbortController();
+
+  constructor(deps: HealthMonitorDeps) {
+    this.#deps = deps;
+  }
+
+  /** Starts the periodic rounds (the first one at once). Idempotent. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#schedule(0);
+  }
+
+  /** Makes the next round report everything (after a registration) and runs it now. */
+  requestFullReport(): void {
+    this.#forceNext = true;
+    if (!this.#running) return;
+    this.#deps.clock.clearTimeout(this.#timer);
+    this.#schedule(0);
+  }
+
+  /** Runs one probe round now; resolves with what was sent (undefined when nothing changed). */
+  async probeRound(): Promise<ProviderHealthEntry[] | undefined> {
+    if (this.#round) await this.#round;
+    let sent: ProviderHealthEntry[] | undefined;
+    this.#round = (async () => {
+      sent = await this.#probeAll();
+    })();
+    try {
+      await this.#round;
+    } finally {
+      this.#round = undefined;
+    }
+    return sent;
+  }
+
+  /** Stops the rounds and aborts probes in flight. Idempotent. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#deps.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#controller.abort('health monitor stopped');
+    await this.#round?.catch(() => undefined);
+  }
+
+  #schedule(delayMs: number): void {
+    this.#timer = this.#deps.clock.setTimeout(() => {
+      this.#timer = undefined;
+      void this.probeRound()
+        .catch((error: unknown) => this.#deps.logger.warn({ error: String(error) }, 'health round failed'))
+        .finally(() => {
+          if (this.#running && !this.#timer) {
+            this.#schedule(this.#deps.intervalMs() || DEFAULT_HEALTH_PROBE_INTERVAL_MS);
+          }
+        });
+    }, delayMs);
+    this.#timer.unref?.();
+  }
+
+  async #probeAll(): Promise<ProviderHealthEntry[] | undefined> {
+    const providers = this.#deps.providers().filter((provider) => provider.enabled);
+    const byAdapter = new Map<string, Promise<{ health: HealthState; detail: string; models: string[] }>>();
+    const entries = await Promise.all(
+      providers.map(async (provider): Promise<ProviderHealthEntry> => {
+        let probe = byAdapter.get(provider.adapter);
+        if (!probe) {
+          probe = this.#probe(provider.adapter);
+          byAdapter.set(provider.adapter, probe);
+        }
+        const result = await probe;
+        return {
+          providerId: provider.id,
+          health: HEALTH_VALUES[result.health],
+          detail: result.detail,
+          checkedAtUnixMs: this.#deps.clock.now(),
+          models: result.models,
+        };
+      }),
+    );
+    if (this.#controller.signal.aborted) return undefined;
+    const force = this.#forceNext;
+    this.#forceNext = false;
+    const next = new Map(entries.map((entry) => [entry.providerId, fingerprint(entry)]));
+    const changed =
+      force ||
+      next.size !== this.#reported.size ||
+      [...next].some(([id, value]) => this.#reported.get(id) !== value);
+    if (!changed) return undefined;
+    const sent = await this.#deps.outbound.send(envelope.providerStatusReport(entries));
+    // Only remember what reached the edge, so a report lost to a disconnect is sent again.
+    if (sent) this.#reported = next;
+    else this.#forceNext = true;
+    return sent ? entries : undefined;
+  }
+
+  async #probe(adapterName: string): Promise<{ health: HealthState; detail: string; models: string[] }> {
+    let adapter: Adapter;
+    try {
+      adapter = this.#deps.adapters.resolve(adapterName);
+    } catch (error) {
+      return { health: 'unreachable', detail: errorMessage(error), models: [] };
+    }
+    const timeoutMs = this.#deps.probeTimeoutMs ?? 5000;
+    const controller = new AbortController();
+    const onStop = () => controller.abort('health monitor stopped');
+    this.#controller.signal.addEventListener('abort', onStop, { once: true });
+    let timer: TimerHandle | undefined;
+    const timeout = new Promise<{ health: HealthState; detail: string; models: string[] }>((resolve) => {
+      timer = this.#deps.clock.setTimeout(() => {
+        controller.abort('health probe timed out');
+        resolve({
+          health: 'unreachable',
+          detail: `health probe timed out after ${timeoutMs} ms`,
+          models: [],
+        });
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([
+        adapter
+          .probeHealth(controller.signal)
+          .then((result) => ({ ...result, models: [...result.models].sort() })),
+        timeout,
+      ]);
+    } catch (error) {
+      return { health: 'unhealthy', detail: `health probe failed: ${errorMessage(error)}`, models: [] };
+    } finally {
+      this.#deps.clock.clearTimeout(timer);
+      this.#controller.signal.removeEventListener('abort', onStop);
+    }
+  }
+}
+
+function fingerprint(entry: ProviderHealthEntry): string {
+  return JSON.stringify([entry.health, entry.detail, entry.models]);
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
