@@ -5,8 +5,8 @@
 // so each line is printed after the prompt when it is processed: the output then reads exactly like an
 // interactive transcript (`edge> /nodes` followed by its output).
 //
-// Ends on `/exit`, on end of input, or on Ctrl-C at an idle prompt (Ctrl-C during a foreground run cancels the
-// run instead). The caller owns the streams and the session's lifecycle.
+// Ends on `/exit`, on end of input, on `stop()`, or on Ctrl-C at an idle prompt (Ctrl-C during a foreground run
+// cancels the run instead). The caller owns the streams and the session's lifecycle.
 import { createInterface } from 'node:readline';
 import type { ConsoleSession } from './console-session.js';
 
@@ -27,6 +27,8 @@ export class ConsolePrompt {
   private readonly terminal: boolean;
   private atPrompt = false;
   private promptShown: (() => void) | undefined;
+  private wake: (() => void) | undefined;
+  private stopped = false;
 
   constructor(options: ConsolePromptOptions) {
     this.options = options;
@@ -44,16 +46,21 @@ export class ConsolePrompt {
     this.options.output.write(`${line}\n`);
   };
 
-  /** Runs the prompt loop until /exit, end of input or Ctrl-C at an idle prompt. */
+  /** Ends the prompt loop as if input had ended (process signals); the current line finishes first. */
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+  }
+
+  /** Runs the prompt loop until /exit, end of input, Ctrl-C at an idle prompt or stop(). */
   async run(session: ConsoleSession): Promise<void> {
     const { input, output } = this.options;
     const reader = createInterface({ input, output, terminal: this.terminal, prompt: this.prompt });
     const lines: string[] = [];
-    let wake: (() => void) | undefined;
     let ended = false;
     const notify = (): void => {
-      const resolve = wake;
-      wake = undefined;
+      const resolve = this.wake;
+      this.wake = undefined;
       resolve?.();
     };
     reader.on('line', (line) => {
@@ -73,18 +80,16 @@ export class ConsolePrompt {
     });
     this.promptShown = () => reader.prompt(true);
     try {
-      for (;;) {
+      while (!this.stopped) {
         if (lines.length === 0 && !ended) {
           this.showPrompt(reader);
           await new Promise<void>((resolve) => {
-            wake = resolve;
+            this.wake = resolve;
           });
-        }
-        const line = lines.shift();
-        if (line === undefined) {
-          if (ended) return;
           continue;
         }
+        const line = lines.shift();
+        if (line === undefined) return;
         this.atPrompt = false;
         if (!this.terminal) output.write(`${this.prompt}${line}\n`);
         const result = await session.handleLine(line);
@@ -93,6 +98,7 @@ export class ConsolePrompt {
     } finally {
       this.atPrompt = false;
       this.promptShown = undefined;
+      this.wake = undefined;
       reader.close();
     }
   }

@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import { PassThrough } from 'node:stream';
+import { ConsolePrompt } from './console-prompt.js';
+import { ConsoleSession } from './console-session.js';
+import { FakeEdgeService, FakeEventBus } from './test-support/fake-edge.js';
+
+function setup(terminal: boolean): {
+  prompt: ConsolePrompt;
+  session: ConsoleSession;
+  input: PassThrough;
+  bus: FakeEventBus;
+  text: () => string;
+} {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let text = '';
+  output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+  const prompt = new ConsolePrompt({ input, output, terminal });
+  const bus = new FakeEventBus();
+  const session = new ConsoleSession({
+    service: new FakeEdgeService(bus),
+    events: bus,
+    write: prompt.writeLine,
+    defaults: { adapter: 'cli', target: 't', sessionId: 's' },
+  });
+  session.start();
+  return { prompt, session, input, bus, text: () => text };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 2000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+describe('ConsolePrompt', () => {
+  it('ends the loop on stop() while waiting for input', async () => {
+    const { prompt, session } = setup(false);
+    const loop = prompt.run(session);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    prompt.stop();
+    await loop;
+    await session.close();
+  });
+
+  it('shows the prompt on a terminal and redraws it under asynchronous output', async () => {
+    const { prompt, session, bus, text, input } = setup(true);
+    const loop = prompt.run(session);
+    await until(() => text().includes('edge> '));
+    bus.publish({
+      type: 'node',
+      event: { kind: 'connected', nodeId: 'n1', alias: 'n1', reason: 'registered', atUnixMs: 1 },
+    });
+    await until(() => text().includes('connected node=n1'));
+    expect(text()).toContain('\r\x1b[K[node0-evt] connected node=n1 reason=registered\n');
+    expect(text().lastIndexOf('edge> ')).toBeGreaterThan(text().indexOf('connected node=n1'));
+    input.write('/exit\r');
+    await loop;
+    await session.close();
+  });
+});
