@@ -1,0 +1,157 @@
+// Assembles one node agent: adapter registry, run executor, command router, health monitor and the link, wired
+// together by plain objects. `run()` serves until the link ends (stop, rejection, give-up) and then releases
+// everything it built: runs aborted, adapters (and their sessions' processes) closed. The run history is the
+// caller's: it is opened before and closed after.
+import os from 'node:os';
+import type { AdapterDeps, AdapterFactory, AdapterType } from '../adapters/adapter.js';
+import { AdapterRegistry } from '../adapters/registry.js';
+import { HealthMonitor } from '../health/health-monitor.js';
+import type { RunHistory } from '../history/run-history.js';
+import { systemClock, type Clock } from '../link/clock.js';
+import type { ConnectFunction } from '../link/dial.js';
+import { NodeLink, type LinkOutcome } from '../link/node-link.js';
+import type { Logger } from '../logging.js';
+import { CommandRouter } from './command-router.js';
+import type { Outbound } from './outbound.js';
+import { NodeRuntime, NodeSettings } from './node-runtime.js';
+import { RunExecutor } from './run-executor.js';
+
+export interface NodeAgentOptions {
+  nodeId: string;
+  token: string;
+  agentVersion: string;
+  connect: ConnectFunction;
+  factories: Partial<Record<AdapterType, AdapterFactory>>;
+  history: RunHistory;
+  logger: Logger;
+  clock?: Clock;
+  fetch?: typeof fetch;
+  retryIntervalMs?: number;
+  maxRetries?: number;
+  registerTimeoutMs?: number;
+  /** Grace for aborted runs to send their last event at shutdown. */
+  shutdownGraceMs?: number;
+  /** Host facts sent at registration (defaults: this machine). */
+  host?: { os: string; arch: string; hostname: string };
+}
+
+export class NodeAgent {
+  readonly link: NodeLink;
+  readonly registry: AdapterRegistry;
+  readonly executor: RunExecutor;
+  readonly settings: NodeSettings;
+  readonly #commands: CommandRouter;
+  readonly #health: HealthMonitor;
+  readonly #logger: Logger;
+  #running: Promise<LinkOutcome> | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: NodeAgentOptions) {
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger;
+    this.#logger = logger;
+    const adapterDeps: AdapterDeps = {
+      fetch: options.fetch ?? fetch,
+      logger: logger.child({ component: 'adapter' }),
+      now: () => clock.now(),
+    };
+    this.registry = new AdapterRegistry({
+      factories: options.factories,
+      adapterDeps,
+      logger: logger.child({ component: 'registry' }),
+    });
+    this.settings = new NodeSettings();
+    // The link is created last (it needs the runtime as handler); everything before sends through this.
+    const outbound: Outbound = { send: (message) => this.link.send(message) };
+    this.executor = new RunExecutor({
+      adapters: this.registry,
+      outbound,
+      history: options.history,
+      logger: logger.child({ component: 'runner' }),
+      now: () => clock.now(),
+      maxConcurrency: () => this.settings.maxConcurrency(),
+      shutdownGraceMs: options.shutdownGraceMs,
+    });
+    this.#commands = new CommandRouter({
+      adapters: this.registry,
+      outbound,
+      logger: logger.child({ component: 'commands' }),
+      maxConcurrency: () => this.settings.maxConcurrency(),
+      providers: () => this.settings.providers(),
+      linkStatus: () => this.link.status(),
+    });
+    this.#health = new HealthMonitor({
+      adapters: this.registry,
+      providers: () => this.settings.providers(),
+      intervalMs: () => this.settings.healthProbeIntervalMs(),
+      outbound,
+      clock,
+      logger: logger.child({ component: 'health' }),
+    });
+    const runtime = new NodeRuntime(
+      {
+        nodeId: options.nodeId,
+        registry: this.registry,
+        executor: this.executor,
+        commands: this.#commands,
+        health: this.#health,
+        outbound,
+        logger: logger.child({ component: 'runtime' }),
+      },
+      this.settings,
+    );
+    const host = options.host ?? { os: process.platform, arch: process.arch, hostname: os.hostname() };
+    this.link = new NodeLink({
+      connect: options.connect,
+      registration: {
+        nodeId: options.nodeId,
+        token: options.token,
+        agentVersion: options.agentVersion,
+        os: host.os,
+        arch: host.arch,
+        hostname: host.hostname,
+        supportedAdapters: this.registry.supportedTypes(),
+      },
+      handler: runtime,
+      logger: logger.child({ component: 'link' }),
+      clock,
+      retryIntervalMs: options.retryIntervalMs,
+      maxRetries: options.maxRetries,
+      registerTimeoutMs: options.registerTimeoutMs,
+    });
+  }
+
+  /** Serves until the link ends, then releases runs, sessions and adapters. Call once. */
+  run(): Promise<LinkOutcome> {
+    this.#running ??= (async () => {
+      const outcome = await this.link.run();
+      await this.#release();
+      return outcome;
+    })();
+    return this.#running;
+  }
+
+  /**
+   * Clean shutdown: aborts runs while the link is still up (so their last events reach the edge), says Goodbye
+   * with `reason`, then closes adapters. Idempotent.
+   */
+  stop(reason = 'shutdown'): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#logger.info({ reason }, 'node stopping');
+      this.#commands.abortAll(reason);
+      await this.#health.stop();
+      await this.executor.shutdown(`node ${reason}`);
+      await this.link.stop(reason);
+      await this.#release();
+      if (this.#running) await this.#running;
+    })();
+    return this.#stopping;
+  }
+
+  async #release(): Promise<void> {
+    this.#commands.abortAll('node stopped');
+    await this.#health.stop();
+    await this.executor.shutdown('node stopped');
+    await this.registry.close();
+  }
+}
