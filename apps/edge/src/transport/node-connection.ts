@@ -1,0 +1,332 @@
+// One accepted TCP/TLS connection from its first byte to its close.
+//
+// Sequence: the first frame must be a RegisterRequest within `register_timeout_ms` (else close
+// `register-timeout`); a rejected registration gets a RegisterResponse with reject_code + reason, then the
+// connection closes (`register-rejected`). An accepted one gets its NodeConfigPayload and heartbeat settings,
+// becomes a NodeLink in the registry (replacing — and closing with `replaced` — an older connection of the same
+// node), and is announced as a `connected` EdgeNodeEvent. From then on frames go to the link; the edge pings
+// every heartbeat interval and closes with `heartbeat-timeout` when nothing at all arrived for the heartbeat
+// timeout. Whatever ends the connection, `run()` resolves after the link was marked closed (ending its runs and
+// requests), removed from the registry, and a `disconnected` event with the reason was published.
+import {
+  CLOSE_REASONS,
+  envelope as build,
+  isWireError,
+  PROTOCOL_VERSION,
+  RegisterRejectCode,
+  type Envelope,
+  type FramedConnection,
+  type NodeConfigPayload,
+  type RegisterRequest,
+} from '@iop/wire';
+import type { EventBus } from '../events/types.js';
+import type { Logger } from '../logging.js';
+import { NodeLink } from '../node/node-link.js';
+import type { NodeRegistry } from '../node/node-registry.js';
+import type { NodeStore } from '../node/node-store.js';
+import { evaluateRegistration } from './registration.js';
+
+export interface ConnectionContext {
+  edgeId: string;
+  store: NodeStore;
+  registry: NodeRegistry;
+  events: EventBus;
+  logger: Logger;
+  clock: () => number;
+  registerTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  heartbeatTimeoutMs: number;
+  requestTimeoutMs: number | undefined;
+  payloadFor(nodeId: string): NodeConfigPayload;
+  isShuttingDown(): boolean;
+}
+
+type FirstFrame =
+  | { kind: 'frame'; envelope: Envelope }
+  | { kind: 'timeout' }
+  | { kind: 'ended' }
+  | { kind: 'error'; error: unknown };
+
+export class NodeConnection {
+  private link: NodeLink | undefined;
+  private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
+  private closingReason: string | undefined;
+
+  constructor(
+    private readonly connection: FramedConnection,
+    private readonly context: ConnectionContext,
+  ) {}
+
+  get nodeLink(): NodeLink | undefined {
+    return this.link;
+  }
+
+  /** Closes the connection with a Goodbye; `run()` then finishes the bookkeeping. */
+  async close(reason: string): Promise<void> {
+    this.closingReason ??= reason;
+    if (this.link) await this.link.close(reason, { goodbye: true });
+    else await this.connection.close(reason, { goodbye: true });
+  }
+
+  async run(): Promise<void> {
+    const remoteAddress = this.connection.remoteAddress;
+    const logger = this.context.logger.child({ remoteAddress });
+    const iterator = this.connection.messages()[Symbol.asyncIterator]();
+    try {
+      const first = await this.firstFrame(iterator);
+      if (first.kind !== 'frame') {
+        await this.rejectEarly(first, logger);
+        return;
+      }
+      if (first.envelope.msg?.$case !== 'registerRequest') {
+        await this.refuse(
+          RegisterRejectCode.REGISTER_REJECT_CODE_MALFORMED,
+          `the first frame must be a register request, got ${first.envelope.msg?.$case ?? 'an empty envelope'}`,
+          'first-frame-not-register',
+          logger,
+          undefined,
+        );
+        return;
+      }
+      const request = first.envelope.msg.registerRequest;
+      const decision = await evaluateRegistration(request, {
+        store: this.context.store,
+        shuttingDown: this.context.isShuttingDown() || this.closingReason !== undefined,
+      });
+      if (!decision.accepted) {
+        await this.refuse(decision.code, decision.reason, decision.logReason, logger, request);
+        return;
+      }
+      if (!(await this.accept(request, remoteAddress, logger))) return;
+      await this.pump(iterator, logger);
+    } finally {
+      this.stopHeartbeat();
+      await this.finish(logger);
+    }
+  }
+
+  private async firstFrame(iterator: AsyncIterator<Envelope>): Promise<FirstFrame> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<FirstFrame>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), this.context.registerTimeoutMs);
+    });
+    const next = iterator.next().then(
+      (result): FirstFrame => (result.done ? { kind: 'ended' } : { kind: 'frame', envelope: result.value }),
+      (error: unknown): FirstFrame => ({ kind: 'error', error }),
+    );
+    try {
+      return await Promise.race([next, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async rejectEarly(first: Exclude<FirstFrame, { kind: 'frame' }>, logger: Logger): Promise<void> {
+    switch (first.kind) {
+      case 'timeout':
+        logger.warn(
+          { reason: CLOSE_REASONS.registerTimeout, timeoutMs: this.context.registerTimeoutMs },
+          'connection closed: no register request in time',
+        );
+        await this.connection.close(CLOSE_REASONS.registerTimeout, { goodbye: true });
+        return;
+      case 'ended':
+        logger.warn(
+          { reason: this.closingReason ?? 'closed-before-register' },
+          'connection closed before registering',
+        );
+        return;
+      case 'error':
+        logger.warn(
+          { reason: errorCode(first.error), error: errorText(first.error) },
+          'connection closed: bad input before registering',
+        );
+        await this.connection.close(errorCode(first.error));
+        return;
+      default: {
+        const unreachable: never = first;
+        throw new Error(`unexpected first frame result ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  private async refuse(
+    code: RegisterRejectCode,
+    reason: string,
+    logReason: string,
+    logger: Logger,
+    request: RegisterRequest | undefined,
+  ): Promise<void> {
+    logger.warn(
+      {
+        reason: logReason,
+        nodeId: request?.nodeId,
+        agentVersion: request?.agentVersion,
+        protocolVersion: request?.protocolVersion,
+      },
+      'registration rejected',
+    );
+    try {
+      await this.connection.send(
+        build.registerResponse({
+          accepted: false,
+          rejectCode: code,
+          reason,
+          edgeId: this.context.edgeId,
+          protocolVersion: PROTOCOL_VERSION,
+        }),
+      );
+    } catch (error) {
+      logger.debug({ error: errorText(error) }, 'rejection not delivered');
+    }
+    await this.connection.close(CLOSE_REASONS.registerRejected);
+  }
+
+  private async accept(request: RegisterRequest, remoteAddress: string, logger: Logger): Promise<boolean> {
+    const payload = this.context.payloadFor(request.nodeId);
+    const now = this.context.clock();
+    const link = new NodeLink({
+      channel: this.connection,
+      info: {
+        nodeId: request.nodeId,
+        alias: payload.alias || request.nodeId,
+        agentVersion: request.agentVersion,
+        os: request.os,
+        arch: request.arch,
+        hostname: request.hostname,
+        remoteAddress,
+        supportedAdapters: [...request.supportedAdapters],
+        connectedSinceUnixMs: now,
+      },
+      payload,
+      logger: logger.child({ nodeId: request.nodeId }),
+      clock: this.context.clock,
+      ...(this.context.requestTimeoutMs !== undefined
+        ? { requestTimeoutMs: this.context.requestTimeoutMs }
+        : {}),
+    });
+    try {
+      await this.connection.send(
+        build.registerResponse({
+          accepted: true,
+          edgeId: this.context.edgeId,
+          protocolVersion: PROTOCOL_VERSION,
+          heartbeatIntervalMs: this.context.heartbeatIntervalMs,
+          heartbeatTimeoutMs: this.context.heartbeatTimeoutMs,
+          config: payload,
+        }),
+      );
+    } catch (error) {
+      logger.warn({ nodeId: request.nodeId, error: errorText(error) }, 'register response not delivered');
+      return false;
+    }
+    if (this.closingReason !== undefined) return false;
+    this.link = link;
+    const previous = this.context.registry.add(link);
+    if (previous) {
+      previous.markClosed(CLOSE_REASONS.replaced);
+      this.publish('disconnected', previous, CLOSE_REASONS.replaced);
+      logger.info(
+        { nodeId: request.nodeId, previousAddress: previous.info.remoteAddress },
+        'node reconnected; closing its previous connection',
+      );
+      previous.close(CLOSE_REASONS.replaced, { goodbye: true }).catch(() => undefined);
+    }
+    this.publish('connected', link, 'registered');
+    logger.info(
+      {
+        nodeId: request.nodeId,
+        alias: link.info.alias,
+        agentVersion: request.agentVersion,
+        os: request.os,
+        arch: request.arch,
+        hostname: request.hostname,
+        revision: payload.revision,
+      },
+      'node registered',
+    );
+    this.startHeartbeat(link, logger);
+    return true;
+  }
+
+  private async pump(iterator: AsyncIterator<Envelope>, logger: Logger): Promise<void> {
+    const link = this.link;
+    if (!link) return;
+    try {
+      for (;;) {
+        const result = await iterator.next();
+        if (result.done) return;
+        link.handle(result.value);
+      }
+    } catch (error) {
+      logger.warn(
+        { nodeId: link.nodeId, reason: errorCode(error), error: errorText(error) },
+        'connection closed: bad input from node',
+      );
+      this.closingReason ??= errorCode(error);
+      await this.connection.close(errorCode(error));
+    }
+  }
+
+  private startHeartbeat(link: NodeLink, logger: Logger): void {
+    const { heartbeatIntervalMs, heartbeatTimeoutMs, clock } = this.context;
+    // Check often enough that a silent node is noticed close to its deadline, ping once per interval.
+    const tickMs = Math.max(10, Math.min(heartbeatIntervalMs, Math.floor(heartbeatTimeoutMs / 4)));
+    let lastPingAt = clock();
+    let seq = 0;
+    this.heartbeatTimer = setInterval(() => {
+      const now = clock();
+      if (link.closed) {
+        this.stopHeartbeat();
+        return;
+      }
+      if (now - link.lastSeenUnixMs > heartbeatTimeoutMs) {
+        logger.warn(
+          { nodeId: link.nodeId, silentMs: now - link.lastSeenUnixMs, timeoutMs: heartbeatTimeoutMs },
+          'node missed its heartbeat deadline',
+        );
+        this.stopHeartbeat();
+        this.close(CLOSE_REASONS.heartbeatTimeout).catch(() => undefined);
+        return;
+      }
+      if (now - lastPingAt >= heartbeatIntervalMs) {
+        lastPingAt = now;
+        seq += 1;
+        link.sendHeartbeatPing(seq).catch(() => undefined);
+      }
+    }, tickMs);
+    this.heartbeatTimer.unref?.();
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+  }
+
+  private async finish(logger: Logger): Promise<void> {
+    const closed = await this.connection.closed;
+    const link = this.link;
+    if (!link) return;
+    const reason = link.closedReason ?? this.closingReason ?? closed.reason;
+    const wasCurrent = this.context.registry.remove(link);
+    const alreadyAnnounced = link.closed; // a replaced link was announced when it was replaced
+    link.markClosed(reason);
+    if (wasCurrent || !alreadyAnnounced) this.publish('disconnected', link, reason);
+    logger.info({ nodeId: link.nodeId, reason, byPeer: closed.byPeer }, 'node disconnected');
+  }
+
+  private publish(kind: 'connected' | 'disconnected', link: NodeLink, reason: string): void {
+    this.context.events.publish({
+      type: 'node',
+      event: { kind, nodeId: link.nodeId, alias: link.info.alias, reason, atUnixMs: this.context.clock() },
+    });
+  }
+}
+
+function errorCode(error: unknown): string {
+  return isWireError(error) ? error.code : 'connection-error';
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
