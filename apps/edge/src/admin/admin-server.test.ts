@@ -12,10 +12,12 @@ import { createAdminClient, type AdminClient } from './admin-client.js';
 import type { RefreshHandler } from './admin-handlers.js';
 import {
   createAdminSurface,
+  sharedPoolStatus,
   startAdminServer,
   type AdminServerOptions,
   type AdminSurface,
 } from './admin-server.js';
+import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import { AdminError } from './errors.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -423,3 +425,14 @@ describe('admin API over gRPC', () => {
 async function setupAddress(token: string): Promise<AdminSurface> {
   return (await setup({ token })).surface;
 }
+
+describe('sharedPoolStatus', () => {
+  it('reads the shared pool from extras at call time, or reports no providers', () => {
+    const extras = new Map<string, unknown>();
+    const providers = sharedPoolStatus(extras);
+    expect(providers()).toEqual([]);
+    extras.set(PROVIDER_POOL_KEY, { snapshot: () => pool });
+    expect(providers()).toEqual(pool);
+    expect(sharedPoolStatus(undefined)()).toEqual([]);
+  });
+});

@@ -13,13 +13,17 @@ import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
 import type { RefreshConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
+import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import type { EdgeService } from '../service/types.js';
 import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
 import { AdminError } from './errors.js';
 import { formatListenAddress, isLoopbackHost, parseListenAddress } from './listen-address.js';
 
 export interface AdminSurfaceOptions {
-  /** Provider pool status (ListProviders, NodeInfo.providers); none = empty list. */
+  /**
+   * Provider pool status (ListProviders, NodeInfo.providers). Default: the shared pool in the runtime's extras
+   * when one exists, else an empty list.
+   */
   providerStatus?: () => ProviderStatus[];
   /** Config refresh handler; none = RefreshConfig answers UNAVAILABLE "config refresh is disabled". */
   refreshHandler?: RefreshHandler;
@@ -33,6 +37,8 @@ export interface AdminSurfaceContext {
   service: EdgeService;
   events: EventBus;
   logger: Logger;
+  /** The runtime's shared objects; the provider pool is found here when another surface created it. */
+  extras?: Map<string, unknown>;
 }
 
 export interface AdminSurface {
@@ -60,6 +66,7 @@ export function createAdminSurface(
     if (!refresh.listen) return undefined;
     return startAdminServer({
       ...options,
+      providerStatus: options.providerStatus ?? sharedPoolStatus(context.extras),
       listen: refresh.listen,
       token: refresh.admin_token,
       refreshEnabled: refresh.enabled,
@@ -67,6 +74,17 @@ export function createAdminSurface(
       events: context.events,
       logger: context.logger,
     });
+  };
+}
+
+/**
+ * Provider status from the runtime's shared provider pool, looked up on every call: the pool is created by the
+ * first surface that dispatches (OpenAI), possibly after this one started. No pool → no providers.
+ */
+export function sharedPoolStatus(extras: Map<string, unknown> | undefined): () => ProviderStatus[] {
+  return () => {
+    const pool = extras?.get(PROVIDER_POOL_KEY) as { snapshot?: () => ProviderStatus[] } | undefined;
+    return typeof pool?.snapshot === 'function' ? pool.snapshot() : [];
   };
 }
 
