@@ -1,0 +1,10 @@
+export { createCliAdapter, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TTL_MS } from './cli-adapter.js';
+export type { CliAdapterDeps } from './cli-adapter.js';
+export { CliAdapterError } from './errors.js';
+export type { CliErrorCode } from './errors.js';
+export { createProcessLauncher } from './process-launcher.js';
+export type { LaunchSpec, LaunchedProcess, ProcessExit, ProcessLauncher } from './process-launcher.js';
+export { createProcessTreeControl } from './process-tree.js';
+export type { ProcessTreeControl } from './process-tree.js';
+export { resolveProfile, OUTPUT_FORMATS } from './cli-profile.js';
+export type { OutputFormat, ResolvedProfile, SessionKind } from './cli-profile.js';

@@ -1,0 +1,424 @@
+// An opencode session (mode `opencode-sse`): one `opencode serve` per IOP session on a free loopback port, one
+// opencode session created over HTTP, and one `/event` SSE subscription. A run posts the prompt with
+// `prompt_async`, streams `message.part.delta` text of our session, reports tool parts, and completes on
+// `session.idle`. Cancel = `POST /session/{id}/abort` (the server and its conversation stay); the run deadline
+// and `close` kill the server's process tree.
+//
+// Profile args are kept as configured: `--model provider/model`, `--agent`, `--title` and
+// `--dangerously-skip-permissions` configure the HTTP session (serve itself refuses them); all other args go
+// to `opencode serve`.
+import { createServer } from 'node:net';
+import type { RunEventPart } from '@iop/wire';
+import type { LogicalSession } from '../../sessions/session-registry.js';
+import { CliAdapterError } from './errors.js';
+import { isObject, objectField, parseJsonLine, stringField, type JsonObject } from './output/json-line.js';
+import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
+import {
+  cancelledReason,
+  completePart,
+  describeExit,
+  errorPart,
+  TextTail,
+  type SessionRun,
+  type SessionServices,
+  type SessionSetup,
+} from './session-context.js';
+import { readServerSentEvents } from './sse-reader.js';
+import { WaitableQueue } from './waitable-queue.js';
+
+export interface OpencodeOptions {
+  model?: { providerID: string; modelID: string };
+  agent?: string;
+  title: string;
+  autoApprove: boolean;
+  serveArgs: string[];
+}
+
+/** Splits profile args into HTTP session options and `opencode serve` args. */
+export function parseOpencodeArgs(args: readonly string[]): OpencodeOptions {
+  const options: OpencodeOptions = { title: 'iop', autoApprove: false, serveArgs: [] };
+  for (let index = 0; index < args.length; index += 1) {
+    const argument = args[index] ?? '';
+    const [flag, inline] = argument.includes('=')
+      ? [argument.slice(0, argument.indexOf('=')), argument.slice(argument.indexOf('=') + 1)]
+      : [argument, undefined];
+    const value = () => {
+      if (inline !== undefined) return inline;
+      index += 1;
+      return args[index] ?? '';
+    };
+    switch (flag) {
+      case 'serve':
+        break;
+      case '--model':
+      case '-m': {
+        const model = value();
+        const slash = model.indexOf('/');
+        if (slash <= 0)
+          throw new CliAdapterError(
+            'invalid_profile',
+            `opencode --model must be provider/model, got "${model}"`,
+          );
+        options.model = { providerID: model.slice(0, slash), modelID: model.slice(slash + 1) };
+        break;
+      }
+      case '--agent':
+        options.agent = value();
+        break;
+      case '--title':
+        options.title = value();
+        break;
+      case '--dangerously-skip-permissions':
+        options.autoApprove = true;
+        break;
+      default:
+        options.serveArgs.push(argument);
+    }
+  }
+  return options;
+}
+
+type ServerEvent =
+  { kind: 'event'; event: JsonObject } | { kind: 'exit'; exit: ProcessExit } | { kind: 'stream-ended' };
+
+export class OpencodeSession implements LogicalSession {
+  readonly mode = 'persistent' as const;
+  private process: LaunchedProcess | undefined;
+  private baseUrl = '';
+  private opencodeSessionId = '';
+  private starting: Promise<void> | undefined;
+  private listener: ((event: ServerEvent) => void) | undefined;
+  private readonly events = new AbortController();
+  private readonly stderr = new TextTail();
+  private readonly options: OpencodeOptions;
+  private running = false;
+  private closing: Promise<void> | undefined;
+  private exit: ProcessExit | undefined;
+
+  constructor(
+    private readonly setup: SessionSetup,
+    private readonly services: SessionServices,
+    private readonly onGone: (session: OpencodeSession) => void,
+    private readonly startupTimeoutMs = 30_000,
+  ) {
+    this.options = parseOpencodeArgs(setup.profile.args);
+  }
+
+  get busy(): boolean {
+    return this.running;
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  private start(signal: AbortSignal): Promise<void> {
+    this.starting ??= this.startServer(signal);
+    return this.starting;
+  }
+
+  private async startServer(signal: AbortSignal): Promise<void> {
+    const port = await findFreePort();
+    const { profile } = this.setup;
+    const launched = this.services.launcher.launch({
+      command: profile.command,
+      args: ['serve', '--hostname', '127.0.0.1', '--port', String(port), ...this.options.serveArgs],
+      cwd: this.setup.workspace,
+      env: this.setup.env,
+      terminal: false,
+      stdin: 'ignore',
+    });
+    this.process = launched;
+    launched.onOutput((chunk) => this.stderr.push(chunk));
+    void launched.exited.then((exit) => {
+      this.exit = exit;
+      this.events.abort();
+      this.listener?.({ kind: 'exit', exit });
+      this.onGone(this);
+    });
+    this.baseUrl = `http://127.0.0.1:${port}`;
+    const deadline = this.services.now() + this.startupTimeoutMs;
+    for (;;) {
+      if (this.exit) {
+        throw new CliAdapterError(
+          'spawn_failed',
+          `opencode serve ended (${describeExit(this.exit)}): ${this.stderr.toString()}`,
+        );
+      }
+      if (signal.aborted)
+        throw new CliAdapterError('backend_unreachable', 'cancelled while opencode serve was starting');
+      try {
+        const response = await this.services.fetch(`${this.baseUrl}/global/health`, {
+          signal: AbortSignal.timeout(1000),
+        });
+        if (response.ok) break;
+      } catch {
+        // Not listening yet.
+      }
+      if (this.services.now() >= deadline) {
+        throw new CliAdapterError(
+          'backend_unreachable',
+          `opencode serve did not answer on ${this.baseUrl} within ${this.startupTimeoutMs} ms`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const created = await this.post('/session', { title: this.options.title });
+    this.opencodeSessionId = stringField(created, 'id') ?? '';
+    if (!this.opencodeSessionId)
+      throw new CliAdapterError('cli_error', 'opencode did not return a session id');
+    void this.followEvents();
+    this.services.logger.info(
+      {
+        target: this.setup.target,
+        session: this.setup.sessionId,
+        pid: launched.pid,
+        port,
+        opencode_session: this.opencodeSessionId,
+      },
+      'opencode server started',
+    );
+  }
+
+  private async followEvents(): Promise<void> {
+    try {
+      const response = await this.services.fetch(`${this.baseUrl}/event`, {
+        headers: { accept: 'text/event-stream' },
+        signal: this.events.signal,
+      });
+      if (!response.ok || !response.body) throw new Error(`GET /event answered ${response.status}`);
+      for await (const data of readServerSentEvents(response.body)) {
+        const event = parseJsonLine(data);
+        if (event) this.listener?.({ kind: 'event', event });
+      }
+    } catch (error) {
+      if (!this.events.signal.aborted) {
+        this.services.logger.warn(
+          { target: this.setup.target, error: String(error) },
+          'opencode event stream failed',
+        );
+      }
+    }
+    this.listener?.({ kind: 'stream-ended' });
+  }
+
+  private async post(path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+    const response = await this.services.fetch(`${this.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+    const text = await response.text();
+    if (!response.ok)
+      throw new CliAdapterError(
+        'cli_error',
+        `opencode ${path} answered ${response.status}: ${text.slice(0, 500)}`,
+      );
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+
+  async *run(run: SessionRun): AsyncGenerator<RunEventPart> {
+    if (this.running)
+      throw new CliAdapterError('session_busy', `session ${this.setup.sessionId} already has a run`);
+    if (this.closing) throw new CliAdapterError('adapter_closed', 'session is closing');
+    this.running = true;
+    const { now } = this.services;
+    const queue = new WaitableQueue<ServerEvent>();
+    try {
+      await this.start(run.signal);
+      this.listener = (event) => queue.push(event);
+      const ours = this.opencodeSessionId;
+      const body: Record<string, unknown> = { parts: [{ type: 'text', text: run.prompt }] };
+      if (this.options.model) body.model = this.options.model;
+      if (this.options.agent) body.agent = this.options.agent;
+      await this.post(`/session/${ours}/prompt_async`, body, run.signal);
+      const announcedTools = new Set<string>();
+      const finishedTools = new Set<string>();
+      const messageRoles = new Map<string, string>();
+      for (;;) {
+        const taken = await queue.take(Math.max(0, run.deadlineAt - now()), run.signal);
+        switch (taken.kind) {
+          case 'item': {
+            const item = taken.item;
+            if (item.kind === 'exit') {
+              yield errorPart(
+                'process_exited',
+                `opencode serve ended (${describeExit(item.exit)})`,
+                true,
+                now() - run.startedAt,
+              );
+              return;
+            }
+            if (item.kind === 'stream-ended') {
+              yield errorPart(
+                'backend_unreachable',
+                'opencode event stream ended',
+                true,
+                now() - run.startedAt,
+              );
+              return;
+            }
+            const { event } = item;
+            const properties = objectField(event, 'properties') ?? {};
+            const sessionOf =
+              stringField(properties, 'sessionID') ??
+              stringField(objectField(properties, 'info'), 'sessionID') ??
+              stringField(objectField(properties, 'part'), 'sessionID');
+            if (sessionOf !== undefined && sessionOf !== ours) break;
+            switch (stringField(event, 'type') ?? '') {
+              case 'message.updated': {
+                const info = objectField(properties, 'info');
+                const id = stringField(info, 'id');
+                const role = stringField(info, 'role');
+                if (id && role) messageRoles.set(id, role);
+                break;
+              }
+              case 'message.part.delta': {
+                const messageId = stringField(properties, 'messageID');
+                if (messageId && messageRoles.get(messageId) === 'user') break;
+                const field = stringField(properties, 'field') ?? 'text';
+                const delta = stringField(properties, 'delta');
+                if (!delta) break;
+                if (field === 'text') yield { type: 'text-delta', text: delta };
+                else if (field === 'reasoning') yield { type: 'reasoning-delta', text: delta };
+                break;
+              }
+              case 'message.part.updated':
+                yield* toolParts(objectField(properties, 'part'), announcedTools, finishedTools);
+                break;
+              case 'permission.asked':
+              case 'permission.updated':
+                yield* this.answerPermission(properties);
+                break;
+              case 'session.error': {
+                const error = objectField(properties, 'error');
+                const message =
+                  stringField(objectField(error, 'data'), 'message') ??
+                  stringField(error, 'name') ??
+                  'opencode session error';
+                if (stringField(error, 'name') === 'MessageAbortedError') break;
+                yield errorPart('cli_error', message, false, now() - run.startedAt);
+                return;
+              }
+              case 'session.idle':
+                yield completePart('idle', now() - run.startedAt);
+                return;
+              default:
+                break;
+            }
+            break;
+          }
+          case 'aborted':
+            await this.post(`/session/${ours}/abort`, {}).catch((error: unknown) =>
+              this.services.logger.warn(
+                { target: this.setup.target, error: String(error) },
+                'opencode abort failed',
+              ),
+            );
+            yield { type: 'cancelled', reason: cancelledReason(run.signal) };
+            return;
+          case 'timeout':
+            await this.close('deadline');
+            yield errorPart(
+              'deadline_exceeded',
+              'run deadline exceeded; the opencode server was terminated',
+              false,
+              now() - run.startedAt,
+            );
+            return;
+          case 'closed':
+            yield errorPart('internal', 'run queue closed unexpectedly', false, now() - run.startedAt);
+            return;
+          default: {
+            const unreachable: never = taken;
+            throw new Error(`unexpected queue result ${JSON.stringify(unreachable)}`);
+          }
+        }
+      }
+    } finally {
+      this.listener = undefined;
+      this.running = false;
+    }
+  }
+
+  private async *answerPermission(properties: JsonObject): AsyncGenerator<RunEventPart> {
+    const id = stringField(properties, 'id');
+    const sessionId = stringField(properties, 'sessionID') ?? this.opencodeSessionId;
+    yield {
+      type: 'progress',
+      kind: 'log',
+      message: `permission requested: ${stringField(properties, 'permission') ?? stringField(properties, 'type') ?? 'unknown'}`,
+      fields: { auto_approve: String(this.options.autoApprove) },
+    };
+    if (!this.options.autoApprove || !id) return;
+    await this.post(`/session/${sessionId}/permissions/${id}`, { response: 'always' }).catch(
+      (error: unknown) =>
+        this.services.logger.warn(
+          { target: this.setup.target, error: String(error) },
+          'opencode permission reply failed',
+        ),
+    );
+  }
+
+  /** Kills the server's process tree. Idempotent. */
+  close(reason: string): Promise<void> {
+    this.closing ??= (async () => {
+      this.events.abort();
+      const launched = this.process;
+      if (!launched || launched.pid === undefined || this.exit) return;
+      this.services.logger.info(
+        { target: this.setup.target, session: this.setup.sessionId, pid: launched.pid, reason },
+        'terminating opencode server process tree',
+      );
+      await this.services.tree.terminate(launched.pid, this.services.killGraceMs);
+    })();
+    return this.closing;
+  }
+}
+
+function* toolParts(
+  part: JsonObject | undefined,
+  announced: Set<string>,
+  finished: Set<string>,
+): Generator<RunEventPart> {
+  if (!part || stringField(part, 'type') !== 'tool') return;
+  const callId = stringField(part, 'callID') ?? stringField(part, 'id') ?? '';
+  const state = objectField(part, 'state');
+  const status = stringField(state, 'status') ?? '';
+  if (!announced.has(callId) && (status === 'running' || status === 'completed' || status === 'error')) {
+    announced.add(callId);
+    yield {
+      type: 'tool-call',
+      call: {
+        id: callId,
+        name: stringField(part, 'tool') ?? '',
+        argumentsJson: JSON.stringify(objectField(state, 'input') ?? {}),
+        index: 0,
+      },
+    };
+  }
+  if ((status === 'completed' || status === 'error') && !finished.has(callId)) {
+    finished.add(callId);
+    const output = stringField(state, 'output') ?? stringField(state, 'error') ?? '';
+    yield { type: 'progress', kind: 'tool', message: output, fields: { tool_call_id: callId, status } };
+  }
+}
+
+function findFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = isObject(address) && typeof address.port === 'number' ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
+    });
+  });
+}

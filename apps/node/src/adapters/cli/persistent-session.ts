@@ -1,0 +1,221 @@
+// A persistent session: one long-lived CLI process (pipes, or a pseudo-terminal for TUIs) that keeps its own
+// conversation. Each run writes the prompt as one line and streams output lines until `idleTimeoutMs` of
+// silence (complete, detail `idle-timeout`). Cancel interrupts the turn (SIGINT / Ctrl-C) and keeps the process;
+// the run deadline and `close` kill the whole tree. Output between runs belongs to no run and is dropped.
+import type { RunEventPart } from '@iop/wire';
+import type { LogicalSession } from '../../sessions/session-registry.js';
+import { stripAnsi } from './ansi.js';
+import { CliAdapterError } from './errors.js';
+import { LineSplitter } from './line-splitter.js';
+import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
+import { toSingleLine } from './prompt.js';
+import {
+  cancelledReason,
+  completePart,
+  describeExit,
+  errorPart,
+  TextTail,
+  type SessionRun,
+  type SessionServices,
+  type SessionSetup,
+} from './session-context.js';
+import { WaitableQueue } from './waitable-queue.js';
+
+const INTERRUPT_SETTLE_MS = 250;
+
+type WorkerEvent = { kind: 'line'; text: string } | { kind: 'exit'; exit: ProcessExit };
+
+export class PersistentSession implements LogicalSession {
+  readonly mode = 'persistent' as const;
+  private process: LaunchedProcess | undefined;
+  private exit: ProcessExit | undefined;
+  private listener: ((event: WorkerEvent) => void) | undefined;
+  private readonly splitter = new LineSplitter();
+  private readonly stderr = new TextTail();
+  private running = false;
+  /** After an interrupt, the next prompt waits until then: the signal is handled asynchronously by the CLI and
+   * must not cancel the next turn too. */
+  private settleUntil = 0;
+  private closing: Promise<void> | undefined;
+
+  /** `onGone` is told when the process is gone for good, so the adapter forgets this session. */
+  constructor(
+    private readonly setup: SessionSetup,
+    private readonly services: SessionServices,
+    private readonly onGone: (session: PersistentSession) => void,
+  ) {}
+
+  get busy(): boolean {
+    return this.running;
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  /** Starts the process on first use (persistent-lazy and persistent both start with the session's first run). */
+  private ensureStarted(): LaunchedProcess {
+    if (this.closing) throw new CliAdapterError('adapter_closed', 'session is closing');
+    if (this.exit)
+      throw new CliAdapterError('process_exited', `CLI process ended (${describeExit(this.exit)})`);
+    if (this.process) return this.process;
+    const { profile } = this.setup;
+    const launched = this.services.launcher.launch({
+      command: profile.command,
+      args: profile.args,
+      cwd: this.setup.workspace,
+      env: this.setup.env,
+      terminal: profile.terminal,
+      stdin: 'pipe',
+    });
+    this.process = launched;
+    launched.onOutput((chunk, stream) => {
+      if (stream === 'stderr') {
+        this.stderr.push(chunk);
+        return;
+      }
+      for (const line of this.splitter.push(chunk)) this.emitLine(line);
+    });
+    void launched.exited.then((exit) => {
+      this.exit = exit;
+      const rest = this.splitter.flush();
+      if (rest !== undefined) this.emitLine(rest);
+      this.listener?.({ kind: 'exit', exit });
+      this.services.logger.info(
+        {
+          target: this.setup.target,
+          session: this.setup.sessionId,
+          pid: launched.pid,
+          exit: describeExit(exit),
+        },
+        'persistent CLI process ended',
+      );
+      this.onGone(this);
+    });
+    this.services.logger.info(
+      {
+        target: this.setup.target,
+        session: this.setup.sessionId,
+        pid: launched.pid,
+        terminal: profile.terminal,
+      },
+      'persistent CLI process started',
+    );
+    return launched;
+  }
+
+  private emitLine(raw: string): void {
+    const text = this.setup.profile.terminal ? stripAnsi(raw) : raw;
+    // A terminal repaints with blank lines and cursor moves: only lines with visible text carry output.
+    if (this.setup.profile.terminal && text.trim() === '') return;
+    this.listener?.({ kind: 'line', text });
+  }
+
+  async *run(run: SessionRun): AsyncGenerator<RunEventPart> {
+    if (this.running)
+      throw new CliAdapterError('session_busy', `session ${this.setup.sessionId} already has a run`);
+    this.running = true;
+    const queue = new WaitableQueue<WorkerEvent>();
+    const { now } = this.services;
+    try {
+      const launched = this.ensureStarted();
+      this.listener = (event) => queue.push(event);
+      if (launched.pid === undefined) {
+        const exit = await launched.exited;
+        throw new CliAdapterError(
+          'spawn_failed',
+          `cannot start ${this.setup.profile.command}: ${exit.spawnError ?? ''}`,
+        );
+      }
+      const settle = this.settleUntil - now();
+      if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
+      launched.write(`${toSingleLine(run.prompt)}${launched.terminal ? '\r' : '\n'}`);
+      const idleTimeoutMs = this.setup.profile.idleTimeoutMs;
+      let lastActivity = now();
+      for (;;) {
+        const current = now();
+        const untilIdle = lastActivity + idleTimeoutMs - current;
+        const untilDeadline = run.deadlineAt - current;
+        const taken = await queue.take(Math.max(0, Math.min(untilIdle, untilDeadline)), run.signal);
+        switch (taken.kind) {
+          case 'item': {
+            const event = taken.item;
+            if (event.kind === 'line') {
+              lastActivity = now();
+              yield { type: 'text-delta', text: `${event.text}\n` };
+              break;
+            }
+            const backendMs = now() - run.startedAt;
+            if (event.exit.exitCode === 0) {
+              yield completePart('exit', backendMs);
+            } else {
+              const stderr = this.stderr.toString();
+              yield errorPart(
+                'process_exited',
+                `CLI process ended (${describeExit(event.exit)})${stderr ? `: ${stderr}` : ''}`,
+                true,
+                backendMs,
+              );
+            }
+            return;
+          }
+          case 'aborted':
+            // Interrupt the turn and keep the session: the process and its conversation live on.
+            launched.interrupt();
+            this.settleUntil = now() + INTERRUPT_SETTLE_MS;
+            yield { type: 'cancelled', reason: cancelledReason(run.signal) };
+            return;
+          case 'timeout': {
+            if (now() >= run.deadlineAt) {
+              this.services.logger.warn(
+                { target: this.setup.target, session: this.setup.sessionId, run_id: run.runId },
+                'run deadline exceeded; killing the session process tree',
+              );
+              await this.close('deadline');
+              yield errorPart(
+                'deadline_exceeded',
+                'run deadline exceeded; the session was terminated',
+                false,
+                now() - run.startedAt,
+              );
+              return;
+            }
+            const rest = this.splitter.flush();
+            if (rest !== undefined) {
+              const text = this.setup.profile.terminal ? stripAnsi(rest) : rest;
+              if (!this.setup.profile.terminal || text.trim() !== '')
+                yield { type: 'text-delta', text: `${text}\n` };
+            }
+            yield completePart('idle-timeout', now() - run.startedAt);
+            return;
+          }
+          case 'closed':
+            yield errorPart('internal', 'run queue closed unexpectedly', false, now() - run.startedAt);
+            return;
+          default: {
+            const unreachable: never = taken;
+            throw new Error(`unexpected queue result ${JSON.stringify(unreachable)}`);
+          }
+        }
+      }
+    } finally {
+      this.listener = undefined;
+      this.running = false;
+    }
+  }
+
+  /** Kills the whole process tree (SIGTERM, then SIGKILL after the grace period). Idempotent. */
+  close(reason: string): Promise<void> {
+    this.closing ??= (async () => {
+      const launched = this.process;
+      if (!launched || launched.pid === undefined || this.exit) return;
+      this.services.logger.info(
+        { target: this.setup.target, session: this.setup.sessionId, pid: launched.pid, reason },
+        'terminating persistent CLI process tree',
+      );
+      await this.services.tree.terminate(launched.pid, this.services.killGraceMs);
+      await Promise.race([launched.exited, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    })();
+    return this.closing;
+  }
+}

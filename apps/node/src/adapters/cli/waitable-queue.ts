@@ -1,0 +1,65 @@
+// A small push/pull queue that a run loop can wait on with a timeout and an AbortSignal at the same time. Process
+// output and exit notifications are pushed from event callbacks; the run generator pulls them one at a time, so
+// every timer (idle timeout, deadline, result grace) is a plain `take(timeoutMs)`.
+export type TakeResult<T> =
+  { kind: 'item'; item: T } | { kind: 'timeout' } | { kind: 'aborted' } | { kind: 'closed' };
+
+export class WaitableQueue<T> {
+  private readonly items: T[] = [];
+  private wake: (() => void) | undefined;
+  private closed = false;
+
+  push(item: T): void {
+    if (this.closed) return;
+    this.items.push(item);
+    this.notify();
+  }
+
+  /** No more items will come; pending and later takes drain what is left, then answer `closed`. */
+  close(): void {
+    this.closed = true;
+    this.notify();
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  /** Waits for the next item; `timeoutMs` undefined or Infinity waits without a timer. */
+  async take(timeoutMs: number | undefined, signal?: AbortSignal): Promise<TakeResult<T>> {
+    for (;;) {
+      if (this.items.length > 0) return { kind: 'item', item: this.items.shift() as T };
+      if (signal?.aborted) return { kind: 'aborted' };
+      if (this.closed) return { kind: 'closed' };
+      if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'timeout' };
+      const outcome = await this.waitOnce(timeoutMs, signal);
+      if (outcome !== 'woken') return { kind: outcome };
+    }
+  }
+
+  private waitOnce(
+    timeoutMs: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<'woken' | 'timeout' | 'aborted'> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (outcome: 'woken' | 'timeout' | 'aborted') => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.wake = undefined;
+        resolve(outcome);
+      };
+      const onAbort = () => finish('aborted');
+      this.wake = () => finish('woken');
+      if (timeoutMs !== undefined && Number.isFinite(timeoutMs))
+        timer = setTimeout(() => finish('timeout'), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// A persistent fake coding agent for IOP tests and the local console demo. It reads one prompt per stdin line
+// and answers each with two lines: the first `iop_\w+` token of the prompt upper-cased plus `_OK`, then plus
+// `_TAIL` (`ECHO_OK` / `ECHO_TAIL` without a token), then stays silent and alive like a real interactive agent.
+//
+// Flags (for tests of the session core):
+//   --delay-ms N            wait N ms before answering (SIGINT during the wait drops the answer: "interrupt")
+//   --exit-after N          exit 0 after answering N prompts
+//   --ignore-sigterm        survive SIGTERM (only SIGKILL ends it)
+//   --spawn-child           start a child process that would outlive this one (same process group)
+//   --child-pid-file PATH   write the child's pid there (with --spawn-child)
+//   --pid-file PATH         write this process's pid there
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+const options = parseArgs(process.argv.slice(2));
+let answered = 0;
+const pending = new Set();
+
+if (options.spawnChild) {
+  // A plain child in our process group that ignores SIGHUP and keeps running after we die: only a tree kill
+  // (process group or descendant walk) removes it.
+  const childCode = options.ignoreSigterm
+    ? "process.on('SIGHUP',()=>{});process.on('SIGTERM',()=>{});setInterval(()=>{},1000)"
+    : "process.on('SIGHUP',()=>{});setInterval(()=>{},1000)";
+  const child = spawn(process.execPath, ['-e', childCode], { stdio: 'ignore' });
+  child.unref();
+  if (options.childPidFile) writeFileSync(options.childPidFile, `${child.pid}\n`);
+}
+
+process.on('SIGINT', () => {
+  // Interrupt the current turn, like Ctrl-C in an agent CLI: pending answers are dropped, the process lives on.
+  for (const timer of pending) clearTimeout(timer);
+  pending.clear();
+  process.stderr.write('fake-cli: interrupted\n');
+});
+process.on('SIGTERM', () => {
+  if (options.ignoreSigterm) {
+    process.stderr.write('fake-cli: ignoring SIGTERM\n');
+    return;
+  }
+  process.exit(143);
+});
+
+const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+input.on('line', (line) => {
+  const answer = () => {
+    const match = /iop_\w+/i.exec(line);
+    const token = match ? match[0].toUpperCase() : 'ECHO';
+    process.stdout.write(`${token}_OK\n${token}_TAIL\n`);
+    answered += 1;
+    if (options.exitAfter > 0 && answered >= options.exitAfter) process.exit(0);
+  };
+  if (options.delayMs > 0) {
+    const timer = setTimeout(() => {
+      pending.delete(timer);
+      answer();
+    }, options.delayMs);
+    pending.add(timer);
+  } else {
+    answer();
+  }
+});
+input.on('close', () => {
+  // End of input: finish pending answers, then leave (an agent whose terminal closed).
+  const wait = () => (pending.size === 0 ? process.exit(0) : setTimeout(wait, 20));
+  wait();
+});
+
+// Written last, so a test that waits for it knows the signal handlers are installed.
+if (options.pidFile) writeFileSync(options.pidFile, `${process.pid}\n`);
+
+// Keeps the event loop alive while idle (stdin alone may not, e.g. under a closed pty).
+setInterval(() => {}, 60_000);
+
+function parseArgs(argv) {
+  const parsed = {
+    delayMs: 0,
+    exitAfter: 0,
+    ignoreSigterm: false,
+    spawnChild: false,
+    childPidFile: '',
+    pidFile: '',
+  };
+  for (let index = 0; index < argv.length; index += 1) {
+    const flag = argv[index];
+    const value = () => {
+      const next = argv[index + 1];
+      if (next === undefined) fail(`${flag} needs a value`);
+      index += 1;
+      return next;
+    };
+    const number = () => {
+      const text = value();
+      const parsedNumber = Number(text);
+      if (!Number.isInteger(parsedNumber) || parsedNumber < 0)
+        fail(`${flag} needs a non-negative integer, got ${text}`);
+      return parsedNumber;
+    };
+    switch (flag) {
+      case '--delay-ms':
+        parsed.delayMs = number();
+        break;
+      case '--exit-after':
+        parsed.exitAfter = number();
+        break;
+      case '--ignore-sigterm':
+        parsed.ignoreSigterm = true;
+        break;
+      case '--spawn-child':
+        parsed.spawnChild = true;
+        break;
+      case '--child-pid-file':
+        parsed.childPidFile = value();
+        break;
+      case '--pid-file':
+        parsed.pidFile = value();
+        break;
+      default:
+        fail(`unknown flag ${flag}`);
+    }
+  }
+  return parsed;
+}
+
+function fail(message) {
+  process.stderr.write(`fake-cli: ${message}\n`);
+  process.exit(2);
+}
