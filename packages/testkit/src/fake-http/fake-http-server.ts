@@ -8,6 +8,8 @@ import type { AddressInfo, Socket } from 'node:net';
 
 import type { FakeBehavior, InjectedFailure } from './fake-behavior.js';
 
+export type StreamFailureKind = 'mid-stream' | 'stall' | 'drop';
+
 export type RequestOutcome = 'pending' | 'completed' | 'client-closed' | 'dropped' | 'server-closed';
 
 export interface RecordedRequest {
@@ -53,8 +55,11 @@ export interface FakeExchange {
   readonly behavior: FakeBehavior;
   /** Aborted when the client disconnects or the server closes. */
   readonly signal: AbortSignal;
-  /** The non-HTTP failure (mid-stream, stall, drop) that applies to this request, consumed once. */
-  takeStreamFailure(): InjectedFailure | undefined;
+  /**
+   * The non-HTTP failure (mid-stream, stall, drop) that applies to this request, consumed once. `kinds` limits
+   * which kinds apply (a model listing has no stream to fail in the middle of, but can stall or drop).
+   */
+  takeStreamFailure(kinds?: StreamFailureKind[]): InjectedFailure | undefined;
   sendJson(status: number, body: unknown, headers?: Record<string, string>): void;
   sendText(status: number, text: string, contentType?: string): void;
   sendError(status: number, message: string): void;
@@ -127,10 +132,15 @@ export async function startFakeHttpServer(
   let closing = false;
 
   // Consumes one use of the configured failure when it applies; `times` counts down to a healed server.
-  const takeFailure = (path: string, wantHttp: boolean): InjectedFailure | undefined => {
+  const takeFailure = (
+    path: string,
+    wantHttp: boolean,
+    kinds?: StreamFailureKind[],
+  ): InjectedFailure | undefined => {
     const failure = behavior.failure;
     if (!failure || !pathMatches(failure, path)) return undefined;
     if ((failure.kind === 'http') !== wantHttp) return undefined;
+    if (failure.kind !== 'http' && kinds && !kinds.includes(failure.kind)) return undefined;
     if (failure.times !== undefined) {
       const left = failure.times - 1;
       behavior = { ...behavior, failure: left > 0 ? { ...failure, times: left } : undefined };
@@ -183,7 +193,7 @@ export async function startFakeHttpServer(
         return behavior;
       },
       signal: aborter.signal,
-      takeStreamFailure: () => takeFailure(record.path, false),
+      takeStreamFailure: (kinds) => takeFailure(record.path, false, kinds),
       sendJson,
       sendText: (status, text, contentType = 'text/plain; charset=utf-8') => {
         if (response.headersSent || response.destroyed) return;
@@ -331,6 +341,11 @@ export async function playStream(exchange: FakeExchange, plan: StreamPlan): Prom
   if (failure && failure.kind !== 'http') return fail();
   for (const chunk of plan.tail) response.write(chunk);
   response.end();
+}
+
+/** Answers a model listing or status call; an injected stall or drop applies to it too. */
+export function playListing(exchange: FakeExchange, body: () => unknown): Promise<void> {
+  return playBlocking(exchange, 0, body, ['stall', 'drop']);
 }
 
 /**

@@ -11,6 +11,7 @@ import {
 } from '../fake-http/fake-behavior.js';
 import {
   playBlocking,
+  playListing,
   playStream,
   startFakeHttpServer,
   type FakeExchange,
@@ -287,10 +288,11 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
         if (expect('GET')) exchange.sendText(200, 'Ollama is running');
         return;
       case '/api/version':
-        if (expect('GET')) exchange.sendJson(200, { version: FAKE_OLLAMA_VERSION });
+        if (expect('GET')) await playListing(exchange, () => ({ version: FAKE_OLLAMA_VERSION }));
         return;
       case '/api/tags':
-        if (expect('GET')) exchange.sendJson(200, { models: exchange.behavior.models.map(modelEntry) });
+        if (expect('GET'))
+          await playListing(exchange, () => ({ models: exchange.behavior.models.map(modelEntry) }));
         return;
       case '/api/ps': {
         if (!expect('GET')) return;
@@ -303,7 +305,7 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
             size_vram: modelSize(name),
             context_length: 4096,
           }));
-        exchange.sendJson(200, { models: running });
+        await playListing(exchange, () => ({ models: running }));
         return;
       }
       case '/api/chat':

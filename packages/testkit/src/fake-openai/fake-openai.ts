@@ -11,6 +11,7 @@ import {
 } from '../fake-http/fake-behavior.js';
 import {
   playBlocking,
+  playListing,
   playStream,
   startFakeHttpServer,
   type FakeExchange,
@@ -426,7 +427,7 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
         return;
       case '/v1/models':
         if (!expect('GET')) return;
-        exchange.sendJson(200, {
+        await playListing(exchange, () => ({
           object: 'list',
           data: exchange.behavior.models.map((name) => ({
             id: name,
@@ -453,7 +454,7 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
               },
             ],
           })),
-        });
+        }));
         return;
       case '/v1/chat/completions':
         if (expect('POST')) await chatCompletions(exchange);

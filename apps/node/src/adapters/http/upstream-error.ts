@@ -49,6 +49,10 @@ export class UpstreamCancelled extends Error {
 export function abortReason(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   if (typeof reason === 'string' && reason !== '') return reason;
-  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message !== '') return reason.message;
+  // Duck-typed: a reason may be an Error (or DOMException) from another realm.
+  if (typeof reason === 'object' && reason !== null) {
+    const { name, message } = reason as { name?: unknown; message?: unknown };
+    if (name !== 'AbortError' && typeof message === 'string' && message !== '') return message;
+  }
   return 'cancelled';
 }

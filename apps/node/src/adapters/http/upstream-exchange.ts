@@ -33,16 +33,20 @@ function originOf(url: string): string {
   }
 }
 
-/** The innermost useful description of a fetch error (`ECONNREFUSED`, `other side closed`, ...). */
+/**
+ * The innermost useful description of a fetch error (`connect ECONNREFUSED 127.0.0.1:1`, `other side closed`).
+ * Duck-typed on purpose: fetch's errors may come from another realm (test VMs), where `instanceof Error` fails.
+ */
 function describeCause(error: unknown): string {
   let current: unknown = error;
-  let description = error instanceof Error ? error.message : String(error);
-  for (let depth = 0; depth < 4 && current instanceof Error; depth += 1) {
-    const code = (current as Error & { code?: unknown }).code;
+  let description = String(error);
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    const { message, code, cause } = current as { message?: unknown; code?: unknown; cause?: unknown };
+    const text = typeof message === 'string' ? message : '';
     if (typeof code === 'string' && code !== '')
-      description = current.message ? `${code} ${current.message}` : code;
-    else if (current.message) description = current.message;
-    current = current.cause;
+      description = text.includes(code) ? text : `${code} ${text}`.trim();
+    else if (text !== '') description = text;
+    current = cause;
   }
   return description;
 }
