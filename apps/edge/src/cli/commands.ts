@@ -4,7 +4,9 @@ import { configCheckCommand } from './config-check.js';
 import { configInitCommand } from './config-init.js';
 import { configPrintCommand } from './config-print.js';
 import { envCommand } from './env.js';
+import { nodeRegisterCommand } from './node-register.js';
 import { nodesListCommand } from './nodes-list.js';
+import { serveCommand } from './serve.js';
 import { versionCommand } from './version.js';
 
 export const commands: CliCommand[] = [
@@ -14,4 +16,6 @@ export const commands: CliCommand[] = [
   configInitCommand,
   envCommand,
   nodesListCommand,
+  serveCommand,
+  nodeRegisterCommand,
 ];

@@ -1,0 +1,100 @@
+// `iop-edge node register <node-id> [--json] [--config P]`: creates or rotates the node's token in the node store
+// under edge.data_dir and prints it once, with the command that starts the node. A running edge picks the change
+// up without a restart (the store re-reads its file). The token is never logged, only printed here.
+import os from 'node:os';
+import type { EdgeConfig } from '@iop/config';
+import { isValidNodeId, createNodeStore } from '../node/node-store.js';
+import { formatHostPort, parseListenAddress } from '../transport/listen-address.js';
+import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
+import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+
+export interface NodeRegisterDeps {
+  /** Network interfaces (injected for tests); used to replace a wildcard listen host. */
+  networkInterfaces?: () => ReturnType<typeof os.networkInterfaces>;
+}
+
+export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliCommand {
+  return {
+    path: ['node', 'register'],
+    summary: "Create or rotate a node's token and print the command that starts the node.",
+    usage: 'node register <node-id> [--json] [--config P]',
+    async run(argv, io) {
+      const flags = parseFlags(argv, { ...configFlag, json: { type: 'boolean' } });
+      const [nodeId, ...extra] = flags.positionals;
+      if (!nodeId) throw new UsageError('a node id is required');
+      if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+      if (!isValidNodeId(nodeId)) {
+        throw new UsageError(`invalid node id '${nodeId}': use 1-64 letters, digits, '.', '_' or '-'`);
+      }
+      const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
+      if (!loaded.result.ok) {
+        printConfigIssues(io, loaded.path, loaded.result.issues);
+        return 1;
+      }
+      const config = loaded.result.config;
+      const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes });
+      const { token, rotated } = await store.register(nodeId);
+      const edgeAddress = nodeFacingAddress(config, deps.networkInterfaces ?? os.networkInterfaces);
+      const command = `iop-node run --edge ${edgeAddress} --node-id ${nodeId}`;
+      const configured = config.nodes.some((node) => node.id === nodeId);
+
+      if (booleanFlag(flags, 'json')) {
+        writeLine(
+          io.stdout,
+          JSON.stringify({ node_id: nodeId, token, edge_address: edgeAddress, command, rotated, configured }),
+        );
+        return 0;
+      }
+      writeLine(
+        io.stdout,
+        rotated
+          ? `Rotated the token of node ${nodeId}; the previous token no longer works.`
+          : `Registered node ${nodeId}.`,
+      );
+      writeLine(io.stdout, `Token (shown only now; the edge keeps only its SHA-256): ${token}`);
+      writeLine(io.stdout);
+      writeLine(io.stdout, 'Start the node with the token in its environment:');
+      writeLine(io.stdout, `  IOP_NODE_TOKEN=${token} ${command}`);
+      writeLine(io.stdout, 'or from a file only the node user can read:');
+      writeLine(io.stdout, `  (umask 077 && printf '%s' '${token}' > ~/.iop/node/token)`);
+      writeLine(io.stdout, `  ${command} --token-file ~/.iop/node/token`);
+      if (!configured) {
+        writeLine(io.stdout);
+        writeLine(
+          io.stdout,
+          `Note: ${nodeId} is not under nodes[] in ${loaded.path}; it connects with an empty configuration ` +
+            '(no adapters) until you add it there.',
+        );
+      }
+      return 0;
+    },
+  };
+}
+
+/**
+ * The address a node should dial: edge.listen, except that a wildcard host (0.0.0.0, ::) is replaced by the
+ * host of bootstrap.public_url when set, else by this machine's first non-internal IPv4 address.
+ */
+export function nodeFacingAddress(
+  config: EdgeConfig,
+  networkInterfaces: () => ReturnType<typeof os.networkInterfaces>,
+): string {
+  const { host, port } = parseListenAddress(config.edge.listen);
+  if (host !== '0.0.0.0' && host !== '::' && host !== '') return formatHostPort(host, port);
+  if (config.bootstrap.public_url) {
+    try {
+      const publicHost = new URL(config.bootstrap.public_url).hostname.replace(/^\[|\]$/g, '');
+      if (publicHost) return formatHostPort(publicHost, port);
+    } catch {
+      // an unparsable public_url falls through to the interface lookup
+    }
+  }
+  for (const entries of Object.values(networkInterfaces())) {
+    for (const entry of entries ?? []) {
+      if (entry.family === 'IPv4' && !entry.internal) return formatHostPort(entry.address, port);
+    }
+  }
+  return formatHostPort('127.0.0.1', port);
+}
+
+export const nodeRegisterCommand = createNodeRegisterCommand();
