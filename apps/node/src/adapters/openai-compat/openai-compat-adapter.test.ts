@@ -1,0 +1,324 @@
+// The openai_compat adapter against the fake vLLM server from @iop/testkit (in-process, real HTTP).
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
+
+import type { Adapter } from '../adapter.js';
+import {
+  closedPortUrl,
+  collect,
+  httpInstance,
+  terminalOf,
+  testDeps,
+  textOf,
+  userRun,
+} from '../http/test-support/http-adapter-fixtures.js';
+import { createOpenAICompatAdapter } from './openai-compat-adapter.js';
+
+const MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
+const never = new AbortController().signal;
+
+describe('openai_compat adapter', () => {
+  let server: FakeServer;
+  let adapter: Adapter;
+
+  beforeEach(async () => {
+    server = await startFakeOpenAI();
+    adapter = createOpenAICompatAdapter(
+      httpInstance('openai_compat', 'vllm-a', {
+        provider: 'vllm',
+        baseUrl: server.url,
+        headers: { authorization: 'Bearer vllm-key', 'x-tenant': 'iop' },
+        requestTimeoutMs: 2000,
+      }),
+      testDeps(),
+    );
+  });
+  afterEach(async () => {
+    await adapter.close();
+    await server.close();
+  });
+
+  it('streams text deltas, usage and one complete part', async () => {
+    server.setBehavior({ tokenCount: 3 });
+    const parts = await collect(adapter.run(userRun(MODEL, 'hi there'), { signal: never }));
+    expect(parts[0]).toEqual({ type: 'start', sessionId: 'session-1', adapter: 'vllm-a', target: MODEL });
+    expect(parts.filter((part) => part.type === 'text-delta').map((part) => part.text)).toEqual([
+      'hi',
+      ' there',
+      ' hi',
+    ]);
+    expect(parts.find((part) => part.type === 'usage')).toEqual({
+      type: 'usage',
+      usage: create.usage({ promptTokens: 2, completionTokens: 3, totalTokens: 5 }),
+    });
+    expect(terminalOf(parts)).toMatchObject({ type: 'complete', detail: 'stop', finishReason: 'stop' });
+    expect(parts.filter(isTerminalPart)).toHaveLength(1);
+  });
+
+  it('sends headers and the mapped body to /v1/chat/completions, streaming even for non-streaming clients', async () => {
+    await collect(
+      adapter.run(
+        userRun(MODEL, 'x', {
+          params: create.generationParams({ maxTokens: 5, temperature: 0.1, think: true }),
+        }),
+        {
+          signal: never,
+        },
+      ),
+    );
+    const recorded = server.requests[0];
+    expect(recorded.path).toBe('/v1/chat/completions');
+    expect(recorded.headers.authorization).toBe('Bearer vllm-key');
+    expect(recorded.headers['x-tenant']).toBe('iop');
+    expect(recorded.headers.accept).toBe('text/event-stream');
+    expect(recorded.body).toMatchObject({
+      model: MODEL,
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 5,
+      temperature: 0.1,
+      chat_template_kwargs: { enable_thinking: true },
+    });
+  });
+
+  it('accepts a base_url that already ends in /v1', async () => {
+    const withV1 = createOpenAICompatAdapter(
+      httpInstance('openai_compat', 'v1', { baseUrl: `${server.url}/v1/` }),
+      testDeps(),
+    );
+    const parts = await collect(withV1.run(userRun(MODEL, 'x'), { signal: never }));
+    expect(terminalOf(parts).type).toBe('complete');
+    expect(server.requests[0].path).toBe('/v1/chat/completions');
+    await withV1.close();
+  });
+
+  it('emits reasoning_content as reasoning deltas', async () => {
+    server.setBehavior({ reasoning: 'consider options', tokenCount: 1 });
+    const parts = await collect(adapter.run(userRun(MODEL, 'go'), { signal: never }));
+    expect(textOf(parts, 'reasoning-delta')).toBe('consider options');
+    expect(textOf(parts)).toBe('go');
+  });
+
+  it('assembles tool-call deltas split across chunks into one part per call', async () => {
+    server.setBehavior({
+      tokenCount: 0,
+      toolCalls: [
+        { id: 'call_w', name: 'get_weather', arguments: { city: 'Paris', unit: 'celsius' } },
+        { id: 'call_t', name: 'get_time', arguments: { zone: 'CET' } },
+      ],
+    });
+    const parts = await collect(
+      adapter.run(
+        userRun(MODEL, 'x', { tools: [{ name: 'get_weather', description: '', parametersJson: '{}' }] }),
+        {
+          signal: never,
+        },
+      ),
+    );
+    expect(parts.filter((part) => part.type === 'tool-call').map((part) => part.call)).toEqual([
+      create.toolCall({
+        id: 'call_w',
+        name: 'get_weather',
+        argumentsJson: '{"city":"Paris","unit":"celsius"}',
+        index: 0,
+      }),
+      create.toolCall({ id: 'call_t', name: 'get_time', argumentsJson: '{"zone":"CET"}', index: 1 }),
+    ]);
+    expect(terminalOf(parts)).toMatchObject({ type: 'complete', finishReason: 'tool_calls' });
+  });
+
+  it('reports finish reason length at max_tokens', async () => {
+    const parts = await collect(
+      adapter.run(userRun(MODEL, 'a b c', { params: create.generationParams({ maxTokens: 2 }) }), {
+        signal: never,
+      }),
+    );
+    expect(textOf(parts)).toBe('a b');
+    expect(terminalOf(parts)).toMatchObject({ type: 'complete', finishReason: 'length' });
+  });
+
+  it('measures backendMs over the upstream exchange', async () => {
+    server.setBehavior({ firstTokenDelayMs: 60, tokenDelayMs: 10, tokenCount: 3 });
+    const complete = terminalOf(await collect(adapter.run(userRun(MODEL, 'x'), { signal: never })));
+    expect(complete.type).toBe('complete');
+    expect((complete as { backendMs: number }).backendMs).toBeGreaterThanOrEqual(75);
+  });
+
+  describe('errors', () => {
+    it('maps a 404 vLLM error body to upstream_http_404 with its message', async () => {
+      const parts = await collect(adapter.run(userRun('ghost', 'x'), { signal: never }));
+      expect(terminalOf(parts)).toMatchObject({
+        type: 'error',
+        code: 'upstream_http_404',
+        message: 'The model `ghost` does not exist.',
+        retryable: false,
+      });
+    });
+
+    it('maps 401 and 503 with retryability', async () => {
+      server.setBehavior({ failure: { kind: 'http', status: 401, message: 'bad key', times: 1 } });
+      expect(terminalOf(await collect(adapter.run(userRun(MODEL, 'x'), { signal: never })))).toMatchObject({
+        code: 'upstream_http_401',
+        message: 'bad key',
+        retryable: false,
+      });
+      server.setBehavior({ failure: { kind: 'http', status: 503, message: 'overloaded', times: 1 } });
+      expect(terminalOf(await collect(adapter.run(userRun(MODEL, 'x'), { signal: never })))).toMatchObject({
+        code: 'upstream_http_503',
+        retryable: true,
+      });
+    });
+
+    it('maps a mid-stream error event to upstream_error after the streamed text', async () => {
+      server.setBehavior({ failure: { kind: 'mid-stream', afterTokens: 1, message: 'engine dead' } });
+      const parts = await collect(adapter.run(userRun(MODEL, 'x y'), { signal: never }));
+      expect(textOf(parts)).toBe('x');
+      expect(terminalOf(parts)).toMatchObject({
+        type: 'error',
+        code: 'upstream_error',
+        message: 'engine dead',
+      });
+    });
+
+    it('maps a dropped connection to upstream_error', async () => {
+      server.setBehavior({ failure: { kind: 'drop', afterTokens: 2 } });
+      const parts = await collect(adapter.run(userRun(MODEL, 'x'), { signal: never }));
+      expect(terminalOf(parts)).toMatchObject({ type: 'error', code: 'upstream_error' });
+    });
+
+    it('maps a stall to upstream_timeout', async () => {
+      const quick = createOpenAICompatAdapter(
+        httpInstance('openai_compat', 'quick', { baseUrl: server.url, requestTimeoutMs: 120 }),
+        testDeps(),
+      );
+      server.setBehavior({ failure: { kind: 'stall', afterTokens: 1 } });
+      const parts = await collect(quick.run(userRun(MODEL, 'x'), { signal: never }));
+      expect(terminalOf(parts)).toMatchObject({ type: 'error', code: 'upstream_timeout' });
+      await server.waitForIdle(200);
+      await quick.close();
+    });
+
+    it('maps a refused connection to upstream_unreachable', async () => {
+      const dead = createOpenAICompatAdapter(
+        httpInstance('openai_compat', 'dead', { baseUrl: await closedPortUrl() }),
+        testDeps(),
+      );
+      const parts = await collect(dead.run(userRun(MODEL, 'x'), { signal: never }));
+      expect(terminalOf(parts)).toMatchObject({
+        type: 'error',
+        code: 'upstream_unreachable',
+        retryable: true,
+      });
+    });
+  });
+
+  it('aborts the upstream request within 100 ms of a cancel', async () => {
+    server.setBehavior({ tokenCount: 200, tokenDelayMs: 20 });
+    const controller = new AbortController();
+    const parts: RunEventPart[] = [];
+    let abortedAt = 0;
+    for await (const part of adapter.run(userRun(MODEL, 'x'), { signal: controller.signal })) {
+      parts.push(part);
+      if (part.type === 'text-delta' && abortedAt === 0) {
+        abortedAt = Date.now();
+        controller.abort('client went away');
+      }
+    }
+    expect(terminalOf(parts)).toEqual({ type: 'cancelled', reason: 'client went away' });
+    await server.waitForIdle(100);
+    expect(server.requests[0].outcome).toBe('client-closed');
+    expect(server.requests[0].closedAt! - abortedAt).toBeLessThan(100);
+  });
+
+  describe('commands and health', () => {
+    const command = (name: string) =>
+      create.nodeCommandRequest({ command: name, adapter: 'vllm-a', providerId: 'vllm-gpu' });
+
+    it('lists served models from /v1/models with the configured headers', async () => {
+      const response = await adapter.command(command('list_models'), { signal: never });
+      expect(response).toMatchObject({
+        ok: true,
+        result: { models: MODEL, count: '1', max_model_len: `${MODEL}=32768` },
+        lifecycle: {
+          providerId: 'vllm-gpu',
+          action: 'list_models',
+          status: 'ok',
+          models: [{ name: MODEL, loaded: true }],
+        },
+      });
+      expect(server.requests[0].headers.authorization).toBe('Bearer vllm-key');
+    });
+
+    it('answers capabilities and rejects lifecycle commands it cannot do', async () => {
+      await adapter.command(command('list_models'), { signal: never });
+      const caps = await adapter.command(command('capabilities'), { signal: never });
+      expect(caps.result).toEqual({
+        adapter: 'openai_compat',
+        targets: MODEL,
+        base_url: server.url,
+        provider: 'vllm',
+      });
+      for (const name of ['pull_model', 'load_model', 'unload_model', 'bogus']) {
+        const response = await adapter.command(command(name), { signal: never });
+        expect(response).toMatchObject({
+          ok: false,
+          error: `command ${name} not supported by adapter openai_compat`,
+        });
+      }
+    });
+
+    it('tracks health: healthy → unreachable → unhealthy (HTTP 500) → healthy', async () => {
+      expect(await adapter.probeHealth(never)).toEqual({
+        health: 'healthy',
+        detail: '1 model(s) served',
+        models: [MODEL],
+      });
+      const port = Number(new URL(server.url).port);
+      await server.close();
+      expect((await adapter.probeHealth(never)).health).toBe('unreachable');
+      server = await startFakeOpenAI({ port });
+      server.setBehavior({ failure: { kind: 'http', status: 500, message: 'engine starting' } });
+      expect(await adapter.probeHealth(never)).toEqual({
+        health: 'unhealthy',
+        detail: 'HTTP 500: engine starting',
+        models: [],
+      });
+      server.setBehavior({ failure: undefined });
+      expect((await adapter.probeHealth(never)).health).toBe('healthy');
+    });
+
+    it('reports an answer without a model list as unhealthy', async () => {
+      const wrong = createOpenAICompatAdapter(
+        httpInstance('openai_compat', 'wrong', { baseUrl: `${server.url}/health-check-root` }),
+        testDeps(),
+      );
+      const result = await wrong.probeHealth(never);
+      expect(result.health).toBe('unhealthy');
+      await wrong.close();
+    });
+  });
+
+  it('runs several named instances side by side', async () => {
+    const other = await startFakeOpenAI({
+      behavior: { models: ['Qwen/Qwen3-8B'], reply: () => 'qwen says hi' },
+    });
+    try {
+      const second = createOpenAICompatAdapter(
+        httpInstance('openai_compat', 'vllm-b', { provider: 'vllm', baseUrl: other.url }),
+        testDeps(),
+      );
+      const [a, b] = await Promise.all([
+        collect(adapter.run(userRun(MODEL, 'alpha'), { signal: never })),
+        collect(second.run(userRun('Qwen/Qwen3-8B', 'x'), { signal: never })),
+      ]);
+      expect(a[0]).toMatchObject({ adapter: 'vllm-a' });
+      expect(b[0]).toMatchObject({ adapter: 'vllm-b' });
+      expect(textOf(b)).toBe('qwen says hi');
+      expect(other.requests[0].headers.authorization).toBeUndefined();
+      await second.close();
+    } finally {
+      await other.close();
+    }
+  });
+});

@@ -1,0 +1,98 @@
+import { describe, expect, it } from '@jest/globals';
+import { create, type RunEventPart } from '@iop/wire';
+
+import type { SseEvent } from '../http/sse-reader.js';
+import { UpstreamError } from '../http/upstream-error.js';
+import { openAIChatParts } from './openai-stream.js';
+
+async function* events(...data: unknown[]): AsyncIterable<SseEvent> {
+  for (const item of data) {
+    await Promise.resolve();
+    yield { event: 'message', data: typeof item === 'string' ? item : JSON.stringify(item) };
+  }
+}
+
+async function run(source: AsyncIterable<SseEvent>): Promise<{ parts: RunEventPart[]; finish: string }> {
+  const parts: RunEventPart[] = [];
+  const generator = openAIChatParts(source, 'r1');
+  for (;;) {
+    const next = await generator.next();
+    if (next.done) return { parts, finish: next.value };
+    parts.push(next.value);
+  }
+}
+
+const choice = (delta: object, finish: string | null = null) => ({
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
+
+describe('openAIChatParts', () => {
+  it('accepts a stream that ends after a finish_reason without [DONE]', async () => {
+    const result = await run(events(choice({ content: 'a' }), choice({}, 'stop')));
+    expect(result.finish).toBe('stop');
+    expect(result.parts).toEqual([{ type: 'text-delta', text: 'a' }]);
+  });
+
+  it('rejects a stream cut before any finish_reason or [DONE]', async () => {
+    await expect(run(events(choice({ content: 'a' })))).rejects.toThrow('ended before a finish_reason');
+  });
+
+  it('reads the `reasoning` delta field and usage details', async () => {
+    const result = await run(
+      events(
+        choice({ reasoning: 'hmm' }),
+        choice({ content: 'ok' }, 'stop'),
+        {
+          choices: [],
+          usage: {
+            prompt_tokens: 4,
+            completion_tokens: 6,
+            total_tokens: 10,
+            completion_tokens_details: { reasoning_tokens: 3 },
+            prompt_tokens_details: { cached_tokens: 2 },
+          },
+        },
+        '[DONE]',
+      ),
+    );
+    expect(result.parts).toEqual([
+      { type: 'reasoning-delta', text: 'hmm' },
+      { type: 'text-delta', text: 'ok' },
+      {
+        type: 'usage',
+        usage: create.usage({
+          promptTokens: 4,
+          completionTokens: 6,
+          totalTokens: 10,
+          reasoningTokens: 3,
+          cachedTokens: 2,
+        }),
+      },
+    ]);
+  });
+
+  it('throws the message of an error event', async () => {
+    const error = await run(
+      events(choice({ content: 'a' }), { error: { message: 'kv cache full', code: 500 } }),
+    ).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect((error as UpstreamError).message).toBe('kv cache full');
+  });
+
+  it('rejects non-JSON data', async () => {
+    await expect(run(events('{oops'))).rejects.toThrow('invalid SSE data');
+  });
+
+  it('flushes tool calls at [DONE] when a server never sends a finish_reason', async () => {
+    const result = await run(
+      events(
+        choice({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }),
+        '[DONE]',
+      ),
+    );
+    expect(result.finish).toBe('tool_calls');
+    expect(result.parts).toEqual([
+      { type: 'tool-call', call: create.toolCall({ id: 'c', name: 'f', argumentsJson: '{}' }) },
+    ]);
+  });
+});
