@@ -1,0 +1,152 @@
+// `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
+// flags, read the token, lock the data dir, open the history, build the agent, map the link's outcome to an exit
+// code (0 for a deliberate stop; 1 for a rejection, a failed first connection or exhausted reconnects).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
+import { SqliteRunHistory, HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
+import { createDialer, parseEdgeAddress, type DialOptions } from '../link/dial.js';
+import {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_RETRY_INTERVAL_MS,
+  describeOutcome,
+  exitCodeFor,
+} from '../link/node-link.js';
+import { createLogger, type Logger } from '../logging.js';
+import { NodeAgent } from '../runner/node-agent.js';
+import { defaultAdapterFactories } from './adapter-factories.js';
+import {
+  booleanFlag,
+  integerFlag,
+  parseFlags,
+  stringFlag,
+  UsageError,
+  writeLine,
+  type CliCommand,
+  type CliIo,
+} from './command.js';
+import { lockDataDir, resolveDataDir } from './data-dir.js';
+import { readToken, refuseTokenFlag } from './token.js';
+import { AGENT_VERSION } from './version.js';
+
+export interface RunCommandOverrides {
+  factories?: (io: CliIo) => Partial<Record<AdapterType, AdapterFactory>>;
+  logger?: (io: CliIo, level: string, format: string) => Logger;
+}
+
+const USAGE =
+  'run --edge HOST:PORT --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
+  '[--tls] [--tls-ca FILE] [--tls-servername NAME] [--history-retain N] [--log-level L] [--log-format pretty|json]';
+
+export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
+  return {
+    path: ['run'],
+    summary: 'connect to an edge as a node and serve runs (token from --token-file or IOP_NODE_TOKEN)',
+    usage: USAGE,
+    async run(argv, io) {
+      refuseTokenFlag(argv);
+      const flags = parseFlags(argv, {
+        edge: { type: 'string' },
+        'node-id': { type: 'string' },
+        'token-file': { type: 'string' },
+        'data-dir': { type: 'string' },
+        'retry-interval-ms': { type: 'string' },
+        'max-retries': { type: 'string' },
+        'register-timeout-ms': { type: 'string' },
+        tls: { type: 'boolean' },
+        'tls-ca': { type: 'string' },
+        'tls-servername': { type: 'string' },
+        'history-retain': { type: 'string' },
+        'log-level': { type: 'string' },
+        'log-format': { type: 'string' },
+      });
+      if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
+      const edgeFlag = stringFlag(flags, 'edge');
+      if (!edgeFlag) throw new UsageError('--edge HOST:PORT is required');
+      let edge: { host: string; port: number };
+      try {
+        edge = parseEdgeAddress(edgeFlag);
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+      const nodeId = stringFlag(flags, 'node-id');
+      if (!nodeId) throw new UsageError('--node-id ID is required');
+      const retryIntervalMs = integerFlag(flags, 'retry-interval-ms', DEFAULT_RETRY_INTERVAL_MS, 1);
+      const maxRetries = integerFlag(flags, 'max-retries', DEFAULT_MAX_RETRIES, 0);
+      const registerTimeoutMs = integerFlag(flags, 'register-timeout-ms', 10_000, 1);
+      const retainRuns = integerFlag(flags, 'history-retain', 1000, 1);
+      const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
+      const tls = tlsOptions(flags, io.cwd);
+      const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
+      const level = stringFlag(flags, 'log-level') ?? io.env['IOP_LOG_LEVEL'] ?? 'info';
+      const format = stringFlag(flags, 'log-format') ?? io.env['IOP_LOG_FORMAT'] ?? 'pretty';
+      const logger =
+        overrides.logger?.(io, level, format) ?? createLogger({ level, format, destination: io.stderr });
+
+      const lock = lockDataDir(dataDir);
+      let history: SqliteRunHistory | undefined;
+      try {
+        history = SqliteRunHistory.open({ path: path.join(dataDir, HISTORY_FILE_NAME), retainRuns });
+        if (history.recoveredRuns > 0) {
+          logger.warn(
+            { runs: history.recoveredRuns },
+            'runs left running by a previous process marked interrupted',
+          );
+        }
+        if (token.warning) logger.warn({}, token.warning);
+        const agent = new NodeAgent({
+          nodeId,
+          token: token.token,
+          agentVersion: AGENT_VERSION,
+          connect: createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) }),
+          factories: overrides.factories?.(io) ?? defaultAdapterFactories({ cwd: io.cwd, env: io.env }),
+          history,
+          logger,
+          retryIntervalMs,
+          maxRetries,
+          registerTimeoutMs,
+        });
+        logger.info(
+          {
+            edge: edgeFlag,
+            nodeId,
+            dataDir,
+            tls: tls !== undefined,
+            token: token.origin,
+            version: AGENT_VERSION,
+          },
+          'iop-node starting',
+        );
+        const unsubscribe = io.onSignal((signal) => {
+          logger.info({ signal }, 'signal received, shutting down');
+          void agent.stop('shutdown');
+        });
+        try {
+          const outcome = await agent.run();
+          if (outcome.kind !== 'stopped') writeLine(io.stderr, `iop-node: ${describeOutcome(outcome)}`);
+          return exitCodeFor(outcome);
+        } finally {
+          unsubscribe();
+        }
+      } finally {
+        history?.close();
+        lock.release();
+      }
+    },
+  };
+}
+
+function tlsOptions(flags: ReturnType<typeof parseFlags>, cwd: string): DialOptions['tls'] {
+  const caFile = stringFlag(flags, 'tls-ca');
+  const servername = stringFlag(flags, 'tls-servername');
+  if (!booleanFlag(flags, 'tls') && !caFile && !servername) return undefined;
+  if (!caFile) return { servername };
+  const file = path.resolve(cwd, caFile);
+  try {
+    return { ca: fs.readFileSync(file), servername };
+  } catch (error) {
+    throw new UsageError(`cannot read --tls-ca ${file}: ${(error as Error).message}`);
+  }
+}
+
+export const runCommand = createRunCommand();
