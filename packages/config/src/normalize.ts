@@ -132,6 +132,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       session_id: str(a2a.session_id, DEFAULTS.a2a_session_id),
       timeout_sec: int(a2a.timeout_sec, DEFAULTS.a2a_timeout_sec),
       bearer_token: str(a2a.bearer_token, ''),
+      public_url: str(a2a.public_url, ''),
     },
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,

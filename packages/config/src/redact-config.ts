@@ -17,7 +17,11 @@ export function redactConfig(config: EdgeConfig): EdgeConfig {
     refresh: { ...config.refresh, admin_token: secret(config.refresh.admin_token) },
     bootstrap: { ...config.bootstrap, public_url: redactUrl(config.bootstrap.public_url) },
     openai: { ...config.openai, api_keys: config.openai.api_keys.map(secret) },
-    a2a: { ...config.a2a, bearer_token: secret(config.a2a.bearer_token) },
+    a2a: {
+      ...config.a2a,
+      bearer_token: secret(config.a2a.bearer_token),
+      public_url: redactUrl(config.a2a.public_url),
+    },
     nodes: config.nodes.map((node) => ({
       ...node,
       token: secret(node.token),

@@ -225,6 +225,7 @@ export const edgeConfigSchema: Schema = object({
     session_id: text,
     timeout_sec: integer(LIMITS.timeout_sec),
     bearer_token: text,
+    public_url: optionalHttpUrl,
   }),
   models: { type: 'array', items: model, maxItems: 4096 },
   nodes: { type: 'array', items: node, maxItems: 4096 },

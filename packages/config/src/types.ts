@@ -142,6 +142,8 @@ export interface A2AConfig {
   readonly timeout_sec: number;
   /** '' = no authentication. Secret. */
   readonly bearer_token: string;
+  /** Externally visible URL of the JSON-RPC endpoint (path included) for the agent card; '' = derived from the request's Host and path. */
+  readonly public_url: string;
 }
 
 /** `models[]` — canonical routing keys of the provider pool and their generation policy. */
