@@ -3,6 +3,7 @@ import type { CliCommand } from './command.js';
 import { configCheckCommand } from './config-check.js';
 import { configInitCommand } from './config-init.js';
 import { configPrintCommand } from './config-print.js';
+import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodesListCommand } from './nodes-list.js';
@@ -17,5 +18,6 @@ export const commands: CliCommand[] = [
   envCommand,
   nodesListCommand,
   serveCommand,
+  consoleCommand,
   nodeRegisterCommand,
 ];
