@@ -220,6 +220,20 @@ describe('fake Ollama', () => {
     expect(times[2] - times[0]).toBeGreaterThanOrEqual(15);
   });
 
+  it('tracks open connections and requests in flight, and closes idle keep-alive sockets on close()', async () => {
+    server.setBehavior({ tokenCount: 50, tokenDelayMs: 10 });
+    expect(server.activeConnections).toBe(0);
+    const stream = await client.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'x' }], stream: true });
+    expect(server.activeConnections).toBe(1);
+    expect(server.activeRequests).toBe(1);
+    await expect(server.waitForIdle(20)).rejects.toThrow('still has 1 request(s) in flight');
+    for await (const _part of stream) void _part;
+    await server.waitForIdle(500);
+    expect(server.requests[0].outcome).toBe('completed');
+    await server.close();
+    expect(server.activeConnections).toBe(0);
+  });
+
   it('rejects a chat without a model with 400', async () => {
     const response = await fetch(`${server.url}/api/chat`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(400);
