@@ -1,0 +1,125 @@
+import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { RUNTIME_EXTRAS, startEdgeRuntime } from './edge-runtime.js';
+import { silentLogger } from './logging.js';
+import { testEdgeConfig } from './node/test-support/config-fixture.js';
+import type { SurfaceContext, SurfaceFactory } from './surface.js';
+import { parseListenAddress } from './transport/listen-address.js';
+import { connectFakeNode } from './transport/test-support/fake-node.js';
+
+let dataDir: string;
+
+beforeEach(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'iop-runtime-'));
+});
+
+afterEach(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function canConnect(address: string): Promise<boolean> {
+  const { host, port } = parseListenAddress(address);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+describe('startEdgeRuntime', () => {
+  it('starts surfaces in order with the shared context and stops them in reverse before the transport', async () => {
+    const order: string[] = [];
+    let seen: SurfaceContext | undefined;
+    const surface =
+      (name: string): SurfaceFactory =>
+      (context) => {
+        seen = context;
+        order.push(`start ${name}`);
+        context.extras.set(name, true);
+        return Promise.resolve({
+          name,
+          address: `${name}://`,
+          close: () => {
+            order.push(`close ${name}`);
+            return Promise.resolve();
+          },
+        });
+      };
+    const runtime = await startEdgeRuntime({
+      config: testEdgeConfig({ edge: { data_dir: dataDir } }),
+      configPath: '/etc/iop/edge.yaml',
+      logger: silentLogger,
+      surfaces: [surface('a'), () => Promise.resolve(undefined), surface('b')],
+    });
+    expect(runtime.surfaces.map((entry) => entry.name)).toEqual(['a', 'b']);
+    expect(seen?.service).toBe(runtime.service);
+    expect(seen?.registry).toBe(runtime.registry);
+    expect(seen?.extras.get(RUNTIME_EXTRAS.configPath)).toBe('/etc/iop/edge.yaml');
+    expect(seen?.extras.get(RUNTIME_EXTRAS.nodeStore)).toBe(runtime.store);
+    expect(seen?.extras.get('a')).toBe(true);
+
+    const { token } = await runtime.store.register('test-node');
+    const node = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
+    expect(node.response.accepted).toBe(true);
+    await Promise.all([runtime.stop(), runtime.stop()]);
+    expect(order).toEqual(['start a', 'start b', 'close b', 'close a']);
+    expect((await node.connection.closed).reason).toBe('shutdown');
+    expect(await canConnect(runtime.transportAddress)).toBe(false);
+    await expect(
+      runtime.service.submitRun({ adapter: 'cli', target: 't', sessionId: 's', messages: [] }),
+    ).rejects.toMatchObject({
+      code: 'shutting_down',
+    });
+  });
+
+  it('stops what it started and rethrows when a surface fails to start', async () => {
+    const closed: string[] = [];
+    let surfaceSawContext = false;
+    const error = await startEdgeRuntime({
+      config: testEdgeConfig({ edge: { data_dir: dataDir } }),
+      configPath: 'x',
+      logger: silentLogger,
+      surfaces: [
+        (context) => {
+          surfaceSawContext = context.registry.size === 0;
+          return Promise.resolve({
+            name: 'ok',
+            address: 'ok://',
+            close: () => {
+              closed.push('ok');
+              return Promise.resolve();
+            },
+          });
+        },
+        () => Promise.reject(new Error('port in use')),
+      ],
+    }).catch((caught: unknown) => caught);
+    expect(error).toEqual(new Error('port in use'));
+    expect(surfaceSawContext).toBe(true);
+    expect(closed).toEqual(['ok']);
+  });
+
+  it('fails with a typed error when the transport cannot listen', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const address = blocker.address();
+    const port = address !== null && typeof address !== 'string' ? address.port : 0;
+    try {
+      await expect(
+        startEdgeRuntime({
+          config: testEdgeConfig({ edge: { data_dir: dataDir, listen: `127.0.0.1:${port}` } }),
+          configPath: 'x',
+          logger: silentLogger,
+          surfaces: [],
+        }),
+      ).rejects.toMatchObject({ name: 'TransportError', code: 'listen_failed' });
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+});
