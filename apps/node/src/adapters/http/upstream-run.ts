@@ -35,6 +35,8 @@ export async function* runUpstream(
     idleTimeoutMs: options.idleTimeoutMs,
   });
   let produced = false;
+  let parts: BackendStream | undefined;
+  let partsDone = false;
   try {
     if (options.inflight.closed) {
       yield {
@@ -46,11 +48,14 @@ export async function* runUpstream(
       };
       return;
     }
-    const parts = options.stream(exchange);
+    parts = options.stream(exchange);
     let finishReason: string | undefined;
     while (finishReason === undefined && !entry.signal.aborted) {
       const next = await parts.next();
-      if (next.done) finishReason = next.value;
+      if (next.done) {
+        partsDone = true;
+        finishReason = next.value;
+      }
       else {
         produced = true;
         yield next.value;
@@ -58,6 +63,7 @@ export async function* runUpstream(
     }
     if (finishReason === undefined) {
       // Aborted between two parts: stop the backend stream (its finally closes the response body).
+      partsDone = true;
       await parts.return('cancelled');
       yield { type: 'cancelled', reason: abortReason(entry.signal) };
       return;
@@ -65,6 +71,8 @@ export async function* runUpstream(
     exchange.finish();
     yield { type: 'complete', detail: 'stop', finishReason, backendMs: exchange.backendMs };
   } catch (error) {
+    // A backend stream that threw has finished.
+    partsDone = true;
     exchange.finish();
     if (error instanceof UpstreamCancelled || entry.signal.aborted) {
       yield { type: 'cancelled', reason: abortReason(entry.signal) };
@@ -91,6 +99,8 @@ export async function* runUpstream(
     };
   } finally {
     exchange.dispose();
+    // The consumer left while a part was out (break / return()): run the backend stream's own cleanup too.
+    if (parts && !partsDone) await parts.return('abandoned').catch(() => undefined);
     entry.release();
   }
 }

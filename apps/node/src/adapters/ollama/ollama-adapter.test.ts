@@ -495,3 +495,32 @@ describe('ollama adapter', () => {
     expect(await adapter.terminateSession('llama3.2', 'session-1')).toBe(false);
   });
 });
+
+describe('ollama pull progress throttling', () => {
+  it('relays status changes and finished layers but thins byte progress within one status', async () => {
+    const { pullOllamaModel } = await import('./ollama-lifecycle.js');
+    const { UpstreamExchange } = await import('../http/upstream-exchange.js');
+    const lines = [
+      { status: 'pulling manifest' },
+      { status: 'pulling abc', digest: 'sha256:abc', total: 100, completed: 10 },
+      { status: 'pulling abc', digest: 'sha256:abc', total: 100, completed: 20 },
+      { status: 'pulling abc', digest: 'sha256:abc', total: 100, completed: 30 },
+      { status: 'pulling abc', digest: 'sha256:abc', total: 100, completed: 100 },
+      { status: 'success' },
+    ];
+    const body = lines.map((line) => `${JSON.stringify(line)}\n`).join('');
+    const fakeFetch = (() => Promise.resolve(new Response(body, { status: 200 }))) as unknown as typeof fetch;
+    const exchange = new UpstreamExchange({ fetch: fakeFetch, now: () => 0, signal: never, idleTimeoutMs: 1000 });
+    const seen: string[] = [];
+    await pullOllamaModel(
+      exchange,
+      { url: (path) => `http://ollama.invalid${path}`, headers: {} },
+      'm',
+      'p',
+      (progress) => seen.push(`${progress.status}:${progress.completed}`),
+      () => 0,
+    );
+    exchange.dispose();
+    expect(seen).toEqual(['pulling manifest:0', 'pulling abc:10', 'pulling abc:100', 'success:0']);
+  });
+});

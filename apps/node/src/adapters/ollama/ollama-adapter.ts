@@ -118,7 +118,7 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
             pullOllamaModel(exchange, endpoint, model, providerId, (progress) => {
               updates += 1;
               options.onProgress?.(progress);
-            }),
+            }, deps.now),
           );
           if (!knownModels.includes(model)) knownModels = [...knownModels, model];
           return commandOk(

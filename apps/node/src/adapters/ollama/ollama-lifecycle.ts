@@ -113,14 +113,24 @@ export async function setOllamaModelLoaded(
   return asString(answer.done_reason);
 }
 
-/** Pulls a model, relaying each progress line; resolves on `success`, throws on an error line or a cut stream. */
+/** Byte-progress lines of one status closer together than this are skipped (Ollama sends them per chunk). */
+export const PULL_PROGRESS_INTERVAL_MS = 250;
+
+/**
+ * Pulls a model, relaying progress; resolves on `success`, throws on an error line or a cut stream. Every status
+ * change and every finished layer is relayed; byte counts within one status at most every
+ * PULL_PROGRESS_INTERVAL_MS, so a fast pull does not flood the edge link.
+ */
 export async function pullOllamaModel(
   exchange: UpstreamExchange,
   endpoint: OllamaEndpoint,
   model: string,
   providerId: string,
   onProgress: (progress: ProviderLifecycleProgress) => void,
+  now: () => number,
 ): Promise<void> {
+  let lastStatus = '';
+  let lastAt = Number.NEGATIVE_INFINITY;
   // The JS client sends `name`; newer servers read `model`. Sending both works with every version.
   const response = await exchange.send(endpoint.url('/api/pull'), {
     method: 'POST',
@@ -132,14 +142,16 @@ export async function pullOllamaModel(
     if (failure !== undefined) throw new UpstreamError('upstream_error', failure, { retryable: false });
     const line = asObject(value);
     const status = asString(line.status);
-    onProgress({
-      providerId,
-      model,
-      status,
-      digest: asString(line.digest),
-      total: asNumber(line.total),
-      completed: asNumber(line.completed),
-    });
+    const total = asNumber(line.total);
+    const completed = asNumber(line.completed);
+    const at = now();
+    const relay =
+      status !== lastStatus || (total > 0 && completed >= total) || at - lastAt >= PULL_PROGRESS_INTERVAL_MS;
+    if (relay) {
+      lastStatus = status;
+      lastAt = at;
+      onProgress({ providerId, model, status, digest: asString(line.digest), total, completed });
+    }
     if (status === 'success') return;
   }
   throw new UpstreamError('upstream_error', `pull of ${model} ended without "success"`, { retryable: true });

@@ -145,6 +145,35 @@ describe('openai_compat adapter', () => {
     expect((complete as { backendMs: number }).backendMs).toBeGreaterThanOrEqual(75);
   });
 
+  it('handles a server that ignores stream:true and answers one JSON completion', async () => {
+    // A fetch that drops `stream` on the way out, like servers without streaming support.
+    const nonStreaming = ((input: string | URL | Request, init?: RequestInit) => {
+      const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      delete body.stream;
+      delete body.stream_options;
+      return globalThis.fetch(input, { ...init, body: JSON.stringify(body) });
+    }) as typeof fetch;
+    const plain = createOpenAICompatAdapter(
+      httpInstance('openai_compat', 'plain', { baseUrl: server.url }),
+      testDeps({ fetch: nonStreaming }),
+    );
+    server.setBehavior({
+      reasoning: 'thinking',
+      tokenCount: 2,
+      toolCalls: [{ id: 'call_z', name: 'f', arguments: { a: 1 } }],
+    });
+    const parts = await collect(plain.run(userRun(MODEL, 'p q'), { signal: never }));
+    expect(textOf(parts, 'reasoning-delta')).toBe('thinking');
+    expect(textOf(parts)).toBe('p q');
+    expect(parts.find((part) => part.type === 'tool-call')).toEqual({
+      type: 'tool-call',
+      call: create.toolCall({ id: 'call_z', name: 'f', argumentsJson: '{"a":1}', index: 0 }),
+    });
+    expect(parts.find((part) => part.type === 'usage')).toMatchObject({ usage: { completionTokens: 4 } });
+    expect(terminalOf(parts)).toMatchObject({ type: 'complete', finishReason: 'tool_calls' });
+    await plain.close();
+  });
+
   describe('errors', () => {
     it('maps a 404 vLLM error body to upstream_http_404 with its message', async () => {
       const parts = await collect(adapter.run(userRun('ghost', 'x'), { signal: never }));

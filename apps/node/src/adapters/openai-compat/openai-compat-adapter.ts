@@ -28,7 +28,7 @@ import { callUpstream } from '../http/upstream-call.js';
 import { runUpstream } from '../http/upstream-run.js';
 import { listOpenAIModels, toModelInfo } from './openai-models.js';
 import { toOpenAIChatRequest } from './openai-request.js';
-import { openAIChatParts } from './openai-stream.js';
+import { openAIChatParts, openAICompletionParts } from './openai-stream.js';
 
 export const OPENAI_COMPAT_DEFAULT_BASE_URL = 'http://127.0.0.1:8000/v1';
 
@@ -110,6 +110,9 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
             headers: { ...headers, accept: 'text/event-stream' },
             body,
           });
+          if (response.headers.get('content-type')?.includes('application/json')) {
+            return yield* openAICompletionParts(await exchange.json(response), request.runId);
+          }
           return yield* openAIChatParts(readSse(exchange.chunks(response)), request.runId);
         },
       });
