@@ -440,6 +440,14 @@ models:
     expect(issues('edge: {\nnodes: [\n')[0]).toMatchObject({ code: 'yaml_syntax' });
   });
 
+  it('treats a key with an empty value as absent (all entries commented out)', () => {
+    const config = load('edge:\n  id: e1\n  data_dir:\nmodels:\n  # - id: m\nnodes: ~\n');
+    expect(config.edge.data_dir).toBe('data');
+    expect(config.models).toEqual([]);
+    expect(config.nodes).toEqual([]);
+    expect(paths('nodes:\n  -\n')).toEqual(['nodes[0]']);
+  });
+
   it('rejects a document that is not a mapping', () => {
     expect(issues('- a\n- b\n')).toEqual([
       expect.objectContaining({ path: '', code: 'type', message: 'must be a mapping, not a list' }),

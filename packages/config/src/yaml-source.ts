@@ -61,7 +61,7 @@ export function parseYamlSource(text: string, sourceName: string): YamlParseResu
   return {
     ok: true,
     source: {
-      data: data ?? {},
+      data: dropNullEntries(data ?? {}),
       lineOf: (path, options) => lineOf(document, lineCounter, path, options?.key ?? false),
     },
   };
@@ -98,6 +98,22 @@ function lineOf(
     current = next;
   }
   return best;
+}
+
+/**
+ * A mapping key with an empty value (`models:` whose entries are all commented out) means "not set", the same as
+ * leaving the key out, so null entries are dropped before validation. Null list items stay and are reported.
+ */
+function dropNullEntries(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(dropNullEntries);
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [key, entry] of Object.entries(value)) {
+      if (entry !== null) out[key] = dropNullEntries(entry);
+    }
+    return out;
+  }
+  return value;
 }
 
 function resolve(document: Document, node: Node | null): Node | null {
