@@ -1,9 +1,8 @@
-// Typed errors of @iop/config. Validation problems are data (ConfigIssue[] in a ConfigLoadResult), not throws;
-// ConfigError is thrown only for caller mistakes at the API edge (bad arguments, unreadable paths, refusing to
-// overwrite a file) so composition roots can map it to an exit code in one place.
+// Typed errors of @iop/config. Validation problems are data (ConfigIssue[] in a ConfigLoadResult), and a missing
+// or unreadable file is an issue too; ConfigError is thrown only for caller mistakes at the API edge (an empty
+// --config, a template option that is not a URL) so composition roots can map it to a usage error in one place.
 
-export type ConfigErrorCode =
-  'config_not_found' | 'config_unreadable' | 'config_invalid' | 'config_exists' | 'invalid_argument';
+export type ConfigErrorCode = 'invalid_argument';
 
 /** Whose fault an error is: the caller's (bad input), transient (retry may help), or a bug. */
 export type ConfigErrorKind = 'caller' | 'transient' | 'bug';
