@@ -55,8 +55,7 @@ export async function* runUpstream(
       if (next.done) {
         partsDone = true;
         finishReason = next.value;
-      }
-      else {
+      } else {
         produced = true;
         yield next.value;
       }

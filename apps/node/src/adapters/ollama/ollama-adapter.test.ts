@@ -510,7 +510,12 @@ describe('ollama pull progress throttling', () => {
     ];
     const body = lines.map((line) => `${JSON.stringify(line)}\n`).join('');
     const fakeFetch = (() => Promise.resolve(new Response(body, { status: 200 }))) as unknown as typeof fetch;
-    const exchange = new UpstreamExchange({ fetch: fakeFetch, now: () => 0, signal: never, idleTimeoutMs: 1000 });
+    const exchange = new UpstreamExchange({
+      fetch: fakeFetch,
+      now: () => 0,
+      signal: never,
+      idleTimeoutMs: 1000,
+    });
     const seen: string[] = [];
     await pullOllamaModel(
       exchange,

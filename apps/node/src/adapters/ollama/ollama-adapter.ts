@@ -115,10 +115,17 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
           if (model === '') return commandInvalid('pull_model needs a model (target or args.model)');
           let updates = 0;
           await call(options.signal, timeout, (exchange) =>
-            pullOllamaModel(exchange, endpoint, model, providerId, (progress) => {
-              updates += 1;
-              options.onProgress?.(progress);
-            }, deps.now),
+            pullOllamaModel(
+              exchange,
+              endpoint,
+              model,
+              providerId,
+              (progress) => {
+                updates += 1;
+                options.onProgress?.(progress);
+              },
+              deps.now,
+            ),
           );
           if (!knownModels.includes(model)) knownModels = [...knownModels, model];
           return commandOk(

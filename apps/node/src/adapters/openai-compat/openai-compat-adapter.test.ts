@@ -148,7 +148,7 @@ describe('openai_compat adapter', () => {
   it('handles a server that ignores stream:true and answers one JSON completion', async () => {
     // A fetch that drops `stream` on the way out, like servers without streaming support.
     const nonStreaming = ((input: string | URL | Request, init?: RequestInit) => {
-      const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      const body = JSON.parse(init?.body as string) as Record<string, unknown>;
       delete body.stream;
       delete body.stream_options;
       return globalThis.fetch(input, { ...init, body: JSON.stringify(body) });

@@ -131,17 +131,23 @@ interface CompletionChoice {
  * Parts of a whole (non-streamed) chat completion. Some OpenAI-compatible servers ignore `stream: true` and
  * answer with one JSON body; the run then gets the same parts in one go.
  */
-export function* openAICompletionParts(body: unknown, runId: string): Generator<RunEventPart, string, undefined> {
+export function* openAICompletionParts(
+  body: unknown,
+  runId: string,
+): Generator<RunEventPart, string, undefined> {
   const failure = errorMessageFromEvent(body);
   if (failure !== undefined) throw new UpstreamError('upstream_error', failure, { retryable: false });
   const completion = (typeof body === 'object' && body !== null ? body : {}) as CompletionBody;
   const choices = Array.isArray(completion.choices) ? (completion.choices as CompletionChoice[]) : [];
   const choice = choices.find((candidate) => candidate.index === undefined || candidate.index === 0);
-  if (!choice) throw new UpstreamError('upstream_error', 'upstream completion has no choices', { retryable: false });
+  if (!choice)
+    throw new UpstreamError('upstream_error', 'upstream completion has no choices', { retryable: false });
   const message = choice.message ?? {};
-  const reasoning = typeof message.reasoning_content === 'string' ? message.reasoning_content : message.reasoning;
+  const reasoning =
+    typeof message.reasoning_content === 'string' ? message.reasoning_content : message.reasoning;
   if (typeof reasoning === 'string' && reasoning !== '') yield { type: 'reasoning-delta', text: reasoning };
-  if (typeof message.content === 'string' && message.content !== '') yield { type: 'text-delta', text: message.content };
+  if (typeof message.content === 'string' && message.content !== '')
+    yield { type: 'text-delta', text: message.content };
   const calls = new ToolCallAssembler();
   if (Array.isArray(message.tool_calls)) {
     (message.tool_calls as ToolCallDelta[]).forEach((call, index) => calls.add({ ...call, index }));
