@@ -112,7 +112,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             nodeId,
             dataDir,
             tls: tls !== undefined,
-            token: token.origin,
+            tokenSource: token.origin,
             version: AGENT_VERSION,
           },
           'iop-node starting',
