@@ -1,0 +1,55 @@
+// /v1/chat/completions body → RunSpec.
+import { create, type ChatMessage, type ToolCall } from '@iop/wire';
+import { invalidRequest } from './openai-error.js';
+import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
+import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+
+export function chatRunSpec(body: ChatRequestBody): RunSpec {
+  const generation = generationParams(body, body.max_completion_tokens ?? body.max_tokens, body.stop);
+  return {
+    messages: body.messages.map((message, index) => chatMessage(message, index)),
+    tools: (body.tools ?? []).map((tool) =>
+      toolDefinition(tool.function.name, tool.function.description, tool.function.parameters),
+    ),
+    toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(body.tool_choice),
+    ...generation,
+    ...splitMetadata(body.metadata),
+  };
+}
+
+function chatMessage(message: ChatMessageBody, index: number): ChatMessage {
+  const images: string[] = [];
+  let content = '';
+  if (typeof message.content === 'string') content = message.content;
+  else if (Array.isArray(message.content)) {
+    const texts: string[] = [];
+    message.content.forEach((part, partIndex) => {
+      const param = `messages[${index}].content[${partIndex}]`;
+      if (part.type === 'text') texts.push(part.text ?? '');
+      else if (part.type === 'image_url' && part.image_url !== undefined) {
+        const url = typeof part.image_url === 'string' ? part.image_url : part.image_url.url;
+        images.push(inlineImage(url, `${param}.image_url`));
+      } else {
+        throw invalidRequest(`Unsupported content part type '${part.type}' at '${param}'`, `${param}.type`);
+      }
+    });
+    content = texts.join('\n');
+  }
+  const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((call, callIndex) =>
+    create.toolCall({
+      id: call.id ?? '',
+      name: call.function.name,
+      argumentsJson: call.function.arguments ?? '',
+      index: callIndex,
+    }),
+  );
+  return create.chatMessage({
+    role: message.role === 'developer' ? 'system' : message.role,
+    content,
+    toolCalls,
+    toolCallId: message.tool_call_id ?? '',
+    name: message.name ?? '',
+    images,
+    reasoning: message.reasoning_content ?? '',
+  });
+}

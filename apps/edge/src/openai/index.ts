@@ -1,0 +1,10 @@
+export { createOpenAIApp, MAX_BODY_BYTES, type OpenAIAppOptions } from './openai-app.js';
+export {
+  createOpenAISurface,
+  type OpenAISurface,
+  type OpenAISurfaceContext,
+  type OpenAISurfaceOptions,
+} from './openai-surface.js';
+export { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
+export { UNSUPPORTED_METADATA_KEYS, UNSUPPORTED_TOP_LEVEL_FIELDS } from './request-validator.js';
+export { parseListenAddress } from './listen-address.js';

@@ -1,0 +1,665 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
+import type { RunEventPart } from '@iop/wire';
+import { textRun } from './test-support/fake-edge-service.js';
+import {
+  eventually,
+  post,
+  startHarness,
+  type Harness,
+  type HarnessOptions,
+} from './test-support/openai-harness.js';
+
+let harness: Harness | undefined;
+
+async function start(options: HarnessOptions = {}): Promise<Harness> {
+  harness = await startHarness(options);
+  return harness;
+}
+
+afterEach(async () => {
+  if (!harness) return;
+  const current = harness;
+  harness = undefined;
+  // Every test must leave the pool empty and no run alive.
+  await eventually(() => {
+    expect(current.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+    for (const status of current.pool.snapshot()) expect([status.inFlight, status.queued]).toEqual([0, 0]);
+    expect(current.service.active).toBe(0);
+  });
+  await current.close();
+});
+
+const user = (content: string) => [{ role: 'user' as const, content }];
+const usage = {
+  promptTokens: 3,
+  completionTokens: 4,
+  totalTokens: 7,
+  reasoningTokens: 0,
+  cachedTokens: 0,
+  costUsd: 0,
+};
+const complete = (finishReason = 'stop'): RunEventPart => ({
+  type: 'complete',
+  detail: 'stop',
+  finishReason,
+  backendMs: 2,
+});
+const toolCallParts: RunEventPart[] = [
+  { type: 'text-delta', text: '' },
+  { type: 'tool-call', call: { id: 'call_1', name: 'get_weather', argumentsJson: '{"city":', index: 0 } },
+  { type: 'tool-call', call: { id: 'call_1', name: '', argumentsJson: '"Paris"}', index: 0 } },
+  { type: 'usage', usage },
+  complete('tool_calls'),
+];
+const reasoningParts: RunEventPart[] = [
+  { type: 'reasoning-delta', text: 'thinking' },
+  { type: 'reasoning-delta', text: ' hard' },
+  { type: 'text-delta', text: 'Answer' },
+  complete(),
+];
+
+/** Chat request with fields outside the SDK's types. */
+function chatBody(fields: Record<string, unknown>): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
+  return {
+    model: 'pooled',
+    messages: user('hi'),
+    ...fields,
+  };
+}
+
+describe('models', () => {
+  it('lists models[], model_routes and openai.models in the OpenAI list shape', async () => {
+    const { client } = await start();
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(['pooled', 'codex', 'llama3', 'extra-model']);
+    expect(models.data[0]).toMatchObject({ object: 'model', owned_by: 'iop' });
+    expect((await client.models.retrieve('codex')).id).toBe('codex');
+  });
+});
+
+describe('chat completions', () => {
+  it('answers a non-streaming request through the pool with usage and overhead header', async () => {
+    const { client, service } = await start();
+    const { data, response } = await client.chat.completions
+      .create({ model: 'pooled', messages: user('hello'), temperature: 0.2, stop: 'END' })
+      .withResponse();
+    expect(data.object).toBe('chat.completion');
+    expect(data.model).toBe('pooled');
+    expect(data.choices[0]?.message).toMatchObject({ role: 'assistant', content: 'Hello there' });
+    expect(data.choices[0]?.finish_reason).toBe('stop');
+    expect(data.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
+    expect(Number(response.headers.get('x-iop-overhead-ms'))).toBeGreaterThanOrEqual(1.25);
+    expect(response.headers.get('x-iop-provider')).toBe('prov-a');
+    const input = service.submitted[0];
+    expect(input).toMatchObject({
+      node: 'node-1',
+      adapter: 'openai_compat',
+      target: 'served-a',
+      providerId: 'prov-a',
+      sessionId: 'openai',
+      timeoutMs: 30_000,
+    });
+    expect(input?.params).toMatchObject({ maxTokens: 512, temperature: 0.2, stop: ['END'] });
+    expect(input?.messages[0]).toMatchObject({ role: 'user', content: 'hello' });
+  });
+
+  it('applies the generation policy: min_max_tokens raises, default thinking budget fills in', async () => {
+    const { client, service } = await start();
+    await client.chat.completions.create(chatBody({ max_tokens: 10, reasoning_effort: 'high' }));
+    await client.chat.completions.create(
+      chatBody({ max_completion_tokens: 1000, thinking_token_budget: 99, think: true }),
+    );
+    await client.chat.completions.create(chatBody({}));
+    expect(service.submitted.map((input) => [input.params?.maxTokens, input.params?.thinkingBudget])).toEqual(
+      [
+        [64, 256],
+        [1000, 99],
+        [512, undefined],
+      ],
+    );
+    expect(service.submitted[1]?.params?.think).toBe(true);
+  });
+
+  it('streams chunks that finalChatCompletion() accepts, role first, usage chunk last', async () => {
+    const { client } = await start({ scripter: () => ({ parts: textRun(['Hel', 'lo', '!']), delayMs: 2 }) });
+    const final = await client.chat.completions
+      .stream({ model: 'pooled', messages: user('hi'), stream_options: { include_usage: true } })
+      .finalChatCompletion();
+    expect(final.choices[0]?.message.content).toBe('Hello!');
+    expect(final.choices[0]?.finish_reason).toBe('stop');
+
+    const chunks: OpenAI.Chat.ChatCompletionChunk[] = [];
+    const stream = await client.chat.completions.create({
+      model: 'pooled',
+      messages: user('hi'),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks[0]?.choices[0]?.delta).toEqual({ role: 'assistant', content: '' });
+    expect(chunks.slice(1, 4).map((chunk) => chunk.choices[0]?.delta.content)).toEqual(['Hel', 'lo', '!']);
+    expect(chunks[4]?.choices[0]?.finish_reason).toBe('stop');
+    expect(chunks[5]?.choices).toEqual([]);
+    expect(chunks[5]?.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 });
+    expect(chunks.slice(0, 5).every((chunk) => chunk.usage === null)).toBe(true);
+    expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
+  });
+
+  it('sends SSE framing with [DONE], event-stream headers and the overhead trailer', async () => {
+    const { url } = await start();
+    const response = await post(url, '/v1/chat/completions', {
+      model: 'pooled',
+      messages: user('hi'),
+      stream: true,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(response.headers.get('x-iop-overhead-ms')).toMatch(/^\d+\.\d\d$/);
+    expect(response.text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(
+      response.text
+        .split('\n\n')
+        .filter(Boolean)
+        .every((event) => event.startsWith('data: ')),
+    ).toBe(true);
+  });
+
+  it('returns tool calls (non-streaming and streamed in pieces) and passes tool messages through', async () => {
+    const { client, service } = await start({ scripter: () => ({ parts: toolCallParts }) });
+    const tools: OpenAI.Chat.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } },
+    ];
+    const plain = await client.chat.completions.create({
+      model: 'pooled',
+      messages: user('weather?'),
+      tools,
+    });
+    expect(plain.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(plain.choices[0]?.message.content).toBeNull();
+    expect(plain.choices[0]?.message.tool_calls).toEqual([
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+    ]);
+    const streamed = await client.chat.completions
+      .stream({ model: 'pooled', messages: user('weather?'), tools, tool_choice: 'auto' })
+      .finalChatCompletion();
+    expect(streamed.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      id: 'call_1',
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    });
+    expect(service.submitted[0]?.tools).toEqual([
+      { name: 'get_weather', description: '', parametersJson: '{"type":"object","properties":{}}' },
+    ]);
+    expect(service.submitted[1]?.toolChoiceJson).toBe('"auto"');
+
+    await client.chat.completions.create({
+      model: 'pooled',
+      messages: [
+        { role: 'user', content: 'weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+    });
+    const messages = service.submitted[2]?.messages ?? [];
+    expect(messages[1]?.toolCalls[0]).toMatchObject({
+      id: 'call_1',
+      name: 'get_weather',
+      argumentsJson: '{}',
+    });
+    expect(messages[2]).toMatchObject({ role: 'tool', toolCallId: 'call_1', content: 'sunny' });
+  });
+
+  it('returns reasoning_content only when include_reasoning is set (strict output)', async () => {
+    const { client, url } = await start({ scripter: () => ({ parts: reasoningParts }) });
+    const withReasoning = await client.chat.completions.create(chatBody({ include_reasoning: true }));
+    const message = withReasoning.choices[0]?.message as unknown as Record<string, unknown>;
+    expect(message['reasoning_content']).toBe('thinking hard');
+    expect(message['content']).toBe('Answer');
+    const without = await client.chat.completions.create(chatBody({}));
+    expect(without.choices[0]?.message.content).toBe('Answer');
+    expect(
+      (without.choices[0]?.message as unknown as Record<string, unknown>)['reasoning_content'],
+    ).toBeUndefined();
+    const streamed = await post(url, '/v1/chat/completions', {
+      model: 'pooled',
+      messages: user('hi'),
+      stream: true,
+      include_reasoning: true,
+    });
+    expect(streamed.text).toContain('"delta":{"reasoning_content":"thinking"}');
+  });
+
+  it('inlines unrequested reasoning as a <think> block when strict_output is false', async () => {
+    const { client } = await start({ strictOutput: false, scripter: () => ({ parts: reasoningParts }) });
+    const plain = await client.chat.completions.create(chatBody({}));
+    expect(plain.choices[0]?.message.content).toBe('<think>thinking hard</think>Answer');
+    const streamed = await client.chat.completions
+      .stream({ model: 'pooled', messages: user('hi') })
+      .finalChatCompletion();
+    expect(streamed.choices[0]?.message.content).toBe('<think>thinking hard</think>Answer');
+  });
+});
+
+describe('responses', () => {
+  it('answers non-streaming with instructions as the system message', async () => {
+    const { client, service } = await start();
+    const response = await client.responses.create({
+      model: 'pooled',
+      instructions: 'reply briefly',
+      input: 'hello',
+      max_output_tokens: 256,
+      metadata: { workspace: '/work/repo', request_id: 'r1' },
+    });
+    expect(response.object).toBe('response');
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('Hello there');
+    expect(response.usage).toMatchObject({ input_tokens: 5, output_tokens: 2, total_tokens: 7 });
+    const input = service.submitted[0];
+    expect(input?.messages.map((message) => [message.role, message.content])).toEqual([
+      ['system', 'reply briefly'],
+      ['user', 'hello'],
+    ]);
+    expect(input?.workspace).toBe('/work/repo');
+    expect(input?.metadata).toEqual({ request_id: 'r1' });
+    expect(input?.params?.maxTokens).toBe(256);
+  });
+
+  it('streams the event sequence responses.stream().finalResponse() accepts', async () => {
+    const { client } = await start({ scripter: () => ({ parts: textRun(['Hi', ' you']), delayMs: 1 }) });
+    const final = await client.responses.stream({ model: 'pooled', input: 'hello' }).finalResponse();
+    expect(final.status).toBe('completed');
+    expect(final.output[0]).toMatchObject({
+      type: 'message',
+      content: [{ type: 'output_text', text: 'Hi you' }],
+    });
+
+    const types: string[] = [];
+    const sequence: number[] = [];
+    const stream = await client.responses.create({ model: 'pooled', input: 'hello', stream: true });
+    for await (const event of stream) {
+      types.push(event.type);
+      sequence.push(event.sequence_number);
+    }
+    expect(types).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(sequence).toEqual(types.map((_, index) => index));
+  });
+
+  it('returns function_call items and converts function_call_output input items', async () => {
+    const { client, service } = await start({ scripter: () => ({ parts: toolCallParts }) });
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        parameters: { type: 'object', properties: {} },
+        strict: false,
+      },
+    ];
+    const plain = await client.responses.create({ model: 'pooled', input: 'weather?', tools });
+    expect(plain.output).toEqual([
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'call_1',
+        name: 'get_weather',
+        arguments: '{"city":"Paris"}',
+      }),
+    ]);
+    const streamed = await client.responses
+      .stream({ model: 'pooled', input: 'weather?', tools })
+      .finalResponse();
+    expect(streamed.output[0]).toMatchObject({ type: 'function_call', arguments: '{"city":"Paris"}' });
+    await client.responses.create({
+      model: 'pooled',
+      input: [
+        { role: 'user', content: 'weather?' },
+        { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },
+      ],
+    });
+    const messages = service.submitted[2]?.messages ?? [];
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(messages[1]?.toolCalls[0]).toMatchObject({ id: 'call_1', name: 'get_weather' });
+    expect(messages[2]).toMatchObject({ toolCallId: 'call_1', content: 'sunny' });
+  });
+});
+
+describe('routing', () => {
+  it('uses model_routes, requires metadata.workspace where the route says so', async () => {
+    const { client, service } = await start();
+    await client.chat.completions.create({ model: 'llama3', messages: user('hi') });
+    expect(service.submitted[0]).toMatchObject({ adapter: 'ollama', target: 'llama3:8b', node: undefined });
+    const refused = await client.chat.completions
+      .create({ model: 'codex', messages: user('fix it') })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BadRequestError);
+    expect((refused as APIError).code).toBe('workspace_required');
+    expect((refused as APIError).param).toBe('metadata.workspace');
+    await client.chat.completions.create({
+      model: 'codex',
+      messages: user('fix it'),
+      metadata: { workspace: '/repo' },
+    });
+    expect(service.submitted[1]).toMatchObject({
+      adapter: 'cli',
+      target: 'codex',
+      node: 'node-1',
+      workspace: '/repo',
+    });
+  });
+
+  it('falls back to the top-level adapter/target: fixed target, or the request model when empty', async () => {
+    const fixed = await start({ openai: "  adapter: 'ollama'\n  target: 'qwen3:8b'" });
+    await fixed.client.chat.completions.create({ model: 'anything', messages: user('hi') });
+    expect(fixed.service.submitted[0]).toMatchObject({ adapter: 'ollama', target: 'qwen3:8b' });
+    await fixed.client.chat.completions.create({ model: 'llama3', messages: user('hi') });
+    expect(fixed.service.submitted[1]).toMatchObject({ adapter: 'ollama', target: 'llama3:8b' });
+    await fixed.close();
+    harness = undefined;
+    const open = await start({ openai: "  adapter: 'ollama'" });
+    await open.client.chat.completions.create({ model: 'mistral:7b', messages: user('hi') });
+    expect(open.service.submitted[0]).toMatchObject({ adapter: 'ollama', target: 'mistral:7b' });
+  });
+});
+
+describe('errors', () => {
+  async function apiError(promise: Promise<unknown>): Promise<APIError> {
+    const error = await promise.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    if (!(error instanceof APIError)) throw new Error(`expected an APIError, got ${String(error)}`);
+    return error;
+  }
+
+  it('400 names an unsupported provider-specific field', async () => {
+    const { client, service } = await start();
+    for (const [fields, param] of [
+      [{ options: { num_ctx: 8 } }, 'options'],
+      [{ keep_alive: 0 }, 'keep_alive'],
+      [{ chat_template_kwargs: {} }, 'chat_template_kwargs'],
+      [{ format: 'json' }, 'format'],
+      [{ metadata: { cli: 'x' } }, 'metadata.cli'],
+      [{ metadata: { source: 'x' } }, 'metadata.source'],
+      [{ metadata: { inference: 'x' } }, 'metadata.inference'],
+    ] as const) {
+      const error = await apiError(client.chat.completions.create(chatBody(fields)));
+      expect(error).toBeInstanceOf(BadRequestError);
+      expect(error.param).toBe(param);
+      expect(error.code).toBe('unsupported_field');
+      expect(error.message).toContain(`'${param}'`);
+    }
+    const responses = await apiError(
+      client.responses.create({
+        model: 'pooled',
+        input: 'x',
+        options: {},
+      } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming),
+    );
+    expect(responses.param).toBe('options');
+    expect(service.submitted).toHaveLength(0);
+  });
+
+  it('400 for invalid bodies, with the error shape and parameter path', async () => {
+    const { url } = await start();
+    const missing = await post(url, '/v1/chat/completions', { model: 'pooled' });
+    expect(missing.status).toBe(400);
+    expect(missing.json()).toEqual({
+      error: {
+        message: "Missing required parameter: 'messages'",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'invalid_request',
+      },
+    });
+    const badRole = await post(url, '/v1/chat/completions', {
+      model: 'pooled',
+      messages: [{ role: 'robot', content: 'x' }],
+    });
+    expect((badRole.json()['error'] as Record<string, unknown>)['param']).toBe('messages[0].role');
+    const badJson = await post(url, '/v1/chat/completions', '{"model":');
+    expect(badJson.status).toBe(400);
+    expect((badJson.json()['error'] as Record<string, unknown>)['code']).toBe('invalid_json');
+    const metadata = await post(url, '/v1/responses', { model: 'pooled', input: 'x', metadata: { n: 1 } });
+    expect((metadata.json()['error'] as Record<string, unknown>)['param']).toBe('metadata.n');
+    const unknownPath = await post(url, '/v1/embeddings', { model: 'pooled', input: 'x' });
+    expect(unknownPath.status).toBe(404);
+    expect(unknownPath.headers.get('x-iop-overhead-ms')).not.toBeNull();
+  });
+
+  it('401 for a missing or wrong API key when api_keys are configured', async () => {
+    const { client, url } = await start({ openai: "  api_keys: ['sk-one', 'test-key']" });
+    expect((await client.models.list()).data.length).toBeGreaterThan(0);
+    const wrong = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
+    const error = await apiError(wrong.chat.completions.create({ model: 'pooled', messages: user('hi') }));
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.code).toBe('invalid_api_key');
+    const missing = await post(url, '/v1/chat/completions', { model: 'pooled', messages: user('hi') });
+    expect(missing.status).toBe(401);
+  });
+
+  it('404 model_not_found for an unknown model without a fallback route', async () => {
+    const { client } = await start();
+    const error = await apiError(client.chat.completions.create({ model: 'nope', messages: user('hi') }));
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error.code).toBe('model_not_found');
+    expect(error.param).toBe('model');
+    expect(error.message).toContain("The model 'nope' does not exist");
+  });
+
+  it('429 with Retry-After when the queue is full, 503 queue_timeout when waiting too long', async () => {
+    const { url } = await start({
+      capacityA: 1,
+      capacityB: 1,
+      maxQueue: 1,
+      queueTimeoutMs: 150,
+      scripter: () => ({ parts: textRun(['slow']), delayMs: 120 }),
+    });
+    const requests = Array.from({ length: 5 }, () =>
+      post(url, '/v1/chat/completions', { model: 'pooled', messages: user('hi') }),
+    );
+    const results = await Promise.all(requests);
+    const statuses = results.map((result) => result.status).sort();
+    // 2 slots run, 2 wait (max_queue 1 per provider), the fifth is refused at once.
+    expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(2);
+    const full = results.find((result) => result.status === 429);
+    expect(full?.headers.get('retry-after')).toBe('1');
+    expect(full?.json()).toMatchObject({ error: { type: 'rate_limit_error', code: 'queue_full' } });
+    const timedOut = results.find((result) => result.status === 503);
+    expect(timedOut?.json()).toMatchObject({ error: { code: 'queue_timeout' } });
+  });
+
+  it('503 when no provider is available', async () => {
+    const { client, nodes } = await start();
+    nodes.disconnect('node-1');
+    nodes.disconnect('node-2');
+    const error = await apiError(client.chat.completions.create({ model: 'pooled', messages: user('hi') }));
+    expect(error.status).toBe(503);
+    expect(error.code).toBe('no_provider_available');
+  });
+
+  it('504 for a run timeout and 502 for an upstream failure before output', async () => {
+    let code = 'timeout';
+    const { client } = await start({
+      scripter: () => ({
+        parts: [{ type: 'error', code, message: `backend said ${code}`, retryable: false, backendMs: 0 }],
+      }),
+    });
+    const timeout = await apiError(client.chat.completions.create({ model: 'pooled', messages: user('hi') }));
+    expect(timeout.status).toBe(504);
+    code = 'backend_http_500';
+    const upstream = await apiError(
+      client.chat.completions.create({ model: 'pooled', messages: user('hi'), stream: true }),
+    );
+    expect(upstream.status).toBe(502);
+    expect(upstream.code).toBe('backend_http_500');
+    const responses = await apiError(client.responses.create({ model: 'pooled', input: 'x', stream: true }));
+    expect(responses.status).toBe(502);
+  });
+
+  it('a mid-stream failure becomes an SSE error object and the stream ends', async () => {
+    const failing: RunEventPart[] = [
+      { type: 'text-delta', text: 'partial' },
+      { type: 'error', code: 'backend_error', message: 'backend crashed', retryable: false, backendMs: 0 },
+    ];
+    const { client, url } = await start({ scripter: () => ({ parts: failing }) });
+    const raw = await post(url, '/v1/chat/completions', {
+      model: 'pooled',
+      messages: user('hi'),
+      stream: true,
+    });
+    expect(raw.status).toBe(200);
+    expect(raw.text).toContain(
+      'data: {"error":{"message":"backend crashed","type":"upstream_error","param":null,"code":"backend_error"}}',
+    );
+    expect(raw.text).not.toContain('[DONE]');
+    const error = await apiError(
+      client.chat.completions.stream({ model: 'pooled', messages: user('hi') }).finalChatCompletion(),
+    );
+    expect(error.message).toContain('backend crashed');
+    const responses = await apiError(
+      client.responses.stream({ model: 'pooled', input: 'x' }).finalResponse(),
+    );
+    expect(responses.message).toContain('backend crashed');
+  });
+
+  it('strict_stream_buffer turns a failing stream into a plain HTTP error', async () => {
+    const failing: RunEventPart[] = [
+      { type: 'text-delta', text: 'partial' },
+      { type: 'error', code: 'backend_error', message: 'backend crashed', retryable: false, backendMs: 0 },
+    ];
+    let parts = failing;
+    const { url, client } = await start({
+      openai: '  strict_stream_buffer: true',
+      scripter: () => ({ parts }),
+    });
+    const raw = await post(url, '/v1/chat/completions', {
+      model: 'pooled',
+      messages: user('hi'),
+      stream: true,
+    });
+    expect(raw.status).toBe(502);
+    parts = textRun(['all', ' at once']);
+    const ok = await client.chat.completions
+      .stream({ model: 'pooled', messages: user('hi') })
+      .finalChatCompletion();
+    expect(ok.choices[0]?.message.content).toBe('all at once');
+  });
+
+  it('node disconnect mid-stream ends the stream with an error and frees the provider', async () => {
+    const { client, service, pool } = await start({
+      scripter: () => ({ parts: textRun(['a', 'b', 'c', 'd', 'e', 'f']), delayMs: 40 }),
+    });
+    const stream = client.chat.completions.stream({ model: 'pooled', messages: user('hi') });
+    const failure = stream.finalChatCompletion().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await eventually(() => expect(pool.totals().inFlight).toBe(1));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    service.disconnectNode('node-1');
+    const error = await failure;
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).message).toContain('node node-1 disconnected');
+  });
+});
+
+describe('client disconnect and capacity', () => {
+  it('a client abort mid-stream cancels the run on the node and releases the lease', async () => {
+    const { client, service, pool } = await start({
+      scripter: () => ({
+        parts: textRun(Array.from({ length: 50 }, (_, index) => `t${index} `)),
+        delayMs: 20,
+      }),
+    });
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: 'pooled', messages: user('hi'), stream: true },
+      { signal: controller.signal },
+    );
+    let received = 0;
+    // The SDK ends the iteration quietly when its own signal aborts.
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta.content) received += 1;
+      if (received === 2) controller.abort();
+    }
+    expect(received).toBe(2);
+    await eventually(() => {
+      expect(service.cancels).toBe(1);
+      expect(pool.totals().inFlight).toBe(0);
+      expect(service.active).toBe(0);
+    });
+  });
+
+  it('a client that leaves while queued leaves the queue', async () => {
+    const { url, pool, service } = await start({
+      capacityA: 1,
+      capacityB: 1,
+      maxQueue: 4,
+      queueTimeoutMs: 5000,
+      scripter: () => ({ parts: textRun(['x']), delayMs: 150 }),
+    });
+    const busy = [1, 2].map(() =>
+      post(url, '/v1/chat/completions', { model: 'pooled', messages: user('hi') }),
+    );
+    await eventually(() => expect(pool.totals().inFlight).toBe(2));
+    const controller = new AbortController();
+    const queued = fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pooled', messages: user('hi') }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await eventually(() => expect(pool.totals().queued).toBe(1));
+    controller.abort();
+    await queued;
+    await eventually(() => expect(pool.totals().queued).toBe(0));
+    await Promise.all(busy);
+    expect(service.submitted).toHaveLength(2);
+  });
+
+  it('never exceeds provider capacity under 200 concurrent HTTP requests', async () => {
+    const { client, service } = await start({
+      capacityA: 3,
+      capacityB: 2,
+      maxQueue: 200,
+      queueTimeoutMs: 20_000,
+      scripter: () => ({ parts: textRun(['a', 'b']), delayMs: 1 }),
+    });
+    const requests = Array.from({ length: 200 }, async (_, index) =>
+      index % 2 === 0
+        ? (await client.chat.completions.create({ model: 'pooled', messages: user(`q${index}`) })).choices[0]
+            ?.message.content
+        : (
+            await client.chat.completions
+              .stream({ model: 'pooled', messages: user(`q${index}`) })
+              .finalChatCompletion()
+          ).choices[0]?.message.content,
+    );
+    const results = await Promise.all(requests);
+    expect(results.every((content) => content === 'ab')).toBe(true);
+    expect(service.peakActive).toBeLessThanOrEqual(5);
+    expect(service.peakByProvider.get('prov-a')).toBe(3);
+    expect(service.peakByProvider.get('prov-b')).toBe(2);
+    expect(service.submitted).toHaveLength(200);
+    expect(new Set(service.submitted.map((input) => input.providerId))).toEqual(
+      new Set(['prov-a', 'prov-b']),
+    );
+  });
+});

@@ -1,0 +1,291 @@
+// The OpenAI-compatible HTTP surface as an express app: GET /v1/models, POST /v1/chat/completions, POST
+// /v1/responses. Handlers only translate: validate the body, resolve the route, hand a RunSpec to the dispatcher,
+// and write the run's parts as JSON or SSE. Every error reaches the single error handler at the end, which is the
+// only place statuses and error bodies are decided (openai-error.ts).
+//
+// Timing headers (agent-contract/outer/openai-compatible-api.md): `x-iop-overhead-ms` is the time spent in the
+// edge and node excluding the backend's own time and excluding the provider-queue wait (reported separately as
+// `x-iop-queue-ms`). Streams send the edge's share up to the first byte as a header and the full figure as an
+// HTTP trailer of the same name.
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { EdgeConfig } from '@iop/config';
+import type { RunEventPart } from '@iop/wire';
+import type { Logger } from '../logging.js';
+import { systemClock, type Clock } from '../pool/clock.js';
+import type { ProviderPool } from '../pool/provider-pool.js';
+import type { EdgeService } from '../service/types.js';
+import { apiKeyAuth } from './api-key-auth.js';
+import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
+import { chatRunSpec } from './chat-request.js';
+import { randomId } from './ids.js';
+import { invalidRequest, mapOpenAIError, modelNotFound, OpenAIHttpError } from './openai-error.js';
+import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
+import { responsesRunSpec } from './responses-request.js';
+import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
+import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
+import { createRunDispatcher, type ActiveRun } from './run-dispatcher.js';
+import { bufferRun, collectRun, type CollectedRun, type OutputOptions } from './run-output.js';
+import type { RunSpec } from './run-spec.js';
+import { SseSink } from './sse-sink.js';
+
+export interface OpenAIAppOptions {
+  config: EdgeConfig;
+  service: EdgeService;
+  pool: ProviderPool;
+  logger: Logger;
+  clock?: Clock;
+  /** How long a run abandoned by its client may take to confirm the cancel before its lease is returned. */
+  cancelGraceMs?: number;
+}
+
+/** Largest accepted request body (long chat histories with inline images). */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+const OVERHEAD_HEADER = 'x-iop-overhead-ms';
+
+interface Timing {
+  arrivedAt: number;
+}
+
+export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
+  const { config, service, pool, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const openai = config.openai;
+  const resolver = createRouteResolver(openai, pool);
+  const dispatcher = createRunDispatcher({
+    service,
+    pool,
+    clock,
+    logger,
+    sessionId: openai.session_id || 'openai',
+    timeoutMs: openai.timeout_sec * 1000,
+    cancelGraceMs: options.cancelGraceMs,
+  });
+  const catalogueCreated = Math.floor(clock.now() / 1000);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use((_request, response, next) => {
+    (response.locals as Timing).arrivedAt = performance.now();
+    next();
+  });
+  if (openai.api_keys.length > 0) app.use(apiKeyAuth(openai.api_keys));
+  const json = express.json({ limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
+
+  app.get('/v1/models', (_request, response) => {
+    setOverhead(response);
+    response.json({
+      object: 'list',
+      data: resolver.catalogue().map((id) => modelEntry(id, catalogueCreated)),
+    });
+  });
+
+  app.get('/v1/models/:model', (request, response) => {
+    const model = String(request.params['model']);
+    if (!resolver.catalogue().includes(model)) throw modelNotFound(model);
+    setOverhead(response);
+    response.json(modelEntry(model, catalogueCreated));
+  });
+
+  app.post('/v1/chat/completions', json, async (request, response) => {
+    const body = validateChatRequest(request.body);
+    const route = resolver.resolve(body.model);
+    const spec = chatRunSpec(body);
+    requireWorkspace(route, spec);
+    const output = outputOptions(spec);
+    const context: ChatOutputContext = {
+      id: `chatcmpl-${randomId()}`,
+      created: Math.floor(clock.now() / 1000),
+      model: body.model,
+      includeUsage: body.stream_options?.include_usage === true,
+      output,
+    };
+    await serveRun(request, response, route, spec, body.stream === true, {
+      json: (run) => chatCompletionBody(context, run),
+      stream: (parts, sink) => streamChatCompletion(parts, sink, context),
+    });
+  });
+
+  app.post('/v1/responses', json, async (request, response) => {
+    const body = validateResponsesRequest(request.body);
+    if (body.background === true) {
+      throw invalidRequest(
+        "'background: true' is not supported: the edge keeps no response store to poll; use stream or a blocking request",
+        'background',
+        'unsupported_field',
+      );
+    }
+    const route = resolver.resolve(body.model);
+    const spec = responsesRunSpec(body);
+    requireWorkspace(route, spec);
+    const context: ResponsesOutputContext = {
+      id: `resp_${randomId()}`,
+      createdAt: Math.floor(clock.now() / 1000),
+      model: body.model,
+      request: body,
+      output: outputOptions(spec),
+    };
+    await serveRun(request, response, route, spec, body.stream === true, {
+      json: (run) => responsesBody(context, run),
+      stream: (parts, sink) => streamResponse(parts, sink, context),
+    });
+  });
+
+  app.use((request, _response, next) => {
+    next(
+      new OpenAIHttpError(
+        404,
+        'invalid_request_error',
+        'unknown_url',
+        `Unknown request URL: ${request.method} ${request.path}`,
+      ),
+    );
+  });
+
+  // The one error handler: every failure of every route ends here.
+  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+    const mapped = mapOpenAIError(error);
+    if (response.destroyed) {
+      logger.debug({ code: mapped.body.error.code, path: request.path }, 'openai client went away');
+      return;
+    }
+    if (mapped.status >= 500) {
+      logger.warn(
+        { err: error, status: mapped.status, code: mapped.body.error.code, path: request.path },
+        'openai request failed',
+      );
+    } else {
+      logger.debug(
+        { status: mapped.status, code: mapped.body.error.code, path: request.path },
+        'openai request rejected',
+      );
+    }
+    if (response.headersSent) {
+      if (!response.writableEnded) response.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(mapped.headers)) response.setHeader(name, value);
+    setOverhead(response);
+    response.status(mapped.status).json(mapped.body);
+  });
+
+  return app;
+
+  function outputOptions(spec: RunSpec): OutputOptions {
+    return { includeReasoning: spec.includeReasoning, inlineReasoning: !openai.strict_output };
+  }
+
+  async function serveRun(
+    request: Request,
+    response: Response,
+    route: ResolvedRoute,
+    spec: RunSpec,
+    stream: boolean,
+    writers: {
+      json: (run: CollectedRun) => Record<string, unknown>;
+      stream: (parts: AsyncIterable<RunEventPart>, sink: SseSink) => Promise<void>;
+    },
+  ): Promise<void> {
+    const disconnect = abortOnDisconnect(request, response);
+    try {
+      const run = await dispatcher.start(route, spec, disconnect.signal);
+      try {
+        setRunHeaders(response, run);
+        if (!stream) {
+          const collected = await collectRun(run.parts(), outputOptions(spec));
+          setOverhead(response, run);
+          response.json(writers.json(collected));
+          return;
+        }
+        const buffered = openai.strict_stream_buffer;
+        const parts = buffered ? replay(await bufferRun(run.parts())) : run.parts();
+        const sink = new SseSink(
+          response,
+          disconnect.signal,
+          () => ({ [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, buffered)) }),
+          buffered ? [] : [OVERHEAD_HEADER],
+        );
+        await writers.stream(parts, sink);
+        sink.end(buffered ? {} : { [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, true)) });
+      } finally {
+        run.finish('client disconnected');
+      }
+    } finally {
+      disconnect.dispose();
+    }
+  }
+}
+
+function requireWorkspace(route: ResolvedRoute, spec: RunSpec): void {
+  if (route.workspaceRequired && !spec.workspace) {
+    throw invalidRequest(
+      `The model '${route.model}' runs a CLI agent and requires 'metadata.workspace'`,
+      'metadata.workspace',
+      'workspace_required',
+    );
+  }
+}
+
+function modelEntry(id: string, created: number) {
+  return { id, object: 'model', created, owned_by: 'iop' };
+}
+
+function setRunHeaders(response: Response, run: ActiveRun): void {
+  response.setHeader('x-iop-run-id', run.handle.runId);
+  response.setHeader('x-iop-queue-ms', formatMs(run.queueMs));
+  if (run.providerId) response.setHeader('x-iop-provider', run.providerId);
+}
+
+/** Edge time before the run was submitted (excluding queue wait), plus the run's own overhead when complete. */
+function overheadOf(response: Response, run: ActiveRun, complete: boolean): number {
+  const arrivedAt = (response.locals as Timing).arrivedAt;
+  const beforeSubmit = Math.max(0, run.submittedAt - arrivedAt - run.queueMs);
+  const runOverhead = complete ? (run.handle.overheadMs() ?? 0) : 0;
+  return beforeSubmit + runOverhead;
+}
+
+function setOverhead(response: Response, run?: ActiveRun): void {
+  const value = run
+    ? overheadOf(response, run, true)
+    : performance.now() - ((response.locals as Partial<Timing>).arrivedAt ?? performance.now());
+  response.setHeader(OVERHEAD_HEADER, formatMs(value));
+}
+
+function formatMs(value: number): string {
+  return value.toFixed(2);
+}
+
+/** A buffered run as the async iterable the stream writers take. */
+function replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
+  return {
+    [Symbol.asyncIterator]() {
+      let index = 0;
+      return {
+        next: () =>
+          Promise.resolve(
+            index < parts.length
+              ? { value: parts[index++], done: false }
+              : { value: undefined, done: true as const },
+          ),
+      };
+    },
+  };
+}
+
+/** Aborts when the client goes away before the response finished. */
+function abortOnDisconnect(request: Request, response: Response): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!response.writableFinished) controller.abort(new Error('client disconnected'));
+  };
+  response.on('close', onClose);
+  request.on('aborted', onClose);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      response.off('close', onClose);
+      request.off('aborted', onClose);
+    },
+  };
+}

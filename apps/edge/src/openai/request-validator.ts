@@ -1,0 +1,98 @@
+// Validates request bodies at the HTTP boundary: provider-specific fields are refused by name first (so the error
+// says which field), then the body is checked against its ajv schema (compiled once at module load).
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { invalidRequest } from './openai-error.js';
+import {
+  chatRequestSchema,
+  responsesRequestSchema,
+  type ChatRequestBody,
+  type ResponsesRequestBody,
+} from './request-schemas.js';
+
+/** Top-level fields of Ollama / vLLM native APIs that IOP does not pass through. */
+export const UNSUPPORTED_TOP_LEVEL_FIELDS = [
+  'options',
+  'chat_template_kwargs',
+  'format',
+  'keep_alive',
+] as const;
+/** Metadata keys that older IOP consumers used to steer providers; `metadata.workspace` is the only key read. */
+export const UNSUPPORTED_METADATA_KEYS = ['source', 'cli', 'inference'] as const;
+
+const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true });
+const validateChat = ajv.compile<ChatRequestBody>(chatRequestSchema);
+const validateResponses = ajv.compile<ResponsesRequestBody>(responsesRequestSchema);
+
+export function validateChatRequest(body: unknown): ChatRequestBody {
+  return validate(body, validateChat);
+}
+
+export function validateResponsesRequest(body: unknown): ResponsesRequestBody {
+  const request = validate(body, validateResponses);
+  if ((body as Record<string, unknown>)['previous_response_id'] != null) {
+    throw invalidRequest(
+      "'previous_response_id' is not supported: the edge stores no responses, send the whole conversation in 'input'",
+      'previous_response_id',
+      'unsupported_field',
+    );
+  }
+  return request;
+}
+
+function validate<T>(body: unknown, check: ValidateFunction<T>): T {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
+  }
+  rejectProviderFields(body as Record<string, unknown>);
+  if (!check(body)) throw invalidRequest(describe(check.errors?.[0]), paramOf(check.errors?.[0]));
+  return body;
+}
+
+function rejectProviderFields(body: Record<string, unknown>): void {
+  for (const field of UNSUPPORTED_TOP_LEVEL_FIELDS) {
+    if (field in body) {
+      throw invalidRequest(
+        `Unsupported field '${field}': provider-specific request fields are not accepted; use the OpenAI top-level fields (max_tokens, temperature, top_p, stop, ...)`,
+        field,
+        'unsupported_field',
+      );
+    }
+  }
+  const metadata = body['metadata'];
+  if (typeof metadata !== 'object' || metadata === null) return;
+  for (const key of UNSUPPORTED_METADATA_KEYS) {
+    if (key in metadata) {
+      throw invalidRequest(
+        `Unsupported field 'metadata.${key}': metadata is caller-defined string metadata and IOP reads only 'metadata.workspace'`,
+        `metadata.${key}`,
+        'unsupported_field',
+      );
+    }
+  }
+}
+
+function paramOf(error: ErrorObject | undefined): string | null {
+  if (!error) return null;
+  let path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`))
+    .join('')
+    .replace(/^\./, '');
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty?: string }).missingProperty ?? '';
+    path = path ? `${path}.${missing}` : missing;
+  }
+  return path || null;
+}
+
+function describe(error: ErrorObject | undefined): string {
+  if (!error) return 'The request body is invalid';
+  const param = paramOf(error);
+  if (error.keyword === 'required') return `Missing required parameter: '${param ?? ''}'`;
+  if (error.keyword === 'enum') {
+    const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues ?? [];
+    return `Invalid value for '${param ?? 'body'}': expected one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
+  }
+  return `Invalid value for '${param ?? 'body'}': ${error.message ?? 'invalid'}`;
+}

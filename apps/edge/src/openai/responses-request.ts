@@ -1,0 +1,97 @@
+// /v1/responses body → RunSpec. `instructions` becomes the leading system message; input items become chat
+// messages (function_call → assistant tool call, function_call_output → tool message). Reasoning items that
+// clients replay are dropped (the node has no use for them); non-function tools (web_search, ...) are ignored
+// because no IOP adapter can execute hosted tools.
+import { create, type ChatMessage } from '@iop/wire';
+import { invalidRequest } from './openai-error.js';
+import type { ResponsesContentPart, ResponsesInputItem, ResponsesRequestBody } from './request-schemas.js';
+import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+
+export function responsesRunSpec(body: ResponsesRequestBody): RunSpec {
+  const generation = generationParams(body, body.max_output_tokens, undefined, body.reasoning?.effort);
+  const messages: ChatMessage[] = [];
+  if (body.instructions) messages.push(create.chatMessage({ role: 'system', content: body.instructions }));
+  if (typeof body.input === 'string')
+    messages.push(create.chatMessage({ role: 'user', content: body.input }));
+  else body.input.forEach((item, index) => addItem(messages, item, index));
+  if (messages.length === 0) throw invalidRequest("'input' must contain at least one message", 'input');
+  return {
+    messages,
+    tools: (body.tools ?? [])
+      .filter((tool) => tool.type === 'function' && tool.name)
+      .map((tool) => toolDefinition(tool.name ?? '', tool.description, tool.parameters)),
+    toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(chatToolChoice(body.tool_choice)),
+    ...generation,
+    ...splitMetadata(body.metadata),
+  };
+}
+
+function addItem(messages: ChatMessage[], item: ResponsesInputItem, index: number): void {
+  const param = `input[${index}]`;
+  const type = item.type ?? 'message';
+  switch (type) {
+    case 'message': {
+      if (!item.role) throw invalidRequest(`Missing required parameter: '${param}.role'`, `${param}.role`);
+      const { text, images } = contentOf(item.content, `${param}.content`);
+      messages.push(
+        create.chatMessage({ role: item.role === 'developer' ? 'system' : item.role, content: text, images }),
+      );
+      return;
+    }
+    case 'function_call': {
+      const call = create.toolCall({
+        id: item.call_id ?? '',
+        name: item.name ?? '',
+        argumentsJson: item.arguments ?? '',
+      });
+      const last = messages[messages.length - 1];
+      // Parallel calls arrive as consecutive items; they belong to one assistant turn.
+      if (last && last.role === 'assistant' && last.toolCalls.length > 0) {
+        last.toolCalls.push({ ...call, index: last.toolCalls.length });
+      } else {
+        messages.push(create.chatMessage({ role: 'assistant', toolCalls: [call] }));
+      }
+      return;
+    }
+    case 'function_call_output': {
+      const { text } = contentOf(item.output, `${param}.output`);
+      messages.push(create.chatMessage({ role: 'tool', toolCallId: item.call_id ?? '', content: text }));
+      return;
+    }
+    case 'reasoning':
+      return;
+    default:
+      throw invalidRequest(`Unsupported input item type '${type}' at '${param}'`, `${param}.type`);
+  }
+}
+
+function contentOf(
+  content: string | ResponsesContentPart[] | undefined,
+  param: string,
+): { text: string; images: string[] } {
+  if (content === undefined) return { text: '', images: [] };
+  if (typeof content === 'string') return { text: content, images: [] };
+  const texts: string[] = [];
+  const images: string[] = [];
+  content.forEach((part, index) => {
+    if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text')
+      texts.push(part.text ?? '');
+    else if (part.type === 'input_image' && part.image_url) {
+      images.push(inlineImage(part.image_url, `${param}[${index}].image_url`));
+    } else
+      throw invalidRequest(
+        `Unsupported content part type '${part.type}' at '${param}[${index}]'`,
+        `${param}[${index}].type`,
+      );
+  });
+  return { text: texts.join('\n'), images };
+}
+
+/** Responses `{type:'function', name}` → chat `{type:'function', function:{name}}`; strings pass unchanged. */
+function chatToolChoice(choice: string | Record<string, unknown>): unknown {
+  if (typeof choice === 'string') return choice;
+  if (choice['type'] === 'function' && typeof choice['name'] === 'string') {
+    return { type: 'function', function: { name: choice['name'] } };
+  }
+  return choice;
+}

@@ -1,0 +1,161 @@
+// Starts a run for a resolved route and owns its lifetime: the pool lease (pool routes) is held for the whole run,
+// streaming included, and released exactly once when the run reaches its terminal part — or, when the caller stops
+// early (client disconnect), after the cancelled run settles on the node (bounded by `cancelGraceMs`, so a node
+// that never confirms cannot pin capacity).
+import { isTerminalPart, type RunEventPart } from '@iop/wire';
+import type { Clock } from '../pool/clock.js';
+import type { Lease, ProviderPool } from '../pool/provider-pool.js';
+import type { Logger } from '../logging.js';
+import type { EdgeService, RunHandle } from '../service/types.js';
+import { applyGenerationPolicy } from './generation-policy.js';
+import type { ResolvedRoute } from './route-resolver.js';
+import type { RunSpec } from './run-spec.js';
+
+export interface RunDispatcherDeps {
+  service: EdgeService;
+  pool: ProviderPool;
+  clock: Clock;
+  logger: Logger;
+  sessionId: string;
+  /** Run deadline passed to the node; 0 = the adapter's default. */
+  timeoutMs: number;
+  /** How long a cancelled run may take to settle before its lease is returned anyway. Default 10 s. */
+  cancelGraceMs?: number;
+}
+
+export interface ActiveRun {
+  readonly handle: RunHandle;
+  readonly providerId: string | undefined;
+  /** Milliseconds spent waiting in the provider queue. */
+  readonly queueMs: number;
+  /** performance.now() when the run was handed to the service. */
+  readonly submittedAt: number;
+  /** The run's parts up to and including the terminal one; ends early (without a terminal part) on abort. */
+  parts(): AsyncIterable<RunEventPart>;
+  /** Call exactly once when done with the run (finally): cancels an unfinished run and arranges the release. */
+  finish(reason: string): void;
+}
+
+export interface RunDispatcher {
+  start(route: ResolvedRoute, spec: RunSpec, signal: AbortSignal): Promise<ActiveRun>;
+}
+
+export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
+  const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
+  return {
+    async start(route, spec, signal) {
+      let lease: Lease | undefined;
+      let params = spec.params;
+      const queueStarted = performance.now();
+      if (route.kind === 'pool') {
+        lease = await deps.pool.acquire(route.model, { signal });
+        params = applyGenerationPolicy(params, route.modelConfig, spec.reasoningRequested);
+      }
+      const queueMs = lease ? performance.now() - queueStarted : 0;
+      let handle: RunHandle;
+      const submittedAt = performance.now();
+      try {
+        handle = await deps.service.submitRun({
+          node: lease ? lease.nodeId : route.kind === 'pool' ? undefined : route.node || undefined,
+          adapter: lease ? lease.adapter : route.kind === 'pool' ? '' : route.adapter,
+          target: lease ? lease.target : route.kind === 'pool' ? '' : route.target,
+          providerId: lease?.providerId,
+          sessionId: deps.sessionId,
+          workspace: spec.workspace,
+          messages: spec.messages,
+          tools: spec.tools,
+          toolChoiceJson: spec.toolChoiceJson,
+          params,
+          timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
+          metadata: spec.metadata,
+          signal,
+        });
+      } catch (error) {
+        lease?.release();
+        throw error;
+      }
+      return new ActiveRunImpl(handle, lease, queueMs, submittedAt, signal, deps, cancelGraceMs);
+    },
+  };
+}
+
+class ActiveRunImpl implements ActiveRun {
+  private ended = false;
+  private finished = false;
+  private readonly releaseOnce: () => void;
+  readonly providerId: string | undefined;
+
+  constructor(
+    readonly handle: RunHandle,
+    lease: Lease | undefined,
+    readonly queueMs: number,
+    readonly submittedAt: number,
+    private readonly signal: AbortSignal,
+    private readonly deps: RunDispatcherDeps,
+    private readonly cancelGraceMs: number,
+  ) {
+    this.releaseOnce = () => lease?.release();
+    this.providerId = lease?.providerId;
+    // Whatever happens to the consumer, a run that settles returns its slot.
+    void handle.done.then(() => this.releaseOnce());
+  }
+
+  async *parts(): AsyncIterable<RunEventPart> {
+    const iterator = this.handle.events[Symbol.asyncIterator]();
+    const aborted = abortPromise(this.signal);
+    try {
+      for (;;) {
+        const next = await Promise.race([iterator.next(), aborted.promise]);
+        if (next === ABORTED || next.done) return;
+        const part = next.value.part;
+        if (isTerminalPart(part)) this.ended = true;
+        yield part;
+        if (this.ended) return;
+      }
+    } finally {
+      aborted.dispose();
+      // Ends the service's event stream for this consumer; the run itself is cancelled in finish().
+      void iterator.return?.();
+    }
+  }
+
+  finish(reason: string): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.ended) {
+      this.releaseOnce();
+      return;
+    }
+    this.handle.cancel(reason).catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, run_id: this.handle.runId }, 'cancelling an abandoned run failed');
+    });
+    const timer = this.deps.clock.setTimeout(() => {
+      this.deps.logger.warn(
+        { run_id: this.handle.runId },
+        'cancelled run did not settle in time; lease returned',
+      );
+      this.releaseOnce();
+    }, this.cancelGraceMs);
+    void this.handle.done.then(() => this.deps.clock.clearTimeout(timer));
+  }
+}
+
+const ABORTED = Symbol('aborted');
+
+function abortPromise(signal: AbortSignal): { promise: Promise<typeof ABORTED>; dispose(): void } {
+  let onAbort: (() => void) | undefined;
+  const promise = new Promise<typeof ABORTED>((resolve) => {
+    if (signal.aborted) {
+      resolve(ABORTED);
+      return;
+    }
+    onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return {
+    promise,
+    dispose: () => {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    },
+  };
+}

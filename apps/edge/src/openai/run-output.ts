@@ -1,0 +1,149 @@
+// Shared pieces of turning run parts into OpenAI output: tool-call identity, finish reasons, usage, and the
+// collected result of a whole run (non-streaming responses and strict_stream_buffer).
+import type { RunEventPart, ToolCall, Usage } from '@iop/wire';
+import { runFailed } from './openai-error.js';
+import { randomId } from './ids.js';
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
+const FINISH_REASONS = new Set<string>(['stop', 'length', 'tool_calls', 'content_filter', 'function_call']);
+
+export function finishReasonOf(reported: string, sawToolCalls: boolean): FinishReason {
+  if (FINISH_REASONS.has(reported)) return reported as FinishReason;
+  return sawToolCalls ? 'tool_calls' : 'stop';
+}
+
+export interface OutputToolCall {
+  /** Position among this response's tool calls (the OpenAI `index`). */
+  index: number;
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * Gives each tool call a stable index and id. Adapters may repeat an id to continue a call's arguments, or send
+ * calls without ids (then each part is a new call).
+ */
+export class ToolCallTracker {
+  private readonly byId = new Map<string, OutputToolCall>();
+  readonly calls: OutputToolCall[] = [];
+
+  /** Returns the call and whether this part started it. */
+  add(call: ToolCall): { call: OutputToolCall; isNew: boolean; argumentsDelta: string } {
+    const existing = call.id ? this.byId.get(call.id) : undefined;
+    if (existing) {
+      existing.arguments += call.argumentsJson;
+      if (!existing.name && call.name) existing.name = call.name;
+      return { call: existing, isNew: false, argumentsDelta: call.argumentsJson };
+    }
+    const created: OutputToolCall = {
+      index: this.calls.length,
+      id: call.id || `call_${randomId()}`,
+      name: call.name,
+      arguments: call.argumentsJson,
+    };
+    this.calls.push(created);
+    if (call.id) this.byId.set(call.id, created);
+    return { call: created, isNew: true, argumentsDelta: call.argumentsJson };
+  }
+}
+
+export interface UsageTotals {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  reasoningTokens: number;
+  cachedTokens: number;
+}
+
+export function usageTotals(usage: Usage | undefined): UsageTotals {
+  const promptTokens = usage?.promptTokens ?? 0;
+  const completionTokens = usage?.completionTokens ?? 0;
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: usage?.totalTokens || promptTokens + completionTokens,
+    reasoningTokens: usage?.reasoningTokens ?? 0,
+    cachedTokens: usage?.cachedTokens ?? 0,
+  };
+}
+
+export interface CollectedRun {
+  text: string;
+  reasoning: string;
+  toolCalls: OutputToolCall[];
+  usage: UsageTotals;
+  finishReason: FinishReason;
+}
+
+export interface OutputOptions {
+  /** Reasoning is returned as reasoning (reasoning_content / reasoning item). */
+  includeReasoning: boolean;
+  /** Non-strict output: reasoning that was not asked for is inlined into the text as a <think> block. */
+  inlineReasoning: boolean;
+}
+
+/** Reads a run to its end; an error or cancelled part throws the matching OpenAIHttpError. */
+export async function collectRun(
+  parts: AsyncIterable<RunEventPart>,
+  options: OutputOptions,
+): Promise<CollectedRun> {
+  let text = '';
+  let reasoning = '';
+  let usage: Usage | undefined;
+  const tools = new ToolCallTracker();
+  for await (const part of parts) {
+    switch (part.type) {
+      case 'text-delta':
+        text += part.text;
+        break;
+      case 'reasoning-delta':
+        reasoning += part.text;
+        break;
+      case 'tool-call':
+        tools.add(part.call);
+        break;
+      case 'usage':
+        usage = part.usage;
+        break;
+      case 'start':
+      case 'progress':
+        break;
+      case 'complete':
+        return {
+          text:
+            options.inlineReasoning && !options.includeReasoning && reasoning
+              ? `<think>${reasoning}</think>${text}`
+              : text,
+          reasoning: options.includeReasoning ? reasoning : '',
+          toolCalls: tools.calls,
+          usage: usageTotals(usage),
+          finishReason: finishReasonOf(part.finishReason, tools.calls.length > 0),
+        };
+      case 'error':
+        throw runFailed(part.code, part.message);
+      case 'cancelled':
+        throw runFailed('run_cancelled', `The run was cancelled: ${part.reason}`);
+      default: {
+        const unreachable: never = part;
+        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  // The parts ended without a terminal part: the caller aborted.
+  throw runFailed('run_incomplete', 'The run ended without a result');
+}
+
+/** Buffers a whole run (strict_stream_buffer), throwing before anything is sent if it fails. */
+export async function bufferRun(parts: AsyncIterable<RunEventPart>): Promise<RunEventPart[]> {
+  const buffered: RunEventPart[] = [];
+  for await (const part of parts) {
+    if (part.type === 'error') throw runFailed(part.code, part.message);
+    if (part.type === 'cancelled') throw runFailed('run_cancelled', `The run was cancelled: ${part.reason}`);
+    buffered.push(part);
+  }
+  if (buffered[buffered.length - 1]?.type !== 'complete') {
+    throw runFailed('run_incomplete', 'The run ended without a result');
+  }
+  return buffered;
+}

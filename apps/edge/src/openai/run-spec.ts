@@ -1,0 +1,79 @@
+// What a validated request asks the edge to run, independent of which endpoint it came through, plus the
+// conversions both endpoints share (generation fields, metadata, inline images).
+import { create, type ChatMessage, type GenerationParams, type ToolDefinition } from '@iop/wire';
+import { invalidRequest } from './openai-error.js';
+import type { GenerationFieldsBody } from './request-schemas.js';
+
+export interface RunSpec {
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+  /** JSON of a chat-completions style tool_choice. */
+  toolChoiceJson?: string;
+  params: GenerationParams;
+  /** metadata.workspace */
+  workspace?: string;
+  /** The caller's metadata, minus `workspace`, recorded with the run. */
+  metadata: Record<string, string>;
+  /** think / reasoning_effort / include_reasoning asked for reasoning (generation policy input). */
+  reasoningRequested: boolean;
+  /** Reasoning deltas are returned to the caller as reasoning (reasoning_content / reasoning items). */
+  includeReasoning: boolean;
+}
+
+export function generationParams(
+  body: GenerationFieldsBody,
+  maxTokens: number | null | undefined,
+  stop: string | string[] | null | undefined,
+  reasoningEffortOverride?: string | null,
+): { params: GenerationParams; reasoningRequested: boolean; includeReasoning: boolean } {
+  const think = body.think;
+  let reasoningEffort = reasoningEffortOverride ?? body.reasoning_effort ?? '';
+  // Ollama-style `think: "high"` names an effort level.
+  if (typeof think === 'string' && think !== '' && !reasoningEffort) reasoningEffort = think;
+  const thinkFlag =
+    typeof think === 'boolean' ? think : typeof think === 'string' && think !== '' ? true : undefined;
+  const includeReasoning = body.include_reasoning === true;
+  const params = create.generationParams({
+    maxTokens: maxTokens ?? undefined,
+    temperature: body.temperature ?? undefined,
+    topP: body.top_p ?? undefined,
+    stop: stop == null ? [] : typeof stop === 'string' ? [stop] : stop,
+    reasoningEffort,
+    thinkingBudget: body.thinking_token_budget ?? undefined,
+    includeReasoning,
+    think: thinkFlag,
+  });
+  const reasoningRequested =
+    thinkFlag === true || (reasoningEffort !== '' && reasoningEffort !== 'none') || includeReasoning;
+  return { params, reasoningRequested, includeReasoning };
+}
+
+export function splitMetadata(metadata: Record<string, string> | null | undefined): {
+  workspace?: string;
+  metadata: Record<string, string>;
+} {
+  if (!metadata) return { metadata: {} };
+  const { workspace, ...rest } = metadata;
+  return { workspace: workspace === '' ? undefined : workspace, metadata: rest };
+}
+
+/** A `data:` URL's base64 payload; remote URLs are refused because nodes do not fetch on the caller's behalf. */
+export function inlineImage(url: string, param: string): string {
+  const match = /^data:[^;,]+;base64,(.*)$/s.exec(url);
+  if (!match) {
+    throw invalidRequest(
+      `Unsupported image URL at '${param}': only base64 data: URLs are accepted`,
+      param,
+      'unsupported_image_url',
+    );
+  }
+  return match[1] ?? '';
+}
+
+export function toolDefinition(name: string, description: string | null | undefined, parameters: unknown) {
+  return {
+    name,
+    description: description ?? '',
+    parametersJson: parameters == null ? '' : JSON.stringify(parameters),
+  };
+}

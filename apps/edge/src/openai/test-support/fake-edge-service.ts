@@ -1,0 +1,199 @@
+// Test support: an EdgeService whose runs stream scripted parts with delays, honour their AbortSignal and cancel(),
+// end with node_disconnected when their node is dropped, and count everything tests assert on.
+import type { NodeCommandResponse, RunEventPart } from '@iop/wire';
+import { ServiceError } from '../../service/errors.js';
+import type {
+  EdgeService,
+  NodeSummary,
+  RunEventWithMeta,
+  RunHandle,
+  RunOutcome,
+  SubmitRunInput,
+} from '../../service/types.js';
+
+export interface RunScript {
+  parts: RunEventPart[];
+  /** Delay before each part. */
+  delayMs?: number;
+  /** submitRun rejects with this instead of starting. */
+  submitError?: Error;
+}
+
+export type Scripter = (input: SubmitRunInput) => RunScript;
+
+interface FakeRun {
+  input: SubmitRunInput;
+  end(part: RunEventPart): void;
+}
+
+export class FakeEdgeService implements EdgeService {
+  readonly submitted: SubmitRunInput[] = [];
+  /** Runs cancelled on the node (cancel() or an aborted signal). */
+  cancels = 0;
+  active = 0;
+  peakActive = 0;
+  /** Highest number of simultaneous runs seen per provider id. */
+  readonly peakByProvider = new Map<string, number>();
+  private readonly activeByProvider = new Map<string, number>();
+  private runSeq = 0;
+  private readonly runs = new Map<string, FakeRun>();
+
+  constructor(
+    public scripter: Scripter,
+    private readonly nodes: () => NodeSummary[] = () => [],
+  ) {}
+
+  submitRun(input: SubmitRunInput): Promise<RunHandle> {
+    const script = this.scripter(input);
+    if (script.submitError) return Promise.reject(script.submitError);
+    this.submitted.push(input);
+    const runId = input.runId ?? `run-${++this.runSeq}`;
+    const nodeId = input.node ?? 'node-1';
+    this.active += 1;
+    this.peakActive = Math.max(this.peakActive, this.active);
+    const provider = input.providerId ?? '';
+    const providerActive = (this.activeByProvider.get(provider) ?? 0) + 1;
+    this.activeByProvider.set(provider, providerActive);
+    this.peakByProvider.set(provider, Math.max(this.peakByProvider.get(provider) ?? 0, providerActive));
+
+    // A single-consumer queue fed by the script timer, cancel(), the signal and node disconnects.
+    const queue: RunEventPart[] = [];
+    let wake: (() => void) | undefined;
+    let terminal = false;
+    let settle!: (outcome: RunOutcome) => void;
+    const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    const push = (part: RunEventPart) => {
+      if (terminal) return;
+      queue.push(part);
+      if (part.type === 'complete' || part.type === 'error' || part.type === 'cancelled') {
+        terminal = true;
+        if (timer) clearTimeout(timer);
+        this.active -= 1;
+        this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
+        this.runs.delete(runId);
+        input.signal?.removeEventListener('abort', onAbort);
+        settle(outcomeOf(part));
+      }
+      wake?.();
+    };
+    // Like the real service, an aborted signal sends CANCEL_RUN to the node.
+    const onAbort = () => {
+      if (!terminal) this.cancels += 1;
+      push({ type: 'cancelled', reason: 'client disconnected' });
+    };
+    input.signal?.addEventListener('abort', onAbort, { once: true });
+    this.runs.set(runId, { input, end: push });
+
+    let index = 0;
+    const step = () => {
+      const part = script.parts[index++];
+      if (!part) return;
+      push(part);
+      if (!terminal) timer = setTimeout(step, script.delayMs ?? 0);
+    };
+    timer = setTimeout(step, script.delayMs ?? 0);
+
+    let seq = 0;
+    const events: AsyncIterable<RunEventWithMeta> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<RunEventWithMeta>> => {
+          for (;;) {
+            const part = queue.shift();
+            if (part) {
+              return { value: { runId, nodeId, seq: ++seq, atUnixMs: Date.now(), part }, done: false };
+            }
+            if (terminal) return { value: undefined, done: true };
+            await new Promise<void>((resolve) => (wake = resolve));
+            wake = undefined;
+          }
+        },
+        return: () => Promise.resolve({ value: undefined, done: true }),
+      }),
+    };
+    return Promise.resolve({
+      runId,
+      nodeId,
+      events,
+      done,
+      cancel: (reason?: string) => {
+        if (!terminal) this.cancels += 1;
+        push({ type: 'cancelled', reason: reason ?? 'cancelled' });
+        return Promise.resolve();
+      },
+      overheadMs: () => (terminal ? 1.25 : undefined),
+    });
+  }
+
+  /** Every run on the node ends with a node_disconnected error, as the real service does. */
+  disconnectNode(nodeId: string): void {
+    for (const run of [...this.runs.values()]) {
+      if ((run.input.node ?? 'node-1') === nodeId) {
+        run.end({
+          type: 'error',
+          code: 'node_disconnected',
+          message: `node ${nodeId} disconnected`,
+          retryable: true,
+          backendMs: 0,
+        });
+      }
+    }
+  }
+
+  cancelRun(runId: string): Promise<boolean> {
+    const run = this.runs.get(runId);
+    run?.end({ type: 'cancelled', reason: 'operator' });
+    return Promise.resolve(run !== undefined);
+  }
+
+  terminateSession(): Promise<string> {
+    return Promise.resolve('node-1');
+  }
+
+  nodeCommand(): Promise<NodeCommandResponse> {
+    return Promise.reject(new ServiceError('invalid_request', 'not used by the OpenAI surface'));
+  }
+
+  usageStatus(): Promise<NodeCommandResponse> {
+    return Promise.reject(new ServiceError('invalid_request', 'not used by the OpenAI surface'));
+  }
+
+  listNodes(): NodeSummary[] {
+    return this.nodes();
+  }
+
+  resolveNode(): NodeSummary {
+    const [node] = this.nodes();
+    if (!node) throw new ServiceError('no_nodes', 'no node is connected');
+    return node;
+  }
+}
+
+function outcomeOf(part: RunEventPart): RunOutcome {
+  if (part.type === 'complete')
+    return { status: 'completed', detail: part.detail, finishReason: part.finishReason };
+  if (part.type === 'error') return { status: 'error', code: part.code, message: part.message };
+  return { status: 'cancelled', reason: part.type === 'cancelled' ? part.reason : '' };
+}
+
+/** Parts of a plain text answer split into the given pieces. */
+export function textRun(
+  pieces: string[],
+  usage = { promptTokens: 5, completionTokens: pieces.length },
+): RunEventPart[] {
+  return [
+    { type: 'start', sessionId: 's', adapter: 'a', target: 't' },
+    ...pieces.map((text): RunEventPart => ({ type: 'text-delta', text })),
+    {
+      type: 'usage',
+      usage: {
+        ...usage,
+        totalTokens: usage.promptTokens + usage.completionTokens,
+        reasoningTokens: 0,
+        cachedTokens: 0,
+        costUsd: 0,
+      },
+    },
+    { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 },
+  ];
+}

@@ -1,0 +1,134 @@
+// Test support: the OpenAI app on 127.0.0.1:0 over a FakeEdgeService and a real provider pool, with an official
+// `openai` client pointed at it.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { parseConfigText, type EdgeConfig } from '@iop/config';
+import { silentLogger } from '../../logging.js';
+import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
+import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
+import { createOpenAIApp } from '../openai-app.js';
+import { FakeEdgeService, textRun, type Scripter } from './fake-edge-service.js';
+
+export interface HarnessOptions {
+  /** Lines placed inside the `openai:` block (two-space indented keys). */
+  openai?: string;
+  /** openai.strict_output (default true here). */
+  strictOutput?: boolean;
+  /** Provider overrides: capacity / max_queue / queue_timeout_ms for both providers. */
+  capacityA?: number;
+  capacityB?: number;
+  maxQueue?: number;
+  queueTimeoutMs?: number;
+  scripter?: Scripter;
+}
+
+export function harnessConfig(options: HarnessOptions = {}): EdgeConfig {
+  const queue = `max_queue: ${options.maxQueue ?? 2}, queue_timeout_ms: ${options.queueTimeoutMs ?? 300}`;
+  const yaml = `
+edge: { id: test-edge, listen: '127.0.0.1:19990', data_dir: /tmp/iop-openai-test }
+openai:
+  enabled: true
+  listen: '127.0.0.1:0'
+  models: ['extra-model']
+  session_id: 'openai'
+  timeout_sec: 30
+  strict_output: ${options.strictOutput ?? true}
+  model_routes:
+    - { model: 'codex', adapter: 'cli', target: 'codex', node: 'node-1', workspace_required: true }
+    - { model: 'llama3', adapter: 'ollama', target: 'llama3:8b' }
+${options.openai ?? ''}
+models:
+  - id: 'pooled'
+    providers: { prov-a: 'served-a', prov-b: 'served-b' }
+    default_max_tokens: 512
+    min_max_tokens: 64
+    default_thinking_token_budget: 256
+nodes:
+  - id: node-1
+    adapters:
+      openai_compat: { enabled: true, provider: vllm, base_url: 'http://127.0.0.1:9' }
+    providers:
+      - { id: prov-a, type: vllm, category: api, adapter: openai_compat, models: ['served-a'], capacity: ${options.capacityA ?? 2}, ${queue} }
+  - id: node-2
+    adapters:
+      openai_compat: { enabled: true, provider: vllm, base_url: 'http://127.0.0.1:9' }
+    providers:
+      - { id: prov-b, type: vllm, category: api, adapter: openai_compat, models: ['served-b'], capacity: ${options.capacityB ?? 1}, priority: 1, ${queue} }
+`;
+  const result = parseConfigText(yaml, 'openai-test.yaml');
+  if (!result.ok) throw new Error(`test config invalid: ${JSON.stringify(result.issues)}`);
+  return result.config;
+}
+
+export interface Harness {
+  url: string;
+  client: OpenAI;
+  service: FakeEdgeService;
+  pool: ProviderPool;
+  nodes: FakeNodes;
+  config: EdgeConfig;
+  close(): Promise<void>;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const config = harnessConfig(options);
+  const nodes = new FakeNodes();
+  nodes.connect('node-1');
+  nodes.connect('node-2');
+  const service = new FakeEdgeService(
+    options.scripter ?? (() => ({ parts: textRun(['Hello', ' there']) })),
+    nodes.list,
+  );
+  const pool = createProviderPool({ config, nodes: nodes.list, pollIntervalMs: 50 });
+  const app = createOpenAIApp({ config, service, pool, logger: silentLogger, cancelGraceMs: 2000 });
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 10_000 });
+  return {
+    url,
+    client,
+    service,
+    pool,
+    nodes,
+    config,
+    close: () =>
+      new Promise<void>((resolve) => {
+        pool.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Polls until `check` passes or the time is up (then throws the last failure). */
+export async function eventually(check: () => void, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+/** Raw POST for status/header checks the SDK hides. */
+export async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    json: () => JSON.parse(text) as Record<string, unknown>,
+  };
+}
