@@ -8,6 +8,7 @@ import { envCommand } from './env.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodesListCommand } from './nodes-list.js';
 import { serveCommand } from './serve.js';
+import { smokeOpenAICommand } from './smoke-openai.js';
 import { versionCommand } from './version.js';
 
 export const commands: CliCommand[] = [
@@ -20,4 +21,5 @@ export const commands: CliCommand[] = [
   serveCommand,
   consoleCommand,
   nodeRegisterCommand,
+  smokeOpenAICommand,
 ];
