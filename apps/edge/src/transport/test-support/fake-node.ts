@@ -1,5 +1,6 @@
 // A hand-written node for transport tests: a real loopback socket speaking frames through FramedConnection.
 import net from 'node:net';
+import tls from 'node:tls';
 import {
   envelope as build,
   FramedConnection,
@@ -17,6 +18,8 @@ export interface FakeNodeOptions {
   protocolVersion?: number;
   /** Answer the edge's pings (default true). */
   answerPings?: boolean;
+  /** Connect with TLS, trusting this CA certificate. */
+  tlsCa?: Buffer;
 }
 
 export interface FakeNode {
@@ -32,6 +35,17 @@ export interface FakeNode {
   socket: net.Socket;
 }
 
+export async function connectTlsSocket(address: string, ca: Buffer): Promise<tls.TLSSocket> {
+  const { host, port } = parseListenAddress(address);
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host, port, ca, servername: 'localhost' }, () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
 export async function connectSocket(address: string): Promise<net.Socket> {
   const { host, port } = parseListenAddress(address);
   return new Promise((resolve, reject) => {
@@ -44,7 +58,9 @@ export async function connectSocket(address: string): Promise<net.Socket> {
 }
 
 export async function connectFakeNode(address: string, options: FakeNodeOptions): Promise<FakeNode> {
-  const socket = await connectSocket(address);
+  const socket = options.tlsCa
+    ? await connectTlsSocket(address, options.tlsCa)
+    : await connectSocket(address);
   const connection = new FramedConnection(socket, { closeTimeoutMs: 200 });
   const frames: Envelope[] = [];
   const waiters: { kind: EnvelopeKind; resolve: (envelope: Envelope) => void }[] = [];
