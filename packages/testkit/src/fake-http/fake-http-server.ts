@@ -279,6 +279,8 @@ export async function startFakeHttpServer(
         closing = true;
         server.close(() => resolve());
         for (const socket of sockets) socket.destroy();
+        // Destroyed sockets are gone for the caller even before their 'close' events run.
+        sockets.clear();
       });
       return closed;
     },
@@ -295,6 +297,21 @@ export interface StreamPlan {
   errorChunks: (message: string) => string[];
 }
 
+/** Writes one chunk, waiting for 'drain' when the socket buffer is full (fast benchmark streams stay bounded). */
+function writeChunk(exchange: FakeExchange, chunk: string): Promise<void> {
+  const { response, signal } = exchange;
+  if (signal.aborted || response.write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    response.on('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * Writes a 200 streaming response chunk by chunk: headers at once, `firstTokenDelayMs` before the first token,
  * `tokenDelayMs` between tokens, and the request's injected failure at `afterTokens`.
@@ -309,7 +326,7 @@ export async function playStream(exchange: FakeExchange, plan: StreamPlan): Prom
   });
   response.flushHeaders();
   if (!(await exchange.sleep(behavior.firstTokenDelayMs))) return;
-  for (const chunk of plan.head) response.write(chunk);
+  for (const chunk of plan.head) await writeChunk(exchange, chunk);
 
   const fail = async (): Promise<void> => {
     if (!failure || failure.kind === 'http') return;
@@ -336,11 +353,11 @@ export async function playStream(exchange: FakeExchange, plan: StreamPlan): Prom
     if (failure && failure.kind !== 'http' && failure.afterTokens <= index) return fail();
     if (index > 0 && !(await exchange.sleep(behavior.tokenDelayMs))) return;
     if (exchange.signal.aborted) return;
-    response.write(plan.tokens[index]);
+    await writeChunk(exchange, plan.tokens[index] ?? '');
   }
   if (failure && failure.kind !== 'http') return fail();
-  for (const chunk of plan.tail) response.write(chunk);
-  response.end();
+  for (const chunk of plan.tail) await writeChunk(exchange, chunk);
+  if (!exchange.signal.aborted) response.end();
 }
 
 /** Answers a model listing or status call; an injected stall or drop applies to it too. */
@@ -356,11 +373,13 @@ export async function playBlocking(
   exchange: FakeExchange,
   tokenCount: number,
   body: () => unknown,
+  kinds?: StreamFailureKind[],
 ): Promise<void> {
   const { behavior } = exchange;
-  const failure = exchange.takeStreamFailure();
+  const failure = exchange.takeStreamFailure(kinds);
   const tokens = failure && failure.kind !== 'http' ? Math.min(failure.afterTokens, tokenCount) : tokenCount;
-  const wait = behavior.firstTokenDelayMs + Math.max(0, tokens - 1) * behavior.tokenDelayMs;
+  // No tokens (a listing, or a failure before the first token) means no generation time to wait for.
+  const wait = tokens > 0 ? behavior.firstTokenDelayMs + (tokens - 1) * behavior.tokenDelayMs : 0;
   if (!(await exchange.sleep(wait))) return;
   if (!failure || failure.kind === 'http') {
     exchange.sendJson(200, body());

@@ -223,7 +223,11 @@ describe('fake Ollama', () => {
   it('tracks open connections and requests in flight, and closes idle keep-alive sockets on close()', async () => {
     server.setBehavior({ tokenCount: 50, tokenDelayMs: 10 });
     expect(server.activeConnections).toBe(0);
-    const stream = await client.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat({
+      model: 'llama3.2',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     expect(server.activeConnections).toBe(1);
     expect(server.activeRequests).toBe(1);
     await expect(server.waitForIdle(20)).rejects.toThrow('still has 1 request(s) in flight');
@@ -232,6 +236,19 @@ describe('fake Ollama', () => {
     expect(server.requests[0].outcome).toBe('completed');
     await server.close();
     expect(server.activeConnections).toBe(0);
+  });
+
+  it('applies stall and drop to listings but keeps them free of mid-stream failures and token delays', async () => {
+    server.setBehavior({
+      firstTokenDelayMs: 2000,
+      failure: { kind: 'mid-stream', afterTokens: 0, message: 'x' },
+    });
+    const started = Date.now();
+    expect((await client.list()).models).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(1000);
+    server.setBehavior({ failure: { kind: 'drop', afterTokens: 0, paths: ['/api/ps'] } });
+    await expect(client.ps()).rejects.toThrow();
+    expect(server.requests[server.requests.length - 1].outcome).toBe('dropped');
   });
 
   it('rejects a chat without a model with 400', async () => {
