@@ -172,7 +172,8 @@ export function toAdminError(error: ServiceError, address: string): AdminError {
   const trailer = error.metadata?.get(ERROR_CODE_TRAILER)[0];
   const serviceCode = typeof trailer === 'string' ? trailer : undefined;
   const options = { cause: error, grpcCode: error.code, serviceCode };
-  const details = error.details || error.message;
+  // grpc-js appends an empty "Resolution note: " to connection failures; drop it so the message ends cleanly.
+  const details = (error.details || error.message).replace(/\.?\s*Resolution note:\s*$/, '');
   if (error.code === status.UNAUTHENTICATED) {
     return new AdminError(
       'unauthenticated',

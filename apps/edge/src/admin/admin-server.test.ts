@@ -391,6 +391,7 @@ describe('admin API over gRPC', () => {
     expect(error.message).toMatch(
       new RegExp(`^cannot reach the edge admin API at ${address.replace(/\./g, '\\.')}: `),
     );
+    expect(error.message).not.toMatch(/Resolution note/);
   });
 
   it('ends open streams with UNAVAILABLE when it closes', async () => {
