@@ -540,7 +540,17 @@ openai:
     expect(paths('nodes: [{ id: n1, providers: ["oops"] }]')).toEqual(['nodes[0].providers[0]']);
   });
 
-  it('supports YAML anchors and merge keys', () => {
+  it('supports YAML anchors and merge keys, with anchors declared under top-level x-* keys', () => {
+    const shared = load(`
+x-http: &http { request_timeout_ms: 1234 }
+nodes:
+  - id: n1
+    adapters: { ollama: { <<: *http, base_url: "http://h:1" } }
+`);
+    expect(shared.nodes[0]?.adapters.instances[0]).toMatchObject({ request_timeout_ms: 1234 });
+    expect(Object.keys(shared)).not.toContain('x-http');
+    expect(paths('y-http: 1\n')).toEqual(['y-http']);
+
     const config = load(`
 nodes:
   - id: n1

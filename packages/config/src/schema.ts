@@ -40,6 +40,10 @@ function nullableInteger(limit: Limit): Schema {
   return { type: ['integer', 'null'], minimum: limit.min, maximum: limit.max };
 }
 
+function extensible(properties: Record<string, Schema>): Schema {
+  return { ...object(properties), patternProperties: { '^x-': {} } };
+}
+
 function object(properties: Record<string, Schema>, required: string[] = []): Schema {
   return { type: 'object', properties, required, additionalProperties: false };
 }
@@ -183,8 +187,11 @@ const modelRoute = object(
   ['model', 'adapter'],
 );
 
-/** Schema of the whole edge.yaml document. */
-export const edgeConfigSchema: Schema = object({
+/**
+ * Schema of the whole edge.yaml document. Top-level `x-*` keys are free (compose-style) so YAML anchors can be
+ * declared once and merged where needed; they are ignored after loading.
+ */
+export const edgeConfigSchema: Schema = extensible({
   edge: object({
     id: identifier,
     listen,
