@@ -143,7 +143,7 @@ async function streamStep(options: SmokeOptions): Promise<SmokeStepResult> {
     let buffer = '';
     const decoder = new TextDecoder();
     for await (const bytes of response.body) {
-      buffer += decoder.decode(bytes, { stream: true });
+      buffer += decoder.decode(bytes as Uint8Array, { stream: true });
       let boundary = buffer.indexOf('\n\n');
       while (boundary >= 0) {
         const event = buffer.slice(0, boundary);
