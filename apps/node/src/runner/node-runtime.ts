@@ -98,7 +98,10 @@ export class NodeRuntime implements LinkHandler {
   nodeCommandRequest(requestId: string, request: NodeCommandRequest): void {
     void this.#deps.commands
       .handle(requestId, request)
-      .then((response) => this.#deps.outbound.send(envelope.nodeCommandResponse(requestId, response)));
+      .then((response) => this.#deps.outbound.send(envelope.nodeCommandResponse(requestId, response)))
+      .catch((error: unknown) =>
+        this.#deps.logger.error({ requestId, error: String(error) }, 'node command could not be answered'),
+      );
   }
 
   nodeConfigRefreshRequest(requestId: string, request: NodeConfigRefreshRequest): void {
