@@ -169,17 +169,18 @@ function normalizeNode(
   };
   const adaptersPath = [...nodePath, 'adapters'];
   // Legacy single blocks first, in a fixed order, then the named forms in file order.
-  if (isRecord(adapters.cli))
-    add(cliInstance('cli', adapters.cli, [...adaptersPath, 'cli'], context), [...adaptersPath, 'cli']);
-  if (isRecord(adapters.ollama)) add(ollamaInstance('ollama', adapters.ollama), [...adaptersPath, 'ollama']);
-  if (isRecord(adapters.openai_compat)) {
-    add(openAICompatInstance('openai_compat', adapters.openai_compat, ''), [
-      ...adaptersPath,
-      'openai_compat',
-    ]);
-  }
-  if (isRecord(adapters.vllm))
-    add(openAICompatInstance('vllm', adapters.vllm, 'vllm'), [...adaptersPath, 'vllm']);
+  const legacy = (key: string): { raw: Raw; source: PathSegment[] } | undefined => {
+    const raw = adapters[key];
+    return isRecord(raw) ? { raw, source: [...adaptersPath, key] } : undefined;
+  };
+  const cli = legacy('cli');
+  if (cli) add(cliInstance('cli', cli.raw, cli.source, context), cli.source);
+  const ollama = legacy('ollama');
+  if (ollama) add(ollamaInstance('ollama', ollama.raw), ollama.source);
+  const openAICompat = legacy('openai_compat');
+  if (openAICompat) add(openAICompatInstance('openai_compat', openAICompat.raw, ''), openAICompat.source);
+  const vllm = legacy('vllm');
+  if (vllm) add(openAICompatInstance('vllm', vllm.raw, 'vllm'), vllm.source);
   for (const [name, value] of Object.entries(record(adapters.openai_compat_instances))) {
     add(openAICompatInstance(name, record(value), ''), [...adaptersPath, 'openai_compat_instances', name]);
   }
