@@ -41,8 +41,11 @@ export interface AdminHandlerDeps {
   logger: Logger;
   /** Provider pool status for ListProviders / NodeInfo; none = no providers known. */
   providerStatus?: () => ProviderStatus[];
-  /** Config refresh; none (or `refreshEnabled: false`) = RefreshConfig answers UNAVAILABLE. */
-  refreshHandler?: RefreshHandler;
+  /**
+   * Config refresh, looked up on every call (the refresh feature may register it after the server started);
+   * none (or `refreshEnabled: false`) = RefreshConfig answers UNAVAILABLE.
+   */
+  refreshHandler?: () => RefreshHandler | undefined;
   refreshEnabled?: boolean;
   /** Required bearer token; '' or undefined = no authentication. */
   token?: string;
@@ -222,10 +225,10 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     }),
 
     refreshConfig: unary('RefreshConfig', (request) => {
-      if (!deps.refreshHandler || deps.refreshEnabled === false) {
+      const handler = deps.refreshEnabled === false ? undefined : deps.refreshHandler?.();
+      if (!handler)
         throw new AdminCallError(status.UNAVAILABLE, 'refresh_disabled', 'config refresh is disabled');
-      }
-      return deps.refreshHandler(request.mode, request.configYaml, request.configPath);
+      return handler(request.mode, request.configYaml, request.configPath);
     }),
   };
 

@@ -12,6 +12,7 @@ import { createAdminClient, type AdminClient } from './admin-client.js';
 import type { RefreshHandler } from './admin-handlers.js';
 import {
   createAdminSurface,
+  REFRESH_HANDLER_KEY,
   sharedPoolStatus,
   startAdminServer,
   type AdminServerOptions,
@@ -19,6 +20,9 @@ import {
 } from './admin-server.js';
 import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import { AdminError } from './errors.js';
+import type { EdgeConfig } from '@iop/config';
+import type { NodeRegistry } from '../node/node-registry.js';
+import type { SurfaceFactory } from '../surface.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -426,6 +430,36 @@ describe('admin API over gRPC', () => {
 async function setupAddress(token: string): Promise<AdminSurface> {
   return (await setup({ token })).surface;
 }
+
+describe('admin surface wiring', () => {
+  it('is a SurfaceFactory and finds the pool and refresh handler in the runtime extras per call', async () => {
+    const bus = new FakeEventBus();
+    const extras = new Map<string, unknown>();
+    const factory: SurfaceFactory = createAdminSurface({ closeGraceMs: 100 });
+    const surface = await factory({
+      config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } } as EdgeConfig,
+      service: new FakeEdgeService(bus),
+      events: bus,
+      logger: silentLogger,
+      registry: {} as NodeRegistry,
+      extras,
+    });
+    if (!surface) throw new Error('expected a surface');
+    cleanups.push(() => surface.close());
+    const client = createAdminClient({ address: surface.address });
+    cleanups.push(() => client.close());
+    const request = { mode: 'apply', configYaml: 'y', configPath: 'p' };
+    expect(await failure(client.refreshConfig(request))).toMatchObject({ grpcCode: status.UNAVAILABLE });
+    expect(await client.listProviders()).toEqual([]);
+    // Registered after the surface started, as the pool and the refresh feature do.
+    extras.set(PROVIDER_POOL_KEY, { snapshot: () => pool });
+    const refreshHandler: RefreshHandler = (mode) =>
+      Promise.resolve(RefreshConfigResponse.fromPartial({ status: 'applied', mode }));
+    extras.set(REFRESH_HANDLER_KEY, refreshHandler);
+    expect(await client.listProviders()).toEqual(pool);
+    expect(await client.refreshConfig(request)).toMatchObject({ status: 'applied', mode: 'apply' });
+  });
+});
 
 describe('sharedPoolStatus', () => {
   it('reads the shared pool from extras at call time, or reports no providers', () => {

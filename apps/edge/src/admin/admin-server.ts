@@ -25,7 +25,10 @@ export interface AdminSurfaceOptions {
    * when one exists, else an empty list.
    */
   providerStatus?: () => ProviderStatus[];
-  /** Config refresh handler; none = RefreshConfig answers UNAVAILABLE "config refresh is disabled". */
+  /**
+   * Config refresh handler. Default: the one registered in the runtime's extras under REFRESH_HANDLER_KEY (looked
+   * up per call); none = RefreshConfig answers UNAVAILABLE "config refresh is disabled".
+   */
   refreshHandler?: RefreshHandler;
   /** How long close() lets running unary calls finish before forcing the server down. Default 2000 ms. */
   closeGraceMs?: number;
@@ -56,6 +59,8 @@ export interface AdminServerOptions extends AdminSurfaceOptions {
   service: EdgeService;
   events: EventBus;
   logger: Logger;
+  /** The runtime's shared objects (provider pool, refresh handler) used when the options do not name them. */
+  extras?: Map<string, unknown>;
 }
 
 export function createAdminSurface(
@@ -66,7 +71,7 @@ export function createAdminSurface(
     if (!refresh.listen) return undefined;
     return startAdminServer({
       ...options,
-      providerStatus: options.providerStatus ?? sharedPoolStatus(context.extras),
+      extras: context.extras,
       listen: refresh.listen,
       token: refresh.admin_token,
       refreshEnabled: refresh.enabled,
@@ -88,6 +93,14 @@ export function sharedPoolStatus(extras: Map<string, unknown> | undefined): () =
   };
 }
 
+/** Key under which the live-refresh feature registers its RefreshHandler in the runtime's extras. */
+export const REFRESH_HANDLER_KEY = 'refreshHandler';
+
+function extrasRefreshHandler(extras: Map<string, unknown> | undefined): RefreshHandler | undefined {
+  const handler = extras?.get(REFRESH_HANDLER_KEY);
+  return typeof handler === 'function' ? (handler as RefreshHandler) : undefined;
+}
+
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminSurface> {
   const logger = options.logger.child({ component: 'admin' });
   const listen = parseListenAddress(options.listen);
@@ -101,8 +114,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     service: options.service,
     events: options.events,
     logger,
-    providerStatus: options.providerStatus,
-    refreshHandler: options.refreshHandler,
+    providerStatus: options.providerStatus ?? sharedPoolStatus(options.extras),
+    refreshHandler: () => options.refreshHandler ?? extrasRefreshHandler(options.extras),
     refreshEnabled: options.refreshEnabled,
     token: options.token,
   });
