@@ -118,7 +118,19 @@ export async function eventually(check: () => void, timeoutMs = 3000): Promise<v
 }
 
 /** Raw POST for status/header checks the SDK hides. */
-export async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  json(): Record<string, unknown>;
+}
+
+export async function post(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   const response = await fetch(`${url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
