@@ -6,6 +6,7 @@ import { edgeConfigSchema, IDENTIFIER_PATTERN } from './schema.js';
 import type { ConfigIssue } from './types.js';
 import type { YamlSource } from './yaml-source.js';
 
+// Compiled lazily once per process: compiling the schema costs a few hundred milliseconds, validating is cheap.
 let compiled: ValidateFunction | undefined;
 
 function validator(): ValidateFunction {
