@@ -228,6 +228,34 @@ describe('NodeLink against a fake edge over loopback', () => {
     expect(link.state).toBe('closed');
   });
 
+  it('ends with rejected when a reconnect is refused, but retries past a shutting_down refusal', async () => {
+    let answers = 0;
+    const edge = await startEdge({
+      answer: () => {
+        answers += 1;
+        if (answers === 1) return { accepted: true, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 5000 };
+        if (answers === 2) {
+          return {
+            accepted: false,
+            rejectCode: RegisterRejectCode.REGISTER_REJECT_CODE_SHUTTING_DOWN,
+            reason: 'edge is shutting down',
+          };
+        }
+        return {
+          accepted: false,
+          rejectCode: RegisterRejectCode.REGISTER_REJECT_CODE_BAD_TOKEN,
+          reason: 'token rotated',
+        };
+      },
+    });
+    const link = createLink(edge, new RecordingHandler(), { retryIntervalMs: 20, maxRetries: 5 });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.latest().close('shutdown', { goodbye: true });
+    expect(await outcome).toEqual({ kind: 'rejected', code: 'bad_token', reason: 'token rotated' });
+    expect(answers).toBe(3);
+  });
+
   it('does not reconnect after the edge replaced this connection', async () => {
     const edge = await startEdge();
     const link = createLink(edge, new RecordingHandler());

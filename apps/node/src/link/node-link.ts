@@ -184,6 +184,17 @@ export class NodeLink implements Outbound {
     let session = first.session;
     let reconnect = false;
     for (;;) {
+      // stop() may have run between the handshake and here (another microtask chain): do not re-enter registered.
+      if (this.#stopReason !== undefined) {
+        await session.connection.close(this.#stopReason, { goodbye: true });
+        return this.#finish({ kind: 'stopped', reason: this.#stopReason });
+      }
+      if (session.response.protocolVersion !== 0 && session.response.protocolVersion !== PROTOCOL_VERSION) {
+        this.#logger.warn(
+          { edgeProtocol: session.response.protocolVersion, nodeProtocol: PROTOCOL_VERSION },
+          'edge speaks another protocol version',
+        );
+      }
       this.#machine.transition('registered');
       this.#session = session;
       this.#logger.info(
