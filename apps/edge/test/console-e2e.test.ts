@@ -54,6 +54,7 @@ const TRANSCRIPT = [
   'error: node reported error: status check not supported for target fake-cli',
   'edge> /exit',
 ];
+// The last transcript entry (/exit) is sent after a second phase (node killed mid-run), see below.
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -201,18 +202,46 @@ describe('iop-edge console end to end', () => {
       expect(nodes.map((entry) => entry.node_id)).toEqual(['test-node']);
     }
 
-    for (const line of TRANSCRIPT.filter((entry) => entry.startsWith('edge> ')).map((entry) =>
-      entry.slice(6),
-    )) {
-      edge.stdin?.write(`${line}\n`);
-    }
+    const commands = TRANSCRIPT.filter((entry) => entry.startsWith('edge> ')).map((entry) => entry.slice(6));
+    for (const line of commands.filter((entry) => entry !== '/exit')) edge.stdin?.write(`${line}\n`);
+    await screen.waitFor(/^error: node reported error: status check not supported/, 30_000, context);
+
+    // The node dies in the middle of a background run: the run ends with an error event and the node's
+    // disconnect is printed with its reason.
+    edge.stdin?.write('/background on\nConvert token iop_manual_three and reply only with converted token\n');
+    await screen.waitFor(/^\[node0-msg\] IOP_MANUAL_THREE_TAIL$/, 15_000, context);
+    nodeAgent.kill('SIGKILL');
+    await screen.waitFor(
+      /^\[node0-evt\] error run_id=manual-\S+ code=node_disconnected message=".+"$/,
+      15_000,
+      context,
+    );
+    await screen.waitFor(/^\[node0-evt\] disconnected node=test-node reason=\S+$/, 15_000, context);
+    edge.stdin?.write('/nodes\n/exit\n');
+
     const code = await exited(edge, 30_000).catch((error: unknown) => {
       throw new Error(`${error instanceof Error ? error.message : String(error)}\n${context()}`);
     });
     const lines = screen.lines().map((line) => line.replace(/run_id=manual-\S+/g, 'run_id=manual-...'));
     const start = lines.indexOf(TRANSCRIPT[0] ?? '');
     if (start < 0) throw new Error(`no connected line\n${context()}`);
-    expect(lines.slice(start)).toEqual(TRANSCRIPT);
+    const transcriptEnd = start + TRANSCRIPT.length - 1;
+    expect(lines.slice(start, transcriptEnd)).toEqual(TRANSCRIPT.slice(0, -1));
+    const tail = lines.slice(transcriptEnd);
+    expect(tail.slice(0, 7)).toEqual([
+      'edge> /background on',
+      'background on',
+      'edge> Convert token iop_manual_three and reply only with converted token',
+      '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=true',
+      '[node0-evt] start run_id=manual-...',
+      '[node0-msg] IOP_MANUAL_THREE_OK',
+      '[node0-msg] IOP_MANUAL_THREE_TAIL',
+    ]);
+    expect(tail.slice(7, 9).sort()).toEqual([
+      expect.stringMatching(/^\[node0-evt\] disconnected node=test-node reason=\S+$/),
+      expect.stringMatching(/^\[node0-evt\] error run_id=manual-\.\.\. code=node_disconnected message=/),
+    ]);
+    expect(tail.slice(9)).toEqual(['edge> /nodes', 'no nodes connected', 'edge> /exit']);
     expect(code).toBe(0);
   }, 60_000);
 });
