@@ -2,7 +2,15 @@
 import { commands as defaultCommands } from './commands.js';
 import { UsageError, writeLine, type CliCommand, type CliIo } from './command.js';
 
-export async function runCli(argv: string[], io: CliIo, commands: CliCommand[] = defaultCommands): Promise<number> {
+/** Flags every command accepts that take a value; they may stand before the command words. */
+const GLOBAL_VALUE_FLAGS = new Set(['--config', '-c']);
+
+export async function runCli(
+  rawArgv: string[],
+  io: CliIo,
+  commands: CliCommand[] = defaultCommands,
+): Promise<number> {
+  const argv = moveGlobalFlagsLast(rawArgv);
   const words = argv.filter((word) => !word.startsWith('-'));
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     printHelp(io, commands);
@@ -27,9 +35,29 @@ export async function runCli(argv: string[], io: CliIo, commands: CliCommand[] =
       writeLine(io.stderr, `usage: iop-edge ${command.usage}`);
       return 2;
     }
-    writeLine(io.stderr, `iop-edge ${command.path.join(' ')}: ${error instanceof Error ? error.message : String(error)}`);
+    writeLine(
+      io.stderr,
+      `iop-edge ${command.path.join(' ')}: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return 1;
   }
+}
+
+/** `iop-edge --config x.yaml config check` → `config check --config x.yaml`, so command words match. */
+function moveGlobalFlagsLast(argv: string[]): string[] {
+  const rest: string[] = [];
+  const globals: string[] = [];
+  for (let index = 0; index < argv.length; index += 1) {
+    const word = argv[index] ?? '';
+    const next = argv[index + 1];
+    if (GLOBAL_VALUE_FLAGS.has(word) && next !== undefined) {
+      globals.push(word, next);
+      index += 1;
+    } else {
+      rest.push(word);
+    }
+  }
+  return [...rest, ...globals];
 }
 
 function findCommand(words: string[], commands: CliCommand[]): CliCommand | undefined {
