@@ -106,26 +106,22 @@ describe('NodeAgent end to end against a fake edge', () => {
 
   it('answers transport and capabilities commands under their request ids', async () => {
     await registered();
-    await edge
-      .latest()
-      .send(
-        envelope.nodeCommandRequest('c-1', {
-          command: 'transport',
-          adapter: 'cli',
-          target: 'fake-cli',
-          sessionId: 'default',
-        }),
-      );
-    await edge
-      .latest()
-      .send(
-        envelope.nodeCommandRequest('c-2', {
-          command: 'capabilities',
-          adapter: 'cli',
-          target: 'fake-cli',
-          sessionId: 'default',
-        }),
-      );
+    await edge.latest().send(
+      envelope.nodeCommandRequest('c-1', {
+        command: 'transport',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+      }),
+    );
+    await edge.latest().send(
+      envelope.nodeCommandRequest('c-2', {
+        command: 'capabilities',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+      }),
+    );
     await waitFor(() => messagesOf(edge, 'nodeCommandResponse').length === 2, 2000, 'responses');
     const byId = new Map(
       messagesOf(edge, 'nodeCommandResponse').map((message) => [message.requestId, message.msg]),
@@ -185,17 +181,15 @@ describe('NodeAgent end to end against a fake edge', () => {
 
   it('ends in-flight runs when the edge goes away and re-registers when it returns', async () => {
     await registered();
-    await edge
-      .latest()
-      .send(
-        envelope.runRequest({
-          runId: 'held',
-          adapter: 'cli',
-          target: 'fake-cli',
-          sessionId: 'default',
-          metadata: { fake: 'hold' },
-        }),
-      );
+    await edge.latest().send(
+      envelope.runRequest({
+        runId: 'held',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+        metadata: { fake: 'hold' },
+      }),
+    );
     await waitFor(() => agent.executor.inFlight === 1, 2000, 'run start');
     await edge.close('shutdown');
     await waitFor(() => agent.executor.inFlight === 0, 2000, 'run aborted');
@@ -212,17 +206,15 @@ describe('NodeAgent end to end against a fake edge', () => {
   it('stop() aborts runs first, says goodbye shutdown, closes adapters and ends run() with stopped', async () => {
     const outcome = agent.run();
     await waitFor(() => agent.link.state === 'registered' && factory.built.length > 0, 3000, 'registration');
-    await edge
-      .latest()
-      .send(
-        envelope.runRequest({
-          runId: 'held',
-          adapter: 'cli',
-          target: 'fake-cli',
-          sessionId: 'default',
-          metadata: { fake: 'hold' },
-        }),
-      );
+    await edge.latest().send(
+      envelope.runRequest({
+        runId: 'held',
+        adapter: 'cli',
+        target: 'fake-cli',
+        sessionId: 'default',
+        metadata: { fake: 'hold' },
+      }),
+    );
     await waitFor(() => agent.executor.inFlight === 1, 2000, 'run start');
     await agent.stop('shutdown');
     expect(await outcome).toEqual({ kind: 'stopped', reason: 'shutdown' });
