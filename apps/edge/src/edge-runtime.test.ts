@@ -5,10 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { RUNTIME_EXTRAS, startEdgeRuntime } from './edge-runtime.js';
 import { silentLogger } from './logging.js';
-import { testEdgeConfig } from './node/test-support/config-fixture.js';
+import { envelope as build } from '@iop/wire';
+import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
 import type { SurfaceContext, SurfaceFactory } from './surface.js';
 import { parseListenAddress } from './transport/listen-address.js';
-import { connectFakeNode } from './transport/test-support/fake-node.js';
+import { connectFakeNode, waitUntil } from './transport/test-support/fake-node.js';
 
 let dataDir: string;
 
@@ -120,6 +121,81 @@ describe('startEdgeRuntime', () => {
       ).rejects.toMatchObject({ name: 'TransportError', code: 'listen_failed' });
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it('pushes a changed node configuration to connected nodes and gives it to later registrations', async () => {
+    const base = testEdgeConfig({ edge: { data_dir: dataDir } });
+    const runtime = await startEdgeRuntime({
+      config: base,
+      configPath: 'x',
+      logger: silentLogger,
+      surfaces: [],
+    });
+    try {
+      const { token } = await runtime.store.register('test-node');
+      const node = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
+      let accept = true;
+      const answering = (async () => {
+        for (let answered = 0; answered < 2; answered += 1) {
+          await waitUntil(
+            () =>
+              node.frames.filter((frame) => frame.msg?.$case === 'nodeConfigRefreshRequest').length >
+              answered,
+            3000,
+            'refresh request',
+          );
+          const request = node.frames.filter((frame) => frame.msg?.$case === 'nodeConfigRefreshRequest')[
+            answered
+          ];
+          const revision =
+            request?.msg?.$case === 'nodeConfigRefreshRequest'
+              ? (request.msg.nodeConfigRefreshRequest.config?.revision ?? '')
+              : '';
+          await node.send(
+            build.nodeConfigRefreshResult(request?.requestId ?? '', {
+              revision,
+              ok: accept,
+              error: accept ? '' : 'bad adapter',
+            }),
+          );
+        }
+      })();
+      const changed = {
+        ...base,
+        nodes: [
+          testNode({ runtime: { ...testNode().runtime, max_concurrency: 9 } }),
+          testNode({ id: 'offline-node', alias: 'offline' }),
+        ],
+      };
+      const applied = await runtime.applyNodeConfig(changed);
+      expect(applied.map((result) => [result.node_id, result.status])).toEqual([
+        ['offline-node', 'not_connected'],
+        ['test-node', 'applied'],
+      ]);
+      expect(runtime.registry.get('test-node')?.payload.maxConcurrency).toBe(9);
+      expect(
+        (await runtime.applyNodeConfig(changed)).find((result) => result.node_id === 'test-node')?.status,
+      ).toBe('unchanged');
+      accept = false;
+      const refused = await runtime.applyNodeConfig({
+        ...base,
+        nodes: [testNode({ runtime: { ...testNode().runtime, max_concurrency: 2 } })],
+      });
+      expect(refused).toEqual([
+        {
+          node_id: 'test-node',
+          status: 'failed',
+          revision: expect.any(String) as string,
+          error: 'bad adapter',
+        },
+      ]);
+      expect(runtime.registry.get('test-node')?.payload.maxConcurrency).toBe(9);
+      await answering;
+      const again = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
+      expect(again.response.config?.maxConcurrency).toBe(2);
+    } finally {
+      await runtime.stop();
     }
   });
 });

@@ -5,6 +5,8 @@
 import type { EdgeConfig } from '@iop/config';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import type { Logger } from './logging.js';
+import { payloadForNode } from './node/mapper.js';
+import { pushNodeConfig, type NodeRefreshResult } from './node/node-config-push.js';
 import { createNodeRegistry, type NodeRegistry } from './node/node-registry.js';
 import { createNodeStore, type NodeStore } from './node/node-store.js';
 import { createEdgeService, type EdgeServiceImpl } from './service/edge-service.js';
@@ -31,6 +33,11 @@ export interface EdgeRuntime {
   transportAddress: string;
   surfaces: Surface[];
   extras: Map<string, unknown>;
+  /**
+   * Live refresh of node configuration: later registrations get payloads from `config`, and every connected node
+   * whose payload changed is sent it now. The caller (config refresh) has already classified the change as live.
+   */
+  applyNodeConfig(config: EdgeConfig, options?: { timeoutMs?: number }): Promise<NodeRefreshResult[]>;
   /** Stops everything; idempotent. */
   stop(reason?: string): Promise<void>;
 }
@@ -40,6 +47,8 @@ export const RUNTIME_EXTRAS = { configPath: 'configPath', nodeStore: 'nodeStore'
 
 export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<EdgeRuntime> {
   const { config, logger } = options;
+  // Nodes registering after a live refresh must get the refreshed payload.
+  let nodeConfigs = config.nodes;
   const clock = options.clock ?? Date.now;
   const events = createEventBus({ replaySize: 512, queueSize: 2048 });
   const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes, clock });
@@ -63,6 +72,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       events,
       logger: logger.child({ component: 'transport' }),
       clock,
+      payloadFor: (nodeId) => payloadForNode(nodeConfigs, nodeId),
     });
   } catch (error) {
     events.close();
@@ -112,6 +122,15 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     transportAddress: transport.address,
     surfaces,
     extras,
+    async applyNodeConfig(next, applyOptions = {}) {
+      nodeConfigs = next.nodes;
+      const results = await pushNodeConfig(registry, next.nodes, applyOptions);
+      logger.info(
+        { results: results.map((result) => `${result.node_id}:${result.status}`) },
+        'node configuration pushed',
+      );
+      return results;
+    },
     stop,
   };
 }
