@@ -340,6 +340,89 @@ describe('responses', () => {
   });
 });
 
+describe('more shapes', () => {
+  it('responses: reasoning items with include_reasoning, incomplete status on a length stop', async () => {
+    let parts: RunEventPart[] = reasoningParts;
+    const { client } = await start({ scripter: () => ({ parts }) });
+    const body = {
+      model: 'pooled',
+      input: 'x',
+      include_reasoning: true,
+    } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const plain = await client.responses.create(body);
+    expect(plain.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    expect(plain.output[0]).toMatchObject({ content: [{ type: 'reasoning_text', text: 'thinking hard' }] });
+    const streamed = await client.responses
+      .stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming)
+      .finalResponse();
+    expect(streamed.output[0]).toMatchObject({ type: 'reasoning', content: [{ text: 'thinking hard' }] });
+    expect(streamed.output[1]).toMatchObject({ type: 'message', content: [{ text: 'Answer' }] });
+    parts = [{ type: 'text-delta', text: 'cut' }, complete('length')];
+    const cut = await client.responses.create({ model: 'pooled', input: 'x', max_output_tokens: 1 });
+    expect(cut.status).toBe('incomplete');
+    expect(cut.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    const chat = await client.chat.completions.create({ model: 'pooled', messages: user('x') });
+    expect(chat.choices[0]?.finish_reason).toBe('length');
+  });
+
+  it('passes inline images and refuses remote image URLs', async () => {
+    const { client, service } = await start();
+    await client.chat.completions.create({
+      model: 'pooled',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
+      ],
+    });
+    expect(service.submitted[0]?.messages[0]).toMatchObject({
+      content: 'what is this?',
+      images: ['iVBORw0KGgo='],
+    });
+    const remote = await client.chat.completions
+      .create({
+        model: 'pooled',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+        ],
+      })
+      .catch((error: unknown) => error);
+    expect(remote).toBeInstanceOf(BadRequestError);
+    expect((remote as APIError).param).toBe('messages[0].content[0].image_url');
+  });
+
+  it('an operator cancel before output is a 502 run_cancelled', async () => {
+    const { client, service } = await start({ scripter: () => ({ parts: textRun(['late']), delayMs: 200 }) });
+    const pending = client.chat.completions
+      .create({ model: 'pooled', messages: user('x') })
+      .catch((error: unknown) => error);
+    await eventually(() => expect(service.active).toBe(1));
+    await service.cancelRun('run-1');
+    const error = (await pending) as APIError;
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('run_cancelled');
+  });
+
+  it('a client abort of a non-streaming request cancels the run', async () => {
+    const { url, service } = await start({ scripter: () => ({ parts: textRun(['slow']), delayMs: 300 }) });
+    const controller = new AbortController();
+    const pending = fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pooled', messages: user('x') }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await eventually(() => expect(service.active).toBe(1));
+    controller.abort();
+    await pending;
+    await eventually(() => expect(service.cancels).toBe(1));
+  });
+});
+
 describe('routing', () => {
   it('uses model_routes, requires metadata.workspace where the route says so', async () => {
     const { client, service } = await start();

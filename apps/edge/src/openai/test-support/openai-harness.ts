@@ -13,6 +13,8 @@ import { FakeEdgeService, textRun, type Scripter } from './fake-edge-service.js'
 export interface HarnessOptions {
   /** Lines placed inside the `openai:` block (two-space indented keys). */
   openai?: string;
+  /** openai.enabled (default true). */
+  enabled?: boolean;
   /** openai.strict_output (default true here). */
   strictOutput?: boolean;
   /** Provider overrides: capacity / max_queue / queue_timeout_ms for both providers. */
@@ -28,7 +30,7 @@ export function harnessConfig(options: HarnessOptions = {}): EdgeConfig {
   const yaml = `
 edge: { id: test-edge, listen: '127.0.0.1:19990', data_dir: /tmp/iop-openai-test }
 openai:
-  enabled: true
+  enabled: ${options.enabled ?? true}
   listen: '127.0.0.1:0'
   models: ['extra-model']
   session_id: 'openai'

@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import OpenAI from 'openai';
+import { silentLogger } from '../logging.js';
+import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
+import { FakeNodes } from '../pool/test-support/pool-fixture.js';
+import { createOpenAISurface } from './openai-surface.js';
+import { parseListenAddress } from './listen-address.js';
+import { FakeEdgeService, textRun } from './test-support/fake-edge-service.js';
+import { eventually, harnessConfig } from './test-support/openai-harness.js';
+
+describe('createOpenAISurface', () => {
+  it('returns undefined when openai.enabled is false', async () => {
+    const config = harnessConfig({ enabled: false });
+    const service = new FakeEdgeService(() => ({ parts: textRun(['x']) }));
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger, extras: new Map() });
+    expect(surface).toBeUndefined();
+  });
+
+  it('listens on openai.listen, shares the pool through extras, and close() cuts open streams and frees leases', async () => {
+    const config = harnessConfig();
+    const nodes = new FakeNodes();
+    nodes.connect('node-1');
+    nodes.connect('node-2');
+    const service = new FakeEdgeService(
+      () => ({ parts: textRun(Array.from({ length: 100 }, () => 'tick ')), delayMs: 20 }),
+      nodes.list,
+    );
+    const extras = new Map<string, unknown>();
+    const surface = await createOpenAISurface(
+      { config, service, logger: silentLogger, extras },
+      { closeGraceMs: 50 },
+    );
+    if (!surface) throw new Error('surface should start');
+    expect(surface.name).toBe('openai');
+    expect(surface.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(extras.get(PROVIDER_POOL_KEY)).toBe(surface.pool);
+
+    const client = new OpenAI({ baseURL: `${surface.address}/v1`, apiKey: 'k', maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'pooled',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const reading = (async () => {
+      let chunks = 0;
+      try {
+        for await (const chunk of stream) if (chunk.choices[0]?.delta.content) chunks += 1;
+      } catch {
+        // the connection is cut by close()
+      }
+      return chunks;
+    })();
+    await eventually(() => expect(surface.pool.totals().inFlight).toBe(1));
+    await surface.close();
+    const chunks = await reading;
+    expect(chunks).toBeLessThan(100);
+    await eventually(() => {
+      expect(surface.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+      expect(service.active).toBe(0);
+      expect(service.cancels).toBe(1);
+    });
+    surface.pool.close();
+  });
+});
+
+describe('parseListenAddress', () => {
+  it('parses host:port, IPv6 and rejects garbage', () => {
+    expect(parseListenAddress('127.0.0.1:18081')).toEqual({ host: '127.0.0.1', port: 18081 });
+    expect(parseListenAddress('[::1]:80')).toEqual({ host: '::1', port: 80 });
+    expect(parseListenAddress(':9000')).toEqual({ host: '0.0.0.0', port: 9000 });
+    expect(() => parseListenAddress('localhost')).toThrow(/host:port/);
+    expect(() => parseListenAddress('h:70000')).toThrow(/host:port/);
+  });
+});
