@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RunSummary } from '../history/run-history.js';
-import { HISTORY_FILE_NAME, SqliteRunHistory } from '../history/sqlite-run-history.js';
+import { openRunHistory } from '../history/node-sqlite-fallback.js';
+import { HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
 import {
   booleanFlag,
   integerFlag,
@@ -35,7 +36,7 @@ export const historyCommand: CliCommand = {
       else writeLine(io.stdout, `no run history in ${dataDir}`);
       return Promise.resolve(0);
     }
-    const history = SqliteRunHistory.open({ path: file, readonly: true });
+    const { history } = openRunHistory({ path: file, readonly: true });
     try {
       const runs = history.list({ limit });
       if (json) writeLine(io.stdout, JSON.stringify(runs.map(toJson), null, 2));

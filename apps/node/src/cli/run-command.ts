@@ -4,7 +4,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
-import { SqliteRunHistory, HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
+import { openRunHistory } from '../history/node-sqlite-fallback.js';
+import type { RunHistory } from '../history/run-history.js';
+import { HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
 import { createDialer, parseEdgeAddress, type DialOptions } from '../link/dial.js';
 import {
   DEFAULT_MAX_RETRIES,
@@ -84,12 +86,19 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         overrides.logger?.(io, level, format) ?? createLogger({ level, format, destination: io.stderr });
 
       const lock = lockDataDir(dataDir);
-      let history: SqliteRunHistory | undefined;
+      let history: RunHistory | undefined;
       try {
-        history = SqliteRunHistory.open({ path: path.join(dataDir, HISTORY_FILE_NAME), retainRuns });
-        if (history.recoveredRuns > 0) {
+        const opened = openRunHistory({ path: path.join(dataDir, HISTORY_FILE_NAME), retainRuns });
+        history = opened.history;
+        if (opened.fallbackReason !== undefined) {
+          logger.info(
+            { backend: opened.backend, reason: opened.fallbackReason },
+            'run history uses node:sqlite',
+          );
+        }
+        if (opened.history.recoveredRuns > 0) {
           logger.warn(
-            { runs: history.recoveredRuns },
+            { runs: opened.history.recoveredRuns },
             'runs left running by a previous process marked interrupted',
           );
         }

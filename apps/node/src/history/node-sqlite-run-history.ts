@@ -1,0 +1,414 @@
+// RunHistory on Node's built-in `node:sqlite` (Node >= 22.13): the backend of the release artifacts, whose Node 22
+// runtime cannot load the better-sqlite3 addon compiled here for Node 20. Same file format, schema, durability
+// and retention as SqliteRunHistory (either backend opens the other's database): WAL journal, run rows written
+// synchronously at start and end, events buffered and written one transaction per batch, runs left `running`
+// by a crashed process marked `interrupted` at open, the newest `retainRuns` finished runs kept.
+//
+// The module is loaded with process.getBuiltinModule so that importing this file never fails on Node 20 (which
+// has no node:sqlite); `isNodeSqliteAvailable()` says whether `open` can work in this process.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Usage } from '@iop/wire';
+import { HistoryError } from './history-error.js';
+import type {
+  RunEventRecord,
+  RunHistory,
+  RunOutcome,
+  RunStartRecord,
+  RunStatus,
+  RunSummary,
+} from './run-history.js';
+import {
+  DEFAULT_RETAIN_RUNS,
+  INTERRUPTED_DETAIL,
+  type SqliteRunHistoryOptions,
+} from './sqlite-run-history.js';
+
+/** The part of node:sqlite's API used here (typed locally: @types/node 20 does not describe node:sqlite). */
+interface StatementSync {
+  run(...parameters: unknown[]): { changes: number | bigint };
+  all(...parameters: unknown[]): unknown[];
+  get(...parameters: unknown[]): unknown;
+}
+interface DatabaseSync {
+  exec(sql: string): void;
+  prepare(sql: string): StatementSync;
+  close(): void;
+}
+interface NodeSqliteModule {
+  DatabaseSync: new (
+    location: string,
+    options?: { readOnly?: boolean; enableForeignKeyConstraints?: boolean },
+  ) => DatabaseSync;
+}
+
+const SCHEMA_VERSION = 1;
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  id TEXT PRIMARY KEY,
+  adapter TEXT NOT NULL,
+  target TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL DEFAULT '',
+  background INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  detail TEXT NOT NULL DEFAULT '',
+  error_code TEXT,
+  error_message TEXT,
+  usage_json TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
+CREATE TABLE IF NOT EXISTS run_events (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+`;
+
+interface RunRow {
+  id: string;
+  adapter: string;
+  target: string;
+  session_id: string;
+  provider_id: string;
+  background: number;
+  status: string;
+  started_at: number;
+  ended_at: number | null;
+  detail: string;
+  error_code: string | null;
+  error_message: string | null;
+  usage_json: string | null;
+  event_count: number;
+}
+
+interface EventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  payload_json: string;
+  at: number;
+}
+
+/** node:sqlite of this process, or undefined (Node < 22.13). */
+export function loadNodeSqlite(): NodeSqliteModule | undefined {
+  try {
+    const loaded = process.getBuiltinModule('node:sqlite') as NodeSqliteModule | undefined;
+    return loaded && typeof loaded.DatabaseSync === 'function' ? loaded : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isNodeSqliteAvailable(): boolean {
+  return loadNodeSqlite() !== undefined;
+}
+
+export class NodeSqliteRunHistory implements RunHistory {
+  /** Runs found `running` at open and marked `interrupted` (0 when read-only). */
+  readonly recoveredRuns: number;
+  readonly path: string;
+  readonly backend = 'node:sqlite';
+  private readonly db: DatabaseSync;
+  private readonly readonly: boolean;
+  private readonly retainRuns: number;
+  private readonly batchSize: number;
+  private readonly flushIntervalMs: number;
+  private pending: RunEventRecord[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly statements: ReturnType<typeof prepare> | undefined;
+
+  private constructor(db: DatabaseSync, options: SqliteRunHistoryOptions, recoveredRuns: number) {
+    this.db = db;
+    this.path = options.path;
+    this.readonly = options.readonly ?? false;
+    this.retainRuns = Math.max(1, options.retainRuns ?? DEFAULT_RETAIN_RUNS);
+    this.batchSize = Math.max(1, options.batchSize ?? 64);
+    this.flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200);
+    this.recoveredRuns = recoveredRuns;
+    this.statements = this.readonly ? undefined : prepare(db);
+  }
+
+  /** Opens (creating when needed) the database; throws HistoryError `open_failed` without node:sqlite. */
+  static open(options: SqliteRunHistoryOptions): NodeSqliteRunHistory {
+    const sqlite = loadNodeSqlite();
+    if (!sqlite) {
+      throw new HistoryError(
+        'open_failed',
+        `cannot open run history ${options.path}: node:sqlite needs Node 22.13 or later (this is ${process.version})`,
+      );
+    }
+    const readonly = options.readonly ?? false;
+    let db: DatabaseSync;
+    try {
+      if (readonly && !fs.existsSync(options.path))
+        throw new Error('unable to open database file: no such file');
+      if (!readonly) fs.mkdirSync(path.dirname(options.path), { recursive: true, mode: 0o700 });
+      db = new sqlite.DatabaseSync(options.path, { readOnly: readonly, enableForeignKeyConstraints: true });
+    } catch (error) {
+      throw new HistoryError('open_failed', `cannot open run history ${options.path}: ${message(error)}`, {
+        cause: error,
+      });
+    }
+    try {
+      db.exec('PRAGMA busy_timeout = 5000');
+      if (readonly) return new NodeSqliteRunHistory(db, options, 0);
+      db.exec('PRAGMA journal_mode = WAL');
+      // NORMAL in WAL mode is crash-safe for the database; only the last commits may be lost on power failure.
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA foreign_keys = ON');
+      db.exec(SCHEMA);
+      db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      const now = (options.now ?? Date.now)();
+      const recovered = Number(
+        db
+          .prepare(
+            `UPDATE runs SET status = 'interrupted', ended_at = ?, detail = ? WHERE status = 'running'`,
+          )
+          .run(now, INTERRUPTED_DETAIL).changes,
+      );
+      const history = new NodeSqliteRunHistory(db, options, recovered);
+      history.prune();
+      return history;
+    } catch (error) {
+      db.close();
+      if (error instanceof HistoryError) throw error;
+      throw new HistoryError(
+        'open_failed',
+        `cannot initialise run history ${options.path}: ${message(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** Journal mode reported by SQLite (`wal` for a writable history). */
+  journalMode(): string {
+    const row = this.db.prepare('PRAGMA journal_mode').get() as { journal_mode?: string } | undefined;
+    return String(row?.journal_mode ?? '');
+  }
+
+  recordStart(run: RunStartRecord): void {
+    const statements = this.writable();
+    this.write(() => {
+      // A run id seen before (an edge retry) starts over: its old events would interleave with the new ones.
+      this.pending = this.pending.filter((event) => event.runId !== run.runId);
+      this.transaction(() => {
+        statements.deleteEvents.run(run.runId);
+        statements.upsertRun.run({
+          id: run.runId,
+          adapter: run.adapter,
+          target: run.target,
+          session_id: run.sessionId,
+          provider_id: run.providerId,
+          background: run.background ? 1 : 0,
+          started_at: run.startedAt,
+        });
+      });
+    });
+  }
+
+  appendEvent(event: RunEventRecord): void {
+    this.writable();
+    this.pending.push(event);
+    if (this.pending.length >= this.batchSize) {
+      this.flush();
+      return;
+    }
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        try {
+          this.flush();
+        } catch {
+          // A failed background flush keeps the events pending; the next flush or finish retries and reports.
+        }
+      }, this.flushIntervalMs);
+      this.flushTimer.unref();
+    }
+  }
+
+  finish(runId: string, outcome: RunOutcome): void {
+    const statements = this.writable();
+    this.flush();
+    this.write(() => {
+      this.transaction(() => {
+        statements.finishRun.run({
+          id: runId,
+          status: outcome.status,
+          ended_at: outcome.endedAt,
+          detail: outcome.detail,
+          error_code: outcome.errorCode ?? null,
+          error_message: outcome.errorMessage ?? null,
+          usage_json: outcome.usage ? JSON.stringify(outcome.usage) : null,
+        });
+        statements.prune.run(this.retainRuns);
+      });
+    });
+  }
+
+  flush(): void {
+    if (this.closed || this.readonly || this.pending.length === 0) return;
+    const statements = this.writable();
+    const batch = this.pending;
+    this.write(() => {
+      this.transaction(() => {
+        for (const event of batch) {
+          statements.insertEvent.run({
+            run_id: event.runId,
+            seq: event.seq,
+            type: event.type,
+            payload_json: JSON.stringify(event.payload ?? null),
+            at: event.at,
+          });
+        }
+      });
+    });
+    // Only drop the batch once it is committed, so a failed write can be retried.
+    this.pending = this.pending.slice(batch.length);
+  }
+
+  list(options: { limit?: number } = {}): RunSummary[] {
+    this.open();
+    const limit = Math.max(1, Math.floor(options.limit ?? 20));
+    try {
+      const rows = this.db
+        .prepare(
+          `SELECT r.*, (SELECT COUNT(*) FROM run_events e WHERE e.run_id = r.id) AS event_count
+           FROM runs r ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?`,
+        )
+        .all(limit) as RunRow[];
+      return rows.map(toSummary);
+    } catch (error) {
+      throw new HistoryError('read_failed', `cannot read run history: ${message(error)}`, { cause: error });
+    }
+  }
+
+  events(runId: string): RunEventRecord[] {
+    this.open();
+    try {
+      const rows = this.db
+        .prepare(`SELECT * FROM run_events WHERE run_id = ? ORDER BY seq`)
+        .all(runId) as EventRow[];
+      return rows.map((row) => ({
+        runId: row.run_id,
+        seq: row.seq,
+        type: row.type,
+        payload: JSON.parse(row.payload_json) as unknown,
+        at: row.at,
+      }));
+    } catch (error) {
+      throw new HistoryError('read_failed', `cannot read run events: ${message(error)}`, { cause: error });
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    try {
+      this.flush();
+    } finally {
+      this.closed = true;
+      this.db.close();
+    }
+  }
+
+  private prune(): void {
+    const statements = this.writable();
+    this.write(() => statements.prune.run(this.retainRuns));
+  }
+
+  /** node:sqlite has no transaction helper: BEGIN IMMEDIATE … COMMIT, rolled back when the body throws. */
+  private transaction(body: () => void): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      body();
+      this.db.exec('COMMIT');
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  private open(): void {
+    if (this.closed) throw new HistoryError('closed', 'run history is closed');
+  }
+
+  private writable(): ReturnType<typeof prepare> {
+    this.open();
+    if (!this.statements) throw new HistoryError('write_failed', 'run history was opened read-only');
+    return this.statements;
+  }
+
+  private write(action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      throw new HistoryError('write_failed', `cannot write run history: ${message(error)}`, { cause: error });
+    }
+  }
+}
+
+function prepare(db: DatabaseSync) {
+  return {
+    upsertRun: db.prepare(
+      `INSERT INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
+       VALUES (@id, @adapter, @target, @session_id, @provider_id, @background, 'running', @started_at)
+       ON CONFLICT(id) DO UPDATE SET adapter = excluded.adapter, target = excluded.target,
+         session_id = excluded.session_id, provider_id = excluded.provider_id, background = excluded.background,
+         status = 'running', started_at = excluded.started_at, ended_at = NULL, detail = '',
+         error_code = NULL, error_message = NULL, usage_json = NULL`,
+    ),
+    deleteEvents: db.prepare(`DELETE FROM run_events WHERE run_id = ?`),
+    insertEvent: db.prepare(
+      `INSERT OR REPLACE INTO run_events (run_id, seq, type, payload_json, at)
+       VALUES (@run_id, @seq, @type, @payload_json, @at)`,
+    ),
+    finishRun: db.prepare(
+      `UPDATE runs SET status = @status, ended_at = @ended_at, detail = @detail, error_code = @error_code,
+         error_message = @error_message, usage_json = @usage_json WHERE id = @id`,
+    ),
+    prune: db.prepare(
+      `DELETE FROM runs WHERE status != 'running' AND id NOT IN (
+         SELECT id FROM runs WHERE status != 'running' ORDER BY started_at DESC, rowid DESC LIMIT ?)`,
+    ),
+  };
+}
+
+function toSummary(row: RunRow): RunSummary {
+  return {
+    runId: row.id,
+    adapter: row.adapter,
+    target: row.target,
+    sessionId: row.session_id,
+    providerId: row.provider_id,
+    background: row.background === 1,
+    status: toStatus(row.status),
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    detail: row.detail,
+    errorCode: row.error_code,
+    errorMessage: row.error_message,
+    usage: row.usage_json ? (JSON.parse(row.usage_json) as Usage) : null,
+    eventCount: row.event_count,
+  };
+}
+
+const STATUSES: readonly RunStatus[] = ['running', 'completed', 'failed', 'cancelled', 'interrupted'];
+
+function toStatus(value: string): RunStatus {
+  return (STATUSES as readonly string[]).includes(value) ? (value as RunStatus) : 'interrupted';
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
