@@ -125,7 +125,8 @@ describe('iop-node process', () => {
   }
 
   it('serves a fake-cli run end to end and exits 0 with goodbye shutdown on SIGTERM', async () => {
-    await startEdge(300);
+    // Generous idle timeout: on a loaded machine the TAIL line can lag the OK line by hundreds of ms.
+    await startEdge(1500);
     const node = launch();
     await waitFor(() => edge.registrations.length === 1, 15_000, `registration (${node.stderr()})`);
     expect(edge.registrations[0]).toMatchObject({ nodeId: 'test-node', token: 'e2e-token' });
