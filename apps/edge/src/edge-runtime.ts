@@ -43,7 +43,14 @@ export interface EdgeRuntime {
 }
 
 /** Keys this module puts into SurfaceContext.extras. */
-export const RUNTIME_EXTRAS = { configPath: 'configPath', nodeStore: 'nodeStore' } as const;
+export const RUNTIME_EXTRAS = {
+  configPath: 'configPath',
+  nodeStore: 'nodeStore',
+  /** `EdgeRuntime['applyNodeConfig']`, for the config-refresh surface (registered before surfaces start). */
+  applyNodeConfig: 'applyNodeConfig',
+} as const;
+
+export type ApplyNodeConfig = EdgeRuntime['applyNodeConfig'];
 
 export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<EdgeRuntime> {
   const { config, logger } = options;
@@ -78,6 +85,17 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     events.close();
     throw error;
   }
+
+  const applyNodeConfig: ApplyNodeConfig = async (next, applyOptions = {}) => {
+    nodeConfigs = next.nodes;
+    const results = await pushNodeConfig(registry, next.nodes, applyOptions);
+    logger.info(
+      { results: results.map((result) => `${result.node_id}:${result.status}`) },
+      'node configuration pushed',
+    );
+    return results;
+  };
+  extras.set(RUNTIME_EXTRAS.applyNodeConfig, applyNodeConfig);
 
   const surfaces: Surface[] = [];
   const context: SurfaceContext = { config, service, events, logger, registry, extras };
@@ -122,15 +140,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     transportAddress: transport.address,
     surfaces,
     extras,
-    async applyNodeConfig(next, applyOptions = {}) {
-      nodeConfigs = next.nodes;
-      const results = await pushNodeConfig(registry, next.nodes, applyOptions);
-      logger.info(
-        { results: results.map((result) => `${result.node_id}:${result.status}`) },
-        'node configuration pushed',
-      );
-      return results;
-    },
+    applyNodeConfig,
     stop,
   };
 }

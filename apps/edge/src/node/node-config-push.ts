@@ -1,11 +1,14 @@
 // Pushes a changed node configuration to connected nodes (live config refresh): each connected node whose mapped
 // payload revision differs from the one it runs gets a NodeConfigRefreshRequest, all in parallel, each bounded by
 // a timeout. The result lists every configured or connected node, so an operator sees who applied what.
+// A node that does not answer in time is `timeout`; one that disconnects during the push is `not_connected`
+// (it gets the new payload when it registers again).
 import type { NodeConfig } from '@iop/config';
+import { NodeLinkError } from './errors.js';
 import { payloadForNode } from './mapper.js';
 import type { NodeRegistry } from './node-registry.js';
 
-export type NodeRefreshStatus = 'applied' | 'unchanged' | 'failed' | 'not_connected';
+export type NodeRefreshStatus = 'applied' | 'unchanged' | 'failed' | 'timeout' | 'not_connected';
 
 export interface NodeRefreshResult {
   node_id: string;
@@ -42,7 +45,7 @@ export async function pushNodeConfig(
     } catch (error) {
       return {
         node_id: link.nodeId,
-        status: 'failed',
+        status: failureStatus(error),
         revision: link.payload.revision,
         error: error instanceof Error ? error.message : String(error),
       };
@@ -54,4 +57,10 @@ export async function pushNodeConfig(
       results.push({ node_id: node.id, status: 'not_connected', revision: '', error: '' });
   }
   return results.sort((left, right) => left.node_id.localeCompare(right.node_id));
+}
+
+function failureStatus(error: unknown): NodeRefreshStatus {
+  if (!(error instanceof NodeLinkError)) return 'failed';
+  if (error.code === 'request_timeout') return 'timeout';
+  return error.code === 'link_closed' ? 'not_connected' : 'failed';
 }
