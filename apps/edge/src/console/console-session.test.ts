@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import { create } from '@iop/wire';
 import { ServiceError } from '../service/errors.js';
 import type { NodeSummary } from '../service/types.js';
+import type { EventBus } from '../events/types.js';
 import { ConsolePrompt } from './console-prompt.js';
 import { ConsoleSession, type ConsoleDefaults } from './console-session.js';
 import type { ProviderStatusView } from './console-format.js';
@@ -497,6 +498,45 @@ describe('ConsoleSession', () => {
     for (const command of ['/capabilities', '/sessions', '/transport', '/providers', '/exit', '/help']) {
       expect(lines.some((line) => line.startsWith(command))).toBe(true);
     }
+  });
+
+  it('warns when its event subscription dropped events', async () => {
+    const bus = new FakeEventBus();
+    const lines: string[] = [];
+    let dropped = 0;
+    // A bus whose subscription reports overflow losses, as the real bus does for a slow subscriber.
+    const lossy: EventBus = {
+      publish: (event) => bus.publish(event),
+      subscribe: () => {
+        const inner = bus.subscribe();
+        return {
+          get dropped() {
+            return dropped;
+          },
+          close: () => inner.close(),
+          [Symbol.asyncIterator]: () => inner[Symbol.asyncIterator](),
+        };
+      },
+    };
+    const session = new ConsoleSession({
+      service: new FakeEdgeService(),
+      events: lossy,
+      write: (line) => lines.push(line),
+      defaults: DEFAULTS,
+    });
+    sessions.push(session);
+    session.start();
+    dropped = 3;
+    bus.publish({
+      type: 'node',
+      event: { kind: 'connected', nodeId: 'n', alias: 'n', reason: 'registered', atUnixMs: 1 },
+    });
+    const deadline = Date.now() + 2000;
+    while (lines.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(lines).toEqual([
+      '[edge] warning: the console fell behind and missed 3 events',
+      '[node0-evt] connected node=n reason=registered',
+    ]);
   });
 
   it('stops printing node events after close and releases its subscription', async () => {

@@ -369,9 +369,17 @@ export class ConsoleSession {
   }
 
   private async watchNodeEvents(subscription: EventSubscription): Promise<void> {
+    let reported = 0;
     try {
       for await (const event of subscription) {
         if (this.closed) return;
+        // The bus drops the oldest events of a subscriber that falls behind; say so, since node lines may be lost.
+        if (subscription.dropped > reported) {
+          this.write(
+            `[edge] warning: the console fell behind and missed ${subscription.dropped - reported} events`,
+          );
+          reported = subscription.dropped;
+        }
         if (event.type !== 'node') continue;
         const node = event.event;
         const label = this.labels.labelFor(node.nodeId);
