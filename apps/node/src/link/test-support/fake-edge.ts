@@ -91,7 +91,7 @@ export class FakeEdge {
               accepted: true,
               edgeId: 'fake-edge',
               heartbeatIntervalMs: 50,
-              heartbeatTimeoutMs: 1000,
+              heartbeatTimeoutMs: 5000,
             };
             await connection.send(envelope.registerResponse(answer));
             if (!answer.accepted) await connection.close('register-rejected');
