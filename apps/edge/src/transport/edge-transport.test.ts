@@ -51,7 +51,7 @@ afterEach(async () => {
 
 async function start(
   edge: Partial<ReturnType<typeof testEdgeConfig>['edge']> = {},
-  extra: { maxFrameBytes?: number } = {},
+  extra: { maxFrameBytes?: number; maxPendingConnections?: number } = {},
 ): Promise<Harness> {
   const config = testEdgeConfig({
     edge: { data_dir: dataDir, ...edge },
@@ -299,6 +299,24 @@ describe('edge transport connections', () => {
     await waitUntil(() => h.nodeEvents.some((event) => event.kind === 'disconnected'), 2000, 'disconnect');
     expect(h.nodeEvents.at(-1)).toMatchObject({ kind: 'disconnected', reason: 'malformed_frame' });
     expect(h.registry.size).toBe(0);
+  });
+
+  it('refuses connections beyond the pending-handshake limit while registered nodes keep working', async () => {
+    const h = await start({ register_timeout_ms: 5000 }, { maxPendingConnections: 2 });
+    const registered = await connectFakeNode(h.transport.address, {
+      nodeId: 'test-node',
+      token: token(h, 'test-node'),
+    });
+    const idle = [await connectSocket(h.transport.address), await connectSocket(h.transport.address)];
+    await waitUntil(() => h.transport.connectionCount === 3, 2000, 'idle connections accepted');
+    const refused = await connectSocket(h.transport.address);
+    refused.resume();
+    await new Promise((resolve) => refused.on('close', resolve));
+    expect(rejections(h)).toContain('too-many-pending');
+    expect(registered.response.accepted).toBe(true);
+    expect(h.registry.size).toBe(1);
+    for (const socket of idle) socket.destroy();
+    await waitUntil(() => h.transport.connectionCount === 1, 2000, 'idle connections gone');
   });
 
   it('stop() says goodbye shutdown to every node and refuses new connections', async () => {

@@ -30,6 +30,11 @@ export interface EdgeTransportOptions {
   requestTimeoutMs?: number;
   /** Bound of each close step of a connection (Goodbye flush, peer FIN). */
   closeTimeoutMs?: number;
+  /**
+   * Connections allowed to be in the handshake at once (default 256). More are closed at once and logged, so a
+   * flood of idle sockets cannot exhaust the edge while registered nodes keep working.
+   */
+  maxPendingConnections?: number;
 }
 
 export interface EdgeTransport {
@@ -45,6 +50,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const { config, logger } = options;
   const { host, port } = parseListenAddress(config.edge.listen);
   const clock = options.clock ?? Date.now;
+  const maxPending = options.maxPendingConnections ?? 256;
   const connections = new Set<NodeConnection>();
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
@@ -66,6 +72,19 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
 
   const onSocket = (socket: net.Socket) => {
     if (shuttingDown) {
+      socket.destroy();
+      return;
+    }
+    const pending = [...connections].filter((connection) => connection.nodeLink === undefined).length;
+    if (pending >= maxPending) {
+      logger.warn(
+        {
+          remoteAddress: `${socket.remoteAddress ?? 'unknown'}:${socket.remotePort ?? ''}`,
+          reason: 'too-many-pending',
+          limit: maxPending,
+        },
+        'connection refused: too many connections in the handshake',
+      );
       socket.destroy();
       return;
     }
