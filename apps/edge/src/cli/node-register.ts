@@ -56,7 +56,7 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       writeLine(io.stdout, 'Start the node with the token in its environment:');
       writeLine(io.stdout, `  IOP_NODE_TOKEN=${token} ${command}`);
       writeLine(io.stdout, 'or from a file only the node user can read:');
-      writeLine(io.stdout, `  (umask 077 && printf '%s' '${token}' > ~/.iop/node/token)`);
+      writeLine(io.stdout, `  (umask 077 && mkdir -p ~/.iop/node && printf '%s' '${token}' > ~/.iop/node/token)`);
       writeLine(io.stdout, `  ${command} --token-file ~/.iop/node/token`);
       if (!configured) {
         writeLine(io.stdout);
