@@ -20,3 +20,11 @@ export {
   startFakeOpenAI,
   vllmErrorBody,
 } from './fake-openai/fake-openai.js';
+export { startAgentModelServer } from './agent-model-server/agent-model-server.js';
+export type {
+  AgentModelRequest,
+  AgentModelServer,
+  AgentModelServerOptions,
+} from './agent-model-server/agent-model-server.js';
+export { decideAction } from './agent-model-server/conversation.js';
+export type { ModelAction, ToolSpec, Turn } from './agent-model-server/conversation.js';

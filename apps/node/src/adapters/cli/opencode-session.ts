@@ -167,7 +167,7 @@ export class OpencodeSession implements LogicalSession {
     this.opencodeSessionId = stringField(created, 'id') ?? '';
     if (!this.opencodeSessionId)
       throw new CliAdapterError('cli_error', 'opencode did not return a session id');
-    void this.followEvents();
+    await this.connectEvents();
     this.services.logger.info(
       {
         target: this.setup.target,
@@ -180,14 +180,21 @@ export class OpencodeSession implements LogicalSession {
     );
   }
 
-  private async followEvents(): Promise<void> {
+  /** Subscribes to /event and returns once the stream is open, so no event of the first prompt is missed. */
+  private async connectEvents(): Promise<void> {
+    const response = await this.services.fetch(`${this.baseUrl}/event`, {
+      headers: { accept: 'text/event-stream' },
+      signal: this.events.signal,
+    });
+    if (!response.ok || !response.body) {
+      throw new CliAdapterError('backend_unreachable', `opencode GET /event answered ${response.status}`);
+    }
+    void this.followEvents(response.body);
+  }
+
+  private async followEvents(body: ReadableStream<Uint8Array>): Promise<void> {
     try {
-      const response = await this.services.fetch(`${this.baseUrl}/event`, {
-        headers: { accept: 'text/event-stream' },
-        signal: this.events.signal,
-      });
-      if (!response.ok || !response.body) throw new Error(`GET /event answered ${response.status}`);
-      for await (const data of readServerSentEvents(response.body)) {
+      for await (const data of readServerSentEvents(body)) {
         const event = parseJsonLine(data);
         if (event) this.listener?.({ kind: 'event', event });
       }
