@@ -376,7 +376,6 @@ async function recordOpencodeServe(workspace, env) {
     save('opencode', 'serve-turn1-events.jsonl', await turn('Convert token iop_opencode_one'));
     save('opencode', 'serve-turn2-events.jsonl', await turn('Now convert iop_opencode_two'));
     save('opencode', 'serve-tool-events.jsonl', await turn('RUN:echo hello_from_tool iop_opencode_tool'));
-    save('opencode', 'serve-session.json', `${JSON.stringify({ id: session.id })}\n`);
     await reader.cancel();
   } finally {
     try {
