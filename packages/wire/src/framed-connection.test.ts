@@ -141,6 +141,32 @@ describe('FramedConnection', () => {
     ).toEqual(Array.from({ length: count }, (_, index) => String(index)));
   });
 
+  it('rejects sends still queued behind a congested socket when the connection closes', async () => {
+    const { client, server } = await connected({ closeTimeoutMs: 200 }, { maxBufferedBytes: 64 * 1024 });
+    const payload = 'x'.repeat(256 * 1024);
+    const sends = Array.from({ length: 64 }, (_, index) =>
+      client.send(envelope.goodbye(String(index), payload)),
+    );
+    const settled = Promise.allSettled(sends);
+    await delay(200);
+    expect(await stateWithin(sends[63], 20)).toBe('pending');
+    const started = Date.now();
+    await client.close('shutdown');
+    expect(Date.now() - started).toBeLessThan(2000);
+    const results = await settled;
+    const rejected = results.filter((result) => result.status === 'rejected');
+    expect(rejected.length).toBeGreaterThan(0);
+    for (const result of rejected) {
+      expect((result.reason as WireError).code).toBe('connection_closed');
+    }
+    // Whatever was written first was written in order.
+    expect(results.findIndex((result) => result.status === 'rejected')).toBe(
+      results.length - rejected.length,
+    );
+    // The server never read its backlog (its consumer never started); closing it drops the backlog.
+    await server.close('test-end');
+  });
+
   it('rejects pending sends and throws from messages() when the peer resets the connection', async () => {
     const { client, server, sockets } = await connected();
     const iterating = collect(client.messages());
