@@ -1,4 +1,12 @@
 // The surfaces `iop-edge serve` starts, in order (each factory returns undefined when its config disables it).
+// Metrics first: later surfaces find the shared EdgeMetrics in the runtime's extras.
+import { createA2ASurface } from './a2a/a2a-surface.js';
+import { createAdminSurface } from './admin/admin-server.js';
+import { createMetricsSurface } from './metrics/metrics-surface.js';
 import type { SurfaceFactory } from './surface.js';
 
-export const defaultSurfaces: SurfaceFactory[] = [];
+export const defaultSurfaces: SurfaceFactory[] = [
+  createMetricsSurface(),
+  createAdminSurface(),
+  createA2ASurface(),
+];

@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logging.js';
 import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
+import type { SurfaceFactory } from '../surface.js';
+import { EDGE_VERSION } from '../version.js';
 import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
@@ -47,4 +49,33 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
   const listener = await listenHttp(options.listen, app);
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
   return { name: 'a2a', address: listener.address, close: () => listener.close() };
+}
+
+/** Task store and context bounds (documented in agent-contract/outer/a2a-json-rpc-api.md). */
+export const A2A_LIMITS = { maxTasks: 1000, finishedTaskTtlMs: 60 * 60 * 1000, maxContexts: 1000 } as const;
+
+/** The A2A surface as the runtime starts it: from `a2a.*` config, or nothing when disabled. */
+export function createA2ASurface(): SurfaceFactory {
+  return async (context) => {
+    const { a2a, edge } = context.config;
+    if (!a2a.enabled) return undefined;
+    return startA2ASurface({
+      listen: a2a.listen,
+      path: a2a.path,
+      bearerToken: a2a.bearer_token,
+      edgeId: edge.id,
+      version: EDGE_VERSION,
+      ...(a2a.public_url ? { publicUrl: a2a.public_url } : {}),
+      settings: {
+        node: a2a.node,
+        adapter: a2a.adapter,
+        target: a2a.target,
+        sessionId: a2a.session_id,
+        timeoutSec: a2a.timeout_sec,
+        ...A2A_LIMITS,
+      },
+      service: context.service,
+      logger: context.logger,
+    });
+  };
 }
