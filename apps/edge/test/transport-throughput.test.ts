@@ -105,9 +105,9 @@ describe('edge spine throughput (loopback)', () => {
     expect(count).toBe(20_002);
     expect(outOfOrder).toBe(0);
     report('events per second (one run, 20k deltas)', `${Math.round(count / (elapsed / 1000))}`);
-    expect(elapsed).toBeLessThan(15_000);
+    expect(elapsed).toBeLessThan(30_000);
     expect(edge.service.inFlightRuns).toBe(0);
-  });
+  }, 45_000);
 
   it('completes 300 sequential short runs with a low per-run edge overhead', async () => {
     const { runtime: edge } = await startSpine(3);
