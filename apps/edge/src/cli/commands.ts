@@ -3,6 +3,7 @@ import type { CliCommand } from './command.js';
 import { configCheckCommand } from './config-check.js';
 import { configInitCommand } from './config-init.js';
 import { configPrintCommand } from './config-print.js';
+import { configRefreshCommand } from './config-refresh.js';
 import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
 import { nodeRegisterCommand } from './node-register.js';
@@ -16,6 +17,7 @@ export const commands: CliCommand[] = [
   configCheckCommand,
   configPrintCommand,
   configInitCommand,
+  configRefreshCommand,
   envCommand,
   nodesListCommand,
   serveCommand,
