@@ -15,8 +15,9 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 
 const argv = process.argv.slice(2);
+// The last occurrence wins, so appended resume_args can name another transcript.
 const option = (name) => {
-  const index = argv.indexOf(name);
+  const index = argv.lastIndexOf(name);
   return index >= 0 ? argv[index + 1] : undefined;
 };
 const transcript = option('--transcript') ?? process.env.IOP_REPLAY_TRANSCRIPT;

@@ -351,3 +351,24 @@ describe('one-shot CLI output formats (recorded transcripts)', () => {
     });
   });
 });
+
+describe('resume_args', () => {
+  it('are a complete list when they name {prompt} or begin like args, else extra flags after args', async () => {
+    const { resumeTemplate } = await import('./oneshot-session.js');
+    expect(resumeTemplate(['-p', '--verbose'], ['--resume', '{session_id}'])).toEqual([
+      '-p',
+      '--verbose',
+      '--resume',
+      '{session_id}',
+    ]);
+    expect(resumeTemplate(['exec', '{prompt}'], ['exec', 'resume', '{thread_id}', '{prompt}'])).toEqual([
+      'exec',
+      'resume',
+      '{thread_id}',
+      '{prompt}',
+    ]);
+    expect(
+      resumeTemplate(['--print', '{prompt}'], ['--conversation', '{conversation_id}', '--print', '{prompt}']),
+    ).toEqual(['--conversation', '{conversation_id}', '--print', '{prompt}']);
+  });
+});

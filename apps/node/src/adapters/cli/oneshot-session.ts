@@ -55,7 +55,7 @@ export class OneShotSession implements LogicalSession {
     const { profile } = this.setup;
     const { now } = this.services;
     const resuming = this.turns > 0 && this.backendSessionId !== undefined && profile.resumeArgs.length > 0;
-    const template = resuming ? profile.resumeArgs : profile.args;
+    const template = resuming ? resumeTemplate(profile.args, profile.resumeArgs) : profile.args;
     // A CLI that takes its conversation id from us (claude --session-id) gets a fresh one on the first run.
     if (this.backendSessionId === undefined && usesBackendSessionId(template)) {
       this.backendSessionId = this.services.randomId();
@@ -221,4 +221,14 @@ export class OneShotSession implements LogicalSession {
       await this.killCurrent(launched);
     }
   }
+}
+
+/**
+ * The argument list of a resumed run. `resume_args` is a complete list when it names `{prompt}` or begins like
+ * `args` (same first argument, e.g. `exec` or `-p`); otherwise it is extra flags appended to `args`
+ * (`['--resume', '{session_id}']` after `claude -p ...`).
+ */
+export function resumeTemplate(args: readonly string[], resumeArgs: readonly string[]): string[] {
+  const complete = usesPlaceholder(resumeArgs, 'prompt') || (args.length > 0 && resumeArgs[0] === args[0]);
+  return complete ? [...resumeArgs] : [...args, ...resumeArgs];
 }

@@ -117,6 +117,10 @@ describe('opencode-sse sessions', () => {
     expect(
       parseOpencodeArgs([
         'serve',
+        '--hostname',
+        '127.0.0.2',
+        '--port',
+        '0',
         '--model=prov/some/model',
         '--dangerously-skip-permissions',
         '--title',
@@ -127,6 +131,7 @@ describe('opencode-sse sessions', () => {
         'WARN',
       ]),
     ).toEqual({
+      hostname: '127.0.0.2',
       model: { providerID: 'prov', modelID: 'some/model' },
       agent: 'build',
       title: 't',

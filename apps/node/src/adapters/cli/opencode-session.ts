@@ -5,8 +5,8 @@
 // and `close` kill the server's process tree.
 //
 // Profile args are kept as configured: `--model provider/model`, `--agent`, `--title` and
-// `--dangerously-skip-permissions` configure the HTTP session (serve itself refuses them); all other args go
-// to `opencode serve`.
+// `--dangerously-skip-permissions` configure the HTTP session (serve itself refuses them); `serve`, `--port`
+// (each worker takes a free port) and `--hostname` are handled here; all other args go to `opencode serve`.
 import { createServer } from 'node:net';
 import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
@@ -27,6 +27,8 @@ import { readServerSentEvents } from './sse-reader.js';
 import { WaitableQueue } from './waitable-queue.js';
 
 export interface OpencodeOptions {
+  /** Interface the server binds and we connect to (loopback unless configured). */
+  hostname: string;
   model?: { providerID: string; modelID: string };
   agent?: string;
   title: string;
@@ -36,7 +38,7 @@ export interface OpencodeOptions {
 
 /** Splits profile args into HTTP session options and `opencode serve` args. */
 export function parseOpencodeArgs(args: readonly string[]): OpencodeOptions {
-  const options: OpencodeOptions = { title: 'iop', autoApprove: false, serveArgs: [] };
+  const options: OpencodeOptions = { hostname: '127.0.0.1', title: 'iop', autoApprove: false, serveArgs: [] };
   for (let index = 0; index < args.length; index += 1) {
     const argument = args[index] ?? '';
     const [flag, inline] = argument.includes('=')
@@ -49,6 +51,13 @@ export function parseOpencodeArgs(args: readonly string[]): OpencodeOptions {
     };
     switch (flag) {
       case 'serve':
+        break;
+      case '--port':
+        // Every session worker gets its own free port: a configured port is not usable more than once.
+        value();
+        break;
+      case '--hostname':
+        options.hostname = value();
         break;
       case '--model':
       case '-m': {
@@ -122,7 +131,7 @@ export class OpencodeSession implements LogicalSession {
     const { profile } = this.setup;
     const launched = this.services.launcher.launch({
       command: profile.command,
-      args: ['serve', '--hostname', '127.0.0.1', '--port', String(port), ...this.options.serveArgs],
+      args: ['serve', '--hostname', this.options.hostname, '--port', String(port), ...this.options.serveArgs],
       cwd: this.setup.workspace,
       env: this.setup.env,
       terminal: false,
@@ -136,7 +145,8 @@ export class OpencodeSession implements LogicalSession {
       this.listener?.({ kind: 'exit', exit });
       this.onGone(this);
     });
-    this.baseUrl = `http://127.0.0.1:${port}`;
+    const host = this.options.hostname === '0.0.0.0' ? '127.0.0.1' : this.options.hostname;
+    this.baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const deadline = this.services.now() + this.startupTimeoutMs;
     for (;;) {
       if (this.exit) {
