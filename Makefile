@@ -38,6 +38,33 @@ compile: install
 	@echo "==> compile"
 	$(PNPM) exec turbo run build
 
+# Release build (needs the network once: Node 22 runtimes and node-pty prebuilt packages via `npm pack`, cached
+# in .cache/release). Tools pinned here, installed into .tools/release, not into the workspace lockfile.
+RELEASE_TOOLS := $(TOOLS_DIR)/release/node_modules/.bin/postject
+NODE_TARGETS ?= linux-amd64 linux-arm64 darwin-amd64 darwin-arm64 windows-amd64 windows-arm64
+NODE_TARGET ?=
+
+$(RELEASE_TOOLS):
+	@echo "==> installing release tools (esbuild, postject) into .tools/release/"
+	npm install --prefix $(TOOLS_DIR)/release --no-save --no-audit --no-fund --loglevel=error esbuild@0.28.2 postject@1.0.0-alpha.6
+
+# dist/iop-edge-<version>-linux-<arch>.tar.gz: the edge executable, edge.example.yaml, artifacts/ (NODE_TARGETS).
+build: compile $(RELEASE_TOOLS)
+	node scripts/release/build.mjs all --targets "$(NODE_TARGETS)"
+
+# dist/release/iop-edge only (then `make pack-edge`).
+build-edge: compile $(RELEASE_TOOLS)
+	node scripts/release/build.mjs edge
+
+# One node artifact into dist/release/artifacts (then `make pack-edge`).
+pack-node-target: compile $(RELEASE_TOOLS)
+	@test -n "$(NODE_TARGET)" || { echo "usage: make pack-node-target NODE_TARGET=<os>-<arch>"; exit 2; }
+	node scripts/release/build.mjs node-target $(NODE_TARGET)
+
+# The edge archive from dist/release/iop-edge and every artifact in dist/release/artifacts.
+pack-edge: $(RELEASE_TOOLS)
+	node scripts/release/build.mjs pack-edge
+
 gen: install
 	$(PNPM) --filter @iop/proto gen
 
