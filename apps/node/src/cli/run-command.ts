@@ -38,7 +38,8 @@ export interface RunCommandOverrides {
 
 const USAGE =
   'run --edge HOST:PORT --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
-  '[--tls] [--tls-ca FILE] [--tls-servername NAME] [--history-retain N] [--log-level L] [--log-format pretty|json]';
+  '[--register-timeout-ms N] [--tls] [--tls-ca FILE] [--tls-servername NAME] [--history-retain N] ' +
+  '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
   return {
