@@ -84,6 +84,7 @@ export class FramedConnection {
   // Outgoing side.
   #outgoing: PendingWrite[] = [];
   #outgoingHead = 0;
+  #flushScheduled = false;
 
   // Closing.
   #closeInfo: ConnectionClosed | undefined;
@@ -346,24 +347,38 @@ export class FramedConnection {
   #enqueueWrite(frame: Buffer): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#outgoing.push({ frame, resolve, reject });
-      this.#pump();
+      // Frames sent in the same tick (a burst of deltas) go out together as one corked writev.
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        queueMicrotask(() => {
+          this.#flushScheduled = false;
+          this.#pump();
+        });
+      }
     });
   }
 
   /** Writes queued frames in order until the socket asks to wait for 'drain'. */
   #pump(): void {
-    while (this.#outgoingHead < this.#outgoing.length && !this.#socket.writableNeedDrain) {
-      if (this.#socket.destroyed || this.#socket.writableEnded) {
-        this.#rejectOutgoing();
-        return;
+    const socket = this.#socket;
+    const batch = this.#outgoing.length - this.#outgoingHead > 1;
+    if (batch) socket.cork();
+    try {
+      while (this.#outgoingHead < this.#outgoing.length && !socket.writableNeedDrain) {
+        if (socket.destroyed || socket.writableEnded) {
+          this.#rejectOutgoing();
+          return;
+        }
+        const item = this.#outgoing[this.#outgoingHead];
+        this.#outgoing[this.#outgoingHead] = undefined as unknown as PendingWrite;
+        this.#outgoingHead += 1;
+        socket.write(item.frame, (error) => {
+          if (error) item.reject(this.#writeError(error));
+          else item.resolve();
+        });
       }
-      const item = this.#outgoing[this.#outgoingHead];
-      this.#outgoing[this.#outgoingHead] = undefined as unknown as PendingWrite;
-      this.#outgoingHead += 1;
-      this.#socket.write(item.frame, (error) => {
-        if (error) item.reject(this.#writeError(error));
-        else item.resolve();
-      });
+    } finally {
+      if (batch) socket.uncork();
     }
     if (this.#outgoingHead === this.#outgoing.length) {
       this.#outgoing = [];
