@@ -5,7 +5,11 @@ export interface EdgeNodeEvent {
   kind: 'connected' | 'disconnected';
   nodeId: string;
   alias: string;
-  /** Why it happened: registered; replaced, heartbeat-timeout, peer-closed, shutdown (or the node's Goodbye reason), a wire error code (malformed_frame, frame_too_large, truncated_frame, connection_closed). */
+  /**
+   * Why it happened: `registered` for connected; for disconnected `replaced`, `heartbeat-timeout`, `shutdown`,
+   * `peer-closed`, the node's own Goodbye reason, or a wire error code (malformed_frame, frame_too_large,
+   * truncated_frame, connection_closed).
+   */
   reason: string;
   atUnixMs: number;
 }
