@@ -164,6 +164,19 @@ describe('NodeLink against a fake edge over loopback', () => {
     expect(exitCodeFor(outcome)).toBe(1);
   });
 
+  it('gives up a first handshake the edge never answers after registerTimeoutMs', async () => {
+    const edge = await startEdge({ ignoreRegistrations: true });
+    const link = createLink(edge, new RecordingHandler(), { registerTimeoutMs: 100 });
+    const started = Date.now();
+    const outcome = await link.run();
+    expect(outcome).toEqual({
+      kind: 'connect-failed',
+      message: 'edge did not answer the registration within 100 ms',
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    expect(edge.registrations).toHaveLength(1);
+  });
+
   it('pings every heartbeat interval and answers the edge pings with pongs of the same seq', async () => {
     const edge = await startEdge();
     const link = createLink(edge, new RecordingHandler());

@@ -12,6 +12,8 @@ import {
 export interface FakeEdgeOptions {
   /** Answer to a register request; default accepted with a small heartbeat. */
   answer?: (request: RegisterRequest) => Partial<RegisterResponse> | undefined;
+  /** Never answer register requests (a hung edge). */
+  ignoreRegistrations?: boolean;
   /** Answer the node's pings with pongs (default true). */
   answerPings?: boolean;
 }
@@ -87,6 +89,7 @@ export class FakeEdge {
           const body = message.msg;
           if (body?.$case === 'registerRequest') {
             this.registrations.push(body.registerRequest);
+            if (this.options.ignoreRegistrations) continue;
             const answer = this.options.answer?.(body.registerRequest) ?? {
               accepted: true,
               edgeId: 'fake-edge',
