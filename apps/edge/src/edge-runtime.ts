@@ -48,6 +48,8 @@ export const RUNTIME_EXTRAS = {
   nodeStore: 'nodeStore',
   /** `EdgeRuntime['applyNodeConfig']`, for the config-refresh surface (registered before surfaces start). */
   applyNodeConfig: 'applyNodeConfig',
+  /** true once every surface started, false again when stopping (read by /readyz). */
+  ready: 'runtimeReady',
 } as const;
 
 export type ApplyNodeConfig = EdgeRuntime['applyNodeConfig'];
@@ -102,6 +104,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   let stopping: Promise<void> | undefined;
   const stop = (reason = 'shutdown'): Promise<void> => {
     stopping ??= (async () => {
+      extras.set(RUNTIME_EXTRAS.ready, false);
       logger.info({ reason }, 'edge stopping');
       for (const surface of [...surfaces].reverse()) {
         try {
@@ -130,6 +133,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     await stop('startup-failed');
     throw error;
   }
+  extras.set(RUNTIME_EXTRAS.ready, true);
 
   return {
     config,

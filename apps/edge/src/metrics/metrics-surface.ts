@@ -1,5 +1,6 @@
 // The metrics surface as the runtime starts it (`metrics.enabled`, `metrics.listen`). It starts first so the
 // surfaces after it can find the shared EdgeMetrics in the runtime's extras and instrument themselves.
+import { RUNTIME_EXTRAS } from '../edge-runtime.js';
 import { sharedProviderPool } from '../pool/shared-pool.js';
 import type { SurfaceContext, SurfaceFactory } from '../surface.js';
 import { EdgeMetrics } from './edge-metrics.js';
@@ -7,8 +8,6 @@ import { startMetricsServer } from './metrics-server.js';
 
 /** Key of the shared EdgeMetrics in the runtime's extras map. */
 export const EDGE_METRICS_KEY = 'edgeMetrics';
-/** Key under which the runtime records that every surface started (read by /readyz). */
-export const RUNTIME_READY_KEY = 'runtimeReady';
 
 /** The runtime's EdgeMetrics, created on first use (also when the metrics listener is disabled). */
 export function sharedEdgeMetrics(context: SurfaceContext): EdgeMetrics {
@@ -42,7 +41,7 @@ export function createMetricsSurface(): SurfaceFactory {
       listen: context.config.metrics.listen,
       metrics,
       readiness: () => {
-        const surfaces = context.extras.get(RUNTIME_READY_KEY) === true;
+        const surfaces = context.extras.get(RUNTIME_EXTRAS.ready) === true;
         return { ready: surfaces, checks: { config: true, transport: true, surfaces } };
       },
     });
