@@ -56,6 +56,7 @@ export interface NodeSpec {
 
 export interface ConfigSpec {
   dataDir: string;
+  refreshEnabled?: boolean;
   nodes: NodeSpec[];
   models: ModelSpec[];
   heartbeatIntervalMs?: number;
@@ -74,7 +75,7 @@ export function configDocument(spec: ConfigSpec): Record<string, unknown> {
     },
     logging: { level: 'silent' },
     metrics: { enabled: false },
-    refresh: { enabled: true, listen: '127.0.0.1:0' },
+    refresh: { enabled: spec.refreshEnabled ?? true, listen: '127.0.0.1:0' },
     bootstrap: { listen: '127.0.0.1:0' },
     openai: { enabled: true, listen: '127.0.0.1:0' },
     a2a: { enabled: false },
@@ -227,6 +228,8 @@ export interface HarnessOptions {
   connect?: string[];
   nodeTimeoutMs?: number;
   waitMs?: number;
+  /** refresh.enabled of the config (default true). */
+  refreshEnabled?: boolean;
 }
 
 export async function startRefreshHarness(
@@ -234,7 +237,7 @@ export async function startRefreshHarness(
   options: HarnessOptions = {},
 ): Promise<RefreshHarness> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'iop-refresh-'));
-  const spec = build(path.join(dir, 'data'));
+  const spec = { ...build(path.join(dir, 'data')), refreshEnabled: options.refreshEnabled };
   const configPath = path.join(dir, 'edge.yaml');
   const text = configText(spec);
   await writeFile(configPath, text);
