@@ -6,7 +6,7 @@ import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Clock } from '../pool/clock.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import type { Logger } from '../logging.js';
-import type { EdgeService, RunHandle } from '../service/types.js';
+import type { EdgeService, RunEventWithMeta, RunHandle } from '../service/types.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
@@ -102,10 +102,22 @@ class ActiveRunImpl implements ActiveRun {
 
   async *parts(): AsyncIterable<RunEventPart> {
     const iterator = this.handle.events[Symbol.asyncIterator]();
-    const aborted = abortPromise(this.signal);
+    // One abort listener for the whole run that settles whichever read is pending. (Promise.race against a
+    // long-lived abort promise would pile up one reaction per part on it for the length of the stream.)
+    let settlePending: ((value: typeof ABORTED) => void) | undefined;
+    const onAbort = () => settlePending?.(ABORTED);
+    this.signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
-        const next = await Promise.race([iterator.next(), aborted.promise]);
+        if (this.signal.aborted) return;
+        const pending = iterator.next();
+        const next = await new Promise<IteratorResult<RunEventWithMeta> | typeof ABORTED>(
+          (resolve, reject) => {
+            settlePending = resolve;
+            pending.then(resolve, reject);
+          },
+        );
+        settlePending = undefined;
         if (next === ABORTED || next.done) return;
         const part = next.value.part;
         if (isTerminalPart(part)) this.ended = true;
@@ -113,9 +125,14 @@ class ActiveRunImpl implements ActiveRun {
         if (this.ended) return;
       }
     } finally {
-      aborted.dispose();
+      this.signal.removeEventListener('abort', onAbort);
       // Ends the service's event stream for this consumer; the run itself is cancelled in finish().
-      void iterator.return?.();
+      iterator.return?.().catch((error: unknown) => {
+        this.deps.logger.debug(
+          { err: error, run_id: this.handle.runId },
+          'closing a run event stream failed',
+        );
+      });
     }
   }
 
@@ -141,21 +158,3 @@ class ActiveRunImpl implements ActiveRun {
 }
 
 const ABORTED = Symbol('aborted');
-
-function abortPromise(signal: AbortSignal): { promise: Promise<typeof ABORTED>; dispose(): void } {
-  let onAbort: (() => void) | undefined;
-  const promise = new Promise<typeof ABORTED>((resolve) => {
-    if (signal.aborted) {
-      resolve(ABORTED);
-      return;
-    }
-    onAbort = () => resolve(ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return {
-    promise,
-    dispose: () => {
-      if (onAbort) signal.removeEventListener('abort', onAbort);
-    },
-  };
-}

@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 
 export class SseSink {
   private startedFlag = false;
+  private corked = false;
 
   constructor(
     private readonly response: ServerResponse,
@@ -41,6 +42,16 @@ export class SseSink {
   async write(chunk: string): Promise<void> {
     if (!this.startedFlag) this.start();
     if (this.closed) return;
+    // Events written in the same tick (several parts decoded from one read, finish + usage + [DONE]) leave in one
+    // socket write instead of one each.
+    if (!this.corked) {
+      this.corked = true;
+      this.response.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.response.uncork();
+      });
+    }
     if (this.response.write(chunk)) return;
     await this.drained();
   }

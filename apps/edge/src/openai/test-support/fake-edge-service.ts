@@ -62,13 +62,23 @@ export class FakeEdgeService implements EdgeService {
     let terminal = false;
     let settle!: (outcome: RunOutcome) => void;
     const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
-    let timer: NodeJS.Timeout | undefined;
+    // Without a delay, parts follow each other on setImmediate (setTimeout 0 would cap a run at ~1000 parts/s).
+    let cancelTimer: (() => void) | undefined;
+    const schedule = (callback: () => void) => {
+      if (script.delayMs) {
+        const handle = setTimeout(callback, script.delayMs);
+        cancelTimer = () => clearTimeout(handle);
+      } else {
+        const handle = setImmediate(callback);
+        cancelTimer = () => clearImmediate(handle);
+      }
+    };
     const push = (part: RunEventPart) => {
       if (terminal) return;
       queue.push(part);
       if (part.type === 'complete' || part.type === 'error' || part.type === 'cancelled') {
         terminal = true;
-        if (timer) clearTimeout(timer);
+        cancelTimer?.();
         this.active -= 1;
         this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
         this.runs.delete(runId);
@@ -90,9 +100,9 @@ export class FakeEdgeService implements EdgeService {
       const part = script.parts[index++];
       if (!part) return;
       push(part);
-      if (!terminal) timer = setTimeout(step, script.delayMs ?? 0);
+      if (!terminal) schedule(step);
     };
-    timer = setTimeout(step, script.delayMs ?? 0);
+    schedule(step);
 
     let seq = 0;
     const events: AsyncIterable<RunEventWithMeta> = {
