@@ -260,6 +260,15 @@ describe('FramedConnection', () => {
     expect(await received).toEqual([envelope.heartbeatPing(5, 6)]);
   });
 
+  it('validates its options before touching the socket', async () => {
+    pair = await socketPair();
+    const socket = pair.client;
+    expect(() => new FramedConnection(socket, { maxBufferedBytes: 0 })).toThrow(RangeError);
+    expect(() => new FramedConnection(socket, { closeTimeoutMs: -1 })).toThrow(RangeError);
+    expect(() => new FramedConnection(socket, { maxFrameBytes: 2 ** 33 })).toThrow(RangeError);
+    expect(socket.listenerCount('data')).toBe(0);
+  });
+
   it('resolves closed for a socket that is already destroyed', async () => {
     pair = await socketPair();
     pair.client.destroy();

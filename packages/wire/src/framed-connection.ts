@@ -95,8 +95,14 @@ export class FramedConnection {
     this.#socket = socket;
     this.#logger = options.logger ?? silentWireLogger;
     this.#maxFrameBytes = checkMaxFrameBytes(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
-    this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
-    this.#closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    this.#maxBufferedBytes = positiveInteger(
+      'maxBufferedBytes',
+      options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    );
+    this.#closeTimeoutMs = positiveInteger(
+      'closeTimeoutMs',
+      options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+    );
     this.remoteAddress = formatAddress(socket.remoteAddress, socket.remotePort);
     this.#decoder = new FrameDecoder({
       maxFrameBytes: this.#maxFrameBytes,
@@ -404,6 +410,12 @@ export class FramedConnection {
       cause: cause ?? this.#closeInfo?.error,
     });
   }
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
 }
 
 function formatAddress(address: string | undefined, port: number | undefined): string {
