@@ -2,11 +2,14 @@
 // Metrics first: later surfaces find the shared EdgeMetrics in the runtime's extras.
 import { createA2ASurface } from './a2a/a2a-surface.js';
 import { createAdminSurface } from './admin/admin-server.js';
+import { bootstrapSurface } from './bootstrap/bootstrap-surface.js';
 import { createMetricsSurface } from './metrics/metrics-surface.js';
+import { createOpenAISurface } from './openai/openai-surface.js';
 import type { SurfaceFactory } from './surface.js';
 
 export const defaultSurfaces: SurfaceFactory[] = [
   createMetricsSurface(),
   createAdminSurface(),
   createA2ASurface(),
+  bootstrapSurface,
 ];
