@@ -1,0 +1,48 @@
+// The bootstrap surface of `iop-edge serve`: an HTTP server on bootstrap.listen serving install scripts and node
+// artifacts from bootstrap.artifact_dir. Not started when that folder does not exist (an edge run from a repo
+// checkout, or a host that hands out no artifacts), so it never holds a port for nothing.
+import fs from 'node:fs';
+import os from 'node:os';
+import { listenHttp } from '../http/listen-http.js';
+import type { SurfaceFactory } from '../surface.js';
+import { EDGE_VERSION } from '../version.js';
+import { createBootstrapHandler } from './bootstrap-handler.js';
+import { bootstrapPublicUrl, type NetworkInterfaces } from './bootstrap-urls.js';
+
+export interface BootstrapSurfaceOptions {
+  interfaces?: NetworkInterfaces;
+  edgeVersion?: string;
+}
+
+export function createBootstrapSurfaceFactory(options: BootstrapSurfaceOptions = {}): SurfaceFactory {
+  return async (context) => {
+    const { config } = context;
+    const logger = context.logger.child({ surface: 'bootstrap' });
+    const dir = config.bootstrap.artifact_dir;
+    if (!fs.existsSync(dir)) {
+      logger.info({ artifactDir: dir }, 'bootstrap server not started: artifact_dir does not exist');
+      return undefined;
+    }
+    const interfaces = options.interfaces ?? (() => os.networkInterfaces());
+    // Known once listening; the handler reads it per request (for a public URL derived from port 0).
+    const bound: { port?: number } = {};
+    const handler = createBootstrapHandler({
+      config,
+      logger,
+      interfaces,
+      edgeVersion: options.edgeVersion ?? EDGE_VERSION,
+      boundPort: () => bound.port,
+    });
+    const listener = await listenHttp(config.bootstrap.listen, handler);
+    bound.port = Number(listener.address.slice(listener.address.lastIndexOf(':') + 1));
+    const publicUrl = bootstrapPublicUrl(config, interfaces, bound.port);
+    logger.info({ listen: listener.address, publicUrl, artifactDir: dir }, 'bootstrap server listening');
+    return {
+      name: 'bootstrap',
+      address: `${listener.address} (${publicUrl}/install.sh)`,
+      close: () => listener.close(),
+    };
+  };
+}
+
+export const bootstrapSurface: SurfaceFactory = createBootstrapSurfaceFactory();

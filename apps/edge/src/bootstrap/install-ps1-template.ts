@@ -1,0 +1,147 @@
+// The node installer for Windows (PowerShell), with placeholders __IOP_VERSION__, __IOP_ARTIFACT_URL__, __IOP_EDGE__
+// (single-quoted PowerShell literals) and __IOP_VERSION_TEXT__ filled by renderInstallPs1.
+export const INSTALL_PS1_TEMPLATE = `# IOP node installer for Windows (PowerShell 5.1 or later), rendered by iop-edge __IOP_VERSION_TEXT__ for this edge.
+# Loading it only defines functions; the line \`iop-edge node register\` prints loads it and calls Start-IopNode
+# in the same PowerShell session, so the token never appears in a process's arguments:
+#   iex (irm '<public-url>/install.ps1'); Start-IopNode -NodeId ID -Token '...' [-Edge HOST:PORT] [-ArtifactUrl URL]
+#     [-Service] [-NoStart] [-InstallDir DIR]
+# Start-IopNode detects the architecture, downloads the matching node artifact from the edge, verifies its
+# SHA-256 against SHA256SUMS, installs it under %LOCALAPPDATA%\\iop, writes the token to a file only the
+# current user can read, and starts the node in this window (-Service: a scheduled task at logon instead).
+
+$IopVersion = __IOP_VERSION__
+$IopDefaultArtifactUrl = __IOP_ARTIFACT_URL__
+$IopDefaultEdge = __IOP_EDGE__
+$IopTaskName = 'IOP Node'
+
+function Get-IopArch {
+  # A 32-bit PowerShell on 64-bit Windows reports x86 in PROCESSOR_ARCHITECTURE; the native one is in W6432.
+  $native = $env:PROCESSOR_ARCHITEW6432
+  if (-not $native) { $native = $env:PROCESSOR_ARCHITECTURE }
+  switch ($native) {
+    'AMD64' { return 'amd64' }
+    'ARM64' { return 'arm64' }
+    default { throw "iop-install: unsupported CPU architecture '$native': IOP node artifacts exist for amd64 and arm64" }
+  }
+}
+
+function Get-IopArtifactName([string]$Arch) {
+  return "iop-node-$IopVersion-windows-$Arch.tar.gz"
+}
+
+# The SHA-256 SHA256SUMS lists for a file name, or $null.
+function Get-IopExpectedHash([string]$SumsText, [string]$Name) {
+  foreach ($line in ($SumsText -split "\`r?\`n")) {
+    $parts = $line.Trim() -split '\\s+', 2
+    if ($parts.Count -eq 2 -and ($parts[1] -eq $Name -or $parts[1] -eq "*$Name")) { return $parts[0].ToLowerInvariant() }
+  }
+  return $null
+}
+
+function Test-IopChecksum([string]$File, [string]$SumsText, [string]$Name) {
+  $expected = Get-IopExpectedHash $SumsText $Name
+  if (-not $expected) { throw "iop-install: $Name is not listed in SHA256SUMS: the edge has no artifact for this platform" }
+  $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $File).Hash.ToLowerInvariant()
+  if ($actual -ne $expected) {
+    throw "iop-install: checksum mismatch for \${Name}: expected $expected, got $actual (download corrupted or tampered with)"
+  }
+}
+
+function Invoke-IopDownload([string]$Url, [string]$Destination) {
+  try {
+    $ProgressPreference = 'SilentlyContinue'
+    Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $Destination
+  } catch {
+    throw "iop-install: download failed: $Url ($($_.Exception.Message))"
+  }
+}
+
+# Creates the token file readable only by the current user (inheritance removed before the token is written).
+function Set-IopTokenFile([string]$Path, [string]$Token) {
+  Set-Content -LiteralPath $Path -Value '' -NoNewline
+  $acl = New-Object System.Security.AccessControl.FileSecurity
+  $acl.SetAccessRuleProtection($true, $false)
+  $user = [System.Security.Principal.WindowsIdentity]::GetCurrent().Name
+  $rule = New-Object System.Security.AccessControl.FileSystemAccessRule($user, 'FullControl', 'Allow')
+  $acl.AddAccessRule($rule)
+  Set-Acl -LiteralPath $Path -AclObject $acl
+  [System.IO.File]::WriteAllText($Path, $Token + "\`n")
+}
+
+# One argument for a Windows command line (scheduled task): always double-quoted, embedded quotes escaped.
+function ConvertTo-IopArgument([string]$Value) {
+  return '"' + ($Value -replace '(\\\\*)"', '$1$1\\"' -replace '(\\\\+)$', '$1$1') + '"'
+}
+
+function Start-IopNode {
+  [CmdletBinding()]
+  param(
+    [Parameter(Mandatory = $true)][string]$NodeId,
+    [Parameter(Mandatory = $true)][string]$Token,
+    [string]$Edge = $IopDefaultEdge,
+    [string]$ArtifactUrl = $IopDefaultArtifactUrl,
+    [string]$InstallDir = (Join-Path $env:LOCALAPPDATA 'iop'),
+    [switch]$Service,
+    [switch]$NoStart
+  )
+  $ErrorActionPreference = 'Stop'
+  if (-not $Edge) { throw 'iop-install: -Edge HOST:PORT is required' }
+  if (-not $ArtifactUrl) { throw 'iop-install: -ArtifactUrl is required' }
+  if ([System.Environment]::OSVersion.Platform -ne 'Win32NT') {
+    throw 'iop-install: Start-IopNode is for Windows; on Linux and macOS use the curl | bash line (install.sh)'
+  }
+  $arch = Get-IopArch
+  $name = Get-IopArtifactName $arch
+  $base = $ArtifactUrl.TrimEnd('/')
+  Write-Host "iop-install: node $NodeId on windows-$arch; edge $Edge; installing $name into $InstallDir"
+
+  New-Item -ItemType Directory -Force -Path $InstallDir | Out-Null
+  $temp = Join-Path $InstallDir ('.download-' + [System.Guid]::NewGuid().ToString('N'))
+  New-Item -ItemType Directory -Force -Path $temp | Out-Null
+  try {
+    $sums = Join-Path $temp 'SHA256SUMS'
+    $archive = Join-Path $temp $name
+    Invoke-IopDownload "$base/SHA256SUMS" $sums
+    Invoke-IopDownload "$base/$name" $archive
+    Test-IopChecksum $archive ([System.IO.File]::ReadAllText($sums)) $name
+    Write-Host 'iop-install: SHA-256 verified'
+    $versions = Join-Path $InstallDir 'versions'
+    New-Item -ItemType Directory -Force -Path $versions | Out-Null
+    $folder = $name -replace '\\.tar\\.gz$', ''
+    $target = Join-Path $versions $folder
+    if (Test-Path -LiteralPath $target) { Remove-Item -Recurse -Force -LiteralPath $target }
+    # tar.exe ships with Windows 10 1803 and later.
+    if (-not (Get-Command tar.exe -ErrorAction SilentlyContinue)) { throw 'iop-install: tar.exe not found (Windows 10 1803 or later needed)' }
+    & tar.exe -xzf $archive -C $versions
+    if ($LASTEXITCODE -ne 0) { throw "iop-install: extracting $name failed (tar exit $LASTEXITCODE)" }
+  } finally {
+    Remove-Item -Recurse -Force -LiteralPath $temp -ErrorAction SilentlyContinue
+  }
+
+  $nodeExe = Join-Path $target 'runtime\\node.exe'
+  $bundle = Join-Path $target 'lib\\iop-node.cjs'
+  if (-not (Test-Path -LiteralPath $nodeExe)) { throw "iop-install: the artifact does not contain $folder\\runtime\\node.exe" }
+  $tokenFile = Join-Path $InstallDir 'node.token'
+  $dataDir = Join-Path $InstallDir 'node'
+  Set-IopTokenFile $tokenFile $Token
+  New-Item -ItemType Directory -Force -Path $dataDir | Out-Null
+  Write-Host "iop-install: installed $target; token in $tokenFile (current user only)"
+
+  $arguments = @('--disable-warning=ExperimentalWarning', $bundle, 'run', '--edge', $Edge, '--node-id', $NodeId, '--token-file', $tokenFile, '--data-dir', $dataDir)
+  if ($Service) {
+    $argumentLine = ($arguments | ForEach-Object { ConvertTo-IopArgument $_ }) -join ' '
+    $action = New-ScheduledTaskAction -Execute $nodeExe -Argument $argumentLine -WorkingDirectory $InstallDir
+    $trigger = New-ScheduledTaskTrigger -AtLogOn -User ([System.Security.Principal.WindowsIdentity]::GetCurrent().Name)
+    $settings = New-ScheduledTaskSettingsSet -RestartCount 10 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero)
+    Register-ScheduledTask -TaskName $IopTaskName -Action $action -Trigger $trigger -Settings $settings -Force | Out-Null
+    Start-ScheduledTask -TaskName $IopTaskName
+    Write-Host "iop-install: scheduled task '$IopTaskName' registered (runs at logon) and started"
+  } elseif (-not $NoStart) {
+    Write-Host 'iop-install: starting the node in this window (Ctrl-C stops it; -Service installs a scheduled task instead)'
+    Remove-Item Env:IOP_NODE_TOKEN -ErrorAction SilentlyContinue
+    & $nodeExe @arguments
+  } else {
+    Write-Host "iop-install: start it with: & '$nodeExe' $($arguments -join ' ')"
+  }
+}
+`;

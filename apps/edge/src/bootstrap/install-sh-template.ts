@@ -1,0 +1,322 @@
+// The node installer for Linux and macOS (bash), with placeholders __IOP_VERSION__, __IOP_ARTIFACT_URL__,
+// __IOP_EDGE__ (shell-quoted values) and __IOP_VERSION_TEXT__ filled by renderInstallSh. Kept as a string so the
+// single-file edge executable carries it; tests run its functions with a fake uname.
+export const INSTALL_SH_TEMPLATE = `#!/usr/bin/env bash
+# IOP node installer, rendered by iop-edge __IOP_VERSION_TEXT__ for this edge. Usage (the line \`iop-edge node register\`
+# prints; the token travels in the IOP_TOKEN environment variable, never in arguments):
+#   curl -fsSL <public-url>/install.sh | IOP_TOKEN=... bash -s -- --node-id ID [--edge HOST:PORT]
+#        [--artifact-url URL] [--service] [--no-start]
+# It detects the OS and architecture, downloads the matching node artifact from the edge, verifies its SHA-256
+# against SHA256SUMS, installs it under ~/.iop (/opt/iop as root; IOP_HOME overrides), stores the token in a
+# file only the owner can read, and starts the node in the foreground (--service: a systemd unit or a launchd
+# agent instead). Everything is in functions and runs only from the last line, so a truncated download does
+# nothing.
+set -euo pipefail
+
+IOP_VERSION=__IOP_VERSION__
+IOP_DEFAULT_ARTIFACT_URL=__IOP_ARTIFACT_URL__
+IOP_DEFAULT_EDGE=__IOP_EDGE__
+IOP_SERVICE_NAME=iop-node
+IOP_LAUNCHD_LABEL=dev.iop.node
+
+iop_say() { printf 'iop-install: %s\\n' "$*" >&2; }
+iop_die() {
+  printf 'iop-install: error: %s\\n' "$*" >&2
+  exit 1
+}
+
+# linux | darwin; anything else is refused with the reason.
+iop_detect_os() {
+  local name
+  name="$(uname -s)"
+  case "$name" in
+    Linux) echo linux ;;
+    Darwin) echo darwin ;;
+    MINGW* | MSYS* | CYGWIN* | Windows_NT)
+      iop_die "this is Windows ($name): use the PowerShell line (install.ps1 and Start-IopNode) instead"
+      ;;
+    *) iop_die "unsupported operating system '$name': IOP nodes run on Linux, macOS and Windows" ;;
+  esac
+}
+
+# amd64 | arm64 (uname -m spellings of both).
+iop_detect_arch() {
+  local machine
+  machine="$(uname -m)"
+  case "$machine" in
+    x86_64 | amd64 | x64) echo amd64 ;;
+    aarch64 | arm64 | armv8*) echo arm64 ;;
+    *) iop_die "unsupported CPU architecture '$machine': IOP node artifacts exist for amd64 and arm64" ;;
+  esac
+}
+
+iop_artifact_name() {
+  printf 'iop-node-%s-%s-%s.tar.gz\\n' "$IOP_VERSION" "$1" "$2"
+}
+
+# SHA-256 of a file with whichever tool the host has.
+iop_sha256() {
+  if command -v sha256sum >/dev/null 2>&1; then
+    sha256sum "$1" | awk '{print $1}'
+  elif command -v shasum >/dev/null 2>&1; then
+    shasum -a 256 "$1" | awk '{print $1}'
+  elif command -v openssl >/dev/null 2>&1; then
+    openssl dgst -sha256 "$1" | awk '{print $NF}'
+  else
+    iop_die "no SHA-256 tool found (sha256sum, shasum or openssl)"
+  fi
+}
+
+# The checksum SHA256SUMS ($1) lists for file name $2, or nothing.
+iop_expected_sha256() {
+  awk -v name="$2" '$2 == name || $2 == ("*" name) { print $1; exit }' "$1"
+}
+
+# Fails unless file $1 has the SHA-256 SHA256SUMS ($2) lists for name $3.
+iop_verify() {
+  local expected actual
+  expected="$(iop_expected_sha256 "$2" "$3")"
+  [ -n "$expected" ] || iop_die "$3 is not listed in SHA256SUMS: the edge has no artifact for this platform"
+  actual="$(iop_sha256 "$1")"
+  if [ "$actual" != "$expected" ]; then
+    iop_die "checksum mismatch for $3: expected $expected, got $actual (download corrupted or tampered with)"
+  fi
+}
+
+iop_download() {
+  local url="$1" dest="$2" status=0
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 --connect-timeout 15 -o "$dest" "$url" || status=$?
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$dest" "$url" || status=$?
+  else
+    iop_die "neither curl nor wget is installed"
+  fi
+  [ "$status" -eq 0 ] || iop_die "download failed: $url (exit $status)"
+}
+
+# /opt/iop for root, ~/.iop otherwise; IOP_HOME wins.
+iop_install_root() {
+  if [ -n "\${IOP_HOME:-}" ]; then
+    echo "$IOP_HOME"
+  elif [ "$(id -u)" = 0 ]; then
+    echo /opt/iop
+  else
+    [ -n "\${HOME:-}" ] || iop_die "HOME is not set"
+    echo "$HOME/.iop"
+  fi
+}
+
+# Writes the token to $1, readable by the owner only (created under umask 077, then renamed into place).
+iop_write_token() {
+  local file="$1" token="$2"
+  (
+    umask 077
+    printf '%s\\n' "$token" >"$file.tmp"
+  )
+  chmod 600 "$file.tmp"
+  mv -f "$file.tmp" "$file"
+}
+
+# One ExecStart= word: double-quoted, with systemd's escapes for \\ " and its % and $ expansions.
+iop_systemd_quote() {
+  local value="$1"
+  value="\${value//\\\\/\\\\\\\\}"
+  value="\${value//\\"/\\\\\\"}"
+  value="\${value//%/%%}"
+  value="\${value//\\$/\\$\\$}"
+  printf '"%s"' "$value"
+}
+
+iop_xml_escape() {
+  local value="$1"
+  value="\${value//&/&amp;}"
+  value="\${value//</&lt;}"
+  value="\${value//>/&gt;}"
+  value="\${value//\\"/&quot;}"
+  value="\${value//\\'/&apos;}"
+  printf '%s' "$value"
+}
+
+# systemd unit for the node: user unit (default.target) or, as root, a system unit (multi-user.target).
+# Arguments: binary edge node-id token-file data-dir scope(user|system). The token stays in its file.
+iop_systemd_unit() {
+  local word exec_start="" wanted=default.target
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5"; do
+    exec_start="$exec_start $(iop_systemd_quote "$word")"
+  done
+  [ "$6" = system ] && wanted=multi-user.target
+  cat <<UNIT
+[Unit]
+Description=IOP node agent ($3)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+ExecStart=\${exec_start# }
+Restart=on-failure
+RestartSec=10
+NoNewPrivileges=yes
+UMask=0077
+
+[Install]
+WantedBy=$wanted
+UNIT
+}
+
+# launchd property list. Arguments: binary edge node-id token-file data-dir log-file.
+iop_launchd_plist() {
+  local word
+  cat <<PLIST_HEAD
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key><string>$IOP_LAUNCHD_LABEL</string>
+  <key>ProgramArguments</key>
+  <array>
+PLIST_HEAD
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5"; do
+    printf '    <string>%s</string>\\n' "$(iop_xml_escape "$word")"
+  done
+  cat <<PLIST_TAIL
+  </array>
+  <key>RunAtLoad</key><true/>
+  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>
+  <key>StandardOutPath</key><string>$(iop_xml_escape "$6")</string>
+  <key>StandardErrorPath</key><string>$(iop_xml_escape "$6")</string>
+</dict>
+</plist>
+PLIST_TAIL
+}
+
+iop_install_service() {
+  local os="$1" binary="$2" edge="$3" node_id="$4" token_file="$5" data_dir="$6" root="$7"
+  if [ "$os" = linux ]; then
+    command -v systemctl >/dev/null 2>&1 || iop_die "--service needs systemd (systemctl not found)"
+    local unit_dir scope=user
+    if [ "$(id -u)" = 0 ]; then
+      unit_dir=/etc/systemd/system
+      scope=system
+    else
+      unit_dir="\${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
+    fi
+    mkdir -p "$unit_dir"
+    iop_systemd_unit "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$scope" >"$unit_dir/$IOP_SERVICE_NAME.service"
+    if [ "$scope" = system ]; then
+      systemctl daemon-reload
+      systemctl enable --now "$IOP_SERVICE_NAME.service"
+    else
+      systemctl --user daemon-reload
+      systemctl --user enable --now "$IOP_SERVICE_NAME.service"
+      iop_say "user services stop at logout unless lingering is on: sudo loginctl enable-linger $(id -un)"
+    fi
+    iop_say "installed $unit_dir/$IOP_SERVICE_NAME.service (logs: journalctl $([ "$scope" = user ] && echo --user) -u $IOP_SERVICE_NAME)"
+  else
+    local plist_dir domain
+    if [ "$(id -u)" = 0 ]; then
+      plist_dir=/Library/LaunchDaemons
+      domain=system
+    else
+      plist_dir="$HOME/Library/LaunchAgents"
+      domain="gui/$(id -u)"
+    fi
+    mkdir -p "$plist_dir"
+    local plist="$plist_dir/$IOP_LAUNCHD_LABEL.plist"
+    iop_launchd_plist "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root/node.log" >"$plist"
+    launchctl bootout "$domain/$IOP_LAUNCHD_LABEL" >/dev/null 2>&1 || true
+    launchctl bootstrap "$domain" "$plist"
+    iop_say "installed $plist (log: $root/node.log)"
+  fi
+}
+
+iop_usage() {
+  cat >&2 <<USAGE
+usage: curl -fsSL <edge>/install.sh | IOP_TOKEN=<token> bash -s -- --node-id ID [options]
+  --node-id ID         this node's id (as registered with 'iop-edge node register')
+  --edge HOST:PORT     edge node-transport address (default: $IOP_DEFAULT_EDGE)
+  --artifact-url URL   where artifacts and SHA256SUMS are served (default: $IOP_DEFAULT_ARTIFACT_URL)
+  --token-file FILE    read the token from FILE instead of IOP_TOKEN
+  --service            install and start a systemd unit (Linux) or launchd agent (macOS)
+  --no-start           install only
+USAGE
+}
+
+iop_main() {
+  local node_id="" edge="$IOP_DEFAULT_EDGE" artifact_url="$IOP_DEFAULT_ARTIFACT_URL" token_source=""
+  local service=0 start=1
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+      --node-id) node_id="\${2:-}"; shift 2 || iop_die "--node-id needs a value" ;;
+      --edge) edge="\${2:-}"; shift 2 || iop_die "--edge needs a value" ;;
+      --artifact-url) artifact_url="\${2:-}"; shift 2 || iop_die "--artifact-url needs a value" ;;
+      --token-file) token_source="\${2:-}"; shift 2 || iop_die "--token-file needs a value" ;;
+      --service) service=1; shift ;;
+      --no-start) start=0; shift ;;
+      -h | --help) iop_usage; return 0 ;;
+      --token) iop_die "the token is not accepted as an argument (it would show in the process list): set IOP_TOKEN" ;;
+      *) iop_usage; iop_die "unknown argument '$1'" ;;
+    esac
+  done
+  [ -n "$node_id" ] || { iop_usage; iop_die "--node-id is required"; }
+  [ -n "$edge" ] || iop_die "--edge HOST:PORT is required"
+  [ -n "$artifact_url" ] || iop_die "--artifact-url is required"
+  local token="\${IOP_TOKEN:-}"
+  if [ -n "$token_source" ]; then
+    [ -r "$token_source" ] || iop_die "cannot read token file $token_source"
+    token="$(head -n 1 "$token_source")"
+  fi
+  [ -n "$token" ] || iop_die "no token: set IOP_TOKEN (the line printed by 'iop-edge node register' does)"
+  unset IOP_TOKEN
+
+  local os arch name root
+  os="$(iop_detect_os)"
+  arch="$(iop_detect_arch)"
+  name="$(iop_artifact_name "$os" "$arch")"
+  root="$(iop_install_root)"
+  artifact_url="\${artifact_url%/}"
+  iop_say "node $node_id on $os-$arch; edge $edge; installing $name into $root"
+
+  mkdir -p "$root"
+  local temp
+  temp="$(mktemp -d "$root/.download.XXXXXX")"
+  IOP_TEMP="$temp"
+  trap 'rm -rf -- "$IOP_TEMP"' EXIT
+  iop_download "$artifact_url/SHA256SUMS" "$temp/SHA256SUMS"
+  iop_download "$artifact_url/$name" "$temp/$name"
+  iop_verify "$temp/$name" "$temp/SHA256SUMS" "$name"
+  iop_say "SHA-256 verified"
+
+  local folder="\${name%.tar.gz}"
+  mkdir -p "$root/versions" "$root/bin"
+  rm -rf "\${root:?}/versions/$folder"
+  tar -xzf "$temp/$name" -C "$root/versions"
+  [ -x "$root/versions/$folder/bin/iop-node" ] || iop_die "the artifact does not contain $folder/bin/iop-node"
+  ln -sfn "../versions/$folder/bin/iop-node" "$root/bin/iop-node"
+  rm -rf "$temp"
+  trap - EXIT
+
+  local token_file="$root/node.token" data_dir="$root/node" binary="$root/bin/iop-node"
+  iop_write_token "$token_file" "$token"
+  token=""
+  mkdir -p "$data_dir"
+  chmod 700 "$data_dir"
+  iop_say "installed $binary ($("$binary" version)); token in $token_file (mode 600)"
+
+  if [ "$service" = 1 ]; then
+    iop_install_service "$os" "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root"
+  elif [ "$start" = 1 ]; then
+    iop_say "starting the node in the foreground (Ctrl-C stops it; --service installs a service instead)"
+    exec env -u IOP_TOKEN -u IOP_NODE_TOKEN "$binary" run --edge "$edge" --node-id "$node_id" \\
+      --token-file "$token_file" --data-dir "$data_dir" </dev/null
+  else
+    iop_say "start it with: $binary run --edge $edge --node-id $node_id --token-file $token_file --data-dir $data_dir"
+  fi
+}
+
+# Tests load the functions without running the installer.
+if [ "\${IOP_INSTALL_LIBRARY_ONLY:-}" != 1 ]; then
+  iop_main "$@"
+fi
+`;
