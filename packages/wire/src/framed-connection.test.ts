@@ -96,6 +96,15 @@ describe('FramedConnection', () => {
     expect(await server.closed).toEqual({ reason: 'peer-closed', byPeer: true });
   });
 
+  it('flushes frames sent just before close() even without a Goodbye', async () => {
+    const { client, server } = await connected();
+    const received = collect(server.messages());
+    const sent = client.send(envelope.heartbeatPing(1, 2));
+    await client.close('shutdown');
+    await sent;
+    expect(await received).toEqual([envelope.heartbeatPing(1, 2)]);
+  });
+
   it('makes close idempotent and rejects sends after close', async () => {
     const { client } = await connected();
     const first = client.close('shutdown', { goodbye: true });

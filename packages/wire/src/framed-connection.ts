@@ -85,6 +85,7 @@ export class FramedConnection {
   #outgoing: PendingWrite[] = [];
   #outgoingHead = 0;
   #flushScheduled = false;
+  #lastWrite: Promise<void> = Promise.resolve();
 
   // Closing.
   #closeInfo: ConnectionClosed | undefined;
@@ -315,11 +316,12 @@ export class FramedConnection {
     // Keep reading (and discarding) so the peer's FIN is seen and its writes do not stall.
     this.#pausedForBackpressure = false;
     this.#socket.resume();
-    if (goodbye && wasOpen && this.#socket.writable) {
-      const sent = this.#enqueueWrite(encodeFrame(build.goodbye(goodbye.reason, goodbye.detail))).catch(
-        () => undefined,
-      );
-      await withTimeout(sent, this.#closeTimeoutMs);
+    if (this.#socket.writable) {
+      if (goodbye && wasOpen) {
+        this.#enqueueWrite(encodeFrame(build.goodbye(goodbye.reason, goodbye.detail))).catch(() => undefined);
+      }
+      // Frames sent before close() (and the Goodbye) go out first, within the bound.
+      await withTimeout(this.#lastWrite, this.#closeTimeoutMs);
     }
     if (!this.#socketClosed) {
       this.#socket.end();
@@ -351,7 +353,7 @@ export class FramedConnection {
   }
 
   #enqueueWrite(frame: Buffer): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+    const written = new Promise<void>((resolve, reject) => {
       this.#outgoing.push({ frame, resolve, reject });
       // Frames sent in the same tick (a burst of deltas) go out together as one corked writev.
       if (!this.#flushScheduled) {
@@ -362,6 +364,12 @@ export class FramedConnection {
         });
       }
     });
+    // Writes complete in order, so the newest one settling means every earlier one has too.
+    this.#lastWrite = written.then(
+      () => undefined,
+      () => undefined,
+    );
+    return written;
   }
 
   /** Writes queued frames in order until the socket asks to wait for 'drain'. */
