@@ -140,7 +140,7 @@ describe('node acknowledgements', () => {
       {
         node_id: 'silent',
         status: 'timeout',
-        error: expect.stringMatching(/timed out after 300 ms/) as string,
+        error: expect.stringMatching(/timed out after 300 ms/) as unknown as string,
       },
     ]);
     const received = h.node('ack').refreshes;
