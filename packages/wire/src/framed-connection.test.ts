@@ -7,6 +7,7 @@ import { encodeFrame } from './frame-encoder.js';
 import { FramedConnection } from './framed-connection.js';
 import type { Envelope } from './messages.js';
 import { sampleEnvelopes } from './test-support/sample-envelopes.js';
+import { seededRandom } from './test-support/seeded-random.js';
 import { delay, socketPair, stateWithin, type SocketPair } from './test-support/socket-pair.js';
 import type { WireLogger } from './wire-logger.js';
 
@@ -276,6 +277,41 @@ describe('FramedConnection', () => {
     expect(() => new FramedConnection(socket, { closeTimeoutMs: -1 })).toThrow(RangeError);
     expect(() => new FramedConnection(socket, { maxFrameBytes: 2 ** 33 })).toThrow(RangeError);
     expect(socket.listenerCount('data')).toBe(0);
+  });
+
+  it('ends every connection fed random bytes with a typed outcome and a closed socket (seeded)', async () => {
+    const random = seededRandom(4242);
+    const valid = encodeFrame(sampleEnvelopes.runEvent);
+    for (let round = 0; round < 40; round += 1) {
+      const sockets = await socketPair();
+      pair = sockets;
+      const server = new FramedConnection(sockets.server, { maxFrameBytes: 4096, closeTimeoutMs: 200 });
+      sockets.client.resume();
+      const bytes = Buffer.concat([
+        valid,
+        Buffer.from(Array.from({ length: 1 + random.int(64) }, () => random.int(256))),
+      ]);
+      let outcome: unknown = 'ended';
+      const reading = (async () => {
+        try {
+          for await (const _message of server.messages()) {
+            // Only the leading valid frame (or frames that decode by chance) arrive here.
+          }
+        } catch (error) {
+          outcome = error;
+        }
+      })();
+      sockets.client.end(bytes);
+      await reading;
+      const closed = await server.closed;
+      if (outcome !== 'ended') {
+        expect(outcome).toBeInstanceOf(WireError);
+        expect(closed.error).toBe(outcome);
+      }
+      expect(sockets.server.destroyed).toBe(true);
+      sockets.destroy();
+      pair = undefined;
+    }
   });
 
   it('resolves closed for a socket that is already destroyed', async () => {
