@@ -15,6 +15,7 @@ import { systemClock, type Clock } from '../pool/clock.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
 import { apiKeyAuth } from './api-key-auth.js';
+import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
 import { chatRunSpec } from './chat-request.js';
 import { randomId } from './ids.js';
@@ -36,12 +37,21 @@ export interface OpenAIAppOptions {
   clock?: Clock;
   /** How long a run abandoned by its client may take to confirm the cancel before its lease is returned. */
   cancelGraceMs?: number;
+  metrics?: OpenAIMetrics;
 }
 
 /** Largest accepted request body (long chat histories with inline images). */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
+
+/** Metric route labels: only known routes, so unknown paths cannot grow the label set. */
+const ROUTE_LABELS = new Map([
+  ['GET /v1/models', '/v1/models'],
+  ['GET /v1/models/:model', '/v1/models/:model'],
+  ['POST /v1/chat/completions', '/v1/chat/completions'],
+  ['POST /v1/responses', '/v1/responses'],
+]);
 
 interface Timing {
   arrivedAt: number;
@@ -50,6 +60,7 @@ interface Timing {
 export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   const { config, service, pool, logger } = options;
   const clock = options.clock ?? systemClock;
+  const metrics = options.metrics ?? noMetrics;
   const openai = config.openai;
   const resolver = createRouteResolver(openai, pool);
   const dispatcher = createRunDispatcher({
@@ -60,14 +71,22 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     sessionId: openai.session_id || 'openai',
     timeoutMs: openai.timeout_sec * 1000,
     cancelGraceMs: options.cancelGraceMs,
+    metrics,
   });
   const catalogueCreated = Math.floor(clock.now() / 1000);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use((_request, response, next) => {
-    (response.locals as Timing).arrivedAt = performance.now();
+  app.use((request, response, next) => {
+    const arrivedAt = performance.now();
+    (response.locals as Timing).arrivedAt = arrivedAt;
+    response.once('close', () => {
+      const route = ROUTE_LABELS.get(
+        `${request.method} ${request.route ? String((request.route as { path: unknown }).path) : ''}`,
+      );
+      metrics.requestFinished(route ?? 'other', response.statusCode, (performance.now() - arrivedAt) / 1000);
+    });
     next();
   });
   if (openai.api_keys.length > 0) app.use(apiKeyAuth(openai.api_keys));
@@ -194,6 +213,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
         setRunHeaders(response, run);
         if (!stream) {
           const collected = await collectRun(run.parts(), outputOptions(spec));
+          metrics.overhead(overheadOf(response, run, true) / 1000);
           setOverhead(response, run);
           response.json(writers.json(collected));
           return;
@@ -203,11 +223,16 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
         const sink = new SseSink(
           response,
           disconnect.signal,
-          () => ({ [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, buffered)) }),
+          () => {
+            metrics.firstToken((performance.now() - (response.locals as Timing).arrivedAt) / 1000);
+            return { [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, buffered)) };
+          },
           buffered ? [] : [OVERHEAD_HEADER],
         );
         await writers.stream(parts, sink);
-        sink.end(buffered ? {} : { [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, true)) });
+        const overhead = overheadOf(response, run, true);
+        if (run.handle.overheadMs() !== undefined) metrics.overhead(overhead / 1000);
+        sink.end(buffered ? {} : { [OVERHEAD_HEADER]: formatMs(overhead) });
       } finally {
         run.finish('client disconnected');
       }

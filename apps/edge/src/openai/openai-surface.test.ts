@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { silentLogger } from '../logging.js';
+import { EdgeMetrics } from '../metrics/edge-metrics.js';
+import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
 import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { createOpenAISurface } from './openai-surface.js';
@@ -60,6 +62,46 @@ describe('createOpenAISurface', () => {
       expect(service.cancels).toBe(1);
     });
     surface.pool.close();
+  });
+});
+
+describe('metrics', () => {
+  it('records requests, first token, overhead and dispatches in the shared EdgeMetrics', async () => {
+    const config = harnessConfig({ capacityA: 1, capacityB: 1, maxQueue: 0 });
+    const nodes = new FakeNodes();
+    nodes.connect('node-1');
+    nodes.connect('node-2');
+    const service = new FakeEdgeService(() => ({ parts: textRun(['a', 'b']), delayMs: 30 }), nodes.list);
+    const metrics = new EdgeMetrics();
+    const extras = new Map<string, unknown>([[EDGE_METRICS_KEY, metrics]]);
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger, extras });
+    if (!surface) throw new Error('surface should start');
+    const client = new OpenAI({ baseURL: `${surface.address}/v1`, apiKey: 'k', maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const results = await Promise.allSettled([
+      client.chat.completions.create({ model: 'pooled', messages }),
+      client.chat.completions.stream({ model: 'pooled', messages }).finalChatCompletion(),
+      new Promise((resolve) => setTimeout(resolve, 10)).then(() =>
+        client.chat.completions.create({ model: 'pooled', messages }),
+      ),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    await fetch(`${surface.address}/nope`);
+    await surface.close();
+    surface.pool.close();
+    const { body } = await metrics.render();
+    expect(body).toContain(
+      'iop_http_requests_total{surface="openai",route="/v1/chat/completions",status="200"} 2',
+    );
+    expect(body).toContain(
+      'iop_http_requests_total{surface="openai",route="/v1/chat/completions",status="429"} 1',
+    );
+    expect(body).toContain('iop_http_requests_total{surface="openai",route="other",status="404"} 1');
+    expect(body).toContain('iop_provider_dispatches_total{provider="prov-a",node="node-1"} 1');
+    expect(body).toContain('iop_provider_dispatches_total{provider="prov-b",node="node-2"} 1');
+    expect(body).toContain('iop_provider_rejections_total{model="pooled",reason="queue_full"} 1');
+    expect(body).toContain('iop_time_to_first_token_seconds_count{surface="openai"} 1');
+    expect(body).toContain('iop_overhead_seconds_count{surface="openai"} 2');
   });
 });
 

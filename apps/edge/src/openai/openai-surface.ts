@@ -12,7 +12,10 @@ import { sharedProviderPool } from '../pool/shared-pool.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
 import { localUrl, parseListenAddress } from './listen-address.js';
+import { EdgeMetrics } from '../metrics/edge-metrics.js';
+import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
 import { createOpenAIApp } from './openai-app.js';
+import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
 export interface OpenAISurfaceContext {
   config: EdgeConfig;
@@ -32,6 +35,8 @@ export interface OpenAISurface {
 
 export interface OpenAISurfaceOptions {
   clock?: Clock;
+  /** Defaults to the runtime's shared EdgeMetrics (extras), when the metrics surface created one. */
+  metrics?: OpenAIMetrics;
   /** How long open streams may finish after close() before they are cut. Default 2 s. */
   closeGraceMs?: number;
 }
@@ -44,12 +49,16 @@ export async function createOpenAISurface(
   if (!openai.enabled) return undefined;
   const logger = context.logger.child({ surface: 'openai' });
   const pool = sharedProviderPool({ ...context, logger, clock: options.clock });
+  const shared = context.extras.get(EDGE_METRICS_KEY);
+  const metrics =
+    options.metrics ?? (shared instanceof EdgeMetrics ? edgeMetricsRecorder(shared) : undefined);
   const app = createOpenAIApp({
     config: context.config,
     service: context.service,
     pool,
     logger,
     clock: options.clock,
+    metrics,
   });
   const { host, port } = parseListenAddress(openai.listen);
   const server = createServer(app);

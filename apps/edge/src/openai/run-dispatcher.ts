@@ -8,6 +8,8 @@ import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunEventWithMeta, RunHandle } from '../service/types.js';
 import { applyGenerationPolicy } from './generation-policy.js';
+import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
+import { isPoolError } from '../pool/errors.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
 
@@ -21,6 +23,7 @@ export interface RunDispatcherDeps {
   timeoutMs: number;
   /** How long a cancelled run may take to settle before its lease is returned anyway. Default 10 s. */
   cancelGraceMs?: number;
+  metrics?: OpenAIMetrics;
 }
 
 export interface ActiveRun {
@@ -42,13 +45,24 @@ export interface RunDispatcher {
 
 export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
   const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
+  const metrics = deps.metrics ?? noMetrics;
   return {
     async start(route, spec, signal) {
       let lease: Lease | undefined;
       let params = spec.params;
       const queueStarted = performance.now();
       if (route.kind === 'pool') {
-        lease = await deps.pool.acquire(route.model, { signal });
+        try {
+          lease = await deps.pool.acquire(route.model, { signal });
+        } catch (error) {
+          if (isPoolError(error)) {
+            if (error.code === 'queue_full' || error.code === 'queue_timeout')
+              metrics.rejected(route.model, error.code);
+            else if (error.code === 'no_provider_available') metrics.rejected(route.model, 'no_provider');
+          }
+          throw error;
+        }
+        metrics.dispatched(lease.providerId, lease.nodeId);
         params = applyGenerationPolicy(params, route.modelConfig, spec.reasoningRequested);
       }
       const queueMs = lease ? performance.now() - queueStarted : 0;

@@ -1,0 +1,36 @@
+// What the OpenAI surface reports to metrics, as a small interface so the surface does not depend on the metrics
+// module (tests pass a recorder; the runtime passes the shared EdgeMetrics through `edgeMetricsRecorder`).
+import type { EdgeMetrics } from '../metrics/edge-metrics.js';
+
+export interface OpenAIMetrics {
+  /** One answered request: `route` is the route pattern (unknown paths are 'other'). */
+  requestFinished(route: string, status: number, seconds: number): void;
+  /** Streams: request arrival to the first byte of output. */
+  firstToken(seconds: number): void;
+  /** The x-iop-overhead-ms figure of a finished run. */
+  overhead(seconds: number): void;
+  dispatched(providerId: string, nodeId: string): void;
+  /** The pool could not place a request: queue_full, queue_timeout or no_provider. */
+  rejected(model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
+}
+
+export const noMetrics: OpenAIMetrics = {
+  requestFinished: () => undefined,
+  firstToken: () => undefined,
+  overhead: () => undefined,
+  dispatched: () => undefined,
+  rejected: () => undefined,
+};
+
+export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
+  return {
+    requestFinished: (route, status, seconds) => {
+      metrics.httpRequests.inc({ surface: 'openai', route, status: String(status) });
+      metrics.httpRequestSeconds.observe({ surface: 'openai', route }, seconds);
+    },
+    firstToken: (seconds) => metrics.timeToFirstTokenSeconds.observe({ surface: 'openai' }, seconds),
+    overhead: (seconds) => metrics.overheadSeconds.observe({ surface: 'openai' }, seconds),
+    dispatched: (provider, node) => metrics.providerDispatches.inc({ provider, node }),
+    rejected: (model, reason) => metrics.providerRejections.inc({ model, reason }),
+  };
+}
