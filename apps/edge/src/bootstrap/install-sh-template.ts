@@ -120,22 +120,12 @@ iop_write_token() {
 
 # One ExecStart= word: double-quoted, with systemd's escapes for \\ " and its % and $ expansions.
 iop_systemd_quote() {
-  local value="$1"
-  value="\${value//\\\\/\\\\\\\\}"
-  value="\${value//\\"/\\\\\\"}"
-  value="\${value//%/%%}"
-  value="\${value//\\$/\\$\\$}"
-  printf '"%s"' "$value"
+  # sed, not \${var//…}: bash 5.2 gives & and \\ in substitution replacements a meaning of their own.
+  printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\\\/\\\\\\\\/g' -e 's/"/\\\\"/g' -e 's/%/%%/g' -e 's/\\$/$$/g')"
 }
 
 iop_xml_escape() {
-  local value="$1"
-  value="\${value//&/&amp;}"
-  value="\${value//</&lt;}"
-  value="\${value//>/&gt;}"
-  value="\${value//\\"/&quot;}"
-  value="\${value//\\'/&apos;}"
-  printf '%s' "$value"
+  printf '%s' "$1" | sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' -e 's/>/\\&gt;/g' -e 's/"/\\&quot;/g' -e "s/'/\\&apos;/g"
 }
 
 # systemd unit for the node: user unit (default.target) or, as root, a system unit (multi-user.target).
