@@ -56,6 +56,8 @@ export interface NodeSpec {
 
 export interface ConfigSpec {
   dataDir: string;
+  /** base_url of every node's openai_compat adapter instance `vllm` (default: a closed port). */
+  baseUrl?: string;
   refreshEnabled?: boolean;
   nodes: NodeSpec[];
   models: ModelSpec[];
@@ -85,7 +87,9 @@ export function configDocument(spec: ConfigSpec): Record<string, unknown> {
       token: NODE_TOKEN,
       runtime: { max_concurrency: node.max_concurrency ?? 4 },
       adapters: {
-        instances: [{ name: 'vllm', type: 'openai_compat', base_url: 'http://127.0.0.1:9/v1' }],
+        instances: [
+          { name: 'vllm', type: 'openai_compat', base_url: spec.baseUrl ?? 'http://127.0.0.1:9/v1' },
+        ],
       },
       providers: node.providers.map(({ served, ...provider }) => ({
         type: 'vllm',
