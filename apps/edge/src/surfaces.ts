@@ -5,10 +5,13 @@ import { createAdminSurface } from './admin/admin-server.js';
 import { bootstrapSurface } from './bootstrap/bootstrap-surface.js';
 import { createMetricsSurface } from './metrics/metrics-surface.js';
 import { createOpenAISurface } from './openai/openai-surface.js';
+import { createRefreshSurface } from './refresh/refresh-surface.js';
 import type { SurfaceFactory } from './surface.js';
 
 export const defaultSurfaces: SurfaceFactory[] = [
   createMetricsSurface(),
+  // Live config refresh: registers the RefreshConfig handler the admin API calls (refresh.enabled).
+  createRefreshSurface(),
   createAdminSurface(),
   createA2ASurface(),
   bootstrapSurface,
