@@ -1,0 +1,260 @@
+// Load with faults (issue 10): ≥2,000 mixed streaming / non-streaming chat requests through a real edge process
+// to two real node processes, each with a fake Ollama and a fake vLLM backend, while clients abort at random and
+// one node is SIGKILLed mid-load and restarted on the same data dir. Afterwards: every provider is back to
+// in_flight 0 / queued 0 (admin ListProviders and /metrics), the restarted node reconnected and registered exactly
+// once more, it serves again, its history database is readable with the killed runs `interrupted`, and every
+// request either succeeded or received a well-formed OpenAI error (JSON body or SSE error object).
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import {
+  ProcessGroup,
+  metricSum,
+  runNodeCommand,
+  scrapeMetrics,
+  sleep,
+  startEdgeProcess,
+  startNodeProcess,
+  waitUntil,
+  type EdgeProcess,
+  type TestProcess,
+} from '../support/e2e-processes.js';
+import {
+  FABRIC_TOKEN,
+  MODEL_LLAMA,
+  MODEL_QWEN,
+  OLLAMA_SERVED,
+  VLLM_SERVED,
+  fabricConfig,
+} from '../support/fabric-config.js';
+import { classifyChatOutcome, type ChatOutcome } from '../support/openai-outcome.js';
+
+jest.setTimeout(150_000);
+
+const TOTAL_REQUESTS = 2000;
+const CONCURRENCY = 48;
+/** Share of requests the client aborts at a random moment. */
+const ABORT_SHARE = 0.15;
+/** The victim node is killed after this many requests finished, and restarted this long after. */
+const KILL_AFTER = 500;
+const RESTART_AFTER_MS = 1000;
+
+const group = new ProcessGroup();
+const fakes: FakeServer[] = [];
+let edge: EdgeProcess;
+let admin: AdminClient;
+const nodes = new Map<string, { process: TestProcess; dataDir: string }>();
+
+/** Deterministic PRNG (mulberry32) so a failing mix can be replayed. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function launchNode(id: string, dataDir: string): TestProcess {
+  const process = startNodeProcess(group, {
+    edge: edge.addresses.transport,
+    nodeId: id,
+    token: FABRIC_TOKEN,
+    dataDir,
+    retryIntervalMs: 200,
+  });
+  nodes.set(id, { process, dataDir });
+  return process;
+}
+
+async function readyProviders(): Promise<number> {
+  return (await admin.listProviders()).filter((entry) => entry.status === 'ready').length;
+}
+
+beforeAll(async () => {
+  const dir = await group.tempDir('iop-e2e-load-');
+  const backends = [];
+  for (const id of ['n1', 'n2']) {
+    // A few ms per token: streams stay open long enough for aborts and the kill to land mid-stream.
+    const behavior = { tokenCount: 12, tokenDelayMs: 2 };
+    const ollama = await startFakeOllama({ behavior: { ...behavior, models: [OLLAMA_SERVED] } });
+    const vllm = await startFakeOpenAI({ behavior: { ...behavior, models: [VLLM_SERVED] } });
+    fakes.push(ollama, vllm);
+    backends.push({ id, ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 6, maxQueue: 200 });
+  }
+  edge = await startEdgeProcess(
+    group,
+    dir,
+    fabricConfig({ dataDir: `${dir}/data`, nodes: backends, logLevel: 'warn' }),
+  );
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  for (const id of ['n1', 'n2']) launchNode(id, await group.tempDir(`iop-e2e-load-${id}-`));
+  await waitUntil(
+    async () => (await readyProviders()) === 4,
+    30_000,
+    () => `4 ready providers\n${edge.describe()}`,
+  );
+}, 90_000);
+
+afterAll(async () => {
+  admin?.close();
+  await group.close();
+  await Promise.all(fakes.map((fake) => fake.close()));
+});
+
+interface LoadRequest {
+  index: number;
+  model: string;
+  stream: boolean;
+  abortAfterMs?: number;
+}
+
+async function send(request: LoadRequest): Promise<ChatOutcome> {
+  const controller = new AbortController();
+  const timer =
+    request.abortAfterMs === undefined
+      ? undefined
+      : setTimeout(() => controller.abort(), request.abortAfterMs);
+  try {
+    const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: request.model,
+        messages: [{ role: 'user', content: `load ${request.index}` }],
+        stream: request.stream,
+      }),
+      signal: controller.signal,
+    });
+    return await classifyChatOutcome(response, request.stream);
+  } catch (error) {
+    if (controller.signal.aborted) return { kind: 'aborted' };
+    return { kind: 'malformed', detail: `fetch failed: ${String(error)}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('load with faults', () => {
+  it('survives random client aborts and a node SIGKILL + restart without leaking capacity', async () => {
+    const next = random(20261129);
+    const plan: LoadRequest[] = Array.from({ length: TOTAL_REQUESTS }, (_, index) => ({
+      index,
+      model: next() < 0.5 ? MODEL_LLAMA : MODEL_QWEN,
+      stream: next() < 0.5,
+      abortAfterMs: next() < ABORT_SHARE ? Math.floor(next() * 40) : undefined,
+    }));
+    const outcomes: ChatOutcome[] = [];
+    const counts = new Map<string, number>();
+    let cursor = 0;
+    let finished = 0;
+    let killedAt = 0;
+    let victimKilled: Promise<unknown> = Promise.resolve();
+    const started = Date.now();
+
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const request = plan[cursor];
+        cursor += 1;
+        if (!request) return;
+        const outcome = await send(request);
+        outcomes.push(outcome);
+        const key =
+          outcome.kind === 'error' || outcome.kind === 'stream-error'
+            ? `${outcome.kind}:${outcome.code}`
+            : outcome.kind;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        finished += 1;
+        if (finished === KILL_AFTER) {
+          killedAt = Date.now() - started;
+          const victim = nodes.get('n2');
+          if (victim) {
+            victim.process.child.kill('SIGKILL');
+            victimKilled = victim.process.exited.then(async () => {
+              await sleep(RESTART_AFTER_MS);
+              launchNode('n2', victim.dataDir);
+            });
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, () => worker()));
+    const durationMs = Date.now() - started;
+    await victimKilled;
+
+    const malformed = outcomes.filter((outcome) => outcome.kind === 'malformed');
+    process.stdout.write(
+      `[e2e load] ${outcomes.length} requests in ${durationMs} ms (${Math.round((outcomes.length * 1000) / durationMs)} req/s), ` +
+        `n2 killed at ${killedAt} ms; outcomes ${JSON.stringify(Object.fromEntries([...counts].sort()))}\n`,
+    );
+    expect(outcomes).toHaveLength(TOTAL_REQUESTS);
+    expect(malformed.slice(0, 5)).toEqual([]);
+    expect(counts.get('ok') ?? 0).toBeGreaterThan(TOTAL_REQUESTS / 2);
+    expect(counts.get('aborted') ?? 0).toBeGreaterThan(0);
+
+    // The restarted node is back: its providers ready, nothing in flight or queued anywhere.
+    await waitUntil(
+      async () => {
+        const providers = await admin.listProviders();
+        return (
+          providers.length === 4 &&
+          providers.every((entry) => entry.status === 'ready' && entry.inFlight === 0 && entry.queued === 0)
+        );
+      },
+      20_000,
+      async () =>
+        `idle pool: ${JSON.stringify(await admin.listProviders())}\n${nodes.get('n2')?.process.describe() ?? ''}`,
+    );
+    const metrics = await scrapeMetrics(edge.addresses.metrics);
+    expect(metricSum(metrics, 'iop_provider_in_flight')).toBe(0);
+    expect(metricSum(metrics, 'iop_provider_queued')).toBe(0);
+    // n1 registered once; n2 once at start and exactly once after its restart (no duplicate or flapping link).
+    expect(metricSum(metrics, 'iop_node_connections_total', { node: 'n1' })).toBe(1);
+    expect(metricSum(metrics, 'iop_node_connections_total', { node: 'n2' })).toBe(2);
+    const listed = (await admin.listNodes()).map((entry) => entry.nodeId).sort();
+    expect(listed).toEqual(['n1', 'n2']);
+
+    // The restarted node serves again: spread sequential requests over both nodes until n2 answers one.
+    const providersSeen = new Set<string>();
+    for (
+      let attempt = 0;
+      attempt < 20 && ![...providersSeen].some((id) => id.startsWith('n2-'));
+      attempt += 1
+    ) {
+      const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL_QWEN, messages: [{ role: 'user', content: 'after' }] }),
+      });
+      expect(response.status).toBe(200);
+      await response.json();
+      providersSeen.add(response.headers.get('x-iop-provider') ?? '');
+    }
+    expect([...providersSeen].some((id) => id.startsWith('n2-'))).toBe(true);
+
+    // The killed node's history survived the SIGKILL: runs it had open are `interrupted`, the DB reads cleanly.
+    const restarted = nodes.get('n2');
+    if (!restarted) throw new Error('n2 missing');
+    expect((await restarted.process.stop('SIGTERM')).code).toBe(0);
+    const history = await runNodeCommand(group, [
+      'history',
+      '--json',
+      '--limit',
+      '5000',
+      '--data-dir',
+      restarted.dataDir,
+    ]);
+    expect(history.status.code).toBe(0);
+    const runs = JSON.parse(history.stdout) as { run_id: string; status: string }[];
+    const byStatus = new Map<string, number>();
+    for (const run of runs) byStatus.set(run.status, (byStatus.get(run.status) ?? 0) + 1);
+    process.stdout.write(
+      `[e2e load] n2 history after kill + restart: ${JSON.stringify(Object.fromEntries(byStatus))}\n`,
+    );
+    expect(byStatus.get('running') ?? 0).toBe(0);
+    const interruptedLogged = restarted.process.stderr().includes('marked interrupted');
+    expect((byStatus.get('interrupted') ?? 0) > 0).toBe(interruptedLogged);
+  });
+});
