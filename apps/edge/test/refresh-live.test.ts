@@ -247,3 +247,39 @@ describe('live config refresh: models', () => {
     await waitUntil(() => poolIdle(h.pool), 2000, 'pool idle');
   });
 });
+
+describe('live config refresh: queued requests', () => {
+  it('a request queued before the refresh runs with the new mapping and generation policy', async () => {
+    let spec!: ConfigSpec;
+    harness = await startRefreshHarness(
+      (dataDir) =>
+        (spec = oneNode(
+          dataDir,
+          [provider('p1'), provider('p2')],
+          [{ id: 'm', providers: { p1: 'served-p1' }, default_max_tokens: 100 }],
+        )),
+    );
+    const h = harness;
+    const node = h.node('n1');
+    const first = h.chat('m');
+    await node.waitForRuns(1);
+    const queued = h.chat('m');
+    await waitUntil(() => h.pool.totals().queued === 1, 3000, 'request queued');
+    const result = await h.refresh(
+      'apply',
+      oneNode(
+        spec.dataDir,
+        [provider('p1'), provider('p2')],
+        [{ id: 'm', providers: { p1: 'served-p1', p2: 'served-p2' }, default_max_tokens: 300 }],
+      ),
+    );
+    expect(result.status).toBe('applied');
+    // The waiter is re-evaluated at once: p2 is now a candidate with a free slot.
+    await node.waitForRuns(2);
+    expect(node.runs[1]?.request).toMatchObject({ providerId: 'p2', target: 'served-p2' });
+    expect(node.runs[1]?.request.params?.maxTokens).toBe(300);
+    for (const run of node.openRuns()) await node.finish(run);
+    expect([(await first).status, (await queued).status]).toEqual([200, 200]);
+    await waitUntil(() => poolIdle(h.pool), 2000, 'pool idle');
+  });
+});

@@ -63,7 +63,9 @@ export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
           throw error;
         }
         metrics.dispatched(lease.providerId, lease.nodeId);
-        params = applyGenerationPolicy(params, route.modelConfig, spec.reasoningRequested);
+        // Read the policy after the queue wait: a live config refresh may have changed it meanwhile.
+        const policy = deps.pool.model(route.model) ?? route.modelConfig;
+        params = applyGenerationPolicy(params, policy, spec.reasoningRequested);
       }
       const queueMs = lease ? performance.now() - queueStarted : 0;
       let handle: RunHandle;
