@@ -1,4 +1,5 @@
 // The edge CLI's command table. Add a command: write cli/<name>.ts exporting a CliCommand, list it here.
+import { bootstrapPackCommand } from './bootstrap-pack.js';
 import type { CliCommand } from './command.js';
 import { configCheckCommand } from './config-check.js';
 import { configInitCommand } from './config-init.js';
@@ -9,6 +10,7 @@ import { envCommand } from './env.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodesListCommand } from './nodes-list.js';
 import { serveCommand } from './serve.js';
+import { setupCommand } from './setup.js';
 import { smokeOpenAICommand } from './smoke-openai.js';
 import { versionCommand } from './version.js';
 
@@ -24,4 +26,6 @@ export const commands: CliCommand[] = [
   consoleCommand,
   nodeRegisterCommand,
   smokeOpenAICommand,
+  bootstrapPackCommand,
+  setupCommand,
 ];

@@ -1,0 +1,140 @@
+// `sudo iop-edge setup [--dry-run] [--enable] [--start] [--binary PATH] [--config /etc/iop/edge.yaml]
+// [--overwrite-config] [--data-dir /var/lib/iop] [--artifact-dir DIR] [--public-url URL]`: prepares this host to
+// run the edge as a systemd service (see bootstrap/edge-setup.ts for the plan). --dry-run prints every action
+// and changes nothing; otherwise it must run as root and stops at the first failed action.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULTS, isConfigError, renderConfigTemplate } from '@iop/config';
+import { planSetup, type SetupExecutor } from '../bootstrap/edge-setup.js';
+import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
+import { pickPublicHost } from './config-init.js';
+
+export interface SetupDeps {
+  executor: SetupExecutor;
+  /** Effective user id (root is 0). */
+  uid(): number;
+  networkInterfaces(): ReturnType<typeof os.networkInterfaces>;
+}
+
+export const hostExecutor: SetupExecutor = {
+  exists: (file) => fs.existsSync(file),
+  run: (command, args) =>
+    new Promise((resolve) => {
+      execFile(command, [...args], { timeout: 60_000 }, (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
+        resolve({ code, output: `${stdout}${stderr}${error && code === 127 ? error.message : ''}` });
+      });
+    }),
+  mkdir: async (dir, mode) => {
+    await fs.promises.mkdir(dir, { recursive: true, mode });
+    await fs.promises.chmod(dir, mode);
+  },
+  writeFile: async (file, content, mode) => {
+    const temp = `${file}.tmp-${process.pid}`;
+    await fs.promises.writeFile(temp, content, { mode });
+    await fs.promises.chmod(temp, mode);
+    await fs.promises.rename(temp, file);
+  },
+  copyFile: async (from, to, mode) => {
+    const temp = `${to}.tmp-${process.pid}`;
+    await fs.promises.copyFile(from, temp);
+    await fs.promises.chmod(temp, mode);
+    await fs.promises.rename(temp, to);
+  },
+};
+
+export function createSetupCommand(deps: SetupDeps): CliCommand {
+  return {
+    path: ['setup'],
+    summary:
+      'Install the edge as a hardened systemd service (iop user, data dir, config, unit); --dry-run shows it.',
+    usage:
+      'setup [--dry-run] [--enable] [--start] [--binary PATH] [--config /etc/iop/edge.yaml] [--overwrite-config] ' +
+      '[--data-dir /var/lib/iop] [--artifact-dir DIR] [--public-url URL]',
+    async run(argv, io) {
+      const flags = parseFlags(argv, {
+        'dry-run': { type: 'boolean' },
+        enable: { type: 'boolean' },
+        start: { type: 'boolean' },
+        binary: { type: 'string' },
+        config: { type: 'string', short: 'c' },
+        'overwrite-config': { type: 'boolean' },
+        'data-dir': { type: 'string' },
+        'artifact-dir': { type: 'string' },
+        'public-url': { type: 'string' },
+      });
+      if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
+      const dryRun = booleanFlag(flags, 'dry-run');
+      if (!dryRun && deps.uid() !== 0) {
+        writeLine(
+          io.stderr,
+          'iop-edge setup changes system files: run it with sudo, or add --dry-run to see the plan',
+        );
+        return 1;
+      }
+      const currentExecutable = path.resolve(io.cwd, io.execPath);
+      const resolve = (value: string | undefined, fallback: string) =>
+        path.resolve(io.cwd, value ?? fallback);
+      const binary = resolve(stringFlag(flags, 'binary'), currentExecutable);
+      const configPath = resolve(stringFlag(flags, 'config'), '/etc/iop/edge.yaml');
+      const dataDir = resolve(stringFlag(flags, 'data-dir'), '/var/lib/iop');
+      // Artifacts stay where the release was unpacked (next to the executable running setup).
+      const artifactDir = resolve(
+        stringFlag(flags, 'artifact-dir'),
+        path.join(path.dirname(currentExecutable), 'artifacts'),
+      );
+      const publicUrl =
+        stringFlag(flags, 'public-url') ??
+        `http://${pickPublicHost(deps.networkInterfaces()) ?? '127.0.0.1'}:${DEFAULTS.bootstrap_listen.split(':').pop() ?? '19091'}`;
+      let configTemplate: string;
+      try {
+        configTemplate = renderConfigTemplate({ publicUrl, dataDir }).replace(
+          /^(\s*artifact_dir:) .*$/m,
+          (_line, key: string) => `${key} ${JSON.stringify(artifactDir)}`,
+        );
+      } catch (error) {
+        if (isConfigError(error)) throw new UsageError(error.message);
+        throw error;
+      }
+      const actions = await planSetup(
+        {
+          binary,
+          currentExecutable,
+          configPath,
+          dataDir,
+          configTemplate,
+          overwriteConfig: booleanFlag(flags, 'overwrite-config'),
+          enable: booleanFlag(flags, 'enable'),
+          start: booleanFlag(flags, 'start'),
+        },
+        deps.executor,
+      );
+      for (const [index, action] of actions.entries()) {
+        const label = `[${index + 1}/${actions.length}] ${action.description}`;
+        if (dryRun) {
+          writeLine(io.stdout, `would ${label}`);
+          if (action.detail)
+            for (const line of action.detail.trimEnd().split('\n')) writeLine(io.stdout, `      | ${line}`);
+          continue;
+        }
+        writeLine(io.stdout, label);
+        await action.apply(deps.executor);
+      }
+      writeLine(
+        io.stdout,
+        dryRun
+          ? 'dry run: nothing was changed'
+          : `done; status: systemctl status iop-edge; logs: journalctl -u iop-edge`,
+      );
+      return 0;
+    },
+  };
+}
+
+export const setupCommand = createSetupCommand({
+  executor: hostExecutor,
+  uid: () => process.getuid?.() ?? -1,
+  networkInterfaces: () => os.networkInterfaces(),
+});
