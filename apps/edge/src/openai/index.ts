@@ -1,4 +1,4 @@
-export { createOpenAIApp, MAX_BODY_BYTES, type OpenAIAppOptions } from './openai-app.js';
+export { closeOpenAIApp, createOpenAIApp, MAX_BODY_BYTES, type OpenAIAppOptions } from './openai-app.js';
 export {
   createOpenAISurface,
   type OpenAISurface,

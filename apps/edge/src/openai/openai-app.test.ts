@@ -423,6 +423,66 @@ describe('more shapes', () => {
   });
 });
 
+describe('background responses', () => {
+  it('answers queued at once, then completes; retrieve polls it', async () => {
+    const { client, service } = await start({
+      scripter: () => ({ parts: textRun(['done', '!']), delayMs: 20 }),
+    });
+    const queued = await client.responses.create({ model: 'pooled', input: 'work', background: true });
+    expect(queued).toMatchObject({ status: 'queued', background: true, output: [] });
+    let current = queued;
+    await eventually(async () => {
+      current = await client.responses.retrieve(queued.id);
+      expect(current.status).toBe('completed');
+    });
+    expect(current.output[0]).toMatchObject({
+      type: 'message',
+      content: [{ type: 'output_text', text: 'done!' }],
+    });
+    expect(current.background).toBe(true);
+    expect(service.submitted).toHaveLength(1);
+  });
+
+  it('cancel stops a running background response and frees its slot', async () => {
+    const { client, service, pool } = await start({
+      scripter: () => ({ parts: textRun(['slow']), delayMs: 500 }),
+    });
+    const queued = await client.responses.create({ model: 'pooled', input: 'work', background: true });
+    await eventually(() => expect(service.active).toBe(1));
+    const cancelled = await client.responses.cancel(queued.id);
+    expect(cancelled.status).toBe('cancelled');
+    await eventually(() => {
+      expect(service.cancels).toBe(1);
+      expect(pool.totals().inFlight).toBe(0);
+    });
+    expect((await client.responses.retrieve(queued.id)).status).toBe('cancelled');
+  });
+
+  it('records failures, refuses background streams and unknown ids', async () => {
+    const { client, url } = await start({
+      scripter: () => ({
+        parts: [{ type: 'error', code: 'backend_error', message: 'boom', retryable: false, backendMs: 0 }],
+      }),
+    });
+    const queued = await client.responses.create({ model: 'pooled', input: 'x', background: true });
+    await eventually(async () => {
+      const current = await client.responses.retrieve(queued.id);
+      expect(current.status).toBe('failed');
+      expect(current.error).toEqual({ code: 'backend_error', message: 'boom' });
+    });
+    const streamed = await post(url, '/v1/responses', {
+      model: 'pooled',
+      input: 'x',
+      background: true,
+      stream: true,
+    });
+    expect(streamed.status).toBe(400);
+    const missing = await client.responses.retrieve('resp_missing').catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect((missing as APIError).code).toBe('response_not_found');
+  });
+});
+
 describe('routing', () => {
   it('uses model_routes, requires metadata.workspace where the route says so', async () => {
     const { client, service } = await start();

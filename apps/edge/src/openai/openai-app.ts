@@ -15,6 +15,7 @@ import { systemClock, type Clock } from '../pool/clock.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
 import { apiKeyAuth } from './api-key-auth.js';
+import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
 import { chatRunSpec } from './chat-request.js';
@@ -38,15 +39,26 @@ export interface OpenAIAppOptions {
   /** How long a run abandoned by its client may take to confirm the cancel before its lease is returned. */
   cancelGraceMs?: number;
   metrics?: OpenAIMetrics;
+  /** Limits of the background-response store (`background: true`). */
+  background?: { maxEntries?: number; ttlMs?: number };
 }
 
 /** Largest accepted request body (long chat histories with inline images). */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
+const BACKGROUND_KEY = 'iopBackgroundResponses';
+
+/** Cancels the app's running background responses (surface shutdown). */
+export function closeOpenAIApp(app: express.Express): void {
+  const background = app.locals[BACKGROUND_KEY] as BackgroundResponses | undefined;
+  background?.close();
+}
 
 /** Metric route labels: only known routes, so unknown paths cannot grow the label set. */
 const ROUTE_LABELS = new Map([
+  ['GET /v1/responses/:id', '/v1/responses/:id'],
+  ['POST /v1/responses/:id/cancel', '/v1/responses/:id/cancel'],
   ['GET /v1/models', '/v1/models'],
   ['GET /v1/models/:model', '/v1/models/:model'],
   ['POST /v1/chat/completions', '/v1/chat/completions'],
@@ -74,8 +86,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     metrics,
   });
   const catalogueCreated = Math.floor(clock.now() / 1000);
+  const background = new BackgroundResponses({ dispatcher, clock, logger, ...options.background });
 
   const app = express();
+  app.locals[BACKGROUND_KEY] = background;
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use((request, response, next) => {
@@ -128,10 +142,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
 
   app.post('/v1/responses', json, async (request, response) => {
     const body = validateResponsesRequest(request.body);
-    if (body.background === true) {
+    if (body.background === true && body.stream === true) {
       throw invalidRequest(
-        "'background: true' is not supported: the edge keeps no response store to poll; use stream or a blocking request",
-        'background',
+        "'background' and 'stream' cannot be combined: poll GET /v1/responses/{id} instead",
+        'stream',
         'unsupported_field',
       );
     }
@@ -145,10 +159,28 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       request: body,
       output: outputOptions(spec),
     };
+    if (body.background === true) {
+      const queued = background.start(context, route, spec, outputOptions(spec));
+      setOverhead(response);
+      response.json(queued);
+      return;
+    }
     await serveRun(request, response, route, spec, body.stream === true, {
       json: (run) => responsesBody(context, run),
       stream: (parts, sink) => streamResponse(parts, sink, context),
     });
+  });
+
+  app.get('/v1/responses/:id', (request, response) => {
+    const body = background.get(String(request.params['id']));
+    setOverhead(response);
+    response.json(body);
+  });
+
+  app.post('/v1/responses/:id/cancel', (request, response) => {
+    const body = background.cancel(String(request.params['id']));
+    setOverhead(response);
+    response.json(body);
   });
 
   app.use((request, _response, next) => {

@@ -14,7 +14,7 @@ import type { EdgeService } from '../service/types.js';
 import { localUrl, parseListenAddress } from './listen-address.js';
 import { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
-import { createOpenAIApp } from './openai-app.js';
+import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
 export interface OpenAISurfaceContext {
@@ -73,6 +73,7 @@ export async function createOpenAISurface(
     pool,
     close() {
       closing ??= new Promise<void>((resolve) => {
+        closeOpenAIApp(app);
         const grace = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 2000);
         grace.unref();
         server.close(() => {

@@ -7,7 +7,7 @@ import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { silentLogger } from '../../logging.js';
 import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
 import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
-import { createOpenAIApp } from '../openai-app.js';
+import { closeOpenAIApp, createOpenAIApp } from '../openai-app.js';
 import { FakeEdgeService, textRun, type Scripter } from './fake-edge-service.js';
 
 export interface HarnessOptions {
@@ -98,6 +98,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     close: () =>
       new Promise<void>((resolve) => {
+        closeOpenAIApp(app);
         pool.close();
         server.closeAllConnections();
         server.close(() => resolve());
@@ -106,11 +107,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 }
 
 /** Polls until `check` passes or the time is up (then throws the last failure). */
-export async function eventually(check: () => void, timeoutMs = 3000): Promise<void> {
+export async function eventually(check: () => void | Promise<void>, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      check();
+      await check();
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;
