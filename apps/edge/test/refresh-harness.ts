@@ -56,6 +56,9 @@ export interface NodeSpec {
 
 export interface ConfigSpec {
   dataDir: string;
+  /** refresh.listen (default 127.0.0.1:0) and refresh.admin_token (default none). */
+  refreshListen?: string;
+  adminToken?: string;
   /** base_url of every node's openai_compat adapter instance `vllm` (default: a closed port). */
   baseUrl?: string;
   refreshEnabled?: boolean;
@@ -77,7 +80,11 @@ export function configDocument(spec: ConfigSpec): Record<string, unknown> {
     },
     logging: { level: 'silent' },
     metrics: { enabled: false },
-    refresh: { enabled: spec.refreshEnabled ?? true, listen: '127.0.0.1:0' },
+    refresh: {
+      enabled: spec.refreshEnabled ?? true,
+      listen: spec.refreshListen ?? '127.0.0.1:0',
+      admin_token: spec.adminToken ?? '',
+    },
     bootstrap: { listen: '127.0.0.1:0' },
     openai: { enabled: true, listen: '127.0.0.1:0' },
     a2a: { enabled: false },
@@ -234,6 +241,10 @@ export interface HarnessOptions {
   waitMs?: number;
   /** refresh.enabled of the config (default true). */
   refreshEnabled?: boolean;
+  refreshListen?: string;
+  adminToken?: string;
+  /** Token the harness's admin client sends (default: adminToken). */
+  clientToken?: string;
 }
 
 export async function startRefreshHarness(
@@ -241,7 +252,12 @@ export async function startRefreshHarness(
   options: HarnessOptions = {},
 ): Promise<RefreshHarness> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'iop-refresh-'));
-  const spec = { ...build(path.join(dir, 'data')), refreshEnabled: options.refreshEnabled };
+  const spec: ConfigSpec = {
+    ...build(path.join(dir, 'data')),
+    refreshEnabled: options.refreshEnabled,
+    refreshListen: options.refreshListen,
+    adminToken: options.adminToken,
+  };
   const configPath = path.join(dir, 'edge.yaml');
   const text = configText(spec);
   await writeFile(configPath, text);
@@ -256,10 +272,22 @@ export async function startRefreshHarness(
     createRefreshSurface({ nodeTimeoutMs: options.nodeTimeoutMs ?? 2000, waitMs: options.waitMs }),
     createAdminSurface({ closeGraceMs: 200 }),
   ];
-  const runtime = await startEdgeRuntime({ config, configPath, logger: silentLogger, surfaces });
+  let runtime: EdgeRuntime;
+  try {
+    runtime = await startEdgeRuntime({ config, configPath, logger: silentLogger, surfaces });
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   const openaiUrl = runtime.surfaces.find((surface) => surface.name === 'openai')?.address ?? '';
-  const adminAddress = runtime.surfaces.find((surface) => surface.name === 'admin')?.address ?? '';
-  const admin = createAdminClient({ address: adminAddress, timeoutMs: 30_000 });
+  const bound = runtime.surfaces.find((surface) => surface.name === 'admin')?.address ?? '';
+  // A wildcard listener is dialled on loopback.
+  const adminAddress = bound.replace(/^0\.0\.0\.0:/, '127.0.0.1:');
+  const admin = createAdminClient({
+    address: adminAddress,
+    token: options.clientToken ?? options.adminToken,
+    timeoutMs: 30_000,
+  });
   const nodes = new Map<string, ScriptedNode>();
   const harness: RefreshHarness = {
     dir,

@@ -2,6 +2,7 @@
 // dispatch untouched; nodes receive and acknowledge the new payload (or are reported as refusing, timing out or
 // not connected); concurrent refreshes are serialized; a refresh under streaming load loses and leaks nothing.
 import { describe, it, expect, afterEach } from '@jest/globals';
+import { createAdminClient } from '../src/admin/admin-client.js';
 import { isAdminError } from '../src/admin/errors.js';
 import {
   configDocument,
@@ -106,6 +107,41 @@ describe('refreshes that must not apply', () => {
     const h = harness;
     const error = await h.refresh('dry-run', 'x: 1').catch((caught: unknown) => caught);
     expect(isAdminError(error) && error.message).toBe('config refresh is disabled');
+  });
+});
+
+describe('admin API guard', () => {
+  it('refuses a non-loopback refresh.listen without admin_token; with one, RefreshConfig needs the token', async () => {
+    await expect(
+      startRefreshHarness((dataDir) => spec(dataDir, [provider('p1')]), { refreshListen: '0.0.0.0:0' }),
+    ).rejects.toMatchObject({ code: 'insecure_listen' });
+
+    let base!: ConfigSpec;
+    const options = { refreshListen: '0.0.0.0:0', adminToken: 'admin-secret', connect: [] };
+    harness = await startRefreshHarness((dataDir) => (base = spec(dataDir, [provider('p1')])), {
+      ...options,
+      clientToken: 'wrong',
+    });
+    const candidate = {
+      ...base,
+      ...options,
+      nodes: [{ id: 'n1', providers: [provider('p1', { capacity: 2 })] }],
+    };
+    const refused = await harness.refresh('apply', candidate).catch((caught: unknown) => caught);
+    expect(isAdminError(refused) && refused.code).toBe('unauthenticated');
+    expect(harness.pool.snapshot()[0]?.capacity).toBe(1);
+    const client = createAdminClient({ address: harness.adminAddress, token: 'admin-secret' });
+    try {
+      const response = await client.refreshConfig({
+        mode: 'apply',
+        configYaml: JSON.stringify(configDocument(candidate)),
+        configPath: harness.configPath,
+      });
+      expect(response.status).toBe('applied');
+    } finally {
+      client.close();
+    }
+    expect(harness.pool.snapshot()[0]?.capacity).toBe(2);
   });
 });
 
