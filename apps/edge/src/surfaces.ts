@@ -13,6 +13,8 @@ export const defaultSurfaces: SurfaceFactory[] = [
   // Live config refresh: registers the RefreshConfig handler the admin API calls (refresh.enabled).
   createRefreshSurface(),
   createAdminSurface(),
+  // The OpenAI-compatible API (openai.enabled); shares the runtime's provider pool.
+  createOpenAISurface,
   createA2ASurface(),
   bootstrapSurface,
 ];
