@@ -1,0 +1,99 @@
+// Child processes of the benchmark: start one, wait for a line on its stdout that announces readiness, read its
+// resident memory, and stop every process on the way out (also when the run fails half way).
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const running = new Set();
+
+/**
+ * Starts `node <script> ...args` and resolves once a stdout line matches `ready` (with the match), or rejects
+ * when the process exits first or `timeoutMs` passes.
+ * Without `ready` it resolves at once.
+ * @param {{ name: string, script: string, args?: string[], env?: Record<string,string>, ready?: RegExp,
+ *   timeoutMs?: number, nodeOptions?: string[], cwd?: string }} options
+ */
+export function startProcess(options) {
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeOptions ?? []), options.script, ...(options.args ?? [])],
+    {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  const keep = (chunk) => {
+    output += chunk.toString();
+    // Keep only the tail: long runs must not grow the benchmark's own memory.
+    if (output.length > 64_000) output = output.slice(-32_000);
+  };
+  child.stderr.on('data', keep);
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const handle = {
+    name: options.name,
+    pid: child.pid,
+    child,
+    output: () => output,
+    exited,
+    /** Resident set size in MB (Linux /proc). */
+    rssMb: () => rssMb(child.pid),
+    async stop() {
+      running.delete(handle);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  running.add(handle);
+  if (!options.ready) {
+    child.stdout.on('data', keep);
+    return Promise.resolve(handle);
+  }
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => {
+      reject(new Error(`${options.name} did not become ready in time; output:\n${output}`));
+    }, options.timeoutMs ?? 20_000);
+    child.stdout.on('data', (chunk) => {
+      keep(chunk);
+      buffer += chunk.toString();
+      const match = options.ready.exec(buffer);
+      if (match) {
+        clearTimeout(timer);
+        buffer = '';
+        resolve({ ...handle, match });
+      } else if (buffer.length > 64_000) buffer = buffer.slice(-4096);
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`${options.name} exited (code ${code}, signal ${signal}) before ready; output:\n${output}`),
+      );
+    });
+  });
+}
+
+/** Stops every process started here (reverse start order). */
+export async function stopAll() {
+  for (const handle of [...running].reverse()) await handle.stop();
+}
+
+export function rssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  if (!match) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]) / 1024;
+}
+
+/** Waits until `check()` is true, polling every `intervalMs`, failing after `timeoutMs`. */
+export async function waitUntil(check, timeoutMs, what, intervalMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

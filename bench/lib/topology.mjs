@@ -1,0 +1,160 @@
+// The processes a benchmark run measures: the fixed-latency backend, an edge (`iop-edge serve`, real config) and
+// one node (`iop-node run`) whose openai_compat provider points at the backend; and, separately, an edge with
+// many configured nodes for the simulated-node phase. Everything listens on 127.0.0.1 with ports chosen by the OS.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startProcess, waitUntil } from './processes.mjs';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const edgeMain = path.join(repoRoot, 'bench/edge-serve.mjs');
+const nodeMain = path.join(repoRoot, 'apps/node/dist/main.js');
+export const MODEL = 'bench-model';
+const NODE_TOKEN = 'bench-node-token';
+
+const tempDirs = [];
+
+export async function tempDir(prefix) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+
+export async function removeTempDirs() {
+  for (const dir of tempDirs.splice(0)) await rm(dir, { recursive: true, force: true });
+}
+
+function edgeYaml({ dataDir, nodes, models, logLevel }) {
+  return `edge:
+  id: bench-edge
+  listen: '127.0.0.1:0'
+  data_dir: '${dataDir}'
+logging: { level: '${logLevel}', format: json }
+metrics: { enabled: true, listen: '127.0.0.1:0' }
+refresh: { enabled: false, listen: '127.0.0.1:0' }
+bootstrap: { listen: '127.0.0.1:0', artifact_dir: '${path.join(dataDir, 'no-artifacts')}' }
+openai: { enabled: true, listen: '127.0.0.1:0', timeout_sec: 600 }
+a2a: { enabled: false, listen: '127.0.0.1:0' }
+models: ${JSON.stringify(models)}
+nodes: ${JSON.stringify(nodes)}
+`;
+}
+
+/** Parses the `iop-edge serve` banner: `  <name>  <address>` lines. */
+function bannerAddresses(output) {
+  const addresses = {};
+  for (const match of output.matchAll(/^ {2}(node transport|[a-z0-9-]+)\s+(\S+)/gm))
+    addresses[match[1]] = match[2];
+  return addresses;
+}
+
+async function startEdge(name, yaml, dataDir, nodeOptions = []) {
+  const configPath = path.join(dataDir, 'edge.yaml');
+  await writeFile(configPath, yaml);
+  const edge = await startProcess({
+    name,
+    script: edgeMain,
+    nodeOptions,
+    args: ['serve', '--config', configPath],
+    ready: /iop-edge serving[\s\S]*\n {2}openai\s+\S+\n/,
+    timeoutMs: 30_000,
+  });
+  return { ...edge, addresses: bannerAddresses(edge.match[0]) };
+}
+
+/** Backend + edge + one node, ready to serve `bench-model`. */
+/** `nodeOptions` go to both processes (e.g. --cpu-prof). */
+export async function startIopPath({ backendUrl, logLevel = 'warn', nodeOptions = [] }) {
+  const dataDir = await tempDir('iop-bench-edge-');
+  const nodes = [
+    {
+      id: 'bench-node',
+      token: NODE_TOKEN,
+      runtime: { max_concurrency: 1024, health_probe_interval_ms: 0 },
+      adapters: {
+        instances: [
+          {
+            name: 'backend',
+            type: 'openai_compat',
+            provider: 'vllm',
+            base_url: `${backendUrl}/v1`,
+            request_timeout_ms: 60_000,
+          },
+        ],
+      },
+      providers: [
+        {
+          id: 'bench-provider',
+          type: 'vllm',
+          category: 'api',
+          adapter: 'backend',
+          models: [MODEL],
+          capacity: 1024,
+          max_queue: 10_000,
+          queue_timeout_ms: 60_000,
+        },
+      ],
+    },
+  ];
+  const models = [{ id: MODEL, providers: { 'bench-provider': MODEL } }];
+  const edge = await startEdge('edge', edgeYaml({ dataDir, nodes, models, logLevel }), dataDir, nodeOptions);
+  const nodeDir = await tempDir('iop-bench-node-');
+  const node = await startProcess({
+    name: 'node',
+    script: nodeMain,
+    nodeOptions,
+    args: [
+      'run',
+      '--edge',
+      edge.addresses['node transport'],
+      '--node-id',
+      'bench-node',
+      '--data-dir',
+      nodeDir,
+      '--log-level',
+      logLevel,
+      '--log-format',
+      'json',
+    ],
+    env: { IOP_NODE_TOKEN: NODE_TOKEN },
+  });
+  // `iop-node run` logs to stderr; readiness is checked through the edge (waitServing).
+  return { edge, node, openaiUrl: edge.addresses.openai, metricsUrl: edge.addresses.metrics };
+}
+
+/** Waits until the edge answers a chat completion through the node (registration + provider ready). */
+export async function waitServing(openaiUrl) {
+  await waitUntil(
+    async () => {
+      try {
+        const response = await fetch(`${openaiUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: MODEL,
+            messages: [{ role: 'user', content: 'ping' }],
+            max_tokens: 1,
+          }),
+        });
+        await response.arrayBuffer();
+        return response.status === 200;
+      } catch {
+        return false;
+      }
+    },
+    30_000,
+    'the edge to serve through the node',
+    100,
+  );
+}
+
+/** An edge with `count` configured nodes (token `bench-token-<i>`, no providers) for the simulated-node phase. */
+export async function startManyNodeEdge(count) {
+  const dataDir = await tempDir('iop-bench-many-');
+  const nodes = Array.from({ length: count }, (_, index) => ({
+    id: `sim-${index}`,
+    token: `bench-token-${index}`,
+  }));
+  return startEdge('edge-1000', edgeYaml({ dataDir, nodes, models: [], logLevel: 'warn' }), dataDir);
+}

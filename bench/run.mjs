@@ -1,0 +1,337 @@
+#!/usr/bin/env node
+// `pnpm bench`: measures what the IOP path costs against calling the backend directly, in one run on loopback.
+// Starts a fixed-latency fake backend, an edge and a node (real processes from the built workspace), then:
+//   1. non-streaming chat completions at fixed open-loop rates (100 and 500 req/s): p50/p95/p99 of both paths and
+//      the latency the IOP path adds;
+//   2. saturation throughput of both paths (autocannon, closed loop) and their ratio;
+//   3. streaming: time to first token and tokens/s through one long stream and through 100 concurrent streams;
+//   4. 1,000 simulated nodes (real wire protocol) registering on a fresh edge: its RSS and the register time;
+//   5. the node's run history: events/s written.
+// Prints one table and writes bench/results/latest.json. Flags: --quick (short phases, for trying changes),
+// --latency-ms N (backend latency, default 10), --out FILE.
+import { mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { measureHistory } from './lib/history-bench.mjs';
+import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
+import { rssMb, startProcess, stopAll, waitUntil } from './lib/processes.mjs';
+import {
+  MODEL,
+  removeTempDirs,
+  repoRoot,
+  startIopPath,
+  startManyNodeEdge,
+  tempDir,
+  waitServing,
+} from './lib/topology.mjs';
+import { existsSync } from 'node:fs';
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'latency-ms': { type: 'string', default: '10' },
+    out: { type: 'string', default: path.join(repoRoot, 'bench/results/latest.json') },
+    nodes: { type: 'string', default: '1000' },
+  },
+});
+const quick = flags.quick;
+const latencyMs = Number(flags['latency-ms']);
+const nodeCount = Number(flags.nodes);
+const phaseMs = quick ? 3000 : 10_000;
+const throughputS = quick ? 3 : 8;
+
+for (const built of ['apps/edge/dist/main.js', 'apps/node/dist/main.js', 'packages/wire/dist/index.js']) {
+  if (!existsSync(path.join(repoRoot, built))) {
+    process.stderr.write(`${built} is missing: build first (pnpm exec turbo run build)\n`);
+    process.exit(1);
+  }
+}
+
+const log = (text) => process.stderr.write(`[bench] ${text}\n`);
+const chatBody = (extra = {}) =>
+  JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 16, ...extra });
+
+/** `/metrics` of a listener announced as `host:port` or as a URL. */
+async function scrape(address) {
+  const base = address.startsWith('http') ? address : `http://${address}`;
+  return (await fetch(`${base}/metrics`)).text();
+}
+
+async function scrapeOverhead(metricsUrl) {
+  const text = await scrape(metricsUrl);
+  const sum = Number(/^iop_overhead_seconds_sum\{surface="openai"\} (\S+)$/m.exec(text)?.[1] ?? NaN);
+  const count = Number(/^iop_overhead_seconds_count\{surface="openai"\} (\S+)$/m.exec(text)?.[1] ?? NaN);
+  return { meanMs: (sum / count) * 1000, count };
+}
+
+/** x-iop-overhead-ms of a few sequential requests (what a client sees), median. */
+async function sampleOverheadHeader(openaiUrl, samples) {
+  const values = [];
+  for (let index = 0; index < samples; index += 1) {
+    const response = await fetch(`${openaiUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: chatBody(),
+    });
+    await response.arrayBuffer();
+    values.push(Number(response.headers.get('x-iop-overhead-ms')));
+  }
+  return summarize(values);
+}
+
+async function streamPhase(baseUrl, label) {
+  const url = `${baseUrl}/v1/chat/completions`;
+  // Time to first token: sequential short streams.
+  const ttfts = [];
+  for (let index = 0; index < (quick ? 10 : 30); index += 1) {
+    const result = await stream({ url, body: chatBody({ stream: true, max_tokens: 16 }) });
+    ttfts.push(result.ttftMs);
+  }
+  // One long stream, best of three (a single stream is sensitive to what else the machine does).
+  const singleTokens = quick ? 20_000 : 50_000;
+  const singles = [];
+  for (let index = 0; index < 3; index += 1) {
+    singles.push(await stream({ url, body: chatBody({ stream: true, max_tokens: singleTokens }) }));
+  }
+  const single = singles.reduce((best, next) => (next.tokensPerS > best.tokensPerS ? next : best));
+  // 100 concurrent streams.
+  const concurrentTokens = quick ? 500 : 2000;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
+  const many = await Promise.all(
+    Array.from({ length: 100 }, () =>
+      stream({ url, agent, body: chatBody({ stream: true, max_tokens: concurrentTokens }) }),
+    ),
+  );
+  agent.destroy();
+  const tokens = many.reduce((sum, next) => sum + next.tokens, 0);
+  const firstStart = Math.min(...many.map((result) => result.startAt));
+  const lastEnd = Math.max(...many.map((result) => result.endAt));
+  const incomplete = many.filter((result) => result.tokens !== concurrentTokens).length;
+  if (single.tokens !== singleTokens || incomplete > 0)
+    log(
+      `${label}: token count mismatch (single ${single.tokens}/${singleTokens}, ${incomplete} short streams)`,
+    );
+  return {
+    ttft: summarize(ttfts),
+    single: { tokens: single.tokens, tokensPerS: single.tokensPerS, ttftMs: single.ttftMs },
+    concurrent: {
+      streams: many.length,
+      tokensPerStream: concurrentTokens,
+      tokensPerS: tokens / ((lastEnd - firstStart) / 1000),
+      ttft: summarize(many.map((result) => result.ttftMs)),
+    },
+  };
+}
+
+async function main() {
+  const startedAt = new Date();
+  log(`backend latency ${latencyMs} ms, ${quick ? 'quick' : 'full'} run`);
+  const backend = await startProcess({
+    name: 'backend',
+    script: path.join(repoRoot, 'bench/fake-backend.mjs'),
+    args: ['--latency-ms', String(latencyMs)],
+    ready: /BACKEND_URL=(\S+)/,
+  });
+  const backendUrl = backend.match[1];
+  const iop = await startIopPath({ backendUrl });
+  await waitServing(iop.openaiUrl);
+  log(`edge ${iop.openaiUrl}, node pid ${iop.node.pid}, backend ${backendUrl}`);
+  const paths = { direct: `${backendUrl}/v1/chat/completions`, iop: `${iop.openaiUrl}/v1/chat/completions` };
+
+  log('warm-up');
+  for (const url of Object.values(paths))
+    await fixedRate({ url, body: chatBody(), rate: 300, durationMs: 2000 });
+
+  const rates = {};
+  for (const rate of [100, 500]) {
+    rates[rate] = {};
+    for (const [name, url] of Object.entries(paths)) {
+      log(`fixed rate ${rate} req/s, ${name}`);
+      rates[rate][name] = await fixedRate({ url, body: chatBody(), rate, durationMs: phaseMs });
+    }
+  }
+
+  const throughput = {};
+  for (const [name, url] of Object.entries(paths)) {
+    log(`max throughput, ${name}`);
+    throughput[name] = await maxThroughput({
+      url,
+      body: chatBody(),
+      connections: 64,
+      durationS: throughputS,
+    });
+  }
+
+  const streaming = {};
+  for (const [name, url] of Object.entries({ direct: backendUrl, iop: iop.openaiUrl })) {
+    log(`streaming, ${name}`);
+    streaming[name] = await streamPhase(url, name);
+  }
+
+  const overheadHeader = await sampleOverheadHeader(iop.openaiUrl, 50);
+  const overheadMetric = await scrapeOverhead(iop.metricsUrl);
+  const edgeRssAfterLoadMb = iop.edge.rssMb();
+  const nodeRssAfterLoadMb = iop.node.rssMb();
+  await iop.node.stop();
+  await iop.edge.stop();
+  await backend.stop();
+
+  log(`${nodeCount} simulated nodes`);
+  const manyEdge = await startManyNodeEdge(nodeCount);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const idleRssMb = manyEdge.rssMb();
+  const simulator = await startProcess({
+    name: 'node-simulator',
+    script: path.join(repoRoot, 'bench/node-simulator.mjs'),
+    args: ['--edge', manyEdge.addresses['node transport'], '--count', String(nodeCount)],
+    ready: /REGISTERED count=(\d+) ms=(\S+) p50=(\S+) p99=(\S+)/,
+    timeoutMs: 120_000,
+  });
+  const registered = Number(simulator.match[1]);
+  // Let heartbeats run once over every connection before reading memory.
+  await new Promise((resolve) => setTimeout(resolve, quick ? 1000 : 6000));
+  const metricsText = await scrape(manyEdge.addresses.metrics);
+  const connectedGauge = Number(/^iop_nodes_connected (\S+)$/m.exec(metricsText)?.[1] ?? NaN);
+  const nodesRssMb = manyEdge.rssMb();
+  await simulator.stop();
+  await manyEdge.stop();
+
+  log('node history');
+  const history = measureHistory({
+    dir: await tempDir('iop-bench-history-'),
+    runs: quick ? 50 : 200,
+    eventsPerRun: 500,
+  });
+
+  const at500 = rates[500];
+  const result = {
+    date: startedAt.toISOString(),
+    machine: {
+      cores: os.cpus().length,
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      memory_gb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      load_average_at_start: os.loadavg()[0],
+    },
+    quick,
+    backend_latency_ms: latencyMs,
+    added_p50_ms: at500.iop.p50 - at500.direct.p50,
+    added_p95_ms: at500.iop.p95 - at500.direct.p95,
+    added_p99_ms: at500.iop.p99 - at500.direct.p99,
+    throughput_ratio: throughput.iop.requestsPerS / throughput.direct.requestsPerS,
+    stream_tokens_per_s: streaming.iop.single.tokensPerS,
+    stream_tokens_per_s_100: streaming.iop.concurrent.tokensPerS,
+    ttft_added_ms: streaming.iop.ttft.p50 - streaming.direct.ttft.p50,
+    nodes_1000_rss_mb: nodesRssMb,
+    nodes_1000_register_ms: Number(simulator.match[2]),
+    history_events_per_s: history.eventsPerS,
+    overhead_header_ms: overheadHeader,
+    overhead_metric_mean_ms: overheadMetric.meanMs,
+    fixed_rate: rates,
+    max_throughput: throughput,
+    streaming,
+    nodes: {
+      count: nodeCount,
+      registered,
+      connected_gauge: connectedGauge,
+      edge_idle_rss_mb: idleRssMb,
+      edge_rss_mb: nodesRssMb,
+      register_total_ms: Number(simulator.match[2]),
+      register_p50_ms: Number(simulator.match[3]),
+      register_p99_ms: Number(simulator.match[4]),
+    },
+    history,
+    rss_after_load_mb: { edge: edgeRssAfterLoadMb, node: nodeRssAfterLoadMb },
+  };
+  await mkdir(path.dirname(flags.out), { recursive: true });
+  await writeFile(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+  printTable(result);
+  process.stdout.write(`\nwritten ${path.relative(process.cwd(), flags.out)}\n`);
+}
+
+function printTable(r) {
+  const f = (value, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+  const rows = [];
+  for (const rate of Object.keys(r.fixed_rate)) {
+    const { direct, iop } = r.fixed_rate[rate];
+    for (const q of ['p50', 'p95', 'p99']) {
+      rows.push([`${rate} req/s latency ${q} (ms)`, f(direct[q]), f(iop[q]), f(iop[q] - direct[q])]);
+    }
+    rows.push([
+      `${rate} req/s errors / non-2xx`,
+      `${direct.errors}/${direct.non2xx}`,
+      `${iop.errors}/${iop.non2xx}`,
+      '',
+    ]);
+  }
+  const t = r.max_throughput;
+  rows.push([
+    'max throughput (req/s)',
+    f(t.direct.requestsPerS, 0),
+    f(t.iop.requestsPerS, 0),
+    `ratio ${f(r.throughput_ratio)}`,
+  ]);
+  const s = r.streaming;
+  rows.push(['TTFT p50, 1 stream (ms)', f(s.direct.ttft.p50), f(s.iop.ttft.p50), f(r.ttft_added_ms)]);
+  rows.push([
+    `tokens/s, 1 stream (${s.iop.single.tokens} tokens)`,
+    f(s.direct.single.tokensPerS, 0),
+    f(s.iop.single.tokensPerS, 0),
+    '',
+  ]);
+  rows.push([
+    'tokens/s, 100 streams (total)',
+    f(s.direct.concurrent.tokensPerS, 0),
+    f(s.iop.concurrent.tokensPerS, 0),
+    '',
+  ]);
+  rows.push([
+    'TTFT p50 / p99, 100 streams (ms)',
+    `${f(s.direct.concurrent.ttft.p50)} / ${f(s.direct.concurrent.ttft.p99)}`,
+    `${f(s.iop.concurrent.ttft.p50)} / ${f(s.iop.concurrent.ttft.p99)}`,
+    '',
+  ]);
+  rows.push([
+    'x-iop-overhead-ms p50 / p99 (idle)',
+    '',
+    `${f(r.overhead_header_ms.p50, 3)} / ${f(r.overhead_header_ms.p99, 3)}`,
+    '',
+  ]);
+  rows.push(['iop_overhead_seconds mean (ms, all load)', '', f(r.overhead_metric_mean_ms, 3), '']);
+  rows.push([
+    `${r.nodes.count} nodes: edge RSS (MB)`,
+    '',
+    `${f(r.nodes.edge_rss_mb, 1)} (idle ${f(r.nodes.edge_idle_rss_mb, 1)})`,
+    '',
+  ]);
+  rows.push([
+    `${r.nodes.count} nodes: register all (ms) / p99 each`,
+    '',
+    `${f(r.nodes.register_total_ms, 0)} / ${f(r.nodes.register_p99_ms)}`,
+    '',
+  ]);
+  rows.push(['node history (events/s)', '', `${f(r.history.eventsPerS, 0)} (${r.history.backend})`, '']);
+  const header = ['measure', 'direct', 'IOP', 'added'];
+  const widths = header.map((_, column) =>
+    Math.max(...[header, ...rows].map((row) => String(row[column]).length)),
+  );
+  const line = (row) => row.map((cell, column) => String(cell).padEnd(widths[column])).join('  ');
+  process.stdout.write(
+    `\nIOP benchmark ${r.date}  (${r.machine.cores} cores, Node ${r.machine.node}, backend latency ${r.backend_latency_ms} ms)\n`,
+  );
+  process.stdout.write(`${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('  ')}\n`);
+  for (const row of rows) process.stdout.write(`${line(row)}\n`);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+} finally {
+  await stopAll();
+  await removeTempDirs();
+}
