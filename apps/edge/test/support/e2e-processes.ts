@@ -13,6 +13,7 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 const registerHooks = path.join(repoRoot, 'apps/node/test/support/register-ts.mjs');
 const edgeChild = path.join(repoRoot, 'apps/edge/test/support/edge-serve-child.ts');
 const nodeMain = path.join(repoRoot, 'apps/node/src/main.ts');
+const edgeMain = path.join(repoRoot, 'apps/edge/src/main.ts');
 
 /** Polls `predicate` every 20 ms; throws with `what` after `timeoutMs`. */
 export async function waitUntil(
@@ -220,17 +221,42 @@ export function startNodeProcess(group: ProcessGroup, options: NodeProcessOption
   );
 }
 
-/** Runs `iop-node <args>` to completion (e.g. `history --json`), bounded by `timeoutMs`. */
-export async function runNodeCommand(
+export interface CommandResult {
+  status: ExitStatus;
+  stdout: string;
+  stderr: string;
+}
+
+async function runToCompletion(
   group: ProcessGroup,
+  name: string,
+  entry: string,
   args: string[],
-  timeoutMs = 30_000,
-): Promise<{ status: ExitStatus; stdout: string; stderr: string }> {
-  const command = group.spawnTs(`iop-node ${args[0] ?? ''}`, nodeMain, args);
+  timeoutMs: number,
+): Promise<CommandResult> {
+  const command = group.spawnTs(name, entry, args);
   const timer = setTimeout(() => command.child.kill('SIGKILL'), timeoutMs);
   const status = await command.exited;
   clearTimeout(timer);
   return { status, stdout: command.stdout(), stderr: command.stderr() };
+}
+
+/** Runs `iop-node <args>` to completion (e.g. `history --json`), bounded by `timeoutMs`. */
+export function runNodeCommand(
+  group: ProcessGroup,
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<CommandResult> {
+  return runToCompletion(group, `iop-node ${args[0] ?? ''}`, nodeMain, args, timeoutMs);
+}
+
+/** Runs `iop-edge <args>` to completion (e.g. `config refresh`), bounded by `timeoutMs`. */
+export function runEdgeCommand(
+  group: ProcessGroup,
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<CommandResult> {
+  return runToCompletion(group, `iop-edge ${args[0] ?? ''}`, edgeMain, args, timeoutMs);
 }
 
 /** `GET /metrics` of the edge, parsed into `name{labels}` → value. */
