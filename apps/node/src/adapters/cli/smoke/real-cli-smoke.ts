@@ -4,7 +4,8 @@
 // terminate-session (no process of the CLI survives). Prints one line per step; exits non-zero on a failure.
 //
 //   node apps/node/dist/adapters/cli/smoke/real-cli-smoke.js --profile opencode --clis /work/.cache/clis \
-//        --model-url http://127.0.0.1:PORT --scratch /tmp/dir
+//        --model-url http://127.0.0.1:PORT --scratch /tmp/dir [--print-profile]
+// --print-profile only prints the profile (JSON, wire field names) for an edge config and exits.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { create, type CliProfile, type RunEventPart } from '@iop/wire';
@@ -92,6 +93,10 @@ async function main(): Promise<number> {
     modelUrl: options.modelUrl,
     home: path.join(options.scratch, 'home'),
   });
+  if (process.argv.includes('--print-profile')) {
+    process.stdout.write(`${JSON.stringify(setup.profile)}\n`);
+    return 0;
+  }
   const profile: CliProfile = create.cliProfile(setup.profile);
   writeFileSync(
     path.join(options.scratch, 'profile.json'),
