@@ -237,6 +237,21 @@ describe('cli adapter with the persistent fake-cli', () => {
     expect(output).not.toContain('\u001b');
   });
 
+  it('closes a session that stayed idle past session_idle_ttl_ms', async () => {
+    const pids = tempDir('iop-fake-');
+    cleanups.push(pids.remove);
+    const pidFile = path.join(pids.path, 'pid');
+    adapter = testAdapter(
+      cliInstance({ 'fake-cli': { ...fakeProfile, args: ['--pid-file', pidFile] } }, { sessionIdleTtlMs: 300 }),
+    );
+    await collect(adapter, request('fake-cli', 'iop_ttl'));
+    expect(await waitGone(await readPid(pidFile), 4000)).toBe(true);
+    const sessions = await adapter.command(create.nodeCommandRequest({ command: 'sessions' }), {
+      signal: new AbortController().signal,
+    });
+    expect(sessions.result.sessions).toBe('0');
+  });
+
   it('close() kills every session', async () => {
     const pids = tempDir('iop-fake-');
     cleanups.push(pids.remove);
