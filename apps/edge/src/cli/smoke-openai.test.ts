@@ -47,7 +47,7 @@ describe('iop-edge smoke openai', () => {
     expect(code).toBe(0);
     expect(stdout()).toMatch(/^PASS chat +total=\d+ms edge_overhead=[\d.]+ms finish=stop answer="pong"$/m);
     expect(stdout()).toMatch(
-      /^PASS stream total=\d+ms first_token=\d+ms edge_overhead=[\d.]+ms chunks=5 finish=stop answer="pong"$/m,
+      /^PASS stream total=\d+ms first_token=\d+ms edge_overhead_to_first_byte=[\d.]+ms chunks=5 finish=stop answer="pong"$/m,
     );
     expect(stdout()).toContain('PASS 2/2 checks passed');
     expect(harness.service.submitted).toHaveLength(2);

@@ -72,7 +72,12 @@ export async function runOpenAISmoke(options: SmokeOptions): Promise<SmokeStepRe
 function formatResult(result: SmokeStepResult): string {
   const timings = [`total=${result.totalMs.toFixed(0)}ms`];
   if (result.firstTokenMs !== undefined) timings.push(`first_token=${result.firstTokenMs.toFixed(0)}ms`);
-  if (result.overheadMs !== undefined) timings.push(`edge_overhead=${result.overheadMs}ms`);
+  // A stream's header carries the edge time before the first byte; the full figure is an HTTP trailer.
+  if (result.overheadMs !== undefined) {
+    timings.push(
+      `${result.name === 'stream' ? 'edge_overhead_to_first_byte' : 'edge_overhead'}=${result.overheadMs}ms`,
+    );
+  }
   return `${result.ok ? 'PASS' : 'FAIL'} ${result.name.padEnd(6)} ${timings.join(' ')} ${result.detail}`;
 }
 

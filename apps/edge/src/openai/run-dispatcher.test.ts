@@ -6,6 +6,7 @@ import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-
 import { systemClock } from '../pool/clock.js';
 import type { EdgeService, RunHandle, RunOutcome } from '../service/types.js';
 import { createRunDispatcher } from './run-dispatcher.js';
+import { SessionSlots } from './session-slots.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
 import { FakeEdgeService, textRun } from './test-support/fake-edge-service.js';
@@ -63,6 +64,36 @@ describe('run dispatcher', () => {
     expect(types).toEqual(['start', 'text-delta', 'usage', 'complete']);
     run.finish('done');
     run.finish('done');
+    expect(pool.totals().inFlight).toBe(0);
+  });
+
+  it('gives concurrent runs distinct session ids and frees them when the runs end', async () => {
+    const service = new FakeEdgeService(() => ({ parts: textRun(['a']), delayMs: 20 }));
+    const config = poolConfig([providerConfig('a', { capacity: 3 })]);
+    const nodes = new FakeNodes();
+    connectAll(nodes, config);
+    const pool = createProviderPool({ config, nodes: nodes.list });
+    pools.push(pool);
+    const sessions = new SessionSlots();
+    const dispatcher = createRunDispatcher({
+      service,
+      pool,
+      clock: systemClock,
+      logger: silentLogger,
+      sessionId: 'openai',
+      timeoutMs: 0,
+      sessions,
+    });
+    const modelConfig = pool.model('m');
+    if (!modelConfig) throw new Error('model m missing');
+    const route: ResolvedRoute = { kind: 'pool', model: 'm', modelConfig, workspaceRequired: false };
+    const runs = await Promise.all(
+      [1, 2, 3].map(() => dispatcher.start(route, spec, new AbortController().signal)),
+    );
+    expect(service.submitted.map((input) => input.sessionId)).toEqual(['openai', 'openai-2', 'openai-3']);
+    await Promise.all(runs.map((run) => run.handle.done));
+    for (const run of runs) run.finish('done');
+    expect(sessions.held).toBe(0);
     expect(pool.totals().inFlight).toBe(0);
   });
 

@@ -9,6 +9,7 @@ import type { Logger } from '../logging.js';
 import type { EdgeService, RunEventWithMeta, RunHandle } from '../service/types.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
+import { SessionSlots, type SessionSlot } from './session-slots.js';
 import { isPoolError } from '../pool/errors.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
@@ -24,6 +25,8 @@ export interface RunDispatcherDeps {
   /** How long a cancelled run may take to settle before its lease is returned anyway. Default 10 s. */
   cancelGraceMs?: number;
   metrics?: OpenAIMetrics;
+  /** Session slots per node/adapter/target; created when omitted. */
+  sessions?: SessionSlots;
 }
 
 export interface ActiveRun {
@@ -46,6 +49,7 @@ export interface RunDispatcher {
 export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
   const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
   const metrics = deps.metrics ?? noMetrics;
+  const sessions = deps.sessions ?? new SessionSlots();
   return {
     async start(route, spec, signal) {
       let lease: Lease | undefined;
@@ -70,13 +74,17 @@ export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
       const queueMs = lease ? performance.now() - queueStarted : 0;
       let handle: RunHandle;
       const submittedAt = performance.now();
+      const node = lease ? lease.nodeId : route.kind === 'pool' ? undefined : route.node || undefined;
+      const adapter = lease ? lease.adapter : route.kind === 'pool' ? '' : route.adapter;
+      const target = lease ? lease.target : route.kind === 'pool' ? '' : route.target;
+      const session = sessions.acquire(node ?? '', adapter, target, deps.sessionId);
       try {
         handle = await deps.service.submitRun({
-          node: lease ? lease.nodeId : route.kind === 'pool' ? undefined : route.node || undefined,
-          adapter: lease ? lease.adapter : route.kind === 'pool' ? '' : route.adapter,
-          target: lease ? lease.target : route.kind === 'pool' ? '' : route.target,
+          node,
+          adapter,
+          target,
           providerId: lease?.providerId,
-          sessionId: deps.sessionId,
+          sessionId: session.sessionId,
           workspace: spec.workspace,
           messages: spec.messages,
           tools: spec.tools,
@@ -87,10 +95,11 @@ export function createRunDispatcher(deps: RunDispatcherDeps): RunDispatcher {
           signal,
         });
       } catch (error) {
+        session.release();
         lease?.release();
         throw error;
       }
-      return new ActiveRunImpl(handle, lease, queueMs, submittedAt, signal, deps, cancelGraceMs);
+      return new ActiveRunImpl(handle, lease, session, queueMs, submittedAt, signal, deps, cancelGraceMs);
     },
   };
 }
@@ -104,13 +113,17 @@ class ActiveRunImpl implements ActiveRun {
   constructor(
     readonly handle: RunHandle,
     lease: Lease | undefined,
+    session: SessionSlot,
     readonly queueMs: number,
     readonly submittedAt: number,
     private readonly signal: AbortSignal,
     private readonly deps: RunDispatcherDeps,
     private readonly cancelGraceMs: number,
   ) {
-    this.releaseOnce = () => lease?.release();
+    this.releaseOnce = () => {
+      session.release();
+      lease?.release();
+    };
     this.providerId = lease?.providerId;
     // Whatever happens to the consumer, a run that settles returns its slot.
     void handle.done.then(() => this.releaseOnce());
