@@ -106,7 +106,11 @@ for dir in /usr/local/bin /usr/bin /bin; do
 done
 env -i HOME="$work/node-home" PATH="$sandbox" bash -c 'command -v node' >/dev/null 2>&1 && fail "node is on the sandbox PATH"
 mkdir "$work/node-home"
-env -i HOME="$work/node-home" PATH="$sandbox" LANG=C.UTF-8 bash -c "$line" >"$work/node.log" 2>&1 &
+# As root the installer would use /opt/iop; IOP_HOME (its documented override) keeps the test inside $work.
+root_override=()
+[ "$(id -u)" = 0 ] && root_override=(IOP_HOME="$work/node-home/.iop")
+# The line goes to the shell on stdin, as when pasted into a terminal (bash -c would put it in an argv).
+env -i HOME="$work/node-home" PATH="$sandbox" LANG=C.UTF-8 "${root_override[@]}" bash -s <<<"$line" >"$work/node.log" 2>&1 &
 pids+=($!)
 installer_pid=$!
 wait_for 60 grep -q 'registered' "$work/node.log" || fail "the node did not register"
@@ -134,7 +138,8 @@ home_iop="$work/node-home/.iop"
 mode="$(stat -c %a "$home_iop/node.token")"
 [ "$mode" = 600 ] || fail "token file mode $mode"
 [ "$(cat "$home_iop/node.token")" = "$token" ] || fail "token file content differs"
-if ps -eo args | grep -F -- "$token" | grep -v grep >/dev/null; then fail "the token appears in a process's arguments"; fi
+ps -eo pid=,args= >"$work/processes.txt"
+if grep -F -- "$token" "$work/processes.txt"; then fail "the token appears in a process's arguments"; fi
 agent_pid="$(pgrep -f "$home_iop/versions/iop-node-$version-linux-amd64/lib/iop-node.cjs" | head -n 1)"
 [ -n "$agent_pid" ] || fail "no agent process"
 if tr '\0' '\n' <"/proc/$agent_pid/environ" | grep -F -- "$token" >/dev/null; then fail "the token is in the agent's environment"; fi
@@ -162,5 +167,5 @@ step "stop the node (SIGTERM) and the edge"
 kill -TERM "$agent_pid"
 wait_for 15 bash -c "! kill -0 $agent_pid" || fail "the agent did not stop on SIGTERM"
 wait "$installer_pid" 2>/dev/null || true
-step_started=$(date +%s.%N)
+step "release e2e passed"
 echo "release e2e passed (archive $(du -h "$archive" | cut -f1), node artifact $(du -h "$bundle/artifacts/iop-node-$version-linux-amd64.tar.gz" | cut -f1))"
