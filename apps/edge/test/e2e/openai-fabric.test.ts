@@ -252,6 +252,60 @@ describe('openai client → edge process → node process → fake backends', ()
     },
   );
 
+  it.each([
+    { model: MODEL_LLAMA, upstream: () => ollama },
+    { model: MODEL_QWEN, upstream: () => vllm },
+  ])('turns upstream failures on $model into well-formed OpenAI errors', async ({ model, upstream }) => {
+    const fake = upstream();
+    const outcomes: unknown[] = [];
+    try {
+      fake.setBehavior({ failure: { kind: 'http', status: 500, message: 'backend exploded', times: 1 } });
+      const httpFailure = await client.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+      expect(httpFailure).toBeInstanceOf(OpenAI.APIError);
+      const apiError = httpFailure as InstanceType<typeof OpenAI.APIError>;
+      expect(apiError.status).toBe(502);
+      expect(apiError.message).toContain('backend exploded');
+      outcomes.push({ status: apiError.status, code: apiError.code, type: apiError.type });
+
+      fake.setBehavior({
+        failure: { kind: 'mid-stream', afterTokens: 3, message: 'gpu fell over', times: 1 },
+      });
+      const stream = await client.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      });
+      let text = '';
+      const midStream = await (async () => {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      })().catch((error: unknown) => error);
+      // The client saw the first tokens, then the SSE error object.
+      expect(text.length).toBeGreaterThan(0);
+      expect(midStream).toBeInstanceOf(OpenAI.APIError);
+      expect(String((midStream as Error).message)).toContain('gpu fell over');
+
+      fake.setBehavior({ failure: { kind: 'drop', afterTokens: 2, times: 1 } });
+      const dropped = await client.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+      expect(dropped).toBeInstanceOf(OpenAI.APIError);
+      expect((dropped as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+      outcomes.push({ status: (dropped as InstanceType<typeof OpenAI.APIError>).status });
+    } finally {
+      fake.setBehavior({ failure: undefined });
+    }
+    process.stdout.write(`[e2e] ${model} upstream failures → ${JSON.stringify(outcomes)}\n`);
+    // The backend healed: the next request succeeds and nothing stayed in flight.
+    const healed = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'ok' }],
+    });
+    expect(healed.choices[0]?.message.content).toContain('ok');
+    await waitUntil(providersIdle, 5000, 'providers idle after failures');
+  });
+
   it('leaves every provider ready with nothing in flight or queued', async () => {
     const providers = await admin.listProviders();
     expect(providers.map((entry) => entry.providerId).sort()).toEqual([
