@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode).
+# Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode);
+# `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead.
 #
 # Installs the real CLI from npm into a cache folder outside the repo (IOP_CLI_CACHE, default
 # ~/.cache/iop/clis), starts the loopback agent model server (packages/testkit), then runs two legs:
@@ -15,6 +16,10 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 profile="${IOP_E2E_PROFILE:-opencode}"
 cache="${IOP_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iop/clis}"
 
+# IOP_E2E_PROFILE=release: build the linux-amd64 release archive, unpack it, bootstrap a node from it with the
+# printed one-liner (no Node.js on PATH) and complete a run — see test/e2e/release/run.sh.
+if [[ "$profile" == 'release' ]]; then exec bash "$repo/test/e2e/release/run.sh"; fi
+
 case "$profile" in
   opencode) package='opencode-ai' binary='opencode' ;;
   codex) package='@openai/codex' binary='codex' ;;
@@ -25,7 +30,7 @@ case "$profile" in
     exit 2
     ;;
   *)
-    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, cline)" >&2
+    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, cline, release)" >&2
     exit 2
     ;;
 esac
