@@ -6,7 +6,7 @@ export const INSTALL_PS1_TEMPLATE = `# IOP node installer for Windows (PowerShel
 #   iex (irm '<public-url>/install.ps1'); Start-IopNode -NodeId ID -Token '...' [-Edge HOST:PORT] [-ArtifactUrl URL]
 #     [-Service] [-NoStart] [-InstallDir DIR]
 # Start-IopNode detects the architecture, downloads the matching node artifact from the edge, verifies its
-# SHA-256 against SHA256SUMS, installs it under %LOCALAPPDATA%\\iop, writes the token to a file only the
+# SHA-256 against SHA256SUMS, installs it under %USERPROFILE%\\.iop, writes the token to a file only the
 # current user can read, and starts the node in this window (-Service: a scheduled task at logon instead).
 
 $IopVersion = __IOP_VERSION__
@@ -80,7 +80,7 @@ function Start-IopNode {
     [Parameter(Mandatory = $true)][string]$Token,
     [string]$Edge = $IopDefaultEdge,
     [string]$ArtifactUrl = $IopDefaultArtifactUrl,
-    [string]$InstallDir = (Join-Path $env:LOCALAPPDATA 'iop'),
+    [string]$InstallDir = (Join-Path $env:USERPROFILE '.iop'),
     [switch]$Service,
     [switch]$NoStart
   )
@@ -121,6 +121,13 @@ function Start-IopNode {
   $nodeExe = Join-Path $target 'runtime\\node.exe'
   $bundle = Join-Path $target 'lib\\iop-node.cjs'
   if (-not (Test-Path -LiteralPath $nodeExe)) { throw "iop-install: the artifact does not contain $folder\\runtime\\node.exe" }
+  # A stable command for later use: %USERPROFILE%\\.iop\\bin\\iop-node.cmd runs the version installed last.
+  $binDir = Join-Path $InstallDir 'bin'
+  New-Item -ItemType Directory -Force -Path $binDir | Out-Null
+  Set-Content -LiteralPath (Join-Path $binDir 'iop-node.cmd') -Encoding ASCII -Value @(
+    '@echo off',
+    ('call "' + (Join-Path $target 'bin\\iop-node.cmd') + '" %*')
+  )
   $tokenFile = Join-Path $InstallDir 'node.token'
   $dataDir = Join-Path $InstallDir 'node'
   Set-IopTokenFile $tokenFile $Token
