@@ -192,6 +192,34 @@ describe('node acknowledgements', () => {
   });
 });
 
+describe('node lost during the push', () => {
+  it('a node that disconnects before acknowledging is listed not_connected and gets the payload on return', async () => {
+    let base!: ConfigSpec;
+    harness = await startRefreshHarness((dataDir) => (base = spec(dataDir, [provider('p1')])), {
+      nodeTimeoutMs: 5000,
+    });
+    const h = harness;
+    const node = h.node('n1');
+    node.answer = 'ignore';
+    const pending = h.refresh('apply', spec(base.dataDir, [provider('p1', { capacity: 2 })]));
+    await waitUntil(() => node.refreshes.length === 1, 3000, 'push sent');
+    const started = Date.now();
+    node.fake.kill();
+    const result = await pending;
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(result.node_results).toEqual([
+      {
+        node_id: 'n1',
+        status: 'not_connected',
+        error: expect.stringMatching(/disconnected/) as unknown as string,
+      },
+    ]);
+    await waitUntil(() => h.runtime.registry.get('n1') === undefined, 3000, 'node gone');
+    const back = await h.connect('n1');
+    expect(back.payload?.providers[0]?.capacity).toBe(2);
+  });
+});
+
 describe('serialization', () => {
   it('a refresh during another waits for it; past the wait bound it fails clearly', async () => {
     let base!: ConfigSpec;
