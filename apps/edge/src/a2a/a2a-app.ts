@@ -3,6 +3,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import type { Logger } from '../logging.js';
+import {
+  httpMetricsMiddleware,
+  markFirstToken,
+  noHttpMetrics,
+  type HttpMetricsRecorder,
+} from '../metrics/http-metrics.js';
 import { buildAgentCard } from './agent-card.js';
 import type { StreamEvent } from './a2a-types.js';
 import {
@@ -29,13 +35,46 @@ export interface A2AAppOptions {
   tasks: TaskManager;
   logger: Logger;
   maxBodyBytes?: number;
+  /** Request counts, durations and time to first artifact chunk (default: not recorded). */
+  metrics?: HttpMetricsRecorder;
 }
 
 const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];
 
+/** JSON-RPC methods used as metric route labels; anything else is counted as `rpc other`. */
+const RPC_METHODS = new Set([
+  'message/send',
+  'message/stream',
+  'tasks/get',
+  'tasks/cancel',
+  'tasks/resubscribe',
+  'tasks/pushNotificationConfig/set',
+  'tasks/pushNotificationConfig/get',
+  'tasks/pushNotificationConfig/list',
+  'tasks/pushNotificationConfig/delete',
+]);
+
+interface RpcLocals {
+  rpcMethod?: string;
+}
+
+/** Bounded metric route label: the card, `rpc <method>` for known methods, or `other`. */
+function routeLabel(request: Request, response: Response, rpcPath: string): string {
+  if (request.method === 'GET' && CARD_PATHS.includes(request.path)) return 'agent-card';
+  if (request.method === 'POST' && request.path === rpcPath) {
+    return `rpc ${(response.locals as RpcLocals).rpcMethod ?? 'other'}`;
+  }
+  return 'other';
+}
+
 export function createA2AApp(options: A2AAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(
+    httpMetricsMiddleware(options.metrics ?? noHttpMetrics, (request, response) =>
+      routeLabel(request, response, options.path),
+    ),
+  );
 
   app.get(CARD_PATHS, (request, response) => {
     const url =
@@ -87,6 +126,7 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       throw error;
     }
     id = rpc.id;
+    if (RPC_METHODS.has(rpc.method)) (response.locals as RpcLocals).rpcMethod = rpc.method;
     const tasks = options.tasks;
     switch (rpc.method) {
       case 'message/send': {
@@ -177,6 +217,8 @@ async function writeStream(
     let next = first;
     while (!next.done) {
       if (controller.signal.aborted) return;
+      // The first artifact chunk is the first generated output the client sees.
+      if (next.value.kind === 'artifact-update') markFirstToken(response);
       response.write(`data: ${JSON.stringify(jsonRpcResult(id, next.value))}\n\n`);
       next = await iterator.next();
     }

@@ -1,6 +1,8 @@
 // Starts the A2A listener (`a2a.listen`) over the edge service.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logging.js';
+import { edgeHttpMetrics, type HttpMetricsRecorder } from '../metrics/http-metrics.js';
+import { sharedEdgeMetrics } from '../metrics/metrics-surface.js';
 import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
 import type { SurfaceFactory } from '../surface.js';
@@ -19,6 +21,7 @@ export interface A2ASurfaceOptions {
   service: EdgeService;
   logger: Logger;
   now?: () => number;
+  metrics?: HttpMetricsRecorder;
 }
 
 export interface RunningA2ASurface {
@@ -45,6 +48,7 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     tasks,
     logger,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   const listener = await listenHttp(options.listen, app);
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
@@ -76,6 +80,7 @@ export function createA2ASurface(): SurfaceFactory {
       },
       service: context.service,
       logger: context.logger,
+      metrics: edgeHttpMetrics(sharedEdgeMetrics(context), 'a2a'),
     });
   };
 }
