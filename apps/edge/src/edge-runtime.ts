@@ -50,7 +50,12 @@ export const RUNTIME_EXTRAS = {
   applyNodeConfig: 'applyNodeConfig',
   /** true once every surface started, false again when stopping (read by /readyz). */
   ready: 'runtimeReady',
+  /** `FrameErrorSubscribe`: follow connections the transport closed for bad frames (the metrics count them). */
+  frameErrors: 'frameErrors',
 } as const;
+
+/** Registers a listener for transport frame errors (wire error code); returns the unsubscribe function. */
+export type FrameErrorSubscribe = (listener: (code: string) => void) => () => void;
 
 export type ApplyNodeConfig = EdgeRuntime['applyNodeConfig'];
 
@@ -71,6 +76,13 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const extras = options.extras ?? new Map<string, unknown>();
   extras.set(RUNTIME_EXTRAS.configPath, options.configPath);
   extras.set(RUNTIME_EXTRAS.nodeStore, store);
+  // The transport starts before the surfaces (and so before the metrics exist): it reports to this fan-out.
+  const frameErrorListeners = new Set<(code: string) => void>();
+  const subscribeFrameErrors: FrameErrorSubscribe = (listener) => {
+    frameErrorListeners.add(listener);
+    return () => frameErrorListeners.delete(listener);
+  };
+  extras.set(RUNTIME_EXTRAS.frameErrors, subscribeFrameErrors);
 
   let transport: EdgeTransport;
   try {
@@ -82,6 +94,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       logger: logger.child({ component: 'transport' }),
       clock,
       payloadFor: (nodeId) => payloadForNode(nodeConfigs, nodeId),
+      onFrameError: (code) => {
+        for (const listener of frameErrorListeners) listener(code);
+      },
     });
   } catch (error) {
     events.close();

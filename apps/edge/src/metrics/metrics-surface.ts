@@ -1,6 +1,6 @@
 // The metrics surface as the runtime starts it (`metrics.enabled`, `metrics.listen`). It starts first so the
 // surfaces after it can find the shared EdgeMetrics in the runtime's extras and instrument themselves.
-import { RUNTIME_EXTRAS } from '../edge-runtime.js';
+import { RUNTIME_EXTRAS, type FrameErrorSubscribe } from '../edge-runtime.js';
 import { sharedProviderPool } from '../pool/shared-pool.js';
 import type { SurfaceContext, SurfaceFactory } from '../surface.js';
 import { EdgeMetrics } from './edge-metrics.js';
@@ -29,6 +29,9 @@ export function sharedEdgeMetrics(context: SurfaceContext): EdgeMetrics {
   });
   // The subscription ends when the runtime closes its event bus.
   metrics.followEvents(context.events);
+  const subscribeFrameErrors = context.extras.get(RUNTIME_EXTRAS.frameErrors) as
+    FrameErrorSubscribe | undefined;
+  subscribeFrameErrors?.((code) => metrics.frameErrors.inc({ code }));
   context.extras.set(EDGE_METRICS_KEY, metrics);
   return metrics;
 }

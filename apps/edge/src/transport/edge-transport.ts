@@ -35,6 +35,8 @@ export interface EdgeTransportOptions {
    * flood of idle sockets cannot exhaust the edge while registered nodes keep working.
    */
   maxPendingConnections?: number;
+  /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
+  onFrameError?: (code: string) => void;
 }
 
 export interface EdgeTransport {
@@ -68,6 +70,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     requestTimeoutMs: options.requestTimeoutMs,
     payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
     isShuttingDown: () => shuttingDown,
+    onFrameError: options.onFrameError ?? (() => undefined),
   };
 
   const onSocket = (socket: net.Socket) => {

@@ -39,6 +39,8 @@ export interface ConnectionContext {
   requestTimeoutMs: number | undefined;
   payloadFor(nodeId: string): NodeConfigPayload;
   isShuttingDown(): boolean;
+  /** A connection is being closed because the peer sent bad frames (`frame_too_large`, `malformed_frame`, ...). */
+  onFrameError(code: string): void;
 }
 
 type FirstFrame =
@@ -141,6 +143,7 @@ export class NodeConnection {
           { reason: errorCode(first.error), error: errorText(first.error) },
           'connection closed: bad input before registering',
         );
+        this.reportFrameError(first.error);
         await this.connection.close(errorCode(first.error));
         return;
       default: {
@@ -263,6 +266,7 @@ export class NodeConnection {
         { nodeId: link.nodeId, reason: errorCode(error), error: errorText(error) },
         'connection closed: bad input from node',
       );
+      this.reportFrameError(error);
       this.closingReason ??= errorCode(error);
       await this.connection.close(errorCode(error));
     }
@@ -313,6 +317,11 @@ export class NodeConnection {
     link.markClosed(reason);
     if (wasCurrent || !alreadyAnnounced) this.publish('disconnected', link, reason);
     logger.info({ nodeId: link.nodeId, reason, byPeer: closed.byPeer }, 'node disconnected');
+  }
+
+  /** Bad bytes from the peer (not a network failure) count as a frame error. */
+  private reportFrameError(error: unknown): void {
+    if (isWireError(error) && !error.transient) this.context.onFrameError(error.code);
   }
 
   private publish(kind: 'connected' | 'disconnected', link: NodeLink, reason: string): void {
