@@ -127,6 +127,7 @@ async function streamPhase(baseUrl, label) {
 
 async function main() {
   const startedAt = new Date();
+  const loadAverageAtStart = os.loadavg()[0];
   log(`backend latency ${latencyMs} ms, ${quick ? 'quick' : 'full'} run`);
   const backend = await startProcess({
     name: 'backend',
@@ -214,7 +215,7 @@ async function main() {
       memory_gb: Math.round(os.totalmem() / 2 ** 30),
       node: process.version,
       platform: `${process.platform}-${process.arch}`,
-      load_average_at_start: os.loadavg()[0],
+      load_average_at_start: loadAverageAtStart,
     },
     quick,
     backend_latency_ms: latencyMs,
