@@ -72,9 +72,19 @@ describe('models', () => {
   it('lists models[], model_routes and openai.models in the OpenAI list shape', async () => {
     const { client } = await start();
     const models = await client.models.list();
-    expect(models.data.map((model) => model.id)).toEqual(['pooled', 'codex', 'llama3', 'extra-model']);
+    expect(models.data.map((model) => model.id)).toEqual([
+      'pooled',
+      'codex',
+      'llama3',
+      'extra-model',
+      'org/slashed-model',
+    ]);
+    expect((await client.models.retrieve('org/slashed-model')).id).toBe('org/slashed-model');
     expect(models.data[0]).toMatchObject({ object: 'model', owned_by: 'iop' });
     expect((await client.models.retrieve('codex')).id).toBe('codex');
+    const missing = await client.models.retrieve('org/unknown').catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect((missing as APIError).code).toBe('model_not_found');
   });
 });
 

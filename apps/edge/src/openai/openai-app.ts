@@ -60,7 +60,7 @@ const ROUTE_LABELS = new Map([
   ['GET /v1/responses/:id', '/v1/responses/:id'],
   ['POST /v1/responses/:id/cancel', '/v1/responses/:id/cancel'],
   ['GET /v1/models', '/v1/models'],
-  ['GET /v1/models/:model', '/v1/models/:model'],
+  ['GET /v1/models/*model', '/v1/models/:model'],
   ['POST /v1/chat/completions', '/v1/chat/completions'],
   ['POST /v1/responses', '/v1/responses'],
 ]);
@@ -114,8 +114,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     });
   });
 
-  app.get('/v1/models/:model', (request, response) => {
-    const model = String(request.params['model']);
+  // Model ids may contain '/' (e.g. org/name), so the id is the rest of the path.
+  app.get('/v1/models/*model', (request, response) => {
+    const segments = (request.params as Record<string, string | string[]>)['model'] ?? [];
+    const model = Array.isArray(segments) ? segments.join('/') : segments;
     if (!resolver.catalogue().includes(model)) throw modelNotFound(model);
     setOverhead(response);
     response.json(modelEntry(model, catalogueCreated));

@@ -32,7 +32,7 @@ edge: { id: test-edge, listen: '127.0.0.1:19990', data_dir: /tmp/iop-openai-test
 openai:
   enabled: ${options.enabled ?? true}
   listen: '127.0.0.1:0'
-  models: ['extra-model']
+  models: ['extra-model', 'org/slashed-model']
   session_id: 'openai'
   timeout_sec: 30
   strict_output: ${options.strictOutput ?? true}
