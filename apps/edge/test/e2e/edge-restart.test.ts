@@ -100,7 +100,7 @@ describe('edge restart', () => {
     for (const model of [MODEL_LLAMA, MODEL_QWEN]) {
       expect(await chat(second, model)).toEqual({
         status: 200,
-        content: expect.stringContaining('again') as string,
+        content: 'again again again again again again again again',
       });
     }
 
@@ -112,7 +112,7 @@ describe('edge restart', () => {
     for (const model of [MODEL_LLAMA, MODEL_QWEN]) {
       expect(await chat(third, model)).toEqual({
         status: 200,
-        content: expect.stringContaining('again') as string,
+        content: 'again again again again again again again again',
       });
     }
 

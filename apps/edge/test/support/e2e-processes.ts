@@ -19,15 +19,14 @@ const edgeMain = path.join(repoRoot, 'apps/edge/src/main.ts');
 export async function waitUntil(
   predicate: () => boolean | Promise<boolean>,
   timeoutMs: number,
-  what: string | (() => string),
+  what: string | (() => string | Promise<string>),
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;
     if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`,
-      );
+      const description = typeof what === 'string' ? what : await what();
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`);
     }
     await sleep(20);
   }
