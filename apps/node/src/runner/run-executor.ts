@@ -182,6 +182,10 @@ export class RunExecutor {
       );
     }
     this.#recordStart(request, adapter.name, startedAt);
+    logger.debug(
+      { runId: request.runId, adapter: adapter.name, target: request.target, providerId: request.providerId },
+      'run started',
+    );
     const stream = new RunStream(request.runId, this.#deps);
     let terminal: TerminalPart | undefined;
     let usage: Usage | undefined;
@@ -234,6 +238,10 @@ export class RunExecutor {
     } finally {
       clearTimeout(deadline);
       this.#recordFinish(request.runId, terminal, usage);
+      logger.debug(
+        { runId: request.runId, outcome: terminal?.type ?? 'none', ms: now() - startedAt },
+        'run finished',
+      );
     }
   }
 
