@@ -1,5 +1,5 @@
-// Process plumbing for the cross-process e2e suites: a real edge (`serve` through edge-serve-child.ts) and real
-// `iop-node run` processes, both started from the TypeScript sources through the test hooks (no build needed),
+// Process plumbing for the cross-process e2e suites: a real `iop-edge serve` and real `iop-node run` processes,
+// both started from the TypeScript sources through the test hooks (apps/node/test/support; no build needed),
 // with captured output, JSON log lines, exit promises and a group that kills whatever is still running. Every
 // wait is bounded; every port is chosen at run time on 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 const registerHooks = path.join(repoRoot, 'apps/node/test/support/register-ts.mjs');
-const edgeChild = path.join(repoRoot, 'apps/edge/test/support/edge-serve-child.ts');
 const nodeMain = path.join(repoRoot, 'apps/node/src/main.ts');
 const edgeMain = path.join(repoRoot, 'apps/edge/src/main.ts');
 
@@ -167,7 +166,7 @@ export async function startEdgeProcess(
 ): Promise<EdgeProcess> {
   const configPath = path.join(dir, 'edge.yaml');
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  const edge = group.spawnTs(name, edgeChild, ['serve', '--config', configPath], {}, dir);
+  const edge = group.spawnTs(name, edgeMain, ['serve', '--config', configPath], {}, dir);
   await waitUntil(
     () => /^ {2}admin\s+\S+/m.test(edge.stdout()) || !edge.running,
     30_000,
