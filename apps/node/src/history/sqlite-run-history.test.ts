@@ -154,6 +154,26 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
+  it('applies retention once per tenth of retainRuns finishes on large histories, exact at each pass', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 30 });
+    const finished = () => history.list({ limit: 1000 }).length;
+    for (let index = 1; index <= 35; index += 1) {
+      history.recordStart(start(`run-${index}`, index));
+      history.finish(`run-${index}`, { status: 'completed', endedAt: index + 1, detail: 'stop' });
+      // Passes run every 3 finishes (30 / 10): at most 2 runs over the bound in between.
+      expect(finished()).toBeLessThanOrEqual(32);
+    }
+    // The 33rd finish ran a pass (kept 30); the 34th and 35th are extra until the next one.
+    expect(finished()).toBe(32);
+    history.recordStart(start('run-36', 36));
+    history.finish('run-36', { status: 'completed', endedAt: 37, detail: 'stop' });
+    const ids = history.list({ limit: 1000 }).map((run) => run.runId);
+    expect(ids).toHaveLength(30);
+    expect(ids[0]).toBe('run-36');
+    expect(ids.at(-1)).toBe('run-7');
+    history.close();
+  });
+
   it('starts a repeated run id over, dropping its old events', () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     history.recordStart(start('run-1', 1));
