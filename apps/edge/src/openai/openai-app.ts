@@ -136,7 +136,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       includeUsage: body.stream_options?.include_usage === true,
       output,
     };
-    await serveRun(request, response, route, spec, body.stream === true, {
+    await serveRun(response, route, spec, body.stream === true, {
       json: (run) => chatCompletionBody(context, run),
       stream: (parts, sink) => streamChatCompletion(parts, sink, context),
     });
@@ -167,7 +167,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       response.json(queued);
       return;
     }
-    await serveRun(request, response, route, spec, body.stream === true, {
+    await serveRun(response, route, spec, body.stream === true, {
       json: (run) => responsesBody(context, run),
       stream: (parts, sink) => streamResponse(parts, sink, context),
     });
@@ -230,7 +230,6 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   }
 
   async function serveRun(
-    request: Request,
     response: Response,
     route: ResolvedRoute,
     spec: RunSpec,
@@ -240,7 +239,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       stream: (parts: AsyncIterable<RunEventPart>, sink: SseSink) => Promise<void>;
     },
   ): Promise<void> {
-    const disconnect = abortOnDisconnect(request, response);
+    const disconnect = abortOnDisconnect(response);
     try {
       const run = await dispatcher.start(route, spec, disconnect.signal);
       try {
@@ -332,19 +331,15 @@ function replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
   };
 }
 
-/** Aborts when the client goes away before the response finished. */
-function abortOnDisconnect(request: Request, response: Response): { signal: AbortSignal; dispose(): void } {
+/** Aborts when the client goes away before the response finished (the response closes unfinished). */
+function abortOnDisconnect(response: Response): { signal: AbortSignal; dispose(): void } {
   const controller = new AbortController();
   const onClose = () => {
     if (!response.writableFinished) controller.abort(new Error('client disconnected'));
   };
   response.on('close', onClose);
-  request.on('aborted', onClose);
   return {
     signal: controller.signal,
-    dispose: () => {
-      response.off('close', onClose);
-      request.off('aborted', onClose);
-    },
+    dispose: () => response.off('close', onClose),
   };
 }
