@@ -49,10 +49,9 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
   return {
     path: ['setup'],
     summary:
-      'Install the edge as a hardened systemd service (iop user, data dir, config, unit); --dry-run shows it.',
-    usage:
-      'setup [--dry-run] [--enable] [--start] [--binary PATH] [--config /etc/iop/edge.yaml] [--overwrite-config] ' +
-      '[--data-dir /var/lib/iop] [--artifact-dir DIR] [--public-url URL]',
+      'Install the edge as a hardened systemd service (iop user, data dir, config, unit); --dry-run shows the plan. ' +
+      'Also: --overwrite-config, --data-dir D (/var/lib/iop), --artifact-dir D, --public-url URL.',
+    usage: 'setup [--dry-run] [--enable] [--start] [--binary PATH] [--config P]',
     async run(argv, io) {
       const flags = parseFlags(argv, {
         'dry-run': { type: 'boolean' },
