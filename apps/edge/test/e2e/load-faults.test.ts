@@ -101,7 +101,13 @@ beforeAll(async () => {
   edge = await startEdgeProcess(
     group,
     dir,
-    fabricConfig({ dataDir: `${dir}/data`, nodes: backends, logLevel: 'warn' }),
+    fabricConfig({
+      dataDir: `${dir}/data`,
+      nodes: backends,
+      logLevel: 'warn',
+      // A starved event loop on a loaded 2-core machine must not pass for a dead node.
+      heartbeatTimeoutMs: 10_000,
+    }),
   );
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
   for (const id of ['n1', 'n2']) launchNode(id, await group.tempDir(`iop-e2e-load-${id}-`));
@@ -202,6 +208,14 @@ describe('load with faults', () => {
     process.stdout.write(
       `[e2e load] ${outcomes.length} requests in ${durationMs} ms (${Math.round((outcomes.length * 1000) / durationMs)} req/s), ` +
         `n2 killed at ${killedAt} ms; outcomes ${JSON.stringify(Object.fromEntries([...counts].sort()))}\n`,
+    );
+    const warnings = new Map<string, number>();
+    for (const record of edge.logRecords()) {
+      const key = `${String(record.level)} ${String(record.msg)}${typeof record.reason === 'string' ? ` (${record.reason})` : ''}`;
+      warnings.set(key, (warnings.get(key) ?? 0) + 1);
+    }
+    process.stdout.write(
+      `[e2e load] edge warn+ log lines: ${JSON.stringify(Object.fromEntries(warnings))}\n`,
     );
     expect(outcomes).toHaveLength(TOTAL_REQUESTS);
     expect(malformed.slice(0, 5)).toEqual([]);
