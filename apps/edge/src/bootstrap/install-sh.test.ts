@@ -305,6 +305,39 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
     expect(fs.existsSync(path.join(dir, 'home', '.iop', 'versions'))).toBe(false);
   });
 
+  it('--service writes a systemd user unit without the token and enables it', () => {
+    const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
+    buildArtifact(name);
+    const bin = fakeTools({ s: 'Linux', m: 'x86_64' });
+    fs.writeFileSync(path.join(bin, 'systemctl'), `#!/bin/sh\necho "$@" >> "${dir}/systemctl-calls"\n`, {
+      mode: 0o755,
+    });
+    const script = writeScript(renderInstallSh(values));
+    const result = spawnSync(
+      'bash',
+      [script, '--node-id', 'node-7', '--artifact-url', `file://${dir}/served`, '--service'],
+      {
+        env: {
+          PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+          HOME: path.join(dir, 'home'),
+          XDG_CONFIG_HOME: path.join(dir, 'config'),
+          IOP_TOKEN: 'secret-token',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(result.status).toBe(0);
+    const unit = fs.readFileSync(path.join(dir, 'config', 'systemd', 'user', 'iop-node.service'), 'utf8');
+    expect(unit).toContain(`"--token-file" "${path.join(dir, 'home', '.iop', 'node.token')}"`);
+    expect(unit).not.toContain('secret-token');
+    expect(fs.readFileSync(path.join(dir, 'systemctl-calls'), 'utf8')).toBe(
+      '--user daemon-reload\n--user enable --now iop-node.service\n',
+    );
+    // Not started in the foreground.
+    expect(fs.existsSync(path.join(dir, 'agent-args'))).toBe(false);
+  });
+
   it('refuses a token given as an argument and a missing token', () => {
     const script = writeScript(renderInstallSh(values));
     const argument = spawnSync('bash', [script, '--node-id', 'n', '--token', 'secret'], {
