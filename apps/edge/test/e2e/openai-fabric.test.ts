@@ -317,4 +317,14 @@ describe('openai client → edge process → node process → fake backends', ()
     }
     expect(node.running).toBe(true);
   });
+
+  it('never logs the node token or the upstream API key', () => {
+    for (const output of [edge.stdout(), edge.stderr(), node.stdout(), node.stderr()]) {
+      expect(output).not.toContain(FABRIC_TOKEN);
+      expect(output).not.toContain('e2e-upstream-key');
+    }
+    // The logs were there to look at (JSON records from both processes).
+    expect(edge.logRecords().length).toBeGreaterThan(5);
+    expect(node.logRecords().length).toBeGreaterThan(2);
+  });
 });
