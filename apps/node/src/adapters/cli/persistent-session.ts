@@ -22,6 +22,11 @@ import {
 import { WaitableQueue } from './waitable-queue.js';
 
 const INTERRUPT_SETTLE_MS = 250;
+/** A TUI ignores keys typed while it still draws its first screen: wait until it has been quiet this long. */
+const TERMINAL_STARTUP_QUIET_MS = 1000;
+const TERMINAL_STARTUP_MAX_MS = 20_000;
+/** Enter sent together with the text reads as a pasted newline in TUIs: it goes separately, a moment later. */
+const TERMINAL_ENTER_DELAY_MS = 200;
 
 type WorkerEvent = { kind: 'line'; text: string } | { kind: 'exit'; exit: ProcessExit };
 
@@ -36,6 +41,8 @@ export class PersistentSession implements LogicalSession {
   /** After an interrupt, the next prompt waits until then: the signal is handled asynchronously by the CLI and
    * must not cancel the next turn too. */
   private settleUntil = 0;
+  private lastOutputAt = 0;
+  private startedAt = 0;
   private closing: Promise<void> | undefined;
 
   /** `onGone` is told when the process is gone for good, so the adapter forgets this session. */
@@ -69,7 +76,9 @@ export class PersistentSession implements LogicalSession {
       stdin: 'pipe',
     });
     this.process = launched;
+    this.startedAt = this.services.now();
     launched.onOutput((chunk, stream) => {
+      this.lastOutputAt = this.services.now();
       if (stream === 'stderr') {
         this.stderr.push(chunk);
         return;
@@ -129,7 +138,14 @@ export class PersistentSession implements LogicalSession {
       }
       const settle = this.settleUntil - now();
       if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
-      launched.write(`${toSingleLine(run.prompt)}${launched.terminal ? '\r' : '\n'}`);
+      if (launched.terminal) {
+        await this.waitForQuietTerminal(run.signal);
+        launched.write(toSingleLine(run.prompt));
+        await new Promise((resolve) => setTimeout(resolve, TERMINAL_ENTER_DELAY_MS));
+        launched.write('\r');
+      } else {
+        launched.write(`${toSingleLine(run.prompt)}\n`);
+      }
       const idleTimeoutMs = this.setup.profile.idleTimeoutMs;
       let lastActivity = now();
       for (;;) {
@@ -201,6 +217,17 @@ export class PersistentSession implements LogicalSession {
     } finally {
       this.listener = undefined;
       this.running = false;
+    }
+  }
+
+  /** Waits (bounded) until a freshly started TUI has drawn its screen and gone quiet; output so far is dropped. */
+  private async waitForQuietTerminal(signal: AbortSignal): Promise<void> {
+    const { now } = this.services;
+    while (!signal.aborted && !this.exit && now() - this.startedAt < TERMINAL_STARTUP_MAX_MS) {
+      const quietFor = now() - Math.max(this.lastOutputAt, this.startedAt);
+      if (this.lastOutputAt > 0 && quietFor >= TERMINAL_STARTUP_QUIET_MS) return;
+      if (this.lastOutputAt === 0 && now() - this.startedAt >= TERMINAL_STARTUP_QUIET_MS * 3) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 

@@ -135,7 +135,7 @@ function listRolloutFiles(directory: string): Array<{ path: string; mtimeMs: num
 export function parseUsageText(raw: string): Record<string, string> | undefined {
   const fields: Record<string, string> = {};
   let index = 0;
-  for (const line of stripAnsi(raw).split(/\r?\n/)) {
+  for (const line of raw.split(/\r?\n/).map(stripAnsi)) {
     const percent = /(\d+(?:\.\d+)?)\s*%\s*(used|left|remaining)?/i.exec(line);
     if (!percent?.[1]) continue;
     const value = Number(percent[1]);
@@ -192,7 +192,7 @@ export async function runStatusCommand(
   if (timedOut && launched.pid !== undefined) await deps.tree.terminate(launched.pid, deps.killGraceMs);
   const exit = await launched.exited;
   if (exit.spawnError) output += `\n${exit.spawnError}`;
-  return { output: stripAnsi(output).trim(), timedOut };
+  return { output: output.split(/\r?\n/).map(stripAnsi).join('\n').trim(), timedOut };
 }
 
 function unixToIso(value: number): string {
