@@ -382,11 +382,23 @@ export class RunExecutor {
 }
 
 /** Numbers and sends one run's events, and mirrors them into history. */
+/**
+ * Sends a run's parts in order. Sends are pipelined: a part does not wait for the previous frames to reach the
+ * kernel unless `SEND_WINDOW` are still unacknowledged (backpressure from a congested link) or it is the terminal
+ * part (the run ends only once everything is sent). Waiting for each frame made every streamed token its own
+ * socket write and event-loop turn; pipelined, the frames of a burst leave in one corked write. A failed send is
+ * reported by the next `emit` (frames resolve in order, so nothing after a failure was sent).
+ */
+const SEND_WINDOW = 64;
+
 class RunStream {
   #seq = 0;
   readonly #runId: string;
   readonly #deps: RunExecutorDeps;
   readonly #record: boolean;
+  #unacknowledged = 0;
+  #last: Promise<void> = Promise.resolve();
+  #failure: unknown;
 
   constructor(runId: string, deps: RunExecutorDeps, record = true) {
     this.#runId = runId;
@@ -395,6 +407,7 @@ class RunStream {
   }
 
   async emit(part: RunEventPart): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
     this.#seq += 1;
     const at = this.#deps.now();
     if (this.#record) {
@@ -405,7 +418,27 @@ class RunStream {
         this.#deps.logger.warn({ error: errorMessage(error) }, 'run history write failed');
       }
     }
-    await this.#deps.outbound.send(envelope.runEvent(toWireRunEvent(this.#runId, this.#seq, part, at)));
+    const sending = this.#deps.outbound.send(
+      envelope.runEvent(toWireRunEvent(this.#runId, this.#seq, part, at)),
+    );
+    this.#unacknowledged += 1;
+    this.#last = sending.then(
+      () => {
+        this.#unacknowledged -= 1;
+      },
+      (error: unknown) => {
+        this.#unacknowledged -= 1;
+        this.#failure ??= error;
+      },
+    );
+    if (isTerminalPart(part)) {
+      await sending;
+      return;
+    }
+    if (this.#unacknowledged >= SEND_WINDOW) {
+      await this.#last;
+      if (this.#failure !== undefined) throw this.#failure;
+    }
   }
 }
 
