@@ -355,10 +355,12 @@ export class FramedConnection {
   #enqueueWrite(frame: Buffer): Promise<void> {
     const written = new Promise<void>((resolve, reject) => {
       this.#outgoing.push({ frame, resolve, reject });
-      // Frames sent in the same tick (a burst of deltas) go out together as one corked writev.
+      // Frames sent in the same tick (a burst of deltas) go out together as one corked writev. process.nextTick
+      // runs once the microtask queue has drained, so a burst produced across promise steps (an async generator
+      // yielding the parts of one upstream read) still leaves in one write; a microtask would flush after each.
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
-        queueMicrotask(() => {
+        process.nextTick(() => {
           this.#flushScheduled = false;
           this.#pump();
         });
