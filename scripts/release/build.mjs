@@ -120,6 +120,11 @@ async function buildNodeTarget(target, bundleFile) {
     path.join(root, 'VERSION'),
     `iop-node ${version} ${target.name} (Node.js ${NODE_RUNTIME_VERSION}, run history: node:sqlite)\n`,
   );
+  // The build host's own target is run once before packing: the launcher, runtime and bundle must start.
+  let smoke = '';
+  if (target.name === hostTarget().name) {
+    smoke = `; '${(await run(path.join(root, 'bin', 'iop-node'), ['version'], { env: { PATH: '/usr/bin:/bin' } })).trim()}'`;
+  }
   fs.mkdirSync(artifactsDir, { recursive: true });
   const archive = path.join(artifactsDir, artifactFileName(version, target));
   await run('tar', [
@@ -134,7 +139,7 @@ async function buildNodeTarget(target, bundleFile) {
   ]);
   fs.renameSync(`${archive}.tmp`, archive);
   fs.rmSync(stage, { recursive: true, force: true });
-  s.done(`${path.relative(repo, archive)} ${mb(fs.statSync(archive).size)}`);
+  s.done(`${path.relative(repo, archive)} ${mb(fs.statSync(archive).size)}${smoke}`);
 }
 
 async function bundleNode() {
