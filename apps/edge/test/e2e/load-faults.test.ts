@@ -3,7 +3,8 @@
 // one node is SIGKILLed mid-load and restarted on the same data dir. Afterwards: every provider is back to
 // in_flight 0 / queued 0 (admin ListProviders and /metrics), the restarted node reconnected and registered exactly
 // once more, it serves again, its history database is readable with the killed runs `interrupted`, and every
-// request either succeeded or received a well-formed OpenAI error (JSON body or SSE error object).
+// request either succeeded or received a well-formed OpenAI error (JSON body or SSE error object; small queues
+// make some requests 429 queue_full, which must carry Retry-After).
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -96,7 +97,8 @@ beforeAll(async () => {
     const ollama = await startFakeOllama({ behavior: { ...behavior, models: [OLLAMA_SERVED] } });
     const vllm = await startFakeOpenAI({ behavior: { ...behavior, models: [VLLM_SERVED] } });
     fakes.push(ollama, vllm);
-    backends.push({ id, ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 6, maxQueue: 200 });
+    // Small queues: when the kill halves the capacity some requests are refused with 429 queue_full.
+    backends.push({ id, ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 6, maxQueue: 10 });
   }
   edge = await startEdgeProcess(
     group,
@@ -148,6 +150,9 @@ async function send(request: LoadRequest): Promise<ChatOutcome> {
       }),
       signal: controller.signal,
     });
+    if (response.status === 429 && !/^\d+$/.test(response.headers.get('retry-after') ?? '')) {
+      return { kind: 'malformed', detail: '429 without a Retry-After header' };
+    }
     return await classifyChatOutcome(response, request.stream);
   } catch (error) {
     if (controller.signal.aborted) return { kind: 'aborted' };
@@ -219,7 +224,7 @@ describe('load with faults', () => {
     );
     expect(outcomes).toHaveLength(TOTAL_REQUESTS);
     expect(malformed.slice(0, 5)).toEqual([]);
-    expect(counts.get('ok') ?? 0).toBeGreaterThan(TOTAL_REQUESTS / 2);
+    expect(counts.get('ok') ?? 0).toBeGreaterThan(TOTAL_REQUESTS * 0.4);
     expect(counts.get('aborted') ?? 0).toBeGreaterThan(0);
 
     // The restarted node is back: its providers ready, nothing in flight or queued anywhere.
