@@ -398,7 +398,7 @@ class RunStream {
   readonly #record: boolean;
   #unacknowledged = 0;
   #last: Promise<void> = Promise.resolve();
-  #failure: unknown;
+  #failure: Error | undefined;
 
   constructor(runId: string, deps: RunExecutorDeps, record = true) {
     this.#runId = runId;
@@ -407,7 +407,7 @@ class RunStream {
   }
 
   async emit(part: RunEventPart): Promise<void> {
-    if (this.#failure !== undefined) throw this.#failure;
+    this.#throwIfFailed();
     this.#seq += 1;
     const at = this.#deps.now();
     if (this.#record) {
@@ -428,7 +428,7 @@ class RunStream {
       },
       (error: unknown) => {
         this.#unacknowledged -= 1;
-        this.#failure ??= error;
+        this.#failure ??= error instanceof Error ? error : new Error(String(error));
       },
     );
     if (isTerminalPart(part)) {
@@ -437,8 +437,12 @@ class RunStream {
     }
     if (this.#unacknowledged >= SEND_WINDOW) {
       await this.#last;
-      if (this.#failure !== undefined) throw this.#failure;
+      this.#throwIfFailed();
     }
+  }
+
+  #throwIfFailed(): void {
+    if (this.#failure) throw this.#failure;
   }
 }
 
