@@ -211,9 +211,11 @@ export class SqliteRunHistory implements RunHistory {
 
   finish(runId: string, outcome: RunOutcome): void {
     const statements = this.writable();
-    this.flush();
+    // The pending events and the run's end commit together: one WAL commit per finished run instead of two.
+    const batch = this.pending;
     this.write(() => {
       this.db.transaction(() => {
+        this.insertEvents(statements, batch);
         statements.finishRun.run({
           id: runId,
           status: outcome.status,
@@ -226,6 +228,7 @@ export class SqliteRunHistory implements RunHistory {
         if (this.pruneDue()) this.pruneIn(statements);
       })();
     });
+    this.pending = this.pending.slice(batch.length);
   }
 
   flush(): void {
@@ -233,20 +236,22 @@ export class SqliteRunHistory implements RunHistory {
     const statements = this.writable();
     const batch = this.pending;
     this.write(() => {
-      this.db.transaction(() => {
-        for (const event of batch) {
-          statements.insertEvent.run({
-            run_id: event.runId,
-            seq: event.seq,
-            type: event.type,
-            payload_json: JSON.stringify(event.payload ?? null),
-            at: event.at,
-          });
-        }
-      })();
+      this.db.transaction(() => this.insertEvents(statements, batch))();
     });
     // Only drop the batch once it is committed, so a failed write can be retried.
     this.pending = this.pending.slice(batch.length);
+  }
+
+  private insertEvents(statements: ReturnType<typeof prepare>, batch: RunEventRecord[]): void {
+    for (const event of batch) {
+      statements.insertEvent.run({
+        run_id: event.runId,
+        seq: event.seq,
+        type: event.type,
+        payload_json: JSON.stringify(event.payload ?? null),
+        at: event.at,
+      });
+    }
   }
 
   list(options: { limit?: number } = {}): RunSummary[] {
