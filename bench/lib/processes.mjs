@@ -38,6 +38,8 @@ export function startProcess(options) {
     exited,
     /** Resident set size in MB (Linux /proc). */
     rssMb: () => rssMb(child.pid),
+    /** CPU time used so far (user + system), in ms. */
+    cpuMs: () => cpuMs(child.pid),
     async stop() {
       running.delete(handle);
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -86,6 +88,14 @@ export function rssMb(pid) {
   const match = /VmRSS:\s+(\d+) kB/.exec(status);
   if (!match) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(match[1]) / 1024;
+}
+
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+export function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may contain spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Waits until `check()` is true, polling every `intervalMs`, failing after `timeoutMs`. */
