@@ -93,7 +93,7 @@ beforeAll(async () => {
   const backends = [];
   for (const id of ['n1', 'n2']) {
     // A few ms per token: streams stay open long enough for aborts and the kill to land mid-stream.
-    const behavior = { tokenCount: 12, tokenDelayMs: 2 };
+    const behavior = { tokenCount: 6, tokenDelayMs: 3 };
     const ollama = await startFakeOllama({ behavior: { ...behavior, models: [OLLAMA_SERVED] } });
     const vllm = await startFakeOpenAI({ behavior: { ...behavior, models: [VLLM_SERVED] } });
     fakes.push(ollama, vllm);
