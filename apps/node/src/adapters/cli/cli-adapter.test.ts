@@ -163,10 +163,12 @@ describe('cli adapter with the persistent fake-cli', () => {
       }),
       { killGraceMs: 200 },
     );
-    const parts = await collect(adapter, request('fake-cli', 'iop_stuck', { timeoutMs: 400 }));
-    expect(terminal(parts)).toMatchObject({ type: 'error', code: 'deadline_exceeded' });
-    expect(await waitGone(await readPid(pidFile))).toBe(true);
-    expect(await waitGone(await readPid(childFile))).toBe(true);
+    // A deadline long enough for the process to start and write its pid files even on a loaded machine.
+    const run = collect(adapter, request('fake-cli', 'iop_stuck', { timeoutMs: 2500 }));
+    const [pid, child] = [await readPid(pidFile, 10_000), await readPid(childFile, 10_000)];
+    expect(terminal(await run)).toMatchObject({ type: 'error', code: 'deadline_exceeded' });
+    expect(await waitGone(pid)).toBe(true);
+    expect(await waitGone(child)).toBe(true);
   });
 
   it('refuses a new session over max_sessions with session_limit', async () => {
@@ -242,7 +244,10 @@ describe('cli adapter with the persistent fake-cli', () => {
     cleanups.push(pids.remove);
     const pidFile = path.join(pids.path, 'pid');
     adapter = testAdapter(
-      cliInstance({ 'fake-cli': { ...fakeProfile, args: ['--pid-file', pidFile] } }, { sessionIdleTtlMs: 300 }),
+      cliInstance(
+        { 'fake-cli': { ...fakeProfile, args: ['--pid-file', pidFile] } },
+        { sessionIdleTtlMs: 300 },
+      ),
     );
     await collect(adapter, request('fake-cli', 'iop_ttl'));
     expect(await waitGone(await readPid(pidFile), 4000)).toBe(true);

@@ -1,7 +1,7 @@
 // Each one-shot output format against real recorded CLI output (packages/testkit/transcripts), replayed by
 // packages/testkit/bin/replay-cli.mjs: mapping to run events, session continuation through resume_args, usage.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { create, type CliProfile, type RunEventPart } from '@iop/wire';
 import type { Adapter } from '../adapter.js';
@@ -147,7 +147,7 @@ describe('one-shot CLI output formats (recorded transcripts)', () => {
       const started = Date.now();
       const parts = await collect(adapter, request('claude', 'iop_claude_one'));
       expect(terminal(parts)).toMatchObject({ type: 'complete', detail: 'result' });
-      expect(Date.now() - started).toBeLessThan(5000);
+      expect(Date.now() - started).toBeLessThan(10_000);
       expect(await waitGone(invocations(record)[0]?.pid ?? 0)).toBe(true);
     });
 
@@ -175,7 +175,10 @@ describe('one-shot CLI output formats (recorded transcripts)', () => {
       );
       const controller = new AbortController();
       const pending = collect(adapter, request('claude', 'iop_claude_one'), controller.signal);
-      setTimeout(() => controller.abort('stop'), 700);
+      // Cancel once the CLI is up (it records its invocation first) and busy printing.
+      for (let waited = 0; !existsSync(record) && waited < 10_000; waited += 20)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      setTimeout(() => controller.abort('stop'), 300);
       expect(terminal(await pending)).toEqual({ type: 'cancelled', reason: 'stop' });
       expect(await waitGone(invocations(record)[0]?.pid ?? 0)).toBe(true);
       const sessions = await adapter.command(create.nodeCommandRequest({ command: 'sessions' }), {
