@@ -1,7 +1,8 @@
 // Edge restart (issue 10): a real node process re-registers by itself within one retry interval after the edge
 // process comes back — after a clean SIGTERM shutdown (Goodbye `shutdown`) and after a SIGKILL crash (the socket
 // just dies) — and serves OpenAI requests again through both of its providers, without any user action. The
-// delay is measured from the edge's own log: `node transport listening` → `node registered`.
+// delay is measured from the edge's own log: `node transport listening` → `node registered`. A stream in flight
+// when the edge crashes is aborted by the node: its upstream request is closed.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import {
@@ -104,8 +105,34 @@ describe('edge restart', () => {
       });
     }
 
-    // 2. Crash: no goodbye; the node notices the dead socket and retries on its own.
+    // 2. Crash mid-stream: no goodbye; the node notices the dead socket, aborts the run it was serving (its
+    // upstream request is closed: nothing keeps generating for a consumer that is gone) and retries on its own.
+    vllm.setBehavior({ tokenCount: 500, tokenDelayMs: 20 });
+    const streamed = vllm.requests.length;
+    const orphan = fetch(`${second.addresses.openai}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: MODEL_QWEN,
+        messages: [{ role: 'user', content: 'orphan' }],
+        stream: true,
+      }),
+    })
+      .then((response) => response.text())
+      .catch((error: unknown) => String(error));
+    const upstream = () =>
+      vllm.requests.slice(streamed).find((request) => request.path === '/v1/chat/completions');
+    await waitUntil(() => upstream()?.outcome === 'pending', 10_000, 'long stream running upstream');
+    const crashedAt = Date.now();
     expect((await second.stop('SIGKILL')).signal).toBe('SIGKILL');
+    await orphan;
+    await waitUntil(
+      () => upstream()?.outcome === 'client-closed',
+      10_000,
+      'orphaned upstream request closed',
+    );
+    const orphanClosedMs = (upstream()?.closedAt ?? 0) - crashedAt;
+    vllm.setBehavior({ tokenCount: 8, tokenDelayMs: 0 });
     await new Promise((resolve) => setTimeout(resolve, 3 * RETRY_INTERVAL_MS));
     const third = await startEdgeProcess(group, dir, config, 'edge-3');
     delays.push(await waitRegistered(third));
@@ -117,9 +144,11 @@ describe('edge restart', () => {
     }
 
     process.stdout.write(
-      `[e2e restart] re-registration after edge start: ${delays.join(' ms, ')} ms (retry interval ${RETRY_INTERVAL_MS} ms)\n`,
+      `[e2e restart] re-registration after edge start: ${delays.join(' ms, ')} ms (retry interval ${RETRY_INTERVAL_MS} ms); ` +
+        `orphaned upstream stream closed ${orphanClosedMs} ms after the edge crash\n`,
     );
     for (const delay of delays) expect(delay).toBeLessThanOrEqual(RETRY_INTERVAL_MS + SLACK_MS);
+    expect(vllm.activeRequests).toBe(0);
     // The same node process did it all by itself, and registered exactly once per edge.
     expect(node.running).toBe(true);
     expect(third.logRecords().filter((entry) => entry.msg === 'node registered')).toHaveLength(1);
