@@ -262,9 +262,11 @@ export class NodeConnection {
         link.handle(result.value);
       }
     } catch (error) {
-      logger.warn(
+      // A peer that vanished (reset, killed) is not one that sent bad bytes: only the latter is a warning.
+      const lost = isWireError(error) && error.transient;
+      logger[lost ? 'info' : 'warn'](
         { nodeId: link.nodeId, reason: errorCode(error), error: errorText(error) },
-        'connection closed: bad input from node',
+        lost ? 'connection lost' : 'connection closed: bad input from node',
       );
       this.reportFrameError(error);
       this.closingReason ??= errorCode(error);
