@@ -34,7 +34,12 @@ export default tseslint.config(
   },
   {
     // CLI output code and scripts print to the terminal by design.
-    files: ['apps/*/src/cli/**/*.ts', 'apps/*/src/main.ts', 'bench/**/*.ts', 'packages/testkit/src/bin/**/*.ts'],
+    files: [
+      'apps/*/src/cli/**/*.ts',
+      'apps/*/src/main.ts',
+      'bench/**/*.ts',
+      'packages/testkit/src/bin/**/*.ts',
+    ],
     rules: { 'no-console': 'off' },
   },
   {

@@ -30,7 +30,10 @@ export const REDACTED_KEYS = [
 ];
 
 export function createLogger(options: LoggingOptions): Logger {
-  const redact = { paths: REDACTED_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]), censor: '[redacted]' };
+  const redact = {
+    paths: REDACTED_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]),
+    censor: '[redacted]',
+  };
   const destination = options.destination ?? process.stderr;
   const instance: PinoLogger =
     options.format === 'pretty'
@@ -69,7 +72,14 @@ function prettyStream(destination: NodeJS.WritableStream): { write(line: string)
 }
 
 function levelName(level: unknown): string {
-  const names: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+  const names: Record<number, string> = {
+    10: 'TRACE',
+    20: 'DEBUG',
+    30: 'INFO',
+    40: 'WARN',
+    50: 'ERROR',
+    60: 'FATAL',
+  };
   return typeof level === 'number' ? (names[level] ?? String(level)) : String(level);
 }
 

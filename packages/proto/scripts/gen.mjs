@@ -6,7 +6,11 @@ import { fileURLToPath } from 'node:url';
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 rmSync(path.join(packageDir, 'src/gen'), { recursive: true, force: true });
-execFileSync(path.join(packageDir, 'node_modules/.bin/buf'), ['generate', '../../proto', '--template', 'buf.gen.yaml'], {
-  cwd: packageDir,
-  stdio: 'inherit',
-});
+execFileSync(
+  path.join(packageDir, 'node_modules/.bin/buf'),
+  ['generate', '../../proto', '--template', 'buf.gen.yaml'],
+  {
+    cwd: packageDir,
+    stdio: 'inherit',
+  },
+);

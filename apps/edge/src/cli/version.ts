@@ -6,7 +6,10 @@ export const versionCommand: CliCommand = {
   summary: 'Print the edge version.',
   usage: 'version',
   run(_argv, io) {
-    writeLine(io.stdout, `iop-edge ${EDGE_VERSION} (node ${process.versions.node}, ${process.platform}/${process.arch})`);
+    writeLine(
+      io.stdout,
+      `iop-edge ${EDGE_VERSION} (node ${process.versions.node}, ${process.platform}/${process.arch})`,
+    );
     return Promise.resolve(0);
   },
 };
