@@ -222,6 +222,10 @@ describe('load with faults', () => {
     process.stdout.write(
       `[e2e load] edge warn+ log lines: ${JSON.stringify(Object.fromEntries(warnings))}\n`,
     );
+    // A killed node is a lost connection, not a peer that sent bad bytes.
+    expect(
+      edge.logRecords().filter((record) => record.msg === 'connection closed: bad input from node'),
+    ).toEqual([]);
     expect(outcomes).toHaveLength(TOTAL_REQUESTS);
     expect(malformed.slice(0, 5)).toEqual([]);
     expect(counts.get('ok') ?? 0).toBeGreaterThan(TOTAL_REQUESTS * 0.4);
