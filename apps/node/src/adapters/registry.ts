@@ -5,7 +5,7 @@
 // Runs and commands hold a lease on the adapter they use (`acquire` → `release()`, exactly once), which is what
 // lets a refresh retire an instance without cutting a run short.
 import type { AdapterInstance } from '@iop/wire';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import type { Adapter, AdapterDeps, AdapterFactory, AdapterType } from './adapter.js';
 
 export const ADAPTER_TYPES: readonly AdapterType[] = ['cli', 'ollama', 'openai_compat'];

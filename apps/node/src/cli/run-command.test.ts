@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { RegisterRejectCode } from '@iop/wire';
 import { FakeEdge, waitFor } from '../link/test-support/fake-edge.js';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { runCli } from './run-cli.js';
 import { createRunCommand } from './run-command.js';

@@ -14,7 +14,7 @@ import {
   describeOutcome,
   exitCodeFor,
 } from '../link/node-link.js';
-import { createLogger, type Logger } from '../logging.js';
+import { createLogger, type Logger } from '@iop/logging';
 import { NodeAgent } from '../runner/node-agent.js';
 import { defaultAdapterFactories } from './adapter-factories.js';
 import {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { ProviderHealth, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
 import { systemClock } from '../link/clock.js';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
 import { HealthMonitor } from './health-monitor.js';

@@ -4,7 +4,7 @@
 import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
 import type { Adapter, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import type { Outbound } from '../runner/outbound.js';
 
 export const DEFAULT_HEALTH_PROBE_INTERVAL_MS = 30_000;

@@ -7,7 +7,7 @@ import {
   RegisterRejectCode,
   type RegisterResponse,
 } from '@iop/wire';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { createDialer } from './dial.js';
 import {
   describeOutcome,

@@ -19,7 +19,7 @@ import {
   type RegisterResponse,
   type RunRequest,
 } from '@iop/wire';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import type { Outbound } from '../runner/outbound.js';
 import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 import type { ConnectFunction } from './dial.js';

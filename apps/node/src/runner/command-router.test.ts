@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { create, type NodeCommandRequest, type ProviderConfig } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { CommandRouter, type LinkStatus } from './command-router.js';
 import { adapterInstance, fakeFactory } from './test-support/fake-adapter.js';
 import { RecordingOutbound } from './test-support/recording-outbound.js';

@@ -11,7 +11,7 @@ import {
   type NodeCommandResponse,
   type ProviderConfig,
 } from '@iop/wire';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import type { AdapterSource } from './run-executor.js';
 import type { Outbound } from './outbound.js';
 

@@ -6,7 +6,7 @@ import { envelope, fromWireRunEvent, type Envelope, type NodeConfigPayload } fro
 import { SqliteRunHistory } from '../history/sqlite-run-history.js';
 import { createDialer } from '../link/dial.js';
 import { FakeEdge, waitFor } from '../link/test-support/fake-edge.js';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { NodeAgent } from './node-agent.js';
 import { adapterInstance, fakeFactory } from './test-support/fake-adapter.js';
 

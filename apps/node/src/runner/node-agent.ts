@@ -10,7 +10,7 @@ import type { RunHistory } from '../history/run-history.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import type { ConnectFunction } from '../link/dial.js';
 import { NodeLink, type LinkOutcome } from '../link/node-link.js';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import { CommandRouter } from './command-router.js';
 import type { Outbound } from './outbound.js';
 import { NodeRuntime, NodeSettings } from './node-runtime.js';

@@ -17,7 +17,7 @@ import {
 import type { AdapterRegistry } from '../adapters/registry.js';
 import type { HealthMonitor } from '../health/health-monitor.js';
 import type { LinkHandler } from '../link/node-link.js';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import type { CommandRouter } from './command-router.js';
 import type { Outbound } from './outbound.js';
 import type { RunExecutor } from './run-executor.js';

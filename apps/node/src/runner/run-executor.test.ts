@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CancelAction, create, type CancelRequest, type RunRequest } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
 import { SqliteRunHistory } from '../history/sqlite-run-history.js';
-import { silentLogger } from '../logging.js';
+import { silentLogger } from '@iop/logging';
 import { RunExecutor } from './run-executor.js';
 import { adapterInstance, fakeFactory, FakeAdapter } from './test-support/fake-adapter.js';
 import { RecordingOutbound } from './test-support/recording-outbound.js';

@@ -17,7 +17,7 @@ import {
 } from '@iop/wire';
 import type { AdapterLease } from '../adapters/registry.js';
 import type { RunHistory, RunOutcome } from '../history/run-history.js';
-import type { Logger } from '../logging.js';
+import type { Logger } from '@iop/logging';
 import { ConcurrencyLimiter } from './concurrency-limiter.js';
 import type { Outbound } from './outbound.js';
 

@@ -1,14 +1,7 @@
-// The node agent's logger interface and its pino implementation. Components receive a Logger (child per component);
-// nothing else decides log levels or formats.
+// The pino implementation of Logger. Only the composition roots (cli/serve, cli/run, ...) build one; nothing else
+// decides log levels, formats or which fields are secret.
 import { pino, type Logger as PinoLogger } from 'pino';
-
-export interface Logger {
-  debug(fields: Record<string, unknown>, message: string): void;
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-  child(bindings: Record<string, unknown>): Logger;
-}
+import type { Logger } from './logger.js';
 
 export interface LoggingOptions {
   level: string;
@@ -82,12 +75,3 @@ function levelName(level: unknown): string {
   };
   return typeof level === 'number' ? (names[level] ?? String(level)) : String(level);
 }
-
-/** A logger that drops everything (tests). */
-export const silentLogger: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  child: () => silentLogger,
-};
