@@ -154,15 +154,27 @@ async function main() {
     }
   }
 
+  // CPU per request (user + system of each process over the saturation phase) hardly depends on what else the
+  // machine runs, unlike throughput: it is the number to compare between builds on a shared machine.
   const throughput = {};
+  const processesOf = { direct: { backend }, iop: { backend, edge: iop.edge, node: iop.node } };
   for (const [name, url] of Object.entries(paths)) {
     log(`max throughput, ${name}`);
+    const before = Object.fromEntries(
+      Object.entries(processesOf[name]).map(([role, p]) => [role, p.cpuMs()]),
+    );
     throughput[name] = await maxThroughput({
       url,
       body: chatBody(),
       connections: 64,
       durationS: throughputS,
     });
+    throughput[name].cpuMsPerRequest = Object.fromEntries(
+      Object.entries(processesOf[name]).map(([role, p]) => [
+        role,
+        (p.cpuMs() - before[role]) / Math.max(1, throughput[name].total),
+      ]),
+    );
   }
 
   const streaming = {};
@@ -274,6 +286,16 @@ function printTable(r) {
     f(t.direct.requestsPerS, 0),
     f(t.iop.requestsPerS, 0),
     `ratio ${f(r.throughput_ratio)}`,
+  ]);
+  const cpu = (usage) =>
+    Object.entries(usage)
+      .map(([role, ms]) => `${role} ${f(ms, 2)}`)
+      .join(', ');
+  rows.push([
+    'CPU ms per request (saturated)',
+    cpu(t.direct.cpuMsPerRequest),
+    cpu(t.iop.cpuMsPerRequest),
+    '',
   ]);
   const s = r.streaming;
   rows.push(['TTFT p50, 1 stream (ms)', f(s.direct.ttft.p50), f(s.iop.ttft.p50), f(r.ttft_added_ms)]);
