@@ -1,5 +1,16 @@
-// A CLI command: one file per command under cli/, registered in cli/commands.ts.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+// A CLI command: one file per command under cli/, registered in cli/commands.ts. The command shape, flag parsing
+// and UsageError come from @iop/cli-kit (shared with iop-node); this file binds them to the edge's CliIo.
+import type { CliCommand as KitCliCommand } from '@iop/cli-kit';
+
+export {
+  UsageError,
+  parseFlags,
+  stringFlag,
+  booleanFlag,
+  integerFlag,
+  writeLine,
+  type ParsedFlags,
+} from '@iop/cli-kit';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -11,43 +22,4 @@ export interface CliIo {
   execPath: string;
 }
 
-export interface CliCommand {
-  /** Words that select the command, e.g. ['config', 'check']. */
-  path: string[];
-  summary: string;
-  usage: string;
-  /** Returns the process exit code. Commands never call process.exit themselves. */
-  run(argv: string[], io: CliIo): Promise<number>;
-}
-
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-export interface ParsedFlags {
-  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  positionals: string[];
-}
-
-/** parseArgs with strict checking; unknown flags become a UsageError. */
-export function parseFlags(argv: string[], options: NonNullable<ParseArgsConfig['options']>): ParsedFlags {
-  try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-}
-
-/** A string flag's value, or undefined. */
-export function stringFlag(flags: ParsedFlags, name: string): string | undefined {
-  const value = flags.values[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-export function booleanFlag(flags: ParsedFlags, name: string): boolean {
-  return flags.values[name] === true;
-}
-
-export function writeLine(stream: NodeJS.WritableStream, line = ''): void {
-  stream.write(`${line}\n`);
-}
+export type CliCommand = KitCliCommand<CliIo>;
