@@ -4,8 +4,7 @@ import { describe, it, expect, afterAll, beforeAll } from '@jest/globals';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import type { CliIo } from '../src/cli/command.js';
+import { memoryIo } from '../src/cli/test-support/memory-io.js';
 import { runCli } from '../src/cli/run-cli.js';
 import type { RefreshResult } from '../src/refresh/refresh-result.js';
 import {
@@ -54,22 +53,9 @@ async function cli(
 ): Promise<{ code: number; out: string; err: string; file: string }> {
   const file = path.join(harness.dir, `candidate-${Math.random().toString(36).slice(2)}.yaml`);
   if (candidate !== undefined) await writeFile(file, candidate);
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env: {},
-    cwd: harness.dir,
-    execPath: path.join(harness.dir, 'iop-edge'),
-  };
+  const { io, out, err } = memoryIo(harness.dir, {}, path.join(harness.dir, 'iop-edge'));
   const code = await runCli(['config', 'refresh', '--config', file, ...args], io);
-  return { code, out, err, file };
+  return { code, out: out(), err: err(), file };
 }
 
 describe('iop-edge config refresh', () => {

@@ -2,18 +2,18 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { renderConfigTemplate } from '@iop/config';
 import { createBootstrapPackCommand } from './bootstrap-pack.js';
 import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 
 const interfaces = () => ({}) as ReturnType<typeof os.networkInterfaces>;
 
 describe('iop-edge bootstrap pack', () => {
   let dir: string;
-  let out: string;
-  let err: string;
+  let out: () => string;
+  let err: () => string;
   let io: CliIo;
 
   beforeEach(() => {
@@ -25,20 +25,7 @@ describe('iop-edge bootstrap pack', () => {
     );
     fs.mkdirSync(path.join(dir, 'artifacts'));
     fs.writeFileSync(path.join(dir, 'artifacts', 'iop-node-0.2.0-linux-amd64.tar.gz'), 'abc');
-    out = '';
-    err = '';
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    io = {
-      stdout,
-      stderr,
-      stdin: new PassThrough(),
-      env: {},
-      cwd: dir,
-      execPath: path.join(dir, 'iop-edge'),
-    };
+    ({ io, out, err } = memoryIo(dir, {}, path.join(dir, 'iop-edge')));
   });
   afterEach(() => {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -67,21 +54,21 @@ describe('iop-edge bootstrap pack', () => {
     execFileSync('bash', ['-n', sh]);
     expect(fs.readFileSync(sh, 'utf8')).toContain("IOP_VERSION='0.2.0'");
     expect(fs.readFileSync(path.join(artifacts, 'install.ps1'), 'utf8')).toContain("$IopVersion = '0.2.0'");
-    expect(out).toContain('linux-amd64');
-    expect(out).toContain('new');
+    expect(out()).toContain('linux-amd64');
+    expect(out()).toContain('new');
   });
 
   it('reports an artifact whose checksum changed since the last pack', async () => {
     await command.run([], io);
     fs.writeFileSync(path.join(dir, 'artifacts', 'iop-node-0.2.0-linux-amd64.tar.gz'), 'rebuilt');
-    out = '';
+    const before = out().length;
     expect(await command.run([], io)).toBe(0);
-    expect(out).toContain('CHECKSUM CHANGED');
+    expect(out().slice(before)).toContain('CHECKSUM CHANGED');
   });
 
   it('fails clearly when artifact_dir is missing', async () => {
     fs.rmSync(path.join(dir, 'artifacts'), { recursive: true });
     expect(await command.run([], io)).toBe(1);
-    expect(err).toContain(`bootstrap.artifact_dir ${path.join(dir, 'artifacts')} does not exist`);
+    expect(err()).toContain(`bootstrap.artifact_dir ${path.join(dir, 'artifacts')} does not exist`);
   });
 });

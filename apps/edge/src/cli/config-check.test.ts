@@ -1,33 +1,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { runCli } from './run-cli.js';
 
 const repoConfig = path.resolve(import.meta.dirname, '../../../../configs/edge.yaml');
-
-function fakeIo(
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env,
-    cwd,
-    execPath: path.join(cwd, 'bin', 'iop-edge'),
-  };
-  return { io, out: () => out, err: () => err };
-}
 
 describe('iop-edge config check', () => {
   let dir: string;
@@ -39,7 +17,7 @@ describe('iop-edge config check', () => {
   });
 
   it('accepts the public example configs/edge.yaml with a one-line summary', async () => {
-    const { io, out, err } = fakeIo(dir);
+    const { io, out, err } = memoryIo(dir);
     const code = await runCli(['config', 'check', '--config', repoConfig], io);
     expect(err()).toBe('');
     expect(code).toBe(0);
@@ -64,7 +42,7 @@ describe('iop-edge config check', () => {
         '',
       ].join('\n'),
     );
-    const { io, err } = fakeIo(dir);
+    const { io, err } = memoryIo(dir);
     const code = await runCli(['config', 'check', '--config', file], io);
     expect(code).toBe(1);
     const lines = err().trim().split('\n');
@@ -80,7 +58,7 @@ describe('iop-edge config check', () => {
   });
 
   it('reports a missing file as a problem, not a crash', async () => {
-    const { io, err } = fakeIo(dir);
+    const { io, err } = memoryIo(dir);
     const code = await runCli(['config', 'check', '--config', 'absent.yaml'], io);
     expect(code).toBe(1);
     expect(err()).toContain(`config file not found: ${path.join(dir, 'absent.yaml')}`);
@@ -88,13 +66,13 @@ describe('iop-edge config check', () => {
 
   it('uses the bundle-local edge.yaml when --config is absent', async () => {
     await writeFile(path.join(dir, 'edge.yaml'), 'nodes: []\n');
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['config', 'check'], io)).toBe(0);
     expect(out()).toContain(`ok ${path.join(dir, 'edge.yaml')} (bundle): 0 nodes`);
   });
 
   it('rejects unknown flags as usage errors', async () => {
-    const { io, err } = fakeIo(dir);
+    const { io, err } = memoryIo(dir);
     expect(await runCli(['config', 'check', '--bogus'], io)).toBe(2);
     expect(err()).toContain('usage: iop-edge config check');
   });

@@ -2,33 +2,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { loadConfigFile } from '@iop/config';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { createConfigInitCommand, pickPublicHost } from './config-init.js';
 import { runCli } from './run-cli.js';
-
-function fakeIo(
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env,
-    cwd,
-    execPath: path.join(cwd, 'bin', 'iop-edge'),
-  };
-  return { io, out: () => out, err: () => err };
-}
 
 type Interfaces = ReturnType<typeof os.networkInterfaces>;
 
@@ -78,7 +56,7 @@ describe('iop-edge config init', () => {
   });
 
   it('writes ./edge.yaml with the non-loopback host as bootstrap.public_url, and it validates', async () => {
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['config', 'init'], io, commandsWith(lan))).toBe(0);
     const target = path.join(dir, 'edge.yaml');
     expect(out()).toContain(`wrote ${target}`);
@@ -92,31 +70,31 @@ describe('iop-edge config init', () => {
   it('never overwrites an existing file without --overwrite-config', async () => {
     const target = path.join(dir, 'edge.yaml');
     await writeFile(target, '# mine\n');
-    const first = fakeIo(dir);
+    const first = memoryIo(dir);
     expect(await runCli(['config', 'init'], first.io, commandsWith(lan))).toBe(1);
     expect(first.err()).toContain('already exists; pass --overwrite-config');
     expect(await readFile(target, 'utf8')).toBe('# mine\n');
 
-    const second = fakeIo(dir);
+    const second = memoryIo(dir);
     expect(await runCli(['config', 'init', '--overwrite-config'], second.io, commandsWith(lan))).toBe(0);
     expect(await readFile(target, 'utf8')).toContain('public_url: "http://192.0.2.10:19091"');
   });
 
   it('honours --path and --public-url, and rejects a non-http public URL as a usage error', async () => {
-    const { io } = fakeIo(dir);
+    const { io } = memoryIo(dir);
     const argv = ['config', 'init', '--path', 'sub.yaml', '--public-url', 'https://edge.example.com'];
     expect(await runCli(argv, io, commandsWith({}))).toBe(0);
     expect(await readFile(path.join(dir, 'sub.yaml'), 'utf8')).toContain(
       'public_url: "https://edge.example.com"',
     );
 
-    const bad = fakeIo(dir);
+    const bad = memoryIo(dir);
     expect(await runCli(['config', 'init', '--public-url', 'ftp://x'], bad.io, commandsWith({}))).toBe(2);
     expect(bad.err()).toContain('public URL must be an http:// or https:// URL');
   });
 
   it('falls back to 127.0.0.1 with a warning when the host has no usable address', async () => {
-    const { io, err } = fakeIo(dir);
+    const { io, err } = memoryIo(dir);
     expect(await runCli(['config', 'init'], io, commandsWith({ lo: lan.lo }))).toBe(0);
     expect(err()).toContain('no non-loopback address found');
     expect(await readFile(path.join(dir, 'edge.yaml'), 'utf8')).toContain(

@@ -1,31 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { runCli } from './run-cli.js';
-
-function fakeIo(
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env,
-    cwd,
-    execPath: path.join(cwd, 'bin', 'iop-edge'),
-  };
-  return { io, out: () => out, err: () => err };
-}
 
 const SECRETS = [
   'dev-token-123',
@@ -66,7 +44,7 @@ describe('iop-edge config print', () => {
   });
 
   it('prints the normalized config as YAML with every secret redacted', async () => {
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['config', 'print', '--config', file], io)).toBe(0);
     for (const secret of SECRETS) expect(out()).not.toContain(secret);
     expect(out()).toContain('[redacted]');
@@ -75,7 +53,7 @@ describe('iop-edge config print', () => {
   });
 
   it('prints JSON with --json: legacy adapters folded into named instances, secrets redacted', async () => {
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['config', 'print', '--json', '--config', file], io)).toBe(0);
     for (const secret of SECRETS) expect(out()).not.toContain(secret);
     const printed = JSON.parse(out()) as {
@@ -98,7 +76,7 @@ describe('iop-edge config print', () => {
 
   it('refuses to print an invalid config and lists its problems', async () => {
     await writeFile(file, 'edge: { listen: 5 }\n');
-    const { io, out, err } = fakeIo(dir);
+    const { io, out, err } = memoryIo(dir);
     expect(await runCli(['config', 'print', '--config', file], io)).toBe(1);
     expect(out()).toBe('');
     expect(err()).toContain('edge.listen (line 1): must be a string, not an integer');

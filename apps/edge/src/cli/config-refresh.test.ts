@@ -1,11 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { RefreshConfigResponse } from '@iop/wire';
 import type { AdminClient, AdminClientOptions } from '../admin/admin-client.js';
-import type { CliIo } from './command.js';
+import { memoryIo, type MemoryIo } from './test-support/memory-io.js';
 import { createConfigRefreshCommand, REFRESH_CALL_TIMEOUT_MS } from './config-refresh.js';
 import { runCli } from './run-cli.js';
 
@@ -19,18 +18,8 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function io(env: NodeJS.ProcessEnv = {}): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  return {
-    io: { stdout, stderr, stdin: new PassThrough(), env, cwd: dir, execPath: path.join(dir, 'iop-edge') },
-    out: () => out,
-    err: () => err,
-  };
+function io(env: NodeJS.ProcessEnv = {}): MemoryIo {
+  return memoryIo(dir, env, path.join(dir, 'iop-edge'));
 }
 
 /** A client that records how it was built and what it was sent, answering `response`. */

@@ -1,25 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startEdgeRuntime, type EdgeRuntime } from '../edge-runtime.js';
 import { silentLogger } from '../logging.js';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { createConsoleCommand } from './console.js';
 import { runCli } from './run-cli.js';
-
-function fakeIo(cwd: string): { io: CliIo; stdin: PassThrough; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const stdin = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = { stdout, stderr, stdin, env: {}, cwd, execPath: path.join(cwd, 'bin', 'iop-edge') };
-  return { io, stdin, out: () => out, err: () => err };
-}
 
 describe('iop-edge console', () => {
   let dir: string;
@@ -58,7 +45,7 @@ describe('iop-edge console', () => {
   }
 
   it('serves, runs console commands from stdin and shuts down at /exit', async () => {
-    const { io, stdin, out } = fakeIo(dir);
+    const { io, stdin, out } = memoryIo(dir);
     stdin.end('/nodes\n/session other\nhello\n/exit\n/nodes\n');
     expect(await runCli(['console'], io, [command()])).toBe(0);
     const lines = out().split('\n');
@@ -85,14 +72,14 @@ describe('iop-edge console', () => {
   });
 
   it('shuts down at end of input', async () => {
-    const { io, stdin, out } = fakeIo(dir);
+    const { io, stdin, out } = memoryIo(dir);
     stdin.end();
     expect(await runCli(['console'], io, [command()])).toBe(0);
     expect(out()).toContain('type /help for commands');
   });
 
   it('shuts down on a termination signal while waiting at the prompt', async () => {
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     let deliver: (signal: string) => void = () => undefined;
     let unsubscribed = false;
     const running = runCli(['console'], io, [
@@ -115,12 +102,12 @@ describe('iop-edge console', () => {
 
   it('exits 1 with every issue of an invalid config, and on a start failure', async () => {
     await writeFile(path.join(dir, 'bad.yaml'), 'edge: { listen: 5 }\nconsole: { target: 7 }\n');
-    let run = fakeIo(dir);
+    let run = memoryIo(dir);
     expect(await runCli(['console', '--config', path.join(dir, 'bad.yaml')], run.io, [command()])).toBe(1);
     expect(run.err()).toMatch(/edge\.listen/);
     expect(run.err()).toMatch(/console\.target/);
 
-    run = fakeIo(dir);
+    run = memoryIo(dir);
     const failing = createConsoleCommand({
       surfaces: [],
       createLogger: () => silentLogger,

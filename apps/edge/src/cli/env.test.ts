@@ -1,31 +1,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { runCli } from './run-cli.js';
-
-function fakeIo(
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env,
-    cwd,
-    execPath: path.join(cwd, 'bin', 'iop-edge'),
-  };
-  return { io, out: () => out, err: () => err };
-}
 
 describe('iop-edge env', () => {
   let dir: string;
@@ -38,7 +16,7 @@ describe('iop-edge env', () => {
 
   it('prints the resolved config path, its source, versions, platform and the absolute data dir', async () => {
     await writeFile(path.join(dir, 'edge.yaml'), 'edge: { data_dir: "state" }\n');
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['env'], io)).toBe(0);
     expect(out()).toContain(`config:   ${path.join(dir, 'edge.yaml')} (bundle, valid)`);
     expect(out()).toContain(`node:     ${process.versions.node}`);
@@ -49,7 +27,7 @@ describe('iop-edge env', () => {
   it('finds the executable-adjacent edge.yaml and reports as JSON', async () => {
     await mkdir(path.join(dir, 'bin'));
     await writeFile(path.join(dir, 'bin', 'edge.yaml'), 'nodes: []\n');
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['env', '--json'], io)).toBe(0);
     const report = JSON.parse(out()) as Record<string, unknown>;
     expect(report).toMatchObject({
@@ -62,7 +40,7 @@ describe('iop-edge env', () => {
 
   it('prefers IOP_EDGE_CONFIG over the bundle-local file, and still reports when the file is missing', async () => {
     await writeFile(path.join(dir, 'edge.yaml'), 'nodes: []\n');
-    const { io, out } = fakeIo(dir, { IOP_EDGE_CONFIG: 'elsewhere.yaml' });
+    const { io, out } = memoryIo(dir, { IOP_EDGE_CONFIG: 'elsewhere.yaml' });
     expect(await runCli(['env'], io)).toBe(0);
     expect(out()).toContain(`config:   ${path.join(dir, 'elsewhere.yaml')} (env, missing)`);
     expect(out()).toContain('data dir: (unknown: config not loadable)');

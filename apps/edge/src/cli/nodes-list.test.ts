@@ -1,36 +1,14 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
 import { silentLogger } from '../logging.js';
 import { createAdminClient } from '../admin/admin-client.js';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { createNodesListCommand } from './nodes-list.js';
 import { runCli } from './run-cli.js';
-
-function fakeIo(
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CliIo = {
-    stdout,
-    stderr,
-    stdin: new PassThrough(),
-    env,
-    cwd,
-    execPath: path.join(cwd, 'bin', 'iop-edge'),
-  };
-  return { io, out: () => out, err: () => err };
-}
 
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 30);
 const command = createNodesListCommand({
@@ -72,7 +50,7 @@ describe('iop-edge nodes list', () => {
   it('prints a table of connected nodes from the address in the config', async () => {
     const address = await serve();
     await writeFile(path.join(dir, 'edge.yaml'), `refresh: { listen: "${address}" }\n`);
-    const { io, out, err } = fakeIo(dir);
+    const { io, out, err } = memoryIo(dir);
     expect(await runCli(['nodes', 'list'], io, [command])).toBe(0);
     expect(err()).toBe('');
     expect(out().split('\n')).toEqual([
@@ -88,7 +66,7 @@ describe('iop-edge nodes list', () => {
       path.join(dir, 'edge.yaml'),
       'refresh: { listen: "127.0.0.1:1", admin_token: "s3cret" }\n',
     );
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--json', '--addr', address], io, [command])).toBe(0);
     expect(JSON.parse(out())).toEqual({
       nodes: [
@@ -114,30 +92,30 @@ describe('iop-edge nodes list', () => {
   it('says so when no node is connected, and takes the token from the environment', async () => {
     service.nodes = [];
     const address = await serve('env-token');
-    const { io, out } = fakeIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'env-token' });
+    const { io, out } = memoryIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'env-token' });
     expect(await runCli(['nodes', 'list', '--addr', address], io, [command])).toBe(0);
     expect(out()).toBe('no nodes connected\n');
   });
 
   it('fails clearly with a wrong token or an unreachable edge', async () => {
     const address = await serve('right');
-    let run = fakeIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'wrong' });
+    let run = memoryIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'wrong' });
     expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(1);
     expect(run.err()).toMatch(
       /^iop-edge nodes list: the edge admin API at .* rejected the call: missing or invalid admin token\n$/,
     );
     await surface?.close();
-    run = fakeIo(dir);
+    run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(1);
     expect(run.err()).toContain(`iop-edge nodes list: cannot reach the edge admin API at ${address}: `);
   });
 
   it('rejects a bad address and reports an invalid config when it needs it', async () => {
-    let run = fakeIo(dir);
+    let run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--addr', 'nowhere'], run.io, [command])).toBe(2);
     expect(run.err()).toContain('invalid listen address "nowhere"');
     await writeFile(path.join(dir, 'edge.yaml'), 'refresh: { listen: 5 }\n');
-    run = fakeIo(dir);
+    run = memoryIo(dir);
     expect(await runCli(['nodes', 'list'], run.io, [command])).toBe(1);
     expect(run.err()).toMatch(/refresh\.listen/);
   });

@@ -2,12 +2,11 @@ import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import type { EdgeRuntime } from '../edge-runtime.js';
 import { silentLogger } from '../logging.js';
 import type { SurfaceFactory } from '../surface.js';
 import { connectFakeNode, waitUntil } from '../transport/test-support/fake-node.js';
-import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { createNodeRegisterCommand, nodeFacingAddress } from './node-register.js';
 import { createServeCommand } from './serve.js';
 import { runCli } from './run-cli.js';
@@ -37,27 +36,6 @@ nodes:
           fake-cli: { command: bin/iop-fake-cli, persistent: true, mode: persistent, idle_timeout_ms: 1500 }
 `;
 
-function fakeIo(cwd: string): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  return {
-    io: {
-      stdout,
-      stderr,
-      stdin: new PassThrough(),
-      env: {},
-      cwd,
-      execPath: path.join(cwd, 'bin', 'iop-edge'),
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
-
 let dir: string;
 
 beforeEach(async () => {
@@ -72,7 +50,7 @@ afterEach(async () => {
 describe('iop-edge node register', () => {
   it('prints the token once with the start command, and rotates on a second call', async () => {
     const command = createNodeRegisterCommand();
-    const first = fakeIo(dir);
+    const first = memoryIo(dir);
     expect(
       await runCli(['node', 'register', 'test-node', '--config', 'edge.yaml'], first.io, [command]),
     ).toBe(0);
@@ -85,7 +63,7 @@ describe('iop-edge node register', () => {
     expect(first.out()).toContain('--token-file ~/.iop/node/token');
     expect(first.out()).not.toContain('Note:');
 
-    const second = fakeIo(dir);
+    const second = memoryIo(dir);
     expect(
       await runCli(['node', 'register', 'test-node', '--json', '-c', 'edge.yaml'], second.io, [command]),
     ).toBe(0);
@@ -102,13 +80,13 @@ describe('iop-edge node register', () => {
 
   it('warns about a node absent from config and rejects bad ids and missing arguments', async () => {
     const command = createNodeRegisterCommand();
-    const extra = fakeIo(dir);
+    const extra = memoryIo(dir);
     expect(await runCli(['node', 'register', 'other', '--config', 'edge.yaml'], extra.io, [command])).toBe(0);
     expect(extra.out()).toContain('Note: other is not under nodes[]');
-    const bad = fakeIo(dir);
+    const bad = memoryIo(dir);
     expect(await runCli(['node', 'register', '../x', '--config', 'edge.yaml'], bad.io, [command])).toBe(2);
     expect(bad.err()).toContain("invalid node id '../x'");
-    const missing = fakeIo(dir);
+    const missing = memoryIo(dir);
     expect(await runCli(['node', 'register', '--config', 'edge.yaml'], missing.io, [command])).toBe(2);
     expect(missing.err()).toContain('a node id is required');
   });
@@ -139,7 +117,7 @@ describe('iop-edge node register', () => {
 describe('iop-edge serve', () => {
   it('exits 1 listing every config issue when the config is invalid', async () => {
     await writeFile(path.join(dir, 'bad.yaml'), 'edge: { listen: 5, heartbeat_interval_ms: -1 }\nnodes: 7\n');
-    const { io, err } = fakeIo(dir);
+    const { io, err } = memoryIo(dir);
     const code = await runCli(['serve', '--config', 'bad.yaml'], io, [
       createServeCommand({ signals: () => () => undefined }),
     ]);
@@ -162,13 +140,13 @@ describe('iop-edge serve', () => {
         },
       });
     const disabledSurface: SurfaceFactory = () => Promise.resolve(undefined);
-    const register = fakeIo(dir);
+    const register = memoryIo(dir);
     await runCli(['node', 'register', 'test-node', '--json', '-c', 'edge.yaml'], register.io, [
       createNodeRegisterCommand(),
     ]);
     const token = (JSON.parse(register.out()) as { token: string }).token;
 
-    const { io, out } = fakeIo(dir);
+    const { io, out } = memoryIo(dir);
     const serving = runCli(['serve', '--config', 'edge.yaml'], io, [
       createServeCommand({
         signals: (handler) => {
@@ -187,7 +165,7 @@ describe('iop-edge serve', () => {
     const node = await connectFakeNode(address, { nodeId: 'test-node', token });
     expect(node.response.accepted).toBe(true);
     // A node registered while the edge runs is accepted without a restart.
-    const late = fakeIo(dir);
+    const late = memoryIo(dir);
     await runCli(['node', 'register', 'late-node', '--json', '-c', 'edge.yaml'], late.io, [
       createNodeRegisterCommand(),
     ]);

@@ -1,7 +1,6 @@
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from '@jest/globals';
 import type { SetupExecutor } from '../bootstrap/edge-setup.js';
-import type { CliIo } from './command.js';
+import { memoryIo, type MemoryIo } from './test-support/memory-io.js';
 import { createSetupCommand } from './setup.js';
 
 /** Records every call; `existing` paths exist, `users` answer getent. */
@@ -33,25 +32,8 @@ function recordingExecutor(existing: string[] = [], users: string[] = []) {
   return { executor, calls, files };
 }
 
-function io(): { io: CliIo; out: () => string; err: () => string } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  return {
-    io: {
-      stdout,
-      stderr,
-      stdin: new PassThrough(),
-      env: {},
-      cwd: '/opt/iop-edge-0.1.0',
-      execPath: '/opt/iop-edge-0.1.0/iop-edge',
-    },
-    out: () => out,
-    err: () => err,
-  };
+function io(): MemoryIo {
+  return memoryIo('/opt/iop-edge-0.1.0', {}, '/opt/iop-edge-0.1.0/iop-edge');
 }
 
 const interfaces = () => ({

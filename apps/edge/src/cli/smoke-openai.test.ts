@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { PassThrough } from 'node:stream';
 import type { RunEventPart } from '@iop/wire';
 import { runCli } from './run-cli.js';
 import type { CliIo } from './command.js';
+import { memoryIo } from './test-support/memory-io.js';
 import { smokeOpenAICommand } from './smoke-openai.js';
 import { textRun } from '../openai/test-support/fake-edge-service.js';
 import { startHarness, type Harness } from '../openai/test-support/openai-harness.js';
@@ -15,24 +15,8 @@ afterEach(async () => {
 });
 
 function fakeIo(): { io: CliIo; stdout: () => string; stderr: () => string } {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  err.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return {
-    io: {
-      stdout: out,
-      stderr: err,
-      stdin: new PassThrough(),
-      env: {},
-      cwd: '/nonexistent',
-      execPath: '/nonexistent/iop-edge',
-    },
-    stdout: () => stdout,
-    stderr: () => stderr,
-  };
+  const { io, out, err } = memoryIo('/nonexistent', {}, '/nonexistent/iop-edge');
+  return { io, stdout: out, stderr: err };
 }
 
 describe('iop-edge smoke openai', () => {
