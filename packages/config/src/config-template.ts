@@ -4,7 +4,8 @@
 import { ConfigError } from './errors.js';
 import { DEFAULTS } from './limits.js';
 import type { ConfigTemplateOptions } from './types.js';
-import { isHttpUrl, isListenAddress } from './validate-structure.js';
+import { isListenAddress } from './listen-address.js';
+import { isHttpUrl } from './validate-structure.js';
 
 export function renderConfigTemplate(options: ConfigTemplateOptions): string {
   if (!isHttpUrl(options.publicUrl)) {

@@ -9,5 +9,6 @@ export { LIMITS, DEFAULTS, type Limit } from './limits.js';
 export { classifyRefresh } from './classify-refresh.js';
 export { renderConfigTemplate } from './config-template.js';
 export { redactConfig, REDACTED } from './redact-config.js';
-export { isHttpUrl, isListenAddress } from './validate-structure.js';
+export { isHttpUrl } from './validate-structure.js';
+export { parseListenAddress, isListenAddress, type ListenAddress } from './listen-address.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { isHttpUrl, isListenAddress } from './validate-structure.js';
+import { isListenAddress } from './listen-address.js';
+import { isHttpUrl } from './validate-structure.js';
 
 describe('address formats', () => {
   it.each([

@@ -2,6 +2,7 @@
 // ConfigIssues with YAML paths, lines and wording an operator can act on.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { formatPath, pointerToSegments, type PathSegment } from './config-path.js';
+import { isListenAddress } from './listen-address.js';
 import { edgeConfigSchema, IDENTIFIER_PATTERN } from './schema.js';
 import type { ConfigIssue } from './types.js';
 import type { YamlSource } from './yaml-source.js';
@@ -27,12 +28,6 @@ function validator(): ValidateFunction {
     compiled = ajv.compile(edgeConfigSchema);
   }
   return compiled;
-}
-
-/** `host:port`, `:port` or `[v6]:port` with port 0-65535. */
-export function isListenAddress(value: string): boolean {
-  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/.exec(value);
-  return match !== null && Number(match[2]) <= 65_535;
 }
 
 export function isHttpUrl(value: string): boolean {
