@@ -59,6 +59,8 @@ export class UpstreamExchange {
   private timedOut = false;
   private startedAt: number | undefined;
   private finishedAt: number | undefined;
+  /** The response body was read to its end: nothing is left open to abort. */
+  private bodyDone = false;
   private url = '';
 
   constructor(options: UpstreamExchangeOptions) {
@@ -125,6 +127,7 @@ export class UpstreamExchange {
         }
         this.touch();
         done = result.done;
+        if (done) this.bodyDone = true;
         if (!result.done) yield result.value;
       }
     } finally {
@@ -159,7 +162,10 @@ export class UpstreamExchange {
   dispose(): void {
     this.finish();
     this.options.signal.removeEventListener('abort', this.onCallerAbort);
-    if (!this.controller.signal.aborted) this.controller.abort(new Error('upstream exchange disposed'));
+    // Aborting a finished exchange is pure cost (an Error with its stack, undici's cancel path on every run).
+    if (!this.bodyDone && !this.controller.signal.aborted) {
+      this.controller.abort(new Error('upstream exchange disposed'));
+    }
   }
 
   /** Turns any failure into UpstreamCancelled / UpstreamError. */
