@@ -8,7 +8,7 @@ import { silentLogger } from './logging.js';
 import { envelope as build } from '@iop/wire';
 import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
 import type { SurfaceContext, SurfaceFactory } from './surface.js';
-import { parseListenAddress } from './transport/listen-address.js';
+import { parseListenAddress } from './net/listen-address.js';
 import { connectFakeNode, waitUntil } from './transport/test-support/fake-node.js';
 
 let dataDir: string;

@@ -17,7 +17,7 @@ import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import type { EdgeService } from '../service/types.js';
 import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
 import { AdminError } from './errors.js';
-import { formatListenAddress, isLoopbackHost, parseListenAddress } from './listen-address.js';
+import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 
 export interface AdminSurfaceOptions {
   /**
@@ -103,7 +103,7 @@ function extrasRefreshHandler(extras: Map<string, unknown> | undefined): Refresh
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminSurface> {
   const logger = options.logger.child({ component: 'admin' });
-  const listen = parseListenAddress(options.listen);
+  const listen = parseListenAddress(options.listen, (message) => new AdminError('invalid_listen', message));
   if (!options.token && !isLoopbackHost(listen.host)) {
     throw new AdminError(
       'insecure_listen',
@@ -121,8 +121,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   });
   const server = new Server();
   server.addService(EdgeAdminService, handlers.implementation);
+  const bindAddress = formatHostPort(listen.host, listen.port);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(formatListenAddress(listen), ServerCredentials.createInsecure(), (error, boundPort) => {
+    server.bindAsync(bindAddress, ServerCredentials.createInsecure(), (error, boundPort) => {
       if (error) {
         reject(
           new AdminError(
@@ -136,7 +137,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       } else resolve(boundPort);
     });
   });
-  const address = formatListenAddress({ host: listen.host, port });
+  const address = formatHostPort(listen.host, port);
   logger.info({ address, authentication: options.token ? 'bearer' : 'none' }, 'admin API listening');
 
   let closing: Promise<void> | undefined;

@@ -5,7 +5,7 @@
 // parameter of a function in the current session, so it never shows in a process list.
 import type os from 'node:os';
 import type { EdgeConfig } from '@iop/config';
-import { parseListenAddress } from '../http/listen-http.js';
+import { parseListenAddress } from '../net/listen-address.js';
 import { psQuote, shQuote } from './shell-quote.js';
 
 export type NetworkInterfaces = () => ReturnType<typeof os.networkInterfaces>;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { DEFAULTS, parseConfigText, REFRESH_MODES, type ConfigLoadResult } from '@iop/config';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
-import { formatListenAddress, parseListenAddress } from '../admin/listen-address.js';
+import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import { fromRefreshConfigResponse, refreshExitCode, type RefreshResult } from '../refresh/refresh-result.js';
 import {
   booleanFlag,
@@ -99,8 +99,7 @@ function dialAddress(listen: string): string {
   } catch (error) {
     throw new UsageError(describe(error));
   }
-  const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
-  return formatListenAddress({ host, port: parsed.port });
+  return formatHostPort(reachableHost(parsed.host), parsed.port);
 }
 
 const HEADLINE: Record<RefreshResult['status'], (dryRun: boolean) => string> = {

@@ -4,7 +4,7 @@
 import os from 'node:os';
 import type { EdgeConfig } from '@iop/config';
 import { isValidNodeId, createNodeStore } from '../node/node-store.js';
-import { formatHostPort, parseListenAddress } from '../transport/listen-address.js';
+import { formatHostPort, parseListenAddress } from '../net/listen-address.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
 
@@ -56,7 +56,10 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       writeLine(io.stdout, 'Start the node with the token in its environment:');
       writeLine(io.stdout, `  IOP_NODE_TOKEN=${token} ${command}`);
       writeLine(io.stdout, 'or from a file only the node user can read:');
-      writeLine(io.stdout, `  (umask 077 && mkdir -p ~/.iop/node && printf '%s' '${token}' > ~/.iop/node/token)`);
+      writeLine(
+        io.stdout,
+        `  (umask 077 && mkdir -p ~/.iop/node && printf '%s' '${token}' > ~/.iop/node/token)`,
+      );
       writeLine(io.stdout, `  ${command} --token-file ~/.iop/node/token`);
       if (!configured) {
         writeLine(io.stdout);

@@ -4,7 +4,7 @@
 import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
-import { formatListenAddress, parseListenAddress } from '../admin/listen-address.js';
+import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import {
   booleanFlag,
   parseFlags,
@@ -87,8 +87,7 @@ function dialAddress(listen: string): string {
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
-  const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
-  return formatListenAddress({ host, port: parsed.port });
+  return formatHostPort(reachableHost(parsed.host), parsed.port);
 }
 
 function toJson(node: NodeInfo): Record<string, unknown> {

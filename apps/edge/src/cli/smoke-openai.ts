@@ -3,7 +3,7 @@
 // Without --url the address comes from the config's openai.listen (wildcards become loopback), else
 // http://127.0.0.1:18081. The key comes from --api-key, IOP_OPENAI_API_KEY, or the config's first api_keys entry.
 import type { EdgeConfig } from '@iop/config';
-import { localUrl, parseListenAddress } from '../openai/listen-address.js';
+import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand, type CliIo } from './command.js';
 import { loadCommandConfig } from './config-source.js';
 

@@ -7,4 +7,4 @@ export {
 } from './openai-surface.js';
 export { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 export { UNSUPPORTED_METADATA_KEYS, UNSUPPORTED_TOP_LEVEL_FIELDS } from './request-validator.js';
-export { parseListenAddress } from './listen-address.js';
+export { parseListenAddress } from '../net/listen-address.js';

@@ -11,7 +11,7 @@ import type { Clock } from '../pool/clock.js';
 import { sharedProviderPool } from '../pool/shared-pool.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
-import { localUrl, parseListenAddress } from './listen-address.js';
+import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';

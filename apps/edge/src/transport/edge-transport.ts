@@ -13,7 +13,7 @@ import { payloadForNode } from '../node/mapper.js';
 import type { NodeRegistry } from '../node/node-registry.js';
 import type { NodeStore } from '../node/node-store.js';
 import { TransportError } from './errors.js';
-import { boundAddress, parseListenAddress } from './listen-address.js';
+import { boundAddress, parseListenAddress } from '../net/listen-address.js';
 import { NodeConnection } from './node-connection.js';
 
 export interface EdgeTransportOptions {
@@ -50,7 +50,10 @@ export interface EdgeTransport {
 
 export async function startEdgeTransport(options: EdgeTransportOptions): Promise<EdgeTransport> {
   const { config, logger } = options;
-  const { host, port } = parseListenAddress(config.edge.listen);
+  const { host, port } = parseListenAddress(
+    config.edge.listen,
+    (message) => new TransportError('invalid_address', message),
+  );
   const clock = options.clock ?? Date.now;
   const maxPending = options.maxPendingConnections ?? 256;
   const connections = new Set<NodeConnection>();

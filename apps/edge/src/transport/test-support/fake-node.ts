@@ -10,7 +10,7 @@ import {
   type RegisterResponse,
 } from '@iop/wire';
 import type { Logger } from '../../logging.js';
-import { parseListenAddress } from '../listen-address.js';
+import { parseListenAddress } from '../../net/listen-address.js';
 
 export interface FakeNodeOptions {
   nodeId: string;
