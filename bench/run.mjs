@@ -96,6 +96,7 @@ async function streamPhase(baseUrl, label) {
     singles.push(await stream({ url, body: chatBody({ stream: true, max_tokens: singleTokens }) }));
   }
   const single = singles.reduce((best, next) => (next.tokensPerS > best.tokensPerS ? next : best));
+  const streamsWithOverhead = singles.filter((result) => result.overheadHeader !== undefined).length;
   // 100 concurrent streams.
   const concurrentTokens = quick ? 500 : 2000;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
@@ -115,7 +116,14 @@ async function streamPhase(baseUrl, label) {
     );
   return {
     ttft: summarize(ttfts),
-    single: { tokens: single.tokens, tokensPerS: single.tokensPerS, ttftMs: single.ttftMs },
+    single: {
+      tokens: single.tokens,
+      tokensPerS: single.tokensPerS,
+      ttftMs: single.ttftMs,
+      overheadHeader: single.overheadHeader ?? null,
+      overheadTrailer: single.overheadTrailer ?? null,
+      streamsWithOverheadHeader: streamsWithOverhead,
+    },
     concurrent: {
       streams: many.length,
       tokensPerStream: concurrentTokens,
@@ -316,6 +324,16 @@ function printTable(r) {
     `${f(s.direct.concurrent.ttft.p50)} / ${f(s.direct.concurrent.ttft.p99)}`,
     `${f(s.iop.concurrent.ttft.p50)} / ${f(s.iop.concurrent.ttft.p99)}`,
     '',
+  ]);
+  const iopRates = Object.values(r.fixed_rate).map((rate) => rate.iop);
+  const withHeader = iopRates.reduce((sum, rate) => sum + rate.withOverheadHeader, 0);
+  const answered = iopRates.reduce((sum, rate) => sum + rate.completed, 0);
+  const single = s.iop.single;
+  rows.push([
+    'x-iop-overhead-ms present (fixed-rate responses)',
+    '',
+    `${withHeader}/${answered}`,
+    `1 stream: header ${single.overheadHeader ?? 'missing'}, trailer ${single.overheadTrailer ?? 'missing'}`,
   ]);
   rows.push([
     'x-iop-overhead-ms p50 / p99 (idle)',

@@ -40,6 +40,7 @@ export async function fixedRate(options) {
   const statuses = new Map();
   let errors = 0;
   let completed = 0;
+  let withOverhead = 0;
   let lateMax = 0;
   const start = performance.now();
   const body = Buffer.from(options.body);
@@ -55,6 +56,7 @@ export async function fixedRate(options) {
           headers: { 'content-type': 'application/json', 'content-length': body.length, ...options.headers },
         },
         (response) => {
+          if (response.headers['x-iop-overhead-ms'] !== undefined) withOverhead += 1;
           response.on('data', () => undefined);
           response.on('end', () => {
             latencies.push(performance.now() - dueAt);
@@ -97,6 +99,8 @@ export async function fixedRate(options) {
     errors,
     non2xx: [...statuses].filter(([code]) => code < 200 || code >= 300).reduce((sum, [, n]) => sum + n, 0),
     achievedRate: (completed / elapsedMs) * 1000,
+    /** Responses carrying x-iop-overhead-ms (the IOP path must answer every one with it). */
+    withOverheadHeader: withOverhead,
     generatorLateMaxMs: lateMax,
   };
 }
@@ -176,6 +180,8 @@ export function stream(options) {
             return;
           }
           resolve({
+            overheadHeader: response.headers['x-iop-overhead-ms'],
+            overheadTrailer: response.trailers['x-iop-overhead-ms'],
             ttftMs: firstTokenAt - start,
             tokens,
             totalMs: endAt - start,
