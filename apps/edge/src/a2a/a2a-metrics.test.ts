@@ -101,16 +101,14 @@ describe('A2A surface metrics', () => {
 
   it('observes the time to the first artifact chunk of a stream once', async () => {
     const metrics = new EdgeMetrics();
-    const service = new FakeEdgeService({
-      script: () => ({
-        parts: [
-          { type: 'text-delta', text: 'one ' },
-          { type: 'text-delta', text: 'two' },
-          { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
-        ],
-        delayMs: 20,
-      }),
-    });
+    const service = new FakeEdgeService(() => ({
+      parts: [
+        { type: 'text-delta', text: 'one ' },
+        { type: 'text-delta', text: 'two' },
+        { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+      ],
+      delayMs: 20,
+    }));
     const baseUrl = await start(metrics, service);
     const response = await post(baseUrl, rpcBody('message/stream', { message }));
     const text = await response.text();

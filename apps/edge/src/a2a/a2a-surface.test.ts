@@ -14,7 +14,7 @@ import {
 } from 'a2a-sdk-v1/client';
 import { Role, TaskState } from 'a2a-sdk-v1';
 import { silentLogger } from '../logging.js';
-import { FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 import type { A2ASettings } from './task-manager.js';
 
@@ -125,15 +125,13 @@ describe('A2A surface', () => {
   });
 
   it('non-blocking send returns a working task at once; tasks/get later shows it completed', async () => {
-    const service = new FakeEdgeService({
-      script: () => ({
-        delayMs: 50,
-        parts: [
-          { type: 'text-delta', text: 'slow answer' },
-          { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
-        ],
-      }),
-    });
+    const service = new FakeEdgeService(() => ({
+      delayMs: 50,
+      parts: [
+        { type: 'text-delta', text: 'slow answer' },
+        { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+      ],
+    }));
     const a2a = await client(await start(service));
     const first = (await a2a.sendMessage({
       message: userMessage('take your time'),
@@ -153,9 +151,7 @@ describe('A2A surface', () => {
   });
 
   it('cancels a running task on the node and refuses to cancel a finished one', async () => {
-    const service = new FakeEdgeService({
-      script: () => ({ parts: [{ type: 'text-delta', text: 'working...' }], hang: true }),
-    });
+    const service = new FakeEdgeService(() => ({ parts: [{ type: 'text-delta', text: 'working...' }] }));
     const a2a = await client(await start(service));
     const running = (await a2a.sendMessage({
       message: userMessage('run forever'),
@@ -223,16 +219,14 @@ describe('A2A surface', () => {
   });
 
   it('streams the task, artifact chunks and a final status update', async () => {
-    const service = new FakeEdgeService({
-      script: () => ({
-        delayMs: 5,
-        parts: [
-          { type: 'text-delta', text: 'one ' },
-          { type: 'text-delta', text: 'two' },
-          { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
-        ],
-      }),
-    });
+    const service = new FakeEdgeService(() => ({
+      delayMs: 5,
+      parts: [
+        { type: 'text-delta', text: 'one ' },
+        { type: 'text-delta', text: 'two' },
+        { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+      ],
+    }));
     const a2a = await client(await start(service));
     const kinds: string[] = [];
     let text = '';
@@ -254,15 +248,13 @@ describe('A2A surface', () => {
   });
 
   it('resubscribes to a running task and sees it finish', async () => {
-    const service = new FakeEdgeService({
-      script: () => ({
-        delayMs: 40,
-        parts: [
-          { type: 'text-delta', text: 'later' },
-          { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
-        ],
-      }),
-    });
+    const service = new FakeEdgeService(() => ({
+      delayMs: 40,
+      parts: [
+        { type: 'text-delta', text: 'later' },
+        { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+      ],
+    }));
     const a2a = await client(await start(service));
     const task = (await a2a.sendMessage({
       message: userMessage('x'),
@@ -289,7 +281,7 @@ describe('A2A surface', () => {
   });
 
   it('reports a failed task when no node can take the run', async () => {
-    const service = new FakeEdgeService({ nodes: [] });
+    const service = new FakeEdgeService(echoScripter, () => []);
     const a2a = await client(await start(service));
     const task = (await a2a.sendMessage({ message: userMessage('anyone?') })) as SdkTask;
     expect(task.status.state).toBe('failed');

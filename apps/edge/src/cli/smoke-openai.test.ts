@@ -4,7 +4,7 @@ import { runCli } from './run-cli.js';
 import type { CliIo } from './command.js';
 import { memoryIo } from './test-support/memory-io.js';
 import { smokeOpenAICommand } from './smoke-openai.js';
-import { textRun } from '../openai/test-support/fake-edge-service.js';
+import { textRun } from '../test-support/fake-edge-service.js';
 import { startHarness, type Harness } from '../openai/test-support/openai-harness.js';
 
 let harness: Harness | undefined;

@@ -9,7 +9,7 @@ import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
 import { createRunDispatcher } from './run-dispatcher.js';
 import type { RunSpec } from './run-spec.js';
-import { FakeEdgeService, textRun } from './test-support/fake-edge-service.js';
+import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually } from './test-support/openai-harness.js';
 
 const spec: RunSpec = {

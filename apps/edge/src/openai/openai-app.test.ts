@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import type { RunEventPart } from '@iop/wire';
-import { textRun } from './test-support/fake-edge-service.js';
+import { textRun } from '../test-support/fake-edge-service.js';
 import {
   eventually,
   post,

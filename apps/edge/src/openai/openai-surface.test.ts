@@ -7,7 +7,7 @@ import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { createOpenAISurface } from './openai-surface.js';
 import { parseListenAddress } from '../net/listen-address.js';
-import { FakeEdgeService, textRun } from './test-support/fake-edge-service.js';
+import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually, harnessConfig } from './test-support/openai-harness.js';
 
 describe('createOpenAISurface', () => {

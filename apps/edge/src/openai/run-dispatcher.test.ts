@@ -9,7 +9,7 @@ import { createRunDispatcher } from './run-dispatcher.js';
 import { SessionSlots } from './session-slots.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
-import { FakeEdgeService, textRun } from './test-support/fake-edge-service.js';
+import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { ServiceError } from '../service/errors.js';
 
 const pools: ProviderPool[] = [];

@@ -1,7 +1,7 @@
-// A scriptable EdgeService for surface tests: runs play scripted parts with delays, honour cancel and the
-// caller's AbortSignal, and record what they were asked.
-import type { NodeCommandResponse, RunEventPart } from '@iop/wire';
-import { create } from '@iop/wire';
+// Test support for the surfaces (OpenAI, A2A, CLI smoke): an EdgeService whose runs stream scripted parts with
+// delays, honour their AbortSignal and cancel(), end with node_disconnected when their node is dropped, and
+// count everything tests assert on.
+import { create, type NodeCommandResponse, type RunEventPart } from '@iop/wire';
 import { ServiceError } from '../service/errors.js';
 import type {
   EdgeService,
@@ -14,17 +14,25 @@ import type {
   SubmitRunInput,
 } from '../service/types.js';
 
-export interface FakeRunScript {
-  /** Parts after `start`; end with a terminal part, or set `hang` to wait for a cancel. */
+export interface RunScript {
+  /** Parts in order; without a terminal part the run waits for a cancel. */
   parts: RunEventPart[];
+  /** Delay before each part. */
   delayMs?: number;
-  hang?: boolean;
+  /** submitRun rejects with this instead of starting. */
+  submitError?: Error;
 }
 
-export interface FakeEdgeServiceOptions {
-  script?: (input: SubmitRunInput) => FakeRunScript;
-  nodes?: NodeSummary[];
-}
+export type Scripter = (input: SubmitRunInput) => RunScript;
+
+/** The default script: answers `echo: <last message>`. */
+export const echoScripter: Scripter = (input) => ({
+  parts: [
+    { type: 'start', sessionId: input.sessionId, adapter: input.adapter, target: input.target },
+    { type: 'text-delta', text: `echo: ${input.messages.at(-1)?.content ?? ''}` },
+    { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+  ],
+});
 
 export function fakeNode(nodeId: string, alias = nodeId): NodeSummary {
   return {
@@ -42,119 +50,168 @@ export function fakeNode(nodeId: string, alias = nodeId): NodeSummary {
   };
 }
 
+interface FakeRun {
+  nodeId: string;
+  end(part: RunEventPart): void;
+}
+
 export class FakeEdgeService implements EdgeService {
   readonly submitted: SubmitRunInput[] = [];
+  /** Ids of runs cancelled on the node (cancel() or an aborted signal), in order. */
   readonly cancelled: string[] = [];
   readonly terminated: SessionRef[] = [];
-  private readonly active = new Map<string, { cancel: (reason: string) => void }>();
-  private counter = 0;
-  script: (input: SubmitRunInput) => FakeRunScript;
-  nodes: NodeSummary[];
+  active = 0;
+  peakActive = 0;
+  /** Highest number of simultaneous runs seen per provider id. */
+  readonly peakByProvider = new Map<string, number>();
+  private readonly activeByProvider = new Map<string, number>();
+  private runSeq = 0;
+  private readonly runs = new Map<string, FakeRun>();
 
-  constructor(options: FakeEdgeServiceOptions = {}) {
-    this.script =
-      options.script ??
-      ((input) => ({
-        parts: [
-          { type: 'text-delta', text: `echo: ${input.messages.at(-1)?.content ?? ''}` },
-          { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
-        ],
-      }));
-    this.nodes = options.nodes ?? [fakeNode('node-a')];
-  }
+  /** `nodes` are the connected nodes; a run without a node goes to the first, and fails with none. */
+  constructor(
+    public scripter: Scripter = echoScripter,
+    private readonly nodes: () => NodeSummary[] = () => [fakeNode('node-a')],
+  ) {}
 
-  get inFlight(): number {
-    return this.active.size;
+  /** Runs cancelled on the node. */
+  get cancels(): number {
+    return this.cancelled.length;
   }
 
   submitRun(input: SubmitRunInput): Promise<RunHandle> {
-    const node = this.resolveNode(input.node);
+    const script = this.scripter(input);
+    if (script.submitError) return Promise.reject(script.submitError);
+    let nodeId: string;
+    try {
+      nodeId = input.node ?? this.resolveNode().nodeId;
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     this.submitted.push(input);
-    this.counter += 1;
-    const runId = input.runId ?? `run-${this.counter.toString()}`;
-    const script = this.script(input);
-    const queue: RunEventWithMeta[] = [];
+    const runId = input.runId ?? `run-${++this.runSeq}`;
+    this.active += 1;
+    this.peakActive = Math.max(this.peakActive, this.active);
+    const provider = input.providerId ?? '';
+    const providerActive = (this.activeByProvider.get(provider) ?? 0) + 1;
+    this.activeByProvider.set(provider, providerActive);
+    this.peakByProvider.set(provider, Math.max(this.peakByProvider.get(provider) ?? 0, providerActive));
+
+    // A single-consumer queue fed by the script timer, cancel(), the signal and node disconnects.
+    const queue: RunEventPart[] = [];
     let wake: (() => void) | undefined;
-    let finished = false;
-    let seq = 0;
-    let resolveDone: (outcome: RunOutcome) => void = () => undefined;
-    const done = new Promise<RunOutcome>((resolve) => {
-      resolveDone = resolve;
-    });
-    const push = (part: RunEventPart): void => {
-      if (finished) return;
-      seq += 1;
-      queue.push({ runId, nodeId: node.nodeId, seq, atUnixMs: Date.now(), part });
-      if (part.type === 'complete') {
-        finish({ status: 'completed', detail: part.detail, finishReason: part.finishReason });
-      } else if (part.type === 'error') {
-        finish({ status: 'error', code: part.code, message: part.message });
-      } else if (part.type === 'cancelled') {
-        finish({ status: 'cancelled', reason: part.reason });
+    let terminal = false;
+    let settle!: (outcome: RunOutcome) => void;
+    const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
+    // Without a delay, parts follow each other on setImmediate (setTimeout 0 would cap a run at ~1000 parts/s).
+    let cancelTimer: (() => void) | undefined;
+    const schedule = (callback: () => void) => {
+      if (script.delayMs) {
+        const handle = setTimeout(callback, script.delayMs);
+        cancelTimer = () => clearTimeout(handle);
+      } else {
+        const handle = setImmediate(callback);
+        cancelTimer = () => clearImmediate(handle);
+      }
+    };
+    const push = (part: RunEventPart) => {
+      if (terminal) return;
+      queue.push(part);
+      if (part.type === 'complete' || part.type === 'error' || part.type === 'cancelled') {
+        terminal = true;
+        cancelTimer?.();
+        this.active -= 1;
+        this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
+        this.runs.delete(runId);
+        input.signal?.removeEventListener('abort', onAbort);
+        settle(outcomeOf(part));
       }
       wake?.();
     };
-    const finish = (outcome: RunOutcome): void => {
-      finished = true;
-      this.active.delete(runId);
-      resolveDone(outcome);
+    // Like the real service, an aborted signal sends CANCEL_RUN to the node.
+    const onAbort = () => {
+      if (!terminal) this.cancelled.push(runId);
+      push({ type: 'cancelled', reason: 'client disconnected' });
     };
-    const cancel = (reason: string): void => {
-      if (finished) return;
-      this.cancelled.push(runId);
-      push({ type: 'cancelled', reason });
+    input.signal?.addEventListener('abort', onAbort, { once: true });
+    this.runs.set(runId, { nodeId, end: push });
+
+    let index = 0;
+    const step = () => {
+      const part = script.parts[index++];
+      if (!part) return;
+      push(part);
+      if (!terminal) schedule(step);
     };
-    this.active.set(runId, { cancel });
-    input.signal?.addEventListener('abort', () => cancel('client aborted'), { once: true });
-    push({ type: 'start', sessionId: input.sessionId, adapter: input.adapter, target: input.target });
-    void (async () => {
-      for (const part of script.parts) {
-        if (script.delayMs) await sleep(script.delayMs);
-        push(part);
-      }
-    })();
-    async function* events(): AsyncGenerator<RunEventWithMeta> {
-      for (;;) {
-        const next = queue.shift();
-        if (next) {
-          yield next;
-          if (next.part.type === 'complete' || next.part.type === 'error' || next.part.type === 'cancelled')
-            return;
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-      }
-    }
-    const started = Date.now();
+    schedule(step);
+
+    let seq = 0;
+    const events: AsyncIterable<RunEventWithMeta> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<RunEventWithMeta>> => {
+          for (;;) {
+            const part = queue.shift();
+            if (part) {
+              return { value: { runId, nodeId, seq: ++seq, atUnixMs: Date.now(), part }, done: false };
+            }
+            if (terminal) return { value: undefined, done: true };
+            await new Promise<void>((resolve) => (wake = resolve));
+            wake = undefined;
+          }
+        },
+        return: () => Promise.resolve({ value: undefined, done: true }),
+      }),
+    };
     return Promise.resolve({
       runId,
-      nodeId: node.nodeId,
-      events: events(),
+      nodeId,
+      events,
       done,
       cancel: (reason?: string) => {
-        cancel(reason ?? 'cancelled');
+        if (!terminal) this.cancelled.push(runId);
+        push({ type: 'cancelled', reason: reason ?? 'cancelled' });
         return Promise.resolve();
       },
-      overheadMs: () => (finished ? Math.max(0, Date.now() - started) : undefined),
+      overheadMs: () => (terminal ? 1.25 : undefined),
     });
   }
 
-  cancelRun(runId: string, reason?: string): Promise<boolean> {
-    const run = this.active.get(runId);
-    run?.cancel(reason ?? 'cancelled');
+  /** Every run on the node ends with a node_disconnected error, as the real service does. */
+  disconnectNode(nodeId: string): void {
+    for (const run of [...this.runs.values()]) {
+      if (run.nodeId === nodeId) {
+        run.end({
+          type: 'error',
+          code: 'node_disconnected',
+          message: `node ${nodeId} disconnected`,
+          retryable: true,
+          backendMs: 0,
+        });
+      }
+    }
+  }
+
+  cancelRun(runId: string): Promise<boolean> {
+    const run = this.runs.get(runId);
+    run?.end({ type: 'cancelled', reason: 'operator' });
     return Promise.resolve(run !== undefined);
   }
 
   terminateSession(ref: SessionRef): Promise<string> {
     this.terminated.push(ref);
-    return Promise.resolve(this.resolveNode(ref.node).nodeId);
+    try {
+      return Promise.resolve(this.resolveNode(ref.node).nodeId);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
-    this.resolveNode(input.node);
+    try {
+      this.resolveNode(input.node);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     return Promise.resolve(
       create.nodeCommandResponse({ ok: true, result: { command: input.request.command } }),
     );
@@ -165,22 +222,48 @@ export class FakeEdgeService implements EdgeService {
   }
 
   listNodes(): NodeSummary[] {
-    return this.nodes;
+    return this.nodes();
   }
 
+  /** By id or alias; without a ref the first connected node. */
   resolveNode(ref?: string): NodeSummary {
+    const nodes = this.nodes();
     if (ref) {
-      const node = this.nodes.find((candidate) => candidate.nodeId === ref || candidate.alias === ref);
+      const node = nodes.find((candidate) => candidate.nodeId === ref || candidate.alias === ref);
       if (!node) throw new ServiceError('node_not_found', `node ${ref} is not connected`);
       return node;
     }
-    if (this.nodes.length === 0) throw new ServiceError('no_nodes', 'no node is connected');
-    if (this.nodes.length > 1)
-      throw new ServiceError('node_ambiguous', 'several nodes are connected; choose one');
-    return this.nodes[0];
+    const [node] = nodes;
+    if (!node) throw new ServiceError('no_nodes', 'no node is connected');
+    return node;
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+function outcomeOf(part: RunEventPart): RunOutcome {
+  if (part.type === 'complete')
+    return { status: 'completed', detail: part.detail, finishReason: part.finishReason };
+  if (part.type === 'error') return { status: 'error', code: part.code, message: part.message };
+  return { status: 'cancelled', reason: part.type === 'cancelled' ? part.reason : '' };
+}
+
+/** Parts of a plain text answer split into the given pieces. */
+export function textRun(
+  pieces: string[],
+  usage = { promptTokens: 5, completionTokens: pieces.length },
+): RunEventPart[] {
+  return [
+    { type: 'start', sessionId: 's', adapter: 'a', target: 't' },
+    ...pieces.map((text): RunEventPart => ({ type: 'text-delta', text })),
+    {
+      type: 'usage',
+      usage: {
+        ...usage,
+        totalTokens: usage.promptTokens + usage.completionTokens,
+        reasoningTokens: 0,
+        cachedTokens: 0,
+        costUsd: 0,
+      },
+    },
+    { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 },
+  ];
 }

@@ -8,7 +8,7 @@ import { silentLogger } from '../../logging.js';
 import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
 import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
 import { closeOpenAIApp, createOpenAIApp } from '../openai-app.js';
-import { FakeEdgeService, textRun, type Scripter } from './fake-edge-service.js';
+import { FakeEdgeService, textRun, type Scripter } from '../../test-support/fake-edge-service.js';
 
 export interface HarnessOptions {
   /** Lines placed inside the `openai:` block (two-space indented keys). */
