@@ -8,8 +8,10 @@ import { startFakeOllama, startFakeOpenAI } from '../dist/index.js';
 
 const [flavor, ...rest] = process.argv.slice(2);
 if (flavor !== 'ollama' && flavor !== 'openai') {
-  process.stderr.write('usage: fake-inference-server.mjs ollama|openai [--port N] [--models a,b] [--tokens N] ' +
-    '[--token-delay-ms N] [--first-token-delay-ms N] [--reasoning TEXT]\n');
+  process.stderr.write(
+    'usage: fake-inference-server.mjs ollama|openai [--port N] [--models a,b] [--tokens N] ' +
+      '[--token-delay-ms N] [--first-token-delay-ms N] [--reasoning TEXT]\n',
+  );
   process.exit(2);
 }
 const flags = new Map();
