@@ -4,11 +4,11 @@
 // shipped for the other platforms). Both backends read and write the same database format.
 import Database from 'better-sqlite3';
 import { HistoryError } from './history-error.js';
-import { isNodeSqliteAvailable, NodeSqliteRunHistory } from './node-sqlite-run-history.js';
 import type { RunHistory } from './run-history.js';
+import { isNodeSqliteAvailable, nodeSqliteDriver, type HistoryBackend } from './sqlite-driver.js';
 import { SqliteRunHistory, type SqliteRunHistoryOptions } from './sqlite-run-history.js';
 
-export type HistoryBackend = 'better-sqlite3' | 'node:sqlite';
+export type { HistoryBackend };
 
 export interface OpenedRunHistory {
   history: RunHistory & { readonly recoveredRuns: number; readonly path: string };
@@ -52,7 +52,11 @@ export function openRunHistory(
       { cause: loadError },
     );
   }
-  return { history: NodeSqliteRunHistory.open(options), backend: 'node:sqlite', fallbackReason: reason };
+  return {
+    history: SqliteRunHistory.open(options, nodeSqliteDriver),
+    backend: 'node:sqlite',
+    fallbackReason: reason,
+  };
 }
 
 function firstLine(text: string): string {

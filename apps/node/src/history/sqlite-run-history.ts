@@ -1,5 +1,6 @@
-// RunHistory on SQLite (better-sqlite3, synchronous). WAL journal so `iop-node history` can read while the node
-// writes, and so a killed process leaves a consistent database.
+// RunHistory on SQLite, synchronous, on either engine of sqlite-driver.ts (better-sqlite3 by default, node:sqlite
+// in the release runtime): same file format, so either opens the other's database. WAL journal so `iop-node
+// history` can read while the node writes, and so a killed process leaves a consistent database.
 //
 // Durability model: a run's row is written synchronously when it starts and when it ends; its events are
 // buffered and written in one transaction per batch (every `batchSize` events, every `flushIntervalMs`, at
@@ -8,7 +9,6 @@
 // events); running runs are never pruned.
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { Usage } from '@iop/wire';
 import { HistoryError } from './history-error.js';
 import type {
@@ -19,6 +19,12 @@ import type {
   RunStatus,
   RunSummary,
 } from './run-history.js';
+import {
+  betterSqliteDriver,
+  type HistoryBackend,
+  type SqlDatabase,
+  type SqliteDriver,
+} from './sqlite-driver.js';
 
 export const HISTORY_FILE_NAME = 'history.db';
 export const DEFAULT_RETAIN_RUNS = 1000;
@@ -95,7 +101,9 @@ export class SqliteRunHistory implements RunHistory {
   /** Runs found `running` at open and marked `interrupted` (0 when read-only). */
   readonly recoveredRuns: number;
   readonly path: string;
-  private readonly db: Database.Database;
+  /** The SQLite engine underneath. */
+  readonly backend: HistoryBackend;
+  private readonly db: SqlDatabase;
   private readonly readonly: boolean;
   private readonly retainRuns: number;
   /** Finishes between two retention passes (see pruneDue). */
@@ -108,8 +116,14 @@ export class SqliteRunHistory implements RunHistory {
   private closed = false;
   private readonly statements: ReturnType<typeof prepare> | undefined;
 
-  private constructor(db: Database.Database, options: SqliteRunHistoryOptions, recoveredRuns: number) {
+  private constructor(
+    db: SqlDatabase,
+    backend: HistoryBackend,
+    options: SqliteRunHistoryOptions,
+    recoveredRuns: number,
+  ) {
     this.db = db;
+    this.backend = backend;
     this.path = options.path;
     this.readonly = options.readonly ?? false;
     this.retainRuns = Math.max(1, options.retainRuns ?? DEFAULT_RETAIN_RUNS);
@@ -124,31 +138,35 @@ export class SqliteRunHistory implements RunHistory {
    * Opens (creating when needed) the database, applies the schema and, unless read-only, marks runs left
    * `running` by a previous process as `interrupted` and applies retention.
    */
-  static open(options: SqliteRunHistoryOptions): SqliteRunHistory {
+  static open(options: SqliteRunHistoryOptions, driver: SqliteDriver = betterSqliteDriver): SqliteRunHistory {
     const readonly = options.readonly ?? false;
-    let db: Database.Database;
+    let db: SqlDatabase;
     try {
       if (!readonly) fs.mkdirSync(path.dirname(options.path), { recursive: true, mode: 0o700 });
-      db = new Database(options.path, { readonly, fileMustExist: readonly });
+      db = driver.open(options.path, readonly);
     } catch (error) {
       throw new HistoryError('open_failed', `cannot open run history ${options.path}: ${message(error)}`, {
         cause: error,
       });
     }
     try {
-      db.pragma('busy_timeout = 5000');
-      if (readonly) return new SqliteRunHistory(db, options, 0);
-      db.pragma('journal_mode = WAL');
+      db.exec('PRAGMA busy_timeout = 5000');
+      if (readonly) return new SqliteRunHistory(db, driver.backend, options, 0);
+      db.exec('PRAGMA journal_mode = WAL');
       // NORMAL in WAL mode is crash-safe for the database; only the last commits may be lost on power failure.
-      db.pragma('synchronous = NORMAL');
-      db.pragma('foreign_keys = ON');
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA foreign_keys = ON');
       db.exec(SCHEMA);
-      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
       const now = (options.now ?? Date.now)();
-      const recovered = db
-        .prepare(`UPDATE runs SET status = 'interrupted', ended_at = ?, detail = ? WHERE status = 'running'`)
-        .run(now, INTERRUPTED_DETAIL).changes;
-      const history = new SqliteRunHistory(db, options, recovered);
+      const recovered = Number(
+        db
+          .prepare(
+            `UPDATE runs SET status = 'interrupted', ended_at = ?, detail = ? WHERE status = 'running'`,
+          )
+          .run(now, INTERRUPTED_DETAIL).changes,
+      );
+      const history = new SqliteRunHistory(db, driver.backend, options, recovered);
       history.prune();
       return history;
     } catch (error) {
@@ -166,7 +184,8 @@ export class SqliteRunHistory implements RunHistory {
 
   /** Journal mode reported by SQLite (`wal` for a writable history). */
   journalMode(): string {
-    return String(this.db.pragma('journal_mode', { simple: true }));
+    const row = this.db.prepare('PRAGMA journal_mode').get() as { journal_mode?: string } | undefined;
+    return String(row?.journal_mode ?? '');
   }
 
   recordStart(run: RunStartRecord): void {
@@ -174,7 +193,7 @@ export class SqliteRunHistory implements RunHistory {
     this.write(() => {
       // A run id seen before (an edge retry) starts over: its old events would interleave with the new ones.
       this.pending = this.pending.filter((event) => event.runId !== run.runId);
-      this.db.transaction(() => {
+      this.transaction(() => {
         statements.deleteEvents.run(run.runId);
         statements.upsertRun.run({
           id: run.runId,
@@ -185,7 +204,7 @@ export class SqliteRunHistory implements RunHistory {
           background: run.background ? 1 : 0,
           started_at: run.startedAt,
         });
-      })();
+      });
     });
   }
 
@@ -214,7 +233,7 @@ export class SqliteRunHistory implements RunHistory {
     // The pending events and the run's end commit together: one WAL commit per finished run instead of two.
     const batch = this.pending;
     this.write(() => {
-      this.db.transaction(() => {
+      this.transaction(() => {
         this.insertEvents(statements, batch);
         statements.finishRun.run({
           id: runId,
@@ -226,7 +245,7 @@ export class SqliteRunHistory implements RunHistory {
           usage_json: outcome.usage ? JSON.stringify(outcome.usage) : null,
         });
         if (this.pruneDue()) this.pruneIn(statements);
-      })();
+      });
     });
     this.pending = this.pending.slice(batch.length);
   }
@@ -236,7 +255,7 @@ export class SqliteRunHistory implements RunHistory {
     const statements = this.writable();
     const batch = this.pending;
     this.write(() => {
-      this.db.transaction(() => this.insertEvents(statements, batch))();
+      this.transaction(() => this.insertEvents(statements, batch));
     });
     // Only drop the batch once it is committed, so a failed write can be retried.
     this.pending = this.pending.slice(batch.length);
@@ -320,6 +339,22 @@ export class SqliteRunHistory implements RunHistory {
     statements.prune.run(this.retainRuns);
   }
 
+  /** BEGIN IMMEDIATE … COMMIT, rolled back when the body throws (node:sqlite has no transaction helper). */
+  private transaction(body: () => void): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      body();
+      this.db.exec('COMMIT');
+    } catch (error) {
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // SQLite already rolled back (some errors end the transaction themselves): report the first error.
+      }
+      throw error;
+    }
+  }
+
   private open(): void {
     if (this.closed) throw new HistoryError('closed', 'run history is closed');
   }
@@ -339,7 +374,7 @@ export class SqliteRunHistory implements RunHistory {
   }
 }
 
-function prepare(db: Database.Database) {
+function prepare(db: SqlDatabase) {
   return {
     upsertRun: db.prepare(
       `INSERT INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
