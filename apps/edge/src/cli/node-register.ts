@@ -1,8 +1,10 @@
 // `iop-edge node register <node-id> [--json] [--config P]`: creates or rotates the node's token in the node store
-// under edge.data_dir and prints it once, with the command that starts the node. A running edge picks the change
+// under edge.data_dir and prints it once, with the ready-to-paste install lines (Linux/macOS and Windows, served
+// by the bootstrap server) and the command that starts an already installed node. A running edge picks the change
 // up without a restart (the store re-reads its file). The token is never logged, only printed here.
 import os from 'node:os';
 import type { EdgeConfig } from '@iop/config';
+import { formatInstallInstructions, installLines } from '../bootstrap/register-instructions.js';
 import { isValidNodeId, createNodeStore } from '../node/node-store.js';
 import { formatHostPort, parseListenAddress } from '../net/listen-address.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
@@ -16,7 +18,8 @@ export interface NodeRegisterDeps {
 export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliCommand {
   return {
     path: ['node', 'register'],
-    summary: "Create or rotate a node's token and print the command that starts the node.",
+    summary:
+      "Create or rotate a node's token and print the one-line installers and the command that starts it.",
     usage: 'node register <node-id> [--json] [--config P]',
     async run(argv, io) {
       const flags = parseFlags(argv, { ...configFlag, json: { type: 'boolean' } });
@@ -34,14 +37,26 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       const config = loaded.result.config;
       const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes });
       const { token, rotated } = await store.register(nodeId);
-      const edgeAddress = nodeFacingAddress(config, deps.networkInterfaces ?? os.networkInterfaces);
+      const interfaces = deps.networkInterfaces ?? os.networkInterfaces;
+      const edgeAddress = nodeFacingAddress(config, interfaces);
       const command = `iop-node run --edge ${edgeAddress} --node-id ${nodeId}`;
       const configured = config.nodes.some((node) => node.id === nodeId);
+      const install = installLines(config, { nodeId, token, edgeAddress }, interfaces);
 
       if (booleanFlag(flags, 'json')) {
         writeLine(
           io.stdout,
-          JSON.stringify({ node_id: nodeId, token, edge_address: edgeAddress, command, rotated, configured }),
+          JSON.stringify({
+            node_id: nodeId,
+            token,
+            edge_address: edgeAddress,
+            command,
+            rotated,
+            configured,
+            bootstrap_url: install.publicUrl,
+            install_unix: install.unix,
+            install_windows: install.windows,
+          }),
         );
         return 0;
       }
@@ -53,7 +68,9 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       );
       writeLine(io.stdout, `Token (shown only now; the edge keeps only its SHA-256): ${token}`);
       writeLine(io.stdout);
-      writeLine(io.stdout, 'Start the node with the token in its environment:');
+      for (const line of formatInstallInstructions(install)) writeLine(io.stdout, line);
+      writeLine(io.stdout);
+      writeLine(io.stdout, 'With iop-node already installed, start it with the token in its environment:');
       writeLine(io.stdout, `  IOP_NODE_TOKEN=${token} ${command}`);
       writeLine(io.stdout, 'or from a file only the node user can read:');
       writeLine(
