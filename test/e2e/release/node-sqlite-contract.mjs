@@ -11,12 +11,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const { NodeSqliteRunHistory, isNodeSqliteAvailable } = await import(
-  path.join(repo, 'apps/node/dist/history/node-sqlite-run-history.js')
+const { isNodeSqliteAvailable, nodeSqliteDriver } = await import(
+  path.join(repo, 'apps/node/dist/history/sqlite-driver.js')
 );
+const { SqliteRunHistory } = await import(path.join(repo, 'apps/node/dist/history/sqlite-run-history.js'));
 const { openRunHistory, defaultHistoryProbes } = await import(
   path.join(repo, 'apps/node/dist/history/node-sqlite-fallback.js')
 );
+/** The history on node:sqlite, as the artifacts open it. */
+const NodeSqliteRunHistory = { open: (options) => SqliteRunHistory.open(options, nodeSqliteDriver) };
 
 let checks = 0;
 function check(condition, message) {
@@ -38,7 +41,7 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-node-sqlite-'));
 try {
   const file = path.join(dir, 'nested', 'history.db');
   const history = NodeSqliteRunHistory.open({ path: file, batchSize: 3, flushIntervalMs: 60_000 });
-  check(history.journalMode() === 'wal', 'WAL journal');
+  check(history.journalMode() === 'wal' && history.backend === 'node:sqlite', 'WAL journal on node:sqlite');
   history.recordStart(start('run-1', 1000));
   history.appendEvent({ runId: 'run-1', seq: 1, type: 'start', payload: { sessionId: 's' }, at: 1001 });
   history.appendEvent({ runId: 'run-1', seq: 2, type: 'text-delta', payload: { text: 'hi' }, at: 1002 });
