@@ -2,15 +2,8 @@
 // and UsageError come from @iop/cli-kit (shared with iop-node); this file binds them to the edge's CliIo.
 import type { CliCommand as KitCliCommand } from '@iop/cli-kit';
 
-export {
-  UsageError,
-  parseFlags,
-  stringFlag,
-  booleanFlag,
-  integerFlag,
-  writeLine,
-  type ParsedFlags,
-} from '@iop/cli-kit';
+// Everything but CliCommand, which this file binds to its CliIo (a local export wins over `export *`).
+export * from '@iop/cli-kit';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;

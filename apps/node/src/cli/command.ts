@@ -2,15 +2,8 @@
 // command, registered in commands.ts; commands return an exit code and never call process.exit.
 import type { CliCommand as KitCliCommand } from '@iop/cli-kit';
 
-export {
-  UsageError,
-  parseFlags,
-  stringFlag,
-  booleanFlag,
-  integerFlag,
-  writeLine,
-  type ParsedFlags,
-} from '@iop/cli-kit';
+// Everything but CliCommand, which this file binds to its CliIo (a local export wins over `export *`).
+export * from '@iop/cli-kit';
 
 /** Subscribes to SIGINT/SIGTERM; returns the unsubscribe function. Injected so tests can signal in-process. */
 export type SignalSource = (handler: (signal: NodeJS.Signals) => void) => () => void;
