@@ -15,7 +15,7 @@ import { renderBootstrapContent } from '../bootstrap/bootstrap-content.js';
 import type { NetworkInterfaces } from '../bootstrap/bootstrap-urls.js';
 import { EDGE_VERSION } from '../version.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 
 export interface BootstrapPackDeps {
   interfaces: NetworkInterfaces;
@@ -37,12 +37,9 @@ export function createBootstrapPackCommand(deps: BootstrapPackDeps): CliCommand 
     async run(argv, io) {
       const flags = parseFlags(argv, configFlag);
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
-      const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-      if (!loaded.result.ok) {
-        printConfigIssues(io, loaded.path, loaded.result.issues);
-        return 1;
-      }
-      const config = loaded.result.config;
+      const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+      if (!loaded) return 1;
+      const config = loaded.config;
       const dir = config.bootstrap.artifact_dir;
       if (!fs.existsSync(dir)) {
         writeLine(io.stderr, `bootstrap.artifact_dir ${dir} does not exist (from ${loaded.path})`);

@@ -1,7 +1,7 @@
 // `iop-edge config check`: validates edge.yaml. Exit 0 with a one-line summary, or 1 with every issue listed.
 import type { EdgeConfig } from '@iop/config';
 import { parseFlags, stringFlag, writeLine, type CliCommand } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 
 export const configCheckCommand: CliCommand = {
   path: ['config', 'check'],
@@ -9,12 +9,9 @@ export const configCheckCommand: CliCommand = {
   usage: 'config check [--config P]',
   async run(argv, io) {
     const flags = parseFlags(argv, configFlag);
-    const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-    if (!loaded.result.ok) {
-      printConfigIssues(io, loaded.path, loaded.result.issues);
-      return 1;
-    }
-    writeLine(io.stdout, `ok ${loaded.path} (${loaded.source}): ${summarizeConfig(loaded.result.config)}`);
+    const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+    if (!loaded) return 1;
+    writeLine(io.stdout, `ok ${loaded.path} (${loaded.source}): ${summarizeConfig(loaded.config)}`);
     return 0;
   },
 };

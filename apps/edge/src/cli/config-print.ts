@@ -1,7 +1,7 @@
 // `iop-edge config print`: the normalized config (defaults applied, legacy adapters folded) with secrets redacted.
 import { renderConfig } from '@iop/config';
 import { booleanFlag, parseFlags, stringFlag, type CliCommand } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 
 export const configPrintCommand: CliCommand = {
   path: ['config', 'print'],
@@ -9,12 +9,9 @@ export const configPrintCommand: CliCommand = {
   usage: 'config print [--config P] [--json]',
   async run(argv, io) {
     const flags = parseFlags(argv, { ...configFlag, json: { type: 'boolean' } });
-    const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-    if (!loaded.result.ok) {
-      printConfigIssues(io, loaded.path, loaded.result.issues);
-      return 1;
-    }
-    io.stdout.write(renderConfig(loaded.result.config, booleanFlag(flags, 'json') ? 'json' : 'yaml'));
+    const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+    if (!loaded) return 1;
+    io.stdout.write(renderConfig(loaded.config, booleanFlag(flags, 'json') ? 'json' : 'yaml'));
     return 0;
   },
 };

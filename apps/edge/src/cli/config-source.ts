@@ -7,6 +7,7 @@ import {
   resolveConfigPath,
   type ConfigIssue,
   type ConfigLoadResult,
+  type EdgeConfig,
   type ResolvedConfigPath,
 } from '@iop/config';
 import { UsageError, writeLine, type CliIo } from './command.js';
@@ -33,6 +34,26 @@ export async function loadCommandConfig(
 ): Promise<LoadedConfigSource> {
   const resolved = resolveCommandConfigPath(explicit, io);
   return { ...resolved, result: await loadConfigFile(resolved.path) };
+}
+
+export interface ValidConfigSource extends ResolvedConfigPath {
+  readonly config: EdgeConfig;
+}
+
+/**
+ * Loads the command's edge.yaml. When it has problems they are listed on stderr and the result is undefined:
+ * the command then exits 1.
+ */
+export async function loadValidConfig(
+  explicit: string | undefined,
+  io: CliIo,
+): Promise<ValidConfigSource | undefined> {
+  const { result, ...resolved } = await loadCommandConfig(explicit, io);
+  if (!result.ok) {
+    printConfigIssues(io, resolved.path, result.issues);
+    return undefined;
+  }
+  return { ...resolved, config: result.config };
 }
 
 /** Lists every issue on stderr, then a count line naming the file. */

@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../logging.js';
 import type { SurfaceFactory } from '../surface.js';
 import { defaultSurfaces } from '../surfaces.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand, type CliIo } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 import { processSignals, type SignalSource } from './serve.js';
 
 export interface ConsoleCommandDeps {
@@ -31,12 +31,9 @@ export function createConsoleCommand(deps: ConsoleCommandDeps = {}): CliCommand 
     async run(argv, io) {
       const flags = parseFlags(argv, configFlag);
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
-      const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-      if (!loaded.result.ok) {
-        printConfigIssues(io, loaded.path, loaded.result.issues);
-        return 1;
-      }
-      const config = loaded.result.config;
+      const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+      if (!loaded) return 1;
+      const config = loaded.config;
       const logger = (deps.createLogger ?? defaultLogger)(config, io);
       const prompt = new ConsolePrompt({ input: io.stdin, output: io.stdout, terminal: deps.terminal });
       // Subscribe before starting so a signal during startup is not lost.

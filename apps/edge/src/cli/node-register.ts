@@ -8,7 +8,7 @@ import { formatInstallInstructions, installLines } from '../bootstrap/register-i
 import { isValidNodeId, createNodeStore } from '../node/node-store.js';
 import { formatHostPort, parseListenAddress } from '../net/listen-address.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 
 export interface NodeRegisterDeps {
   /** Network interfaces (injected for tests); used to replace a wildcard listen host. */
@@ -29,12 +29,9 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       if (!isValidNodeId(nodeId)) {
         throw new UsageError(`invalid node id '${nodeId}': use 1-64 letters, digits, '.', '_' or '-'`);
       }
-      const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-      if (!loaded.result.ok) {
-        printConfigIssues(io, loaded.path, loaded.result.issues);
-        return 1;
-      }
-      const config = loaded.result.config;
+      const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+      if (!loaded) return 1;
+      const config = loaded.config;
       const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes });
       const { token, rotated } = await store.register(nodeId);
       const interfaces = deps.networkInterfaces ?? os.networkInterfaces;

@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../logging.js';
 import type { SurfaceFactory } from '../surface.js';
 import { defaultSurfaces } from '../surfaces.js';
 import { parseFlags, stringFlag, writeLine, type CliCommand, type CliIo } from './command.js';
-import { configFlag, loadCommandConfig, printConfigIssues } from './config-source.js';
+import { configFlag, loadValidConfig } from './config-source.js';
 
 /** Delivers termination signals; returns a function that stops listening. */
 export type SignalSource = (handler: (signal: string) => void) => () => void;
@@ -37,12 +37,9 @@ export function createServeCommand(deps: ServeDeps = {}): CliCommand {
     usage: 'serve [--config P]',
     async run(argv, io) {
       const flags = parseFlags(argv, configFlag);
-      const loaded = await loadCommandConfig(stringFlag(flags, 'config'), io);
-      if (!loaded.result.ok) {
-        printConfigIssues(io, loaded.path, loaded.result.issues);
-        return 1;
-      }
-      const config = loaded.result.config;
+      const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
+      if (!loaded) return 1;
+      const config = loaded.config;
       const logger = (deps.createLogger ?? defaultLogger)(config, io);
       // Subscribe before starting so a signal during startup is not lost.
       let signalled: (signal: string) => void = () => undefined;
