@@ -12,6 +12,8 @@ import type {
   RunRequest,
 } from '@iop/wire';
 
+import type { HttpClient } from './http/http-client.js';
+
 export const ADAPTER_INTERFACE_VERSION = 1;
 
 export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
@@ -58,6 +60,8 @@ export interface Adapter {
 /** Dependencies every adapter factory receives (injected so tests pass fakes). */
 export interface AdapterDeps {
   fetch: typeof fetch;
+  /** The HTTP adapters' upstream client (keep-alive node:http in production); `fetch` wrapped when absent. */
+  http?: HttpClient;
   logger: AdapterLogger;
   now: () => number;
 }

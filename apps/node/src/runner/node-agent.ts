@@ -4,6 +4,8 @@
 // caller's: it is opened before and closed after.
 import os from 'node:os';
 import type { AdapterDeps, AdapterFactory, AdapterType } from '../adapters/adapter.js';
+import type { HttpClient } from '../adapters/http/http-client.js';
+import { createNodeHttpClient, type NodeHttpClient } from '../adapters/http/node-http-client.js';
 import { AdapterRegistry } from '../adapters/registry.js';
 import { HealthMonitor } from '../health/health-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
@@ -26,6 +28,11 @@ export interface NodeAgentOptions {
   logger: Logger;
   clock?: Clock;
   fetch?: typeof fetch;
+  /**
+   * The HTTP adapters' upstream client. Default: a keep-alive node:http client owned (and closed) by the agent,
+   * unless `fetch` is given, in which case the adapters use that fetch.
+   */
+  http?: HttpClient;
   retryIntervalMs?: number;
   maxRetries?: number;
   registerTimeoutMs?: number;
@@ -45,13 +52,18 @@ export class NodeAgent {
   readonly #logger: Logger;
   #running: Promise<LinkOutcome> | undefined;
   #stopping: Promise<void> | undefined;
+  /** The client this agent created (and so closes); undefined when one was injected. */
+  readonly #ownHttp: NodeHttpClient | undefined;
 
   constructor(options: NodeAgentOptions) {
     const clock = options.clock ?? systemClock;
     const logger = options.logger;
     this.#logger = logger;
+    this.#ownHttp =
+      options.http === undefined && options.fetch === undefined ? createNodeHttpClient() : undefined;
     const adapterDeps: AdapterDeps = {
       fetch: options.fetch ?? fetch,
+      http: options.http ?? this.#ownHttp,
       logger: logger.child({ component: 'adapter' }),
       now: () => clock.now(),
     };
@@ -153,5 +165,6 @@ export class NodeAgent {
     await this.#health.stop();
     await this.executor.shutdown('node stopped');
     await this.registry.close();
+    this.#ownHttp?.close();
   }
 }

@@ -2,6 +2,7 @@
 // `close()` aborts it and the exchange is always disposed.
 import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
+import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 
 export interface UpstreamCallOptions {
@@ -17,7 +18,7 @@ export async function callUpstream<T>(
 ): Promise<T> {
   const entry = options.inflight.track(options.signal);
   const exchange = new UpstreamExchange({
-    fetch: options.deps.fetch,
+    http: options.deps.http ?? fetchHttpClient(options.deps.fetch),
     now: options.deps.now,
     signal: entry.signal,
     idleTimeoutMs: options.idleTimeoutMs,

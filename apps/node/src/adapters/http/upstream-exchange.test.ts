@@ -1,16 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startFakeOllama, type FakeServer } from '@iop/testkit';
 
 import { closedPortUrl } from './test-support/http-adapter-fixtures.js';
+import { fetchHttpClient, type HttpClient, type HttpClientResponse } from './http-client.js';
 import { InflightSet } from './inflight-set.js';
+import { createNodeHttpClient } from './node-http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 
-function exchange(signal: AbortSignal, idleTimeoutMs = 2000): UpstreamExchange {
-  return new UpstreamExchange({ fetch: globalThis.fetch, now: () => Date.now(), signal, idleTimeoutMs });
-}
-
-async function drain(ex: UpstreamExchange, response: Response): Promise<string> {
+async function drain(ex: UpstreamExchange, response: HttpClientResponse): Promise<string> {
   let text = '';
   for await (const chunk of ex.chunks(response)) text += Buffer.from(chunk).toString('utf8');
   return text;
@@ -18,13 +16,41 @@ async function drain(ex: UpstreamExchange, response: Response): Promise<string> 
 
 const chatBody = { model: 'llama3.2', messages: [{ role: 'user', content: 'hi' }] };
 
-describe('UpstreamExchange', () => {
+const nodeClient = createNodeHttpClient();
+afterAll(() => nodeClient.close());
+
+describe.each<[string, HttpClient]>([
+  ['node:http keep-alive client', nodeClient],
+  ['fetch client', fetchHttpClient(globalThis.fetch)],
+])('UpstreamExchange over the %s', (_name, http) => {
   let server: FakeServer;
+  const exchange = (signal: AbortSignal, idleTimeoutMs = 2000): UpstreamExchange =>
+    new UpstreamExchange({ http, now: () => performance.now(), signal, idleTimeoutMs });
   beforeEach(async () => {
     server = await startFakeOllama();
   });
   afterEach(async () => {
     await server.close();
+  });
+
+  it('counts only the waits on the backend in backendMs, not a slow consumer', async () => {
+    server.setBehavior({ firstTokenDelayMs: 30, tokenDelayMs: 0, tokenCount: 5 });
+    const ex = exchange(new AbortController().signal);
+    const started = performance.now();
+    const response = await ex.send(`${server.url}/api/chat`, { method: 'POST', headers: {}, body: chatBody });
+    let chunks = 0;
+    for await (const chunk of ex.chunks(response)) {
+      expect(chunk.byteLength).toBeGreaterThan(0);
+      chunks += 1;
+      // The node "working" on each chunk: time the backend is not responsible for.
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    ex.finish();
+    const wall = performance.now() - started;
+    expect(chunks).toBeGreaterThan(0);
+    expect(ex.backendMs).toBeGreaterThanOrEqual(25);
+    expect(wall - ex.backendMs).toBeGreaterThanOrEqual(35 * chunks);
+    ex.dispose();
   });
 
   it('measures the exchange and stops the clock at finish()', async () => {
@@ -107,6 +133,59 @@ describe('UpstreamExchange', () => {
     await server.waitForIdle(100);
     expect(server.requests[0].outcome).toBe('client-closed');
     ex.dispose();
+  });
+});
+
+describe('node:http keep-alive client', () => {
+  let server: FakeServer;
+  beforeEach(async () => {
+    server = await startFakeOllama();
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  it('reuses one connection for sequential requests and closes it on cancel()', async () => {
+    const client = createNodeHttpClient();
+    const sockets = new Set<unknown>();
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const response = await client.request(`${server.url}/api/tags`, {
+          method: 'GET',
+          headers: {},
+          signal: new AbortController().signal,
+        });
+        expect(response.status).toBe(200);
+        expect(response.header('Content-Type')).toContain('application/json');
+        sockets.add((response.body as unknown as { socket: unknown }).socket);
+        for await (const chunk of response.body) expect(chunk.byteLength).toBeGreaterThan(0);
+      }
+      expect(sockets.size).toBe(1);
+
+      server.setBehavior({ tokenDelayMs: 30, tokenCount: 100 });
+      const streaming = await client.request(`${server.url}/api/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody),
+        signal: new AbortController().signal,
+      });
+      streaming.cancel();
+      streaming.cancel();
+      await server.waitForIdle(1000);
+      expect(server.requests.at(-1)?.outcome).toBe('client-closed');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('rejects a refused connection with its errno code', async () => {
+    const client = createNodeHttpClient();
+    const url = await closedPortUrl();
+    const error = await client
+      .request(`${url}/api/tags`, { method: 'GET', headers: {}, signal: new AbortController().signal })
+      .catch((caught: unknown) => caught);
+    expect((error as { code?: string }).code).toBe('ECONNREFUSED');
+    client.close();
   });
 });
 

@@ -3,11 +3,16 @@
 // (request_timeout_ms of silence before the headers or between body chunks aborts with `upstream_timeout`, so a
 // long generation that keeps streaming is never cut). Every failure leaves as an UpstreamError or
 // UpstreamCancelled, and `dispose()` (call it in `finally`) aborts whatever is still open.
+//
+// `backendMs` is the time spent waiting on the backend: for the response headers and for each next body chunk.
+// Time the node spends relaying what it already received is not in it, so the edge's overhead figure
+// (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
 import { errorMessageFromBody } from './error-body.js';
+import type { HttpClient, HttpClientResponse } from './http-client.js';
 import { UpstreamCancelled, UpstreamError, abortReason } from './upstream-error.js';
 
 export interface UpstreamExchangeOptions {
-  fetch: typeof fetch;
+  http: HttpClient;
   now: () => number;
   signal: AbortSignal;
   /** Silence allowed before the response headers and between body chunks. */
@@ -57,8 +62,11 @@ export class UpstreamExchange {
   private readonly onCallerAbort: () => void;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timedOut = false;
-  private startedAt: number | undefined;
-  private finishedAt: number | undefined;
+  /** Sum of the finished waits on the backend. */
+  private waitedMs = 0;
+  /** Start of the wait in progress, if one is. */
+  private waitingSince: number | undefined;
+  private finished = false;
   /** The response body was read to its end: nothing is left open to abort. */
   private bodyDone = false;
   private url = '';
@@ -70,16 +78,18 @@ export class UpstreamExchange {
     else options.signal.addEventListener('abort', this.onCallerAbort, { once: true });
   }
 
-  /** Wall time of the exchange so far (or until `finish()`), in milliseconds. */
+  /**
+   * Time spent waiting on the backend so far (or until `finish()`), in milliseconds: the waits for the
+   * response headers and for each body chunk, not the node's own work in between.
+   */
   get backendMs(): number {
-    if (this.startedAt === undefined) return 0;
-    return (this.finishedAt ?? this.options.now()) - this.startedAt;
+    if (this.waitingSince === undefined || this.finished) return this.waitedMs;
+    return this.waitedMs + (this.options.now() - this.waitingSince);
   }
 
   /** Sends the request and returns a 2xx response; other statuses throw `upstream_http_<status>`. */
-  async send(url: string, init: UpstreamRequestInit): Promise<Response> {
+  async send(url: string, init: UpstreamRequestInit): Promise<HttpClientResponse> {
     this.url = url;
-    this.startedAt ??= this.options.now();
     this.checkCancelled();
     this.touch();
     const headers: Record<string, string> = { ...init.headers };
@@ -88,9 +98,10 @@ export class UpstreamExchange {
       body = JSON.stringify(init.body);
       headers['content-type'] = 'application/json';
     }
-    let response: Response;
+    let response: HttpClientResponse;
+    this.startWait();
     try {
-      response = await this.options.fetch(url, {
+      response = await this.options.http.request(url, {
         method: init.method,
         headers,
         body,
@@ -98,14 +109,17 @@ export class UpstreamExchange {
       });
     } catch (error) {
       throw this.classify(error, 'connect');
+    } finally {
+      this.endWait();
     }
-    if (response.ok) return response;
-    let text: string;
+    if (response.status >= 200 && response.status < 300) return response;
+    const parts: Uint8Array[] = [];
     try {
-      text = await response.text();
+      for await (const chunk of this.chunks(response)) parts.push(chunk);
     } catch (error) {
       throw this.classify(error, 'body');
     }
+    const text = Buffer.concat(parts).toString('utf8');
     const fallback = response.statusText
       ? `HTTP ${response.status} ${response.statusText}`
       : `HTTP ${response.status}`;
@@ -113,32 +127,33 @@ export class UpstreamExchange {
   }
 
   /** The response body chunk by chunk; each chunk re-arms the inactivity timer. */
-  async *chunks(response: Response): AsyncIterable<Uint8Array> {
-    if (!response.body) return;
-    const reader = response.body.getReader();
+  async *chunks(response: HttpClientResponse): AsyncIterable<Uint8Array> {
+    const iterator = response.body[Symbol.asyncIterator]();
     let done = false;
     try {
       while (!done) {
-        let result: Awaited<ReturnType<typeof reader.read>>;
+        let result: IteratorResult<Uint8Array>;
+        this.startWait();
         try {
-          result = await reader.read();
+          result = await iterator.next();
         } catch (error) {
           throw this.classify(error, 'body');
+        } finally {
+          this.endWait();
         }
         this.touch();
-        done = result.done;
+        done = result.done === true;
         if (done) this.bodyDone = true;
-        if (!result.done) yield result.value;
+        else yield result.value;
       }
     } finally {
       // A consumer that stops early (or a failure) must not leave the connection streaming.
-      if (!done) reader.cancel().catch(() => undefined);
-      reader.releaseLock();
+      if (!done) response.cancel();
     }
   }
 
   /** Reads the whole body as JSON (lifecycle calls, model lists). */
-  async json(response: Response): Promise<unknown> {
+  async json(response: HttpClientResponse): Promise<unknown> {
     const parts: Uint8Array[] = [];
     for await (const chunk of this.chunks(response)) parts.push(chunk);
     const text = Buffer.concat(parts).toString('utf8');
@@ -154,7 +169,8 @@ export class UpstreamExchange {
 
   /** Stops the clock: the upstream part of the work is over. */
   finish(): void {
-    this.finishedAt ??= this.options.now();
+    this.endWait();
+    this.finished = true;
     this.clearTimer();
   }
 
@@ -193,6 +209,16 @@ export class UpstreamExchange {
       retryable: true,
       cause: error,
     });
+  }
+
+  private startWait(): void {
+    if (!this.finished) this.waitingSince = this.options.now();
+  }
+
+  private endWait(): void {
+    if (this.waitingSince === undefined) return;
+    this.waitedMs += this.options.now() - this.waitingSince;
+    this.waitingSince = undefined;
   }
 
   private checkCancelled(): void {

@@ -5,6 +5,7 @@ import type { RunEventPart, RunRequest } from '@iop/wire';
 
 import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
+import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 import { UpstreamCancelled, UpstreamError, abortReason } from './upstream-error.js';
 
@@ -29,7 +30,7 @@ export async function* runUpstream(
   yield { type: 'start', sessionId: request.sessionId, adapter: options.adapterName, target: request.target };
   const entry = options.inflight.track(options.signal);
   const exchange = new UpstreamExchange({
-    fetch: deps.fetch,
+    http: deps.http ?? fetchHttpClient(deps.fetch),
     now: deps.now,
     signal: entry.signal,
     idleTimeoutMs: options.idleTimeoutMs,

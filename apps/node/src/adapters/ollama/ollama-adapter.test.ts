@@ -510,8 +510,9 @@ describe('ollama pull progress throttling', () => {
     ];
     const body = lines.map((line) => `${JSON.stringify(line)}\n`).join('');
     const fakeFetch = (() => Promise.resolve(new Response(body, { status: 200 }))) as unknown as typeof fetch;
+    const { fetchHttpClient } = await import('../http/http-client.js');
     const exchange = new UpstreamExchange({
-      fetch: fakeFetch,
+      http: fetchHttpClient(fakeFetch),
       now: () => 0,
       signal: never,
       idleTimeoutMs: 1000,

@@ -110,7 +110,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
             headers: { ...headers, accept: 'text/event-stream' },
             body,
           });
-          if (response.headers.get('content-type')?.includes('application/json')) {
+          if (response.header('content-type')?.includes('application/json')) {
             return yield* openAICompletionParts(await exchange.json(response), request.runId);
           }
           return yield* openAIChatParts(readSse(exchange.chunks(response)), request.runId);

@@ -9,6 +9,7 @@ import {
 } from '@iop/wire';
 
 import type { AdapterDeps, AdapterLogger } from '../../adapter.js';
+import { createNodeHttpClient } from '../node-http-client.js';
 
 export function httpInstance(
   type: 'ollama' | 'openai_compat',
@@ -37,9 +38,13 @@ export function recordingLogger(): RecordingLogger {
   return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
+/** Upstream client of the adapter tests: the production one, unless a test injects its own fetch. */
+const sharedHttpClient = createNodeHttpClient();
+
 export function testDeps(overrides: Partial<AdapterDeps> = {}): AdapterDeps & { logger: RecordingLogger } {
   return {
     fetch: globalThis.fetch,
+    ...(overrides.fetch === undefined ? { http: sharedHttpClient } : {}),
     logger: recordingLogger(),
     now: () => Date.now(),
     ...overrides,
