@@ -9,51 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { README_TRANSCRIPT } from '../src/console/test-support/readme-transcript.js';
 
 const repo = path.resolve(import.meta.dirname, '../../..');
 const edgeMain = path.join(repo, 'apps/edge/dist/main.js');
 const nodeMain = path.join(repo, 'apps/node/dist/main.js');
 const run = promisify(execFile);
 
-const TRANSCRIPT = [
-  '[node0-evt] connected node=test-node reason=registered',
-  'edge> /nodes',
-  'test-node (test-node)',
-  'edge> Convert token iop_manual_one and reply only with converted token',
-  '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
-  '[node0-evt] start run_id=manual-...',
-  '[node0-msg] IOP_MANUAL_ONE_OK',
-  '[node0-msg] IOP_MANUAL_ONE_TAIL',
-  '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
-  'edge> Convert token iop_manual_two and reply only with converted token',
-  '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
-  '[node0-evt] start run_id=manual-...',
-  '[node0-msg] IOP_MANUAL_TWO_OK',
-  '[node0-msg] IOP_MANUAL_TWO_TAIL',
-  '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
-  'edge> /capabilities',
-  '[node0-capabilities] target=fake-cli session=default',
-  '  adapter = cli',
-  '  max_concurrency = 4',
-  '  targets = fake-cli',
-  'edge> /transport',
-  '[node0-transport] target=fake-cli session=default',
-  '  adapter = cli',
-  '  connected = true',
-  '  node_id = test-node',
-  '  session_id = default',
-  '  state = connected',
-  '  target = fake-cli',
-  'edge> /sessions',
-  '[node0-sessions] target=fake-cli session=default',
-  '  sessions: 1',
-  '  [0] mode=persistent target=fake-cli session=default',
-  'edge> /terminate-session',
-  'terminated session default node=test-node',
-  'edge> /status',
-  'error: node reported error: status check not supported for target fake-cli',
-  'edge> /exit',
-];
+const TRANSCRIPT = README_TRANSCRIPT;
 // The last transcript entry (/exit) is sent after a second phase (node killed mid-run), see below.
 
 async function freePort(): Promise<number> {

@@ -8,6 +8,7 @@ import { ConsolePrompt } from './console-prompt.js';
 import { ConsoleSession, type ConsoleDefaults } from './console-session.js';
 import type { ProviderStatusView } from './console-format.js';
 import { FakeEdgeService, FakeEventBus, node } from './test-support/fake-edge.js';
+import { README_TRANSCRIPT_BEFORE_STATUS } from './test-support/readme-transcript.js';
 
 const DEFAULTS: ConsoleDefaults = { node: '', adapter: 'cli', target: 'fake-cli', sessionId: 'default' };
 
@@ -155,42 +156,7 @@ describe('ConsoleSession', () => {
       '/sessions',
       '/terminate-session',
     ]);
-    expect(maskRunIds(lines)).toEqual([
-      '[node0-evt] connected node=test-node reason=registered',
-      'edge> /nodes',
-      'test-node (test-node)',
-      'edge> Convert token iop_manual_one and reply only with converted token',
-      '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
-      '[node0-evt] start run_id=manual-...',
-      '[node0-msg] IOP_MANUAL_ONE_OK',
-      '[node0-msg] IOP_MANUAL_ONE_TAIL',
-      '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
-      'edge> Convert token iop_manual_two and reply only with converted token',
-      '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
-      '[node0-evt] start run_id=manual-...',
-      '[node0-msg] IOP_MANUAL_TWO_OK',
-      '[node0-msg] IOP_MANUAL_TWO_TAIL',
-      '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
-      'edge> /capabilities',
-      '[node0-capabilities] target=fake-cli session=default',
-      '  adapter = cli',
-      '  max_concurrency = 4',
-      '  targets = fake-cli',
-      'edge> /transport',
-      '[node0-transport] target=fake-cli session=default',
-      '  adapter = cli',
-      '  connected = true',
-      '  node_id = test-node',
-      '  session_id = default',
-      '  state = connected',
-      '  target = fake-cli',
-      'edge> /sessions',
-      '[node0-sessions] target=fake-cli session=default',
-      '  sessions: 1',
-      '  [0] mode=persistent target=fake-cli session=default',
-      'edge> /terminate-session',
-      'terminated session default node=test-node',
-    ]);
+    expect(maskRunIds(lines)).toEqual(README_TRANSCRIPT_BEFORE_STATUS);
     expect(h.service.runs.map((run) => run.input.messages[0]?.content)).toEqual([
       'Convert token iop_manual_one and reply only with converted token',
       'Convert token iop_manual_two and reply only with converted token',

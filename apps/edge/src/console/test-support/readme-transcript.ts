@@ -1,0 +1,47 @@
+// The ops console transcript of the README (run ids masked as `manual-...`): the in-process ConsoleSession test
+// and the cross-process console e2e test both hold the console's output to it, line by line.
+export const README_TRANSCRIPT: readonly string[] = [
+  '[node0-evt] connected node=test-node reason=registered',
+  'edge> /nodes',
+  'test-node (test-node)',
+  'edge> Convert token iop_manual_one and reply only with converted token',
+  '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
+  '[node0-evt] start run_id=manual-...',
+  '[node0-msg] IOP_MANUAL_ONE_OK',
+  '[node0-msg] IOP_MANUAL_ONE_TAIL',
+  '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
+  'edge> Convert token iop_manual_two and reply only with converted token',
+  '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
+  '[node0-evt] start run_id=manual-...',
+  '[node0-msg] IOP_MANUAL_TWO_OK',
+  '[node0-msg] IOP_MANUAL_TWO_TAIL',
+  '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
+  'edge> /capabilities',
+  '[node0-capabilities] target=fake-cli session=default',
+  '  adapter = cli',
+  '  max_concurrency = 4',
+  '  targets = fake-cli',
+  'edge> /transport',
+  '[node0-transport] target=fake-cli session=default',
+  '  adapter = cli',
+  '  connected = true',
+  '  node_id = test-node',
+  '  session_id = default',
+  '  state = connected',
+  '  target = fake-cli',
+  'edge> /sessions',
+  '[node0-sessions] target=fake-cli session=default',
+  '  sessions: 1',
+  '  [0] mode=persistent target=fake-cli session=default',
+  'edge> /terminate-session',
+  'terminated session default node=test-node',
+  'edge> /status',
+  'error: node reported error: status check not supported for target fake-cli',
+  'edge> /exit',
+];
+
+/** The part before `/status`, which needs a real node to answer (the in-process test stops there). */
+export const README_TRANSCRIPT_BEFORE_STATUS = README_TRANSCRIPT.slice(
+  0,
+  README_TRANSCRIPT.indexOf('edge> /status'),
+);
