@@ -234,6 +234,57 @@ describe('RunExecutor', () => {
     expect(outbound.runEvents('chatty').map((event) => event.part.type)).toEqual(['start', 'complete']);
   });
 
+  it('coalesces deltas produced in one burst into one event and one history row per kind, text unchanged', async () => {
+    const bursty = new FakeAdapter('bursty');
+    bursty.run = async function* () {
+      await Promise.resolve();
+      yield { type: 'start', sessionId: 'default', adapter: 'bursty', target: 't' } as const;
+      // One upstream chunk: several tokens ready at once, a change of kind in the middle.
+      yield { type: 'text-delta', text: 'Hel' } as const;
+      yield { type: 'text-delta', text: 'lo' } as const;
+      yield { type: 'reasoning-delta', text: 'hmm' } as const;
+      yield { type: 'reasoning-delta', text: '…' } as const;
+      yield { type: 'text-delta', text: ', ' } as const;
+      // The next chunk arrives later (I/O in between): a new event.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      yield { type: 'text-delta', text: 'world' } as const;
+      yield { type: 'text-delta', text: '!' } as const;
+      yield { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 } as const;
+    };
+    const local = new RunExecutor({
+      adapters: { acquire: () => ({ adapter: bursty, release: () => undefined }) },
+      outbound,
+      history,
+      logger: silentLogger,
+      now: Date.now,
+      maxConcurrency: () => 0,
+    });
+    local.submit(runRequest('bursty'));
+    await local.idle();
+    const events = outbound.runEvents('bursty');
+    expect(events.map((event) => event.part)).toEqual([
+      { type: 'start', sessionId: 'default', adapter: 'bursty', target: 't' },
+      { type: 'text-delta', text: 'Hello' },
+      { type: 'reasoning-delta', text: 'hmm…' },
+      { type: 'text-delta', text: ', ' },
+      { type: 'text-delta', text: 'world!' },
+      { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+    ]);
+    expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    const rows = history.events('bursty');
+    expect(rows.map((row) => row.type)).toEqual([
+      'start',
+      'text-delta',
+      'reasoning-delta',
+      'text-delta',
+      'text-delta',
+      'complete',
+    ]);
+    expect(rows.map((row) => (row.payload as { text?: string }).text ?? '').join('')).toBe(
+      'Hellohmm…, world!',
+    );
+  });
+
   it('abortAll(link-lost) cancels every run; shutdown refuses new runs', async () => {
     executor.submit(runRequest('a', { metadata: { fake: 'hold' } }));
     executor.submit(runRequest('b', { metadata: { fake: 'hold' }, sessionId: 'other' }));
