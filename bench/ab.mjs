@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// A/B helper for hot-path changes: starts the IOP path (fake backend, edge, node from THIS checkout's dist) and
+// reports the CPU each process spends per non-streaming request at a fixed closed-loop load, and per token of one
+// long stream. CPU per unit of work is steadier than throughput on a shared machine (other processes change how
+// much CPU we get, not how much a request costs). To compare two builds, run this script from each tree
+// (e.g. a copy with the old apps/node/dist) alternately, a few times.
+// Usage: node bench/ab.mjs [--connections 16] [--seconds 6] [--tokens 50000] [--label NAME]
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { maxThroughput, stream } from './lib/load.mjs';
+import { cpuMs, startProcess, stopAll } from './lib/processes.mjs';
+import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
+
+const { values } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '16' },
+    seconds: { type: 'string', default: '6' },
+    tokens: { type: 'string', default: '50000' },
+    label: { type: 'string', default: path.basename(repoRoot) },
+  },
+});
+
+/** CPU ms of each process spent while `work` runs. */
+async function cpuDuring(processes, work) {
+  const before = Object.fromEntries(Object.entries(processes).map(([role, pid]) => [role, cpuMs(pid)]));
+  const result = await work();
+  const spent = Object.fromEntries(
+    Object.entries(processes).map(([role, pid]) => [role, cpuMs(pid) - before[role]]),
+  );
+  return { result, spent };
+}
+
+try {
+  const backend = await startProcess({
+    name: 'backend',
+    script: path.join(repoRoot, 'bench/fake-backend.mjs'),
+    args: ['--latency-ms', '10'],
+    ready: /BACKEND_URL=(\S+)/,
+  });
+  const iop = await startIopPath({ backendUrl: backend.match[1] });
+  await waitServing(iop.openaiUrl);
+  const url = `${iop.openaiUrl}/v1/chat/completions`;
+  const pids = { backend: backend.pid, edge: iop.edge.pid, node: iop.node.pid };
+
+  // Warm-up (JIT, pooled connections), not measured.
+  await maxThroughput({
+    url,
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 16 }),
+    connections: Number(values.connections),
+    durationS: 2,
+  });
+  const requests = await cpuDuring(pids, () =>
+    maxThroughput({
+      url,
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 16 }),
+      connections: Number(values.connections),
+      durationS: Number(values.seconds),
+    }),
+  );
+  const perRequest = (role) => (requests.spent[role] / Math.max(1, requests.result.total)).toFixed(2);
+  const streamed = await cpuDuring(pids, () =>
+    stream({
+      url,
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        max_tokens: Number(values.tokens),
+      }),
+    }),
+  );
+  const perToken = (role) => ((streamed.spent[role] * 1000) / Math.max(1, streamed.result.tokens)).toFixed(1);
+  process.stdout.write(
+    [
+      `label ${values.label}  load average ${os.loadavg()[0].toFixed(1)}`,
+      `requests: ${requests.result.requestsPerS.toFixed(0)} req/s (${requests.result.non2xx} non-2xx), ` +
+        `CPU ms/request node ${perRequest('node')} edge ${perRequest('edge')} backend ${perRequest('backend')}`,
+      `stream: ${streamed.result.tokens} tokens, ${streamed.result.tokensPerS.toFixed(0)} tokens/s, ` +
+        `CPU µs/token node ${perToken('node')} edge ${perToken('edge')}`,
+    ].join('\n') + '\n',
+  );
+} finally {
+  await stopAll();
+  await removeTempDirs();
+}
