@@ -1,7 +1,7 @@
 // What the bootstrap server serves and `bootstrap pack` writes, derived from the config and the artifact set:
 // install.sh, install.ps1 and manifest.json. One function so both always agree.
 import type { EdgeConfig } from '@iop/config';
-import { nodeFacingAddress } from '../cli/node-register.js';
+import { nodeFacingAddress } from './node-facing-address.js';
 import type { ArtifactSet } from './artifact-set.js';
 import { artifactUrl, bootstrapPublicUrl, type NetworkInterfaces } from './bootstrap-urls.js';
 import { renderInstallPs1, renderInstallSh } from './install-scripts.js';

@@ -22,7 +22,7 @@ export function bootstrapPublicUrl(
   const host = listen.host;
   const port = listen.port === 0 && boundPort !== undefined ? boundPort : listen.port;
   let shown = host;
-  if (host === '0.0.0.0' || host === '::') {
+  if (host === '0.0.0.0' || host === '::' || host === '') {
     shown = '127.0.0.1';
     outer: for (const entries of Object.values(interfaces())) {
       for (const entry of entries ?? []) {

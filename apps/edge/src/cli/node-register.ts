@@ -3,10 +3,9 @@
 // by the bootstrap server) and the command that starts an already installed node. A running edge picks the change
 // up without a restart (the store re-reads its file). The token is never logged, only printed here.
 import os from 'node:os';
-import type { EdgeConfig } from '@iop/config';
+import { nodeFacingAddress } from '../bootstrap/node-facing-address.js';
 import { formatInstallInstructions, installLines } from '../bootstrap/register-instructions.js';
 import { isValidNodeId, createNodeStore } from '../node/node-store.js';
-import { formatHostPort, parseListenAddress } from '../net/listen-address.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadValidConfig } from './config-source.js';
 
@@ -88,30 +87,7 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
   };
 }
 
-/**
- * The address a node should dial: edge.listen, except that a wildcard host (0.0.0.0, ::) is replaced by the
- * host of bootstrap.public_url when set, else by this machine's first non-internal IPv4 address.
- */
-export function nodeFacingAddress(
-  config: EdgeConfig,
-  networkInterfaces: () => ReturnType<typeof os.networkInterfaces>,
-): string {
-  const { host, port } = parseListenAddress(config.edge.listen);
-  if (host !== '0.0.0.0' && host !== '::' && host !== '') return formatHostPort(host, port);
-  if (config.bootstrap.public_url) {
-    try {
-      const publicHost = new URL(config.bootstrap.public_url).hostname.replace(/^\[|\]$/g, '');
-      if (publicHost) return formatHostPort(publicHost, port);
-    } catch {
-      // an unparsable public_url falls through to the interface lookup
-    }
-  }
-  for (const entries of Object.values(networkInterfaces())) {
-    for (const entry of entries ?? []) {
-      if (entry.family === 'IPv4' && !entry.internal) return formatHostPort(entry.address, port);
-    }
-  }
-  return formatHostPort('127.0.0.1', port);
-}
+// Re-exported: callers (and tests) know it from here.
+export { nodeFacingAddress };
 
 export const nodeRegisterCommand = createNodeRegisterCommand();
