@@ -21,6 +21,11 @@ export interface HttpClientResponse {
   body: AsyncIterable<Uint8Array>;
   /** Drops the rest of the body and closes the connection (it cannot be reused mid-body). Idempotent. */
   cancel(): void;
+  /**
+   * The caller has all it needs (e.g. an SSE stream's `[DONE]` before the body's end): read and drop the rest
+   * so the connection can be reused, closing it if the rest does not arrive promptly. Idempotent.
+   */
+  discard(): void;
 }
 
 export interface HttpClient {
@@ -68,6 +73,7 @@ export function fetchHttpClient(fetchImpl: typeof fetch): HttpClient {
         header: (name) => response.headers.get(name) ?? undefined,
         body: chunks(),
         cancel,
+        discard: cancel,
       };
     },
   };

@@ -13,6 +13,9 @@ import https from 'node:https';
 
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from './http-client.js';
 
+/** How long `discard()` waits for the rest of a body before it closes the connection instead. */
+const DISCARD_LIMIT_MS = 1000;
+
 export interface NodeHttpClientOptions {
   /** Idle time after which a pooled socket is closed. Default 4000 ms. */
   idleSocketMs?: number;
@@ -23,6 +26,8 @@ export interface NodeHttpClientOptions {
 export interface NodeHttpClient extends HttpClient {
   /** Closes the pooled sockets; requests in flight keep theirs until they end. */
   close(): void;
+  /** Connections opened so far (a keep-alive pool opens few; one per request means reuse is broken). */
+  readonly connectionsOpened: number;
 }
 
 /** Errors of a pooled socket the server closed just before reuse: the request never reached the server. */
@@ -41,6 +46,7 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
     maxFreeSockets: options.maxFreeSockets ?? 256,
     scheduling: 'lifo',
   };
+  let connectionsOpened = 0;
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
 
@@ -84,6 +90,9 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
       };
       init.signal.addEventListener('abort', onAbort, { once: true });
       request.once('close', () => init.signal.removeEventListener('abort', onAbort));
+      request.once('socket', () => {
+        if (!request.reusedSocket) connectionsOpened += 1;
+      });
       request.once('response', (response) => {
         answered = true;
         current = response;
@@ -98,13 +107,27 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
             const value = response.headers[name.toLowerCase()];
             return Array.isArray(value) ? value.join(', ') : value;
           },
-          body: response,
+          // Leaving the iteration early must not destroy the response: `discard()` may still drain it so the
+          // socket returns to the pool (an SSE stream ends its answer with [DONE] just before its last bytes).
+          body: { [Symbol.asyncIterator]: () => response.iterator({ destroyOnReturn: false }) },
           cancel: () => {
-            if (cancelled || response.complete) return;
+            if (cancelled || response.readableEnded) return;
             cancelled = true;
             // A half-read response cannot return its socket to the pool: close it so the backend stops.
             response.destroy();
             request.destroy();
+          },
+          discard: () => {
+            if (cancelled || response.readableEnded) return;
+            const limit = setTimeout(() => {
+              if (cancelled || response.readableEnded) return;
+              cancelled = true;
+              response.destroy();
+              request.destroy();
+            }, DISCARD_LIMIT_MS);
+            limit.unref();
+            response.once('close', () => clearTimeout(limit));
+            response.resume();
           },
         });
       });
@@ -141,6 +164,9 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
+    },
+    get connectionsOpened() {
+      return connectionsOpened;
     },
   };
 }

@@ -147,7 +147,6 @@ describe('node:http keep-alive client', () => {
 
   it('reuses one connection for sequential requests and closes it on cancel()', async () => {
     const client = createNodeHttpClient();
-    const sockets = new Set<unknown>();
     try {
       for (let i = 0; i < 3; i += 1) {
         const response = await client.request(`${server.url}/api/tags`, {
@@ -157,10 +156,9 @@ describe('node:http keep-alive client', () => {
         });
         expect(response.status).toBe(200);
         expect(response.header('Content-Type')).toContain('application/json');
-        sockets.add((response.body as unknown as { socket: unknown }).socket);
         for await (const chunk of response.body) expect(chunk.byteLength).toBeGreaterThan(0);
       }
-      expect(sockets.size).toBe(1);
+      expect(client.connectionsOpened).toBe(1);
 
       server.setBehavior({ tokenDelayMs: 30, tokenCount: 100 });
       const streaming = await client.request(`${server.url}/api/chat`, {
@@ -173,6 +171,37 @@ describe('node:http keep-alive client', () => {
       streaming.cancel();
       await server.waitForIdle(1000);
       expect(server.requests.at(-1)?.outcome).toBe('client-closed');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('discard() drains the rest of a body so the next request reuses the connection', async () => {
+    const client = createNodeHttpClient();
+    try {
+      server.setBehavior({ tokenDelayMs: 5, tokenCount: 4 });
+      const request = () =>
+        client.request(`${server.url}/api/chat`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(chatBody),
+          signal: new AbortController().signal,
+        });
+      const first = await request();
+      for await (const chunk of first.body) {
+        expect(chunk.byteLength).toBeGreaterThan(0);
+        break;
+      }
+      first.discard();
+      await server.waitForIdle(1000);
+      expect(server.requests.at(-1)?.outcome).not.toBe('client-closed');
+      const second = await request();
+      expect(client.connectionsOpened).toBe(1);
+      second.cancel();
+      await server.waitForIdle(1000);
+      // A cancelled response cannot be reused: the next request needs a new connection.
+      (await request()).cancel();
+      expect(client.connectionsOpened).toBe(2);
     } finally {
       client.close();
     }

@@ -146,9 +146,22 @@ export class UpstreamExchange {
         if (done) this.bodyDone = true;
         else yield result.value;
       }
+    } catch (error) {
+      // A broken body: nothing more will come that is worth reading.
+      done = true;
+      response.cancel();
+      throw error;
     } finally {
-      // A consumer that stops early (or a failure) must not leave the connection streaming.
-      if (!done) response.cancel();
+      if (!done) {
+        if (this.controller.signal.aborted) {
+          // Cancelled: close the connection at once so the backend stops generating.
+          response.cancel();
+        } else {
+          // The consumer has what it needs (e.g. [DONE]): let the rest drain so the connection is reused.
+          this.bodyDone = true;
+          response.discard();
+        }
+      }
     }
   }
 
