@@ -114,14 +114,23 @@ describe('openai client → edge process → node process → fake backends', ()
   );
 
   it.each([MODEL_LLAMA, MODEL_QWEN])('streams a chat on %s (chat.completions.stream)', async (model) => {
-    const stream = client.chat.completions.stream({
-      model,
-      messages: [{ role: 'user', content: 'gamma' }],
-      stream_options: { include_usage: true },
-    });
+    // Tokens spaced in time: the node merges deltas that arrive in one burst, so an instant backend would
+    // legitimately reach the client as a single chunk.
+    const fake = model === MODEL_LLAMA ? ollama : vllm;
+    fake.setBehavior({ tokenDelayMs: 20 });
     let deltas = 0;
-    stream.on('content', () => (deltas += 1));
-    const final = await stream.finalChatCompletion();
+    let final: Awaited<ReturnType<ReturnType<typeof client.chat.completions.stream>['finalChatCompletion']>>;
+    try {
+      const stream = client.chat.completions.stream({
+        model,
+        messages: [{ role: 'user', content: 'gamma' }],
+        stream_options: { include_usage: true },
+      });
+      stream.on('content', () => (deltas += 1));
+      final = await stream.finalChatCompletion();
+    } finally {
+      fake.setBehavior({ tokenDelayMs: 0 });
+    }
     expect(final.choices[0]?.message.content).toBe(Array(8).fill('gamma').join(' '));
     expect(final.choices[0]?.finish_reason).toBe('stop');
     expect(deltas).toBeGreaterThanOrEqual(2);
