@@ -27,6 +27,9 @@ export function jestConfig(packageDir, overrides = {}) {
       '^(\\.{1,2}/.*)\\.js$': '$1',
     },
     testTimeout: 20000,
+    // Suites close every server and process they start (run with --detectOpenHandles in band: none reported),
+    // but a parallel worker was once seen lingering after all suites passed; CI must not hang on that.
+    forceExit: true,
     ...overrides,
   };
 }
