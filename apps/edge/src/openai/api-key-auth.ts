@@ -5,24 +5,29 @@ import type { RequestHandler } from 'express';
 import { OpenAIHttpError } from './openai-error.js';
 
 export function apiKeyAuth(keys: readonly string[]): RequestHandler {
-  const digests = keys.map(digest);
+  const check = apiKeyCheck(keys);
   return (request, _response, next) => {
-    const header = request.headers.authorization ?? '';
+    next(check(request.headers.authorization));
+  };
+}
+
+/** The same check as a function of the Authorization header: undefined when accepted, else the 401 error. */
+export function apiKeyCheck(
+  keys: readonly string[],
+): (authorization: string | undefined) => OpenAIHttpError | undefined {
+  const digests = keys.map(digest);
+  return (authorization) => {
+    const header = authorization ?? '';
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());
     const presented = digest(match?.[1] ?? '');
     let accepted = false;
     for (const expected of digests) accepted = timingSafeEqual(presented, expected) || accepted;
-    if (match && accepted) {
-      next();
-      return;
-    }
-    next(
-      new OpenAIHttpError(
-        401,
-        'authentication_error',
-        'invalid_api_key',
-        match ? 'Incorrect API key provided' : "Missing API key: send 'Authorization: Bearer <key>'",
-      ),
+    if (match && accepted) return undefined;
+    return new OpenAIHttpError(
+      401,
+      'authentication_error',
+      'invalid_api_key',
+      match ? 'Incorrect API key provided' : "Missing API key: send 'Authorization: Bearer <key>'",
     );
   };
 }

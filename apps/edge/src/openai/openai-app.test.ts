@@ -114,6 +114,28 @@ describe('chat completions', () => {
     expect(input?.messages[0]).toMatchObject({ role: 'user', content: 'hello' });
   });
 
+  it('answers the same through express.json (a +json content type) as through the hot path', async () => {
+    const { url } = await start();
+    const request = { model: 'pooled', messages: user('hello') };
+    const hot = await post(url, '/v1/chat/completions', request);
+    const routed = await post(url, '/v1/chat/completions', request, {
+      'content-type': 'application/vnd.iop+json',
+    });
+    for (const response of [hot, routed]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(response.headers.get('x-iop-overhead-ms')).not.toBeNull();
+      expect(response.json()['choices']).toEqual(hot.json()['choices']);
+    }
+    const hotBad = await post(url, '/v1/chat/completions', '"text"');
+    const routedBad = await post(url, '/v1/chat/completions', '"text"', {
+      'content-type': 'application/vnd.iop+json',
+    });
+    expect(hotBad.status).toBe(400);
+    expect(hotBad.json()).toEqual(routedBad.json());
+    expect((hotBad.json()['error'] as Record<string, unknown>)['code']).toBe('invalid_json');
+  });
+
   it('applies the generation policy: min_max_tokens raises, default thinking budget fills in', async () => {
     const { client, service } = await start();
     await client.chat.completions.create(chatBody({ max_tokens: 10, reasoning_effort: 'high' }));

@@ -7,6 +7,11 @@
 // edge and node excluding the backend's own time and excluding the provider-queue wait (reported separately as
 // `x-iop-queue-ms`). Streams send the edge's share up to the first byte as a header and the full figure as an
 // HTTP trailer of the same name.
+//
+// Hot path: `POST /v1/chat/completions` and `POST /v1/responses` with a plain UTF-8 JSON body are answered by
+// the first middleware directly (own body reader, auth check, handler, the same error handler), skipping the
+// router's layer chain and body-parser: those were ~35 % of the edge's CPU per request. Other requests (and
+// those routes with another content type or encoding) take the ordinary express routes, with identical results.
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
@@ -14,7 +19,8 @@ import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../pool/clock.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
-import { apiKeyAuth } from './api-key-auth.js';
+import { apiKeyAuth, apiKeyCheck } from './api-key-auth.js';
+import { isPlainJsonRequest, readJsonBody } from './json-body.js';
 import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
@@ -65,6 +71,12 @@ const ROUTE_LABELS = new Map([
   ['POST /v1/responses', '/v1/responses'],
 ]);
 
+/** The routes the first middleware serves itself (path → metric label), POST only. */
+const HOT_ROUTES = new Map([
+  ['/v1/chat/completions', '/v1/chat/completions'],
+  ['/v1/responses', '/v1/responses'],
+]);
+
 interface Timing {
   arrivedAt: number;
 }
@@ -92,18 +104,36 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.locals[BACKGROUND_KEY] = background;
   app.disable('x-powered-by');
   app.set('etag', false);
+  const checkApiKey = openai.api_keys.length > 0 ? apiKeyCheck(openai.api_keys) : undefined;
   app.use((request, response, next) => {
     const arrivedAt = performance.now();
     (response.locals as Timing).arrivedAt = arrivedAt;
+    const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url) : undefined;
+    const fast = hot !== undefined && isPlainJsonRequest(request);
     response.once('close', () => {
-      const route = ROUTE_LABELS.get(
-        `${request.method} ${request.route ? String((request.route as { path: unknown }).path) : ''}`,
-      );
+      const route = fast
+        ? hot
+        : ROUTE_LABELS.get(
+            `${request.method} ${request.route ? String((request.route as { path: unknown }).path) : ''}`,
+          );
       metrics.requestFinished(route ?? 'other', response.statusCode, (performance.now() - arrivedAt) / 1000);
     });
-    next();
+    if (!fast) {
+      next();
+      return;
+    }
+    const denied = checkApiKey?.(request.headers.authorization);
+    if (denied) {
+      request.resume();
+      handleError(denied, request, response);
+      return;
+    }
+    const handle = hot === '/v1/chat/completions' ? chatCompletions : responses;
+    readJsonBody(request, MAX_BODY_BYTES)
+      .then((body) => handle(body, response))
+      .catch((error: unknown) => handleError(error, request, response));
   });
-  if (openai.api_keys.length > 0) app.use(apiKeyAuth(openai.api_keys));
+  if (checkApiKey) app.use(apiKeyAuth(openai.api_keys));
   const json = express.json({ limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
 
   app.get('/v1/models', (_request, response) => {
@@ -123,8 +153,11 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     response.json(modelEntry(model, catalogueCreated));
   });
 
-  app.post('/v1/chat/completions', json, async (request, response) => {
-    const body = validateChatRequest(request.body);
+  app.post('/v1/chat/completions', json, (request, response) => chatCompletions(request.body, response));
+  app.post('/v1/responses', json, (request, response) => responses(request.body, response));
+
+  async function chatCompletions(requestBody: unknown, response: Response): Promise<void> {
+    const body = validateChatRequest(requestBody);
     const route = resolver.resolve(body.model);
     const spec = chatRunSpec(body);
     requireWorkspace(route, spec);
@@ -140,10 +173,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       json: (run) => chatCompletionBody(context, run),
       stream: (parts, sink) => streamChatCompletion(parts, sink, context),
     });
-  });
+  }
 
-  app.post('/v1/responses', json, async (request, response) => {
-    const body = validateResponsesRequest(request.body);
+  async function responses(requestBody: unknown, response: Response): Promise<void> {
+    const body = validateResponsesRequest(requestBody);
     if (body.background === true && body.stream === true) {
       throw invalidRequest(
         "'background' and 'stream' cannot be combined: poll GET /v1/responses/{id} instead",
@@ -171,7 +204,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       json: (run) => responsesBody(context, run),
       stream: (parts, sink) => streamResponse(parts, sink, context),
     });
-  });
+  }
 
   app.get('/v1/responses/:id', (request, response) => {
     const body = background.get(String(request.params['id']));
@@ -196,8 +229,14 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     );
   });
 
-  // The one error handler: every failure of every route ends here.
-  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+  // The one error handler: every failure of every route ends here (the hot path calls it directly).
+  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) =>
+    handleError(error, request, response),
+  );
+
+  return app;
+
+  function handleError(error: unknown, request: Request, response: Response): void {
     const mapped = mapOpenAIError(error);
     if (response.destroyed) {
       logger.debug({ code: mapped.body.error.code, path: request.path }, 'openai client went away');
@@ -221,9 +260,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     for (const [name, value] of Object.entries(mapped.headers)) response.setHeader(name, value);
     setOverhead(response);
     response.status(mapped.status).json(mapped.body);
-  });
-
-  return app;
+  }
 
   function outputOptions(spec: RunSpec): OutputOptions {
     return { includeReasoning: spec.includeReasoning, inlineReasoning: !openai.strict_output };
