@@ -136,7 +136,7 @@ describe('ollama adapter', () => {
     });
   });
 
-  it('measures backendMs as the wall time of the upstream exchange', async () => {
+  it('measures backendMs as the time spent waiting on the upstream', async () => {
     server.setBehavior({ firstTokenDelayMs: 80, tokenCount: 2 });
     const parts = await collect(adapter.run(userRun('llama3.2', 'x'), { signal: never }));
     const complete = terminalOf(parts);

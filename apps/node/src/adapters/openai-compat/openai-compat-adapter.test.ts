@@ -138,7 +138,7 @@ describe('openai_compat adapter', () => {
     expect(terminalOf(parts)).toMatchObject({ type: 'complete', finishReason: 'length' });
   });
 
-  it('measures backendMs over the upstream exchange', async () => {
+  it('measures backendMs as the time spent waiting on the upstream', async () => {
     server.setBehavior({ firstTokenDelayMs: 60, tokenDelayMs: 10, tokenCount: 3 });
     const complete = terminalOf(await collect(adapter.run(userRun(MODEL, 'x'), { signal: never })));
     expect(complete.type).toBe('complete');
