@@ -91,7 +91,9 @@ fmt: install
 
 test-unit: compile
 	@echo "==> tests"
-	$(PNPM) exec turbo run test --concurrency=1
+	@mkdir -p .cache
+	@set -o pipefail; $(PNPM) exec turbo run test --concurrency=1 2>&1 | tee .cache/test-unit.log; \
+	  status=$$?; node scripts/test-summary.mjs .cache/test-unit.log; exit $$status
 
 test: check-gen typecheck lint format-check test-unit
 
