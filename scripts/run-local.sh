@@ -7,8 +7,10 @@ cd "$repo"
 state="$repo/.cache/run"
 mkdir -p "$state"
 config="$state/edge.yaml"
-# The example config with a private data dir, so a run never writes outside .cache/run.
-sed "s#^\(  data_dir:\).*#\1 \"$state/edge-data\"#" configs/edge.yaml > "$config"
+# The example config with a private data dir, so a run never writes outside .cache/run, and quieter logs: the
+# console prints node and run events itself; warnings and errors still show (as readable lines).
+sed -e "s#^\(  data_dir:\).*#\1 \"$state/edge-data\"#" \
+  -e "s#^\(  level:\) 'info'#\1 'warn'#" -e "s#^\(  format:\) 'json'#\1 'pretty'#" configs/edge.yaml > "$config"
 
 bin/iop-edge node register test-node --config "$config" --json > "$state/register.json"
 node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));require("fs").writeFileSync(process.argv[2],r.token+"\n",{mode:0o600})' \

@@ -133,7 +133,8 @@ export class NodeConnection {
         await this.connection.close(CLOSE_REASONS.registerTimeout, { goodbye: true });
         return;
       case 'ended':
-        logger.warn(
+        // A peer that connects and leaves without a byte is a port probe or health check, not a fault.
+        logger.info(
           { reason: this.closingReason ?? 'closed-before-register' },
           'connection closed before registering',
         );
