@@ -53,3 +53,23 @@ export function displayUrl(baseUrl: string): string {
     return baseUrl;
   }
 }
+
+export interface CommandContext {
+  logger: { warn(fields: Record<string, unknown>, message: string): void };
+  adapterName: string;
+  adapterType: string;
+  command: string;
+}
+
+/** Logs a failed command (never its arguments: they may carry credentials) and answers ok=false. */
+export function commandFailedLogged(context: CommandContext, error: unknown): NodeCommandResponse {
+  context.logger.warn(
+    {
+      adapter: context.adapterName,
+      command: context.command,
+      error: error instanceof Error ? error.message : String(error),
+    },
+    `${context.adapterType} command failed`,
+  );
+  return commandFailed(error);
+}

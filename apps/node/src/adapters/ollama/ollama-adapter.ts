@@ -19,7 +19,7 @@ import {
 } from '../adapter.js';
 import { joinUrl } from '../http/base-url.js';
 import {
-  commandFailed,
+  commandFailedLogged,
   commandInvalid,
   commandOk,
   commandUnsupported,
@@ -142,15 +142,10 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
           return commandUnsupported(request.command, 'ollama');
       }
     } catch (error) {
-      deps.logger.warn(
-        {
-          adapter: instance.name,
-          command: request.command,
-          error: error instanceof Error ? error.message : String(error),
-        },
-        'ollama command failed',
+      return commandFailedLogged(
+        { logger: deps.logger, adapterName: instance.name, adapterType: 'ollama', command: request.command },
+        error,
       );
-      return commandFailed(error);
     }
   };
 

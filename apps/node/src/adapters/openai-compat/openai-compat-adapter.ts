@@ -19,7 +19,7 @@ import {
   type RunOptions,
 } from '../adapter.js';
 import { joinUrl, openAIApiBase } from '../http/base-url.js';
-import { commandFailed, commandOk, commandUnsupported, displayUrl } from '../http/command-response.js';
+import { commandFailedLogged, commandOk, commandUnsupported, displayUrl } from '../http/command-response.js';
 import { probeByListing } from '../http/health-probe.js';
 import { probeTimeoutMs, readHttpSettings } from '../http/http-settings.js';
 import { InflightSet } from '../http/inflight-set.js';
@@ -78,15 +78,15 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
           return commandUnsupported(request.command, 'openai_compat');
       }
     } catch (error) {
-      deps.logger.warn(
+      return commandFailedLogged(
         {
-          adapter: instance.name,
+          logger: deps.logger,
+          adapterName: instance.name,
+          adapterType: 'openai_compat',
           command: request.command,
-          error: error instanceof Error ? error.message : String(error),
         },
-        'openai_compat command failed',
+        error,
       );
-      return commandFailed(error);
     }
   };
 
