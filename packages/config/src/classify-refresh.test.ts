@@ -242,7 +242,7 @@ const restart: Case[] = [
     name: 'openai api_keys',
     mutate: (r) => ((r.openai as Record<string, unknown>).api_keys = ['k2']),
     path: 'openai.api_keys',
-    class: 'restart',
+    class: 'live',
   },
   {
     name: 'a2a listen',
@@ -416,6 +416,12 @@ const restart: Case[] = [
     name: 'execution field request_timeout_ms (cli)',
     mutate: (r) => (profile(r).request_timeout_ms = 1000),
     path: 'nodes[n1].adapters.instances[cli].profiles.fake.request_timeout_ms',
+    class: 'restart',
+  },
+  {
+    name: 'ops dashboard listener (ui)',
+    mutate: (r) => (r.ui = { enabled: true, listen: '127.0.0.1:19094' }),
+    path: 'ui.enabled',
     class: 'restart',
   },
 ];

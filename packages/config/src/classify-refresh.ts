@@ -21,6 +21,8 @@ import {
 const LIVE_PROVIDER_FIELDS = new Set(['capacity', 'priority', 'max_queue', 'queue_timeout_ms', 'enabled']);
 /** Node fields delivered in the node's config payload and applied without reconnecting. */
 const LIVE_NODE_PATHS = new Set(['runtime.max_concurrency', 'runtime.health_probe_interval_ms']);
+/** Paths inside startup sections that are applied live nonetheless (API keys: principals and limits). */
+const LIVE_SECTION_PATHS = new Map([['openai.api_keys', 'API keys and their limits are applied live']]);
 /** Top-level sections read once at startup (listeners, identity, logging). */
 const STARTUP_SECTIONS = [
   'edge',
@@ -31,6 +33,7 @@ const STARTUP_SECTIONS = [
   'console',
   'openai',
   'a2a',
+  'ui',
 ] as const;
 /** Adapter settings that change how a run executes; named in reasons so operators see why a restart is needed. */
 const EXECUTION_FIELDS = new Set([
@@ -95,7 +98,9 @@ export function classifyRefresh(
   const collector: Collector = { reports: [], nodes: new Set(), providers: new Set(), models: new Set() };
   for (const section of STARTUP_SECTIONS) {
     for (const difference of diff(current[section], next[section], section)) {
-      report(collector, difference, 'restart', `${section} settings are read at startup`);
+      const live = LIVE_SECTION_PATHS.get(difference.path);
+      if (live) report(collector, difference, 'live', live);
+      else report(collector, difference, 'restart', `${section} settings are read at startup`);
     }
   }
   classifyModels(current, next, collector);

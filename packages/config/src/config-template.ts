@@ -41,6 +41,9 @@ metrics: { enabled: false, listen: ${q(DEFAULTS.metrics_listen)} }
 # Operator admin API (config refresh, node commands). Loopback only unless admin_token is set.
 refresh: { enabled: true, listen: ${q(DEFAULTS.refresh_listen)}, admin_token: "" }
 
+# Ops dashboard in a browser (same rule as the admin API: loopback only unless refresh.admin_token is set).
+ui: { enabled: false, listen: ${q(DEFAULTS.ui_listen)} }
+
 bootstrap:
   listen: ${q(DEFAULTS.bootstrap_listen)}
   public_url: ${q(options.publicUrl)}   # the URL nodes download their bootstrap from

@@ -29,6 +29,11 @@ export const LIMITS = {
   max_queue: { min: 0, max: 100_000 },
   queue_timeout_ms: { min: 1, max: HOUR_MS },
   priority: { min: 0, max: 1_000_000 },
+  rpm: { min: 1, max: 10_000_000 },
+  tpm: { min: 1, max: 1_000_000_000 },
+  max_concurrent: { min: 1, max: 100_000 },
+  budget_tokens: { min: 1, max: 1_000_000_000_000 },
+  retention_days: { min: 1, max: 3650 },
 } as const satisfies Record<string, Limit>;
 
 export const DEFAULTS = {
@@ -42,6 +47,7 @@ export const DEFAULTS = {
   logging_format: 'json',
   metrics_listen: '127.0.0.1:19092',
   refresh_listen: '127.0.0.1:19093',
+  ui_listen: '127.0.0.1:19094',
   bootstrap_listen: '0.0.0.0:19091',
   artifact_dir: 'artifacts',
   console_adapter: 'cli',
@@ -67,4 +73,6 @@ export const DEFAULTS = {
   max_queue: 16,
   queue_timeout_ms: 30_000,
   priority: 0,
+  usage_retention_days: 90,
+  tracing_sample_ratio: 1,
 } as const;

@@ -39,6 +39,7 @@ describe('parseConfigText: defaults', () => {
     });
     expect(config.logging).toEqual({ level: 'info', format: 'json' });
     expect(config.metrics).toEqual({ enabled: false, listen: '127.0.0.1:19092' });
+    expect(config.ui).toEqual({ enabled: false, listen: '127.0.0.1:19094' });
     expect(config.refresh).toEqual({ enabled: true, listen: '127.0.0.1:19093', admin_token: '' });
     expect(config.bootstrap).toEqual({ listen: '0.0.0.0:19091', public_url: '', artifact_dir: 'artifacts' });
     expect(config.console).toEqual({ node: '', adapter: 'cli', target: '', session_id: 'default' });
@@ -499,6 +500,7 @@ metrics: { enabled: false, listen: "127.0.0.1:18081" }
       'openai.listen (line 3): port 18081 is already used by edge.listen (0.0.0.0:18081)',
       'a2a.listen (line 4): port 18081 is already used by edge.listen (0.0.0.0:18081)',
     ]);
+    expect(paths('refresh: { listen: "127.0.0.1:19094" }\nui: { enabled: true }')).toEqual(['ui.listen']);
     expect(
       load('openai: { enabled: true, listen: "127.0.0.1:0" }\na2a: { enabled: true, listen: "127.0.0.1:0" }')
         .a2a.enabled,

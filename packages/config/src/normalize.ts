@@ -2,6 +2,7 @@
 // instances and resolves relative paths. It is defensive about types (a wrong-typed value falls back to its
 // default) so reference checks can still run on a document with structural errors and every problem is reported
 // in one pass; the structural issues themselves come from validate-structure.ts.
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { isRecord, type PathSegment, type PendingIssue } from './config-path.js';
 import { DEFAULTS } from './limits.js';
@@ -13,7 +14,9 @@ import {
   LOG_FORMATS,
   LOG_LEVELS,
   PROVIDER_CATEGORIES,
+  TOKEN_BUDGET_PERIODS,
   type AdapterInstanceConfig,
+  type ApiKeyConfig,
   type CliAdapterInstanceConfig,
   type CliMode,
   type CliProfileConfig,
@@ -57,6 +60,9 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
   const consoleSection = record(root.console);
   const openai = record(root.openai);
   const a2a = record(root.a2a);
+  const usage = record(root.usage);
+  const tracing = record(root.tracing);
+  const ui = record(root.ui);
 
   const instanceSources: PathSegment[][][] = [];
   const nodes = list(root.nodes).map((rawNode, index) => {
@@ -110,7 +116,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       timeout_sec: int(openai.timeout_sec, DEFAULTS.openai_timeout_sec),
       strict_output: bool(openai.strict_output, false),
       strict_stream_buffer: bool(openai.strict_stream_buffer, false),
-      api_keys: strings(openai.api_keys),
+      api_keys: list(openai.api_keys).map((value, index) => normalizeApiKey(value, index, context)),
       model_routes: list(openai.model_routes).map((value) => {
         const route = record(value);
         return {
@@ -134,6 +140,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       bearer_token: str(a2a.bearer_token, ''),
       public_url: str(a2a.public_url, ''),
     },
+    ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,
   };
@@ -150,6 +157,51 @@ function normalizeModel(model: Raw): ModelConfig {
     min_max_tokens: nullableInt(model.min_max_tokens),
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
   };
+}
+
+/**
+ * A plain string is a key without limits named after its digest; an object names its id and limits and gives
+ * exactly one of `key` (clear text) or `key_sha256` (digest only).
+ */
+function normalizeApiKey(value: unknown, index: number, context: Context): ApiKeyConfig {
+  if (typeof value === 'string') {
+    const digest = sha256Hex(value);
+    return { ...UNLIMITED_KEY, id: `key-${digest.slice(0, 8)}`, key: value, key_sha256: digest };
+  }
+  const entry = record(value);
+  const key = str(entry.key, '');
+  const storedDigest = str(entry.key_sha256, '').toLowerCase();
+  if ((key === '') === (storedDigest === '')) {
+    context.issues.push({
+      segments: ['openai', 'api_keys', index],
+      code: 'required',
+      message: 'needs exactly one of key or key_sha256',
+    });
+  }
+  const budget = record(entry.token_budget);
+  const tokens = nullableInt(budget.tokens);
+  return {
+    id: str(entry.id, ''),
+    key,
+    key_sha256: key !== '' ? sha256Hex(key) : storedDigest,
+    models: strings(entry.models),
+    rpm: nullableInt(entry.rpm),
+    tpm: nullableInt(entry.tpm),
+    max_concurrent: nullableInt(entry.max_concurrent),
+    token_budget: tokens === null ? null : { tokens, per: oneOf(budget.per, TOKEN_BUDGET_PERIODS, 'day') },
+  };
+}
+
+const UNLIMITED_KEY = {
+  models: [],
+  rpm: null,
+  tpm: null,
+  max_concurrent: null,
+  token_budget: null,
+} as const satisfies Partial<ApiKeyConfig>;
+
+function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
 }
 
 function normalizeNode(

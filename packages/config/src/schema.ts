@@ -11,6 +11,7 @@ import {
   LOG_FORMATS,
   LOG_LEVELS,
   PROVIDER_CATEGORIES,
+  TOKEN_BUDGET_PERIODS,
 } from './types.js';
 
 type Schema = Record<string, unknown>;
@@ -187,6 +188,31 @@ const modelRoute = object(
   ['model', 'adapter'],
 );
 
+/** An API key: a plain secret (no limits) or a principal with limits; exactly one of key / key_sha256. */
+const apiKey: Schema = {
+  if: { type: 'string' },
+  then: nonEmptyText,
+  else: object(
+    {
+      id: identifier,
+      key: nonEmptyText,
+      key_sha256: { type: 'string', pattern: '^([0-9A-Fa-f]{64})?$' },
+      models: { type: 'array', items: nonEmptyText, uniqueItems: true, maxItems: 4096 },
+      rpm: nullableInteger(LIMITS.rpm),
+      tpm: nullableInteger(LIMITS.tpm),
+      max_concurrent: nullableInteger(LIMITS.max_concurrent),
+      token_budget: object(
+        {
+          tokens: integer(LIMITS.budget_tokens),
+          per: { type: 'string', enum: [...TOKEN_BUDGET_PERIODS] },
+        },
+        ['tokens', 'per'],
+      ),
+    },
+    ['id'],
+  ),
+};
+
 /**
  * Schema of the whole edge.yaml document. Top-level `x-*` keys are free (compose-style) so YAML anchors can be
  * declared once and merged where needed; they are ignored after loading.
@@ -219,7 +245,7 @@ export const edgeConfigSchema: Schema = extensible({
     timeout_sec: integer(LIMITS.timeout_sec),
     strict_output: bool,
     strict_stream_buffer: bool,
-    api_keys: { type: 'array', items: nonEmptyText, maxItems: 1024 },
+    api_keys: { type: 'array', items: apiKey, maxItems: 1024 },
     model_routes: { type: 'array', items: modelRoute, maxItems: 4096 },
   }),
   a2a: object({
@@ -233,6 +259,13 @@ export const edgeConfigSchema: Schema = extensible({
     timeout_sec: integer(LIMITS.timeout_sec),
     bearer_token: text,
     public_url: optionalHttpUrl,
+  }),
+  ui: object({ enabled: bool, listen }),
+  usage: object({ retention_days: integer(LIMITS.retention_days) }),
+  tracing: object({
+    enabled: bool,
+    otlp_endpoint: optionalHttpUrl,
+    sample_ratio: { type: 'number', minimum: 0, maximum: 1 },
   }),
   models: { type: 'array', items: model, maxItems: 4096 },
   nodes: { type: 'array', items: node, maxItems: 4096 },

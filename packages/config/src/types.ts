@@ -125,9 +125,61 @@ export interface OpenAIConfig {
   readonly timeout_sec: number;
   readonly strict_output: boolean;
   readonly strict_stream_buffer: boolean;
-  /** Accepted bearer keys; empty = no authentication. Secret. */
-  readonly api_keys: readonly string[];
+  /**
+   * API keys (principals) of the OpenAI and A2A surfaces; empty = no authentication. A plain string entry in
+   * edge.yaml becomes a key with id `key-<first 8 hex of its SHA-256>` and no limits.
+   */
+  readonly api_keys: readonly ApiKeyConfig[];
   readonly model_routes: readonly ModelRouteConfig[];
+}
+
+/** The ops dashboard the edge serves (`ui`): loopback only unless `refresh.admin_token` is set. */
+export interface UiConfig {
+  readonly enabled: boolean;
+  readonly listen: string;
+}
+
+/** Period a token budget is counted over (calendar day / month, UTC). */
+export type TokenBudgetPeriod = 'day' | 'month';
+export const TOKEN_BUDGET_PERIODS: readonly TokenBudgetPeriod[] = ['day', 'month'];
+
+export interface TokenBudgetConfig {
+  readonly tokens: number;
+  readonly per: TokenBudgetPeriod;
+}
+
+/** One API key: a principal with an optional model allow-list and limits (null = unlimited). */
+export interface ApiKeyConfig {
+  /** Stable name in usage records, metrics and errors (never the secret). */
+  readonly id: string;
+  /** Lower-case hex SHA-256 of the secret (computed when the entry gives `key`). */
+  readonly key_sha256: string;
+  /** The secret when edge.yaml holds it in clear; '' when only its digest is stored. Secret. */
+  readonly key: string;
+  /** Model ids this key may use; empty = every model. */
+  readonly models: readonly string[];
+  /** Requests per rolling minute. */
+  readonly rpm: number | null;
+  /** Tokens (prompt + completion, as the backend reports them) per rolling minute. */
+  readonly tpm: number | null;
+  /** Runs of this key in flight at once. */
+  readonly max_concurrent: number | null;
+  readonly token_budget: TokenBudgetConfig | null;
+}
+
+/** `usage` — the per-run usage records kept under edge.data_dir. */
+export interface UsageConfig {
+  /** Records older than this are deleted (checked hourly and at start). */
+  readonly retention_days: number;
+}
+
+/** `tracing` — W3C trace context and OpenTelemetry spans exported over OTLP/HTTP. */
+export interface TracingConfig {
+  readonly enabled: boolean;
+  /** OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. */
+  readonly otlp_endpoint: string;
+  /** Fraction of new traces sampled (a caller's sampled flag is honoured). */
+  readonly sample_ratio: number;
 }
 
 export interface A2AConfig {
@@ -273,6 +325,7 @@ export interface EdgeConfig {
   readonly console: ConsoleConfig;
   readonly openai: OpenAIConfig;
   readonly a2a: A2AConfig;
+  readonly ui: UiConfig;
   readonly models: readonly ModelConfig[];
   readonly nodes: readonly NodeConfig[];
 }

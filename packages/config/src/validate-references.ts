@@ -15,7 +15,32 @@ export function validateReferences(document: NormalizedDocument): PendingIssue[]
   checkNodes(document, issues);
   checkModels(config, issues);
   checkRoutes(config, issues);
+  checkApiKeys(config, issues);
   return issues;
+}
+
+/** Key ids name principals in usage records and metrics; two entries with one id or one secret are ambiguous. */
+function checkApiKeys(config: EdgeConfig, issues: PendingIssue[]): void {
+  const ids = new Map<string, number>();
+  const digests = new Map<string, number>();
+  config.openai.api_keys.forEach((key, index) => {
+    const firstId = ids.get(key.id);
+    if (key.id !== '' && firstId !== undefined) {
+      issues.push({
+        segments: ['openai', 'api_keys', index],
+        code: 'duplicate',
+        message: `duplicate key id '${key.id}' (also openai.api_keys[${firstId}])`,
+      });
+    } else ids.set(key.id, index);
+    const firstDigest = digests.get(key.key_sha256);
+    if (key.key_sha256 !== '' && firstDigest !== undefined) {
+      issues.push({
+        segments: ['openai', 'api_keys', index],
+        code: 'duplicate',
+        message: `the same secret as openai.api_keys[${firstDigest}]`,
+      });
+    } else digests.set(key.key_sha256, index);
+  });
 }
 
 function checkEdge(config: EdgeConfig, issues: PendingIssue[]): void {
@@ -53,6 +78,7 @@ function checkListeners(config: EdgeConfig, issues: PendingIssue[]): void {
   if (config.openai.enabled)
     listeners.push({ segments: ['openai', 'listen'], address: config.openai.listen });
   if (config.a2a.enabled) listeners.push({ segments: ['a2a', 'listen'], address: config.a2a.listen });
+  if (config.ui.enabled) listeners.push({ segments: ['ui', 'listen'], address: config.ui.listen });
   const parsed = listeners.map((listener) => ({ ...listener, ...splitAddress(listener.address) }));
   for (let later = 0; later < parsed.length; later += 1) {
     const current = parsed[later];
