@@ -9,6 +9,7 @@ import type {
   NodeCommandResponse,
   NodeConfigPayload,
   NodeConfigRefreshResult,
+  NodeDiscovery,
   ProviderHealthEntry,
   ProviderLifecycleProgress,
   RegisterRequest,
@@ -91,6 +92,11 @@ export const envelope = {
       $case: 'providerLifecycleProgress',
       providerLifecycleProgress: runtime.ProviderLifecycleProgress.fromPartial(progress),
     },
+  }),
+  /** node → edge, unsolicited: what the node found it can run (after registration and when it changes). */
+  nodeDiscovery: (discovery: Partial<NodeDiscovery>): Envelope => ({
+    requestId: '',
+    msg: { $case: 'nodeDiscovery', nodeDiscovery: runtime.NodeDiscovery.fromPartial(discovery) },
   }),
   /** Either side, last frame before a deliberate close. */
   goodbye: (reason: string, detail = ''): Envelope => ({

@@ -32,6 +32,12 @@ export type ProviderLifecycleResult = runtime.ProviderLifecycleResult;
 export type ProviderLifecycleProgress = runtime.ProviderLifecycleProgress;
 export type ProviderHealthEntry = runtime.ProviderHealthEntry;
 export type ProviderStatusReport = runtime.ProviderStatusReport;
+export type DiscoverySettings = runtime.DiscoverySettings;
+export type NodeDiscovery = runtime.NodeDiscovery;
+export type DiscoveredBackend = runtime.DiscoveredBackend;
+export type DiscoveredCli = runtime.DiscoveredCli;
+export type DiscoveredGpu = runtime.DiscoveredGpu;
+export type DiscoveredHost = runtime.DiscoveredHost;
 
 export const RegisterRejectCode = runtime.RegisterRejectCode;
 export type RegisterRejectCode = runtime.RegisterRejectCode;

@@ -401,6 +401,7 @@ export class NodeLink implements Outbound {
       case 'nodeConfigRefreshResult':
       case 'providerStatusReport':
       case 'providerLifecycleProgress':
+      case 'nodeDiscovery':
         this.#logger.warn({ kind: body.$case }, 'ignoring a message the edge should not send to a node');
         return;
       default: {

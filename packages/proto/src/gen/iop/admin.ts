@@ -20,7 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { NodeCommandRequest, NodeCommandResponse, RunEvent, RunRequest } from "./runtime.js";
+import { NodeCommandRequest, NodeCommandResponse, NodeDiscovery, RunEvent, RunRequest } from "./runtime.js";
 
 export const protobufPackage = "iop.admin.v1";
 
@@ -43,6 +43,8 @@ export interface NodeInfo {
   adapters: string[];
   providers: ProviderStatus[];
   remoteAddress: string;
+  /** What the node reported it can run; unset until a node that discovers has reported. */
+  discovered?: NodeDiscovery | undefined;
 }
 
 export interface ListNodesResponse {
@@ -116,7 +118,7 @@ export interface EdgeEvent {
 export interface NodeLifecycleEvent {
   nodeId: string;
   alias: string;
-  /** connected | disconnected */
+  /** connected | disconnected | discovered */
   kind: string;
   reason: string;
   atUnixMs: number;
@@ -218,6 +220,7 @@ function createBaseNodeInfo(): NodeInfo {
     adapters: [],
     providers: [],
     remoteAddress: "",
+    discovered: undefined,
   };
 }
 
@@ -255,6 +258,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     }
     if (message.remoteAddress !== "") {
       writer.uint32(90).string(message.remoteAddress);
+    }
+    if (message.discovered !== undefined) {
+      NodeDiscovery.encode(message.discovered, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -360,6 +366,14 @@ export const NodeInfo: MessageFns<NodeInfo> = {
             message.remoteAddress = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.discovered = NodeDiscovery.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -409,6 +423,7 @@ export const NodeInfo: MessageFns<NodeInfo> = {
         : isSet(object.remote_address)
         ? globalThis.String(object.remote_address)
         : "",
+      discovered: isSet(object.discovered) ? NodeDiscovery.fromJSON(object.discovered) : undefined,
     };
   },
 
@@ -447,6 +462,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     if (message.remoteAddress !== "") {
       obj.remoteAddress = message.remoteAddress;
     }
+    if (message.discovered !== undefined) {
+      obj.discovered = NodeDiscovery.toJSON(message.discovered);
+    }
     return obj;
   },
 
@@ -466,6 +484,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     message.adapters = object.adapters?.map((e) => e) || [];
     message.providers = object.providers?.map((e) => ProviderStatus.fromPartial(e)) || [];
     message.remoteAddress = object.remoteAddress ?? "";
+    message.discovered = (object.discovered !== undefined && object.discovered !== null)
+      ? NodeDiscovery.fromPartial(object.discovered)
+      : undefined;
     return message;
   },
 };

@@ -175,6 +175,7 @@ export interface Envelope {
     | { $case: "providerStatusReport"; providerStatusReport: ProviderStatusReport }
     | { $case: "providerLifecycleProgress"; providerLifecycleProgress: ProviderLifecycleProgress }
     | { $case: "goodbye"; goodbye: Goodbye }
+    | { $case: "nodeDiscovery"; nodeDiscovery: NodeDiscovery }
     | undefined;
 }
 
@@ -221,6 +222,18 @@ export interface NodeConfigPayload {
   /** Opaque content hash of this payload; echoed in refresh results. */
   revision: string;
   healthProbeIntervalMs: number;
+  /** Where the node looks for model servers besides Ollama and the usual local ports (`nodes[].discovery`). */
+  discovery?: DiscoverySettings | undefined;
+}
+
+export interface DiscoverySettings {
+  /** OpenAI-compatible base URLs (with or without /v1) probed at /v1/models. */
+  openaiCompatUrls: string[];
+  /**
+   * Loopback ports probed for OpenAI-compatible servers (vLLM 8000, llama.cpp 8080, LM Studio 1234, SGLang
+   * 30000 by default). A payload without `discovery` (an older edge) means the node's built-in list.
+   */
+  localPorts: number[];
 }
 
 export interface AdapterInstance {
@@ -502,6 +515,53 @@ export interface ProviderStatusReport {
   providers: ProviderHealthEntry[];
 }
 
+/**
+ * node → edge, unsolicited: what the node found it can run — model servers, coding-agent CLIs and the host.
+ * Sent after every registration (once its bounded probes finish) and again whenever the result changes.
+ * Edges that predate it ignore the frame.
+ */
+export interface NodeDiscovery {
+  backends: DiscoveredBackend[];
+  clis: DiscoveredCli[];
+  host?: DiscoveredHost | undefined;
+  discoveredAtUnixMs: number;
+}
+
+export interface DiscoveredBackend {
+  /** ollama | vllm | llama.cpp | lmstudio | sglang | openai_compat */
+  kind: string;
+  /** Root URL of the server (for OpenAI-compatible servers it ends in /v1). */
+  baseUrl: string;
+  /** Served model names. */
+  models: string[];
+  version: string;
+  /** Models currently loaded in memory (Ollama /api/ps). */
+  loadedModels: string[];
+}
+
+export interface DiscoveredCli {
+  /** claude | codex | opencode | cline | agy */
+  name: string;
+  path: string;
+  /** First line of `<cli> --version`; empty when it did not answer in time. */
+  version: string;
+}
+
+export interface DiscoveredGpu {
+  name: string;
+  memoryBytes: number;
+  /** nvidia | apple */
+  vendor: string;
+}
+
+export interface DiscoveredHost {
+  os: string;
+  arch: string;
+  cpuCores: number;
+  memoryBytes: number;
+  gpus: DiscoveredGpu[];
+}
+
 function createBaseEnvelope(): Envelope {
   return { requestId: "", msg: undefined };
 }
@@ -553,6 +613,9 @@ export const Envelope: MessageFns<Envelope> = {
         break;
       case "goodbye":
         Goodbye.encode(message.msg.goodbye, writer.uint32(186).fork()).join();
+        break;
+      case "nodeDiscovery":
+        NodeDiscovery.encode(message.msg.nodeDiscovery, writer.uint32(194).fork()).join();
         break;
     }
     return writer;
@@ -715,6 +778,14 @@ export const Envelope: MessageFns<Envelope> = {
             message.msg = { $case: "goodbye", goodbye: Goodbye.decode(reader, reader.uint32()) };
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.msg = { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -818,6 +889,10 @@ export const Envelope: MessageFns<Envelope> = {
         }
         : isSet(object.goodbye)
         ? { $case: "goodbye", goodbye: Goodbye.fromJSON(object.goodbye) }
+        : isSet(object.nodeDiscovery)
+        ? { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.fromJSON(object.nodeDiscovery) }
+        : isSet(object.node_discovery)
+        ? { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.fromJSON(object.node_discovery) }
         : undefined,
     };
   },
@@ -855,6 +930,8 @@ export const Envelope: MessageFns<Envelope> = {
       obj.providerLifecycleProgress = ProviderLifecycleProgress.toJSON(message.msg.providerLifecycleProgress);
     } else if (message.msg?.$case === "goodbye") {
       obj.goodbye = Goodbye.toJSON(message.msg.goodbye);
+    } else if (message.msg?.$case === "nodeDiscovery") {
+      obj.nodeDiscovery = NodeDiscovery.toJSON(message.msg.nodeDiscovery);
     }
     return obj;
   },
@@ -971,6 +1048,12 @@ export const Envelope: MessageFns<Envelope> = {
       case "goodbye": {
         if (object.msg?.goodbye !== undefined && object.msg?.goodbye !== null) {
           message.msg = { $case: "goodbye", goodbye: Goodbye.fromPartial(object.msg.goodbye) };
+        }
+        break;
+      }
+      case "nodeDiscovery": {
+        if (object.msg?.nodeDiscovery !== undefined && object.msg?.nodeDiscovery !== null) {
+          message.msg = { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.fromPartial(object.msg.nodeDiscovery) };
         }
         break;
       }
@@ -1580,6 +1663,7 @@ function createBaseNodeConfigPayload(): NodeConfigPayload {
     providers: [],
     revision: "",
     healthProbeIntervalMs: 0,
+    discovery: undefined,
   };
 }
 
@@ -1605,6 +1689,9 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     }
     if (message.healthProbeIntervalMs !== 0) {
       writer.uint32(56).uint32(message.healthProbeIntervalMs);
+    }
+    if (message.discovery !== undefined) {
+      DiscoverySettings.encode(message.discovery, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1678,6 +1765,14 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
             message.healthProbeIntervalMs = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.discovery = DiscoverySettings.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1715,6 +1810,7 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
         : isSet(object.health_probe_interval_ms)
         ? globalThis.Number(object.health_probe_interval_ms)
         : 0,
+      discovery: isSet(object.discovery) ? DiscoverySettings.fromJSON(object.discovery) : undefined,
     };
   },
 
@@ -1741,6 +1837,9 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     if (message.healthProbeIntervalMs !== 0) {
       obj.healthProbeIntervalMs = Math.round(message.healthProbeIntervalMs);
     }
+    if (message.discovery !== undefined) {
+      obj.discovery = DiscoverySettings.toJSON(message.discovery);
+    }
     return obj;
   },
 
@@ -1756,6 +1855,116 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     message.providers = object.providers?.map((e) => ProviderConfig.fromPartial(e)) || [];
     message.revision = object.revision ?? "";
     message.healthProbeIntervalMs = object.healthProbeIntervalMs ?? 0;
+    message.discovery = (object.discovery !== undefined && object.discovery !== null)
+      ? DiscoverySettings.fromPartial(object.discovery)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDiscoverySettings(): DiscoverySettings {
+  return { openaiCompatUrls: [], localPorts: [] };
+}
+
+export const DiscoverySettings: MessageFns<DiscoverySettings> = {
+  encode(message: DiscoverySettings, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.openaiCompatUrls) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.localPorts.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.localPorts) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoverySettings {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoverySettings();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.openaiCompatUrls.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.localPorts.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.localPorts.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiscoverySettings {
+    return {
+      openaiCompatUrls: globalThis.Array.isArray(object?.openaiCompatUrls)
+        ? object.openaiCompatUrls.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.openai_compat_urls)
+        ? object.openai_compat_urls.map((e: any) => globalThis.String(e))
+        : [],
+      localPorts: globalThis.Array.isArray(object?.localPorts)
+        ? object.localPorts.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.local_ports)
+        ? object.local_ports.map((e: any) => globalThis.Number(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DiscoverySettings): unknown {
+    const obj: any = {};
+    if (message.openaiCompatUrls?.length) {
+      obj.openaiCompatUrls = message.openaiCompatUrls;
+    }
+    if (message.localPorts?.length) {
+      obj.localPorts = message.localPorts.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiscoverySettings>): DiscoverySettings {
+    return DiscoverySettings.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoverySettings>): DiscoverySettings {
+    const message = createBaseDiscoverySettings();
+    message.openaiCompatUrls = object.openaiCompatUrls?.map((e) => e) || [];
+    message.localPorts = object.localPorts?.map((e) => e) || [];
     return message;
   },
 };
@@ -6605,6 +6814,619 @@ export const ProviderStatusReport: MessageFns<ProviderStatusReport> = {
   fromPartial(object: DeepPartial<ProviderStatusReport>): ProviderStatusReport {
     const message = createBaseProviderStatusReport();
     message.providers = object.providers?.map((e) => ProviderHealthEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseNodeDiscovery(): NodeDiscovery {
+  return { backends: [], clis: [], host: undefined, discoveredAtUnixMs: 0 };
+}
+
+export const NodeDiscovery: MessageFns<NodeDiscovery> = {
+  encode(message: NodeDiscovery, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.backends) {
+      DiscoveredBackend.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.clis) {
+      DiscoveredCli.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.host !== undefined) {
+      DiscoveredHost.encode(message.host, writer.uint32(26).fork()).join();
+    }
+    if (message.discoveredAtUnixMs !== 0) {
+      writer.uint32(32).uint64(message.discoveredAtUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeDiscovery {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeDiscovery();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.backends.push(DiscoveredBackend.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.clis.push(DiscoveredCli.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.host = DiscoveredHost.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.discoveredAtUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeDiscovery {
+    return {
+      backends: globalThis.Array.isArray(object?.backends)
+        ? object.backends.map((e: any) => DiscoveredBackend.fromJSON(e))
+        : [],
+      clis: globalThis.Array.isArray(object?.clis) ? object.clis.map((e: any) => DiscoveredCli.fromJSON(e)) : [],
+      host: isSet(object.host) ? DiscoveredHost.fromJSON(object.host) : undefined,
+      discoveredAtUnixMs: isSet(object.discoveredAtUnixMs)
+        ? globalThis.Number(object.discoveredAtUnixMs)
+        : isSet(object.discovered_at_unix_ms)
+        ? globalThis.Number(object.discovered_at_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: NodeDiscovery): unknown {
+    const obj: any = {};
+    if (message.backends?.length) {
+      obj.backends = message.backends.map((e) => DiscoveredBackend.toJSON(e));
+    }
+    if (message.clis?.length) {
+      obj.clis = message.clis.map((e) => DiscoveredCli.toJSON(e));
+    }
+    if (message.host !== undefined) {
+      obj.host = DiscoveredHost.toJSON(message.host);
+    }
+    if (message.discoveredAtUnixMs !== 0) {
+      obj.discoveredAtUnixMs = Math.round(message.discoveredAtUnixMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NodeDiscovery>): NodeDiscovery {
+    return NodeDiscovery.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NodeDiscovery>): NodeDiscovery {
+    const message = createBaseNodeDiscovery();
+    message.backends = object.backends?.map((e) => DiscoveredBackend.fromPartial(e)) || [];
+    message.clis = object.clis?.map((e) => DiscoveredCli.fromPartial(e)) || [];
+    message.host = (object.host !== undefined && object.host !== null)
+      ? DiscoveredHost.fromPartial(object.host)
+      : undefined;
+    message.discoveredAtUnixMs = object.discoveredAtUnixMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseDiscoveredBackend(): DiscoveredBackend {
+  return { kind: "", baseUrl: "", models: [], version: "", loadedModels: [] };
+}
+
+export const DiscoveredBackend: MessageFns<DiscoveredBackend> = {
+  encode(message: DiscoveredBackend, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.baseUrl !== "") {
+      writer.uint32(18).string(message.baseUrl);
+    }
+    for (const v of message.models) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.version !== "") {
+      writer.uint32(34).string(message.version);
+    }
+    for (const v of message.loadedModels) {
+      writer.uint32(42).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoveredBackend {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoveredBackend();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.baseUrl = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.models.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.loadedModels.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiscoveredBackend {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      baseUrl: isSet(object.baseUrl)
+        ? globalThis.String(object.baseUrl)
+        : isSet(object.base_url)
+        ? globalThis.String(object.base_url)
+        : "",
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      loadedModels: globalThis.Array.isArray(object?.loadedModels)
+        ? object.loadedModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.loaded_models)
+        ? object.loaded_models.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DiscoveredBackend): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.baseUrl !== "") {
+      obj.baseUrl = message.baseUrl;
+    }
+    if (message.models?.length) {
+      obj.models = message.models;
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.loadedModels?.length) {
+      obj.loadedModels = message.loadedModels;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiscoveredBackend>): DiscoveredBackend {
+    return DiscoveredBackend.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoveredBackend>): DiscoveredBackend {
+    const message = createBaseDiscoveredBackend();
+    message.kind = object.kind ?? "";
+    message.baseUrl = object.baseUrl ?? "";
+    message.models = object.models?.map((e) => e) || [];
+    message.version = object.version ?? "";
+    message.loadedModels = object.loadedModels?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDiscoveredCli(): DiscoveredCli {
+  return { name: "", path: "", version: "" };
+}
+
+export const DiscoveredCli: MessageFns<DiscoveredCli> = {
+  encode(message: DiscoveredCli, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.version !== "") {
+      writer.uint32(26).string(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoveredCli {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoveredCli();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiscoveredCli {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+    };
+  },
+
+  toJSON(message: DiscoveredCli): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiscoveredCli>): DiscoveredCli {
+    return DiscoveredCli.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoveredCli>): DiscoveredCli {
+    const message = createBaseDiscoveredCli();
+    message.name = object.name ?? "";
+    message.path = object.path ?? "";
+    message.version = object.version ?? "";
+    return message;
+  },
+};
+
+function createBaseDiscoveredGpu(): DiscoveredGpu {
+  return { name: "", memoryBytes: 0, vendor: "" };
+}
+
+export const DiscoveredGpu: MessageFns<DiscoveredGpu> = {
+  encode(message: DiscoveredGpu, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.memoryBytes !== 0) {
+      writer.uint32(16).uint64(message.memoryBytes);
+    }
+    if (message.vendor !== "") {
+      writer.uint32(26).string(message.vendor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoveredGpu {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoveredGpu();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.memoryBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.vendor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiscoveredGpu {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      memoryBytes: isSet(object.memoryBytes)
+        ? globalThis.Number(object.memoryBytes)
+        : isSet(object.memory_bytes)
+        ? globalThis.Number(object.memory_bytes)
+        : 0,
+      vendor: isSet(object.vendor) ? globalThis.String(object.vendor) : "",
+    };
+  },
+
+  toJSON(message: DiscoveredGpu): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.memoryBytes !== 0) {
+      obj.memoryBytes = Math.round(message.memoryBytes);
+    }
+    if (message.vendor !== "") {
+      obj.vendor = message.vendor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiscoveredGpu>): DiscoveredGpu {
+    return DiscoveredGpu.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoveredGpu>): DiscoveredGpu {
+    const message = createBaseDiscoveredGpu();
+    message.name = object.name ?? "";
+    message.memoryBytes = object.memoryBytes ?? 0;
+    message.vendor = object.vendor ?? "";
+    return message;
+  },
+};
+
+function createBaseDiscoveredHost(): DiscoveredHost {
+  return { os: "", arch: "", cpuCores: 0, memoryBytes: 0, gpus: [] };
+}
+
+export const DiscoveredHost: MessageFns<DiscoveredHost> = {
+  encode(message: DiscoveredHost, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.os !== "") {
+      writer.uint32(10).string(message.os);
+    }
+    if (message.arch !== "") {
+      writer.uint32(18).string(message.arch);
+    }
+    if (message.cpuCores !== 0) {
+      writer.uint32(24).uint32(message.cpuCores);
+    }
+    if (message.memoryBytes !== 0) {
+      writer.uint32(32).uint64(message.memoryBytes);
+    }
+    for (const v of message.gpus) {
+      DiscoveredGpu.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoveredHost {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoveredHost();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.os = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.arch = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cpuCores = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.memoryBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.gpus.push(DiscoveredGpu.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiscoveredHost {
+    return {
+      os: isSet(object.os) ? globalThis.String(object.os) : "",
+      arch: isSet(object.arch) ? globalThis.String(object.arch) : "",
+      cpuCores: isSet(object.cpuCores)
+        ? globalThis.Number(object.cpuCores)
+        : isSet(object.cpu_cores)
+        ? globalThis.Number(object.cpu_cores)
+        : 0,
+      memoryBytes: isSet(object.memoryBytes)
+        ? globalThis.Number(object.memoryBytes)
+        : isSet(object.memory_bytes)
+        ? globalThis.Number(object.memory_bytes)
+        : 0,
+      gpus: globalThis.Array.isArray(object?.gpus) ? object.gpus.map((e: any) => DiscoveredGpu.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: DiscoveredHost): unknown {
+    const obj: any = {};
+    if (message.os !== "") {
+      obj.os = message.os;
+    }
+    if (message.arch !== "") {
+      obj.arch = message.arch;
+    }
+    if (message.cpuCores !== 0) {
+      obj.cpuCores = Math.round(message.cpuCores);
+    }
+    if (message.memoryBytes !== 0) {
+      obj.memoryBytes = Math.round(message.memoryBytes);
+    }
+    if (message.gpus?.length) {
+      obj.gpus = message.gpus.map((e) => DiscoveredGpu.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiscoveredHost>): DiscoveredHost {
+    return DiscoveredHost.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoveredHost>): DiscoveredHost {
+    const message = createBaseDiscoveredHost();
+    message.os = object.os ?? "";
+    message.arch = object.arch ?? "";
+    message.cpuCores = object.cpuCores ?? 0;
+    message.memoryBytes = object.memoryBytes ?? 0;
+    message.gpus = object.gpus?.map((e) => DiscoveredGpu.fromPartial(e)) || [];
     return message;
   },
 };
