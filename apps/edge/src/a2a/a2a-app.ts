@@ -39,6 +39,9 @@ export interface A2AAppOptions {
   metrics?: HttpMetricsRecorder;
 }
 
+/** Largest JSON-RPC body read (well under what one frame to a node carries). */
+const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
 const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];
 
 /** JSON-RPC methods used as metric route labels; anything else is counted as `rpc other`. */
@@ -68,6 +71,7 @@ function routeLabel(request: Request, response: Response, rpcPath: string): stri
 }
 
 export function createA2AApp(options: A2AAppOptions): express.Express {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const app = express();
   app.disable('x-powered-by');
   app.use(
@@ -93,20 +97,45 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
 
   app.post(
     options.path,
-    express.raw({ type: () => true, limit: options.maxBodyBytes ?? 10 * 1024 * 1024 }),
-    (request, response) => {
-      if (!authorized(request, options.bearerToken)) {
-        response
-          .status(401)
-          .set('www-authenticate', 'Bearer')
-          .json(
-            toJsonRpcError(
-              new JsonRpcError(JSON_RPC_ERRORS.invalidRequest, 'missing or invalid bearer token'),
-              null,
-            ),
-          );
+    // The token is checked before a byte of the body is read: an unauthenticated client gets 401 at once and the
+    // connection is closed instead of draining what it sent (up to maxBodyBytes).
+    (request, response, next) => {
+      if (authorized(request, options.bearerToken)) {
+        next();
         return;
       }
+      response
+        .status(401)
+        .set('www-authenticate', 'Bearer')
+        .set('connection', 'close')
+        .json(
+          toJsonRpcError(
+            new JsonRpcError(JSON_RPC_ERRORS.invalidRequest, 'missing or invalid bearer token'),
+            null,
+          ),
+        );
+    },
+    // A declared length over the limit is refused before reading (express.raw would answer only after draining).
+    (request, response, next) => {
+      if (Number(request.headers['content-length'] ?? 0) <= maxBodyBytes) {
+        next();
+        return;
+      }
+      response
+        .status(413)
+        .set('connection', 'close')
+        .json(
+          toJsonRpcError(
+            new JsonRpcError(
+              JSON_RPC_ERRORS.invalidRequest,
+              `request body over the limit of ${maxBodyBytes} bytes`,
+            ),
+            null,
+          ),
+        );
+    },
+    express.raw({ type: () => true, limit: maxBodyBytes }),
+    (request, response) => {
       void handleRpc(request, response, options);
     },
   );

@@ -1,7 +1,9 @@
 // Starts an HTTP server for a surface on a `host:port` listen address and closes it completely (including
-// keep-alive and streaming connections) on close().
-import http from 'node:http';
+// keep-alive and streaming connections) on close(). The server carries the shared request timeouts and connection
+// cap (`createHttpServer`).
+import type http from 'node:http';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
+import { createHttpServer, type HttpServerLimits } from './http-server.js';
 
 export interface HttpListener {
   /** `host:port` actually bound (port 0 resolved). */
@@ -10,9 +12,13 @@ export interface HttpListener {
   close(): Promise<void>;
 }
 
-export async function listenHttp(listen: string, handler: http.RequestListener): Promise<HttpListener> {
+export async function listenHttp(
+  listen: string,
+  handler: http.RequestListener,
+  limits: Partial<HttpServerLimits> = {},
+): Promise<HttpListener> {
   const { host, port } = parseListenAddress(listen);
-  const server = http.createServer(handler);
+  const server = createHttpServer(handler, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

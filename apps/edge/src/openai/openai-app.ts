@@ -35,6 +35,7 @@ import { createRunDispatcher, type ActiveRun } from './run-dispatcher.js';
 import { bufferRun, collectRun, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
+import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -49,8 +50,8 @@ export interface OpenAIAppOptions {
   background?: { maxEntries?: number; ttlMs?: number };
 }
 
-/** Largest accepted request body (long chat histories with inline images). */
-export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
+export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
 const BACKGROUND_KEY = 'iopBackgroundResponses';

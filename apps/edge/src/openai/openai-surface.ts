@@ -2,7 +2,7 @@
 // undefined when `openai.enabled` is false. The provider pool is the runtime's shared one (pool/shared-pool.ts).
 // close() stops accepting, drops idle keep-alive connections and, after a short grace, cuts streams still open —
 // their runs are cancelled and their leases returned by the normal client-disconnect path.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { EdgeConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
@@ -11,6 +11,7 @@ import type { Clock } from '../pool/clock.js';
 import { sharedProviderPool } from '../pool/shared-pool.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import type { EdgeService } from '../service/types.js';
+import { createHttpServer } from '../http/http-server.js';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
@@ -61,7 +62,7 @@ export async function createOpenAISurface(
     metrics,
   });
   const { host, port } = parseListenAddress(openai.listen);
-  const server = createServer(app);
+  const server = createHttpServer(app);
   await listen(server, host, port);
   const bound = server.address() as AddressInfo;
   const address = localUrl(bound.address, bound.port);

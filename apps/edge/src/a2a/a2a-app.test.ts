@@ -1,0 +1,97 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { silentLogger } from '../logging.js';
+import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
+
+let surface: RunningA2ASurface | undefined;
+
+afterEach(async () => {
+  await surface?.close();
+  surface = undefined;
+});
+
+async function start(bearerToken: string): Promise<{ host: string; port: number }> {
+  surface = await startA2ASurface({
+    listen: '127.0.0.1:0',
+    path: '/a2a',
+    bearerToken,
+    edgeId: 'edge-test',
+    version: '0.1.0',
+    settings: {
+      node: '',
+      adapter: 'cli',
+      target: 'fake-cli',
+      sessionId: 'a2a',
+      timeoutSec: 30,
+      maxTasks: 10,
+      finishedTaskTtlMs: 60_000,
+      maxContexts: 10,
+    },
+    service: new FakeEdgeService(echoScripter),
+    logger: silentLogger,
+  });
+  const port = Number(surface.address.slice(surface.address.lastIndexOf(':') + 1));
+  return { host: '127.0.0.1', port };
+}
+
+/** Sends the headers of a large POST and only its first bytes; resolves with what came back and when. */
+function partialPost(
+  address: { host: string; port: number },
+  headers: Record<string, string>,
+  declaredBytes: number,
+): Promise<{ response: string; elapsedMs: number; closedByServer: boolean }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const socket = net.connect(address.port, address.host);
+    let response = '';
+    let answeredAt = 0;
+    socket.setEncoding('utf8');
+    socket.on('connect', () => {
+      const lines = [
+        'POST /a2a HTTP/1.1',
+        `host: ${address.host}:${address.port}`,
+        'content-type: application/json',
+        `content-length: ${declaredBytes}`,
+        ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+      ];
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+      socket.write(Buffer.alloc(64 * 1024, 0x20));
+    });
+    socket.on('data', (chunk: string) => {
+      if (answeredAt === 0) answeredAt = performance.now();
+      response += chunk;
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () =>
+      resolve({ response, elapsedMs: (answeredAt || performance.now()) - started, closedByServer: true }),
+    );
+    setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no close within 5 s; got ${JSON.stringify(response.slice(0, 200))}`));
+    }, 5000).unref();
+  });
+}
+
+describe('A2A app hostile input', () => {
+  it('answers an unauthenticated 10 MiB body with 401 before reading it and closes the connection', async () => {
+    const address = await start('secret-token');
+    const result = await partialPost(address, {}, 10 * 1024 * 1024);
+    expect(result.response).toMatch(/^HTTP\/1\.1 401 /);
+    expect(result.response.toLowerCase()).toContain('connection: close');
+    expect(result.elapsedMs).toBeLessThan(1000);
+    expect(result.closedByServer).toBe(true);
+  });
+
+  it('rejects a wrong token the same way', async () => {
+    const address = await start('secret-token');
+    const result = await partialPost(address, { authorization: 'Bearer nope' }, 10 * 1024 * 1024);
+    expect(result.response).toMatch(/^HTTP\/1\.1 401 /);
+  });
+
+  it('reads the body of an authorized request (and refuses one over the limit with 413)', async () => {
+    const address = await start('secret-token');
+    const result = await partialPost(address, { authorization: 'Bearer secret-token' }, 64 * 1024 * 1024);
+    expect(result.response).toMatch(/^HTTP\/1\.1 413 /);
+  });
+});
