@@ -24,6 +24,9 @@ export function renderConfigTemplate(options: ConfigTemplateOptions): string {
   const dataDir = options.dataDir ?? DEFAULTS.data_dir;
   if (dataDir.trim() === '') throw new ConfigError('invalid_argument', 'data dir must not be empty');
   const q = (value: string): string => JSON.stringify(value);
+  const tls = options.tls
+    ? `tls: { enabled: true, cert_file: ${q(options.tls.certFile)}, key_file: ${q(options.tls.keyFile)} }   # nodes pin this key's fingerprint`
+    : 'tls: { enabled: false, cert_file: "", key_file: "" }   # plaintext: tokens and runs cross the network in clear';
   return `# IOP edge configuration, written by \`iop-edge config init\`.
 # Check it with \`iop-edge config check\`; the full key reference is
 # agent-contract/inner/edge-config-runtime-refresh.md. Relative paths resolve against this file's directory.
@@ -32,7 +35,7 @@ edge:
   id: ${q(edgeId)}
   listen: ${q(listen)}            # node transport (TCP)
   data_dir: ${q(dataDir)}              # node store and run history
-  tls: { enabled: false, cert_file: "", key_file: "" }
+  ${tls}
 
 logging: { level: "info", format: "json" }
 

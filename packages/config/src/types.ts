@@ -393,4 +393,6 @@ export interface ConfigTemplateOptions {
   /** Node transport listen address; default 0.0.0.0:19090. */
   readonly listen?: string;
   readonly dataDir?: string;
+  /** The edge's certificate and key (written as edge.tls, enabled); none = a plaintext template. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }

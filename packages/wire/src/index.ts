@@ -10,3 +10,4 @@ export * from './close-reasons.js';
 export * from './wire-logger.js';
 export * from './framed-connection.js';
 export * from './admin.js';
+export * from './edge-fingerprint.js';

@@ -1,9 +1,11 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import type os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { loadConfigFile } from '@iop/config';
+import { fingerprintOfCertificate } from '@iop/wire';
 import { memoryIo } from './test-support/memory-io.js';
 import { createConfigInitCommand, pickPublicHost } from './config-init.js';
 import { runCli } from './run-cli.js';
@@ -100,6 +102,38 @@ describe('iop-edge config init', () => {
     expect(await readFile(path.join(dir, 'edge.yaml'), 'utf8')).toContain(
       'public_url: "http://127.0.0.1:19091"',
     );
+  });
+
+  it('creates the TLS key (0600) and a certificate for the public host, enables edge.tls and keeps them on re-init', async () => {
+    const { io, out } = memoryIo(dir);
+    expect(await runCli(['config', 'init'], io, commandsWith(lan))).toBe(0);
+    const loaded = await loadConfigFile(path.join(dir, 'edge.yaml'));
+    if (!loaded.ok) throw new Error('config invalid');
+    const tls = loaded.config.edge.tls;
+    expect(tls).toEqual({
+      enabled: true,
+      cert_file: path.join(dir, 'data', 'edge-cert.pem'),
+      key_file: path.join(dir, 'data', 'edge-key.pem'),
+    });
+    expect((await stat(tls.key_file)).mode & 0o777).toBe(0o600);
+    expect((await stat(path.join(dir, 'data'))).mode & 0o777).toBe(0o700);
+    const certificate = new X509Certificate(await readFile(tls.cert_file));
+    expect(certificate.checkIP('192.0.2.10')).toBe('192.0.2.10');
+    const fingerprint = fingerprintOfCertificate(certificate);
+    expect(out()).toContain(`edge fingerprint (nodes pin it): ${fingerprint}`);
+
+    const again = memoryIo(dir);
+    expect(await runCli(['config', 'init', '--overwrite-config'], again.io, commandsWith(lan))).toBe(0);
+    expect(again.out()).toContain(`kept the edge's TLS key`);
+    expect(again.out()).toContain(fingerprint);
+  });
+
+  it('--no-tls writes the plaintext template and warns', async () => {
+    const { io, err } = memoryIo(dir);
+    expect(await runCli(['config', 'init', '--no-tls'], io, commandsWith(lan))).toBe(0);
+    expect(err()).toContain('unencrypted');
+    const loaded = await loadConfigFile(path.join(dir, 'edge.yaml'));
+    expect(loaded.ok && loaded.config.edge.tls.enabled).toBe(false);
   });
 
   it('picks IPv4 first, skips link-local, and brackets IPv6', () => {

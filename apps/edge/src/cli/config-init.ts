@@ -1,10 +1,13 @@
 // `iop-edge config init`: writes a starter edge.yaml (default ./edge.yaml) whose bootstrap.public_url uses this
 // host's first non-loopback address, so `node register` prints URLs remote nodes can reach. Never replaces an
-// existing file unless --overwrite-config is given.
-import { writeFile } from 'node:fs/promises';
+// existing file unless --overwrite-config is given. It also makes the edge's TLS identity (ECDSA P-256 key, mode
+// 0600, and a self-signed certificate for the public host) in the data dir and enables edge.tls, so the node link
+// is encrypted and pinned from the first `node register`; --no-tls writes the old plaintext template.
+import { access, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS, formatIssue, isConfigError, parseConfigText, renderConfigTemplate } from '@iop/config';
+import { certificateHosts, EDGE_CERT_FILE, EDGE_KEY_FILE, ensureEdgeIdentity } from '../tls/edge-identity.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 
 type NetworkInterfaces = ReturnType<typeof os.networkInterfaces>;
@@ -30,12 +33,13 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
     path: ['config', 'init'],
     summary:
       'Write a starter edge.yaml with this host as bootstrap.public_url (never overwrites by default).',
-    usage: 'config init [--path P] [--public-url URL] [--overwrite-config]',
+    usage: 'config init [--path P] [--public-url URL] [--overwrite-config] [--no-tls]',
     async run(argv, io) {
       const flags = parseFlags(argv, {
         path: { type: 'string' },
         'public-url': { type: 'string' },
         'overwrite-config': { type: 'boolean' },
+        'no-tls': { type: 'boolean' },
       });
       const target = path.resolve(io.cwd, stringFlag(flags, 'path') ?? 'edge.yaml');
       let publicUrl = stringFlag(flags, 'public-url');
@@ -45,9 +49,17 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
           writeLine(io.stderr, 'warning: no non-loopback address found; using 127.0.0.1 (pass --public-url)');
         publicUrl = `http://${host ?? '127.0.0.1'}:${bootstrapPort()}`;
       }
+      const withTls = !booleanFlag(flags, 'no-tls');
+      const dataDir = DEFAULTS.data_dir;
+      const tlsFiles = withTls
+        ? {
+            certFile: path.posix.join(dataDir, EDGE_CERT_FILE),
+            keyFile: path.posix.join(dataDir, EDGE_KEY_FILE),
+          }
+        : undefined;
       let text: string;
       try {
-        text = renderConfigTemplate({ publicUrl });
+        text = renderConfigTemplate({ publicUrl, dataDir, ...(tlsFiles ? { tls: tlsFiles } : {}) });
       } catch (error) {
         if (isConfigError(error)) throw new UsageError(error.message);
         throw error;
@@ -59,6 +71,24 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
         throw new Error('generated template failed validation');
       }
       const overwrite = booleanFlag(flags, 'overwrite-config');
+      if (!overwrite && (await exists(target))) {
+        writeLine(io.stderr, `${target} already exists; pass --overwrite-config to replace it`);
+        return 1;
+      }
+      let fingerprint: string | undefined;
+      if (withTls && check.config.edge.tls.enabled) {
+        // Kept when already there: a re-init must not invalidate the fingerprint nodes pinned.
+        const identity = await ensureEdgeIdentity({
+          dir: path.resolve(path.dirname(target), dataDir),
+          commonName: `iop-edge ${check.config.edge.id}`,
+          hosts: certificateHosts(publicUrl, check.config.edge.listen),
+        });
+        fingerprint = identity.fingerprint;
+        writeLine(
+          io.stdout,
+          `${identity.created ? 'created' : 'kept'} the edge's TLS key ${identity.keyFile} (mode 0600) and certificate ${identity.certFile}`,
+        );
+      }
       try {
         await writeFile(target, text, { encoding: 'utf8', flag: overwrite ? 'w' : 'wx', mode: 0o644 });
       } catch (error) {
@@ -69,9 +99,24 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
         throw error;
       }
       writeLine(io.stdout, `wrote ${target} (bootstrap.public_url: ${publicUrl})`);
+      if (fingerprint) writeLine(io.stdout, `edge fingerprint (nodes pin it): ${fingerprint}`);
+      else
+        writeLine(
+          io.stderr,
+          'warning: edge.tls is off: node tokens and runs will cross the network unencrypted',
+        );
       return 0;
     },
   };
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function bootstrapPort(): string {

@@ -15,6 +15,7 @@ import {
   exitCodeFor,
 } from '../link/node-link.js';
 import { createLogger, type Logger } from '@iop/logging';
+import { parseEdgeFingerprint } from '@iop/wire';
 import { NodeAgent } from '../runner/node-agent.js';
 import { defaultAdapterFactories } from './adapter-factories.js';
 import {
@@ -38,7 +39,8 @@ export interface RunCommandOverrides {
 
 const USAGE =
   'run --edge HOST:PORT --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
-  '[--register-timeout-ms N] [--tls] [--tls-ca FILE] [--tls-servername NAME] [--history-retain N] ' +
+  '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
+  '[--history-retain N] ' +
   '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
@@ -59,6 +61,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         tls: { type: 'boolean' },
         'tls-ca': { type: 'string' },
         'tls-servername': { type: 'string' },
+        'edge-fingerprint': { type: 'string' },
         'history-retain': { type: 'string' },
         'log-level': { type: 'string' },
         'log-format': { type: 'string' },
@@ -104,6 +107,13 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           );
         }
         if (token.warning) logger.warn({}, token.warning);
+        if (tls === undefined) {
+          logger.warn(
+            {},
+            'the link to the edge is not encrypted and the edge is not authenticated: pass --edge-fingerprint ' +
+              '(printed by iop-edge node register) or --tls-ca',
+          );
+        }
         const agent = new NodeAgent({
           nodeId,
           token: token.token,
@@ -122,6 +132,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             nodeId,
             dataDir,
             tls: tls !== undefined,
+            edgeFingerprint: tls?.fingerprint,
             tokenSource: token.origin,
             version: AGENT_VERSION,
           },
@@ -149,11 +160,20 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
 function tlsOptions(flags: ReturnType<typeof parseFlags>, cwd: string): DialOptions['tls'] {
   const caFile = stringFlag(flags, 'tls-ca');
   const servername = stringFlag(flags, 'tls-servername');
-  if (!booleanFlag(flags, 'tls') && !caFile && !servername) return undefined;
-  if (!caFile) return { servername };
+  const pinFlag = stringFlag(flags, 'edge-fingerprint');
+  let fingerprint: string | undefined;
+  if (pinFlag !== undefined) {
+    fingerprint = parseEdgeFingerprint(pinFlag);
+    if (fingerprint === undefined) {
+      throw new UsageError(`--edge-fingerprint must be sha256:<64 hex digits>, got '${pinFlag}'`);
+    }
+  }
+  if (!booleanFlag(flags, 'tls') && !caFile && !servername && !fingerprint) return undefined;
+  const pin = fingerprint ? { fingerprint } : {};
+  if (!caFile) return { servername, ...pin };
   const file = path.resolve(cwd, caFile);
   try {
-    return { ca: fs.readFileSync(file), servername };
+    return { ca: fs.readFileSync(file), servername, ...pin };
   } catch (error) {
     throw new UsageError(`cannot read --tls-ca ${file}: ${(error as Error).message}`);
   }

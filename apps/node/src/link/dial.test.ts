@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { envelope, FramedConnection } from '@iop/wire';
+import { envelope, fingerprintOfCertificate, FramedConnection } from '@iop/wire';
 import { createDialer, parseEdgeAddress } from './dial.js';
 import { LinkError } from './link-error.js';
 
@@ -88,6 +88,28 @@ describe('createDialer over TLS', () => {
   it('refuses an edge certificate it cannot verify with connect_failed', async () => {
     const dial = createDialer({ host: '127.0.0.1', port, tls: {} });
     await expect(dial(new AbortController().signal)).rejects.toMatchObject({ code: 'connect_failed' });
+  });
+
+  it('with a pinned fingerprint, connects to the self-signed edge without a CA', async () => {
+    const fingerprint = fingerprintOfCertificate(cert);
+    const connection = await createDialer({ host: '127.0.0.1', port, tls: { fingerprint } })(
+      new AbortController().signal,
+    );
+    await connection.close('test');
+  });
+
+  it('refuses an edge whose key does not match the pin, naming both fingerprints, before sending a byte', async () => {
+    const before = received.length;
+    const pinned = `sha256:${'0'.repeat(64)}`;
+    const dial = createDialer({ host: '127.0.0.1', port, tls: { fingerprint: pinned } });
+    const failure = dial(new AbortController().signal);
+    await expect(failure).rejects.toMatchObject({
+      code: 'edge_identity_mismatch',
+      transient: false,
+      message: expect.stringContaining(`expected ${pinned}, it presented ${fingerprintOfCertificate(cert)}`),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received.length).toBe(before);
   });
 
   it('fails with connect_failed when aborted or refused', async () => {

@@ -1,8 +1,10 @@
 // Opens the TCP (or TLS) connection to the edge and wraps it in a FramedConnection. Separate from the link so
-// tests and other transports can pass their own connect function.
+// tests and other transports can pass their own connect function. With a pinned edge fingerprint the TLS peer's
+// public key must match it before the connection is handed to the link, so the token (the link's first frame)
+// is never sent to an impostor; without `ca` the pin alone authenticates the edge (a self-signed certificate).
 import net from 'node:net';
 import tls from 'node:tls';
-import { FramedConnection, type WireLogger } from '@iop/wire';
+import { fingerprintOfCertificate, FramedConnection, type WireLogger } from '@iop/wire';
 import { LinkError } from './link-error.js';
 
 export type ConnectFunction = (signal: AbortSignal) => Promise<FramedConnection>;
@@ -10,8 +12,11 @@ export type ConnectFunction = (signal: AbortSignal) => Promise<FramedConnection>
 export interface DialOptions {
   host: string;
   port: number;
-  /** TLS to the edge; `ca` adds trusted roots (PEM) for an edge with a private certificate. */
-  tls?: { ca?: string | Buffer; servername?: string; rejectUnauthorized?: boolean };
+  /**
+   * TLS to the edge; `ca` adds trusted roots (PEM) for an edge with a private certificate; `fingerprint`
+   * (`sha256:<hex>` of the certificate's SubjectPublicKeyInfo) pins the edge's key.
+   */
+  tls?: { ca?: string | Buffer; servername?: string; rejectUnauthorized?: boolean; fingerprint?: string };
   connectTimeoutMs?: number;
   maxFrameBytes?: number;
   logger?: WireLogger;
@@ -29,7 +34,10 @@ export function createDialer(options: DialOptions): ConnectFunction {
             port: options.port,
             ca: options.tls.ca,
             servername: options.tls.servername ?? (net.isIP(options.host) ? undefined : options.host),
-            rejectUnauthorized: options.tls.rejectUnauthorized ?? true,
+            // A pin without a CA replaces chain validation (the edge's certificate is self-signed).
+            rejectUnauthorized:
+              options.tls.rejectUnauthorized ??
+              !(options.tls.fingerprint !== undefined && options.tls.ca === undefined),
           })
         : net.connect({ host: options.host, port: options.port });
       const readyEvent = options.tls ? 'secureConnect' : 'connect';
@@ -45,6 +53,23 @@ export function createDialer(options: DialOptions): ConnectFunction {
         reject(new LinkError('connect_failed', `cannot connect to edge ${address}: ${message}`, { cause }));
       };
       const onReady = () => {
+        const pinned = options.tls?.fingerprint;
+        if (pinned !== undefined && socket instanceof tls.TLSSocket) {
+          const peer = socket.getPeerX509Certificate();
+          const presented = peer ? fingerprintOfCertificate(peer) : 'no certificate';
+          if (presented !== pinned) {
+            cleanup();
+            socket.destroy();
+            reject(
+              new LinkError(
+                'edge_identity_mismatch',
+                `edge ${address} is not the pinned edge: expected ${pinned}, it presented ${presented}; ` +
+                  'the token was not sent (check --edge-fingerprint against `iop-edge env` on the edge host)',
+              ),
+            );
+            return;
+          }
+        }
         cleanup();
         resolve(
           new FramedConnection(socket, { maxFrameBytes: options.maxFrameBytes, logger: options.logger }),

@@ -4,6 +4,8 @@ export type LinkErrorCode =
   | 'illegal_transition'
   /** TCP/TLS connection to the edge failed. */
   | 'connect_failed'
+  /** The TLS peer's key does not match the pinned edge fingerprint (nothing was sent to it). */
+  | 'edge_identity_mismatch'
   /** The edge did not answer the register request in time. */
   | 'register_timeout'
   /** The edge refused the registration (reason from the edge). */

@@ -235,6 +235,10 @@ export class NodeLink implements Outbound {
       if (result.rejected && !result.rejected.transient) {
         return { kind: 'rejected', code: result.rejected.code, reason: result.rejected.reason };
       }
+      // A peer with the wrong key is not a flaky network: retrying would only keep knocking on an impostor.
+      if (result.error.code === 'edge_identity_mismatch') {
+        return { kind: 'connect-failed', message: result.error.message };
+      }
       lastError = result.error.message;
       this.#logger.warn({ attempt, maxRetries, error: lastError }, 'reconnect attempt failed');
     }
