@@ -34,6 +34,8 @@ const STARTUP_SECTIONS = [
   'openai',
   'a2a',
   'ui',
+  'usage',
+  'tracing',
 ] as const;
 /** Adapter settings that change how a run executes; named in reasons so operators see why a restart is needed. */
 const EXECUTION_FIELDS = new Set([

@@ -141,6 +141,13 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       public_url: str(a2a.public_url, ''),
     },
     ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },
+    usage: { retention_days: int(usage.retention_days, DEFAULTS.usage_retention_days) },
+    tracing: {
+      enabled: bool(tracing.enabled, false),
+      otlp_endpoint: str(tracing.otlp_endpoint, ''),
+      sample_ratio:
+        typeof tracing.sample_ratio === 'number' ? tracing.sample_ratio : DEFAULTS.tracing_sample_ratio,
+    },
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,
   };

@@ -33,7 +33,8 @@ describe('redactConfig', () => {
     const text = JSON.stringify(redacted);
     for (const secret of SECRETS) expect(text).not.toContain(secret);
     expect(redacted.refresh.admin_token).toBe(REDACTED);
-    expect(redacted.openai.api_keys).toEqual([REDACTED, REDACTED]);
+    expect(redacted.openai.api_keys.map((key) => key.key)).toEqual(['', '']);
+    expect(redacted.openai.api_keys.every((key) => /^[0-9a-f]{64}$/.test(key.key_sha256))).toBe(true);
     expect(redacted.a2a.bearer_token).toBe(REDACTED);
     expect(redacted.nodes[0]?.token).toBe(REDACTED);
     expect(redacted.nodes[1]?.token).toBe('');

@@ -16,7 +16,11 @@ export function redactConfig(config: EdgeConfig): EdgeConfig {
     ...config,
     refresh: { ...config.refresh, admin_token: secret(config.refresh.admin_token) },
     bootstrap: { ...config.bootstrap, public_url: redactUrl(config.bootstrap.public_url) },
-    openai: { ...config.openai, api_keys: config.openai.api_keys.map(secret) },
+    openai: {
+      ...config.openai,
+      // The digest is what a key is checked against; the clear text is dropped, so the printed form reloads.
+      api_keys: config.openai.api_keys.map((key) => ({ ...key, key: '' })),
+    },
     a2a: {
       ...config.a2a,
       bearer_token: secret(config.a2a.bearer_token),

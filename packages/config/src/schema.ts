@@ -195,7 +195,7 @@ const apiKey: Schema = {
   else: object(
     {
       id: identifier,
-      key: nonEmptyText,
+      key: text,
       key_sha256: { type: 'string', pattern: '^([0-9A-Fa-f]{64})?$' },
       models: { type: 'array', items: nonEmptyText, uniqueItems: true, maxItems: 4096 },
       rpm: nullableInteger(LIMITS.rpm),

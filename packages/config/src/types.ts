@@ -326,6 +326,8 @@ export interface EdgeConfig {
   readonly openai: OpenAIConfig;
   readonly a2a: A2AConfig;
   readonly ui: UiConfig;
+  readonly usage: UsageConfig;
+  readonly tracing: TracingConfig;
   readonly models: readonly ModelConfig[];
   readonly nodes: readonly NodeConfig[];
 }

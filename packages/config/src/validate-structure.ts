@@ -68,6 +68,9 @@ function toIssue(error: ErrorObject, source: YamlSource): ConfigIssue | undefine
   });
   const parentSchema = (error.parentSchema ?? {}) as Record<string, unknown>;
   switch (error.keyword) {
+    case 'if':
+      // The failing branch (then/else) reports the actual problem.
+      return undefined;
     case 'required':
       return at([...base, String(params.missingProperty)], 'required', 'is required');
     case 'additionalProperties': {

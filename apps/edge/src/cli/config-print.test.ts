@@ -62,11 +62,11 @@ describe('iop-edge config print', () => {
         adapters: { instances: { name: string; type: string; headers?: Record<string, string> }[] };
       }[];
       refresh: { admin_token: string };
-      openai: { api_keys: string[] };
+      openai: { api_keys: { id: string; key: string }[] };
     };
     expect(printed.nodes[0].token).toBe('[redacted]');
     expect(printed.refresh.admin_token).toBe('[redacted]');
-    expect(printed.openai.api_keys).toEqual(['[redacted]']);
+    expect(printed.openai.api_keys.map((key) => key.key)).toEqual(['']);
     expect(printed.nodes[0].adapters.instances.map((instance) => [instance.name, instance.type])).toEqual([
       ['cli', 'cli'],
       ['openai_compat', 'openai_compat'],

@@ -1,7 +1,8 @@
 // `iop-edge smoke openai --model <m> [--url U] [--api-key K] [--config P] [--timeout-ms N]`: sends one real chat
 // completion and one streamed one to a running edge and prints pass/fail with timings; exit 0 when both pass.
 // Without --url the address comes from the config's openai.listen (wildcards become loopback), else
-// http://127.0.0.1:18081. The key comes from --api-key, IOP_OPENAI_API_KEY, or the config's first api_keys entry.
+// http://127.0.0.1:18081. The key comes from --api-key, IOP_OPENAI_API_KEY, or the config's first api_keys entry
+// written in clear.
 import type { EdgeConfig } from '@iop/config';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand, type CliIo } from './command.js';
@@ -50,7 +51,10 @@ export const smokeOpenAICommand: CliCommand = {
     const explicitUrl = stringFlag(flags, 'url');
     const config = explicitUrl && stringFlag(flags, 'api-key') ? undefined : await optionalConfig(flags, io);
     const url = (explicitUrl ?? (config ? configUrl(config) : DEFAULT_SMOKE_URL)).replace(/\/+$/, '');
-    const apiKey = stringFlag(flags, 'api-key') ?? io.env['IOP_OPENAI_API_KEY'] ?? config?.openai.api_keys[0];
+    const apiKey =
+      stringFlag(flags, 'api-key') ??
+      io.env['IOP_OPENAI_API_KEY'] ??
+      config?.openai.api_keys.find((key) => key.key !== '')?.key;
     writeLine(io.stdout, `smoke openai: ${url} model=${model}`);
     const results = await runOpenAISmoke({ url, model, apiKey, timeoutMs, fetch, out: io.stdout });
     return results.every((result) => result.ok) ? 0 : 1;

@@ -1,10 +1,11 @@
-// Bearer API-key check for the OpenAI surface. Keys are compared as SHA-256 digests with timingSafeEqual, against
-// every configured key without an early exit, so timing reveals neither which key nor how much of one matched.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// Bearer API-key check for the OpenAI surface: the Authorization header resolves to a principal (an
+// `openai.api_keys` entry) or a 401. The comparison itself lives in governance/principal.ts.
 import type { RequestHandler } from 'express';
+import type { ApiKeyConfig } from '@iop/config';
+import { createPrincipalResolver, type Principal, type PrincipalResolver } from '../governance/principal.js';
 import { OpenAIHttpError } from './openai-error.js';
 
-export function apiKeyAuth(keys: readonly string[]): RequestHandler {
+export function apiKeyAuth(keys: readonly ApiKeyConfig[]): RequestHandler {
   const check = apiKeyCheck(keys);
   return (request, _response, next) => {
     next(check(request.headers.authorization));
@@ -13,25 +14,43 @@ export function apiKeyAuth(keys: readonly string[]): RequestHandler {
 
 /** The same check as a function of the Authorization header: undefined when accepted, else the 401 error. */
 export function apiKeyCheck(
-  keys: readonly string[],
+  keys: readonly ApiKeyConfig[],
 ): (authorization: string | undefined) => OpenAIHttpError | undefined {
-  const digests = keys.map(digest);
+  const authenticate = principalCheck(createPrincipalResolver({ keys }));
   return (authorization) => {
-    const header = authorization ?? '';
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-    const presented = digest(match?.[1] ?? '');
-    let accepted = false;
-    for (const expected of digests) accepted = timingSafeEqual(presented, expected) || accepted;
-    if (match && accepted) return undefined;
-    return new OpenAIHttpError(
-      401,
-      'authentication_error',
-      'invalid_api_key',
-      match ? 'Incorrect API key provided' : "Missing API key: send 'Authorization: Bearer <key>'",
-    );
+    const result = authenticate(authorization);
+    return result instanceof OpenAIHttpError ? result : undefined;
   };
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
+/**
+ * Resolves the Authorization header to the request's principal: the key's principal, undefined when no key is
+ * configured (anonymous), or the 401 error to answer with.
+ */
+export function principalCheck(
+  resolver: PrincipalResolver,
+): (authorization: string | undefined) => Principal | undefined | OpenAIHttpError {
+  return (authorization) => {
+    const result = resolver.authenticate(authorization);
+    switch (result.kind) {
+      case 'open':
+        return undefined;
+      case 'accepted':
+        return result.principal;
+      case 'missing':
+      case 'invalid':
+        return new OpenAIHttpError(
+          401,
+          'authentication_error',
+          'invalid_api_key',
+          result.kind === 'invalid'
+            ? 'Incorrect API key provided'
+            : "Missing API key: send 'Authorization: Bearer <key>'",
+        );
+      default: {
+        const unreachable: never = result;
+        return unreachable;
+      }
+    }
+  };
 }
