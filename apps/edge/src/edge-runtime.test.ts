@@ -168,26 +168,33 @@ describe('startEdgeRuntime', () => {
           testNode({ id: 'offline-node', alias: 'offline' }),
         ],
       };
-      const applied = await runtime.applyNodeConfig(changed);
+      const applied = (await runtime.applyNodeConfig(changed)).results;
       expect(applied.map((result) => [result.node_id, result.status])).toEqual([
         ['offline-node', 'not_connected'],
         ['test-node', 'applied'],
       ]);
       expect(runtime.registry.get('test-node')?.payload.maxConcurrency).toBe(9);
       expect(
-        (await runtime.applyNodeConfig(changed)).find((result) => result.node_id === 'test-node')?.status,
+        (await runtime.applyNodeConfig(changed)).results.find((result) => result.node_id === 'test-node')
+          ?.status,
       ).toBe('unchanged');
       accept = false;
       const refused = await runtime.applyNodeConfig({
         ...base,
         nodes: [testNode({ runtime: { ...testNode().runtime, max_concurrency: 2 } })],
       });
-      expect(refused).toHaveLength(1);
-      expect(refused[0]).toMatchObject({ node_id: 'test-node', status: 'failed', error: 'bad adapter' });
+      expect(refused.status).toBe('rejected');
+      expect(refused.results).toHaveLength(1);
+      expect(refused.results[0]).toMatchObject({
+        node_id: 'test-node',
+        status: 'failed',
+        error: 'bad adapter',
+      });
       expect(runtime.registry.get('test-node')?.payload.maxConcurrency).toBe(9);
       await answering;
+      // All or nothing: the refused payload is not handed out to a node registering later either.
       const again = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
-      expect(again.response.config?.maxConcurrency).toBe(2);
+      expect(again.response.config?.maxConcurrency).toBe(9);
     } finally {
       await runtime.stop();
     }

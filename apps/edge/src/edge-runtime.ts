@@ -5,8 +5,11 @@
 import type { EdgeConfig } from '@iop/config';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import type { Logger } from './logging.js';
-import { payloadForNode } from './node/mapper.js';
-import { pushNodeConfig, type NodeRefreshResult } from './node/node-config-push.js';
+import {
+  createNodeConfigState,
+  type NodeConfigApplyOptions,
+  type NodeConfigApplyOutcome,
+} from './node/node-config-push.js';
 import { createNodeRegistry, type NodeRegistry } from './node/node-registry.js';
 import { createNodeStore, type NodeStore } from './node/node-store.js';
 import { createEdgeService, type EdgeServiceImpl } from './service/edge-service.js';
@@ -34,10 +37,11 @@ export interface EdgeRuntime {
   surfaces: Surface[];
   extras: Map<string, unknown>;
   /**
-   * Live refresh of node configuration: later registrations get payloads from `config`, and every connected node
-   * whose payload changed is sent it now. The caller (config refresh) has already classified the change as live.
+   * Live refresh of node configuration, all or nothing (node/node-config-push.ts): every connected node whose
+   * payload changed is sent it; only when all acknowledged does `options.commit` run and later registrations get
+   * payloads from `config`; otherwise the nodes are reverted. The caller has already classified the change as live.
    */
-  applyNodeConfig(config: EdgeConfig, options?: { timeoutMs?: number }): Promise<NodeRefreshResult[]>;
+  applyNodeConfig(config: EdgeConfig, options?: NodeConfigApplyOptions): Promise<NodeConfigApplyOutcome>;
   /** Stops everything; idempotent. */
   stop(reason?: string): Promise<void>;
 }
@@ -61,12 +65,12 @@ export type ApplyNodeConfig = EdgeRuntime['applyNodeConfig'];
 
 export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<EdgeRuntime> {
   const { config, logger } = options;
-  // Nodes registering after a live refresh must get the refreshed payload.
-  let nodeConfigs = config.nodes;
   const clock = options.clock ?? Date.now;
   const events = createEventBus({ replaySize: 512, queueSize: 2048 });
   const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes, clock });
   const registry = createNodeRegistry();
+  // Nodes registering after a live refresh must get the refreshed payload.
+  const nodeConfigs = createNodeConfigState(registry, config.nodes);
   const service = createEdgeService({
     registry,
     events,
@@ -93,7 +97,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       events,
       logger: logger.child({ component: 'transport' }),
       clock,
-      payloadFor: (nodeId) => payloadForNode(nodeConfigs, nodeId),
+      payloadFor: (nodeId) => nodeConfigs.payloadFor(nodeId),
       onFrameError: (code) => {
         for (const listener of frameErrorListeners) listener(code);
       },
@@ -104,13 +108,15 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   }
 
   const applyNodeConfig: ApplyNodeConfig = async (next, applyOptions = {}) => {
-    nodeConfigs = next.nodes;
-    const results = await pushNodeConfig(registry, next.nodes, applyOptions);
+    const outcome = await nodeConfigs.apply(next.nodes, applyOptions);
     logger.info(
-      { results: results.map((result) => `${result.node_id}:${result.status}`) },
+      {
+        status: outcome.status,
+        results: outcome.results.map((result) => `${result.node_id}:${result.status}`),
+      },
       'node configuration pushed',
     );
-    return results;
+    return outcome;
   };
   extras.set(RUNTIME_EXTRAS.applyNodeConfig, applyNodeConfig);
 

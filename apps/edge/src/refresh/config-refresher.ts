@@ -3,15 +3,17 @@
 //
 // 1. parse + validate the candidate (`@iop/config`), classify it against the current config (`classifyRefresh`);
 // 2. `rejected` / `restart_required` / `dry-run`: nothing changes; the result reports every field with its path;
-// 3. `apply` of a live-only change: the routing state is swapped in one synchronous step (the provider pool's
-//    `applyConfig` builds its whole table before the swap, then `current` is replaced), so no dispatch ever sees
-//    half a config: models, provider capacity / priority / queue policy / enabled and the generation policy
-//    (read from the pool's models[] entries) change together. In-flight runs keep their leases (counters are
-//    keyed by provider id), so a capacity cut or a disabled provider only affects new dispatches and running work
-//    drains; queued requests are re-evaluated by the pool against the new table at once;
-// 4. then every affected node gets a NodeConfigRefreshRequest with its new payload (via the runtime's
-//    `applyNodeConfig`, which also makes later registrations get the new payload) and the acknowledgements are
-//    collected with a timeout into `node_results`.
+// 3. `apply` of a live-only change, all or nothing: first every affected connected node is sent its new payload
+//    (the runtime's `applyNodeConfig`, node/node-config-push.ts) and the acknowledgements are collected with a
+//    timeout. Only when all acknowledged is the edge switched, in one synchronous step: the provider pool's
+//    `applyConfig` builds its whole table before the swap, `current` is replaced, and later registrations get the
+//    new payloads — no dispatch ever sees half a config. In-flight runs keep their leases (counters are keyed by
+//    provider id), so a capacity cut or a disabled provider only affects new dispatches and running work drains;
+//    queued requests are re-evaluated by the pool against the new table at once;
+// 4. a node that refused or did not answer, or a failure of the switch itself, makes the result `rejected`: the
+//    nodes that applied are sent their previous payload again, the edge keeps its state, and the result says per
+//    node what happened (`node_results`) plus one `invalid` report per cause. Any unexpected failure inside the
+//    edge is a `rejected` result with a report too, never a thrown error.
 //
 // Refreshes are serialized through a gate: a refresh that arrives while another runs waits up to `waitMs`, then
 // fails with RefreshError `refresh_busy`. The candidate text is never logged (it holds tokens and keys).
@@ -26,7 +28,11 @@ import {
 } from '@iop/config';
 import { silentLogger, type Logger } from '../logging.js';
 import { payloadForNode } from '../node/mapper.js';
-import type { NodeRefreshResult } from '../node/node-config-push.js';
+import type {
+  NodeConfigApplyOptions,
+  NodeConfigApplyOutcome,
+  NodeRefreshResult,
+} from '../node/node-config-push.js';
 import type { PoolConfig } from '../pool/provider-pool.js';
 import type { RefreshNodeOutcome, RefreshResult } from './refresh-result.js';
 import { createSerialGate, type SerialGate } from './serial-gate.js';
@@ -36,16 +42,19 @@ export interface RoutingTarget {
   applyConfig(config: PoolConfig): void;
 }
 
-/** Pushes the nodes' new payloads and collects their acknowledgements (EdgeRuntime.applyNodeConfig). */
+/**
+ * Pushes the nodes' new payloads all or nothing and calls `options.commit` only when every node acknowledged
+ * (EdgeRuntime.applyNodeConfig).
+ */
 export type NodeConfigApplier = (
   config: EdgeConfig,
-  options: { timeoutMs?: number },
-) => Promise<NodeRefreshResult[]>;
+  options: NodeConfigApplyOptions,
+) => Promise<NodeConfigApplyOutcome>;
 
 export interface ConfigRefresherOptions {
   /** The config the edge runs now. */
   config: EdgeConfig;
-  /** The running config's file; its directory resolves relative paths of a candidate sent without a path. */
+  /** The running config's file; its directory resolves a candidate's relative paths (else the candidate's). */
   configPath?: string;
   /** Swapped on apply; none = the edge has no pool (nothing routes through models[]). */
   routing?: RoutingTarget;
@@ -83,31 +92,71 @@ export function createConfigRefresher(options: ConfigRefresherOptions): ConfigRe
   let applied = 0;
 
   function parse(candidateYaml: string, sourcePath: string): ConfigLoadResult {
-    const base = sourcePath || options.configPath;
+    // Relative paths (data_dir, artifact_dir, tls files) resolve against the running config's directory, as they
+    // did when the edge loaded it, so a candidate staged elsewhere does not show path changes nobody made.
+    const base = options.configPath || sourcePath;
     const baseDir = base && path.isAbsolute(base) ? path.dirname(base) : undefined;
     return parseConfigText(candidateYaml, sourcePath || 'refresh candidate', baseDir ? { baseDir } : {});
   }
 
   async function run(mode: string, candidateYaml: string, sourcePath: string): Promise<RefreshResult> {
-    const candidate = parse(candidateYaml, sourcePath);
-    const classification = classifyRefresh(current, candidate, mode);
-    const result = fromClassification(classification);
-    if (classification.status !== 'applied' || mode !== 'apply' || !candidate.ok) {
-      logOutcome(result);
-      return result;
-    }
-    const previous = current;
-    const next = candidate.config;
-    // One synchronous step: the pool table and `current` change together, before anything awaits.
-    options.routing?.applyConfig(next);
-    current = next;
-    applied += 1;
-    if (options.applyNodeConfig) {
-      const pushed = await options.applyNodeConfig(next, { timeoutMs: nodeTimeoutMs });
-      result.node_results = nodeOutcomes(pushed, affectedNodes(previous, next));
+    let result: RefreshResult | undefined;
+    try {
+      const candidate = parse(candidateYaml, sourcePath);
+      const classification = classifyRefresh(current, candidate, mode);
+      result = fromClassification(classification);
+      if (classification.status === 'applied' && mode === 'apply' && candidate.ok) {
+        await apply(candidate.config, result);
+      }
+    } catch (error) {
+      // A bug or an unexpected failure inside the edge: still an answer the operator can read.
+      logger.error({ error: describe(error) }, 'config refresh failed inside the edge');
+      result = rejectedResult(result, mode, {
+        path: '',
+        change: 'modified',
+        class: 'invalid',
+        reason: `(edge): the edge failed while handling the refresh: ${describe(error)}; nothing was applied`,
+      });
     }
     logOutcome(result);
     return result;
+  }
+
+  /** Prepare on the nodes, then switch the edge only if all acknowledged (see the module header). */
+  async function apply(next: EdgeConfig, result: RefreshResult): Promise<void> {
+    const previous = current;
+    // One synchronous step: the pool table and `current` change together, nothing awaits in between.
+    const commit = (): void => {
+      options.routing?.applyConfig(next);
+      current = next;
+      applied += 1;
+    };
+    if (!options.applyNodeConfig) {
+      commit();
+      return;
+    }
+    const outcome = await options.applyNodeConfig(next, { timeoutMs: nodeTimeoutMs, commit });
+    result.node_results = nodeOutcomes(outcome.results, affectedNodes(previous, next));
+    if (outcome.status === 'applied') return;
+    result.status = 'rejected';
+    for (const node of result.node_results) {
+      if (node.status === 'failed' || node.status === 'timeout') {
+        result.reports.push({
+          path: `nodes[${node.node_id}]`,
+          change: 'modified',
+          class: 'invalid',
+          reason: `nodes[${node.node_id}]: the node did not apply its new payload (${node.status}: ${node.error}); nothing was applied`,
+        });
+      }
+    }
+    if (outcome.error) {
+      result.reports.push({
+        path: '',
+        change: 'modified',
+        class: 'invalid',
+        reason: `(edge): ${outcome.error}; nothing was applied`,
+      });
+    }
   }
 
   function logOutcome(result: RefreshResult): void {
@@ -143,6 +192,27 @@ export function createConfigRefresher(options: ConfigRefresherOptions): ConfigRe
       gate.close();
     },
   };
+}
+
+/** A rejected result keeping what was classified (if anything) plus `report`. */
+function rejectedResult(
+  partial: RefreshResult | undefined,
+  mode: string,
+  report: RefreshResult['reports'][number],
+): RefreshResult {
+  return {
+    status: 'rejected',
+    mode: partial?.mode ?? mode,
+    changed_nodes: partial?.changed_nodes ?? [],
+    changed_providers: partial?.changed_providers ?? [],
+    changed_models: partial?.changed_models ?? [],
+    reports: [...(partial?.reports ?? []), report],
+    node_results: partial?.node_results ?? [],
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function fromClassification(classification: RefreshClassification): RefreshResult {
@@ -187,6 +257,8 @@ function nodeOutcomes(pushed: readonly NodeRefreshResult[], affected: Set<string
       case 'applied':
       case 'failed':
       case 'timeout':
+      case 'reverted':
+      case 'revert_failed':
         outcomes.push({ node_id: result.node_id, status: result.status, error: result.error });
         break;
       default: {

@@ -7,15 +7,20 @@ import { RefreshConfigResponse } from '@iop/wire';
 
 /**
  * What one node made of the pushed payload: `applied` (acknowledged), `failed` (the node refused it, `error`
- * says why; it keeps its previous payload), `timeout` (no acknowledgement in time), `not_connected` (the node
- * is not connected; it gets the new payload when it registers).
+ * says why; it keeps its previous payload), `timeout` (no acknowledgement in time; it was sent its previous
+ * payload again), `not_connected` (the node is not connected; it gets the payload in force when it registers),
+ * `reverted` (it acknowledged, the refresh was rejected because of another node, and it acknowledged its
+ * previous payload again), `revert_failed` (it acknowledged but did not take its previous payload back).
  */
-export type NodeResultStatus = 'applied' | 'failed' | 'timeout' | 'not_connected';
+export type NodeResultStatus =
+  'applied' | 'failed' | 'timeout' | 'not_connected' | 'reverted' | 'revert_failed';
 export const NODE_RESULT_STATUSES: readonly NodeResultStatus[] = [
   'applied',
   'failed',
   'timeout',
   'not_connected',
+  'reverted',
+  'revert_failed',
 ];
 
 export interface RefreshNodeOutcome {
