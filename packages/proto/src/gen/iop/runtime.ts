@@ -298,6 +298,11 @@ export interface ProviderConfig {
   capacity: number;
   enabled: boolean;
   lifecycleCapabilities: string[];
+  /**
+   * Provider health probe interval overriding the node's `health_probe_interval_ms` (`providers[].health`):
+   * absent = the node's interval, 0 = no probes for this provider. Older nodes ignore it.
+   */
+  healthProbeIntervalMs?: number | undefined;
 }
 
 export interface NodeConfigRefreshRequest {
@@ -2978,6 +2983,7 @@ function createBaseProviderConfig(): ProviderConfig {
     capacity: 0,
     enabled: false,
     lifecycleCapabilities: [],
+    healthProbeIntervalMs: undefined,
   };
 }
 
@@ -3006,6 +3012,9 @@ export const ProviderConfig: MessageFns<ProviderConfig> = {
     }
     for (const v of message.lifecycleCapabilities) {
       writer.uint32(66).string(v!);
+    }
+    if (message.healthProbeIntervalMs !== undefined) {
+      writer.uint32(72).uint32(message.healthProbeIntervalMs);
     }
     return writer;
   },
@@ -3087,6 +3096,14 @@ export const ProviderConfig: MessageFns<ProviderConfig> = {
             message.lifecycleCapabilities.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.healthProbeIntervalMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3113,6 +3130,11 @@ export const ProviderConfig: MessageFns<ProviderConfig> = {
         : globalThis.Array.isArray(object?.lifecycle_capabilities)
         ? object.lifecycle_capabilities.map((e: any) => globalThis.String(e))
         : [],
+      healthProbeIntervalMs: isSet(object.healthProbeIntervalMs)
+        ? globalThis.Number(object.healthProbeIntervalMs)
+        : isSet(object.health_probe_interval_ms)
+        ? globalThis.Number(object.health_probe_interval_ms)
+        : undefined,
     };
   },
 
@@ -3142,6 +3164,9 @@ export const ProviderConfig: MessageFns<ProviderConfig> = {
     if (message.lifecycleCapabilities?.length) {
       obj.lifecycleCapabilities = message.lifecycleCapabilities;
     }
+    if (message.healthProbeIntervalMs !== undefined) {
+      obj.healthProbeIntervalMs = Math.round(message.healthProbeIntervalMs);
+    }
     return obj;
   },
 
@@ -3158,6 +3183,7 @@ export const ProviderConfig: MessageFns<ProviderConfig> = {
     message.capacity = object.capacity ?? 0;
     message.enabled = object.enabled ?? false;
     message.lifecycleCapabilities = object.lifecycleCapabilities?.map((e) => e) || [];
+    message.healthProbeIntervalMs = object.healthProbeIntervalMs ?? undefined;
     return message;
   },
 };
