@@ -10,12 +10,15 @@ import {
 import { silentLogger } from '@iop/logging';
 import { createDialer } from './dial.js';
 import {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_RETRY_INTERVAL_MS,
   describeOutcome,
   exitCodeFor,
   NodeLink,
   type LinkHandler,
   type NodeLinkOptions,
 } from './node-link.js';
+import { FakeClock } from './test-support/fake-clock.js';
 import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
 
 class RecordingHandler implements LinkHandler {
@@ -311,5 +314,56 @@ describe('NodeLink against a fake edge over loopback', () => {
     await link.stop('shutdown');
     expect(await outcome).toEqual({ kind: 'stopped', reason: 'shutdown' });
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('NodeLink reconnect defaults (fake clock)', () => {
+  it('after a lost link, tries every 10 s, 10 times, then ends with retries-exhausted', async () => {
+    const edge = await FakeEdge.start();
+    const clock = new FakeClock();
+    const dial = createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 });
+    const attempts: number[] = [];
+    let first = true;
+    const link = new NodeLink({
+      connect: (signal) => {
+        if (first) {
+          first = false;
+          return dial(signal);
+        }
+        attempts.push(clock.now());
+        return Promise.reject(new Error('connection refused'));
+      },
+      registration,
+      handler: new RecordingHandler(),
+      logger: silentLogger,
+      clock,
+      registerTimeoutMs: 500,
+    });
+    try {
+      const outcome = link.run();
+      await waitFor(() => link.state === 'registered', 3000, 'registration');
+      await edge.close();
+      await waitFor(() => link.state === 'reconnecting', 3000, 'reconnecting');
+      const lostAt = clock.now();
+      for (let attempt = 1; attempt <= DEFAULT_MAX_RETRIES; attempt += 1) {
+        // Nothing happens before the interval has fully passed.
+        await waitFor(() => clock.pending().includes(DEFAULT_RETRY_INTERVAL_MS), 3000, `wait ${attempt}`);
+        clock.advance(DEFAULT_RETRY_INTERVAL_MS - 1);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(attempts).toHaveLength(attempt - 1);
+        clock.advance(1);
+        await waitFor(() => attempts.length === attempt, 3000, `attempt ${attempt}`);
+      }
+      const result = await outcome;
+      expect(result).toMatchObject({ kind: 'retries-exhausted', attempts: 10 });
+      expect(DEFAULT_RETRY_INTERVAL_MS).toBe(10_000);
+      expect(attempts.map((at) => at - lostAt)).toEqual(
+        Array.from({ length: 10 }, (_, index) => (index + 1) * 10_000),
+      );
+      expect(link.state).toBe('closed');
+    } finally {
+      await link.stop();
+      await edge.close();
+    }
   });
 });
