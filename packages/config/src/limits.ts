@@ -40,7 +40,7 @@ export const DEFAULTS = {
   edge_id: 'edge',
   edge_listen: '0.0.0.0:19090',
   data_dir: 'data',
-  register_timeout_ms: 10_000,
+  register_timeout_ms: 5_000,
   heartbeat_interval_ms: 5_000,
   heartbeat_timeout_ms: 15_000,
   logging_level: 'info',

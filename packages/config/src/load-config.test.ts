@@ -33,7 +33,7 @@ describe('parseConfigText: defaults', () => {
       listen: '0.0.0.0:19090',
       data_dir: 'data',
       tls: { enabled: false, cert_file: '', key_file: '' },
-      register_timeout_ms: 10_000,
+      register_timeout_ms: 5_000,
       heartbeat_interval_ms: 5_000,
       heartbeat_timeout_ms: 15_000,
     });

@@ -14,6 +14,10 @@ export const CLOSE_REASONS = {
   registerRejected: 'register-rejected',
   /** The node was removed from the edge's config by a refresh. */
   nodeRemoved: 'node-removed',
+  /** The first frame of a connection was not a register request. */
+  protocolViolation: 'protocol_violation',
+  /** A connection still in the handshake was closed to make room for a new one (pending-connection caps). */
+  evicted: 'evicted',
   /** The peer closed the connection without a Goodbye. */
   peerClosed: 'peer-closed',
 } as const;

@@ -23,7 +23,7 @@ export interface UnknownKindInfo {
 export type EnvelopeSink = (envelope: DecodedEnvelope, payloadBytes: number) => void;
 
 export class FrameDecoder {
-  readonly maxFrameBytes: number;
+  #maxFrameBytes: number;
   readonly #onUnknownKind: ((info: UnknownKindInfo) => void) | undefined;
   /** Header bytes of the next frame when the header itself was split across reads. */
   readonly #header = Buffer.alloc(FRAME_HEADER_BYTES);
@@ -36,8 +36,21 @@ export class FrameDecoder {
   #failure: WireError | undefined;
 
   constructor(options: FrameDecoderOptions = {}) {
-    this.maxFrameBytes = checkMaxFrameBytes(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
+    this.#maxFrameBytes = checkMaxFrameBytes(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
     this.#onUnknownKind = options.onUnknownKind;
+  }
+
+  /** Largest accepted payload. */
+  get maxFrameBytes(): number {
+    return this.#maxFrameBytes;
+  }
+
+  /**
+   * Changes the limit for frames whose header has not been read yet (a peer gets a small limit until it has
+   * authenticated, then the full one). A frame already being assembled keeps the limit it was checked against.
+   */
+  set maxFrameBytes(value: number) {
+    this.#maxFrameBytes = checkMaxFrameBytes(value);
   }
 
   /** Bytes of the incomplete frame buffered so far (header included). */

@@ -26,6 +26,17 @@ export interface FramedConnectionOptions {
   maxBufferedBytes?: number;
   /** Bound for each close step (flushing the Goodbye, waiting for the peer's FIN). Default 2000 ms. */
   closeTimeoutMs?: number;
+  /**
+   * Largest frame accepted from the peer until `setInputLimits` raises it (default maxFrameBytes). A listener
+   * sets a small value so an unauthenticated peer cannot make it buffer a large frame.
+   */
+  maxIncomingFrameBytes?: number;
+}
+
+/** Limits of the incoming side that can change during a connection's life (e.g. after authentication). */
+export interface InputLimits {
+  maxFrameBytes?: number;
+  maxBufferedBytes?: number;
 }
 
 export interface ConnectionClosed {
@@ -65,7 +76,7 @@ export class FramedConnection {
   readonly #socket: net.Socket | tls.TLSSocket;
   readonly #logger: WireLogger;
   readonly #maxFrameBytes: number;
-  readonly #maxBufferedBytes: number;
+  #maxBufferedBytes: number;
   readonly #closeTimeoutMs: number;
   readonly #decoder: FrameDecoder;
   readonly #resolveClosed: (value: ConnectionClosed) => void;
@@ -106,7 +117,10 @@ export class FramedConnection {
     );
     this.remoteAddress = formatAddress(socket.remoteAddress, socket.remotePort);
     this.#decoder = new FrameDecoder({
-      maxFrameBytes: this.#maxFrameBytes,
+      maxFrameBytes: Math.min(
+        this.#maxFrameBytes,
+        checkMaxFrameBytes(options.maxIncomingFrameBytes ?? this.#maxFrameBytes),
+      ),
       onUnknownKind: (info) =>
         this.#logger.warn(
           { remoteAddress: this.remoteAddress, ...info },
@@ -125,6 +139,28 @@ export class FramedConnection {
     socket.on('close', () => this.#onClose());
     socket.on('drain', () => this.#pump());
     if (socket.destroyed) queueMicrotask(() => this.#onClose());
+  }
+
+  /** Bytes received from the peer so far (0 for a peer that has been silent since it connected). */
+  get bytesReceived(): number {
+    return this.#socket.bytesRead;
+  }
+
+  /**
+   * Changes the incoming limits: the largest frame (at most the construction-time maxFrameBytes; applies from the
+   * next frame header) and the decoded bytes held for a lagging consumer.
+   */
+  setInputLimits(limits: InputLimits): void {
+    if (limits.maxFrameBytes !== undefined) {
+      this.#decoder.maxFrameBytes = Math.min(this.#maxFrameBytes, checkMaxFrameBytes(limits.maxFrameBytes));
+    }
+    if (limits.maxBufferedBytes !== undefined) {
+      this.#maxBufferedBytes = positiveInteger('maxBufferedBytes', limits.maxBufferedBytes);
+      if (this.#pausedForBackpressure && this.#queuedBytes <= this.#maxBufferedBytes / 2) {
+        this.#pausedForBackpressure = false;
+        if (!this.#inputDone) this.#socket.resume();
+      }
+    }
   }
 
   /**

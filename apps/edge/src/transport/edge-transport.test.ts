@@ -6,6 +6,7 @@ import {
   create,
   encodeFrame,
   envelope as build,
+  FrameDecoder,
   RegisterRejectCode,
   toWireRunEvent,
   type Envelope,
@@ -180,15 +181,17 @@ describe('edge transport handshake', () => {
     expect(h.nodeEvents).toEqual([]);
   });
 
-  it('rejects a first frame that is not a register request', async () => {
+  it('closes with protocol_violation when the first frame is not a register request', async () => {
     const h = await start();
     const socket = await connectSocket(h.transport.address);
     const received: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => received.push(chunk));
     socket.write(encodeFrame(build.heartbeatPing(1)));
     await new Promise((resolve) => socket.on('close', resolve));
-    expect(Buffer.concat(received).length).toBeGreaterThan(4);
-    expect(rejections(h)).toContain('first-frame-not-register');
+    const goodbye = new FrameDecoder().push(Buffer.concat(received));
+    expect(goodbye.map((message) => message.msg.$case)).toEqual(['goodbye']);
+    expect(goodbye[0]?.msg.$case === 'goodbye' && goodbye[0].msg.goodbye.reason).toBe('protocol_violation');
+    expect(rejections(h)).toContain('protocol_violation');
   });
 
   it('closes a connection that sends nothing within register_timeout_ms', async () => {
@@ -301,7 +304,7 @@ describe('edge transport connections', () => {
     expect(h.registry.size).toBe(0);
   });
 
-  it('refuses connections beyond the pending-handshake limit while registered nodes keep working', async () => {
+  it('evicts the longest-idle handshake beyond the pending limit while registered nodes keep working', async () => {
     const h = await start({ register_timeout_ms: 5000 }, { maxPendingConnections: 2 });
     const registered = await connectFakeNode(h.transport.address, {
       nodeId: 'test-node',
@@ -309,13 +312,15 @@ describe('edge transport connections', () => {
     });
     const idle = [await connectSocket(h.transport.address), await connectSocket(h.transport.address)];
     await waitUntil(() => h.transport.connectionCount === 3, 2000, 'idle connections accepted');
-    const refused = await connectSocket(h.transport.address);
-    refused.resume();
-    await new Promise((resolve) => refused.on('close', resolve));
-    expect(rejections(h)).toContain('too-many-pending');
+    idle[0]?.resume();
+    const evicted = new Promise((resolve) => idle[0]?.on('close', resolve));
+    const newest = await connectSocket(h.transport.address);
+    await evicted;
+    expect(rejections(h)).toContain('evicted');
+    expect(newest.destroyed).toBe(false);
     expect(registered.response.accepted).toBe(true);
     expect(h.registry.size).toBe(1);
-    for (const socket of idle) socket.destroy();
+    for (const socket of [...idle, newest]) socket.destroy();
     await waitUntil(() => h.transport.connectionCount === 1, 2000, 'idle connections gone');
   });
 

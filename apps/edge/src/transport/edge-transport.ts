@@ -2,11 +2,16 @@
 // a FramedConnection driven by a NodeConnection (handshake, heartbeats, frames → NodeLink). A bad connection —
 // garbage, oversize or truncated frames, a wrong token, silence — is closed and logged with its reason; it never
 // affects other connections. `stop(reason)` stops accepting, says Goodbye to every node and closes everything.
+//
+// Until a peer has registered it is held to small bounds: frames of at most `preRegistrationFrameBytes`, a few
+// pending connections per remote address and in total (`admitPending`: at a cap the longest-idle pending
+// connection is evicted, so idle sockets cannot lock real nodes out), `register_timeout_ms` to register, and a
+// per-address budget of warning lines (`WarningLimiter`).
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { EdgeConfig } from '@iop/config';
-import { FramedConnection, type NodeConfigPayload } from '@iop/wire';
+import { CLOSE_REASONS, DEFAULT_MAX_FRAME_BYTES, FramedConnection, type NodeConfigPayload } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { payloadForNode } from '../node/mapper.js';
@@ -15,6 +20,8 @@ import type { NodeStore } from '../node/node-store.js';
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
 import { NodeConnection } from './node-connection.js';
+import { admitPending } from './pending-admission.js';
+import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
 export interface EdgeTransportOptions {
   config: EdgeConfig;
@@ -31,10 +38,17 @@ export interface EdgeTransportOptions {
   /** Bound of each close step of a connection (Goodbye flush, peer FIN). */
   closeTimeoutMs?: number;
   /**
-   * Connections allowed to be in the handshake at once (default 256). More are closed at once and logged, so a
-   * flood of idle sockets cannot exhaust the edge while registered nodes keep working.
+   * Connections allowed to be in the handshake at once (default 256). At the cap the longest-idle pending
+   * connection is evicted for the new one (or the new one refused when all are registering), so a flood of idle
+   * sockets cannot exhaust the edge or lock real nodes out.
    */
   maxPendingConnections?: number;
+  /** Connections in the handshake per remote address (default 16), same eviction rule. */
+  maxPendingPerAddress?: number;
+  /** Largest frame accepted before a peer has registered (default 64 KiB). */
+  preRegistrationFrameBytes?: number;
+  /** Warning lines per remote address per minute (default 5; the rest go to debug and are counted). */
+  warningsPerAddressPerMinute?: number;
   /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
   onFrameError?: (code: string) => void;
 }
@@ -56,6 +70,17 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   );
   const clock = options.clock ?? Date.now;
   const maxPending = options.maxPendingConnections ?? 256;
+  const maxPendingPerAddress = options.maxPendingPerAddress ?? 16;
+  const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+  const preRegistrationFrameBytes = Math.min(
+    maxFrameBytes,
+    options.preRegistrationFrameBytes ?? PRE_REGISTRATION_FRAME_BYTES,
+  );
+  const warnings = new WarningLimiter({
+    perWindow: options.warningsPerAddressPerMinute ?? 5,
+    windowMs: 60_000,
+    clock,
+  });
   const connections = new Set<NodeConnection>();
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
@@ -74,32 +99,73 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
     isShuttingDown: () => shuttingDown,
     onFrameError: options.onFrameError ?? (() => undefined),
+    registeredInputLimits: { maxFrameBytes, maxBufferedBytes: REGISTERED_BUFFERED_BYTES },
   };
+
+  /** Makes room for a new socket from `address`; false when it must be refused. */
+  const admit = (address: string, remote: string): boolean => {
+    const pending = [...connections]
+      .filter((connection) => connection.nodeLink === undefined && !closingForRoom.has(connection))
+      .map((connection) => ({
+        handle: connection,
+        address: connection.remoteIp,
+        acceptedAtMs: connection.acceptedAtMs,
+        bytesReceived: connection.bytesReceived,
+        registering: connection.registering,
+      }));
+    const decision = admitPending(pending, address, {
+      maxTotal: maxPending,
+      maxPerAddress: maxPendingPerAddress,
+    });
+    const limit =
+      decision.action !== 'admit' && decision.scope === 'address' ? maxPendingPerAddress : maxPending;
+    switch (decision.action) {
+      case 'admit':
+        return true;
+      case 'evict':
+        closingForRoom.add(decision.victim);
+        limitWarnings(logger, warnings, address).warn(
+          { remoteAddress: remote, reason: CLOSE_REASONS.evicted, scope: decision.scope, limit },
+          'too many connections in the handshake: closing the longest-idle one',
+        );
+        decision.victim
+          .close(CLOSE_REASONS.evicted)
+          .catch(() => undefined)
+          .finally(() => closingForRoom.delete(decision.victim));
+        return true;
+      case 'refuse':
+        limitWarnings(logger, warnings, address).warn(
+          { remoteAddress: remote, reason: 'too-many-pending', scope: decision.scope, limit },
+          'connection refused: too many connections in the handshake',
+        );
+        return false;
+      default: {
+        const unreachable: never = decision;
+        throw new Error(`unexpected admission ${JSON.stringify(unreachable)}`);
+      }
+    }
+  };
+  const closingForRoom = new Set<NodeConnection>();
 
   const onSocket = (socket: net.Socket) => {
     if (shuttingDown) {
       socket.destroy();
       return;
     }
-    const pending = [...connections].filter((connection) => connection.nodeLink === undefined).length;
-    if (pending >= maxPending) {
-      logger.warn(
-        {
-          remoteAddress: `${socket.remoteAddress ?? 'unknown'}:${socket.remotePort ?? ''}`,
-          reason: 'too-many-pending',
-          limit: maxPending,
-        },
-        'connection refused: too many connections in the handshake',
-      );
+    const address = socket.remoteAddress ?? 'unknown';
+    if (!admit(address, `${address}:${socket.remotePort ?? ''}`)) {
       socket.destroy();
       return;
     }
+    const connectionLogger = limitWarnings(logger, warnings, address);
     const framed = new FramedConnection(socket, {
-      ...(options.maxFrameBytes !== undefined ? { maxFrameBytes: options.maxFrameBytes } : {}),
+      maxFrameBytes,
+      maxIncomingFrameBytes: preRegistrationFrameBytes,
+      maxBufferedBytes: preRegistrationFrameBytes,
       ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
-      logger,
+      logger: connectionLogger,
     });
-    const connection = new NodeConnection(framed, context);
+    const connection = new NodeConnection(framed, { ...context, logger: connectionLogger }, address);
     connections.add(connection);
     const task = connection
       .run()
@@ -165,6 +231,12 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     },
   };
 }
+
+/** Largest frame a peer may send before it has registered (a register request is a few hundred bytes). */
+export const PRE_REGISTRATION_FRAME_BYTES = 64 * 1024;
+
+/** Decoded bytes held for a registered link whose consumer lags (the wire's default). */
+const REGISTERED_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 async function createTlsServer(
   config: EdgeConfig,

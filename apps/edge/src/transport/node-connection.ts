@@ -1,21 +1,25 @@
 // One accepted TCP/TLS connection from its first byte to its close.
 //
 // Sequence: the first frame must be a RegisterRequest within `register_timeout_ms` (else close
-// `register-timeout`); a rejected registration gets a RegisterResponse with reject_code + reason, then the
+// `register-timeout`; any other first frame closes with `protocol_violation`). Until it is accepted the peer may
+// send frames of at most the pre-registration limit (64 KiB by default); the full limits apply once registered.
+// A rejected registration gets a RegisterResponse with reject_code + reason, then the
 // connection closes (`register-rejected`). An accepted one gets its NodeConfigPayload and heartbeat settings,
 // becomes a NodeLink in the registry (replacing — and closing with `replaced` — an older connection of the same
 // node), and is announced as a `connected` EdgeNodeEvent. From then on frames go to the link; the edge pings
 // every heartbeat interval and closes with `heartbeat-timeout` when nothing at all arrived for the heartbeat
 // timeout. Whatever ends the connection, `run()` resolves after the link was marked closed (ending its runs and
 // requests), removed from the registry, and a `disconnected` event with the reason was published.
+import type {
+  RegisterRejectCode} from '@iop/wire';
 import {
   CLOSE_REASONS,
   envelope as build,
   isWireError,
   PROTOCOL_VERSION,
-  RegisterRejectCode,
   type Envelope,
   type FramedConnection,
+  type InputLimits,
   type NodeConfigPayload,
   type RegisterRequest,
 } from '@iop/wire';
@@ -41,6 +45,8 @@ export interface ConnectionContext {
   isShuttingDown(): boolean;
   /** A connection is being closed because the peer sent bad frames (`frame_too_large`, `malformed_frame`, ...). */
   onFrameError(code: string): void;
+  /** Incoming limits applied once the node is registered (before that the transport's smaller ones hold). */
+  registeredInputLimits: InputLimits;
 }
 
 type FirstFrame =
@@ -53,11 +59,28 @@ export class NodeConnection {
   private link: NodeLink | undefined;
   private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
   private closingReason: string | undefined;
+  private firstFrameReceived = false;
+  /** When the socket was accepted (for oldest-idle eviction). */
+  readonly acceptedAtMs: number;
 
   constructor(
     private readonly connection: FramedConnection,
     private readonly context: ConnectionContext,
-  ) {}
+    /** Remote IP address (no port), the key of the per-address limits. */
+    readonly remoteIp: string = 'unknown',
+  ) {
+    this.acceptedAtMs = context.clock();
+  }
+
+  /** Bytes the peer has sent so far. */
+  get bytesReceived(): number {
+    return this.connection.bytesReceived;
+  }
+
+  /** The first frame is complete and the registration is being decided (not idle: never evicted). */
+  get registering(): boolean {
+    return this.firstFrameReceived && this.link === undefined && this.closingReason === undefined;
+  }
 
   get nodeLink(): NodeLink | undefined {
     return this.link;
@@ -81,15 +104,19 @@ export class NodeConnection {
         return;
       }
       if (first.envelope.msg?.$case !== 'registerRequest') {
-        await this.refuse(
-          RegisterRejectCode.REGISTER_REJECT_CODE_MALFORMED,
-          `the first frame must be a register request, got ${first.envelope.msg?.$case ?? 'an empty envelope'}`,
-          'first-frame-not-register',
-          logger,
-          undefined,
+        const got = first.envelope.msg?.$case ?? 'an empty envelope';
+        logger.warn(
+          { reason: CLOSE_REASONS.protocolViolation, firstFrame: got },
+          'connection closed: the first frame is not a register request',
         );
+        this.closingReason ??= CLOSE_REASONS.protocolViolation;
+        await this.connection.close(CLOSE_REASONS.protocolViolation, {
+          goodbye: true,
+          detail: `the first frame must be a register request, got ${got}`,
+        });
         return;
       }
+      this.firstFrameReceived = true;
       const request = first.envelope.msg.registerRequest;
       const decision = await evaluateRegistration(request, {
         store: this.context.store,
@@ -209,6 +236,8 @@ export class NodeConnection {
         ? { requestTimeoutMs: this.context.requestTimeoutMs }
         : {}),
     });
+    // The node may send large frames (run events, command results) from its first frame after this response.
+    this.connection.setInputLimits(this.context.registeredInputLimits);
     try {
       await this.connection.send(
         build.registerResponse({
