@@ -1,13 +1,19 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ProviderHealth, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
-import { systemClock } from '../link/clock.js';
+import { systemClock, type Clock } from '../link/clock.js';
+import { FakeClock } from '../link/test-support/fake-clock.js';
 import { silentLogger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
 import { HealthMonitor } from './health-monitor.js';
 
-function provider(id: string, adapter: string, enabled = true): ProviderConfig {
+function provider(
+  id: string,
+  adapter: string,
+  enabled = true,
+  healthProbeIntervalMs?: number,
+): ProviderConfig {
   return {
     id,
     type: 'ollama',
@@ -17,6 +23,7 @@ function provider(id: string, adapter: string, enabled = true): ProviderConfig {
     capacity: 1,
     enabled,
     lifecycleCapabilities: [],
+    healthProbeIntervalMs,
   };
 }
 
@@ -32,7 +39,7 @@ describe('HealthMonitor', () => {
     await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
   });
 
-  function setup(providers: ProviderConfig[], intervalMs = 0) {
+  function setup(providers: ProviderConfig[], intervalMs = 60_000, clock: Clock = systemClock) {
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },
@@ -46,7 +53,7 @@ describe('HealthMonitor', () => {
       providers: () => providers,
       intervalMs: () => intervalMs,
       outbound,
-      clock: systemClock,
+      clock,
       logger: silentLogger,
       probeTimeoutMs: 50,
     });
@@ -131,5 +138,66 @@ describe('HealthMonitor', () => {
     const count = probes;
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(probes).toBe(count);
+  });
+
+  /** Counts probes per adapter while time is driven by `clock`. */
+  function counting(adapters: { probeHealth: unknown }[]): number[] {
+    const counts = adapters.map(() => 0);
+    adapters.forEach((adapter, index) => {
+      adapter.probeHealth = () => {
+        counts[index] = (counts[index] ?? 0) + 1;
+        return Promise.resolve({ health: 'healthy' as const, detail: 'ok', models: [] });
+      };
+    });
+    return counts;
+  }
+
+  async function runFor(clock: FakeClock, ms: number, stepMs = 250): Promise<void> {
+    for (let elapsed = 0; elapsed < ms; elapsed += stepMs) {
+      clock.advance(stepMs);
+      for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  it('health_probe_interval_ms 0 disables probes: none in 5 s, even after a registration report', async () => {
+    const clock = new FakeClock();
+    const { monitor, outbound, adapters } = setup([provider('gpu-a', 'ollama-a')], 0, clock);
+    const counts = counting(adapters);
+    monitor.start();
+    monitor.requestFullReport();
+    await runFor(clock, 5000);
+    expect(counts).toEqual([0, 0]);
+    expect(clock.pending()).toEqual([]);
+    // The registration report is still sent, without the unprobed provider (the edge shows it `unknown`).
+    expect(reports(outbound).map((report) => report.providers)).toEqual([[]]);
+  });
+
+  it("a provider's own interval overrides the node's: on at 1 s under a disabled node, off under a 1 s node", async () => {
+    const clock = new FakeClock();
+    const { monitor, adapters } = setup(
+      [provider('fast', 'ollama-a', true, 1000), provider('node-default', 'ollama-b')],
+      0,
+      clock,
+    );
+    const counts = counting(adapters);
+    monitor.start();
+    await runFor(clock, 5000);
+    // First round at start, then one per second; the provider without its own interval follows the node (off).
+    expect(counts[0]).toBeGreaterThanOrEqual(5);
+    expect(counts[0]).toBeLessThanOrEqual(6);
+    expect(counts[1]).toBe(0);
+    await monitor.stop();
+
+    const clock2 = new FakeClock();
+    const second = setup(
+      [provider('quiet', 'ollama-a', true, 0), provider('node-default', 'ollama-b')],
+      1000,
+      clock2,
+    );
+    const counts2 = counting(second.adapters);
+    second.monitor.start();
+    await runFor(clock2, 5000);
+    expect(counts2[0]).toBe(0);
+    expect(counts2[1]).toBeGreaterThanOrEqual(5);
   });
 });

@@ -1,18 +1,20 @@
-// Probes the health of every enabled provider's adapter every `health_probe_interval_ms` and reports it to the
-// edge as a ProviderStatusReport — only when something changed (health, detail or models), plus once after each
+// Probes the health of every enabled provider's adapter at its interval and reports it to the edge as a
+// ProviderStatusReport — only when something changed (health, detail or models), plus once after each
 // registration so a (re)started edge learns the current state. Rounds never overlap; each probe is bounded.
+//
+// A provider's interval is its own `health_probe_interval_ms` (the config's `providers[].health`) when the payload
+// carries one, else the node's `runtime.health_probe_interval_ms`; 0 means that provider is never probed (it is
+// left out of the reports, so the edge shows its health `unknown`). With every interval 0 no timer runs at all.
 import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
 import type { Adapter, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../runner/outbound.js';
 
-export const DEFAULT_HEALTH_PROBE_INTERVAL_MS = 30_000;
-
 export interface HealthMonitorDeps {
   adapters: { resolve(name: string): Adapter };
   providers: () => readonly ProviderConfig[];
-  /** Current interval (from the payload; 0 = default). Read each round because refreshes change it. */
+  /** The node's interval (from the payload; 0 = no probes). Read each round because refreshes change it. */
   intervalMs: () => number;
   outbound: Outbound;
   clock: Clock;
@@ -33,6 +35,8 @@ export class HealthMonitor {
   #round: Promise<void> | undefined;
   /** Fingerprint per provider id of what was last reported. */
   #reported = new Map<string, string>();
+  /** Last probe result and its time per provider id (providers not due in a round keep theirs). */
+  #latest = new Map<string, { entry: ProviderHealthEntry; at: number }>();
   #forceNext = false;
   readonly #controller = new AbortController();
 
@@ -55,12 +59,15 @@ export class HealthMonitor {
     this.#schedule(0);
   }
 
-  /** Runs one probe round now; resolves with what was sent (undefined when nothing changed). */
-  async probeRound(): Promise<ProviderHealthEntry[] | undefined> {
+  /**
+   * Runs one probe round now over every provider whose probes are on (`dueOnly`: only those whose interval has
+   * passed); resolves with what was sent (undefined when nothing changed).
+   */
+  async probeRound(options: { dueOnly?: boolean } = {}): Promise<ProviderHealthEntry[] | undefined> {
     if (this.#round) await this.#round;
     let sent: ProviderHealthEntry[] | undefined;
     this.#round = (async () => {
-      sent = await this.#probeAll();
+      sent = await this.#probeAll(options.dueOnly ?? false);
     })();
     try {
       await this.#round;
@@ -79,22 +86,52 @@ export class HealthMonitor {
     await this.#round?.catch(() => undefined);
   }
 
-  #schedule(delayMs: number): void {
+  #schedule(delayMs: number, dueOnly = false): void {
     this.#timer = this.#deps.clock.setTimeout(() => {
       this.#timer = undefined;
-      void this.probeRound()
+      void this.probeRound({ dueOnly })
         .catch((error: unknown) => this.#deps.logger.warn({ error: String(error) }, 'health round failed'))
         .finally(() => {
-          if (this.#running && !this.#timer) {
-            this.#schedule(this.#deps.intervalMs() || DEFAULT_HEALTH_PROBE_INTERVAL_MS);
-          }
+          if (!this.#running || this.#timer) return;
+          const next = this.#nextDelay();
+          // No provider is probed: no timer until a refresh or registration asks for a report again.
+          if (next !== undefined) this.#schedule(next, true);
         });
     }, delayMs);
     this.#timer.unref?.();
   }
 
-  async #probeAll(): Promise<ProviderHealthEntry[] | undefined> {
-    const providers = this.#deps.providers().filter((provider) => provider.enabled);
+  /** A provider's probe interval: its own when the payload sets one, else the node's; 0 = never probed. */
+  #intervalOf(provider: ProviderConfig): number {
+    return provider.healthProbeIntervalMs ?? this.#deps.intervalMs();
+  }
+
+  /** Providers that are probed at all: enabled, with a non-zero interval. */
+  #probed(): ProviderConfig[] {
+    return this.#deps.providers().filter((provider) => provider.enabled && this.#intervalOf(provider) > 0);
+  }
+
+  /** Time until the next provider is due; undefined when no provider is probed. */
+  #nextDelay(): number | undefined {
+    const now = this.#deps.clock.now();
+    let next: number | undefined;
+    for (const provider of this.#probed()) {
+      const last = this.#latest.get(provider.id)?.at;
+      const delay = last === undefined ? 0 : Math.max(0, last + this.#intervalOf(provider) - now);
+      next = next === undefined ? delay : Math.min(next, delay);
+    }
+    return next;
+  }
+
+  async #probeAll(dueOnly: boolean): Promise<ProviderHealthEntry[] | undefined> {
+    const probed = this.#probed();
+    const now = this.#deps.clock.now();
+    const providers = dueOnly
+      ? probed.filter((provider) => {
+          const last = this.#latest.get(provider.id)?.at;
+          return last === undefined || now - last >= this.#intervalOf(provider);
+        })
+      : probed;
     const byAdapter = new Map<string, Promise<{ health: HealthState; detail: string; models: string[] }>>();
     const entries = await Promise.all(
       providers.map(async (provider): Promise<ProviderHealthEntry> => {
@@ -114,19 +151,27 @@ export class HealthMonitor {
       }),
     );
     if (this.#controller.signal.aborted) return undefined;
+    for (const entry of entries) this.#latest.set(entry.providerId, { entry, at: now });
+    // Only providers still probed are reported; the others are forgotten (the edge shows them `unknown`).
+    const current = new Set(probed.map((provider) => provider.id));
+    for (const id of this.#latest.keys()) if (!current.has(id)) this.#latest.delete(id);
+    const report = probed.flatMap((provider) => {
+      const latest = this.#latest.get(provider.id);
+      return latest ? [latest.entry] : [];
+    });
     const force = this.#forceNext;
     this.#forceNext = false;
-    const next = new Map(entries.map((entry) => [entry.providerId, fingerprint(entry)]));
+    const next = new Map(report.map((entry) => [entry.providerId, fingerprint(entry)]));
     const changed =
       force ||
       next.size !== this.#reported.size ||
       [...next].some(([id, value]) => this.#reported.get(id) !== value);
     if (!changed) return undefined;
-    const sent = await this.#deps.outbound.send(envelope.providerStatusReport(entries));
+    const sent = await this.#deps.outbound.send(envelope.providerStatusReport(report));
     // Only remember what reached the edge, so a report lost to a disconnect is sent again.
     if (sent) this.#reported = next;
     else this.#forceNext = true;
-    return sent ? entries : undefined;
+    return sent ? report : undefined;
   }
 
   async #probe(adapterName: string): Promise<{ health: HealthState; detail: string; models: string[] }> {
