@@ -28,6 +28,7 @@ import {
   type CliCommand,
   type CliIo,
 } from './command.js';
+import { systemProbeDeps } from '../discovery/probe-deps.js';
 import { lockDataDir, resolveDataDir } from './data-dir.js';
 import { readToken, refuseTokenFlag } from './token.js';
 import { AGENT_VERSION } from './version.js';
@@ -125,6 +126,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           retryIntervalMs,
           maxRetries,
           registerTimeoutMs,
+          // Probes run with the node's own environment: OLLAMA_HOST and the PATH its CLIs are found on.
+          discovery: { deps: systemProbeDeps(io.env) },
         });
         logger.info(
           {

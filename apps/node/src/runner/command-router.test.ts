@@ -154,3 +154,56 @@ describe('CommandRouter', () => {
     expect(router.inFlight).toBe(0);
   });
 });
+
+describe('CommandRouter discover', () => {
+  it('runs a forced discovery pass and answers with what it found, without touching any adapter', async () => {
+    const router = new CommandRouter({
+      adapters: {
+        acquire: () => {
+          throw new Error('no adapter should be used');
+        },
+      },
+      outbound: new RecordingOutbound(),
+      logger: silentLogger,
+      maxConcurrency: () => 1,
+      providers: () => [],
+      linkStatus: () => ({ nodeId: 'n', connected: true, state: 'connected' }),
+      discover: () =>
+        Promise.resolve({
+          sent: true,
+          discovery: {
+            backends: [
+              {
+                kind: 'ollama',
+                baseUrl: 'http://127.0.0.1:11434',
+                models: ['a', 'b'],
+                version: '',
+                loadedModels: [],
+              },
+              {
+                kind: 'vllm',
+                baseUrl: 'http://127.0.0.1:8000/v1',
+                models: ['c'],
+                version: '',
+                loadedModels: [],
+              },
+            ],
+            clis: [{ name: 'codex', path: '/bin/codex', version: '' }],
+            host: { os: 'linux', arch: 'x64', cpuCores: 2, memoryBytes: 1, gpus: [] },
+            discoveredAtUnixMs: 1,
+          },
+        }),
+    });
+    const response = await router.handle('r1', command({ command: 'discover', adapter: '' }));
+    expect(response).toMatchObject({
+      ok: true,
+      result: { backends: 'ollama,vllm', clis: 'codex', models: '3', gpus: '0', reported: 'true' },
+    });
+  });
+
+  it('answers a clear error on a node without discovery', async () => {
+    const { router } = setup();
+    const response = await router.handle('r1', command({ command: 'discover', adapter: '' }));
+    expect(response).toMatchObject({ ok: false, error: 'discovery is not enabled on this node' });
+  });
+});

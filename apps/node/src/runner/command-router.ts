@@ -1,4 +1,5 @@
-// Answers the edge's NodeCommandRequests. `transport` is answered by the node itself (the link's view);
+// Answers the edge's NodeCommandRequests. `transport` is answered by the node itself (the link's view), and so
+// is `discover` (a forced discovery pass whose NodeDiscovery frame precedes the response on the link);
 // `capabilities` comes from the adapter with the node's max_concurrency merged in; provider lifecycle commands
 // route by provider_id to that provider's adapter and relay progress as ProviderLifecycleProgress envelopes
 // under the command's request_id; every other command goes to the adapter named in the request.
@@ -9,6 +10,7 @@ import {
   envelope,
   type NodeCommandRequest,
   type NodeCommandResponse,
+  type NodeDiscovery,
   type ProviderConfig,
 } from '@iop/wire';
 import type { Logger } from '@iop/logging';
@@ -36,6 +38,8 @@ export interface CommandRouterDeps {
   maxConcurrency: () => number;
   providers: () => readonly ProviderConfig[];
   linkStatus: () => LinkStatus;
+  /** A forced discovery pass; undefined when the node does not discover or has stopped. */
+  discover?: () => Promise<{ discovery: NodeDiscovery; sent: boolean } | undefined>;
 }
 
 export class CommandRouter {
@@ -52,6 +56,7 @@ export class CommandRouter {
 
   async handle(requestId: string, request: NodeCommandRequest): Promise<NodeCommandResponse> {
     if (request.command === 'transport') return this.#transport(request);
+    if (request.command === 'discover') return this.#discover();
     let adapterName = request.adapter;
     if (LIFECYCLE_COMMANDS.includes(request.command) && request.providerId) {
       const provider = this.#deps.providers().find((candidate) => candidate.id === request.providerId);
@@ -96,6 +101,23 @@ export class CommandRouter {
   /** Aborts commands still running (shutdown). */
   abortAll(reason: string): void {
     for (const controller of this.#inFlight) controller.abort(reason);
+  }
+
+  async #discover(): Promise<NodeCommandResponse> {
+    if (!this.#deps.discover) return failure('discovery is not enabled on this node');
+    const pass = await this.#deps.discover();
+    if (!pass) return failure('discovery stopped before it finished');
+    const { discovery } = pass;
+    return create.nodeCommandResponse({
+      ok: true,
+      result: {
+        backends: discovery.backends.map((backend) => backend.kind).join(','),
+        clis: discovery.clis.map((cli) => cli.name).join(','),
+        gpus: String(discovery.host?.gpus.length ?? 0),
+        models: String(discovery.backends.reduce((sum, backend) => sum + backend.models.length, 0)),
+        reported: String(pass.sent),
+      },
+    });
   }
 
   #transport(request: NodeCommandRequest): NodeCommandResponse {

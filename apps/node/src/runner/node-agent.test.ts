@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { envelope, fromWireRunEvent, type Envelope, type NodeConfigPayload } from '@iop/wire';
+import { fakeProbeDeps } from '../discovery/test-support/fake-probe-deps.js';
 import { SqliteRunHistory } from '../history/sqlite-run-history.js';
 import { createDialer } from '../link/dial.js';
 import { FakeEdge, waitFor } from '../link/test-support/fake-edge.js';
@@ -227,5 +228,79 @@ describe('NodeAgent end to end against a fake edge', () => {
     expect(kinds.indexOf('goodbye')).toBeGreaterThan(cancelledAt);
     expect(factory.built[0].closeCount).toBe(1);
     expect(factory.built[0].active).toBe(0);
+  });
+});
+
+describe('NodeAgent discovery', () => {
+  it('registers without waiting for a hanging probe, reports after registration and on `discover`', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-agent-discovery-'));
+    const history = SqliteRunHistory.open({ path: path.join(dir, 'history.db') });
+    const edge = await FakeEdge.start({
+      answer: () => ({
+        accepted: true,
+        edgeId: 'e',
+        heartbeatIntervalMs: 1000,
+        heartbeatTimeoutMs: 5000,
+        config: payload({
+          adapters: [],
+          discovery: { openaiCompatUrls: ['http://127.0.0.1:9/v1'], localPorts: [] },
+        }),
+      }),
+    });
+    // Ollama answers; the configured server accepts and never answers (its probe ends at the HTTP deadline).
+    const deps = fakeProbeDeps({
+      http: {
+        'http://127.0.0.1:11434/api/tags': { models: [{ name: 'qwen3:8b' }] },
+        'http://127.0.0.1:9/v1/models': 'hang',
+      },
+      executables: { codex: '/bin/codex' },
+      exec: { '/bin/codex --version': { stdout: 'codex-cli 0.46.0' } },
+    });
+    const agent = new NodeAgent({
+      nodeId: 'test-node',
+      token: 'tok',
+      agentVersion: '0.1.0',
+      connect: createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 }),
+      factories: {},
+      history,
+      logger: silentLogger,
+      retryIntervalMs: 40,
+      maxRetries: 20,
+      discovery: { deps, httpTimeoutMs: 400 },
+    });
+    try {
+      const started = Date.now();
+      void agent.run();
+      await waitFor(() => agent.link.state === 'registered', 3000, 'registration');
+      // Registered well before the hanging probe's deadline: discovery runs after, never in front.
+      expect(messagesOf(edge, 'nodeDiscovery')).toHaveLength(0);
+      const report = await (async () => {
+        await waitFor(() => messagesOf(edge, 'nodeDiscovery').length === 1, 3000, 'discovery report');
+        return messagesOf(edge, 'nodeDiscovery')[0]?.msg;
+      })();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+      expect(report).toMatchObject({
+        nodeDiscovery: {
+          backends: [{ kind: 'ollama', baseUrl: 'http://127.0.0.1:11434', models: ['qwen3:8b'] }],
+          clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
+        },
+      });
+      expect(deps.fetched).toContain('http://127.0.0.1:9/v1/models');
+
+      await edge.latest().send(envelope.nodeCommandRequest('d-1', { command: 'discover' }));
+      await waitFor(() => messagesOf(edge, 'nodeCommandResponse').length === 1, 3000, 'discover response');
+      // The forced pass is sent (although unchanged) before the command's answer.
+      const kinds = edge.received.map((entry) => entry.message.msg?.$case);
+      expect(kinds.lastIndexOf('nodeDiscovery')).toBeLessThan(kinds.lastIndexOf('nodeCommandResponse'));
+      expect(messagesOf(edge, 'nodeDiscovery')).toHaveLength(2);
+      expect(messagesOf(edge, 'nodeCommandResponse')[0]?.msg).toMatchObject({
+        nodeCommandResponse: { ok: true, result: { backends: 'ollama', clis: 'codex', models: '1' } },
+      });
+    } finally {
+      await agent.stop();
+      await edge.close();
+      history.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

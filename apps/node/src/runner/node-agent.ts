@@ -7,6 +7,9 @@ import type { AdapterDeps, AdapterFactory, AdapterType } from '../adapters/adapt
 import type { HttpClient } from '../adapters/http/http-client.js';
 import { createNodeHttpClient, type NodeHttpClient } from '../adapters/http/node-http-client.js';
 import { AdapterRegistry } from '../adapters/registry.js';
+import { DiscoveryReporter } from '../discovery/discovery-reporter.js';
+import { NodeDiscoverer } from '../discovery/node-discoverer.js';
+import type { ProbeDeps } from '../discovery/probe-deps.js';
 import { HealthMonitor } from '../health/health-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
 import { systemClock, type Clock } from '../link/clock.js';
@@ -40,6 +43,13 @@ export interface NodeAgentOptions {
   shutdownGraceMs?: number;
   /** Host facts sent at registration (defaults: this machine). */
   host?: { os: string; arch: string; hostname: string };
+  /** What discovery may probe (`systemProbeDeps`); absent = the agent does not discover. */
+  discovery?: {
+    deps: ProbeDeps;
+    httpTimeoutMs?: number;
+    execTimeoutMs?: number;
+    intervalMs?: number;
+  };
 }
 
 export class NodeAgent {
@@ -49,6 +59,7 @@ export class NodeAgent {
   readonly settings: NodeSettings;
   readonly #commands: CommandRouter;
   readonly #health: HealthMonitor;
+  readonly #discovery: DiscoveryReporter | undefined;
   readonly #logger: Logger;
   #running: Promise<LinkOutcome> | undefined;
   #stopping: Promise<void> | undefined;
@@ -84,6 +95,23 @@ export class NodeAgent {
       maxConcurrency: () => this.settings.maxConcurrency(),
       shutdownGraceMs: options.shutdownGraceMs,
     });
+    this.#discovery = options.discovery
+      ? new DiscoveryReporter({
+          discoverer: new NodeDiscoverer({
+            deps: options.discovery.deps,
+            now: () => clock.now(),
+            httpTimeoutMs: options.discovery.httpTimeoutMs,
+            execTimeoutMs: options.discovery.execTimeoutMs,
+            warn: (message) => logger.warn({ component: 'discovery' }, message),
+          }),
+          settings: () => this.settings.discovery(),
+          outbound,
+          clock,
+          logger: logger.child({ component: 'discovery' }),
+          intervalMs: options.discovery.intervalMs,
+        })
+      : undefined;
+    const discovery = this.#discovery;
     this.#commands = new CommandRouter({
       adapters: this.registry,
       outbound,
@@ -91,6 +119,7 @@ export class NodeAgent {
       maxConcurrency: () => this.settings.maxConcurrency(),
       providers: () => this.settings.providers(),
       linkStatus: () => this.link.status(),
+      ...(discovery ? { discover: () => discovery.request(true) } : {}),
     });
     this.#health = new HealthMonitor({
       adapters: this.registry,
@@ -109,6 +138,7 @@ export class NodeAgent {
         health: this.#health,
         outbound,
         logger: logger.child({ component: 'runtime' }),
+        ...(discovery ? { discovery } : {}),
       },
       this.settings,
     );
@@ -152,6 +182,7 @@ export class NodeAgent {
       this.#logger.info({ reason }, 'node stopping');
       this.#commands.abortAll(reason);
       await this.#health.stop();
+      await this.#discovery?.stop();
       await this.executor.shutdown(`node ${reason}`);
       await this.link.stop(reason);
       await this.#release();
@@ -163,6 +194,7 @@ export class NodeAgent {
   async #release(): Promise<void> {
     this.#commands.abortAll('node stopped');
     await this.#health.stop();
+    await this.#discovery?.stop();
     await this.executor.shutdown('node stopped');
     await this.registry.close();
     this.#ownHttp?.close();

@@ -4,9 +4,13 @@
 //
 // Config refresh: the adapter registry is rebuilt (unchanged instances kept, in-flight runs keep running,
 // removed instances closed after their runs end) and the result is answered under the request's id.
+//
+// Discovery (when the agent has it): a pass is requested after every registration (forced, so a new edge link
+// learns it) and after every applied refresh; it runs in the background and never holds up either.
 import {
   envelope,
   type CancelRequest,
+  type DiscoverySettings,
   type NodeCommandRequest,
   type NodeConfigPayload,
   type NodeConfigRefreshRequest,
@@ -15,6 +19,7 @@ import {
   type RunRequest,
 } from '@iop/wire';
 import type { AdapterRegistry } from '../adapters/registry.js';
+import type { DiscoveryReporter } from '../discovery/discovery-reporter.js';
 import type { HealthMonitor } from '../health/health-monitor.js';
 import type { LinkHandler } from '../link/node-link.js';
 import type { Logger } from '@iop/logging';
@@ -30,6 +35,8 @@ export interface NodeRuntimeDeps {
   health: HealthMonitor;
   outbound: Outbound;
   logger: Logger;
+  /** Absent = this agent does not discover (tests, embedders). */
+  discovery?: DiscoveryReporter;
 }
 
 /** The part of the payload the runner reads while running (replaced as a whole on apply). */
@@ -55,6 +62,11 @@ export class NodeSettings {
   healthProbeIntervalMs(): number {
     return this.#payload?.healthProbeIntervalMs ?? 0;
   }
+
+  /** Undefined until a payload arrives, or when the edge predates discovery settings. */
+  discovery(): DiscoverySettings | undefined {
+    return this.#payload?.discovery;
+  }
 }
 
 export class NodeRuntime implements LinkHandler {
@@ -76,6 +88,10 @@ export class NodeRuntime implements LinkHandler {
     }
     this.#deps.health.start();
     this.#deps.health.requestFullReport();
+    if (this.#deps.discovery) {
+      this.#deps.discovery.start();
+      void this.#deps.discovery.request(true);
+    }
     this.#deps.logger.info(
       {
         reconnect: context.reconnect,
@@ -110,6 +126,7 @@ export class NodeRuntime implements LinkHandler {
     if (error) this.#deps.logger.warn({ revision: config?.revision ?? '', error }, 'config refresh rejected');
     else this.#deps.logger.info({ revision: config?.revision ?? '' }, 'config refreshed');
     if (!error) this.#deps.health.requestFullReport();
+    if (!error) void this.#deps.discovery?.request(false);
     void this.#deps.outbound.send(
       envelope.nodeConfigRefreshResult(requestId, {
         revision: config?.revision ?? '',
