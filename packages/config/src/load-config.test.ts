@@ -77,7 +77,37 @@ nodes:
       enabled: true,
       priority: 0,
       lifecycle_capabilities: [],
+      health: { enabled: true, interval_ms: null },
     });
+  });
+
+  it('accepts a provider-level health setting (the seed lists it); its interval has the node bounds', () => {
+    const config = load(`
+nodes:
+  - id: n1
+    adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
+    providers:
+      - { id: p1, type: ollama, category: local_inference, adapter: ollama, health: { interval_ms: 0 } }
+      - { id: p2, type: ollama, category: local_inference, adapter: ollama, health: { enabled: false } }
+`);
+    expect(config.nodes[0]?.providers.map((provider) => provider.health)).toEqual([
+      { enabled: true, interval_ms: 0 },
+      { enabled: false, interval_ms: null },
+    ]);
+    const bad = parseConfigText(
+      `
+nodes:
+  - id: n1
+    adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
+    providers:
+      - { id: p1, type: ollama, category: local_inference, adapter: ollama, health: { interval_ms: -1, every: 5 } }
+`,
+      'edge.yaml',
+    );
+    expect(bad.ok ? [] : bad.issues.map((issue) => [issue.path, issue.code])).toEqual([
+      ['nodes[0].providers[0].health.every', 'unknown_key'],
+      ['nodes[0].providers[0].health.interval_ms', 'range'],
+    ]);
   });
 
   it('defaults node alias to id, runtime and CLI session settings, and profile timing', () => {

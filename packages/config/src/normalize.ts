@@ -10,6 +10,7 @@ import { resolveAdapterReference } from './resolve-adapter.js';
 import {
   CLI_MODES,
   CLI_OUTPUT_FORMATS,
+  DEFAULT_DISCOVERY_LOCAL_PORTS,
   LIFECYCLE_CAPABILITIES,
   LOG_FORMATS,
   LOG_LEVELS,
@@ -277,6 +278,12 @@ function normalizeNode(
       },
       adapters: { instances },
       providers,
+      discovery: {
+        openai_compat_urls: strings(record(node.discovery).openai_compat_urls),
+        local_ports: Array.isArray(record(node.discovery).local_ports)
+          ? list(record(node.discovery).local_ports).filter((port): port is number => Number.isInteger(port))
+          : [...DEFAULT_DISCOVERY_LOCAL_PORTS],
+      },
     },
     sources,
   };
@@ -301,6 +308,14 @@ function normalizeProvider(provider: Raw, instances: readonly AdapterInstanceCon
       (value): value is (typeof LIFECYCLE_CAPABILITIES)[number] =>
         (LIFECYCLE_CAPABILITIES as readonly string[]).includes(value),
     ),
+    health: providerHealth(record(provider.health)),
+  };
+}
+
+function providerHealth(raw: Raw): ProviderConfig['health'] {
+  return {
+    enabled: bool(raw.enabled, true),
+    interval_ms: raw.interval_ms === undefined || raw.interval_ms === null ? null : int(raw.interval_ms, 0),
   };
 }
 

@@ -140,6 +140,7 @@ const provider = object(
       items: { type: 'string', enum: [...LIFECYCLE_CAPABILITIES] },
       uniqueItems: true,
     },
+    health: object({ enabled: bool, interval_ms: integer(LIMITS.health_probe_interval_ms) }),
   },
   ['id', 'type', 'category', 'adapter'],
 );
@@ -157,6 +158,15 @@ const node = object(
     }),
     adapters,
     providers: { type: 'array', items: provider, maxItems: 1024 },
+    discovery: object({
+      openai_compat_urls: { type: 'array', items: httpUrl, maxItems: 64, uniqueItems: true },
+      local_ports: {
+        type: 'array',
+        items: { type: 'integer', minimum: 1, maximum: 65535 },
+        maxItems: 64,
+        uniqueItems: true,
+      },
+    }),
   },
   ['id'],
 );

@@ -298,6 +298,27 @@ export interface ProviderConfig {
   /** Lower wins among candidates with equal in-flight count. */
   readonly priority: number;
   readonly lifecycle_capabilities: readonly LifecycleCapability[];
+  /** Health probes of this provider; overrides the node's `runtime.health_probe_interval_ms`. */
+  readonly health: ProviderHealthConfig;
+}
+
+/** `nodes[].providers[].health`. */
+export interface ProviderHealthConfig {
+  /** false = this provider is never probed (its health shows `unknown`). */
+  readonly enabled: boolean;
+  /** Probe interval; null = the node's `runtime.health_probe_interval_ms`; 0 = no probes. */
+  readonly interval_ms: number | null;
+}
+
+/** Loopback ports a node probes for OpenAI-compatible servers: vLLM, llama.cpp server, LM Studio, SGLang. */
+export const DEFAULT_DISCOVERY_LOCAL_PORTS: readonly number[] = [8000, 8080, 1234, 30000];
+
+/** `nodes[].discovery` — where the node looks for model servers besides Ollama at its OLLAMA_HOST. */
+export interface NodeDiscoveryConfig {
+  /** OpenAI-compatible base URLs probed at `/v1/models` (with or without the /v1). */
+  readonly openai_compat_urls: readonly string[];
+  /** Loopback ports probed the same way; [] = none. */
+  readonly local_ports: readonly number[];
 }
 
 export interface NodeConfig {
@@ -313,6 +334,7 @@ export interface NodeConfig {
   readonly runtime: NodeRuntimeConfig;
   readonly adapters: NodeAdaptersConfig;
   readonly providers: readonly ProviderConfig[];
+  readonly discovery: NodeDiscoveryConfig;
 }
 
 /** The whole normalized edge.yaml. */

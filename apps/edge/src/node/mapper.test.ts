@@ -81,6 +81,21 @@ describe('mapNodeConfig', () => {
     expect(profileChanged.revision).not.toBe(first.revision);
   });
 
+  it("maps a provider's health setting to its own probe interval (absent = the node's; disabled = 0)", () => {
+    const base = testNode();
+    const provider = base.providers[0];
+    if (!provider) throw new Error('fixture changed');
+    const withHealth = (health: typeof provider.health) =>
+      mapNodeConfig({ ...base, providers: [{ ...provider, health }] });
+    expect(
+      withHealth({ enabled: true, interval_ms: null }).providers[0]?.healthProbeIntervalMs,
+    ).toBeUndefined();
+    expect(withHealth({ enabled: true, interval_ms: null }).revision).toBe(mapNodeConfig(base).revision);
+    expect(withHealth({ enabled: true, interval_ms: 2000 }).providers[0]?.healthProbeIntervalMs).toBe(2000);
+    expect(withHealth({ enabled: false, interval_ms: 2000 }).providers[0]?.healthProbeIntervalMs).toBe(0);
+    expect(withHealth({ enabled: false, interval_ms: null }).revision).not.toBe(mapNodeConfig(base).revision);
+  });
+
   it('falls back to the id when the alias is empty', () => {
     expect(mapNodeConfig(testNode({ alias: '' })).alias).toBe('test-node');
   });

@@ -119,6 +119,8 @@ function mapProvider(provider: ConfigProvider): ProviderConfig {
     capacity: provider.capacity,
     enabled: provider.enabled,
     lifecycleCapabilities: [...provider.lifecycle_capabilities],
+    // Absent (the node's interval) unless the provider sets its own; a payload without it hashes as before.
+    healthProbeIntervalMs: provider.health.enabled ? (provider.health.interval_ms ?? undefined) : 0,
   };
 }
 
