@@ -1,0 +1,182 @@
+import { describe, expect, it } from '@jest/globals';
+import { GovernanceError } from './errors.js';
+import { createGovernor, periodAt, type Admission, type RunEnd } from './governor.js';
+import { principalOf, type Principal } from './principal.js';
+import { ManualClock } from './test-support/manual-clock.js';
+import type { UsageRecord } from './usage-store.js';
+
+function key(overrides: Partial<Parameters<typeof principalOf>[0]> = {}): Principal {
+  return principalOf({
+    id: 'team-a',
+    key: 'sk',
+    key_sha256: '',
+    models: [],
+    rpm: null,
+    tpm: null,
+    max_concurrent: null,
+    token_budget: null,
+    ...overrides,
+  });
+}
+
+function setup(spentOnDisk: Record<string, number> = {}) {
+  const clock = new ManualClock();
+  const records: UsageRecord[] = [];
+  const refused: string[] = [];
+  const governor = createGovernor({
+    clock,
+    sink: { record: (record) => records.push(record) },
+    spent: { tokensSince: (principal) => spentOnDisk[principal] ?? 0 },
+    onRefused: (principal, error) => refused.push(`${principal}:${error.code}`),
+  });
+  return { clock, governor, records, refused };
+}
+
+function end(inputTokens: number, outputTokens: number): RunEnd {
+  return {
+    runId: 'r',
+    outcome: 'completed',
+    usage: { inputTokens, outputTokens },
+    provider: 'p',
+    node: 'n',
+    queueMs: 1,
+    durationMs: 2,
+  };
+}
+
+function refusal(run: () => unknown): GovernanceError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof GovernanceError) return error;
+    throw error;
+  }
+  throw new Error('expected a GovernanceError');
+}
+
+describe('governor', () => {
+  it('refuses a model outside the allow-list as model_not_allowed', () => {
+    const { governor } = setup();
+    const principal = key({ models: ['model-a'] });
+    governor.admit({ principal, surface: 'openai', model: 'model-a', estimatedTokens: 1 }).finish(end(1, 1));
+    const error = refusal(() =>
+      governor.admit({ principal, surface: 'openai', model: 'model-b', estimatedTokens: 1 }),
+    );
+    expect(error.code).toBe('model_not_allowed');
+  });
+
+  it('rpm 5: the 6th request in a minute is rate_limited with the wait until the oldest leaves', () => {
+    const { governor, clock, refused } = setup();
+    const principal = key({ rpm: 5 });
+    for (let index = 0; index < 5; index += 1) {
+      governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 0 }).finish(end(0, 0));
+      clock.advance(1000);
+    }
+    const error = refusal(() =>
+      governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 0 }),
+    );
+    expect(error).toMatchObject({ code: 'rate_limited', limit: 'rpm', retryAfterSeconds: 55 });
+    expect(refused).toEqual(['team-a:rate_limited']);
+    clock.advance(55_000);
+    expect(() =>
+      governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 0 }),
+    ).not.toThrow();
+  });
+
+  it('max_concurrent 1: a second run waits for the first to finish, and finish is counted once', () => {
+    const { governor } = setup();
+    const principal = key({ max_concurrent: 1 });
+    const first = governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 0 });
+    expect(
+      refusal(() => governor.admit({ principal, surface: 'a2a', model: 'm', estimatedTokens: 0 })).code,
+    ).toBe('concurrency_limited');
+    first.finish(end(0, 0));
+    first.finish(end(0, 0));
+    const second = governor.admit({ principal, surface: 'a2a', model: 'm', estimatedTokens: 0 });
+    expect(governor.snapshot()[0]?.inFlight).toBe(1);
+    second.finish(end(0, 0));
+    expect(governor.snapshot()[0]?.inFlight).toBe(0);
+  });
+
+  it('tpm counts the reported tokens (estimate corrected at the end)', () => {
+    const { governor, clock } = setup();
+    const principal = key({ tpm: 100 });
+    const run = governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 10 });
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(10);
+    run.finish(end(60, 50));
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(110);
+    const error = refusal(() =>
+      governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 1 }),
+    );
+    expect(error).toMatchObject({ code: 'rate_limited', limit: 'tpm', retryAfterSeconds: 60 });
+    clock.advance(60_000);
+    governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 1 }).finish(end(1, 0));
+  });
+
+  it('a 100-token budget refuses once the reported usage passes it, until the next period', () => {
+    const { governor, clock } = setup();
+    const principal = key({ token_budget: { tokens: 100, per: 'day' } });
+    governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 5 }).finish(end(40, 30));
+    governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 5 }).finish(end(20, 20));
+    const error = refusal(() =>
+      governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 5 }),
+    );
+    expect(error.code).toBe('budget_exhausted');
+    // Noon UTC: the day's budget returns at midnight, 12 hours later.
+    expect(error.retryAfterSeconds).toBe(12 * 3600);
+    clock.advance(12 * 3600 * 1000);
+    governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 5 }).finish(end(1, 1));
+  });
+
+  it('reads what the period already spent from the store (budgets survive restarts)', () => {
+    const { governor } = setup({ 'team-a': 100 });
+    const principal = key({ token_budget: { tokens: 100, per: 'month' } });
+    expect(
+      refusal(() => governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 0 })).code,
+    ).toBe('budget_exhausted');
+  });
+
+  it('runs in flight reserve their estimate against the budget', () => {
+    const { governor } = setup({ 'team-a': 90 });
+    const principal = key({ token_budget: { tokens: 100, per: 'day' } });
+    const running: Admission = governor.admit({
+      principal,
+      surface: 'openai',
+      model: 'm',
+      estimatedTokens: 10,
+    });
+    expect(
+      refusal(() => governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 1 })).code,
+    ).toBe('budget_exhausted');
+    running.finish(end(2, 3));
+    governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 1 }).finish(end(0, 0));
+  });
+
+  it('records every finished run once, anonymous runs included, without limiting them', () => {
+    const { governor, records } = setup();
+    const anonymous = governor.admit({
+      principal: undefined,
+      surface: 'console',
+      model: 't',
+      estimatedTokens: 3,
+    });
+    anonymous.finish(end(7, 8));
+    anonymous.finish(end(7, 8));
+    expect(records).toEqual([
+      expect.objectContaining({
+        principal: '',
+        surface: 'console',
+        model: 't',
+        inputTokens: 7,
+        outputTokens: 8,
+        outcome: 'completed',
+      }),
+    ]);
+  });
+
+  it('computes UTC day and month periods', () => {
+    const at = Date.UTC(2026, 1, 28, 23, 59);
+    expect(periodAt(at, 'day')).toEqual({ startMs: Date.UTC(2026, 1, 28), endMs: Date.UTC(2026, 2, 1) });
+    expect(periodAt(at, 'month')).toEqual({ startMs: Date.UTC(2026, 1, 1), endMs: Date.UTC(2026, 2, 1) });
+  });
+});

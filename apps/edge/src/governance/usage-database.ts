@@ -1,0 +1,59 @@
+// Opens the usage database with the first SQLite engine that loads in this process: better-sqlite3 (a repo
+// checkout, compiled for the local Node) or the built-in node:sqlite (the release edge, a Node 22 single
+// executable that cannot load an addon). Both engines read and write the same file. The node's run history makes
+// the same choice (apps/node/src/history/sqlite-driver.ts); the edge keeps its own few lines because apps never
+// import each other.
+import Database from 'better-sqlite3';
+
+export interface SqlStatement {
+  run(...parameters: unknown[]): { changes: number | bigint };
+  all(...parameters: unknown[]): unknown[];
+  get(...parameters: unknown[]): unknown;
+}
+
+export interface SqlDatabase {
+  exec(sql: string): void;
+  prepare(sql: string): SqlStatement;
+  close(): void;
+}
+
+export type SqliteEngine = 'better-sqlite3' | 'node:sqlite';
+
+export interface OpenedDatabase {
+  db: SqlDatabase;
+  engine: SqliteEngine;
+}
+
+interface NodeSqliteModule {
+  DatabaseSync: new (location: string) => SqlDatabase;
+}
+
+/** Opens (creating) `file`; throws when neither engine loads, naming both causes. */
+export function openUsageDatabase(file: string): OpenedDatabase {
+  let betterError: unknown;
+  try {
+    return { db: new Database(file), engine: 'better-sqlite3' };
+  } catch (error) {
+    betterError = error;
+  }
+  const sqlite = loadNodeSqlite();
+  if (!sqlite) {
+    const reason =
+      betterError instanceof Error ? (betterError.message.split('\n')[0] ?? '') : String(betterError);
+    throw new Error(
+      `cannot open usage database ${file}: better-sqlite3 does not load (${reason}) and node:sqlite needs ` +
+        `Node 22.13 or later (this is ${process.version})`,
+      { cause: betterError },
+    );
+  }
+  return { db: new sqlite.DatabaseSync(file), engine: 'node:sqlite' };
+}
+
+function loadNodeSqlite(): NodeSqliteModule | undefined {
+  try {
+    const loaded = process.getBuiltinModule('node:sqlite') as NodeSqliteModule | undefined;
+    return loaded && typeof loaded.DatabaseSync === 'function' ? loaded : undefined;
+  } catch {
+    return undefined;
+  }
+}

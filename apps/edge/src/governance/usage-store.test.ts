@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { silentLogger } from '../logging.js';
+import { ManualClock } from './test-support/manual-clock.js';
+import { openUsageDatabase } from './usage-database.js';
+import { UsageStore, type UsageRecord } from './usage-store.js';
+
+function record(overrides: Partial<UsageRecord>): UsageRecord {
+  return {
+    atMs: 0,
+    runId: 'r',
+    principal: 'a',
+    surface: 'openai',
+    model: 'm1',
+    provider: 'p1',
+    node: 'n1',
+    inputTokens: 0,
+    outputTokens: 0,
+    queueMs: 0,
+    durationMs: 0,
+    outcome: 'completed',
+    ...overrides,
+  };
+}
+
+describe('UsageStore', () => {
+  let dir: string;
+  let file: string;
+  const stores: UsageStore[] = [];
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-usage-'));
+    file = path.join(dir, 'usage.db');
+  });
+  afterEach(() => {
+    for (const store of stores.splice(0)) store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function open(
+    clock: ManualClock,
+    options: { batchSize?: number; retentionDays?: number } = {},
+  ): UsageStore {
+    const store = new UsageStore({
+      db: openUsageDatabase(file).db,
+      clock,
+      logger: silentLogger,
+      retentionDays: options.retentionDays ?? 30,
+      batchSize: options.batchSize,
+      flushIntervalMs: 1000,
+    });
+    stores.push(store);
+    return store;
+  }
+
+  it('sums tokens and runs by key, model, node and provider', () => {
+    const clock = new ManualClock();
+    const store = open(clock);
+    const now = clock.now();
+    store.record(record({ atMs: now, principal: 'a', model: 'm1', inputTokens: 10, outputTokens: 5 }));
+    store.record(record({ atMs: now, principal: 'a', model: 'm2', inputTokens: 1, outputTokens: 2 }));
+    store.record(
+      record({ atMs: now, principal: 'b', model: 'm1', node: 'n2', inputTokens: 3, outcome: 'rejected' }),
+    );
+    const byKey = store.summary({ by: 'key', sinceMs: 0 });
+    expect(byKey.map((row) => [row.group, row.runs, row.inputTokens, row.outputTokens])).toEqual([
+      ['a', 2, 11, 7],
+      ['b', 1, 3, 0],
+    ]);
+    expect(byKey[1]?.outcomes).toEqual({ completed: 0, error: 0, cancelled: 0, rejected: 1 });
+    expect(store.summary({ by: 'model', sinceMs: 0 }).map((row) => [row.group, row.inputTokens])).toEqual([
+      ['m1', 13],
+      ['m2', 1],
+    ]);
+    expect(store.summary({ by: 'node', sinceMs: 0 }).map((row) => row.group)).toEqual(['n1', 'n2']);
+    expect(store.summary({ by: 'key', sinceMs: now + 1 })).toEqual([]);
+  });
+
+  it('buffers writes and commits a batch when full or after the flush interval', () => {
+    const clock = new ManualClock();
+    const store = open(clock, { batchSize: 3 });
+    const reader = openUsageDatabase(file).db;
+    const count = () => (reader.prepare('SELECT COUNT(*) AS n FROM usage').get() as { n: number }).n;
+    store.record(record({ atMs: clock.now() }));
+    store.record(record({ atMs: clock.now() }));
+    expect(count()).toBe(0);
+    store.record(record({ atMs: clock.now() }));
+    expect(count()).toBe(3);
+    store.record(record({ atMs: clock.now() }));
+    expect(count()).toBe(3);
+    clock.advance(1000);
+    expect(count()).toBe(4);
+    reader.close();
+  });
+
+  it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', () => {
+    const clock = new ManualClock();
+    const first = open(clock);
+    first.record(record({ atMs: clock.now(), principal: 'a', inputTokens: 60, outputTokens: 50 }));
+    first.close();
+    const second = open(clock);
+    expect(second.tokensSince('a', clock.now() - 1000)).toBe(110);
+    expect(second.tokensSince('a', clock.now() + 1)).toBe(0);
+    expect(second.tokensSince('b', 0)).toBe(0);
+    const reader = openUsageDatabase(file).db;
+    expect((reader.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode).toBe(
+      'wal',
+    );
+    reader.close();
+  });
+
+  it('deletes records older than the retention at open and hourly', () => {
+    const clock = new ManualClock();
+    const store = open(clock, { retentionDays: 1 });
+    store.record(record({ atMs: clock.now() - 2 * 86_400_000, runId: 'old' }));
+    store.record(record({ atMs: clock.now(), runId: 'new' }));
+    store.flush();
+    clock.advance(3_600_000);
+    expect(store.summary({ by: 'key', sinceMs: 0 })[0]?.runs).toBe(1);
+    store.close();
+    expect(clock.pending).toBe(0);
+  });
+});

@@ -1,0 +1,257 @@
+// Per-run usage records of the edge in SQLite (`<edge.data_dir>/usage.db`, WAL): who (principal) used what
+// (surface, model, provider, node), how much (tokens in/out as the backend reported them), how long (queue ms,
+// duration) and how it ended. Writes are buffered and committed in one transaction per batch (every `batchSize`
+// records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
+// than `retentionDays` are deleted at open and hourly. Budgets read their spent tokens from here, which is how
+// they survive an edge restart.
+import type { Clock, ClockTimer } from '../clock.js';
+import type { Logger } from '../logging.js';
+import type { SqlDatabase, SqlStatement } from './usage-database.js';
+
+/** How a governed run ended (`rejected`: refused by a limit or by the pool before it started). */
+export type UsageOutcome = 'completed' | 'error' | 'cancelled' | 'rejected';
+
+export interface UsageRecord {
+  atMs: number;
+  runId: string;
+  /** Key id; '' for anonymous runs (no keys configured, console, admin). */
+  principal: string;
+  surface: string;
+  model: string;
+  provider: string;
+  node: string;
+  inputTokens: number;
+  outputTokens: number;
+  queueMs: number;
+  durationMs: number;
+  outcome: UsageOutcome;
+}
+
+export const USAGE_GROUPS = ['key', 'model', 'node', 'provider', 'surface'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+export interface UsageQuery {
+  by: UsageGroup;
+  /** Only records at or after this time (epoch ms); 0 = all kept records. */
+  sinceMs: number;
+}
+
+export interface UsageRow {
+  /** The group's value (key id, model, node or provider; '' = none). */
+  group: string;
+  runs: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Runs per outcome. */
+  outcomes: Record<UsageOutcome, number>;
+  queueMsTotal: number;
+  durationMsTotal: number;
+}
+
+export interface UsageStoreOptions {
+  db: SqlDatabase;
+  clock: Clock;
+  logger: Logger;
+  retentionDays: number;
+  /** Records buffered before a write; default 200. */
+  batchSize?: number;
+  /** Longest a record waits in the buffer; default 1000 ms. */
+  flushIntervalMs?: number;
+}
+
+const SCHEMA_VERSION = 1;
+const DAY_MS = 86_400_000;
+const PRUNE_INTERVAL_MS = 3_600_000;
+const GROUP_COLUMN: Record<UsageGroup, string> = {
+  key: 'principal',
+  model: 'model',
+  node: 'node',
+  provider: 'provider',
+  surface: 'surface',
+};
+
+export class UsageStore {
+  private readonly db: SqlDatabase;
+  private readonly options: UsageStoreOptions;
+  private readonly batchSize: number;
+  private readonly flushIntervalMs: number;
+  private readonly insert: SqlStatement;
+  private pending: UsageRecord[] = [];
+  private flushTimer: ClockTimer | undefined;
+  private pruneTimer: ClockTimer | undefined;
+  private closed = false;
+
+  constructor(options: UsageStoreOptions) {
+    this.options = options;
+    this.db = options.db;
+    this.batchSize = options.batchSize ?? 200;
+    this.flushIntervalMs = options.flushIntervalMs ?? 1000;
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS usage (
+      id INTEGER PRIMARY KEY,
+      at_ms INTEGER NOT NULL,
+      run_id TEXT NOT NULL,
+      principal TEXT NOT NULL,
+      surface TEXT NOT NULL,
+      model TEXT NOT NULL,
+      provider TEXT NOT NULL,
+      node TEXT NOT NULL,
+      input_tokens INTEGER NOT NULL,
+      output_tokens INTEGER NOT NULL,
+      queue_ms REAL NOT NULL,
+      duration_ms REAL NOT NULL,
+      outcome TEXT NOT NULL
+    )`);
+    this.db.exec('CREATE INDEX IF NOT EXISTS usage_at ON usage (at_ms)');
+    this.db.exec('CREATE INDEX IF NOT EXISTS usage_principal_at ON usage (principal, at_ms)');
+    this.db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+    this.insert = this.db.prepare(
+      `INSERT INTO usage (at_ms, run_id, principal, surface, model, provider, node, input_tokens, output_tokens,
+        queue_ms, duration_ms, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.prune();
+    this.schedulePrune();
+  }
+
+  /** Buffers one record; written within `flushIntervalMs`, at once when the batch is full. */
+  record(record: UsageRecord): void {
+    if (this.closed) return;
+    this.pending.push(record);
+    if (this.pending.length >= this.batchSize) {
+      this.flush();
+      return;
+    }
+    this.flushTimer ??= this.options.clock.setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flush();
+    }, this.flushIntervalMs);
+  }
+
+  /** Writes buffered records in one transaction. A failed write is logged and its batch dropped (bounded). */
+  flush(): void {
+    if (this.flushTimer !== undefined) {
+      this.options.clock.clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
+    }
+    if (this.pending.length === 0 || this.closed) return;
+    const batch = this.pending;
+    this.pending = [];
+    try {
+      this.db.exec('BEGIN');
+      try {
+        for (const record of batch) {
+          this.insert.run(
+            record.atMs,
+            record.runId,
+            record.principal,
+            record.surface,
+            record.model,
+            record.provider,
+            record.node,
+            record.inputTokens,
+            record.outputTokens,
+            record.queueMs,
+            record.durationMs,
+            record.outcome,
+          );
+        }
+        this.db.exec('COMMIT');
+      } catch (error) {
+        this.db.exec('ROLLBACK');
+        throw error;
+      }
+    } catch (error) {
+      this.options.logger.error({ err: error, records: batch.length }, 'writing usage records failed');
+    }
+  }
+
+  /** Totals grouped by key, model, node, provider or surface, largest token use first. */
+  summary(query: UsageQuery): UsageRow[] {
+    this.flush();
+    const column = GROUP_COLUMN[query.by];
+    const rows = this.db
+      .prepare(
+        `SELECT ${column} AS grp, outcome, COUNT(*) AS runs, SUM(input_tokens) AS input_tokens,
+           SUM(output_tokens) AS output_tokens, SUM(queue_ms) AS queue_ms, SUM(duration_ms) AS duration_ms
+         FROM usage WHERE at_ms >= ? GROUP BY ${column}, outcome`,
+      )
+      .all(query.sinceMs) as {
+      grp: string;
+      outcome: UsageOutcome;
+      runs: number;
+      input_tokens: number;
+      output_tokens: number;
+      queue_ms: number;
+      duration_ms: number;
+    }[];
+    const groups = new Map<string, UsageRow>();
+    for (const row of rows) {
+      let group = groups.get(row.grp);
+      if (!group) {
+        group = {
+          group: row.grp,
+          runs: 0,
+          inputTokens: 0,
+          outputTokens: 0,
+          outcomes: { completed: 0, error: 0, cancelled: 0, rejected: 0 },
+          queueMsTotal: 0,
+          durationMsTotal: 0,
+        };
+        groups.set(row.grp, group);
+      }
+      group.runs += Number(row.runs);
+      group.inputTokens += Number(row.input_tokens);
+      group.outputTokens += Number(row.output_tokens);
+      group.queueMsTotal += Number(row.queue_ms);
+      group.durationMsTotal += Number(row.duration_ms);
+      if (row.outcome in group.outcomes) group.outcomes[row.outcome] += Number(row.runs);
+    }
+    return [...groups.values()].sort(
+      (first, second) =>
+        second.inputTokens + second.outputTokens - (first.inputTokens + first.outputTokens) ||
+        first.group.localeCompare(second.group),
+    );
+  }
+
+  /** Tokens (in + out) a principal used since `sinceMs` (budgets after a restart). */
+  tokensSince(principal: string, sinceMs: number): number {
+    this.flush();
+    const row = this.db
+      .prepare(
+        'SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens FROM usage WHERE principal = ? AND at_ms >= ?',
+      )
+      .get(principal, sinceMs) as { tokens: number | bigint } | undefined;
+    return Number(row?.tokens ?? 0);
+  }
+
+  /** Deletes records older than the retention period. */
+  prune(): number {
+    if (this.closed) return 0;
+    const cutoff = this.options.clock.now() - this.options.retentionDays * DAY_MS;
+    const result = this.db.prepare('DELETE FROM usage WHERE at_ms < ?').run(cutoff);
+    return Number(result.changes);
+  }
+
+  /** Writes what is buffered and closes the database. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    if (this.pruneTimer !== undefined) this.options.clock.clearTimeout(this.pruneTimer);
+    this.pruneTimer = undefined;
+    this.db.close();
+  }
+
+  private schedulePrune(): void {
+    this.pruneTimer = this.options.clock.setTimeout(() => {
+      try {
+        this.prune();
+      } catch (error) {
+        this.options.logger.warn({ err: error }, 'pruning usage records failed');
+      }
+      if (!this.closed) this.schedulePrune();
+    }, PRUNE_INTERVAL_MS);
+  }
+}
