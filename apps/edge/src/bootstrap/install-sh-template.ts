@@ -157,6 +157,7 @@ UNIT
 
 # launchd property list. Arguments: binary edge node-id token-file data-dir log-file.
 iop_launchd_plist() {
+RestartPreventExitStatus=3
   local word
   cat <<PLIST_HEAD
 <?xml version="1.0" encoding="UTF-8"?>

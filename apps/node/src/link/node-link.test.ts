@@ -13,11 +13,13 @@ import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_RETRY_INTERVAL_MS,
   describeOutcome,
+  EXIT_CODE_REPLACED,
   exitCodeFor,
   NodeLink,
   type LinkHandler,
   type NodeLinkOptions,
 } from './node-link.js';
+import { systemClock } from './clock.js';
 import { FakeClock } from './test-support/fake-clock.js';
 import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
 
@@ -278,8 +280,40 @@ describe('NodeLink against a fake edge over loopback', () => {
     const outcome = link.run();
     await waitFor(() => link.state === 'registered', 3000, 'registration');
     await edge.latest().close('replaced', { goodbye: true });
-    expect(await outcome).toEqual({ kind: 'closed-by-edge', reason: 'replaced' });
+    const result = await outcome;
+    expect(result).toEqual({ kind: 'closed-by-edge', reason: 'replaced' });
     expect(edge.registrations).toHaveLength(1);
+    // A dedicated status the service units list in RestartPreventExitStatus= (no restart into a replace loop).
+    expect(exitCodeFor(result)).toBe(EXIT_CODE_REPLACED);
+    expect(EXIT_CODE_REPLACED).not.toBe(exitCodeFor({ kind: 'closed-by-edge', reason: 'node-removed' }));
+  });
+
+  it('spreads the waits between reconnect attempts by ±retryJitter around the interval', async () => {
+    const edge = await startEdge();
+    const waits: number[] = [];
+    const randoms = [0, 0.999_999, 0.5];
+    const recordingClock = {
+      ...systemClock,
+      setTimeout: (callback: () => void, ms: number) => {
+        // Retry waits are the only timers in 700..1300 ms (heartbeats 50 ms and 5 s, register timeout 400 ms).
+        const retryWait = ms >= 700 && ms <= 1300;
+        if (retryWait) waits.push(ms);
+        return systemClock.setTimeout(callback, retryWait ? 1 : ms);
+      },
+    };
+    const link = createLink(edge, new RecordingHandler(), {
+      clock: recordingClock,
+      retryIntervalMs: 1000,
+      retryJitter: 0.2,
+      random: () => randoms.shift() ?? 0.5,
+      maxRetries: 3,
+      registerTimeoutMs: 400,
+    });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.close('shutdown');
+    expect((await outcome).kind).toBe('retries-exhausted');
+    expect(waits).toEqual([800, 1200, 1000]);
   });
 
   it('routes edge requests to the handler with their request ids and sends while registered', async () => {
@@ -318,7 +352,7 @@ describe('NodeLink against a fake edge over loopback', () => {
 });
 
 describe('NodeLink reconnect defaults (fake clock)', () => {
-  it('after a lost link, tries every 10 s, 10 times, then ends with retries-exhausted', async () => {
+  it('after a lost link, tries every 10 s (mid-jitter), 10 times, then ends with retries-exhausted', async () => {
     const edge = await FakeEdge.start();
     const clock = new FakeClock();
     const dial = createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 });
@@ -338,6 +372,8 @@ describe('NodeLink reconnect defaults (fake clock)', () => {
       logger: silentLogger,
       clock,
       registerTimeoutMs: 500,
+      // The middle of the default ±20% jitter window: exactly the seed's 10 s.
+      random: () => 0.5,
     });
     try {
       const outcome = link.run();

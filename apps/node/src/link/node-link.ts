@@ -28,6 +28,16 @@ import { LinkStateMachine, type LinkState } from './link-state.js';
 
 export const DEFAULT_RETRY_INTERVAL_MS = 10_000;
 export const DEFAULT_MAX_RETRIES = 10;
+/**
+ * Each wait between reconnect attempts is the interval ± this fraction of it (uniformly), so nodes that lost a
+ * restarted edge at the same moment do not all knock in the same second.
+ */
+export const DEFAULT_RETRY_JITTER = 0.2;
+/**
+ * Exit status of a node the edge closed as `replaced` (another process registered with its identity). The service
+ * units list it in `RestartPreventExitStatus=`, so a supervisor does not restart the node into a replace loop.
+ */
+export const EXIT_CODE_REPLACED = 3;
 export const DEFAULT_REGISTER_TIMEOUT_MS = 10_000;
 /** Used when the edge's register response leaves the heartbeat settings at 0. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
@@ -71,6 +81,10 @@ export interface NodeLinkOptions {
   logger: Logger;
   clock?: Clock;
   retryIntervalMs?: number;
+  /** Fraction of retryIntervalMs by which each wait may differ (default DEFAULT_RETRY_JITTER; 0: none). */
+  retryJitter?: number;
+  /** Uniform random numbers in [0, 1) for the jitter (default Math.random). */
+  random?: () => number;
   maxRetries?: number;
   registerTimeoutMs?: number;
 }
@@ -223,7 +237,7 @@ export class NodeLink implements Outbound {
     const interval = this.#options.retryIntervalMs ?? DEFAULT_RETRY_INTERVAL_MS;
     let lastError = '';
     for (let attempt = 1; attempt <= maxRetries; attempt += 1) {
-      await sleep(this.#clock, interval, this.#stopController.signal);
+      await sleep(this.#clock, this.#retryDelay(interval), this.#stopController.signal);
       if (this.#stopReason !== undefined) return { kind: 'stopped', reason: this.#stopReason };
       this.#logger.info({ attempt, maxRetries }, 'reconnecting to edge');
       const result = await this.#attempt();
@@ -243,6 +257,13 @@ export class NodeLink implements Outbound {
       this.#logger.warn({ attempt, maxRetries, error: lastError }, 'reconnect attempt failed');
     }
     return { kind: 'retries-exhausted', attempts: maxRetries, lastError };
+  }
+
+  /** The interval with ±retryJitter of uniform jitter, never negative. */
+  #retryDelay(interval: number): number {
+    const jitter = Math.min(1, Math.max(0, this.#options.retryJitter ?? DEFAULT_RETRY_JITTER));
+    const random = (this.#options.random ?? Math.random)();
+    return Math.max(0, Math.round(interval * (1 + jitter * (2 * random - 1))));
   }
 
   /** One dial + register handshake. */
@@ -479,9 +500,15 @@ export class NodeLink implements Outbound {
   }
 }
 
-/** Exit code for the process that ran the link: 0 only for a deliberate stop. */
+/**
+ * Exit code for the process that ran the link: 0 only for a deliberate stop, EXIT_CODE_REPLACED when another
+ * process took over the node's identity (a supervisor must not restart it), 1 for every other ending.
+ */
 export function exitCodeFor(outcome: LinkOutcome): number {
-  return outcome.kind === 'stopped' ? 0 : 1;
+  if (outcome.kind === 'stopped') return 0;
+  if (outcome.kind === 'closed-by-edge' && outcome.reason === CLOSE_REASONS.replaced)
+    return EXIT_CODE_REPLACED;
+  return 1;
 }
 
 /** One line for the operator: why the node stopped. */
