@@ -147,6 +147,7 @@ Type=simple
 ExecStart=\${exec_start# }
 Restart=on-failure
 RestartSec=10
+RestartPreventExitStatus=3
 NoNewPrivileges=yes
 UMask=0077
 
@@ -157,7 +158,6 @@ UNIT
 
 # launchd property list. Arguments: binary edge node-id token-file data-dir log-file.
 iop_launchd_plist() {
-RestartPreventExitStatus=3
   local word
   cat <<PLIST_HEAD
 <?xml version="1.0" encoding="UTF-8"?>
