@@ -20,6 +20,8 @@ export interface BootstrapHandlerDeps {
   edgeVersion: string;
   /** The port the server bound (for a public URL derived from an ephemeral listen port). */
   boundPort?: () => number | undefined;
+  /** sha256:<hex> of the edge's TLS key, written into the install scripts; undefined when edge.tls is off. */
+  edgeFingerprint?: string;
 }
 
 function send(
@@ -100,6 +102,7 @@ export function createBootstrapHandler(deps: BootstrapHandlerDeps): http.Request
       interfaces: deps.interfaces,
       fallbackVersion: deps.edgeVersion,
       boundPort: deps.boundPort?.(),
+      edgeFingerprint: deps.edgeFingerprint,
     });
     switch (pathname) {
       case '/install.sh':

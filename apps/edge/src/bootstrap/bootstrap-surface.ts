@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { listenHttp } from '../http/listen-http.js';
 import type { SurfaceFactory } from '../surface.js';
+import { readEdgeFingerprint } from '../tls/edge-identity.js';
 import { EDGE_VERSION } from '../version.js';
 import { createBootstrapHandler } from './bootstrap-handler.js';
 import { bootstrapPublicUrl, type NetworkInterfaces } from './bootstrap-urls.js';
@@ -32,6 +33,7 @@ export function createBootstrapSurfaceFactory(options: BootstrapSurfaceOptions =
       interfaces,
       edgeVersion: options.edgeVersion ?? EDGE_VERSION,
       boundPort: () => bound.port,
+      edgeFingerprint: await readEdgeFingerprint(config),
     });
     const listener = await listenHttp(config.bootstrap.listen, handler);
     bound.port = Number(listener.address.slice(listener.address.lastIndexOf(':') + 1));

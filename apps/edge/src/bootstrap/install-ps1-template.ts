@@ -1,17 +1,25 @@
-// The node installer for Windows (PowerShell), with placeholders __IOP_VERSION__, __IOP_ARTIFACT_URL__, __IOP_EDGE__
-// (single-quoted PowerShell literals) and __IOP_VERSION_TEXT__ filled by renderInstallPs1.
+// The node installer for Windows (PowerShell), with placeholders __IOP_VERSION__, __IOP_ARTIFACT_URL__, __IOP_EDGE__,
+// __IOP_EDGE_FINGERPRINT__ (single-quoted PowerShell literals), __IOP_ARTIFACT_SHA256S__ (the artifacts' SHA-256
+// lines) and __IOP_VERSION_TEXT__ filled by renderInstallPs1.
 export const INSTALL_PS1_TEMPLATE = `# IOP node installer for Windows (PowerShell 5.1 or later), rendered by iop-edge __IOP_VERSION_TEXT__ for this edge.
-# Loading it only defines functions; the line \`iop-edge node register\` prints loads it and calls Start-IopNode
-# in the same PowerShell session, so the token never appears in a process's arguments:
-#   iex (irm '<public-url>/install.ps1'); Start-IopNode -NodeId ID -Token '...' [-Edge HOST:PORT] [-ArtifactUrl URL]
+# Loading it only defines functions; the line \`iop-edge node register\` prints downloads it, checks its SHA-256
+# against the value pinned in the line, loads it and calls Start-IopNode in the same PowerShell session, so the
+# token never appears in a process's arguments:
+#   $b = <bytes of '<public-url>/install.ps1'>; <Get-FileHash of $b is the pinned one>; iex <$b as UTF-8>;
+#   Start-IopNode -NodeId ID -Token '...' [-Edge HOST:PORT] [-EdgeFingerprint sha256:HEX] [-ArtifactUrl URL]
 #     [-Service] [-NoStart] [-InstallDir DIR]
-# Start-IopNode detects the architecture, downloads the matching node artifact from the edge, verifies its
-# SHA-256 against SHA256SUMS, installs it under %USERPROFILE%\\.iop, writes the token to a file only the
-# current user can read, and starts the node in this window (-Service: a scheduled task at logon instead).
+# Start-IopNode detects the architecture, downloads the matching node artifact from the edge, verifies it
+# against the SHA-256 written into this script, installs it under %USERPROFILE%\\.iop, writes the token to a
+# file only the current user can read, and starts the node in this window pinned to the edge's key (-Service: a
+# scheduled task at logon instead).
 
 $IopVersion = __IOP_VERSION__
 $IopDefaultArtifactUrl = __IOP_ARTIFACT_URL__
 $IopDefaultEdge = __IOP_EDGE__
+# sha256:<hex> of the edge's TLS key; '' = the edge runs without TLS (plaintext, not authenticated).
+$IopDefaultEdgeFingerprint = __IOP_EDGE_FINGERPRINT__
+# '<sha256>  <artifact file>' per line: the only artifacts this script installs.
+$IopArtifactSha256s = __IOP_ARTIFACT_SHA256S__
 $IopTaskName = 'IOP Node'
 
 function Get-IopArch {
@@ -29,7 +37,7 @@ function Get-IopArtifactName([string]$Arch) {
   return "iop-node-$IopVersion-windows-$Arch.tar.gz"
 }
 
-# The SHA-256 SHA256SUMS lists for a file name, or $null.
+# The SHA-256 a checksum list ('<hex>  <name>' lines) gives a file name, or $null.
 function Get-IopExpectedHash([string]$SumsText, [string]$Name) {
   foreach ($line in ($SumsText -split "\`r?\`n")) {
     $parts = $line.Trim() -split '\\s+', 2
@@ -40,7 +48,7 @@ function Get-IopExpectedHash([string]$SumsText, [string]$Name) {
 
 function Test-IopChecksum([string]$File, [string]$SumsText, [string]$Name) {
   $expected = Get-IopExpectedHash $SumsText $Name
-  if (-not $expected) { throw "iop-install: $Name is not listed in SHA256SUMS: the edge has no artifact for this platform" }
+  if (-not $expected) { throw "iop-install: $Name is not among this edge's artifacts: the edge has no node for this platform" }
   $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $File).Hash.ToLowerInvariant()
   if ($actual -ne $expected) {
     throw "iop-install: checksum mismatch for \${Name}: expected $expected, got $actual (download corrupted or tampered with)"
@@ -79,6 +87,7 @@ function Start-IopNode {
     [Parameter(Mandatory = $true)][string]$NodeId,
     [Parameter(Mandatory = $true)][string]$Token,
     [string]$Edge = $IopDefaultEdge,
+    [string]$EdgeFingerprint = $IopDefaultEdgeFingerprint,
     [string]$ArtifactUrl = $IopDefaultArtifactUrl,
     [string]$InstallDir = (Join-Path $env:USERPROFILE '.iop'),
     [switch]$Service,
@@ -87,6 +96,12 @@ function Start-IopNode {
   $ErrorActionPreference = 'Stop'
   if (-not $Edge) { throw 'iop-install: -Edge HOST:PORT is required' }
   if (-not $ArtifactUrl) { throw 'iop-install: -ArtifactUrl is required' }
+  if ($EdgeFingerprint -and $EdgeFingerprint -cnotmatch '^sha256:[0-9a-f]{64}$') {
+    throw 'iop-install: -EdgeFingerprint must be sha256:<64 lowercase hex digits>'
+  }
+  if (-not $EdgeFingerprint) {
+    Write-Warning "iop-install: no edge fingerprint: the node's link (and its token) will be neither encrypted nor authenticated"
+  }
   if ([System.Environment]::OSVersion.Platform -ne 'Win32NT') {
     throw 'iop-install: Start-IopNode is for Windows; on Linux and macOS use the curl | bash line (install.sh)'
   }
@@ -99,11 +114,9 @@ function Start-IopNode {
   $temp = Join-Path $InstallDir ('.download-' + [System.Guid]::NewGuid().ToString('N'))
   New-Item -ItemType Directory -Force -Path $temp | Out-Null
   try {
-    $sums = Join-Path $temp 'SHA256SUMS'
     $archive = Join-Path $temp $name
-    Invoke-IopDownload "$base/SHA256SUMS" $sums
     Invoke-IopDownload "$base/$name" $archive
-    Test-IopChecksum $archive ([System.IO.File]::ReadAllText($sums)) $name
+    Test-IopChecksum $archive $IopArtifactSha256s $name
     Write-Host 'iop-install: SHA-256 verified'
     $versions = Join-Path $InstallDir 'versions'
     New-Item -ItemType Directory -Force -Path $versions | Out-Null
@@ -135,6 +148,7 @@ function Start-IopNode {
   Write-Host "iop-install: installed $target; token in $tokenFile (current user only)"
 
   $arguments = @('--disable-warning=ExperimentalWarning', $bundle, 'run', '--edge', $Edge, '--node-id', $NodeId, '--token-file', $tokenFile, '--data-dir', $dataDir)
+  if ($EdgeFingerprint) { $arguments += @('--edge-fingerprint', $EdgeFingerprint) }
   if ($Service) {
     $argumentLine = ($arguments | ForEach-Object { ConvertTo-IopArgument $_ }) -join ' '
     $action = New-ScheduledTaskAction -Execute $nodeExe -Argument $argumentLine -WorkingDirectory $InstallDir

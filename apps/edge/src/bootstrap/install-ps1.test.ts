@@ -2,10 +2,16 @@ import { describe, expect, it } from '@jest/globals';
 import { renderInstallPs1 } from './install-scripts.js';
 import { psQuote, shQuote } from './shell-quote.js';
 
+const fingerprint = `sha256:${'cd'.repeat(32)}`;
 const values = {
   version: '0.1.0',
   artifactUrl: 'http://192.0.2.10:19091/artifacts',
   edgeAddress: '192.0.2.10:19090',
+  edgeFingerprint: fingerprint,
+  artifacts: [
+    { file: 'iop-node-0.1.0-windows-amd64.tar.gz', sha256: '1'.repeat(64) },
+    { file: 'iop-node-0.1.0-windows-arm64.tar.gz', sha256: '2'.repeat(64) },
+  ],
 };
 
 /** The value of `$Name = '...'` in the rendered script, with PowerShell's '' un-doubled. */
@@ -24,6 +30,15 @@ describe('install.ps1 rendering', () => {
     expect(assigned(script, 'IopVersion')).toBe('0.1.0');
     expect(assigned(script, 'IopDefaultArtifactUrl')).toBe(values.artifactUrl);
     expect(assigned(script, 'IopDefaultEdge')).toBe(values.edgeAddress);
+    expect(assigned(script, 'IopDefaultEdgeFingerprint')).toBe(fingerprint);
+    // The artifacts' SHA-256 travel inside the script (pinned by the one-liner), not in a separate download.
+    expect(script).toContain(
+      `$IopArtifactSha256s = '\r\n  ${'1'.repeat(64)}  iop-node-0.1.0-windows-amd64.tar.gz\r\n  ${'2'.repeat(64)}  iop-node-0.1.0-windows-arm64.tar.gz'`,
+    );
+    expect(script).not.toContain('SHA256SUMS');
+    expect(script).toContain(
+      "if ($EdgeFingerprint) { $arguments += @('--edge-fingerprint', $EdgeFingerprint) }",
+    );
     // Only function definitions and assignments at the top level: loading it starts nothing.
     const topLevel = script
       .split('\r\n')

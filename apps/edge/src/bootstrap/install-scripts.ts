@@ -1,6 +1,7 @@
-// Renders install.sh and install.ps1 for one edge: the artifact version, where artifacts are served and the
-// edge's node-transport address become the scripts' defaults (the one-liner passes them too). Values are
-// validated and quoted; the templates never interpolate anything else.
+// Renders install.sh and install.ps1 for one edge: the artifact version, where artifacts are served, the edge's
+// node-transport address and key fingerprint become the scripts' defaults (the one-liner passes them too), and
+// the SHA-256 of every artifact is written into the script, so pinning the script's own hash (the one-liner
+// does) pins the artifacts as well. Values are validated and quoted; the templates never interpolate anything else.
 import { BootstrapError } from './errors.js';
 import { INSTALL_PS1_TEMPLATE } from './install-ps1-template.js';
 import { INSTALL_SH_TEMPLATE } from './install-sh-template.js';
@@ -13,6 +14,10 @@ export interface InstallScriptValues {
   artifactUrl: string;
   /** host:port nodes dial. */
   edgeAddress: string;
+  /** `sha256:<hex>` of the edge's TLS key; '' when the edge runs without TLS. */
+  edgeFingerprint: string;
+  /** The artifacts the script may install, with their SHA-256 (from the artifact set). */
+  artifacts: readonly { file: string; sha256: string }[];
 }
 
 const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
@@ -33,6 +38,25 @@ export function validateInstallValues(values: InstallScriptValues): void {
   if (!/^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]]+):\d{1,5}$/.test(values.edgeAddress)) {
     throw new BootstrapError('invalid_value', `edge address must be host:port: ${values.edgeAddress}`);
   }
+  if (values.edgeFingerprint !== '' && !/^sha256:[0-9a-f]{64}$/.test(values.edgeFingerprint)) {
+    throw new BootstrapError(
+      'invalid_value',
+      `edge fingerprint must be sha256:<hex>: ${values.edgeFingerprint}`,
+    );
+  }
+  for (const artifact of values.artifacts) {
+    if (!/^[0-9a-f]{64}$/.test(artifact.sha256) || !/^[0-9A-Za-z][0-9A-Za-z.+_-]*$/.test(artifact.file)) {
+      throw new BootstrapError('invalid_value', `invalid artifact checksum entry for '${artifact.file}'`);
+    }
+  }
+}
+
+/**
+ * Indented `<sha256>  <file>` lines, one per artifact, each after a newline: safe inside single quotes in sh and
+ * PowerShell (validated above), and indented so only assignments and functions start a line at the top level.
+ */
+function checksumLines(values: InstallScriptValues): string {
+  return values.artifacts.map((artifact) => `\n  ${artifact.sha256}  ${artifact.file}`).join('');
 }
 
 function fill(template: string, values: InstallScriptValues, quote: (value: string) => string): string {
@@ -42,6 +66,8 @@ function fill(template: string, values: InstallScriptValues, quote: (value: stri
     .replace(/__IOP_VERSION_TEXT__/g, () => values.version)
     .replace(/__IOP_VERSION__/g, () => quote(values.version))
     .replace(/__IOP_ARTIFACT_URL__/g, () => quote(values.artifactUrl))
+    .replace(/__IOP_EDGE_FINGERPRINT__/g, () => quote(values.edgeFingerprint))
+    .replace(/__IOP_ARTIFACT_SHA256S__/g, () => `'${checksumLines(values)}'`)
     .replace(/__IOP_EDGE__/g, () => quote(values.edgeAddress));
 }
 

@@ -1,21 +1,30 @@
 // The node installer for Linux and macOS (bash), with placeholders __IOP_VERSION__, __IOP_ARTIFACT_URL__,
-// __IOP_EDGE__ (shell-quoted values) and __IOP_VERSION_TEXT__ filled by renderInstallSh. Kept as a string so the
-// single-file edge executable carries it; tests run its functions with a fake uname.
+// __IOP_EDGE__, __IOP_EDGE_FINGERPRINT__ (shell-quoted values), __IOP_ARTIFACT_SHA256S__ (the artifacts' SHA-256
+// lines, validated) and __IOP_VERSION_TEXT__ filled by renderInstallSh. Kept as a string so the single-file edge
+// executable carries it; tests run its functions with a fake uname.
 export const INSTALL_SH_TEMPLATE = `#!/usr/bin/env bash
 # IOP node installer, rendered by iop-edge __IOP_VERSION_TEXT__ for this edge. Usage (the line \`iop-edge node register\`
-# prints; the token travels in the IOP_TOKEN environment variable, never in arguments):
-#   curl -fsSL <public-url>/install.sh | IOP_TOKEN=... bash -s -- --node-id ID [--edge HOST:PORT]
+# prints; it checks this file's SHA-256 before running it, and the token travels in the IOP_TOKEN environment
+# variable, never in arguments):
+#   f=... && curl -fsSL <public-url>/install.sh -o "$f" && <sha256 of "$f" is the pinned one> &&
+#     IOP_TOKEN=... bash "$f" --node-id ID [--edge HOST:PORT] [--edge-fingerprint sha256:HEX]
 #        [--artifact-url URL] [--service] [--no-start]
-# It detects the OS and architecture, downloads the matching node artifact from the edge, verifies its SHA-256
-# against SHA256SUMS, installs it under ~/.iop (/opt/iop as root; IOP_HOME overrides), stores the token in a
-# file only the owner can read, and starts the node in the foreground (--service: a systemd unit or a launchd
-# agent instead). Everything is in functions and runs only from the last line, so a truncated download does
-# nothing.
+# It detects the OS and architecture, downloads the matching node artifact from the edge, verifies it against
+# the SHA-256 written into this script (so the line's pin covers the artifact too), installs it under ~/.iop
+# (/opt/iop as root; IOP_HOME overrides), stores the token in a file only the node's user can read, and starts
+# the node in the foreground pinned to the edge's key (--service: a systemd unit or a launchd agent instead; as
+# root on Linux the unit runs as the unprivileged iop-node user). Everything is in functions and runs only from
+# the last line, so a truncated download does nothing.
 set -euo pipefail
 
 IOP_VERSION=__IOP_VERSION__
 IOP_DEFAULT_ARTIFACT_URL=__IOP_ARTIFACT_URL__
 IOP_DEFAULT_EDGE=__IOP_EDGE__
+# sha256:<hex> of the edge's TLS key; '' = the edge runs without TLS (plaintext, not authenticated).
+IOP_DEFAULT_EDGE_FINGERPRINT=__IOP_EDGE_FINGERPRINT__
+# '<sha256>  <artifact file>' per line: the only artifacts this script installs.
+IOP_ARTIFACT_SHA256S=__IOP_ARTIFACT_SHA256S__
+IOP_SERVICE_USER=iop-node
 IOP_SERVICE_NAME=iop-node
 IOP_LAUNCHD_LABEL=dev.iop.node
 
@@ -67,19 +76,19 @@ iop_sha256() {
   fi
 }
 
-# The checksum SHA256SUMS ($1) lists for file name $2, or nothing.
+# The checksum this script carries for artifact file name $1, or nothing.
 iop_expected_sha256() {
-  awk -v name="$2" '$2 == name || $2 == ("*" name) { print $1; exit }' "$1"
+  printf '%s\\n' "$IOP_ARTIFACT_SHA256S" | awk -v name="$1" '$2 == name || $2 == ("*" name) { print $1; exit }'
 }
 
-# Fails unless file $1 has the SHA-256 SHA256SUMS ($2) lists for name $3.
+# Fails unless file $1 has the SHA-256 this script carries for artifact name $2.
 iop_verify() {
   local expected actual
-  expected="$(iop_expected_sha256 "$2" "$3")"
-  [ -n "$expected" ] || iop_die "$3 is not listed in SHA256SUMS: the edge has no artifact for this platform"
+  expected="$(iop_expected_sha256 "$2")"
+  [ -n "$expected" ] || iop_die "$2 is not among this edge's artifacts: the edge has no node for this platform"
   actual="$(iop_sha256 "$1")"
   if [ "$actual" != "$expected" ]; then
-    iop_die "checksum mismatch for $3: expected $expected, got $actual (download corrupted or tampered with)"
+    iop_die "checksum mismatch for $2: expected $expected, got $actual (download corrupted or tampered with); nothing was installed"
   fi
 }
 
@@ -128,11 +137,12 @@ iop_xml_escape() {
   printf '%s' "$1" | sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' -e 's/>/\\&gt;/g' -e 's/"/\\&quot;/g' -e "s/'/\\&apos;/g"
 }
 
-# systemd unit for the node: user unit (default.target) or, as root, a system unit (multi-user.target).
-# Arguments: binary edge node-id token-file data-dir scope(user|system). The token stays in its file.
+# systemd unit for the node: user unit (default.target) or, as root, a system unit (multi-user.target) that
+# runs as the unprivileged $IOP_SERVICE_USER with a read-only system and only its data dir writable.
+# Arguments: binary edge node-id token-file data-dir scope(user|system) fingerprint. The token stays in its file.
 iop_systemd_unit() {
   local word exec_start="" wanted=default.target
-  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5"; do
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" \${7:+--edge-fingerprint "$7"}; do
     exec_start="$exec_start $(iop_systemd_quote "$word")"
   done
   [ "$6" = system ] && wanted=multi-user.target
@@ -150,13 +160,50 @@ RestartSec=10
 RestartPreventExitStatus=3
 NoNewPrivileges=yes
 UMask=0077
+UNIT
+  if [ "$6" = system ]; then
+    cat <<HARDENED
+User=$IOP_SERVICE_USER
+Group=$IOP_SERVICE_USER
+ProtectSystem=full
+ProtectHome=read-only
+PrivateTmp=yes
+PrivateDevices=yes
+ReadWritePaths=$(iop_systemd_quote "$5")
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictSUIDSGID=yes
+RestrictNamespaces=yes
+RestrictRealtime=yes
+LockPersonality=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+HARDENED
+  fi
+  cat <<UNIT_TAIL
 
 [Install]
 WantedBy=$wanted
-UNIT
+UNIT_TAIL
 }
 
-# launchd property list. Arguments: binary edge node-id token-file data-dir log-file.
+# Root installs: the system user the node service runs as (created once, no login, no home of its own).
+iop_ensure_service_user() {
+  if id -u "$IOP_SERVICE_USER" >/dev/null 2>&1; then return 0; fi
+  command -v useradd >/dev/null 2>&1 || iop_die "useradd not found: cannot create the $IOP_SERVICE_USER service user"
+  local shell=/usr/sbin/nologin
+  [ -x "$shell" ] || shell=/sbin/nologin
+  [ -x "$shell" ] || shell=/bin/false
+  useradd --system --user-group --home-dir "$1" --no-create-home --shell "$shell" "$IOP_SERVICE_USER" ||
+    iop_die "could not create the $IOP_SERVICE_USER service user"
+  iop_say "created system user $IOP_SERVICE_USER"
+}
+
+# launchd property list. Arguments: binary edge node-id token-file data-dir log-file fingerprint.
 iop_launchd_plist() {
   local word
   cat <<PLIST_HEAD
@@ -168,7 +215,7 @@ iop_launchd_plist() {
   <key>ProgramArguments</key>
   <array>
 PLIST_HEAD
-  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5"; do
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" \${7:+--edge-fingerprint "$7"}; do
     printf '    <string>%s</string>\\n' "$(iop_xml_escape "$word")"
   done
   cat <<PLIST_TAIL
@@ -183,18 +230,23 @@ PLIST_TAIL
 }
 
 iop_install_service() {
-  local os="$1" binary="$2" edge="$3" node_id="$4" token_file="$5" data_dir="$6" root="$7"
+  local os="$1" binary="$2" edge="$3" node_id="$4" token_file="$5" data_dir="$6" root="$7" fingerprint="$8"
   if [ "$os" = linux ]; then
     command -v systemctl >/dev/null 2>&1 || iop_die "--service needs systemd (systemctl not found)"
     local unit_dir scope=user
     if [ "$(id -u)" = 0 ]; then
-      unit_dir=/etc/systemd/system
+      unit_dir="\${IOP_SYSTEMD_SYSTEM_DIR:-/etc/systemd/system}"
       scope=system
+      # The service user owns only its token and data; the binary stays root's so the node cannot replace it.
+      iop_ensure_service_user "$data_dir"
+      chown "$IOP_SERVICE_USER:$IOP_SERVICE_USER" "$token_file" "$data_dir"
+      chmod 600 "$token_file"
+      chmod 700 "$data_dir"
     else
       unit_dir="\${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
     fi
     mkdir -p "$unit_dir"
-    iop_systemd_unit "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$scope" >"$unit_dir/$IOP_SERVICE_NAME.service"
+    iop_systemd_unit "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$scope" "$fingerprint" >"$unit_dir/$IOP_SERVICE_NAME.service"
     if [ "$scope" = system ]; then
       systemctl daemon-reload
       systemctl enable --now "$IOP_SERVICE_NAME.service"
@@ -215,7 +267,7 @@ iop_install_service() {
     fi
     mkdir -p "$plist_dir"
     local plist="$plist_dir/$IOP_LAUNCHD_LABEL.plist"
-    iop_launchd_plist "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root/node.log" >"$plist"
+    iop_launchd_plist "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root/node.log" "$fingerprint" >"$plist"
     launchctl bootout "$domain/$IOP_LAUNCHD_LABEL" >/dev/null 2>&1 || true
     launchctl bootstrap "$domain" "$plist"
     iop_say "installed $plist (log: $root/node.log)"
@@ -227,7 +279,9 @@ iop_usage() {
 usage: curl -fsSL <edge>/install.sh | IOP_TOKEN=<token> bash -s -- --node-id ID [options]
   --node-id ID         this node's id (as registered with 'iop-edge node register')
   --edge HOST:PORT     edge node-transport address (default: $IOP_DEFAULT_EDGE)
-  --artifact-url URL   where artifacts and SHA256SUMS are served (default: $IOP_DEFAULT_ARTIFACT_URL)
+  --edge-fingerprint sha256:HEX
+                       the edge key the node accepts (default: \${IOP_DEFAULT_EDGE_FINGERPRINT:-none, plaintext})
+  --artifact-url URL   where the artifacts are served (default: $IOP_DEFAULT_ARTIFACT_URL)
   --token-file FILE    read the token from FILE instead of IOP_TOKEN
   --service            install and start a systemd unit (Linux) or launchd agent (macOS)
   --no-start           install only
@@ -236,11 +290,13 @@ USAGE
 
 iop_main() {
   local node_id="" edge="$IOP_DEFAULT_EDGE" artifact_url="$IOP_DEFAULT_ARTIFACT_URL" token_source=""
+  local fingerprint="$IOP_DEFAULT_EDGE_FINGERPRINT"
   local service=0 start=1
   while [ "$#" -gt 0 ]; do
     case "$1" in
       --node-id) node_id="\${2:-}"; shift 2 || iop_die "--node-id needs a value" ;;
       --edge) edge="\${2:-}"; shift 2 || iop_die "--edge needs a value" ;;
+      --edge-fingerprint) fingerprint="\${2:-}"; shift 2 || iop_die "--edge-fingerprint needs a value" ;;
       --artifact-url) artifact_url="\${2:-}"; shift 2 || iop_die "--artifact-url needs a value" ;;
       --token-file) token_source="\${2:-}"; shift 2 || iop_die "--token-file needs a value" ;;
       --service) service=1; shift ;;
@@ -253,6 +309,12 @@ iop_main() {
   [ -n "$node_id" ] || { iop_usage; iop_die "--node-id is required"; }
   [ -n "$edge" ] || iop_die "--edge HOST:PORT is required"
   [ -n "$artifact_url" ] || iop_die "--artifact-url is required"
+  if [ -n "$fingerprint" ]; then
+    printf '%s' "$fingerprint" | grep -Eq '^sha256:[0-9a-f]{64}$' ||
+      iop_die "--edge-fingerprint must be sha256:<64 lowercase hex digits>"
+  else
+    iop_say "warning: no edge fingerprint: the node's link (and its token) will be neither encrypted nor authenticated"
+  fi
   local token="\${IOP_TOKEN:-}"
   if [ -n "$token_source" ]; then
     [ -r "$token_source" ] || iop_die "cannot read token file $token_source"
@@ -274,9 +336,8 @@ iop_main() {
   temp="$(mktemp -d "$root/.download.XXXXXX")"
   IOP_TEMP="$temp"
   trap 'rm -rf -- "$IOP_TEMP"' EXIT
-  iop_download "$artifact_url/SHA256SUMS" "$temp/SHA256SUMS"
   iop_download "$artifact_url/$name" "$temp/$name"
-  iop_verify "$temp/$name" "$temp/SHA256SUMS" "$name"
+  iop_verify "$temp/$name" "$name"
   iop_say "SHA-256 verified"
 
   local folder="\${name%.tar.gz}"
@@ -296,13 +357,16 @@ iop_main() {
   iop_say "installed $binary ($("$binary" version)); token in $token_file (mode 600)"
 
   if [ "$service" = 1 ]; then
-    iop_install_service "$os" "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root"
-  elif [ "$start" = 1 ]; then
+    iop_install_service "$os" "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$root" "$fingerprint"
+    return 0
+  fi
+  set -- run --edge "$edge" --node-id "$node_id" --token-file "$token_file" --data-dir "$data_dir" \\
+    \${fingerprint:+--edge-fingerprint "$fingerprint"}
+  if [ "$start" = 1 ]; then
     iop_say "starting the node in the foreground (Ctrl-C stops it; --service installs a service instead)"
-    exec env -u IOP_TOKEN -u IOP_NODE_TOKEN "$binary" run --edge "$edge" --node-id "$node_id" \\
-      --token-file "$token_file" --data-dir "$data_dir" </dev/null
+    exec env -u IOP_TOKEN -u IOP_NODE_TOKEN "$binary" "$@" </dev/null
   else
-    iop_say "start it with: $binary run --edge $edge --node-id $node_id --token-file $token_file --data-dir $data_dir"
+    iop_say "start it with: $binary $*"
   fi
 }
 

@@ -8,10 +8,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { renderInstallSh } from './install-scripts.js';
 
+const fingerprint = `sha256:${'ab'.repeat(32)}`;
 const values = {
   version: '0.1.0',
   artifactUrl: 'http://192.0.2.10:19091/artifacts',
   edgeAddress: '192.0.2.10:19090',
+  edgeFingerprint: fingerprint,
+  artifacts: [] as { file: string; sha256: string }[],
 };
 
 let dir: string;
@@ -143,39 +146,45 @@ describe('install.sh platform detection', () => {
   });
 });
 
-describe('install.sh checksum verification', () => {
-  function sums(content: string, name: string): string {
-    return `${crypto.createHash('sha256').update(content).digest('hex')}  ${name}\n`;
-  }
+describe('install.sh checksum verification (SHA-256 values carried by the script)', () => {
+  const sha256 = (content: string) => crypto.createHash('sha256').update(content).digest('hex');
 
-  it('accepts the listed SHA-256 (also in binary-mode `*name` form)', () => {
-    const script = writeScript(renderInstallSh(values));
+  it('accepts the SHA-256 the script carries for the artifact', () => {
+    const script = writeScript(
+      renderInstallSh({
+        ...values,
+        artifacts: [
+          { file: 'other.tar.gz', sha256: '0'.repeat(64) },
+          { file: 'a.tar.gz', sha256: sha256('artifact bytes') },
+        ],
+      }),
+    );
     fs.writeFileSync(path.join(dir, 'a.tar.gz'), 'artifact bytes');
-    fs.writeFileSync(
-      path.join(dir, 'SUMS'),
-      `${'0'.repeat(64)}  other.tar.gz\n${sums('artifact bytes', 'a.tar.gz')}`,
-    );
-    expect(runLibrary(script, `iop_verify "${dir}/a.tar.gz" "${dir}/SUMS" a.tar.gz && echo ok`).stdout).toBe(
-      'ok\n',
-    );
-    fs.writeFileSync(path.join(dir, 'SUMS'), sums('artifact bytes', 'a.tar.gz').replace('  ', ' *'));
-    expect(runLibrary(script, `iop_verify "${dir}/a.tar.gz" "${dir}/SUMS" a.tar.gz && echo ok`).stdout).toBe(
-      'ok\n',
-    );
+    expect(runLibrary(script, `iop_verify "${dir}/a.tar.gz" a.tar.gz && echo ok`).stdout).toBe('ok\n');
   });
 
-  it('fails on a mismatch and on a file missing from the list', () => {
-    const script = writeScript(renderInstallSh(values));
+  it('fails on a mismatch and on a file the script does not list', () => {
+    const script = writeScript(
+      renderInstallSh({ ...values, artifacts: [{ file: 'a.tar.gz', sha256: sha256('artifact bytes') }] }),
+    );
     fs.writeFileSync(path.join(dir, 'a.tar.gz'), 'tampered bytes');
-    fs.writeFileSync(path.join(dir, 'SUMS'), sums('artifact bytes', 'a.tar.gz'));
-    const mismatch = runLibrary(script, `iop_verify "${dir}/a.tar.gz" "${dir}/SUMS" a.tar.gz`);
+    const mismatch = runLibrary(script, `iop_verify "${dir}/a.tar.gz" a.tar.gz`);
     expect(mismatch.status).toBe(1);
     expect(mismatch.stderr).toMatch(
       /checksum mismatch for a\.tar\.gz: expected [0-9a-f]{64}, got [0-9a-f]{64}/,
     );
-    const missing = runLibrary(script, `iop_verify "${dir}/a.tar.gz" "${dir}/SUMS" b.tar.gz`);
+    const missing = runLibrary(script, `iop_verify "${dir}/a.tar.gz" b.tar.gz`);
     expect(missing.status).toBe(1);
-    expect(missing.stderr).toMatch(/b\.tar\.gz is not listed in SHA256SUMS/);
+    expect(missing.stderr).toMatch(/b\.tar\.gz is not among this edge's artifacts/);
+  });
+
+  it('refuses checksum entries and fingerprints it cannot place safely', () => {
+    expect(() =>
+      renderInstallSh({ ...values, artifacts: [{ file: "a'; rm -rf /", sha256: '0'.repeat(64) }] }),
+    ).toThrow(expect.objectContaining({ code: 'invalid_value' }));
+    expect(() => renderInstallSh({ ...values, edgeFingerprint: "sha256:'x" })).toThrow(
+      expect.objectContaining({ code: 'invalid_value' }),
+    );
   });
 
   it('reports a failed download with its URL', () => {
@@ -199,9 +208,17 @@ describe('install.sh service definitions', () => {
         '"--token-file" "/home/a\\\\b/100%%/$$x\\"q\\".token" "--data-dir" "/data"',
     );
     expect(result.stdout).toContain('WantedBy=default.target');
-    expect(runLibrary(script, 'iop_systemd_unit b e n t d system').stdout).toContain(
-      'WantedBy=multi-user.target',
-    );
+    expect(result.stdout).not.toContain('User=');
+    const system = runLibrary(script, `iop_systemd_unit b e n t /var/d system ${fingerprint}`).stdout;
+    expect(system).toContain('WantedBy=multi-user.target');
+    expect(system).toContain(`"--data-dir" "/var/d" "--edge-fingerprint" "${fingerprint}"`);
+    for (const line of [
+      'User=iop-node',
+      'ProtectSystem=full',
+      'ReadWritePaths="/var/d"',
+      'CapabilityBoundingSet=',
+    ])
+      expect(system.split('\n')).toContain(line);
   });
 
   it('escapes launchd plist strings', () => {
@@ -215,7 +232,7 @@ describe('install.sh service definitions', () => {
 
 describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
   /** An artifact whose bin/iop-node records its arguments, environment and the token file's mode. */
-  function buildArtifact(name: string): void {
+  function buildArtifact(name: string): typeof values {
     const folder = name.replace(/\.tar\.gz$/, '');
     const root = path.join(dir, 'stage', folder);
     fs.mkdirSync(path.join(root, 'bin'), { recursive: true });
@@ -232,18 +249,18 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
     );
     fs.mkdirSync(path.join(dir, 'served'), { recursive: true });
     execFileSync('tar', ['-czf', path.join(dir, 'served', name), '-C', path.join(dir, 'stage'), folder]);
-    const hash = crypto
+    const sha256 = crypto
       .createHash('sha256')
       .update(fs.readFileSync(path.join(dir, 'served', name)))
       .digest('hex');
-    fs.writeFileSync(path.join(dir, 'served', 'SHA256SUMS'), `${hash}  ${name}\n`);
+    return { ...values, artifacts: [{ file: name, sha256 }] };
   }
 
   it('installs, writes the token file 0600 and starts the agent with --token-file only', () => {
     const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
-    buildArtifact(name);
+    const rendered = buildArtifact(name);
     const bin = fakeTools({ s: 'Linux', m: 'x86_64' });
-    const script = writeScript(renderInstallSh(values));
+    const script = writeScript(renderInstallSh(rendered));
     const token = "tok-'$(id)`x`";
     const result = spawnSync(
       'bash',
@@ -274,18 +291,20 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
       tokenFile,
       '--data-dir',
       path.join(root, 'node'),
+      '--edge-fingerprint',
+      fingerprint,
     ]);
     const env = fs.readFileSync(path.join(dir, 'agent-env'), 'utf8');
     expect(env).not.toContain('tok-');
     expect(fs.readdirSync(root).filter((entry) => entry.startsWith('.download'))).toEqual([]);
   });
 
-  it('stops before installing when the artifact does not match SHA256SUMS', () => {
+  it('stops before installing when the artifact does not match the SHA-256 the script carries', () => {
     const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
-    buildArtifact(name);
+    const rendered = buildArtifact(name);
     fs.appendFileSync(path.join(dir, 'served', name), 'x');
     const bin = fakeTools({ s: 'Linux', m: 'x86_64' });
-    const script = writeScript(renderInstallSh(values));
+    const script = writeScript(renderInstallSh(rendered));
     const result = spawnSync(
       'bash',
       [script, '--node-id', 'node-7', '--artifact-url', `file://${dir}/served`],
@@ -307,12 +326,12 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
 
   it('--service writes a systemd user unit without the token and enables it', () => {
     const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
-    buildArtifact(name);
+    const rendered = buildArtifact(name);
     const bin = fakeTools({ s: 'Linux', m: 'x86_64' });
     fs.writeFileSync(path.join(bin, 'systemctl'), `#!/bin/sh\necho "$@" >> "${dir}/systemctl-calls"\n`, {
       mode: 0o755,
     });
-    const script = writeScript(renderInstallSh(values));
+    const script = writeScript(renderInstallSh(rendered));
     const result = spawnSync(
       'bash',
       [script, '--node-id', 'node-7', '--artifact-url', `file://${dir}/served`, '--service'],
@@ -336,6 +355,58 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
     );
     // Not started in the foreground.
     expect(fs.existsSync(path.join(dir, 'agent-args'))).toBe(false);
+  });
+
+  it('--service as root runs the unit as the iop-node user: token and data dir its own, binary root-owned', () => {
+    const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
+    const rendered = buildArtifact(name);
+    const bin = fakeTools({ s: 'Linux', m: 'x86_64' }, '0');
+    const record = (tool: string) =>
+      fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho "${tool} $*" >> "${dir}/calls"\n`, {
+        mode: 0o755,
+      });
+    // id: uid 0 for the installer, and no iop-node user yet.
+    fs.writeFileSync(
+      path.join(bin, 'id'),
+      '#!/bin/sh\ncase "$1 $2" in "-u iop-node") exit 1 ;; "-u ") echo 0 ;; *) echo root ;; esac\n',
+      { mode: 0o755 },
+    );
+    for (const tool of ['useradd', 'chown', 'systemctl']) record(tool);
+    const script = writeScript(renderInstallSh(rendered));
+    const root = path.join(dir, 'opt');
+    const result = spawnSync(
+      'bash',
+      [script, '--node-id', 'node-7', '--artifact-url', `file://${dir}/served`, '--service'],
+      {
+        env: {
+          PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+          HOME: path.join(dir, 'home'),
+          IOP_HOME: root,
+          IOP_SYSTEMD_SYSTEM_DIR: path.join(dir, 'units'),
+          IOP_TOKEN: 'secret-token',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(result.stderr).toContain('created system user iop-node');
+    expect(result.status).toBe(0);
+    const calls = fs.readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n');
+    expect(calls[0]).toMatch(
+      /^useradd --system --user-group --home-dir .* --no-create-home --shell \S+ iop-node$/,
+    );
+    // Only the token file and the data dir change owner; never the install root, bin/ or versions/.
+    expect(calls[1]).toBe(
+      `chown iop-node:iop-node ${path.join(root, 'node.token')} ${path.join(root, 'node')}`,
+    );
+    expect(calls.filter((call) => call.startsWith('chown'))).toHaveLength(1);
+    expect(calls.slice(2)).toEqual(['systemctl daemon-reload', 'systemctl enable --now iop-node.service']);
+    expect(fs.statSync(path.join(root, 'node.token')).mode & 0o777).toBe(0o600);
+    const unit = fs.readFileSync(path.join(dir, 'units', 'iop-node.service'), 'utf8');
+    expect(unit).toContain('User=iop-node\nGroup=iop-node\n');
+    expect(unit).toContain(`"--edge-fingerprint" "${fingerprint}"`);
+    expect(unit).toContain('NoNewPrivileges=yes');
+    expect(unit).not.toContain('secret-token');
   });
 
   it('refuses a token given as an argument and a missing token', () => {

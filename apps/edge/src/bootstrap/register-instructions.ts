@@ -1,27 +1,50 @@
 // The bootstrap part of `iop-edge node register`'s output: complete, ready-to-paste install lines for Linux/macOS
-// and Windows with this edge's real URLs and the node's token (printed once, like the token itself).
+// and Windows with this edge's real URLs, the node's token (printed once, like the token itself), the edge's key
+// fingerprint and the SHA-256 of the exact install script the bootstrap server will send (rendered here from the
+// same config and artifact set, so the pin matches).
 import type { EdgeConfig } from '@iop/config';
-import {
-  bootstrapPublicUrl,
-  unixInstallCommand,
-  windowsInstallCommand,
-  type NetworkInterfaces,
-} from './bootstrap-urls.js';
+import type { ArtifactSet } from './artifact-set.js';
+import { renderBootstrapContent } from './bootstrap-content.js';
+import { unixInstallCommand, windowsInstallCommand, type NetworkInterfaces } from './bootstrap-urls.js';
 
 export interface InstallLines {
   publicUrl: string;
   unix: string;
   windows: string;
+  /** sha256:<hex> of the edge's key; '' when edge.tls is off. */
+  edgeFingerprint: string;
+  /** SHA-256 of install.sh / install.ps1 the lines pin. */
+  installSha256: { sh: string; ps1: string };
+}
+
+export interface InstallLinesContext {
+  interfaces: NetworkInterfaces;
+  /** What the bootstrap server serves (artifact_dir's SHA256SUMS). */
+  artifactSet: ArtifactSet;
+  edgeVersion: string;
+  edgeFingerprint: string | undefined;
 }
 
 export function installLines(
   config: EdgeConfig,
   values: { nodeId: string; token: string; edgeAddress: string },
-  interfaces: NetworkInterfaces,
+  context: InstallLinesContext,
 ): InstallLines {
-  const publicUrl = bootstrapPublicUrl(config, interfaces);
-  const input = { publicUrl, ...values };
-  return { publicUrl, unix: unixInstallCommand(input), windows: windowsInstallCommand(input) };
+  const content = renderBootstrapContent(config, context.artifactSet, {
+    interfaces: context.interfaces,
+    fallbackVersion: context.edgeVersion,
+    edgeFingerprint: context.edgeFingerprint,
+  });
+  const publicUrl = content.manifest.public_url;
+  const edgeFingerprint = content.manifest.edge_fingerprint;
+  const input = { publicUrl, edgeFingerprint, ...values };
+  return {
+    publicUrl,
+    unix: unixInstallCommand({ ...input, scriptSha256: content.manifest.install_sha256.sh }),
+    windows: windowsInstallCommand({ ...input, scriptSha256: content.manifest.install_sha256.ps1 }),
+    edgeFingerprint,
+    installSha256: content.manifest.install_sha256,
+  };
 }
 
 /** Lines for the terminal (no trailing newlines). */
@@ -34,5 +57,11 @@ export function formatInstallInstructions(lines: InstallLines): string[] {
     `    ${lines.windows}`,
     'Add --service (Linux/macOS) or -Service (Windows) to install it as a service instead of running it here.',
     'These lines contain the token: paste them only on the node host, do not store them in shared files.',
+    lines.edgeFingerprint
+      ? `They pin install.sh (sha256 ${lines.installSha256.sh}), install.ps1 (sha256 ${lines.installSha256.ps1}), ` +
+        `the node artifacts and the edge's key (${lines.edgeFingerprint}); after 'bootstrap pack' or a new ` +
+        'artifact, register again for fresh lines.'
+      : 'WARNING: edge.tls is off: the token and every run cross the network unencrypted and the node cannot ' +
+        "tell this edge from an impostor. Run 'iop-edge config init' on a new host, or set edge.tls.",
   ];
 }

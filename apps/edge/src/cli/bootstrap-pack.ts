@@ -12,6 +12,7 @@ import {
   scanArtifactDir,
 } from '../bootstrap/artifact-set.js';
 import { renderBootstrapContent } from '../bootstrap/bootstrap-content.js';
+import { readEdgeFingerprint } from '../tls/edge-identity.js';
 import type { NetworkInterfaces } from '../bootstrap/bootstrap-urls.js';
 import { EDGE_VERSION } from '../version.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
@@ -62,6 +63,7 @@ export function createBootstrapPackCommand(deps: BootstrapPackDeps): CliCommand 
       const content = renderBootstrapContent(config, set, {
         interfaces: deps.interfaces,
         fallbackVersion: deps.edgeVersion,
+        edgeFingerprint: await readEdgeFingerprint(config),
       });
       writeAtomic(path.join(dir, CHECKSUMS_FILE), formatChecksums(set.artifacts), 0o644);
       writeAtomic(path.join(dir, 'manifest.json'), `${JSON.stringify(content.manifest, null, 2)}\n`, 0o644);

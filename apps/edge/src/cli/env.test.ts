@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { ensureEdgeIdentity } from '../tls/edge-identity.js';
 import { memoryIo } from './test-support/memory-io.js';
 import { runCli } from './run-cli.js';
 
@@ -36,6 +37,26 @@ describe('iop-edge env', () => {
       config_valid: true,
       data_dir: path.join(dir, 'bin', 'data'),
     });
+  });
+
+  it('prints the edge fingerprint nodes pin, and says when the link is unencrypted', async () => {
+    const identity = await ensureEdgeIdentity({
+      dir: path.join(dir, 'data'),
+      commonName: 'e',
+      hosts: ['localhost'],
+    });
+    await writeFile(
+      path.join(dir, 'edge.yaml'),
+      `edge: { tls: { enabled: true, cert_file: "data/edge-cert.pem", key_file: "data/edge-key.pem" } }\n`,
+    );
+    const tls = memoryIo(dir);
+    expect(await runCli(['env'], tls.io)).toBe(0);
+    expect(tls.out()).toContain(`edge fingerprint: ${identity.fingerprint}`);
+
+    await writeFile(path.join(dir, 'edge.yaml'), 'nodes: []\n');
+    const plain = memoryIo(dir);
+    expect(await runCli(['env'], plain.io)).toBe(0);
+    expect(plain.out()).toContain('edge fingerprint: none: edge.tls is off, the node link is NOT encrypted');
   });
 
   it('prefers IOP_EDGE_CONFIG over the bundle-local file, and still reports when the file is missing', async () => {

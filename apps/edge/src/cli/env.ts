@@ -1,6 +1,8 @@
 // `iop-edge env`: where this edge would read its config from and what it runs on — the first thing to check
-// when a command picks up the wrong edge.yaml.
+// when a command picks up the wrong edge.yaml — and the edge's key fingerprint, which nodes pin
+// (`iop-node run --edge-fingerprint`).
 import { existsSync } from 'node:fs';
+import { readEdgeFingerprint } from '../tls/edge-identity.js';
 import { EDGE_VERSION } from '../version.js';
 import { booleanFlag, parseFlags, stringFlag, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadCommandConfig } from './config-source.js';
@@ -21,7 +23,17 @@ export const envCommand: CliCommand = {
       node_version: process.versions.node,
       platform: `${process.platform}/${process.arch}`,
       data_dir: loaded.result.ok ? loaded.result.config.edge.data_dir : null,
+      edge_fingerprint: null as string | null,
+      tls: loaded.result.ok ? loaded.result.config.edge.tls.enabled : null,
     };
+    let fingerprintProblem: string | undefined;
+    if (loaded.result.ok) {
+      try {
+        report.edge_fingerprint = (await readEdgeFingerprint(loaded.result.config)) ?? null;
+      } catch (error) {
+        fingerprintProblem = `cannot read edge.tls.cert_file: ${(error as Error).message}`;
+      }
+    }
     if (booleanFlag(flags, 'json')) {
       writeLine(io.stdout, JSON.stringify(report, null, 2));
       return 0;
@@ -36,6 +48,10 @@ export const envCommand: CliCommand = {
     writeLine(io.stdout, `node:     ${report.node_version}`);
     writeLine(io.stdout, `platform: ${report.platform}`);
     writeLine(io.stdout, `data dir: ${report.data_dir ?? '(unknown: config not loadable)'}`);
+    if (report.edge_fingerprint) writeLine(io.stdout, `edge fingerprint: ${report.edge_fingerprint}`);
+    else if (fingerprintProblem) writeLine(io.stdout, `edge fingerprint: (${fingerprintProblem})`);
+    else if (report.tls === false)
+      writeLine(io.stdout, 'edge fingerprint: none: edge.tls is off, the node link is NOT encrypted');
     return 0;
   },
 };

@@ -4,7 +4,10 @@
 // up without a restart (the store re-reads its file). The token is never logged, only printed here.
 import os from 'node:os';
 import { nodeFacingAddress } from '../bootstrap/node-facing-address.js';
+import { readArtifactSet } from '../bootstrap/artifact-set.js';
 import { formatInstallInstructions, installLines } from '../bootstrap/register-instructions.js';
+import { readEdgeFingerprint } from '../tls/edge-identity.js';
+import { EDGE_VERSION } from '../version.js';
 import { isValidNodeId, createNodeStore } from '../node/node-store.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadValidConfig } from './config-source.js';
@@ -35,9 +38,20 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
       const { token, rotated } = await store.register(nodeId);
       const interfaces = deps.networkInterfaces ?? os.networkInterfaces;
       const edgeAddress = nodeFacingAddress(config, interfaces);
-      const command = `iop-node run --edge ${edgeAddress} --node-id ${nodeId}`;
       const configured = config.nodes.some((node) => node.id === nodeId);
-      const install = installLines(config, { nodeId, token, edgeAddress }, interfaces);
+      const edgeFingerprint = await readEdgeFingerprint(config);
+      const install = installLines(
+        config,
+        { nodeId, token, edgeAddress },
+        {
+          interfaces,
+          artifactSet: readArtifactSet(config.bootstrap.artifact_dir),
+          edgeVersion: EDGE_VERSION,
+          edgeFingerprint,
+        },
+      );
+      const pinFlag = edgeFingerprint ? ` --edge-fingerprint ${edgeFingerprint}` : '';
+      const command = `iop-node run --edge ${edgeAddress} --node-id ${nodeId}${pinFlag}`;
 
       if (booleanFlag(flags, 'json')) {
         writeLine(
@@ -48,6 +62,7 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
             edge_address: edgeAddress,
             command,
             rotated,
+            edge_fingerprint: install.edgeFingerprint,
             configured,
             bootstrap_url: install.publicUrl,
             install_unix: install.unix,
