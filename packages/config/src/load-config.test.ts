@@ -563,8 +563,28 @@ models:
   - { id: m, providers: {} }
 openai:
   model_routes: [{ model: a, adapter: cli }, { model: a, adapter: ollama }]
+nodes:
+  - { id: n1, adapters: { cli: { profiles: {} }, ollama: { base_url: "http://127.0.0.1:11434" } } }
 `),
     ).toEqual(['models[0].min_max_tokens', 'models[1].id', 'openai.model_routes[1].model']);
+  });
+
+  it('reports routes that could only fail at request time, with path and line', () => {
+    const result = parseConfigText(
+      `openai:
+  adapter: ''
+  models: [extra]
+  model_routes:
+    - { model: a, adapter: clli }
+nodes:
+  - { id: n1, adapters: { cli: { profiles: {} } } }
+`,
+      'edge.yaml',
+    );
+    expect(result.ok ? [] : result.issues.map(formatIssue)).toEqual([
+      'openai.models[0] (line 3): openai.models lists models of the fallback route, but openai.adapter is empty (set it or move the model to models[] or model_routes)',
+      "openai.model_routes[0].adapter (line 5): adapter 'clli' names no enabled adapter instance on any node (enabled: cli)",
+    ]);
   });
 
   it('does not pile reference issues onto a structurally broken value', () => {

@@ -15,6 +15,7 @@ export function validateReferences(document: NormalizedDocument): PendingIssue[]
   checkNodes(document, issues);
   checkModels(config, issues);
   checkRoutes(config, issues);
+  checkRouteTargets(config, issues);
   checkApiKeys(config, issues);
   return issues;
 }
@@ -246,6 +247,53 @@ function checkModels(config: EdgeConfig, issues: PendingIssue[]): void {
         message: `must not exceed default_max_tokens (${model.default_max_tokens})`,
       });
     }
+  });
+}
+
+/**
+ * Routes that could only fail at request time are config errors: a fallback `openai.models` list needs
+ * `openai.adapter`, and a route's adapter must resolve (the provider rule: instance name, or a type with exactly one
+ * enabled instance) on the route's node, or on at least one node when the route names none.
+ */
+function checkRouteTargets(config: EdgeConfig, issues: PendingIssue[]): void {
+  if (config.openai.models.length > 0 && config.openai.adapter === '') {
+    config.openai.models.forEach((_model, index) => {
+      issues.push({
+        segments: ['openai', 'models', index],
+        code: 'reference',
+        message:
+          'openai.models lists models of the fallback route, but openai.adapter is empty (set it or move the model to models[] or model_routes)',
+      });
+    });
+  }
+  config.openai.model_routes.forEach((route, index) => {
+    if (route.adapter === '') return;
+    const nodes = route.node
+      ? config.nodes.filter((node) => node.id === route.node || node.alias === route.node)
+      : config.nodes;
+    if (route.node && nodes.length === 0) {
+      issues.push({
+        segments: ['openai', 'model_routes', index, 'node'],
+        code: 'reference',
+        message: `no node '${route.node}' in nodes[] (by id or alias)`,
+      });
+      return;
+    }
+    const resolved = nodes.some((node) => resolveAdapterReference(node.adapters.instances, route.adapter).ok);
+    if (resolved) return;
+    const where = route.node ? `node '${route.node}'` : 'any node';
+    const known = [
+      ...new Set(
+        nodes.flatMap((node) =>
+          node.adapters.instances.filter((instance) => instance.enabled).map((instance) => instance.name),
+        ),
+      ),
+    ];
+    issues.push({
+      segments: ['openai', 'model_routes', index, 'adapter'],
+      code: 'reference',
+      message: `adapter '${route.adapter}' names no enabled adapter instance on ${where} (enabled: ${known.length > 0 ? known.join(', ') : 'none'})`,
+    });
   });
 }
 

@@ -70,7 +70,10 @@ function chatBody(fields: Record<string, unknown>): OpenAI.Chat.ChatCompletionCr
 
 describe('models', () => {
   it('lists models[], model_routes and openai.models in the OpenAI list shape', async () => {
-    const { client } = await start();
+    // openai.models are the fallback route's models: they need openai.adapter (a config check error otherwise).
+    const { client } = await start({
+      openai: "  adapter: 'ollama'\n  models: ['extra-model', 'org/slashed-model']",
+    });
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual([
       'pooled',

@@ -32,7 +32,6 @@ edge: { id: test-edge, listen: '127.0.0.1:19990', data_dir: /tmp/iop-openai-test
 openai:
   enabled: ${options.enabled ?? true}
   listen: '127.0.0.1:0'
-  models: ['extra-model', 'org/slashed-model']
   session_id: 'openai'
   timeout_sec: 30
   strict_output: ${options.strictOutput ?? true}
@@ -50,6 +49,8 @@ nodes:
   - id: node-1
     adapters:
       openai_compat: { enabled: true, provider: vllm, base_url: 'http://127.0.0.1:9' }
+      cli: { profiles: { codex: { command: 'codex' } } }
+      ollama: { base_url: 'http://127.0.0.1:9' }
     providers:
       - { id: prov-a, type: vllm, category: api, adapter: openai_compat, models: ['served-a'], capacity: ${options.capacityA ?? 2}, ${queue} }
   - id: node-2
