@@ -1,4 +1,5 @@
-// Time source for the pool and the OpenAI surface, injected so tests can control timestamps and timers.
+// The one time source of the edge (pool queues, run deadlines, background responses), injected so tests control
+// timestamps and timers.
 
 export interface Clock {
   /** Milliseconds since the epoch. */

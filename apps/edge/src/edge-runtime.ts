@@ -1,10 +1,14 @@
-// Assembles and runs the edge: event bus, node store, registry, service, node transport, then each surface.
-// Used by `serve` and `console` (and end-to-end tests). Start order is bottom-up so a surface never sees a
-// half-built core; stop order is the reverse: surfaces stop taking requests, the service refuses new work, nodes
-// get Goodbye `shutdown` (which ends their in-flight runs), and the bus closes its subscriptions.
+// The edge's composition root: builds every long-lived object once — event bus, node store, registry, provider
+// pool, session slots, service, metrics, config refresher, node transport — and hands each surface the typed
+// `EdgeCore` (each surface factory declares the part it uses). Used by `serve` and `console` (and end-to-end
+// tests). The core is complete before any surface starts, so surface order never matters; stop order is the
+// reverse: surfaces stop taking requests, the pool refuses its waiters, the service refuses new work, nodes get
+// Goodbye `shutdown` (which ends their in-flight runs), and the bus closes its subscriptions.
 import type { EdgeConfig } from '@iop/config';
+import { systemClock, type Clock } from './clock.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import type { Logger } from './logging.js';
+import { EdgeMetrics } from './metrics/edge-metrics.js';
 import {
   createNodeConfigState,
   type NodeConfigApplyOptions,
@@ -12,30 +16,49 @@ import {
 } from './node/node-config-push.js';
 import { createNodeRegistry, type NodeRegistry } from './node/node-registry.js';
 import { createNodeStore, type NodeStore } from './node/node-store.js';
-import { createEdgeService, type EdgeServiceImpl } from './service/edge-service.js';
-import type { Surface, SurfaceContext, SurfaceFactory } from './surface.js';
+import { createProviderPool, type ProviderPool } from './pool/provider-pool.js';
+import { createConfigRefresher, type ConfigRefresher } from './refresh/config-refresher.js';
+import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
+import type { Surface, SurfaceFactory } from './surface.js';
 import { startEdgeTransport, type EdgeTransport } from './transport/edge-transport.js';
 
 export interface EdgeRuntimeOptions {
   config: EdgeConfig;
-  /** The file the config came from (for surfaces that re-read it, e.g. config refresh). */
+  /** The file the config came from (config refresh resolves a candidate's relative paths against it). */
   configPath: string;
   logger: Logger;
   surfaces: SurfaceFactory[];
-  clock?: () => number;
-  /** Pre-filled shared objects for surfaces (see SurfaceContext.extras). */
-  extras?: Map<string, unknown>;
+  clock?: Clock;
+  /** Config refresher timings (tests shorten them). */
+  refresh?: { waitMs?: number; nodeTimeoutMs?: number };
+  /** Re-evaluation poll of the provider pool while requests wait (default 250 ms). */
+  poolPollIntervalMs?: number;
 }
 
-export interface EdgeRuntime {
+/**
+ * Everything a surface may use, by type. A surface factory takes a `Pick` of it, so what each surface depends on
+ * is visible in its signature.
+ */
+export interface EdgeCore {
   config: EdgeConfig;
-  service: EdgeServiceImpl;
+  configPath: string;
+  logger: Logger;
+  clock: Clock;
   events: ClosableEventBus;
-  registry: NodeRegistry;
   store: NodeStore;
+  registry: NodeRegistry;
+  pool: ProviderPool;
+  service: EdgeServiceImpl;
+  metrics: EdgeMetrics;
+  /** Live config refresh; undefined when `refresh.enabled` is false. */
+  refresher: ConfigRefresher | undefined;
+  /** True once every surface started, false again when stopping (/readyz). */
+  ready(): boolean;
+}
+
+export interface EdgeRuntime extends EdgeCore {
   transportAddress: string;
   surfaces: Surface[];
-  extras: Map<string, unknown>;
   /**
    * Live refresh of node configuration, all or nothing (node/node-config-push.ts): every connected node whose
    * payload changed is sent it; only when all acknowledged does `options.commit` run and later registrations get
@@ -46,47 +69,41 @@ export interface EdgeRuntime {
   stop(reason?: string): Promise<void>;
 }
 
-/** Keys this module puts into SurfaceContext.extras. */
-export const RUNTIME_EXTRAS = {
-  configPath: 'configPath',
-  nodeStore: 'nodeStore',
-  /** `EdgeRuntime['applyNodeConfig']`, for the config-refresh surface (registered before surfaces start). */
-  applyNodeConfig: 'applyNodeConfig',
-  /** true once every surface started, false again when stopping (read by /readyz). */
-  ready: 'runtimeReady',
-  /** `FrameErrorSubscribe`: follow connections the transport closed for bad frames (the metrics count them). */
-  frameErrors: 'frameErrors',
-} as const;
-
-/** Registers a listener for transport frame errors (wire error code); returns the unsubscribe function. */
-export type FrameErrorSubscribe = (listener: (code: string) => void) => () => void;
-
 export type ApplyNodeConfig = EdgeRuntime['applyNodeConfig'];
 
 export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<EdgeRuntime> {
   const { config, logger } = options;
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const events = createEventBus({ replaySize: 512, queueSize: 2048 });
-  const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes, clock });
+  const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes, clock: clock.now });
   const registry = createNodeRegistry();
   // Nodes registering after a live refresh must get the refreshed payload.
   const nodeConfigs = createNodeConfigState(registry, config.nodes);
+  const pool = createProviderPool({
+    config,
+    nodes: registry,
+    events,
+    clock,
+    logger: logger.child({ component: 'provider-pool' }),
+    pollIntervalMs: options.poolPollIntervalMs,
+  });
+  const metrics = new EdgeMetrics({
+    processMetrics: true,
+    connectedNodes: () => registry.size,
+    providerSnapshot: () => pool.snapshot(),
+    nodeLoads: () => pool.nodeLoads(),
+  });
   const service = createEdgeService({
     registry,
+    pool,
     events,
     logger: logger.child({ component: 'service' }),
     clock,
+    metrics: admissionMetrics(metrics),
   });
-  const extras = options.extras ?? new Map<string, unknown>();
-  extras.set(RUNTIME_EXTRAS.configPath, options.configPath);
-  extras.set(RUNTIME_EXTRAS.nodeStore, store);
-  // The transport starts before the surfaces (and so before the metrics exist): it reports to this fan-out.
-  const frameErrorListeners = new Set<(code: string) => void>();
-  const subscribeFrameErrors: FrameErrorSubscribe = (listener) => {
-    frameErrorListeners.add(listener);
-    return () => frameErrorListeners.delete(listener);
-  };
-  extras.set(RUNTIME_EXTRAS.frameErrors, subscribeFrameErrors);
+  pool.start();
+  // The subscription ends when the bus closes.
+  metrics.followEvents(events);
 
   let transport: EdgeTransport;
   try {
@@ -96,13 +113,12 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       registry,
       events,
       logger: logger.child({ component: 'transport' }),
-      clock,
+      clock: clock.now,
       payloadFor: (nodeId) => nodeConfigs.payloadFor(nodeId),
-      onFrameError: (code) => {
-        for (const listener of frameErrorListeners) listener(code);
-      },
+      onFrameError: (code) => metrics.frameErrors.inc({ code }),
     });
   } catch (error) {
+    pool.close();
     events.close();
     throw error;
   }
@@ -118,14 +134,38 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     );
     return outcome;
   };
-  extras.set(RUNTIME_EXTRAS.applyNodeConfig, applyNodeConfig);
+  const refresher = config.refresh.enabled
+    ? createConfigRefresher({
+        config,
+        configPath: options.configPath,
+        routing: pool,
+        applyNodeConfig,
+        logger: logger.child({ component: 'config-refresh' }),
+        waitMs: options.refresh?.waitMs,
+        nodeTimeoutMs: options.refresh?.nodeTimeoutMs,
+      })
+    : undefined;
 
+  let ready = false;
   const surfaces: Surface[] = [];
-  const context: SurfaceContext = { config, service, events, logger, registry, extras };
+  const core: EdgeCore = {
+    config,
+    configPath: options.configPath,
+    logger,
+    clock,
+    events,
+    store,
+    registry,
+    pool,
+    service,
+    metrics,
+    refresher,
+    ready: () => ready,
+  };
   let stopping: Promise<void> | undefined;
   const stop = (reason = 'shutdown'): Promise<void> => {
     stopping ??= (async () => {
-      extras.set(RUNTIME_EXTRAS.ready, false);
+      ready = false;
       logger.info({ reason }, 'edge stopping');
       for (const surface of [...surfaces].reverse()) {
         try {
@@ -134,7 +174,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
           logger.warn({ surface: surface.name, error: errorText(error) }, 'surface did not close cleanly');
         }
       }
+      refresher?.close();
       service.shutdown();
+      pool.close();
       await transport.stop(reason);
       events.close();
       logger.info({ reason }, 'edge stopped');
@@ -144,7 +186,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
 
   try {
     for (const factory of options.surfaces) {
-      const surface = await factory(context);
+      const surface = await factory(core);
       if (!surface) continue;
       surfaces.push(surface);
       logger.info({ surface: surface.name, address: surface.address }, 'surface listening');
@@ -154,19 +196,28 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     await stop('startup-failed');
     throw error;
   }
-  extras.set(RUNTIME_EXTRAS.ready, true);
+  ready = true;
 
   return {
-    config,
-    service,
-    events,
-    registry,
-    store,
+    ...core,
     transportAddress: transport.address,
     surfaces,
-    extras,
     applyNodeConfig,
     stop,
+  };
+}
+
+/** Admission counters on the shared metrics (explicit routes without a provider count no provider dispatch). */
+function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
+  return {
+    dispatched: (surface, providerId, nodeId) => {
+      metrics.runsAdmitted.inc({ surface });
+      if (providerId !== undefined) metrics.providerDispatches.inc({ provider: providerId, node: nodeId });
+    },
+    rejected: (surface, model, reason) => {
+      metrics.runsRejected.inc({ surface, reason });
+      if (model !== '') metrics.providerRejections.inc({ model, reason });
+    },
   };
 }
 

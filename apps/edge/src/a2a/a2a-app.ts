@@ -17,6 +17,7 @@ import {
   errorRequestId,
   jsonRpcResult,
   parseJsonRpcRequest,
+  retryAfterOf,
   toJsonRpcError,
   type JsonRpcId,
   type JsonRpcRequest,
@@ -167,7 +168,7 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       }
       case 'message/stream': {
         const controller = streamController(response);
-        const events = tasks.stream(rpc.params, controller.signal);
+        const events = await tasks.stream(rpc.params, controller.signal);
         await writeStream(response, id, events, controller);
         return;
       }
@@ -209,6 +210,8 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       }
       return;
     }
+    const retryAfter = retryAfterOf(error);
+    if (retryAfter !== undefined) response.setHeader('retry-after', String(retryAfter));
     response.json(toJsonRpcError(error, id));
   }
 }

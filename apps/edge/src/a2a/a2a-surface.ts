@@ -2,10 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logging.js';
 import { edgeHttpMetrics, type HttpMetricsRecorder } from '../metrics/http-metrics.js';
-import { sharedEdgeMetrics } from '../metrics/metrics-surface.js';
+import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
-import type { SurfaceFactory } from '../surface.js';
+import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
 import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
@@ -59,8 +59,16 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
 export const A2A_LIMITS = { maxTasks: 1000, finishedTaskTtlMs: 60 * 60 * 1000, maxContexts: 1000 } as const;
 
 /** The A2A surface as the runtime starts it: from `a2a.*` config, or nothing when disabled. */
-export function createA2ASurface(): SurfaceFactory {
-  return async (context) => {
+/** What the A2A surface uses of the runtime's core. */
+export interface A2ASurfaceDeps {
+  config: EdgeConfig;
+  service: EdgeService;
+  logger: Logger;
+  metrics: EdgeMetrics;
+}
+
+export function createA2ASurface() {
+  return async (context: A2ASurfaceDeps): Promise<RunningA2ASurface | undefined> => {
     const { a2a, edge } = context.config;
     if (!a2a.enabled) return undefined;
     return startA2ASurface({
@@ -80,7 +88,7 @@ export function createA2ASurface(): SurfaceFactory {
       },
       service: context.service,
       logger: context.logger,
-      metrics: edgeHttpMetrics(sharedEdgeMetrics(context), 'a2a'),
+      metrics: edgeHttpMetrics(context.metrics, 'a2a'),
     });
   };
 }

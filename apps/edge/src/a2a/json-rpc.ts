@@ -1,5 +1,6 @@
 // JSON-RPC 2.0 envelope handling for the A2A surface: request validation and the one place where errors become
-// JSON-RPC error objects.
+// JSON-RPC error objects (ServiceErrors included: agent-contract/outer/a2a-json-rpc-api.md has the mapping).
+import { isServiceError, type ServiceError } from '../service/errors.js';
 
 export const JSON_RPC_ERRORS = {
   parseError: -32700,
@@ -12,6 +13,10 @@ export const JSON_RPC_ERRORS = {
   pushNotificationNotSupported: -32003,
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
+  /** IOP: no capacity now (the OpenAI surface's 429): a provider queue is full. Retry after `data.retryAfterSeconds`. */
+  capacityExhausted: -32050,
+  /** IOP: nothing can serve the task now (the OpenAI surface's 503): queue timeout, no provider or node. */
+  unavailable: -32051,
 } as const;
 
 export type JsonRpcId = string | number | null;
@@ -84,6 +89,7 @@ export function errorRequestId(error: unknown, fallback: JsonRpcId): JsonRpcId {
 }
 
 export function toJsonRpcError(error: unknown, id: JsonRpcId): JsonRpcErrorBody {
+  if (isServiceError(error)) return toJsonRpcError(fromServiceError(error), id);
   if (error instanceof JsonRpcError) {
     const data =
       typeof error.data === 'object' && error.data !== null && 'id' in error.data ? undefined : error.data;
@@ -108,4 +114,52 @@ export function jsonRpcResult(
   result: unknown,
 ): { jsonrpc: '2.0'; id: JsonRpcId; result: unknown } {
   return { jsonrpc: '2.0', id, result };
+}
+
+/** What A2A callers see of an edge refusal: its code, the HTTP status the OpenAI surface would use, Retry-After. */
+export interface ServiceErrorData {
+  code: string;
+  httpStatus: number;
+  retryAfterSeconds?: number;
+}
+
+/** ServiceError → JSON-RPC error with the same semantics as the OpenAI surface's status codes. */
+export function fromServiceError(error: ServiceError): JsonRpcError {
+  const data = (httpStatus: number, retry: boolean): ServiceErrorData => ({
+    code: error.code,
+    httpStatus,
+    ...(retry ? { retryAfterSeconds: error.retryAfterSeconds ?? 1 } : {}),
+  });
+  switch (error.code) {
+    case 'queue_full':
+      return new JsonRpcError(JSON_RPC_ERRORS.capacityExhausted, error.message, data(429, true));
+    case 'queue_timeout':
+    case 'no_provider_available':
+    case 'no_nodes':
+    case 'node_not_found':
+    case 'node_ambiguous':
+    case 'node_disconnected':
+      return new JsonRpcError(JSON_RPC_ERRORS.unavailable, error.message, data(503, true));
+    case 'shutting_down':
+      return new JsonRpcError(JSON_RPC_ERRORS.unavailable, error.message, data(503, false));
+    case 'invalid_request':
+    case 'model_not_found':
+      return new JsonRpcError(JSON_RPC_ERRORS.invalidParams, error.message, data(400, false));
+    case 'aborted':
+    case 'node_error':
+    case 'timeout':
+      return new JsonRpcError(JSON_RPC_ERRORS.internalError, error.message, data(502, false));
+    default: {
+      const unreachable: never = error.code;
+      return new JsonRpcError(JSON_RPC_ERRORS.internalError, `unknown error ${String(unreachable)}`);
+    }
+  }
+}
+
+/** The Retry-After a JSON-RPC error asks for, if any (the HTTP layer sets the header from it). */
+export function retryAfterOf(error: unknown): number | undefined {
+  const mapped = isServiceError(error) ? fromServiceError(error) : error;
+  if (!(mapped instanceof JsonRpcError)) return undefined;
+  const data = mapped.data as Partial<ServiceErrorData> | undefined;
+  return typeof data?.retryAfterSeconds === 'number' ? data.retryAfterSeconds : undefined;
 }

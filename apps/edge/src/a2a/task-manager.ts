@@ -1,6 +1,12 @@
-// Runs A2A tasks on IOP targets. One task = one run through the edge service; a contextId is one IOP logical
-// session pinned to the node that first served it, so follow-up messages continue the same CLI session.
-// Runs of one context are serialized (a CLI session handles one turn at a time).
+// Runs A2A tasks on IOP targets. One task = one run through the edge service's admission path (an explicit route
+// to a2a.node/adapter/target, counted against the matching provider and the node's max_concurrency); a contextId
+// is one IOP logical session pinned to the node that first served it, so follow-up messages continue the same CLI
+// session. Runs of one context are serialized (a CLI session handles one turn at a time).
+//
+// Admission: a message for an idle context is admitted before the method answers, so a refusal (queue full, no
+// node, ...) is a JSON-RPC error and no task is created; a message that has to wait behind an earlier turn of its
+// context is admitted when its turn comes, and a refusal then fails the task. The service owns the run's deadline
+// (a2a.timeout_sec) and its release.
 import type { ChatMessage, RunEventPart } from '@iop/wire';
 import { create } from '@iop/wire';
 import type { Logger } from '../logging.js';
@@ -50,11 +56,16 @@ interface ContextState {
   history: ChatMessage[];
   /** Tail of the per-context run chain. */
   tail: Promise<void>;
+  /** Messages of this context being admitted, waiting or running. */
+  busy: number;
   lastUsedMs: number;
 }
 
 const MAX_CONTEXT_HISTORY = 50;
 const CANCEL_WAIT_MS = 10_000;
+
+/** A message whose turn has not come yet: admitted later, in `execute`. */
+const NOT_ADMITTED = undefined;
 
 export class TaskManager {
   private readonly store: TaskStore;
@@ -73,14 +84,14 @@ export class TaskManager {
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
   async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
-    const record = this.start(params);
+    const record = await this.start(params);
     if (options.blocking) await record.finished;
     return snapshot(record.task, options.historyLength);
   }
 
   /** message/stream: the task first, then its status and artifact updates until the final one. */
-  stream(params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<StreamEvent> {
-    const record = this.start(params);
+  async stream(params: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<StreamEvent>> {
+    const record = await this.start(params);
     return this.follow(record, signal);
   }
 
@@ -119,7 +130,7 @@ export class TaskManager {
     return record;
   }
 
-  private start(params: Record<string, unknown>): TaskRecord {
+  private async start(params: Record<string, unknown>): Promise<TaskRecord> {
     const message = parseMessage(params['message']);
     if (message.taskId !== undefined) {
       const existing = this.store.get(message.taskId);
@@ -132,10 +143,40 @@ export class TaskManager {
     const prompt = promptOf(message.parts);
     const contextId = message.contextId ?? this.deps.newId();
     const taskId = this.deps.newId();
-    const userMessage: Message = { ...message, contextId, taskId };
-    let record: TaskRecord;
+    const context = this.context(contextId);
+    const idle = context.busy === 0;
+    context.busy += 1;
+    let handle: RunHandle | undefined = NOT_ADMITTED;
+    let userTurn: ChatMessage | undefined;
     try {
-      record = this.store.add({
+      if (idle) {
+        // Admitted now: a refusal is the caller's JSON-RPC error (toJsonRpcError maps ServiceErrors).
+        userTurn = create.chatMessage({ role: 'user', content: prompt });
+        handle = await this.submit(context, userTurn, taskId, contextId);
+      }
+      const userMessage: Message = { ...message, contextId, taskId };
+      const record = this.addRecord(taskId, contextId, userMessage);
+      record.handle = handle;
+      context.tail = context.tail
+        .then(() => this.execute(record, context, prompt, handle, userTurn))
+        .catch((error: unknown) => {
+          this.deps.logger.error({ taskId, error: String(error) }, 'a2a task failed unexpectedly');
+          this.transition(record, 'failed', agentMessage(record.task, `internal error: ${String(error)}`));
+        })
+        .finally(() => {
+          context.busy -= 1;
+        });
+      return record;
+    } catch (error) {
+      context.busy -= 1;
+      if (handle) void handle.cancel('a2a task could not be recorded');
+      throw error;
+    }
+  }
+
+  private addRecord(taskId: string, contextId: string, userMessage: Message): TaskRecord {
+    try {
+      return this.store.add({
         kind: 'task',
         id: taskId,
         contextId,
@@ -148,14 +189,35 @@ export class TaskManager {
         throw new JsonRpcError(JSON_RPC_ERRORS.internalError, error.message);
       throw error;
     }
-    const context = this.context(contextId);
-    context.tail = context.tail
-      .then(() => this.execute(record, context, prompt))
-      .catch((error: unknown) => {
-        this.deps.logger.error({ taskId, error: String(error) }, 'a2a task failed unexpectedly');
-        this.transition(record, 'failed', agentMessage(record.task, `internal error: ${String(error)}`));
-      });
-    return record;
+  }
+
+  /** One turn of a context through the service's admission path. */
+  private async submit(
+    context: ContextState,
+    userTurn: ChatMessage,
+    taskId: string,
+    contextId: string,
+  ): Promise<RunHandle> {
+    const keepsOwnHistory = this.settings.adapter === 'cli';
+    const messages = keepsOwnHistory ? [userTurn] : [...context.history, userTurn];
+    const node = context.nodeId ?? (this.settings.node || undefined);
+    const handle = await this.deps.service.submitRun(
+      {
+        kind: 'route',
+        ...(node !== undefined ? { node } : {}),
+        adapter: this.settings.adapter,
+        target: this.settings.target,
+      },
+      {
+        session: { kind: 'fixed', sessionId: context.sessionId },
+        messages,
+        timeoutMs: this.settings.timeoutSec * 1000,
+        metadata: { surface: 'a2a', a2a_task_id: taskId, a2a_context_id: contextId },
+      },
+      { surface: 'a2a' },
+    );
+    context.nodeId = handle.nodeId;
+    return handle;
   }
 
   private context(contextId: string): ContextState {
@@ -165,6 +227,7 @@ export class TaskManager {
         sessionId: `${this.settings.sessionId}-${contextId}`,
         history: [],
         tail: Promise.resolve(),
+        busy: 0,
         lastUsedMs: this.deps.now(),
       };
       this.contexts.set(contextId, context);
@@ -177,35 +240,46 @@ export class TaskManager {
   /** Forgets the least recently used contexts beyond maxContexts (their node sessions expire on their own). */
   private evictContexts(): void {
     if (this.contexts.size <= this.settings.maxContexts) return;
-    const byAge = [...this.contexts.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs);
+    const byAge = [...this.contexts.entries()]
+      .filter(([, context]) => context.busy === 0)
+      .sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs);
     for (const [contextId] of byAge.slice(0, this.contexts.size - this.settings.maxContexts)) {
       this.contexts.delete(contextId);
     }
   }
 
-  private async execute(record: TaskRecord, context: ContextState, prompt: string): Promise<void> {
-    if (this.store.isTerminal(record)) return; // canceled while waiting
-    const userTurn = create.chatMessage({ role: 'user', content: prompt });
-    const keepsOwnHistory = this.settings.adapter === 'cli';
-    const messages = keepsOwnHistory ? [userTurn] : [...context.history, userTurn];
-    let handle: RunHandle;
-    try {
-      handle = await this.deps.service.submitRun({
-        node: context.nodeId ?? (this.settings.node || undefined),
-        adapter: this.settings.adapter,
-        target: this.settings.target,
-        sessionId: context.sessionId,
-        messages,
-        timeoutMs: this.settings.timeoutSec * 1000,
-        metadata: { surface: 'a2a', a2a_task_id: record.task.id, a2a_context_id: record.task.contextId },
-      });
-    } catch (error) {
-      const reason = isServiceError(error) ? error.message : `could not start the run: ${String(error)}`;
-      this.transition(record, 'failed', agentMessage(record.task, reason));
+  private async execute(
+    record: TaskRecord,
+    context: ContextState,
+    prompt: string,
+    admitted: RunHandle | undefined,
+    admittedTurn: ChatMessage | undefined,
+  ): Promise<void> {
+    if (this.store.isTerminal(record)) {
+      // Canceled before its turn; a run admitted for it is cancelled too (capacity is released when it ends).
+      if (admitted) await admitted.cancel('a2a task canceled');
       return;
     }
-    context.nodeId = handle.nodeId;
-    record.handle = handle;
+    const userTurn = admittedTurn ?? create.chatMessage({ role: 'user', content: prompt });
+    let handle: RunHandle;
+    if (admitted) {
+      handle = admitted;
+    } else {
+      try {
+        handle = await this.submit(context, userTurn, record.task.id, record.task.contextId);
+      } catch (error) {
+        const reason = isServiceError(error)
+          ? `${error.code}: ${error.message}`
+          : `could not start the run: ${String(error)}`;
+        this.transition(record, 'failed', agentMessage(record.task, reason));
+        return;
+      }
+      record.handle = handle;
+      if (this.store.isTerminal(record)) {
+        await handle.cancel('a2a task canceled');
+        return;
+      }
+    }
     this.transition(record, 'working');
     const text = await this.collect(record, handle);
     if (this.store.isTerminal(record)) return;
@@ -229,18 +303,12 @@ export class TaskManager {
     }
   }
 
-  /** Streams text into the task's artifact; returns the full text. A run deadline beyond timeout_sec cancels. */
+  /** Streams text into the task's artifact; returns the full text (the service ends the run at its deadline). */
   private async collect(record: TaskRecord, handle: RunHandle): Promise<string> {
     const artifactId = `${record.task.id}-output`;
     let text = '';
     let chunks = 0;
-    const deadline = setTimeout(
-      () => {
-        void handle.cancel(`timed out after ${this.settings.timeoutSec}s`);
-      },
-      this.settings.timeoutSec * 1000 + 1000,
-    );
-    try {
+    {
       for await (const event of handle.events) {
         const part: RunEventPart = event.part;
         if (part.type !== 'text-delta' || part.text === '') continue;
@@ -257,8 +325,6 @@ export class TaskManager {
         });
         chunks += 1;
       }
-    } finally {
-      clearTimeout(deadline);
     }
     if (chunks > 0) {
       this.emit(record, {

@@ -25,7 +25,7 @@ import {
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
-import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmitRunInput } from './admin-mapping.js';
+import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmission } from './admin-mapping.js';
 import { AdminCallError, toGrpcStatus } from './grpc-status.js';
 
 /** Applies (or dry-runs) a candidate config; the live-refresh feature provides it. */
@@ -153,23 +153,19 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     ),
 
     submitRun: streaming('SubmitRun', async (call, signal) => {
-      const input = toSubmitRunInput(call.request, signal);
-      if (!input) throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run is required');
-      const handle = await service.submitRun(input);
-      const cancel = (): void => {
-        handle.cancel('admin client cancelled').catch((error: unknown) => {
-          logger.warn(
-            { runId: handle.runId, error: describe(error) },
-            'cancelling an abandoned admin run failed',
-          );
-        });
-      };
-      if (signal.aborted) cancel();
-      else signal.addEventListener('abort', cancel, { once: true });
+      const submission = toSubmission(call.request);
+      if (!submission) throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run is required');
+      // The signal is the run's cancel path: a client that goes away cancels the run (the service owns it).
+      const handle = await service.submitRun(submission.destination, submission.spec, {
+        surface: 'admin',
+        signal,
+      });
       try {
         await relay(call, handle, signal);
-      } finally {
-        signal.removeEventListener('abort', cancel);
+      } catch (error) {
+        // A stream that failed for another reason than the client leaving must not leave the run unobserved.
+        handle.cancel('admin stream failed').catch(() => undefined);
+        throw error;
       }
       return undefined;
     }),

@@ -8,7 +8,7 @@ import {
   type SubmitRunRequest,
 } from '@iop/wire';
 import type { EdgeEvent } from '../events/types.js';
-import type { NodeSummary, RunEventWithMeta, SubmitRunInput } from '../service/types.js';
+import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
 
 /**
  * A connected node as NodeInfo. Its providers carry the pool's view (status, capacity, in-flight...) when the
@@ -42,25 +42,34 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
 }
 
 /** SubmitRunRequest → service input. Empty proto3 strings mean "not set". */
-export function toSubmitRunInput(request: SubmitRunRequest, signal: AbortSignal): SubmitRunInput | undefined {
+/**
+ * An admin SubmitRun as a service submission: an explicit route (node, adapter, target) with a fixed session. The
+ * request's `provider_id` is not honoured: admission takes the capacity of the provider that matches the route.
+ */
+export function toSubmission(
+  request: SubmitRunRequest,
+): { destination: RunDestination; spec: RunSpec } | undefined {
   const run = request.run;
   if (!run) return undefined;
   return {
-    node: request.node || undefined,
-    adapter: run.adapter,
-    target: run.target,
-    sessionId: run.sessionId,
-    background: run.background,
-    workspace: run.workspace || undefined,
-    messages: run.messages,
-    tools: run.tools,
-    toolChoiceJson: run.toolChoiceJson || undefined,
-    params: run.params,
-    timeoutMs: run.timeoutMs || undefined,
-    providerId: run.providerId || undefined,
-    metadata: run.metadata,
-    runId: run.runId || undefined,
-    signal,
+    destination: {
+      kind: 'route',
+      ...(request.node ? { node: request.node } : {}),
+      adapter: run.adapter,
+      target: run.target,
+    },
+    spec: {
+      session: { kind: 'fixed', sessionId: run.sessionId },
+      background: run.background,
+      workspace: run.workspace || undefined,
+      messages: run.messages,
+      tools: run.tools,
+      toolChoiceJson: run.toolChoiceJson || undefined,
+      params: run.params,
+      timeoutMs: run.timeoutMs || undefined,
+      metadata: run.metadata,
+      runId: run.runId || undefined,
+    },
   };
 }
 

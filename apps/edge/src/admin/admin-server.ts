@@ -13,35 +13,33 @@ import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
 import type { RefreshConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
+import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
+import { refreshHandler } from './admin-refresh.js';
 import { AdminError } from './errors.js';
 import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 
 export interface AdminSurfaceOptions {
-  /**
-   * Provider pool status (ListProviders, NodeInfo.providers). Default: the shared pool in the runtime's extras
-   * when one exists, else an empty list.
-   */
+  /** Provider pool status (ListProviders, NodeInfo.providers). Default: `service.providers()`. */
   providerStatus?: () => ProviderStatus[];
   /**
-   * Config refresh handler. Default: the one registered in the runtime's extras under REFRESH_HANDLER_KEY (looked
-   * up per call); none = RefreshConfig answers UNAVAILABLE "config refresh is disabled".
+   * Config refresh handler. Default: the runtime's config refresher; none = RefreshConfig answers UNAVAILABLE
+   * "config refresh is disabled".
    */
   refreshHandler?: RefreshHandler;
   /** How long close() lets running unary calls finish before forcing the server down. Default 2000 ms. */
   closeGraceMs?: number;
 }
 
-/** What the admin surface needs from the runtime's SurfaceContext. */
-export interface AdminSurfaceContext {
+/** What the admin surface uses of the runtime's core. */
+export interface AdminSurfaceDeps {
   config: { refresh: RefreshConfig };
   service: EdgeService;
   events: EventBus;
   logger: Logger;
-  /** The runtime's shared objects; the provider pool is found here when another surface created it. */
-  extras?: Map<string, unknown>;
+  /** Live config refresh; undefined = RefreshConfig answers that refresh is disabled. */
+  refresher: ConfigRefresher | undefined;
 }
 
 export interface AdminSurface {
@@ -59,19 +57,18 @@ export interface AdminServerOptions extends AdminSurfaceOptions {
   service: EdgeService;
   events: EventBus;
   logger: Logger;
-  /** The runtime's shared objects (provider pool, refresh handler) used when the options do not name them. */
-  extras?: Map<string, unknown>;
 }
 
 export function createAdminSurface(
   options: AdminSurfaceOptions = {},
-): (context: AdminSurfaceContext) => Promise<AdminSurface | undefined> {
+): (core: AdminSurfaceDeps) => Promise<AdminSurface | undefined> {
   return async (context) => {
     const { refresh } = context.config;
     if (!refresh.listen) return undefined;
+    const refresher = context.refresher;
     return startAdminServer({
       ...options,
-      extras: context.extras,
+      refreshHandler: options.refreshHandler ?? (refresher ? refreshHandler(refresher) : undefined),
       listen: refresh.listen,
       token: refresh.admin_token,
       refreshEnabled: refresh.enabled,
@@ -80,25 +77,6 @@ export function createAdminSurface(
       logger: context.logger,
     });
   };
-}
-
-/**
- * Provider status from the runtime's shared provider pool, looked up on every call: the pool is created by the
- * first surface that dispatches (OpenAI), possibly after this one started. No pool → no providers.
- */
-export function sharedPoolStatus(extras: Map<string, unknown> | undefined): () => ProviderStatus[] {
-  return () => {
-    const pool = extras?.get(PROVIDER_POOL_KEY) as { snapshot?: () => ProviderStatus[] } | undefined;
-    return typeof pool?.snapshot === 'function' ? pool.snapshot() : [];
-  };
-}
-
-/** Key under which the live-refresh feature registers its RefreshHandler in the runtime's extras. */
-export const REFRESH_HANDLER_KEY = 'refreshHandler';
-
-function extrasRefreshHandler(extras: Map<string, unknown> | undefined): RefreshHandler | undefined {
-  const handler = extras?.get(REFRESH_HANDLER_KEY);
-  return typeof handler === 'function' ? (handler as RefreshHandler) : undefined;
 }
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminSurface> {
@@ -114,8 +92,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     service: options.service,
     events: options.events,
     logger,
-    providerStatus: options.providerStatus ?? sharedPoolStatus(options.extras),
-    refreshHandler: () => options.refreshHandler ?? extrasRefreshHandler(options.extras),
+    providerStatus: options.providerStatus ?? (() => options.service.providers()),
+    refreshHandler: () => options.refreshHandler,
     refreshEnabled: options.refreshEnabled,
     token: options.token,
   });

@@ -1,5 +1,5 @@
 // Typed errors of the admin API: the server's start-up refusals and the client's call failures.
-import type { ErrorFault } from '../service/errors.js';
+import type { ErrorFault } from '../fault.js';
 
 export type AdminErrorCode =
   | 'insecure_listen' // non-loopback listen address without refresh.admin_token

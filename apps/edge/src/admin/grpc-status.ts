@@ -13,6 +13,11 @@ const SERVICE_STATUS: Record<ServiceErrorCode, status> = {
   node_disconnected: status.UNAVAILABLE,
   node_error: status.UNKNOWN,
   invalid_request: status.INVALID_ARGUMENT,
+  model_not_found: status.NOT_FOUND,
+  no_provider_available: status.UNAVAILABLE,
+  queue_full: status.RESOURCE_EXHAUSTED,
+  queue_timeout: status.UNAVAILABLE,
+  aborted: status.CANCELLED,
   timeout: status.DEADLINE_EXCEEDED,
   shutting_down: status.UNAVAILABLE,
 };

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { listenHttp } from '../http/listen-http.js';
-import type { SurfaceFactory } from '../surface.js';
+import type { EdgeConfig } from '@iop/config';
+import type { Logger } from '../logging.js';
 import { readEdgeFingerprint } from '../tls/edge-identity.js';
 import { EDGE_VERSION } from '../version.js';
 import { createBootstrapHandler } from './bootstrap-handler.js';
@@ -15,7 +16,21 @@ export interface BootstrapSurfaceOptions {
   edgeVersion?: string;
 }
 
-export function createBootstrapSurfaceFactory(options: BootstrapSurfaceOptions = {}): SurfaceFactory {
+/** What the bootstrap surface uses of the runtime's core. */
+export interface BootstrapSurfaceDeps {
+  config: EdgeConfig;
+  logger: Logger;
+}
+
+export interface BootstrapSurface {
+  name: 'bootstrap';
+  address: string;
+  close(): Promise<void>;
+}
+
+export function createBootstrapSurfaceFactory(
+  options: BootstrapSurfaceOptions = {},
+): (context: BootstrapSurfaceDeps) => Promise<BootstrapSurface | undefined> {
   return async (context) => {
     const { config } = context;
     const logger = context.logger.child({ surface: 'bootstrap' });
@@ -47,4 +62,4 @@ export function createBootstrapSurfaceFactory(options: BootstrapSurfaceOptions =
   };
 }
 
-export const bootstrapSurface: SurfaceFactory = createBootstrapSurfaceFactory();
+export const bootstrapSurface = createBootstrapSurfaceFactory();

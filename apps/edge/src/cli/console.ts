@@ -3,7 +3,6 @@
 // console/console-session.ts for its commands and the node label rule. `/exit`, end of input (Ctrl-D), Ctrl-C at
 // an idle prompt, SIGINT or SIGTERM shut the edge down cleanly.
 import type { EdgeConfig } from '@iop/config';
-import { sharedPoolStatus } from '../admin/admin-server.js';
 import { ConsolePrompt } from '../console/console-prompt.js';
 import { ConsoleSession } from '../console/console-session.js';
 import { startEdgeRuntime, type EdgeRuntime, type EdgeRuntimeOptions } from '../edge-runtime.js';
@@ -65,7 +64,6 @@ export function createConsoleCommand(deps: ConsoleCommandDeps = {}): CliCommand 
           target: config.console.target,
           sessionId: config.console.session_id,
         },
-        providerStatus: sharedPoolStatus(runtime.extras),
         logger: logger.child({ component: 'console' }),
       });
       try {

@@ -122,7 +122,7 @@ export class ConsoleSession {
     this.service = options.service;
     this.events = options.events;
     this.write = options.write;
-    this.providerStatus = options.providerStatus;
+    this.providerStatus = options.providerStatus ?? (() => this.service.providers());
     this.logger = options.logger ?? silentLogger;
     this.adapter = options.defaults.adapter;
     this.target = options.defaults.target;
@@ -328,15 +328,21 @@ export class ConsoleSession {
 
   private async sendPrompt(text: string): Promise<void> {
     const background = this.background;
-    const handle = await this.service.submitRun({
-      node: this.selectedNode,
-      adapter: this.adapter,
-      target: this.target,
-      sessionId: this.sessionId,
-      background,
-      runId: this.newRunId(),
-      messages: [create.chatMessage({ role: 'user', content: text })],
-    });
+    const handle = await this.service.submitRun(
+      {
+        kind: 'route',
+        ...(this.selectedNode !== undefined ? { node: this.selectedNode } : {}),
+        adapter: this.adapter,
+        target: this.target,
+      },
+      {
+        session: { kind: 'fixed', sessionId: this.sessionId },
+        background,
+        runId: this.newRunId(),
+        messages: [create.chatMessage({ role: 'user', content: text })],
+      },
+      { surface: 'console' },
+    );
     this.write(
       `[edge] sent run_id=${handle.runId} node=${handle.nodeId} adapter=${this.adapter} target=${this.target} ` +
         `session=${this.sessionId} background=${background}`,

@@ -1,5 +1,5 @@
 // Edge-internal events: node lifecycle and run events, fanned out in process to the console, admin and surfaces.
-import type { RunEventWithMeta } from '../service/types.js';
+import type { RunEventPart } from '@iop/wire';
 
 export interface EdgeNodeEvent {
   kind: 'connected' | 'disconnected';
@@ -36,4 +36,13 @@ export interface EventSubscription extends AsyncIterable<EdgeEvent> {
   /** Events this subscriber lost to overflow so far. */
   readonly dropped: number;
   close(): void;
+}
+
+/** One run event as the edge tracks it: the node's part with the run, node and sequence it belongs to. */
+export interface RunEventWithMeta {
+  runId: string;
+  nodeId: string;
+  seq: number;
+  atUnixMs: number;
+  part: RunEventPart;
 }

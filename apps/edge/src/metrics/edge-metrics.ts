@@ -12,9 +12,18 @@ export interface ProviderGaugeSample {
   queued: number;
 }
 
+/** Runs on one node against its max_concurrency (pool.nodeLoads()). */
+export interface NodeLoadSample {
+  nodeId: string;
+  inFlight: number;
+  maxConcurrency: number;
+}
+
 export interface EdgeMetricsOptions {
   /** Read at scrape time for the per-provider gauges. */
   providerSnapshot?: () => ProviderGaugeSample[];
+  /** Read at scrape time for the per-node admission gauges. */
+  nodeLoads?: () => NodeLoadSample[];
   /** Read at scrape time for the connected-node gauge. */
   connectedNodes?: () => number;
   /** Also export the Node.js process metrics (memory, event loop lag, ...). */
@@ -33,6 +42,8 @@ export class EdgeMetrics {
   readonly overheadSeconds: Histogram<'surface'>;
   readonly providerDispatches: Counter<'provider' | 'node'>;
   readonly providerRejections: Counter<'model' | 'reason'>;
+  readonly runsAdmitted: Counter<'surface'>;
+  readonly runsRejected: Counter<'surface' | 'reason'>;
   readonly nodeConnections: Counter<'node'>;
   readonly nodeDisconnects: Counter<'node' | 'reason'>;
   readonly runOutcomes: Counter<'outcome'>;
@@ -79,6 +90,18 @@ export class EdgeMetrics {
       name: 'iop_provider_rejections_total',
       help: 'Requests the pool could not place, by model and reason (queue_full, queue_timeout, no_provider).',
       labelNames: ['model', 'reason'],
+      registers,
+    });
+    this.runsAdmitted = new Counter({
+      name: 'iop_runs_admitted_total',
+      help: 'Runs admitted and sent to a node, by surface (openai, a2a, console, admin, ui).',
+      labelNames: ['surface'],
+      registers,
+    });
+    this.runsRejected = new Counter({
+      name: 'iop_runs_rejected_total',
+      help: 'Runs admission refused for lack of capacity, by surface and reason (queue_full, queue_timeout, no_provider).',
+      labelNames: ['surface', 'reason'],
       registers,
     });
     this.nodeConnections = new Counter({
@@ -134,6 +157,25 @@ export class EdgeMetrics {
       'iop_provider_capacity',
       'Configured capacity per provider (0 when disabled).',
       (s) => s.capacity,
+    );
+    const nodeLoads = options.nodeLoads;
+    const nodeGauge = (name: string, help: string, pick: (sample: NodeLoadSample) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['node'],
+        registers,
+        collect() {
+          this.reset();
+          for (const sample of nodeLoads?.() ?? []) this.set({ node: sample.nodeId }, pick(sample));
+        },
+      });
+    };
+    nodeGauge('iop_node_in_flight', 'Runs in flight per node (every surface).', (sample) => sample.inFlight);
+    nodeGauge(
+      'iop_node_max_concurrency',
+      "The node's runtime.max_concurrency as a dispatch bound (0 = unlimited).",
+      (sample) => sample.maxConcurrency,
     );
     const connectedNodes = options.connectedNodes;
     new Gauge({

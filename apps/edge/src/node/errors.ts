@@ -1,5 +1,5 @@
 // Typed errors of the node layer (store, link). Callers switch on `code`.
-import type { ErrorFault } from '../service/errors.js';
+import type { ErrorFault } from '../fault.js';
 
 export type NodeStoreErrorCode =
   'invalid_node_id' | 'store_unreadable' | 'store_unwritable' | 'store_corrupt';

@@ -23,7 +23,8 @@ import {
   type RunRequest,
 } from '@iop/wire';
 import type { Logger } from '../logging.js';
-import type { NodeSummary, ProviderHealthSummary } from '../service/types.js';
+import type { NodeSummary, ProviderHealthSummary } from './node-summary.js';
+import { fromWireDiscovery, type NodeDiscovered } from './discovered.js';
 import { NodeLinkError } from './errors.js';
 
 /** What the link needs from a connection; `FramedConnection` from @iop/wire satisfies it. */
@@ -87,6 +88,8 @@ export class NodeLink {
   private readonly runs = new Map<string, RunObserver>();
   private readonly pending = new Map<string, PendingRequest>();
   private readonly closeListeners: ((reason: string) => void)[] = [];
+  private discoveryListener: ((discovered: NodeDiscovered) => void) | undefined;
+  private discoveredState: NodeDiscovered | undefined;
   private providerHealth: ProviderHealthSummary[] = [];
   private nextRequestId = 1;
   private closeReason: string | undefined;
@@ -133,6 +136,16 @@ export class NodeLink {
     return this.providerHealth;
   }
 
+  /** The node's latest discovery report; undefined until one arrives (older nodes never send one). */
+  get discovered(): NodeDiscovered | undefined {
+    return this.discoveredState;
+  }
+
+  /** One listener (the transport's event publisher), called after each discovery report is stored. */
+  onDiscovered(listener: (discovered: NodeDiscovered) => void): void {
+    this.discoveryListener = listener;
+  }
+
   summary(): NodeSummary {
     return {
       nodeId: this.info.nodeId,
@@ -148,6 +161,7 @@ export class NodeLink {
         .filter((adapter) => adapter.enabled)
         .map((adapter) => adapter.name),
       providers: this.providerHealth.map((entry) => ({ ...entry })),
+      ...(this.discoveredState ? { discovered: this.discoveredState } : {}),
     };
   }
 
@@ -258,6 +272,22 @@ export class NodeLink {
       }
       case 'providerStatusReport':
         this.applyStatusReport(msg.providerStatusReport);
+        return;
+      case 'nodeDiscovery':
+        this.discoveredState = fromWireDiscovery(msg.nodeDiscovery);
+        this.logger.info(
+          {
+            nodeId: this.nodeId,
+            backends: this.discoveredState.backends.map((backend) => backend.kind),
+            clis: this.discoveredState.clis.map((cli) => cli.name),
+          },
+          'node discovery report',
+        );
+        try {
+          this.discoveryListener?.(this.discoveredState);
+        } catch (error) {
+          this.logger.error({ nodeId: this.nodeId, error: String(error) }, 'discovery listener failed');
+        }
         return;
       case 'goodbye':
         this.logger.info(

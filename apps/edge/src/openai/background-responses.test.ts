@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
-import type { Clock } from '../pool/clock.js';
+import type { Clock } from '../clock.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { BackgroundResponses } from './background-responses.js';

@@ -6,11 +6,11 @@
 // when all are running a new background request is refused) and finished responses are forgotten after `ttlMs`.
 // close() cancels every running one (edge shutdown).
 import type { Logger } from '../logging.js';
-import type { Clock } from '../pool/clock.js';
+import type { Clock } from '../clock.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import type { ResolvedRoute } from './route-resolver.js';
-import type { RunDispatcher } from './run-dispatcher.js';
+import type { RunStarter } from './run-starter.js';
 import { collectRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 
@@ -25,7 +25,7 @@ interface Entry {
 }
 
 export interface BackgroundResponsesOptions {
-  dispatcher: RunDispatcher;
+  runs: RunStarter;
   clock: Clock;
   logger: Logger;
   /** Default 1000. */
@@ -98,7 +98,7 @@ export class BackgroundResponses {
   private async run(entry: Entry, route: ResolvedRoute, spec: RunSpec, output: OutputOptions): Promise<void> {
     const signal = entry.controller.signal;
     try {
-      const run = await this.options.dispatcher.start(route, spec, signal);
+      const run = await this.options.runs.start(route, spec, signal);
       try {
         if (entry.finishedAt === undefined) {
           entry.status = 'in_progress';

@@ -2,7 +2,7 @@ export { closeOpenAIApp, createOpenAIApp, MAX_BODY_BYTES, type OpenAIAppOptions 
 export {
   createOpenAISurface,
   type OpenAISurface,
-  type OpenAISurfaceContext,
+  type OpenAISurfaceDeps,
   type OpenAISurfaceOptions,
 } from './openai-surface.js';
 export { mapOpenAIError, OpenAIHttpError } from './openai-error.js';

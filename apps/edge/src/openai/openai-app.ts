@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP surface as an express app: GET /v1/models, POST /v1/chat/completions, POST
-// /v1/responses. Handlers only translate: validate the body, resolve the route, hand a RunSpec to the dispatcher,
+// /v1/responses. Handlers only translate: validate the body, resolve the route, hand the run to the service,
 // and write the run's parts as JSON or SSE. Every error reaches the single error handler at the end, which is the
 // only place statuses and error bodies are decided (openai-error.ts).
 //
@@ -16,8 +16,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
-import { systemClock, type Clock } from '../pool/clock.js';
-import type { ProviderPool } from '../pool/provider-pool.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { EdgeService } from '../service/types.js';
 import { apiKeyAuth, apiKeyCheck } from './api-key-auth.js';
 import { isPlainJsonRequest, readJsonBody } from './json-body.js';
@@ -31,7 +30,7 @@ import { validateChatRequest, validateResponsesRequest } from './request-validat
 import { responsesRunSpec } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
-import { createRunDispatcher, type ActiveRun } from './run-dispatcher.js';
+import { createRunStarter, type StartedRun } from './run-starter.js';
 import { bufferRun, collectRun, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
@@ -40,11 +39,8 @@ import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 export interface OpenAIAppOptions {
   config: EdgeConfig;
   service: EdgeService;
-  pool: ProviderPool;
   logger: Logger;
   clock?: Clock;
-  /** How long a run abandoned by its client may take to confirm the cancel before its lease is returned. */
-  cancelGraceMs?: number;
   metrics?: OpenAIMetrics;
   /** Limits of the background-response store (`background: true`). */
   background?: { maxEntries?: number; ttlMs?: number };
@@ -83,23 +79,19 @@ interface Timing {
 }
 
 export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
-  const { config, service, pool, logger } = options;
+  const { config, service, logger } = options;
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics ?? noMetrics;
   const openai = config.openai;
-  const resolver = createRouteResolver(openai, pool);
-  const dispatcher = createRunDispatcher({
+  const resolver = createRouteResolver(openai, service.models);
+  const runs = createRunStarter({
     service,
-    pool,
-    clock,
     logger,
     sessionId: openai.session_id || 'openai',
     timeoutMs: openai.timeout_sec * 1000,
-    cancelGraceMs: options.cancelGraceMs,
-    metrics,
   });
   const catalogueCreated = Math.floor(clock.now() / 1000);
-  const background = new BackgroundResponses({ dispatcher, clock, logger, ...options.background });
+  const background = new BackgroundResponses({ runs, clock, logger, ...options.background });
 
   const app = express();
   app.locals[BACKGROUND_KEY] = background;
@@ -279,7 +271,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   ): Promise<void> {
     const disconnect = abortOnDisconnect(response);
     try {
-      const run = await dispatcher.start(route, spec, disconnect.signal);
+      const run = await runs.start(route, spec, disconnect.signal);
       try {
         setRunHeaders(response, run);
         if (!stream) {
@@ -327,21 +319,21 @@ function modelEntry(id: string, created: number) {
   return { id, object: 'model', created, owned_by: 'iop' };
 }
 
-function setRunHeaders(response: Response, run: ActiveRun): void {
+function setRunHeaders(response: Response, run: StartedRun): void {
   response.setHeader('x-iop-run-id', run.handle.runId);
-  response.setHeader('x-iop-queue-ms', formatMs(run.queueMs));
-  if (run.providerId) response.setHeader('x-iop-provider', run.providerId);
+  response.setHeader('x-iop-queue-ms', formatMs(run.handle.queueMs));
+  if (run.handle.providerId) response.setHeader('x-iop-provider', run.handle.providerId);
 }
 
 /** Edge time before the run was submitted (excluding queue wait), plus the run's own overhead when complete. */
-function overheadOf(response: Response, run: ActiveRun, complete: boolean): number {
+function overheadOf(response: Response, run: StartedRun, complete: boolean): number {
   const arrivedAt = (response.locals as Timing).arrivedAt;
-  const beforeSubmit = Math.max(0, run.submittedAt - arrivedAt - run.queueMs);
+  const beforeSubmit = Math.max(0, run.handle.submittedAt - arrivedAt - run.handle.queueMs);
   const runOverhead = complete ? (run.handle.overheadMs() ?? 0) : 0;
   return beforeSubmit + runOverhead;
 }
 
-function setOverhead(response: Response, run?: ActiveRun): void {
+function setOverhead(response: Response, run?: StartedRun): void {
   const value = run
     ? overheadOf(response, run, true)
     : performance.now() - ((response.locals as Partial<Timing>).arrivedAt ?? performance.now());

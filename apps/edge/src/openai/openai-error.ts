@@ -1,6 +1,5 @@
 // The OpenAI surface's error type and the single mapping from every error the surface can meet (its own
-// validation, pool, service, run failures, body parsing) to an HTTP status and an OpenAI error body.
-import { isPoolError, type PoolError } from '../pool/errors.js';
+// validation, service (admission included), run failures, body parsing) to an HTTP status and an OpenAI error body.
 import { isServiceError, type ServiceError } from '../service/errors.js';
 
 export type OpenAIErrorType =
@@ -70,47 +69,33 @@ export function mapOpenAIError(error: unknown): MappedError {
   if (error instanceof OpenAIHttpError) {
     return shape(error.status, error.type, error.code, error.message, error.param, error.headers);
   }
-  if (isPoolError(error)) return mapPoolError(error);
   if (isServiceError(error)) return mapServiceError(error);
   const bodyError = bodyParserError(error);
   if (bodyError) return bodyError;
   return shape(500, 'server_error', 'internal_error', 'The edge failed to handle the request', null, {});
 }
 
-function mapPoolError(error: PoolError): MappedError {
-  const retryAfter = String(error.details.retryAfterSeconds ?? 1);
-  switch (error.code) {
-    case 'model_not_found':
-      return shape(404, 'invalid_request_error', 'model_not_found', error.message, 'model', {});
-    case 'queue_full':
-      return shape(429, 'rate_limit_error', 'queue_full', error.message, null, { 'retry-after': retryAfter });
-    case 'queue_timeout':
-      return shape(503, 'server_error', 'queue_timeout', error.message, null, { 'retry-after': retryAfter });
-    case 'no_provider_available':
-      return shape(503, 'server_error', 'no_provider_available', error.message, null, {
-        'retry-after': retryAfter,
-      });
-    case 'shutting_down':
-      return shape(503, 'server_error', 'shutting_down', error.message, null, {});
-    case 'aborted':
-      // Only a client that already went away sees this; the status is for the log.
-      return shape(499, 'invalid_request_error', 'client_closed_request', error.message, null, {});
-    default: {
-      const unreachable: never = error.code;
-      return shape(500, 'server_error', String(unreachable), error.message, null, {});
-    }
-  }
-}
-
 function mapServiceError(error: ServiceError): MappedError {
+  const retryAfter = { 'retry-after': String(error.retryAfterSeconds ?? 1) };
   switch (error.code) {
     case 'invalid_request':
       return shape(400, 'invalid_request_error', 'invalid_request', error.message, null, {});
+    case 'model_not_found':
+      return shape(404, 'invalid_request_error', 'model_not_found', error.message, 'model', {});
+    case 'queue_full':
+      return shape(429, 'rate_limit_error', 'queue_full', error.message, null, retryAfter);
+    case 'queue_timeout':
+    case 'no_provider_available':
+      return shape(503, 'server_error', error.code, error.message, null, retryAfter);
+    case 'aborted':
+      // Only a client that already went away sees this; the status is for the log.
+      return shape(499, 'invalid_request_error', 'client_closed_request', error.message, null, {});
     case 'no_nodes':
     case 'node_not_found':
     case 'node_ambiguous':
+      return shape(503, 'server_error', error.code, error.message, null, retryAfter);
     case 'shutting_down':
-      return shape(503, 'server_error', error.code, error.message, null, { 'retry-after': '1' });
+      return shape(503, 'server_error', error.code, error.message, null, {});
     case 'node_disconnected':
     case 'node_error':
       return shape(502, 'upstream_error', error.code, error.message, null, {});

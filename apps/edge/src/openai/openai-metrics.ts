@@ -1,4 +1,4 @@
-// What the OpenAI surface reports to metrics, as a small interface so the surface does not depend on the metrics
+// What the OpenAI surface reports to metrics (admission counters are the service's), as a small interface so the surface does not depend on the metrics
 // module (tests pass a recorder; the runtime passes the shared EdgeMetrics through `edgeMetricsRecorder`).
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 
@@ -9,17 +9,12 @@ export interface OpenAIMetrics {
   firstToken(seconds: number): void;
   /** The x-iop-overhead-ms figure of a finished run. */
   overhead(seconds: number): void;
-  dispatched(providerId: string, nodeId: string): void;
-  /** The pool could not place a request: queue_full, queue_timeout or no_provider. */
-  rejected(model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
 }
 
 export const noMetrics: OpenAIMetrics = {
   requestFinished: () => undefined,
   firstToken: () => undefined,
   overhead: () => undefined,
-  dispatched: () => undefined,
-  rejected: () => undefined,
 };
 
 export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
@@ -30,7 +25,5 @@ export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
     },
     firstToken: (seconds) => metrics.timeToFirstTokenSeconds.observe({ surface: 'openai' }, seconds),
     overhead: (seconds) => metrics.overheadSeconds.observe({ surface: 'openai' }, seconds),
-    dispatched: (provider, node) => metrics.providerDispatches.inc({ provider, node }),
-    rejected: (model, reason) => metrics.providerRejections.inc({ model, reason }),
   };
 }

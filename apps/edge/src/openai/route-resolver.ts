@@ -1,8 +1,9 @@
 // Turns the request's external `model` into where it runs. Order (agent-contract/outer/openai-compatible-api.md):
-// a models[] entry (provider pool) → an openai.model_routes entry → the top-level openai.adapter/target fallback.
+// a models[] entry (the provider pool, through the service's model catalogue) → an openai.model_routes entry →
+// the top-level openai.adapter/target fallback.
 // A fixed fallback target ignores the request's model; an empty one uses the model as target.
 import type { ModelConfig, OpenAIConfig } from '@iop/config';
-import type { ProviderPool } from '../pool/provider-pool.js';
+import type { ModelCatalog } from '../service/types.js';
 import { modelNotFound } from './openai-error.js';
 
 export type ResolvedRoute =
@@ -22,11 +23,11 @@ export interface RouteResolver {
   catalogue(): string[];
 }
 
-export function createRouteResolver(openai: OpenAIConfig, pool: ProviderPool): RouteResolver {
+export function createRouteResolver(openai: OpenAIConfig, models: ModelCatalog): RouteResolver {
   const routes = new Map(openai.model_routes.map((route) => [route.model, route]));
   return {
     resolve(model) {
-      const modelConfig = pool.model(model);
+      const modelConfig = models.get(model);
       if (modelConfig) return { kind: 'pool', model, modelConfig, workspaceRequired: false };
       const route = routes.get(model);
       if (route) {
@@ -53,7 +54,7 @@ export function createRouteResolver(openai: OpenAIConfig, pool: ProviderPool): R
       throw modelNotFound(model);
     },
     catalogue() {
-      return [...new Set([...pool.modelIds(), ...routes.keys(), ...openai.models])];
+      return [...new Set([...models.ids(), ...routes.keys(), ...openai.models])];
     },
   };
 }

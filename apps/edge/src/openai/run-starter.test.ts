@@ -3,7 +3,7 @@ import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
 import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
 import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
-import { systemClock } from '../pool/clock.js';
+import { systemClock } from '../clock.js';
 import type { EdgeService, RunHandle, RunOutcome } from '../service/types.js';
 import { createRunDispatcher } from './run-dispatcher.js';
 import { SessionSlots } from './session-slots.js';

@@ -1,9 +1,11 @@
-// Typed errors of the provider pool. Surfaces map `code` to their wire format (the OpenAI surface: 404/429/503).
-import type { ErrorFault } from '../service/errors.js';
+// Typed errors of the provider pool. The service turns them into ServiceErrors of the same code; surfaces never
+// see a PoolError.
+import type { ErrorFault } from '../fault.js';
 
 export type PoolErrorCode =
   | 'model_not_found' // no models[] entry with that id
   | 'no_provider_available' // the model has no enabled provider on a connected, healthy node
+  | 'node_unavailable' // an explicit route names a node that is not connected
   | 'queue_full' // every candidate is busy and the model's queue holds max_queue waiters
   | 'queue_timeout' // waited queue_timeout_ms without a free slot
   | 'aborted' // the caller gave up while waiting
@@ -12,6 +14,7 @@ export type PoolErrorCode =
 const FAULT: Record<PoolErrorCode, ErrorFault> = {
   model_not_found: 'caller',
   no_provider_available: 'transient',
+  node_unavailable: 'transient',
   queue_full: 'transient',
   queue_timeout: 'transient',
   aborted: 'caller',

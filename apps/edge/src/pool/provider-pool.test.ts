@@ -17,7 +17,7 @@ function makePool(config: PoolConfig, nodes = new FakeNodes(), extra: { pollInte
   connectAll(nodes, config);
   const pool = createProviderPool({
     config,
-    nodes: nodes.list,
+    nodes,
     pollIntervalMs: extra.pollIntervalMs ?? 1000,
   });
   pools.push(pool);
@@ -78,7 +78,7 @@ describe('dispatch order', () => {
     const order: string[] = [];
     const take = async () => {
       const lease = await pool.acquire('m');
-      order.push(lease.providerId);
+      order.push(lease.providerId ?? '');
       lease.release();
     };
     await take();
@@ -164,15 +164,16 @@ describe('capacity guard', () => {
         if (error instanceof PoolError && error.code === 'aborted') return 'aborted';
         throw error;
       }
-      used.add(lease.providerId);
-      running[lease.providerId] = (running[lease.providerId] ?? 0) + 1;
-      if ((running[lease.providerId] ?? 0) > (capacity[lease.providerId] ?? 0)) violations += 1;
+      const providerId = lease.providerId ?? '';
+      used.add(providerId);
+      running[providerId] = (running[providerId] ?? 0) + 1;
+      if ((running[providerId] ?? 0) > (capacity[providerId] ?? 0)) violations += 1;
       peakTotal = Math.max(
         peakTotal,
         Object.values(running).reduce((sum, value) => sum + value, 0),
       );
       await delay(index % 3);
-      running[lease.providerId] = (running[lease.providerId] ?? 0) - 1;
+      running[providerId] = (running[providerId] ?? 0) - 1;
       lease.release();
       lease.release();
       return 'ok';
@@ -365,7 +366,7 @@ describe('live config and node changes', () => {
     };
     const nodes = new FakeNodes();
     nodes.connect('node-1');
-    const pool = createProviderPool({ config, nodes: nodes.list, events: bus, pollIntervalMs: 60_000 });
+    const pool = createProviderPool({ config, nodes, events: bus, pollIntervalMs: 60_000 });
     pools.push(pool);
     pool.start();
     const holder = await pool.acquire('m');
@@ -382,7 +383,7 @@ describe('live config and node changes', () => {
     expectIdle(pool);
     expect(bus.subscriberCount).toBe(0);
 
-    const polled = createProviderPool({ config, nodes: nodes.list, pollIntervalMs: 10 });
+    const polled = createProviderPool({ config, nodes, pollIntervalMs: 10 });
     pools.push(polled);
     nodes.setHealth('node-2', 'b', 'unhealthy');
     const busy = await polled.acquire('m');
@@ -403,6 +404,110 @@ describe('live config and node changes', () => {
     lease.release();
     nodes.connect('node-a');
     expect(pool.snapshot()[0]).toMatchObject({ status: 'ready', inFlight: 0 });
+    expectIdle(pool);
+  });
+});
+
+describe('node max_concurrency as a dispatch bound', () => {
+  /** Two providers of capacity 4 on one node whose max_concurrency is 4 (the 502 scenario of the seed). */
+  function oneNodeTwoProviders(maxConcurrency = 4): PoolConfig {
+    const node = nodeConfig('node-1', [
+      providerConfig('a', { capacity: 4, max_queue: 32 }),
+      providerConfig('b', { capacity: 4, max_queue: 32 }),
+    ]);
+    return {
+      models: [modelConfig('m', { a: 'served-a', b: 'served-b' })],
+      nodes: [{ ...node, runtime: { ...node.runtime, max_concurrency: maxConcurrency } }],
+    };
+  }
+
+  it('never has more runs on a node than its max_concurrency; the rest wait in the FIFO queue', async () => {
+    const { pool } = makePool(oneNodeTwoProviders());
+    const leases = await Promise.all([1, 2, 3, 4].map(() => pool.acquire('m')));
+    expect(pool.nodeLoads()).toEqual([{ nodeId: 'node-1', inFlight: 4, maxConcurrency: 4 }]);
+    const waiting = [pool.acquire('m'), pool.acquire('m')];
+    expect(pool.totals()).toEqual({ inFlight: 4, queued: 2 });
+    // Both providers still show free capacity, but the node is full.
+    expect(pool.snapshot().map((status) => status.inFlight)).toEqual([2, 2]);
+    leases[0]?.release();
+    const next = await waiting[0];
+    expect(pool.totals()).toEqual({ inFlight: 4, queued: 1 });
+    for (const lease of [...leases, next]) lease?.release();
+    (await waiting[1]).release();
+    expectIdle(pool);
+    expect(pool.nodeLoads()[0]?.inFlight).toBe(0);
+  });
+
+  it('max_concurrency 0 means unlimited: provider capacity is the only bound', async () => {
+    const { pool } = makePool(oneNodeTwoProviders(0));
+    const leases = await Promise.all(Array.from({ length: 8 }, () => pool.acquire('m')));
+    expect(pool.totals().inFlight).toBe(8);
+    for (const lease of leases) lease.release();
+    expectIdle(pool);
+  });
+
+  it('a capacity raise on the node through a refresh lets waiters through at once', async () => {
+    const config = oneNodeTwoProviders(1);
+    const { pool } = makePool(config);
+    const first = await pool.acquire('m');
+    const second = pool.acquire('m');
+    expect(pool.totals().queued).toBe(1);
+    pool.applyConfig(oneNodeTwoProviders(2));
+    (await second).release();
+    first.release();
+    expectIdle(pool);
+  });
+});
+
+describe('explicit routes', () => {
+  function cliNode(): PoolConfig {
+    const node = nodeConfig('node-1', [
+      providerConfig('cli-p', { adapter: 'cli', adapter_instance: 'cli', models: ['fake-cli'], capacity: 1, max_queue: 2 }),
+    ]);
+    return {
+      models: [modelConfig('m', { 'cli-p': 'fake-cli' })],
+      nodes: [{ ...node, runtime: { ...node.runtime, max_concurrency: 2 } }],
+    };
+  }
+
+  it('counts a route against the provider of that node whose adapter instance and target match', async () => {
+    const { pool } = makePool(cliNode());
+    const lease = await pool.acquireRoute({ nodeId: 'node-1', adapter: 'cli', target: 'fake-cli' });
+    expect(lease).toMatchObject({ providerId: 'cli-p', nodeId: 'node-1', model: undefined, target: 'fake-cli' });
+    expect(pool.snapshot()[0]).toMatchObject({ providerId: 'cli-p', inFlight: 1 });
+    // The model shares that provider: it now waits behind the route's run.
+    const viaModel = pool.acquire('m');
+    expect(pool.snapshot()[0]?.queued).toBe(1);
+    lease.release();
+    (await viaModel).release();
+    expectIdle(pool);
+  });
+
+  it('a route no provider matches still takes a node slot, and waits when the node is full', async () => {
+    const { pool } = makePool(cliNode());
+    const other = await pool.acquireRoute({ nodeId: 'node-1', adapter: 'ollama', target: 'llama3' });
+    expect(other.providerId).toBeUndefined();
+    const second = await pool.acquireRoute({ nodeId: 'node-1', adapter: 'ollama', target: 'llama3' });
+    expect(pool.nodeLoads()[0]).toMatchObject({ inFlight: 2, maxConcurrency: 2 });
+    const third = pool.acquireRoute({ nodeId: 'node-1', adapter: 'ollama', target: 'llama3' });
+    expect(pool.totals()).toEqual({ inFlight: 2, queued: 1 });
+    other.release();
+    (await third).release();
+    second.release();
+    expectIdle(pool);
+  });
+
+  it('queue_full from the matching provider max_queue, node_unavailable for a node that is not connected', async () => {
+    const { pool, nodes } = makePool(cliNode());
+    const route = { nodeId: 'node-1', adapter: 'cli', target: 'fake-cli' };
+    const held = await pool.acquireRoute(route);
+    const queued = [pool.acquireRoute(route), pool.acquireRoute(route)];
+    expect((await rejection(pool.acquireRoute(route))).code).toBe('queue_full');
+    nodes.disconnect('node-2');
+    expect((await rejection(pool.acquireRoute({ ...route, nodeId: 'node-2' }))).code).toBe('node_unavailable');
+    held.release();
+    (await queued[0]).release();
+    (await queued[1]).release();
     expectIdle(pool);
   });
 });

@@ -1,42 +1,70 @@
-// The provider pool: which provider serves the next request for a `models[]` id, and how many may run at once.
+// The provider pool: where the next run goes and how many may run at once — per provider and per node.
 //
 // Dispatch rule (agent-contract/inner/edge-config-runtime-refresh.md): candidates are the enabled providers
-// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable. Among the
-// candidates with in_flight < capacity the lowest in_flight wins; ties go to the lower `priority` number; ties
-// again rotate round-robin. The rotation remembers the last provider id picked per model (not an index), so it
-// survives config refreshes and node reconnects.
+// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, and whose node
+// runs fewer than its `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the lowest
+// in_flight wins; ties go to the lower `priority` number; ties again rotate round-robin. The rotation remembers the
+// last provider id picked per model (not an index), so it survives config refreshes and node reconnects.
 //
-// Capacity is a guard: `acquire` returns a Lease whose `release()` decrements the provider's in_flight exactly
-// once, however often it is called. In-flight counters are keyed by provider id and outlive config swaps, so a
-// capacity cut or a disabled provider only affects new dispatches while running work drains.
+// Explicit routes (console, admin, A2A, OpenAI model_routes/fallback) name a node, adapter instance and target.
+// They count against the node's max_concurrency too and, when a provider of that node has the same adapter
+// instance and serves the target, against that provider's capacity — so every run the edge sends to a node is
+// one the pool knows about, and a node never receives more runs than it accepts.
 //
-// Queueing: with no free slot the caller waits in the model's FIFO queue. The queue holds at most the sum of
-// `max_queue` of the model's enabled providers (full → `queue_full` at once) and a waiter gives up after the
-// largest `queue_timeout_ms` among them (`queue_timeout`). A waiter whose signal aborts leaves the queue. Waiters
-// are re-evaluated on every release, config change, node connect/disconnect (event bus) and health change
-// (`notifyChanged()`, plus a light poll while anyone waits, because health reports arrive without an event).
-import type { EdgeConfig, ModelConfig, ProviderConfig } from '@iop/config';
+// Capacity is a guard: `acquire`/`acquireRoute` return a Lease whose `release()` decrements the provider's and
+// the node's in_flight exactly once, however often it is called. Counters are keyed by provider id and node id
+// and outlive config swaps, so a capacity cut or a disabled provider only affects new dispatches while running
+// work drains.
+//
+// Queueing: with no free slot the caller waits in a FIFO queue — one per model, one per explicit route. A model's
+// queue holds at most the sum of `max_queue` of its enabled providers (full → `queue_full` at once) and a waiter
+// gives up after the largest `queue_timeout_ms` among them (`queue_timeout`); a route's queue uses its matching
+// providers' settings, or the provider defaults when none matches. A waiter whose signal aborts leaves the queue.
+// Waiters are re-evaluated, oldest first across all queues, on every release, config change, node
+// connect/disconnect (event bus) and health change (`notifyChanged()`, plus a light poll while anyone waits,
+// because health reports arrive without an event).
+import { DEFAULTS, type EdgeConfig, type ModelConfig, type ProviderConfig } from '@iop/config';
+import { systemClock, type Clock, type ClockTimer } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
-import type { NodeSummary } from '../service/types.js';
-import { systemClock, type Clock, type ClockTimer } from './clock.js';
+import type { ProviderHealthSummary } from '../node/node-summary.js';
 import { PoolError } from './errors.js';
 
 /** The part of the edge config the pool reads. */
 export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'>;
 
-/** A held capacity slot on one provider. */
+/** A connected node as the pool needs it: its providers' last health reports. */
+export interface DirectoryNode {
+  readonly providers: readonly ProviderHealthSummary[];
+}
+
+/** How the pool sees connected nodes (the node registry implements it); read on every dispatch, so cheap. */
+export interface NodeDirectory {
+  /** The connected node with that id, or undefined. */
+  get(nodeId: string): DirectoryNode | undefined;
+}
+
+/** A held capacity slot: one run on one node, and on one provider when the run has one. */
 export interface Lease {
-  readonly model: string;
-  readonly providerId: string;
+  /** The models[] id for model dispatches; undefined for explicit routes. */
+  readonly model: string | undefined;
+  /** The provider whose capacity the run holds; undefined for a route no provider matches. */
+  readonly providerId: string | undefined;
   readonly nodeId: string;
-  /** Adapter instance on the node that runs the provider. */
+  /** Adapter instance on the node that runs it. */
   readonly adapter: string;
-  /** The provider's served model name: the run's target. */
+  /** The served model name / CLI target: the run's target. */
   readonly target: string;
   /** Returns the slot. Idempotent: only the first call counts. */
   release(): void;
+}
+
+/** An explicit route, after the node reference was resolved to a connected node id. */
+export interface RouteDemand {
+  nodeId: string;
+  adapter: string;
+  target: string;
 }
 
 export interface AcquireOptions {
@@ -56,13 +84,20 @@ export interface ProviderStatus {
   /** 0 when disabled. */
   capacity: number;
   inFlight: number;
-  /** Waiters in the queues of the models this provider serves (a waiter may count for several providers). */
+  /** Waiters in the queues this provider can serve (a waiter may count for several providers). */
   queued: number;
   servedModels: string[];
   priority: number;
 }
 
-/** Generation policy of a models[] entry, applied by surfaces before dispatch. */
+/** Runs on one node against its `runtime.max_concurrency` (0 = unlimited). */
+export interface NodeLoad {
+  nodeId: string;
+  inFlight: number;
+  maxConcurrency: number;
+}
+
+/** Generation policy of a models[] entry, applied by the service before dispatch. */
 export type ModelPolicy = Pick<
   ModelConfig,
   'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'
@@ -77,12 +112,16 @@ export interface ProviderPool {
   modelIds(): string[];
   /** A slot on the best provider for `model`, waiting in its queue when all are busy. */
   acquire(model: string, options?: AcquireOptions): Promise<Lease>;
-  /** Swaps models, providers, capacity, priority, queue policy and enabled flags at once. */
+  /** A slot for an explicit route on a connected node, waiting in the route's queue when it is full. */
+  acquireRoute(route: RouteDemand, options?: AcquireOptions): Promise<Lease>;
+  /** Swaps models, providers, capacity, priority, queue policy, node limits and enabled flags at once. */
   applyConfig(config: PoolConfig): void;
   /** Re-evaluates waiters now (call after a health change or node (dis)connect the pool was not told about). */
   notifyChanged(): void;
   snapshot(): ProviderStatus[];
-  /** Sum of in_flight over all providers and of waiters over all queues. */
+  /** Every node that has a limit in the config or runs something, with its load. */
+  nodeLoads(): NodeLoad[];
+  /** Sum of in_flight over all nodes and of waiters over all queues. */
   totals(): { inFlight: number; queued: number };
   /** Starts listening for node events (re-evaluation triggers). Idempotent. */
   start(): void;
@@ -92,8 +131,7 @@ export interface ProviderPool {
 
 export interface ProviderPoolOptions {
   config: PoolConfig;
-  /** Connected nodes with their provider health (EdgeService.listNodes). */
-  nodes: () => readonly NodeSummary[];
+  nodes: NodeDirectory;
   /** Node connect/disconnect events re-evaluate waiters. */
   events?: EventBus;
   clock?: Clock;
@@ -121,6 +159,8 @@ interface RoutingTable {
   providers: Map<string, ProviderEntry>;
   /** Providers in config order (snapshot order). */
   providerOrder: string[];
+  /** runtime.max_concurrency per configured node. */
+  nodeLimits: Map<string, number>;
 }
 
 interface Candidate {
@@ -130,9 +170,12 @@ interface Candidate {
   order: number;
 }
 
+type Demand = { kind: 'model'; model: string } | ({ kind: 'route' } & RouteDemand);
+
 interface Waiter {
   seq: number;
-  model: string;
+  queueKey: string;
+  demand: Demand;
   resolve(lease: Lease): void;
   reject(error: PoolError): void;
   timer: ClockTimer | null;
@@ -147,7 +190,8 @@ export function createProviderPool(options: ProviderPoolOptions): ProviderPool {
 
 class ProviderPoolImpl implements ProviderPool {
   private routing: RoutingTable;
-  private readonly inFlight = new Map<string, number>();
+  private readonly providerInFlight = new Map<string, number>();
+  private readonly nodeInFlight = new Map<string, number>();
   private readonly queues = new Map<string, Waiter[]>();
   private readonly lastPicked = new Map<string, string>();
   private readonly clock: Clock;
@@ -180,55 +224,33 @@ class ProviderPoolImpl implements ProviderPool {
   }
 
   acquire(model: string, options: AcquireOptions = {}): Promise<Lease> {
-    if (this.closed)
-      return Promise.reject(new PoolError('shutting_down', 'the edge is shutting down', { model }));
     const entry = this.routing.models.get(model);
-    if (!entry) {
+    if (!entry && !this.closed) {
       return Promise.reject(
         new PoolError('model_not_found', `The model '${model}' does not exist`, { model }),
       );
     }
-    const signal = options.signal;
-    if (signal?.aborted) return Promise.reject(abortedError(model, signal));
-    const queue = this.queues.get(model);
-    // FIFO: a newcomer never overtakes someone already waiting for the same model.
-    if (!queue || queue.length === 0) {
-      const lease = this.tryDispatch(model, entry, this.connectedNodes());
-      if (lease) return Promise.resolve(lease);
-    }
-    const candidates = this.candidates(entry, this.connectedNodes());
-    if (candidates.length === 0) {
-      return Promise.reject(
-        new PoolError('no_provider_available', `No provider is available for model '${model}'`, {
-          model,
-          retryAfterSeconds: 1,
-        }),
-      );
-    }
-    const length = queue?.length ?? 0;
-    if (length >= entry.queueLimit) {
-      return Promise.reject(
-        new PoolError(
-          'queue_full',
-          `All providers of model '${model}' are busy and its queue is full (${entry.queueLimit} waiting)`,
-          { model, retryAfterSeconds: 1 },
-        ),
-      );
-    }
-    return this.enqueue(model, entry, signal);
+    return this.admit({ kind: 'model', model }, options.signal);
+  }
+
+  acquireRoute(route: RouteDemand, options: AcquireOptions = {}): Promise<Lease> {
+    return this.admit({ kind: 'route', ...route }, options.signal);
   }
 
   applyConfig(config: PoolConfig): void {
     // Built completely before the swap, so no dispatch ever sees half of a config.
     this.routing = buildRouting(config);
-    for (const [model, queue] of this.queues) {
-      if (this.routing.models.has(model)) continue;
+    for (const [key, queue] of this.queues) {
+      const head = queue[0];
+      if (!head || head.demand.kind !== 'model' || this.routing.models.has(head.demand.model)) continue;
+      const model = head.demand.model;
       for (const waiter of [...queue]) {
         this.removeWaiter(waiter);
         waiter.reject(
           new PoolError('model_not_found', `The model '${model}' was removed from the config`, { model }),
         );
       }
+      this.queues.delete(key);
     }
     this.dropIdleCounters();
     this.drain();
@@ -239,12 +261,12 @@ class ProviderPoolImpl implements ProviderPool {
   }
 
   snapshot(): ProviderStatus[] {
-    const nodes = this.connectedNodes();
+    const nodes = this.options.nodes;
     const queuedByProvider = new Map<string, number>();
-    for (const [model, queue] of this.queues) {
-      const entry = this.routing.models.get(model);
-      if (!entry || queue.length === 0) continue;
-      for (const [providerId] of entry.providers) {
+    for (const queue of this.queues.values()) {
+      const head = queue[0];
+      if (!head) continue;
+      for (const providerId of this.providersServing(head.demand)) {
         queuedByProvider.set(providerId, (queuedByProvider.get(providerId) ?? 0) + queue.length);
       }
     }
@@ -258,7 +280,7 @@ class ProviderPoolImpl implements ProviderPool {
         status: !enabled ? 'disabled' : node ? 'ready' : 'offline',
         health: !enabled ? 'disabled' : node ? healthOf(node, providerId) : 'unknown',
         capacity: enabled ? provider.config.capacity : 0,
-        inFlight: this.inFlight.get(providerId) ?? 0,
+        inFlight: this.providerInFlight.get(providerId) ?? 0,
         queued: enabled ? (queuedByProvider.get(providerId) ?? 0) : 0,
         servedModels: [...provider.config.models],
         priority: provider.config.priority,
@@ -266,9 +288,18 @@ class ProviderPoolImpl implements ProviderPool {
     });
   }
 
+  nodeLoads(): NodeLoad[] {
+    const ids = new Set([...this.routing.nodeLimits.keys(), ...this.nodeInFlight.keys()]);
+    return [...ids].map((nodeId) => ({
+      nodeId,
+      inFlight: this.nodeInFlight.get(nodeId) ?? 0,
+      maxConcurrency: this.nodeLimit(nodeId),
+    }));
+  }
+
   totals(): { inFlight: number; queued: number } {
     let inFlight = 0;
-    for (const count of this.inFlight.values()) inFlight += count;
+    for (const count of this.nodeInFlight.values()) inFlight += count;
     return { inFlight, queued: this.waiting };
   }
 
@@ -284,17 +315,48 @@ class ProviderPoolImpl implements ProviderPool {
     for (const queue of [...this.queues.values()]) {
       for (const waiter of [...queue]) {
         this.removeWaiter(waiter);
-        waiter.reject(new PoolError('shutting_down', 'the edge is shutting down', { model: waiter.model }));
+        waiter.reject(shuttingDown(waiter.demand));
       }
     }
     this.stopWatching();
   }
 
-  private enqueue(model: string, entry: ModelEntry, signal: AbortSignal | undefined): Promise<Lease> {
+  private admit(demand: Demand, signal: AbortSignal | undefined): Promise<Lease> {
+    if (this.closed) return Promise.reject(shuttingDown(demand));
+    if (signal?.aborted) return Promise.reject(abortedError(demand, signal));
+    const queueKey = queueKeyOf(demand);
+    const queue = this.queues.get(queueKey);
+    const nodes = this.options.nodes;
+    const blocked = this.blocked(demand, nodes);
+    if (blocked) return Promise.reject(blocked);
+    // FIFO: a newcomer never overtakes someone already waiting in the same queue.
+    if (!queue || queue.length === 0) {
+      const lease = this.tryDispatch(demand, nodes);
+      if (lease) return Promise.resolve(lease);
+    }
+    const { limit, timeoutMs } = this.queuePolicy(demand);
+    if ((queue?.length ?? 0) >= limit) {
+      return Promise.reject(
+        new PoolError('queue_full', `${describeDemand(demand)} is busy and its queue is full (${limit} waiting)`, {
+          ...modelDetail(demand),
+          retryAfterSeconds: 1,
+        }),
+      );
+    }
+    return this.enqueue(demand, queueKey, timeoutMs, signal);
+  }
+
+  private enqueue(
+    demand: Demand,
+    queueKey: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {
       const waiter: Waiter = {
         seq: ++this.waiterSeq,
-        model,
+        queueKey,
+        demand,
         resolve,
         reject,
         timer: null,
@@ -305,22 +367,22 @@ class ProviderPoolImpl implements ProviderPool {
         waiter.reject(
           new PoolError(
             'queue_timeout',
-            `No provider of model '${model}' became free within ${entry.queueTimeoutMs} ms`,
-            { model, retryAfterSeconds: 1 },
+            `No capacity for ${describeDemand(demand)} became free within ${timeoutMs} ms`,
+            { ...modelDetail(demand), retryAfterSeconds: 1 },
           ),
         );
-      }, entry.queueTimeoutMs);
+      }, timeoutMs);
       if (signal) {
         const onAbort = () => {
-          if (this.removeWaiter(waiter)) waiter.reject(abortedError(model, signal));
+          if (this.removeWaiter(waiter)) waiter.reject(abortedError(demand, signal));
         };
         signal.addEventListener('abort', onAbort, { once: true });
         waiter.detachAbort = () => signal.removeEventListener('abort', onAbort);
       }
-      let queue = this.queues.get(model);
+      let queue = this.queues.get(queueKey);
       if (!queue) {
         queue = [];
-        this.queues.set(model, queue);
+        this.queues.set(queueKey, queue);
       }
       queue.push(waiter);
       this.waiting += 1;
@@ -330,11 +392,11 @@ class ProviderPoolImpl implements ProviderPool {
 
   /** Takes a waiter out of its queue and clears its timer and abort hook; false when it already left. */
   private removeWaiter(waiter: Waiter): boolean {
-    const queue = this.queues.get(waiter.model);
+    const queue = this.queues.get(waiter.queueKey);
     const index = queue ? queue.indexOf(waiter) : -1;
     if (!queue || index < 0) return false;
     queue.splice(index, 1);
-    if (queue.length === 0) this.queues.delete(waiter.model);
+    if (queue.length === 0) this.queues.delete(waiter.queueKey);
     this.waiting -= 1;
     if (waiter.timer !== null) this.clock.clearTimeout(waiter.timer);
     waiter.detachAbort();
@@ -342,10 +404,10 @@ class ProviderPoolImpl implements ProviderPool {
     return true;
   }
 
-  /** Hands free slots to waiters, oldest first across all models, until no head can be served. */
+  /** Hands free slots to waiters, oldest first across all queues, until no head can be served. */
   private drain(): void {
     if (this.waiting === 0) return;
-    const nodes = this.connectedNodes();
+    const nodes = this.options.nodes;
     for (;;) {
       const heads = [...this.queues.values()]
         .map((queue) => queue[0])
@@ -353,9 +415,7 @@ class ProviderPoolImpl implements ProviderPool {
         .sort((a, b) => a.seq - b.seq);
       let served = false;
       for (const head of heads) {
-        const entry = this.routing.models.get(head.model);
-        if (!entry) continue;
-        const lease = this.tryDispatch(head.model, entry, nodes);
+        const lease = this.tryDispatch(head.demand, nodes);
         if (!lease) continue;
         this.removeWaiter(head);
         head.resolve(lease);
@@ -366,16 +426,63 @@ class ProviderPoolImpl implements ProviderPool {
     }
   }
 
-  private tryDispatch(model: string, entry: ModelEntry, nodes: Map<string, NodeSummary>): Lease | undefined {
-    const free = this.candidates(entry, nodes).filter(
-      (candidate) => candidate.inFlight < candidate.provider.config.capacity,
-    );
-    if (free.length === 0) return undefined;
-    const chosen = this.pick(model, entry, free);
-    return this.lease(model, chosen);
+  /**
+   * A lease when a slot is free now; undefined = wait. Waiters stay queued through a node's reconnect or a health
+   * flap (until their queue timeout); only admission refuses demands nothing could serve (see `blocked`).
+   */
+  private tryDispatch(demand: Demand, nodes: NodeDirectory): Lease | undefined {
+    if (demand.kind === 'model') {
+      const entry = this.routing.models.get(demand.model);
+      if (!entry) return undefined;
+      const free = this.candidates(entry, nodes).filter(
+        (candidate) =>
+          candidate.inFlight < candidate.provider.config.capacity && this.nodeHasRoom(candidate.provider.nodeId),
+      );
+      if (free.length === 0) return undefined;
+      const chosen = this.pick(demand.model, entry, free);
+      return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target);
+    }
+    if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
+    const matching = this.routeProviders(demand);
+    if (matching.length === 0) return this.lease(undefined, demand.nodeId, undefined, demand.target);
+    let best: ProviderEntry | undefined;
+    let bestLoad = Infinity;
+    for (const provider of matching) {
+      const load = this.providerInFlight.get(provider.config.id) ?? 0;
+      if (load >= provider.config.capacity) continue;
+      if (
+        load < bestLoad ||
+        (load === bestLoad && best !== undefined && provider.config.priority < best.config.priority)
+      ) {
+        best = provider;
+        bestLoad = load;
+      }
+    }
+    return best ? this.lease(undefined, demand.nodeId, best, demand.target) : undefined;
   }
 
-  private candidates(entry: ModelEntry, nodes: Map<string, NodeSummary>): Candidate[] {
+  /** Why a demand cannot be served at all right now (as opposed to "wait for a slot"); undefined = it can wait. */
+  private blocked(demand: Demand, nodes: NodeDirectory): PoolError | undefined {
+    if (demand.kind === 'route') {
+      if (nodes.get(demand.nodeId) !== undefined) return undefined;
+      return new PoolError('node_unavailable', `node '${demand.nodeId}' is not connected`, {
+        retryAfterSeconds: 1,
+      });
+    }
+    const entry = this.routing.models.get(demand.model);
+    if (!entry) {
+      return new PoolError('model_not_found', `The model '${demand.model}' does not exist`, {
+        model: demand.model,
+      });
+    }
+    if (this.candidates(entry, nodes).length > 0) return undefined;
+    return new PoolError('no_provider_available', `No provider is available for model '${demand.model}'`, {
+      model: demand.model,
+      retryAfterSeconds: 1,
+    });
+  }
+
+  private candidates(entry: ModelEntry, nodes: NodeDirectory): Candidate[] {
     const result: Candidate[] = [];
     entry.providers.forEach(([providerId, target], order) => {
       const provider = this.routing.providers.get(providerId);
@@ -384,9 +491,53 @@ class ProviderPoolImpl implements ProviderPool {
       if (!node) return;
       const health = healthOf(node, providerId);
       if (health === 'unhealthy' || health === 'unreachable') return;
-      result.push({ provider, target, inFlight: this.inFlight.get(providerId) ?? 0, order });
+      result.push({ provider, target, inFlight: this.providerInFlight.get(providerId) ?? 0, order });
     });
     return result;
+  }
+
+  /** Enabled providers of the route's node with the route's adapter instance that serve its target. */
+  private routeProviders(route: RouteDemand): ProviderEntry[] {
+    const result: ProviderEntry[] = [];
+    for (const provider of this.routing.providers.values()) {
+      if (
+        provider.nodeId === route.nodeId &&
+        provider.adapter === route.adapter &&
+        provider.config.enabled &&
+        provider.config.models.includes(route.target)
+      ) {
+        result.push(provider);
+      }
+    }
+    return result;
+  }
+
+  private providersServing(demand: Demand): string[] {
+    if (demand.kind === 'route') return this.routeProviders(demand).map((provider) => provider.config.id);
+    const entry = this.routing.models.get(demand.model);
+    return entry ? entry.providers.map(([providerId]) => providerId) : [];
+  }
+
+  private queuePolicy(demand: Demand): { limit: number; timeoutMs: number } {
+    if (demand.kind === 'model') {
+      const entry = this.routing.models.get(demand.model) as ModelEntry;
+      return { limit: entry.queueLimit, timeoutMs: entry.queueTimeoutMs };
+    }
+    const matching = this.routeProviders(demand);
+    if (matching.length === 0) return { limit: DEFAULTS.max_queue, timeoutMs: DEFAULTS.queue_timeout_ms };
+    return {
+      limit: matching.reduce((sum, provider) => sum + provider.config.max_queue, 0),
+      timeoutMs: Math.max(...matching.map((provider) => provider.config.queue_timeout_ms)),
+    };
+  }
+
+  private nodeLimit(nodeId: string): number {
+    return this.routing.nodeLimits.get(nodeId) ?? DEFAULTS.max_concurrency;
+  }
+
+  private nodeHasRoom(nodeId: string): boolean {
+    const limit = this.nodeLimit(nodeId);
+    return limit === 0 || (this.nodeInFlight.get(nodeId) ?? 0) < limit;
   }
 
   /** Lowest in_flight, then lowest priority number, then the next provider after the last one picked. */
@@ -403,7 +554,7 @@ class ProviderPoolImpl implements ProviderPool {
       if (byLoad < 0 || (byLoad === 0 && byPriority < 0)) tied = [candidate];
       else if (byLoad === 0 && byPriority === 0) tied.push(candidate);
     }
-    let chosen = tied[0];
+    let chosen = tied[0] as Candidate;
     if (tied.length > 1) {
       const last = this.lastPicked.get(model);
       const lastOrder =
@@ -414,43 +565,47 @@ class ProviderPoolImpl implements ProviderPool {
     return chosen;
   }
 
-  private lease(model: string, candidate: Candidate): Lease {
-    const providerId = candidate.provider.config.id;
-    this.inFlight.set(providerId, candidate.inFlight + 1);
+  private lease(
+    model: string | undefined,
+    nodeId: string,
+    provider: ProviderEntry | undefined,
+    target: string,
+  ): Lease {
+    const providerId = provider?.config.id;
+    if (providerId !== undefined) increment(this.providerInFlight, providerId);
+    increment(this.nodeInFlight, nodeId);
     let released = false;
     return {
       model,
       providerId,
-      nodeId: candidate.provider.nodeId,
-      adapter: candidate.provider.adapter,
-      target: candidate.target,
+      nodeId,
+      adapter: provider ? provider.adapter : '',
+      target,
       release: () => {
         if (released) return;
         released = true;
-        const count = this.inFlight.get(providerId) ?? 0;
-        if (count <= 0) {
-          // Unreachable while leases are the only writers; logged rather than thrown so a release never fails.
-          this.logger.error({ provider: providerId, model }, 'provider in_flight would go negative');
-        } else if (count === 1 && !this.routing.providers.has(providerId)) {
-          this.inFlight.delete(providerId);
-        } else {
-          this.inFlight.set(providerId, count - 1);
-        }
+        if (providerId !== undefined) this.decrement(this.providerInFlight, providerId, 'provider');
+        this.decrement(this.nodeInFlight, nodeId, 'node');
         this.drain();
       },
     };
   }
 
-  private connectedNodes(): Map<string, NodeSummary> {
-    const map = new Map<string, NodeSummary>();
-    for (const node of this.options.nodes()) map.set(node.nodeId, node);
-    return map;
+  private decrement(counters: Map<string, number>, key: string, kind: 'provider' | 'node'): void {
+    const count = counters.get(key) ?? 0;
+    if (count <= 0) {
+      // Unreachable while leases are the only writers; logged rather than thrown so a release never fails.
+      this.logger.error({ [kind]: key }, `${kind} in_flight would go negative`);
+      return;
+    }
+    if (count === 1) counters.delete(key);
+    else counters.set(key, count - 1);
   }
 
   /** Counters of providers that left the config and have no run left. */
   private dropIdleCounters(): void {
-    for (const [providerId, count] of this.inFlight) {
-      if (count === 0 && !this.routing.providers.has(providerId)) this.inFlight.delete(providerId);
+    for (const [providerId, count] of this.providerInFlight) {
+      if (count === 0 && !this.routing.providers.has(providerId)) this.providerInFlight.delete(providerId);
     }
   }
 
@@ -493,7 +648,9 @@ class ProviderPoolImpl implements ProviderPool {
 function buildRouting(config: PoolConfig): RoutingTable {
   const providers = new Map<string, ProviderEntry>();
   const providerOrder: string[] = [];
+  const nodeLimits = new Map<string, number>();
   for (const node of config.nodes) {
+    nodeLimits.set(node.id, node.runtime.max_concurrency);
     for (const provider of node.providers) {
       providers.set(provider.id, {
         config: provider,
@@ -516,20 +673,42 @@ function buildRouting(config: PoolConfig): RoutingTable {
     }
     models.set(model.id, { config: model, providers: mapped, queueLimit, queueTimeoutMs });
   }
-  return { models, providers, providerOrder };
+  return { models, providers, providerOrder, nodeLimits };
 }
 
-function healthOf(node: NodeSummary, providerId: string): ProviderHealthStatus {
+function increment(counters: Map<string, number>, key: string): void {
+  counters.set(key, (counters.get(key) ?? 0) + 1);
+}
+
+function healthOf(node: DirectoryNode, providerId: string): ProviderHealthStatus {
   return node.providers.find((entry) => entry.providerId === providerId)?.health ?? 'unknown';
 }
 
-function abortedError(model: string, signal: AbortSignal): PoolError {
+function queueKeyOf(demand: Demand): string {
+  return demand.kind === 'model'
+    ? `model\u0000${demand.model}`
+    : `route\u0000${demand.nodeId}\u0000${demand.adapter}\u0000${demand.target}`;
+}
+
+function describeDemand(demand: Demand): string {
+  return demand.kind === 'model'
+    ? `model '${demand.model}'`
+    : `node '${demand.nodeId}' (adapter '${demand.adapter}', target '${demand.target}')`;
+}
+
+function modelDetail(demand: Demand): { model?: string } {
+  return demand.kind === 'model' ? { model: demand.model } : {};
+}
+
+function shuttingDown(demand: Demand): PoolError {
+  return new PoolError('shutting_down', 'the edge is shutting down', modelDetail(demand));
+}
+
+function abortedError(demand: Demand, signal: AbortSignal): PoolError {
   return new PoolError(
     'aborted',
-    `The request for model '${model}' was aborted while queued`,
-    { model },
-    {
-      cause: signal.reason,
-    },
+    `The request for ${describeDemand(demand)} was aborted while queued`,
+    modelDetail(demand),
+    { cause: signal.reason },
   );
 }

@@ -1,6 +1,6 @@
 // Typed errors of the config-refresh coordinator. A refresh that merely classifies as restart_required or
 // rejected is a result, not an error; these are the cases where no result can be given at all.
-import type { ErrorFault } from '../service/errors.js';
+import type { ErrorFault } from '../fault.js';
 
 export type RefreshErrorCode =
   | 'refresh_busy' // another refresh held the lock longer than the wait bound

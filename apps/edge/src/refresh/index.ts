@@ -1,6 +1,5 @@
-// Live config refresh: the coordinator, its result shape, and the surface that wires it into the runtime.
+// Live config refresh: the coordinator and its result shape (the runtime builds it; the admin API serves it).
 export * from './config-refresher.js';
 export * from './errors.js';
 export * from './refresh-result.js';
-export * from './refresh-surface.js';
 export * from './serial-gate.js';

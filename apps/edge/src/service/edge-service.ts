@@ -1,33 +1,63 @@
-// The surface-neutral edge operations (EdgeService) over the connected-node registry.
+// The surface-neutral edge operations (EdgeService) over the node registry and the provider pool.
 //
-// Runs: submitRun resolves the node, registers a RunTracker with the node's link and sends the RunRequest; it
-// returns as soon as the request is on the wire (foreground and background alike — a background run differs only
-// in that nobody has to read its handle). Every run event is published on the bus. The tracker ends the run
-// exactly once (terminal event, disconnect, deadline, unconfirmed cancel, stuck reader) and is then forgotten, so
-// `inFlightRuns` returns to zero. Errors are ServiceErrors; NodeLinkErrors are translated here, in one place.
+// Admission: every run — whatever surface it came through — goes through submitRun(destination, spec). The
+// service takes the capacity (a pool lease: provider slot and node slot, waiting in the FIFO queue when none is
+// free), the session (fixed, or a free slot of a base id), applies the model's generation policy, registers a
+// RunTracker with the node's link and sends the RunRequest; it returns as soon as the request is on the wire
+// (foreground and background alike — a background run differs only in that nobody has to read its handle).
+//
+// Lifetime: the tracker is the run's one owner from then on. It ends the run exactly once (terminal event,
+// disconnect, the one deadline, an unconfirmed cancel after the one grace period, a stuck reader) and then the
+// service releases the lease and the session, once. A caller's abort signal is the one cancel path for client
+// disconnects. Errors are ServiceErrors; PoolErrors and NodeLinkErrors are translated here, in one place.
 import { randomBytes } from 'node:crypto';
 import { CancelAction, create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
+import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { NodeLinkError } from '../node/errors.js';
 import type { NodeLink } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
+import { isPoolError, type PoolError } from '../pool/errors.js';
+import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { ServiceError } from './errors.js';
+import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
+import { SessionSlots, type SessionSlot } from './session-slots.js';
 import type {
   EdgeService,
   NodeCommandInput,
   NodeSummary,
+  RunDestination,
   RunHandle,
+  RunSpec,
+  RunSurface,
   SessionRef,
-  SubmitRunInput,
+  SubmitOptions,
 } from './types.js';
+
+/** What admission reports to metrics (the runtime passes the shared EdgeMetrics; tests a recorder). */
+export interface AdmissionMetrics {
+  /** A run was admitted and sent; `providerId` is undefined for explicit routes no provider matches. */
+  dispatched(surface: RunSurface, providerId: string | undefined, nodeId: string): void;
+  /** Admission refused a run for lack of capacity. */
+  rejected(surface: RunSurface, model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
+}
+
+export const noAdmissionMetrics: AdmissionMetrics = {
+  dispatched: () => undefined,
+  rejected: () => undefined,
+};
 
 export interface EdgeServiceDeps {
   registry: NodeRegistry;
+  pool: ProviderPool;
   events: EventBus;
   logger: Logger;
-  clock?: () => number;
+  clock?: Clock;
+  /** Session slots for `{ kind: 'slot' }` sessions; created when omitted. */
+  sessions?: SessionSlots;
+  metrics?: AdmissionMetrics;
   /** Run id generator (default `run-<time36>-<random hex>`). */
   generateRunId?: () => string;
   /** Events buffered per run handle (default 4096). */
@@ -36,14 +66,14 @@ export interface EdgeServiceDeps {
   commandTimeoutMs?: number;
   /** Extra time the edge gives a run past its timeoutMs before ending it itself (default 2 s). */
   deadlineGraceMs?: number;
-  /** How long a cancelled run may take to confirm before the edge ends it (default 5 s). */
+  /** How long a cancelled run may take to confirm before the edge ends it and releases its capacity (default 5 s). */
   cancelGraceMs?: number;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
   /** Runs being tracked (tests, metrics, shutdown). */
   readonly inFlightRuns: number;
-  /** Refuses new runs and commands from now on; in-flight runs end when their nodes go away. */
+  /** Refuses new runs and commands from now on; queued runs are refused, in-flight ones end with their nodes. */
   shutdown(): void;
 }
 
@@ -51,11 +81,14 @@ const MAX_UINT32 = 0xffff_ffff;
 const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
-  const clock = deps.clock ?? Date.now;
+  const clock = deps.clock ?? systemClock;
   const logger = deps.logger;
+  const pool = deps.pool;
+  const sessions = deps.sessions ?? new SessionSlots();
+  const metrics = deps.metrics ?? noAdmissionMetrics;
   const runs = new Map<string, RunTracker>();
   const generateRunId =
-    deps.generateRunId ?? (() => `run-${clock().toString(36)}-${randomBytes(6).toString('hex')}`);
+    deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomBytes(6).toString('hex')}`);
   const bufferSize = deps.runBufferSize ?? 4096;
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   const deadlineGraceMs = deps.deadlineGraceMs ?? 2_000;
@@ -91,47 +124,103 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     if (shuttingDown) throw new ServiceError('shutting_down', 'the edge is shutting down');
   }
 
-  function validateRun(input: SubmitRunInput): void {
-    const problems: string[] = [];
-    for (const key of ['adapter', 'target', 'sessionId'] as const) {
-      if (typeof input[key] !== 'string' || input[key].trim() === '') problems.push(`${key} is required`);
+  async function admit(
+    destination: RunDestination,
+    options: SubmitOptions,
+  ): Promise<{ lease: Lease; queueMs: number }> {
+    const started = performance.now();
+    try {
+      const lease =
+        destination.kind === 'model'
+          ? await pool.acquire(destination.model, { signal: options.signal })
+          : await pool.acquireRoute(
+              {
+                nodeId: resolveLink(destination.node).nodeId,
+                adapter: destination.adapter,
+                target: destination.target,
+              },
+              { signal: options.signal },
+            );
+      return { lease, queueMs: performance.now() - started };
+    } catch (error) {
+      if (!isPoolError(error)) throw error;
+      const reason = rejectionReason(error);
+      if (reason) metrics.rejected(options.surface, error.details.model ?? '', reason);
+      throw fromPoolError(error);
     }
-    if (!Array.isArray(input.messages) || input.messages.length === 0)
-      problems.push('messages must not be empty');
-    if (
-      input.timeoutMs !== undefined &&
-      (!Number.isInteger(input.timeoutMs) || input.timeoutMs < 0 || input.timeoutMs > MAX_UINT32)
-    ) {
-      problems.push('timeoutMs must be an integer between 0 and 4294967295');
-    }
-    if (input.runId !== undefined && !RUN_ID_PATTERN.test(input.runId)) {
-      problems.push('runId must be 1-128 letters, digits, ".", "_", ":" or "-"');
-    }
-    if (problems.length > 0) throw new ServiceError('invalid_request', problems.join('; '));
   }
 
-  async function submitRun(input: SubmitRunInput): Promise<RunHandle> {
+  async function submitRun(
+    destination: RunDestination,
+    spec: RunSpec,
+    options: SubmitOptions,
+  ): Promise<RunHandle> {
     assertAccepting();
-    validateRun(input);
-    if (input.signal?.aborted)
-      throw new ServiceError('invalid_request', 'the run was aborted before it was submitted');
-    const link = resolveLink(input.node);
-    const runId = input.runId ?? generateRunId();
+    validateRun(destination, spec);
+    if (options.signal?.aborted) {
+      throw new ServiceError('aborted', 'the run was aborted before it was submitted');
+    }
+    if (spec.runId !== undefined && runs.has(spec.runId)) {
+      throw new ServiceError('invalid_request', `run id ${spec.runId} is already in flight`);
+    }
+    const { lease, queueMs } = await admit(destination, options);
+    let session: SessionSlot | undefined;
+    try {
+      // The queue wait may have outlived the node, the edge or the caller.
+      assertAccepting();
+      const link = deps.registry.get(lease.nodeId);
+      if (!link) {
+        throw new ServiceError('node_disconnected', `node ${lease.nodeId} disconnected before the run started`);
+      }
+      if (options.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
+      const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
+      const target = lease.target;
+      session =
+        spec.session.kind === 'fixed'
+          ? { sessionId: spec.session.sessionId, release: () => undefined }
+          : sessions.acquire(lease.nodeId, adapter, target, spec.session.baseId);
+      const handle = await start(link, lease, session, adapter, target, destination, spec, options, queueMs);
+      metrics.dispatched(options.surface, lease.providerId, lease.nodeId);
+      return handle;
+    } catch (error) {
+      session?.release();
+      lease.release();
+      throw error;
+    }
+  }
+
+  async function start(
+    link: NodeLink,
+    lease: Lease,
+    session: SessionSlot,
+    adapter: string,
+    target: string,
+    destination: RunDestination,
+    spec: RunSpec,
+    options: SubmitOptions,
+    queueMs: number,
+  ): Promise<RunHandle> {
+    const runId = spec.runId ?? generateRunId();
     if (runs.has(runId)) throw new ServiceError('invalid_request', `run id ${runId} is already in flight`);
+    // Read the policy after the queue wait: a live config refresh may have changed it meanwhile.
+    const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
+    const params = policy
+      ? applyGenerationPolicy(spec.params ?? create.generationParams({}), policy, spec.reasoningRequested ?? false)
+      : spec.params;
     const request: RunRequest = create.runRequest({
       runId,
-      adapter: input.adapter,
-      target: input.target,
-      sessionId: input.sessionId,
-      background: input.background ?? false,
-      workspace: input.workspace ?? '',
-      messages: input.messages,
-      tools: input.tools ?? [],
-      toolChoiceJson: input.toolChoiceJson ?? '',
-      params: input.params,
-      timeoutMs: input.timeoutMs ?? 0,
-      providerId: input.providerId ?? '',
-      metadata: input.metadata ?? {},
+      adapter,
+      target,
+      sessionId: session.sessionId,
+      background: spec.background ?? false,
+      workspace: spec.workspace ?? '',
+      messages: spec.messages,
+      tools: spec.tools ?? [],
+      toolChoiceJson: spec.toolChoiceJson ?? '',
+      params,
+      timeoutMs: spec.timeoutMs ?? 0,
+      providerId: lease.providerId ?? '',
+      metadata: spec.metadata ?? {},
     });
     const tracker = new RunTracker({
       request,
@@ -140,11 +229,14 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       logger,
       clock,
       bufferSize,
-      deadlineMs: input.timeoutMs ? input.timeoutMs + deadlineGraceMs : undefined,
+      deadlineMs: spec.timeoutMs ? spec.timeoutMs + deadlineGraceMs : undefined,
       cancelGraceMs,
-      signal: input.signal,
+      signal: options.signal,
+      queueMs,
       onFinished: (finished) => {
         if (runs.get(finished.runId) === finished) runs.delete(finished.runId);
+        session.release();
+        lease.release();
       },
     });
     runs.set(runId, tracker);
@@ -159,8 +251,11 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       {
         runId,
         nodeId: link.nodeId,
-        adapter: request.adapter,
-        target: request.target,
+        surface: options.surface,
+        provider: lease.providerId,
+        adapter,
+        target,
+        queueMs,
         background: request.background,
       },
       'run submitted',
@@ -234,7 +329,38 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     resolveNode(ref?: string): NodeSummary {
       return resolveLink(ref).summary();
     },
+    providers: () => pool.snapshot(),
+    models: {
+      has: (model) => pool.hasModel(model),
+      get: (model) => pool.model(model),
+      ids: () => pool.modelIds(),
+    },
+    admissionTotals: () => pool.totals(),
   };
+}
+
+function validateRun(destination: RunDestination, spec: RunSpec): void {
+  const problems: string[] = [];
+  if (destination.kind === 'model') {
+    if (typeof destination.model !== 'string' || destination.model.trim() === '') problems.push('model is required');
+  } else {
+    for (const key of ['adapter', 'target'] as const) {
+      if (typeof destination[key] !== 'string' || destination[key].trim() === '') problems.push(`${key} is required`);
+    }
+  }
+  const sessionId = spec.session?.kind === 'fixed' ? spec.session.sessionId : spec.session?.baseId;
+  if (typeof sessionId !== 'string' || sessionId.trim() === '') problems.push('sessionId is required');
+  if (!Array.isArray(spec.messages) || spec.messages.length === 0) problems.push('messages must not be empty');
+  if (
+    spec.timeoutMs !== undefined &&
+    (!Number.isInteger(spec.timeoutMs) || spec.timeoutMs < 0 || spec.timeoutMs > MAX_UINT32)
+  ) {
+    problems.push('timeoutMs must be an integer between 0 and 4294967295');
+  }
+  if (spec.runId !== undefined && !RUN_ID_PATTERN.test(spec.runId)) {
+    problems.push('runId must be 1-128 letters, digits, ".", "_", ":" or "-"');
+  }
+  if (problems.length > 0) throw new ServiceError('invalid_request', problems.join('; '));
 }
 
 function validateSessionRef(ref: SessionRef): void {
@@ -242,6 +368,38 @@ function validateSessionRef(ref: SessionRef): void {
     (key) => typeof ref[key] !== 'string' || ref[key].trim() === '',
   );
   if (missing.length > 0) throw new ServiceError('invalid_request', `${missing.join(', ')} required`);
+}
+
+function rejectionReason(error: PoolError): 'queue_full' | 'queue_timeout' | 'no_provider' | undefined {
+  switch (error.code) {
+    case 'queue_full':
+    case 'queue_timeout':
+      return error.code;
+    case 'no_provider_available':
+      return 'no_provider';
+    default:
+      return undefined;
+  }
+}
+
+/** PoolError → ServiceError of the same meaning (surfaces only know ServiceErrors). */
+export function fromPoolError(error: PoolError): ServiceError {
+  const options = { cause: error, retryAfterSeconds: error.details.retryAfterSeconds };
+  switch (error.code) {
+    case 'node_unavailable':
+      return new ServiceError('node_disconnected', error.message, options);
+    case 'model_not_found':
+    case 'no_provider_available':
+    case 'queue_full':
+    case 'queue_timeout':
+    case 'aborted':
+    case 'shutting_down':
+      return new ServiceError(error.code, error.message, options);
+    default: {
+      const unreachable: never = error.code;
+      return new ServiceError('node_error', `unknown pool error ${String(unreachable)}`, options);
+    }
+  }
 }
 
 /** NodeLinkError → ServiceError; anything else is passed through as a node error. */
@@ -266,9 +424,7 @@ function translate(error: unknown, nodeId: string): ServiceError {
   return new ServiceError(
     'node_error',
     `node ${nodeId}: ${error instanceof Error ? error.message : String(error)}`,
-    {
-      cause: error,
-    },
+    { cause: error },
   );
 }
 

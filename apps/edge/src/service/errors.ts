@@ -1,16 +1,21 @@
-// Typed errors of the service layer. Each surface maps these codes to its own wire format in one place.
+// Typed errors of the service layer: the only error type surfaces see from below (pool and link errors are
+// translated here). Each surface maps these codes to its own wire format in one place.
+import type { ErrorFault } from '../fault.js';
 
 export type ServiceErrorCode =
   | 'no_nodes' // no node is connected
   | 'node_ambiguous' // several nodes are connected and none was chosen
   | 'node_not_found' // the named node is not connected
-  | 'node_disconnected' // the node went away while the call was in flight
+  | 'node_disconnected' // the node went away while the call was in flight (or while the run was queued)
   | 'node_error' // the node answered with an error
   | 'invalid_request' // the caller's input is wrong
+  | 'model_not_found' // no models[] entry with that id
+  | 'no_provider_available' // the model has no enabled provider on a connected, healthy node
+  | 'queue_full' // no capacity and the queue is full
+  | 'queue_timeout' // waited queue_timeout_ms without a free slot
+  | 'aborted' // the caller gave up while the run was queued
   | 'timeout'
   | 'shutting_down';
-
-export type ErrorFault = 'caller' | 'transient' | 'bug';
 
 const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   no_nodes: 'transient',
@@ -19,24 +24,44 @@ const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   node_disconnected: 'transient',
   node_error: 'transient',
   invalid_request: 'caller',
+  model_not_found: 'caller',
+  no_provider_available: 'transient',
+  queue_full: 'transient',
+  queue_timeout: 'transient',
+  aborted: 'caller',
   timeout: 'transient',
   shutting_down: 'transient',
 };
 
+export interface ServiceErrorOptions {
+  cause?: unknown;
+  /** When a retry may succeed (capacity errors): the surfaces' Retry-After. */
+  retryAfterSeconds?: number;
+}
+
 export class ServiceError extends Error {
   override readonly name = 'ServiceError';
   readonly fault: ErrorFault;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(
     readonly code: ServiceErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options: ServiceErrorOptions = {},
   ) {
-    super(message, options);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.fault = FAULT[code];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
 export function isServiceError(error: unknown): error is ServiceError {
   return error instanceof ServiceError;
+}
+
+/** Capacity refusals: the caller may retry later (OpenAI 429/503, A2A's capacity JSON-RPC errors). */
+export function isCapacityError(error: ServiceError): boolean {
+  return (
+    error.code === 'queue_full' || error.code === 'queue_timeout' || error.code === 'no_provider_available'
+  );
 }

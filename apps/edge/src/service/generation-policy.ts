@@ -1,5 +1,5 @@
-// The models[] generation policy, applied to a pool-routed request before dispatch (and only there: routes and the
-// fallback have no model entry).
+// The models[] generation policy, applied by the service to a model-routed run after its queue wait (and only there:
+// explicit routes have no model entry).
 import type { GenerationParams } from '@iop/wire';
 import type { ModelPolicy } from '../pool/provider-pool.js';
 

@@ -10,6 +10,7 @@ import {
   type RunEventPart,
   type RunRequest,
 } from '@iop/wire';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
@@ -21,14 +22,16 @@ export interface RunTrackerOptions {
   link: NodeLink;
   events: EventBus;
   logger: Logger;
-  clock: () => number;
+  clock: Clock;
   bufferSize: number;
   /** Edge-side deadline (ms after submit); undefined = none. */
   deadlineMs: number | undefined;
   /** How long to wait for the node to confirm a cancel before ending the run locally. */
   cancelGraceMs: number;
   signal?: AbortSignal | undefined;
-  /** Called once when the run has ended and released its resources. */
+  /** Milliseconds the run waited for capacity before it was sent. */
+  queueMs: number;
+  /** Called once when the run has ended (its terminal part is published): release capacity and session here. */
   onFinished: (tracker: RunTracker) => void;
 }
 
@@ -40,13 +43,15 @@ export class RunTracker implements RunObserver {
   private readonly options: RunTrackerOptions;
   private resolveDone!: (outcome: RunOutcome) => void;
   private readonly submittedAt: number;
+  /** performance.now() at submit, for surfaces' overhead figures. */
+  private readonly submittedAtMonotonic = performance.now();
   private finishedAt: number | undefined;
   private backendMs: number | undefined;
   private lastSeq = 0;
   private finished = false;
   private cancelRequested = false;
-  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-  private cancelTimer: ReturnType<typeof setTimeout> | undefined;
+  private deadlineTimer: ClockTimer | undefined;
+  private cancelTimer: ClockTimer | undefined;
   private readonly onAbort = () => {
     void this.cancel('client-disconnected');
   };
@@ -55,7 +60,7 @@ export class RunTracker implements RunObserver {
     this.options = options;
     this.runId = options.request.runId;
     this.nodeId = options.link.nodeId;
-    this.submittedAt = options.clock();
+    this.submittedAt = options.clock.now();
     this.stream = new RunEventStream(options.bufferSize, options.request.background);
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
@@ -71,7 +76,7 @@ export class RunTracker implements RunObserver {
     if (this.finished) return;
     if (this.options.deadlineMs !== undefined) {
       const deadline = this.options.deadlineMs;
-      this.deadlineTimer = setTimeout(() => {
+      this.deadlineTimer = this.options.clock.setTimeout(() => {
         this.deadlineTimer = undefined;
         this.sendCancel('deadline');
         this.finishLocally({
@@ -91,9 +96,16 @@ export class RunTracker implements RunObserver {
   }
 
   handle(): RunHandle {
+    const request = this.options.request;
     return {
       runId: this.runId,
       nodeId: this.nodeId,
+      adapter: request.adapter,
+      target: request.target,
+      sessionId: request.sessionId,
+      providerId: request.providerId === '' ? undefined : request.providerId,
+      queueMs: this.options.queueMs,
+      submittedAt: this.submittedAtMonotonic,
       events: this.stream,
       done: this.done,
       cancel: (reason) => this.cancel(reason),
@@ -111,7 +123,7 @@ export class RunTracker implements RunObserver {
     if (this.finished || this.cancelRequested) return Promise.resolve();
     this.cancelRequested = true;
     this.sendCancel(reason);
-    this.cancelTimer = setTimeout(() => {
+    this.cancelTimer = this.options.clock.setTimeout(() => {
       this.cancelTimer = undefined;
       this.options.logger.warn(
         { runId: this.runId, nodeId: this.nodeId },
@@ -168,7 +180,7 @@ export class RunTracker implements RunObserver {
       runId: this.runId,
       nodeId: this.nodeId,
       seq: this.lastSeq,
-      atUnixMs: this.options.clock(),
+      atUnixMs: this.options.clock.now(),
       part,
     });
   }
@@ -176,9 +188,9 @@ export class RunTracker implements RunObserver {
   private finish(terminal: RunEventWithMeta): void {
     if (this.finished) return;
     this.finished = true;
-    this.finishedAt = this.options.clock();
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    if (this.cancelTimer) clearTimeout(this.cancelTimer);
+    this.finishedAt = this.options.clock.now();
+    if (this.deadlineTimer !== undefined) this.options.clock.clearTimeout(this.deadlineTimer);
+    if (this.cancelTimer !== undefined) this.options.clock.clearTimeout(this.cancelTimer);
     this.deadlineTimer = undefined;
     this.cancelTimer = undefined;
     this.options.signal?.removeEventListener('abort', this.onAbort);

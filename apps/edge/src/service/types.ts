@@ -1,41 +1,71 @@
-// Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin) calls these and nothing below them.
+// Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin, UI) calls these and nothing below
+// them: a surface translates its protocol into a destination + run spec, and the run's parts back.
+import type { ModelConfig } from '@iop/config';
 import type {
   ChatMessage,
   GenerationParams,
   NodeCommandRequest,
   NodeCommandResponse,
-  RunEventPart,
   ToolDefinition,
 } from '@iop/wire';
+import type { RunEventWithMeta } from '../events/types.js';
+import type { NodeSummary } from '../node/node-summary.js';
+import type { ProviderStatus } from '../pool/provider-pool.js';
 
-export interface SubmitRunInput {
-  /** Node id or alias; omitted = the only connected node (an error asks for a choice when several are). */
-  node?: string;
-  adapter: string;
-  target: string;
-  sessionId: string;
-  background?: boolean;
-  workspace?: string;
+export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
+export type { RunEventWithMeta } from '../events/types.js';
+export type { ProviderStatus } from '../pool/provider-pool.js';
+
+/** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
+export type RunDestination =
+  /** A `models[]` id: the provider pool picks the provider (and so node, adapter and target). */
+  | { kind: 'model'; model: string }
+  /**
+   * An explicit route (console, admin, A2A, OpenAI `model_routes` and fallback). `node` is an id or alias;
+   * omitted = the only connected node. The run counts against the provider of that node whose adapter instance
+   * and served model match, when one exists, and always against the node's `runtime.max_concurrency`.
+   */
+  | { kind: 'route'; node?: string; adapter: string; target: string };
+
+/** The logical session a run uses on its target. */
+export type SessionChoice =
+  /** Exactly this session id (console, admin, A2A contexts): the node serializes runs of one session. */
+  | { kind: 'fixed'; sessionId: string }
+  /**
+   * The lowest free slot of a base id on the chosen node/adapter/target (OpenAI: stateless requests never share a
+   * busy CLI session): slot 0 is `baseId`, slot n is `<baseId>-<n+1>`.
+   */
+  | { kind: 'slot'; baseId: string };
+
+/** What to run, independent of where. */
+export interface RunSpec {
+  session: SessionChoice;
   messages: ChatMessage[];
   tools?: ToolDefinition[];
   /** JSON text of an OpenAI-style tool_choice. */
   toolChoiceJson?: string;
   params?: GenerationParams;
+  /** The caller asked for reasoning (input of a model's generation policy). */
+  reasoningRequested?: boolean;
+  workspace?: string;
+  /** Run deadline in ms, passed to the node and enforced by the edge (plus a grace); 0/omitted = none. */
   timeoutMs?: number;
-  providerId?: string;
   metadata?: Record<string, string>;
+  background?: boolean;
   /** Run id to use; generated when omitted. */
   runId?: string;
-  /** Aborting it cancels the run on the node (client disconnect). */
-  signal?: AbortSignal;
 }
 
-export interface RunEventWithMeta {
-  runId: string;
-  nodeId: string;
-  seq: number;
-  atUnixMs: number;
-  part: RunEventPart;
+/** Which door a run came through (metrics, logs, usage). */
+export type RunSurface = 'openai' | 'a2a' | 'console' | 'admin' | 'ui';
+
+export interface SubmitOptions {
+  surface: RunSurface;
+  /**
+   * Aborting it while the run is queued leaves the queue (`aborted`); once the run started it cancels the run on
+   * the node (client disconnect). The run's capacity is released when it ends, whatever the caller does.
+   */
+  signal?: AbortSignal;
 }
 
 export type RunOutcome =
@@ -46,38 +76,26 @@ export type RunOutcome =
 export interface RunHandle {
   runId: string;
   nodeId: string;
+  adapter: string;
+  target: string;
+  sessionId: string;
+  /** The provider whose capacity the run holds; undefined for an explicit route no provider matches. */
+  providerId: string | undefined;
+  /** Milliseconds the run waited for capacity. */
+  queueMs: number;
+  /** `performance.now()` when the run request was handed to the node link (after the queue). */
+  submittedAt: number;
   /**
    * The run's events, ending after its terminal part. Single consumer. For background runs it may be ignored:
    * events are still published on the event bus and the run is still tracked until it ends.
    */
   events: AsyncIterable<RunEventWithMeta>;
-  /** Settles when the run reaches its terminal part (never rejects). */
+  /** Settles when the run reaches its terminal part (never rejects). Capacity is released by then. */
   done: Promise<RunOutcome>;
   /** Sends CANCEL_RUN; the run then ends with a `cancelled` (or terminal) part. Idempotent. */
   cancel(reason?: string): Promise<void>;
   /** Milliseconds from submit to the terminal part, minus the backend time the node reported. */
   overheadMs(): number | undefined;
-}
-
-export interface NodeSummary {
-  nodeId: string;
-  alias: string;
-  agentVersion: string;
-  os: string;
-  arch: string;
-  hostname: string;
-  remoteAddress: string;
-  connectedSinceUnixMs: number;
-  lastHeartbeatUnixMs: number;
-  adapters: string[];
-  providers: ProviderHealthSummary[];
-}
-
-export interface ProviderHealthSummary {
-  providerId: string;
-  health: 'healthy' | 'unhealthy' | 'unreachable' | 'unknown';
-  detail: string;
-  checkedAtUnixMs: number;
 }
 
 export interface NodeCommandInput {
@@ -94,8 +112,29 @@ export interface SessionRef {
   sessionId: string;
 }
 
+/** The `models[]` side of the routing table, as surfaces need it (catalogue, route resolution). */
+export interface ModelCatalog {
+  /** True when `model` is a models[] id (routed through the provider pool). */
+  has(model: string): boolean;
+  get(model: string): ModelConfig | undefined;
+  /** models[] ids in config order. */
+  ids(): string[];
+}
+
+export interface AdmissionTotals {
+  /** Runs holding capacity (started or being sent). */
+  inFlight: number;
+  /** Requests waiting in a queue. */
+  queued: number;
+}
+
 export interface EdgeService {
-  submitRun(input: SubmitRunInput): Promise<RunHandle>;
+  /**
+   * Admits and starts a run: waits for capacity (FIFO per model or route, bounded by max_queue and
+   * queue_timeout_ms), takes the session, applies the model's generation policy, sends the run and returns once
+   * it is on the wire. The service owns the run from then on: one deadline, one cancel path, one release.
+   */
+  submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle>;
   /** Returns false when no run with that id is in flight. */
   cancelRun(runId: string, reason?: string): Promise<boolean>;
   /** Returns the node id the session lived on. */
@@ -106,4 +145,8 @@ export interface EdgeService {
   listNodes(): NodeSummary[];
   /** Explicit id or alias; none given → the single connected node; otherwise a ServiceError. */
   resolveNode(ref?: string): NodeSummary;
+  /** Every configured provider with its capacity, in_flight, queued and health. */
+  providers(): ProviderStatus[];
+  models: ModelCatalog;
+  admissionTotals(): AdmissionTotals;
 }

@@ -1,18 +1,45 @@
 // Test support for the surfaces (OpenAI, A2A, CLI smoke): an EdgeService whose runs stream scripted parts with
 // delays, honour their AbortSignal and cancel(), end with node_disconnected when their node is dropped, and
-// count everything tests assert on.
-import { create, type NodeCommandResponse, type RunEventPart } from '@iop/wire';
+// count everything tests assert on. Given a real ProviderPool it admits `{ kind: 'model' }` runs through it the
+// way the service does (lease held until the run ends, generation policy, session slots), so surface tests see
+// real queueing, 429/503 refusals and provider spread.
+import { create, type ChatMessage, type GenerationParams, type NodeCommandResponse, type RunEventPart } from '@iop/wire';
+import { isPoolError } from '../pool/errors.js';
+import type { Lease, ProviderPool } from '../pool/provider-pool.js';
+import { fromPoolError } from '../service/edge-service.js';
 import { ServiceError } from '../service/errors.js';
+import { applyGenerationPolicy } from '../service/generation-policy.js';
+import { SessionSlots, type SessionSlot } from '../service/session-slots.js';
 import type {
   EdgeService,
+  ModelCatalog,
   NodeCommandInput,
   NodeSummary,
+  ProviderStatus,
+  RunDestination,
   RunEventWithMeta,
   RunHandle,
   RunOutcome,
+  RunSpec,
+  RunSurface,
   SessionRef,
-  SubmitRunInput,
+  SubmitOptions,
 } from '../service/types.js';
+
+/** A submitted run as the node would see it: where it went and what it carried. */
+export interface SubmittedRun extends Omit<RunSpec, 'session'> {
+  destination: RunDestination;
+  surface: RunSurface;
+  /** The node named by the route, or the node the pool picked; undefined = "the only connected node". */
+  node: string | undefined;
+  adapter: string;
+  target: string;
+  sessionId: string;
+  providerId: string | undefined;
+  messages: ChatMessage[];
+  params: GenerationParams | undefined;
+  signal: AbortSignal | undefined;
+}
 
 export interface RunScript {
   /** Parts in order; without a terminal part the run waits for a cancel. */
@@ -23,7 +50,7 @@ export interface RunScript {
   submitError?: Error;
 }
 
-export type Scripter = (input: SubmitRunInput) => RunScript;
+export type Scripter = (input: SubmittedRun) => RunScript;
 
 /** The default script: answers `echo: <last message>`. */
 export const echoScripter: Scripter = (input) => ({
@@ -56,7 +83,7 @@ interface FakeRun {
 }
 
 export class FakeEdgeService implements EdgeService {
-  readonly submitted: SubmitRunInput[] = [];
+  readonly submitted: SubmittedRun[] = [];
   /** Ids of runs cancelled on the node (cancel() or an aborted signal), in order. */
   readonly cancelled: string[] = [];
   readonly terminated: SessionRef[] = [];
@@ -68,25 +95,95 @@ export class FakeEdgeService implements EdgeService {
   private runSeq = 0;
   private readonly runs = new Map<string, FakeRun>();
 
-  /** `nodes` are the connected nodes; a run without a node goes to the first, and fails with none. */
+  private readonly sessions = new SessionSlots();
+
+  /**
+   * `nodes` are the connected nodes; a run without a node goes to the first, and fails with none. `pool` admits
+   * model runs (without one, a model destination is `model_not_found`).
+   */
   constructor(
     public scripter: Scripter = echoScripter,
     private readonly nodes: () => NodeSummary[] = () => [fakeNode('node-a')],
+    private readonly pool?: ProviderPool,
   ) {}
+
+  get models(): ModelCatalog {
+    const pool = this.pool;
+    return {
+      has: (model) => pool?.hasModel(model) ?? false,
+      get: (model) => pool?.model(model),
+      ids: () => pool?.modelIds() ?? [],
+    };
+  }
+
+  providers(): ProviderStatus[] {
+    return this.pool?.snapshot() ?? [];
+  }
+
+  admissionTotals() {
+    return this.pool?.totals() ?? { inFlight: 0, queued: 0 };
+  }
 
   /** Runs cancelled on the node. */
   get cancels(): number {
     return this.cancelled.length;
   }
 
-  submitRun(input: SubmitRunInput): Promise<RunHandle> {
+  async submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
+    let lease: Lease | undefined;
+    let params = spec.params;
+    const queuedAt = performance.now();
+    if (destination.kind === 'model') {
+      if (!this.pool) throw new ServiceError('model_not_found', `The model '${destination.model}' does not exist`);
+      try {
+        lease = await this.pool.acquire(destination.model, { signal: options.signal });
+      } catch (error) {
+        throw isPoolError(error) ? fromPoolError(error) : error;
+      }
+      const policy = this.pool.model(destination.model);
+      if (policy) {
+        params = applyGenerationPolicy(
+          params ?? create.generationParams({}),
+          policy,
+          spec.reasoningRequested ?? false,
+        );
+      }
+    }
+    const adapter = lease ? lease.adapter : destination.kind === 'route' ? destination.adapter : '';
+    const target = lease ? lease.target : destination.kind === 'route' ? destination.target : '';
+    const node = lease ? lease.nodeId : destination.kind === 'route' ? destination.node : undefined;
+    const slot: SessionSlot =
+      spec.session.kind === 'fixed'
+        ? { sessionId: spec.session.sessionId, release: () => undefined }
+        : this.sessions.acquire(node ?? '', adapter, target, spec.session.baseId);
+    const { session: _session, ...rest } = spec;
+    const input: SubmittedRun = {
+      ...rest,
+      destination,
+      surface: options.surface,
+      node,
+      adapter,
+      target,
+      sessionId: slot.sessionId,
+      providerId: lease?.providerId,
+      params,
+      signal: options.signal,
+    };
+    const release = () => {
+      slot.release();
+      lease?.release();
+    };
     const script = this.scripter(input);
-    if (script.submitError) return Promise.reject(script.submitError);
+    if (script.submitError) {
+      release();
+      throw script.submitError;
+    }
     let nodeId: string;
     try {
       nodeId = input.node ?? this.resolveNode().nodeId;
     } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      release();
+      throw error instanceof Error ? error : new Error(String(error));
     }
     this.submitted.push(input);
     const runId = input.runId ?? `run-${++this.runSeq}`;
@@ -124,6 +221,7 @@ export class FakeEdgeService implements EdgeService {
         this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
         this.runs.delete(runId);
         input.signal?.removeEventListener('abort', onAbort);
+        release();
         settle(outcomeOf(part));
       }
       wake?.();
@@ -162,9 +260,15 @@ export class FakeEdgeService implements EdgeService {
         return: () => Promise.resolve({ value: undefined, done: true }),
       }),
     };
-    return Promise.resolve({
+    return {
       runId,
       nodeId,
+      adapter,
+      target,
+      sessionId: slot.sessionId,
+      providerId: lease?.providerId,
+      queueMs: lease ? performance.now() - queuedAt : 0,
+      submittedAt: performance.now(),
       events,
       done,
       cancel: (reason?: string) => {
@@ -173,7 +277,7 @@ export class FakeEdgeService implements EdgeService {
         return Promise.resolve();
       },
       overheadMs: () => (terminal ? 1.25 : undefined),
-    });
+    };
   }
 
   /** Every run on the node ends with a node_disconnected error, as the real service does. */

@@ -1,6 +1,6 @@
 // Typed errors of the node transport (listener setup). Per-connection problems are not thrown: they close that
 // connection with a logged reason and the transport keeps serving others.
-import type { ErrorFault } from '../service/errors.js';
+import type { ErrorFault } from '../fault.js';
 
 export type TransportErrorCode = 'invalid_address' | 'listen_failed' | 'tls_config' | 'not_running';
 

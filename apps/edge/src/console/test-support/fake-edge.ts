@@ -5,14 +5,19 @@ import type { EdgeEvent, EventBus, EventSubscription, SubscribeOptions } from '.
 import { ServiceError } from '../../service/errors.js';
 import type {
   EdgeService,
+  ModelCatalog,
   NodeCommandInput,
   NodeSummary,
+  ProviderStatus,
+  RunDestination,
   RunEventWithMeta,
   RunHandle,
   RunOutcome,
+  RunSpec,
   SessionRef,
-  SubmitRunInput,
+  SubmitOptions,
 } from '../../service/types.js';
+import type { SubmittedRun } from '../../test-support/fake-edge-service.js';
 
 /** An unbounded async queue: push values, end it, iterate it once. */
 export class AsyncQueue<T> implements AsyncIterable<T> {
@@ -84,7 +89,7 @@ export class FakeEventBus implements EventBus {
 
 /** A run the fake service started; the test drives its events. */
 export interface FakeRun {
-  input: SubmitRunInput;
+  input: SubmittedRun;
   runId: string;
   nodeId: string;
   events: AsyncQueue<RunEventWithMeta>;
@@ -144,10 +149,38 @@ export class FakeEdgeService implements EdgeService {
   submitError: Error | undefined;
   private counter = 0;
 
+  /** What `providers()` answers (the console's /providers). */
+  providerList: ProviderStatus[] = [];
+  readonly models: ModelCatalog = { has: () => false, get: () => undefined, ids: () => [] };
+
   constructor(private readonly bus?: EventBus) {}
 
-  submitRun(input: SubmitRunInput): Promise<RunHandle> {
+  providers(): ProviderStatus[] {
+    return this.providerList;
+  }
+
+  admissionTotals() {
+    return { inFlight: this.runs.filter((run) => !run.events.isEnded).length, queued: 0 };
+  }
+
+  submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
     if (this.submitError) return Promise.reject(this.submitError);
+    if (destination.kind !== 'route') {
+      return Promise.reject(new ServiceError('model_not_found', `The model '${destination.model}' does not exist`));
+    }
+    const { session, ...rest } = spec;
+    const input: SubmittedRun = {
+      ...rest,
+      destination,
+      surface: options.surface,
+      node: destination.node,
+      adapter: destination.adapter,
+      target: destination.target,
+      sessionId: session.kind === 'fixed' ? session.sessionId : session.baseId,
+      providerId: undefined,
+      params: spec.params,
+      signal: options.signal,
+    };
     let target: NodeSummary;
     try {
       target = this.resolveNode(input.node);
@@ -197,6 +230,12 @@ export class FakeEdgeService implements EdgeService {
     return Promise.resolve({
       runId,
       nodeId: target.nodeId,
+      adapter: input.adapter,
+      target: input.target,
+      sessionId: input.sessionId,
+      providerId: undefined,
+      queueMs: 0,
+      submittedAt: performance.now(),
       events,
       done,
       cancel,

@@ -79,12 +79,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const nodes = new FakeNodes();
   nodes.connect('node-1');
   nodes.connect('node-2');
+  const pool = createProviderPool({ config, nodes, pollIntervalMs: 50 });
   const service = new FakeEdgeService(
     options.scripter ?? (() => ({ parts: textRun(['Hello', ' there']) })),
     nodes.list,
+    pool,
   );
-  const pool = createProviderPool({ config, nodes: nodes.list, pollIntervalMs: 50 });
-  const app = createOpenAIApp({ config, service, pool, logger: silentLogger, cancelGraceMs: 2000 });
+  const app = createOpenAIApp({ config, service, logger: silentLogger });
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

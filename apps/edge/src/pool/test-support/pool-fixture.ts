@@ -1,6 +1,6 @@
 // Test support: small pool configs and a mutable set of connected nodes standing in for the node registry.
 import type { ModelConfig, NodeConfig, ProviderConfig } from '@iop/config';
-import type { NodeSummary, ProviderHealthSummary } from '../../service/types.js';
+import type { NodeSummary, ProviderHealthSummary } from '../../node/node-summary.js';
 import type { PoolConfig } from '../provider-pool.js';
 
 export function providerConfig(id: string, fields: Partial<ProviderConfig> = {}): ProviderConfig {
@@ -17,6 +17,7 @@ export function providerConfig(id: string, fields: Partial<ProviderConfig> = {})
     enabled: true,
     priority: 0,
     lifecycle_capabilities: [],
+    health: { enabled: true, interval_ms: null },
     ...fields,
   };
 }
@@ -30,6 +31,7 @@ export function nodeConfig(id: string, providers: ProviderConfig[]): NodeConfig 
     token_sha256: '',
     runtime: { max_concurrency: 4, health_probe_interval_ms: 5000 },
     adapters: { instances: [] },
+    discovery: { openai_compat_urls: [], local_ports: [] },
     providers,
   };
 }
@@ -97,6 +99,9 @@ export class FakeNodes {
   }
 
   list = (): NodeSummary[] => [...this.nodes.values()];
+
+  /** NodeDirectory: the connected node with that id. */
+  get = (nodeId: string): NodeSummary | undefined => this.nodes.get(nodeId);
 }
 
 /** Connects every node of a config. */

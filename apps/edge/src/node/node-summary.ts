@@ -1,0 +1,26 @@
+// What the edge knows about one connected node, as every layer above the registry sees it (service, pool,
+// surfaces). Built by NodeLink.summary().
+import type { NodeDiscovered } from './discovered.js';
+
+export interface NodeSummary {
+  nodeId: string;
+  alias: string;
+  agentVersion: string;
+  os: string;
+  arch: string;
+  hostname: string;
+  remoteAddress: string;
+  connectedSinceUnixMs: number;
+  lastHeartbeatUnixMs: number;
+  adapters: string[];
+  providers: ProviderHealthSummary[];
+  /** What the node reported it can run; absent until it reports (older nodes never do). */
+  discovered?: NodeDiscovered;
+}
+
+export interface ProviderHealthSummary {
+  providerId: string;
+  health: 'healthy' | 'unhealthy' | 'unreachable' | 'unknown';
+  detail: string;
+  checkedAtUnixMs: number;
+}
