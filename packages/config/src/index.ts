@@ -12,3 +12,5 @@ export { redactConfig, REDACTED } from './redact-config.js';
 export { isHttpUrl } from './validate-structure.js';
 export { parseListenAddress, isListenAddress, type ListenAddress } from './listen-address.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';
+export { appendApiKey, type ApiKeyEntry } from './append-api-key.js';
+export { IDENTIFIER_PATTERN } from './schema.js';

@@ -7,6 +7,7 @@ import { configPrintCommand } from './config-print.js';
 import { configRefreshCommand } from './config-refresh.js';
 import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
+import { keysCreateCommand } from './keys-create.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodesListCommand } from './nodes-list.js';
 import { serveCommand } from './serve.js';
@@ -25,6 +26,7 @@ export const commands: CliCommand[] = [
   serveCommand,
   consoleCommand,
   nodeRegisterCommand,
+  keysCreateCommand,
   smokeOpenAICommand,
   bootstrapPackCommand,
   setupCommand,
