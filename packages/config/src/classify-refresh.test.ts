@@ -174,6 +174,32 @@ const live: Case[] = [
     path: 'nodes[n1].runtime.health_probe_interval_ms',
     class: 'live',
   },
+  {
+    name: 'node discovery.openai_compat_urls',
+    mutate: (r) => (node(r).discovery = { openai_compat_urls: ['http://10.0.0.9:8000/v1'] }),
+    path: 'nodes[n1].discovery.openai_compat_urls',
+    class: 'live',
+  },
+  {
+    name: 'node discovery.local_ports',
+    mutate: (r) => (node(r).discovery = { local_ports: [] }),
+    path: 'nodes[n1].discovery.local_ports',
+    class: 'live',
+  },
+  {
+    name: 'adapter instance added',
+    mutate: (r) => node(r).adapters.instances.push({ name: 'gpu2', type: 'ollama', base_url: 'http://h:1' }),
+    path: 'nodes[n1].adapters.instances[gpu2]',
+    change: 'added',
+    class: 'live',
+  },
+  {
+    name: 'provider added to a known node',
+    mutate: (r) => node(r).providers.push({ id: 'p-new', type: 'cli', category: 'cli', adapter: 'cli' }),
+    path: 'nodes[n1].providers[p-new]',
+    change: 'added',
+    class: 'live',
+  },
 ];
 
 const restart: Case[] = [
@@ -296,10 +322,14 @@ const restart: Case[] = [
     class: 'restart',
   },
   {
-    name: 'adapter instance added',
-    mutate: (r) => node(r).adapters.instances.push({ name: 'gpu2', type: 'ollama', base_url: 'http://h:1' }),
-    path: 'nodes[n1].adapters.instances[gpu2]',
-    change: 'added',
+    name: 'adapter instance removed',
+    mutate: (r) => {
+      node(r).adapters.instances.splice(0, 1);
+      node(r).providers.splice(2, 1);
+      delete (r.models[0].providers as Record<string, string>)['p-vllm'];
+    },
+    path: 'nodes[n1].adapters.instances[gpu]',
+    change: 'removed',
     class: 'restart',
   },
   {
@@ -333,9 +363,14 @@ const restart: Case[] = [
     class: 'restart',
   },
   {
-    name: 'provider added',
-    mutate: (r) => node(r).providers.push({ id: 'p-new', type: 'cli', category: 'cli', adapter: 'cli' }),
-    path: 'nodes[n1].providers[p-new]',
+    name: 'provider added with a new node',
+    mutate: (r) =>
+      r.nodes.push({
+        id: 'n3',
+        providers: [{ id: 'p-n3', type: 'cli', category: 'cli', adapter: 'cli' }],
+        adapters: { cli: { profiles: { fake: { command: 'fake' } } } },
+      } as unknown as Raw['nodes'][number]),
+    path: 'nodes[n3].providers[p-n3]',
     change: 'added',
     class: 'restart',
   },
@@ -488,6 +523,34 @@ describe('classifyRefresh', () => {
       'live nodes[n1].providers[p-cli].capacity',
       'live nodes[n2].providers[p-n2].priority',
     ]);
+  });
+
+  it('applies a whole adopted backend live: a new instance, its provider and its model on a known node', () => {
+    const result = classifyRefresh(
+      current,
+      candidate((r) => {
+        node(r).adapters.instances.push({
+          name: 'ollama-2',
+          type: 'ollama',
+          base_url: 'http://127.0.0.1:11500',
+        });
+        node(r).providers.push({
+          id: 'n1-ollama-2',
+          type: 'ollama',
+          category: 'local_inference',
+          adapter: 'ollama-2',
+          models: ['qwen3:8b'],
+          capacity: 1,
+        });
+        r.models.push({ id: 'qwen3:8b', providers: { 'n1-ollama-2': 'qwen3:8b' } });
+      }),
+      'apply',
+    );
+    expect(result.status).toBe('applied');
+    expect(result.changed_nodes).toEqual(['n1']);
+    expect(result.changed_providers).toEqual(['n1-ollama-2']);
+    expect(result.changed_models).toEqual(['qwen3:8b']);
+    expect(result.reports.every((report) => report.class === 'live')).toBe(true);
   });
 
   it('reports a provider moved between nodes as restart-required', () => {

@@ -20,7 +20,12 @@ import {
 /** Provider fields the pool swaps atomically without touching adapters or nodes. */
 const LIVE_PROVIDER_FIELDS = new Set(['capacity', 'priority', 'max_queue', 'queue_timeout_ms', 'enabled']);
 /** Node fields delivered in the node's config payload and applied without reconnecting. */
-const LIVE_NODE_PATHS = new Set(['runtime.max_concurrency', 'runtime.health_probe_interval_ms']);
+const LIVE_NODE_PATHS = new Set([
+  'runtime.max_concurrency',
+  'runtime.health_probe_interval_ms',
+  'discovery.openai_compat_urls',
+  'discovery.local_ports',
+]);
 /** Paths inside startup sections that are applied live nonetheless (API keys: principals and limits). */
 const LIVE_SECTION_PATHS = new Map([['openai.api_keys', 'API keys and their limits are applied live']]);
 /** Top-level sections read once at startup (listeners, identity, logging). */
@@ -184,6 +189,17 @@ function classifyInstances(
   const following = new Map(after.map((instance) => [instance.name, instance]));
   let changed = false;
   for (const name of union(previous.keys(), following.keys())) {
+    if (!previous.has(name)) {
+      // Additive: the node swaps in a registry with the new instance (all-or-nothing); nothing running changes.
+      report(
+        collector,
+        { path: `${path}[${name}]`, change: 'added', relative: '' },
+        'live',
+        `adapter instance '${name}' added: the node adds it to its adapter registry live`,
+      );
+      changed = true;
+      continue;
+    }
     for (const difference of diff(previous.get(name), following.get(name), `${path}[${name}]`)) {
       const field = lastField(difference.relative);
       const reason = EXECUTION_FIELDS.has(field)
@@ -203,6 +219,16 @@ function classifyProviders(current: EdgeConfig, next: EdgeConfig, collector: Col
     const previous = before.get(id);
     const following = after.get(id);
     const path = `nodes[${(following ?? previous)?.node ?? ''}].providers[${id}]`;
+    if (!previous && following && current.nodes.some((node) => node.id === following.node)) {
+      report(
+        collector,
+        { path, change: 'added', relative: '' },
+        'live',
+        'provider added to a known node: the pool and the node take it live',
+      );
+      markProvider(collector, id, following.node);
+      continue;
+    }
     if (!previous || !following) {
       const change: RefreshChange = previous ? 'removed' : 'added';
       report(

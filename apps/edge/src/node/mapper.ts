@@ -2,11 +2,12 @@
 // The payload carries a stable `revision` (content hash of everything else, keys sorted) so the node and the
 // edge can tell whether a refresh changed anything; equal configs always give equal revisions.
 import { createHash } from 'node:crypto';
-import type {
-  AdapterInstanceConfig,
-  CliProfileConfig,
-  NodeConfig,
-  ProviderConfig as ConfigProvider,
+import {
+  DEFAULT_DISCOVERY_LOCAL_PORTS,
+  type AdapterInstanceConfig,
+  type CliProfileConfig,
+  type NodeConfig,
+  type ProviderConfig as ConfigProvider,
 } from '@iop/config';
 import type { AdapterInstance, CliProfile, NodeConfigPayload, ProviderConfig } from '@iop/wire';
 
@@ -22,6 +23,10 @@ export function mapNodeConfig(node: NodeConfig): NodeConfigPayload {
     providers: node.providers.map(mapProvider),
     revision: '',
     healthProbeIntervalMs: node.runtime.health_probe_interval_ms,
+    discovery: {
+      openaiCompatUrls: [...node.discovery.openai_compat_urls],
+      localPorts: [...node.discovery.local_ports],
+    },
   });
 }
 
@@ -35,6 +40,7 @@ export function defaultNodePayload(nodeId: string): NodeConfigPayload {
     providers: [],
     revision: '',
     healthProbeIntervalMs: DEFAULT_PAYLOAD_SETTINGS.healthProbeIntervalMs,
+    discovery: { openaiCompatUrls: [], localPorts: [...DEFAULT_DISCOVERY_LOCAL_PORTS] },
   });
 }
 
