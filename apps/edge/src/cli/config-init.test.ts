@@ -95,6 +95,30 @@ describe('iop-edge config init', () => {
     expect(bad.err()).toContain('public URL must be an http:// or https:// URL');
   });
 
+  it('writes the file serve would read: the root --config, else IOP_EDGE_CONFIG; --path and --config must agree', async () => {
+    const root = memoryIo(dir);
+    const rootArgv = ['--config', 'by-flag.yaml', 'config', 'init', '--no-tls', '--public-url', 'http://h:1'];
+    expect(await runCli(rootArgv, root.io, commandsWith({}))).toBe(0);
+    expect(root.out()).toContain(`wrote ${path.join(dir, 'by-flag.yaml')}`);
+    expect((await loadConfigFile(path.join(dir, 'by-flag.yaml'))).ok).toBe(true);
+
+    const fromEnv = memoryIo(dir, { IOP_EDGE_CONFIG: path.join(dir, 'by-env.yaml') });
+    const envArgv = ['config', 'init', '--no-tls', '--public-url', 'http://h:1'];
+    expect(await runCli(envArgv, fromEnv.io, commandsWith({}))).toBe(0);
+    expect(fromEnv.out()).toContain(`wrote ${path.join(dir, 'by-env.yaml')}`);
+    // The flag wins over the environment, as in every other command.
+    const both = memoryIo(dir, { IOP_EDGE_CONFIG: path.join(dir, 'ignored.yaml') });
+    expect(await runCli(['config', 'init', '-c', 'short.yaml', '--no-tls'], both.io, commandsWith({}))).toBe(
+      0,
+    );
+    expect(both.out()).toContain(`wrote ${path.join(dir, 'short.yaml')}`);
+
+    const clash = memoryIo(dir);
+    const clashArgv = ['config', 'init', '--path', 'a.yaml', '--config', 'b.yaml'];
+    expect(await runCli(clashArgv, clash.io, commandsWith({}))).toBe(2);
+    expect(clash.err()).toContain("--path 'a.yaml' and --config 'b.yaml' name different files");
+  });
+
   it('falls back to 127.0.0.1 with a warning when the host has no usable address', async () => {
     const { io, err } = memoryIo(dir);
     expect(await runCli(['config', 'init'], io, commandsWith({ lo: lan.lo }))).toBe(0);

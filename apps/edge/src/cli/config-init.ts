@@ -6,9 +6,25 @@
 import { access, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULTS, formatIssue, isConfigError, parseConfigText, renderConfigTemplate } from '@iop/config';
+import {
+  CONFIG_ENV_VAR,
+  DEFAULTS,
+  formatIssue,
+  isConfigError,
+  parseConfigText,
+  renderConfigTemplate,
+} from '@iop/config';
 import { certificateHosts, EDGE_CERT_FILE, EDGE_KEY_FILE, ensureEdgeIdentity } from '../tls/edge-identity.js';
-import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
+import {
+  booleanFlag,
+  parseFlags,
+  stringFlag,
+  UsageError,
+  writeLine,
+  type CliCommand,
+  type CliIo,
+} from './command.js';
+import { configFlag } from './config-source.js';
 
 type NetworkInterfaces = ReturnType<typeof os.networkInterfaces>;
 
@@ -28,20 +44,36 @@ export function pickPublicHost(interfaces: NetworkInterfaces): string | undefine
   return v6 ? `[${v6.address}]` : undefined;
 }
 
+/**
+ * The file init writes: --path, else the root --config (as for every other command), else IOP_EDGE_CONFIG, else
+ * ./edge.yaml — the file `serve` reads with the same flag or environment. (Unlike serve, init never falls back to
+ * an edge.yaml next to the executable or in a repo checkout: it creates a new file where the operator is.)
+ */
+function initTarget(pathFlag: string | undefined, configFlagValue: string | undefined, io: CliIo): string {
+  if (pathFlag !== undefined && configFlagValue !== undefined && pathFlag !== configFlagValue)
+    throw new UsageError(
+      `--path '${pathFlag}' and --config '${configFlagValue}' name different files; pass one`,
+    );
+  const chosen = pathFlag ?? configFlagValue ?? (io.env[CONFIG_ENV_VAR] || undefined) ?? 'edge.yaml';
+  if (chosen === '') throw new UsageError('the config path is empty');
+  return path.resolve(io.cwd, chosen);
+}
+
 export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
   return {
     path: ['config', 'init'],
     summary:
       'Write a starter edge.yaml with this host as bootstrap.public_url (never overwrites by default).',
-    usage: 'config init [--path P] [--public-url URL] [--overwrite-config] [--no-tls]',
+    usage: 'config init [--path P | --config P] [--public-url URL] [--overwrite-config] [--no-tls]',
     async run(argv, io) {
       const flags = parseFlags(argv, {
         path: { type: 'string' },
+        ...configFlag,
         'public-url': { type: 'string' },
         'overwrite-config': { type: 'boolean' },
         'no-tls': { type: 'boolean' },
       });
-      const target = path.resolve(io.cwd, stringFlag(flags, 'path') ?? 'edge.yaml');
+      const target = initTarget(stringFlag(flags, 'path'), stringFlag(flags, 'config'), io);
       let publicUrl = stringFlag(flags, 'public-url');
       if (publicUrl === undefined) {
         const host = pickPublicHost(deps.networkInterfaces());
