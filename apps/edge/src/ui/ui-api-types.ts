@@ -1,0 +1,189 @@
+// The JSON shapes of the ops dashboard's HTTP API (agent-contract/outer/ui-api.md). Self-contained on purpose: the
+// browser app (apps/edge-ui) imports these types too, so this file imports nothing. Times are Unix milliseconds
+// (UTC); durations are milliseconds; field names are snake_case like the rest of the edge's JSON.
+
+export interface UiNode {
+  node_id: string;
+  alias: string;
+  /** The short label the terminal console gives this node (n1, n2, ... in connection order). */
+  label: string;
+  os: string;
+  arch: string;
+  hostname: string;
+  agent_version: string;
+  remote_address: string;
+  connected_since_ms: number;
+  last_heartbeat_ms: number;
+  adapters: string[];
+  providers: { provider_id: string; health: string; detail: string; checked_at_ms: number }[];
+}
+
+export interface UiDeparture {
+  node_id: string;
+  alias: string;
+  reason: string;
+  at_ms: number;
+}
+
+export interface UiProvider {
+  provider_id: string;
+  node_id: string;
+  /** ready | disabled | offline */
+  status: string;
+  /** healthy | unhealthy | unreachable | unknown | disabled */
+  health: string;
+  capacity: number;
+  in_flight: number;
+  queued: number;
+  priority: number;
+  served_models: string[];
+}
+
+export interface UiModel {
+  id: string;
+  display_name: string;
+  /** provider id → served model name */
+  providers: Record<string, string>;
+  /** Waiters in this model's queue (the largest `queued` among its providers). */
+  queued: number;
+  /** Runs of this model that ended with a queue rejection (`queue_full` → 429) or no provider (`503`). */
+  rejected_429: number;
+  rejected_503: number;
+}
+
+export interface UiRoute {
+  model: string;
+  node: string;
+  adapter: string;
+  target: string;
+}
+
+export interface UiOverview {
+  edge_id: string;
+  version: string;
+  now_ms: number;
+  nodes: UiNode[];
+  departures: UiDeparture[];
+  providers: UiProvider[];
+  models: UiModel[];
+  routes: UiRoute[];
+  /** The OpenAI fallback route: adapter '' = none. */
+  fallback: { adapter: string; target: string; models: string[] };
+  totals: { in_flight: number; queued: number; runs_running: number };
+}
+
+export type UiRunStatus = 'queued' | 'running' | 'completed' | 'error' | 'cancelled';
+
+export interface UiRun {
+  run_id: string;
+  /** Which surface started it ('ui' for the playground; '' when the edge did not say). */
+  surface: string;
+  model: string;
+  provider: string;
+  node_id: string;
+  adapter: string;
+  target: string;
+  status: UiRunStatus;
+  started_ms: number;
+  ended_ms: number | null;
+  queue_ms: number | null;
+  duration_ms: number | null;
+  /** Time the node reported waiting on its backend. */
+  backend_ms: number | null;
+  /** duration minus backend time: what the fabric itself added. */
+  overhead_ms: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  error: string;
+}
+
+export interface UiRunEvent {
+  seq: number;
+  at_ms: number;
+  type: string;
+  /** One line describing the part (text of a delta, usage numbers, error message...). */
+  summary: string;
+}
+
+export interface UiRunDetail {
+  run: UiRun;
+  events: UiRunEvent[];
+  /** Events not kept (the timeline is bounded); the text is still complete up to its own bound. */
+  events_dropped: number;
+  text: string;
+  text_truncated: boolean;
+}
+
+export interface UiChartPoint {
+  /** Bucket start. */
+  t_ms: number;
+  requests_per_s: number;
+  p50_ms: number | null;
+  p99_ms: number | null;
+  overhead_p50_ms: number | null;
+  overhead_p99_ms: number | null;
+  queued: number;
+  in_flight: number;
+}
+
+export interface UiCharts {
+  bucket_ms: number;
+  points: UiChartPoint[];
+}
+
+export interface UiSession {
+  session_id: string;
+  target: string;
+  mode: string;
+}
+
+export interface UiNodeSessions {
+  node_id: string;
+  adapter: string;
+  sessions: UiSession[];
+  /** Why the node could not list them ('' when it did). */
+  error: string;
+}
+
+export interface UiRefreshReport {
+  path: string;
+  change: string;
+  class: string;
+  reason: string;
+}
+
+export interface UiRefreshResult {
+  status: 'applied' | 'restart_required' | 'rejected';
+  mode: string;
+  changed_nodes: string[];
+  changed_providers: string[];
+  changed_models: string[];
+  reports: UiRefreshReport[];
+  node_results: { node_id: string; status: string; error: string }[];
+}
+
+export interface UiError {
+  error: { code: string; message: string };
+}
+
+/** Events of the playground's text/event-stream answer (`event:` name → data). */
+export interface UiPlaygroundEvents {
+  meta: { run_id: string; model: string; provider: string; node_id: string; queue_ms: number };
+  delta: { text: string };
+  done: {
+    status: UiRunStatus;
+    error: string;
+    duration_ms: number;
+    overhead_ms: number | null;
+    prompt_tokens: number | null;
+    completion_tokens: number | null;
+  };
+  error: { code: string; message: string };
+}
+
+/** Events of the live feed `GET /api/v1/stream` (`event:` name → data). */
+export interface UiStreamEvents {
+  overview: UiOverview;
+  run: UiRun;
+  charts: UiCharts;
+}

@@ -1,0 +1,255 @@
+// The ops dashboard surface (`ui.enabled`, `ui.listen`): binds the dashboard's HTTP handler and feeds its
+// in-memory state — the recent-runs ring and the one-hour chart ring from the event bus, node departures, the
+// console's node labels — for as long as the edge runs.
+//
+// Security: like the admin API, without `refresh.admin_token` it only listens on loopback and refuses to start
+// otherwise; with a token every API call needs it (ui-server.ts).
+//
+// Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and
+// playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
+import type { EdgeConfig } from '@iop/config';
+import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
+import { NodeLabels } from '../console/node-labels.js';
+import type { EdgeCore } from '../edge-runtime.js';
+import { listenHttp } from '../http/listen-http.js';
+import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
+import type { Surface, SurfaceFactory } from '../surface.js';
+import { EDGE_VERSION } from '../version.js';
+import { createChartSeries, type ChartSeries } from './chart-series.js';
+import { UiError } from './errors.js';
+import { createRunLog, type RunLog } from './run-log.js';
+import type { UiDeparture, UiProvider, UiRefreshResult } from './ui-api-types.js';
+import { loadEmbeddedAssets, type UiAssets } from './ui-assets.js';
+import { createUiHandler, type PlaygroundStarter, type UiHandler, type UiLimits } from './ui-server.js';
+
+/** What the dashboard reads or drives of the edge core. */
+export type UiCore = Pick<EdgeCore, 'config' | 'service' | 'events' | 'logger' | 'refresher' | 'metrics'>;
+
+export interface UiSurfaceOptions {
+  /** The dashboard files; default: the ones embedded in this build (@iop/edge-ui). */
+  assets?: UiAssets;
+  limits?: Partial<UiLimits>;
+  clock?: () => number;
+  /** How often queue depth and in-flight are sampled into the charts. Default 1000 ms. */
+  sampleIntervalMs?: number;
+}
+
+export interface UiSurface extends Surface {
+  readonly runLog: RunLog;
+  readonly charts: ChartSeries;
+  readonly handler: UiHandler;
+}
+
+const DEPARTURES_KEPT = 20;
+
+/** The surface as `serve` starts it (`ui.enabled`). */
+export function createUiSurface(options: UiSurfaceOptions = {}): SurfaceFactory {
+  return async (core: UiCore) => {
+    if (!core.config.ui.enabled) return undefined;
+    return startUiSurface(core, { ...options, assets: options.assets ?? (await loadEmbeddedAssets()) });
+  };
+}
+
+export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {}): Promise<UiSurface> {
+  const logger = core.logger.child({ component: 'ui' });
+  const { config, service } = core;
+  const clock = options.clock ?? Date.now;
+  const assets = options.assets ?? (await loadEmbeddedAssets());
+  const listen = parseListenAddress(config.ui.listen, (message) => new UiError('invalid_request', message));
+  const token = config.refresh.admin_token;
+  if (!token && !isLoopbackHost(listen.host)) {
+    throw new UiError(
+      'insecure_listen',
+      `refusing to serve the dashboard on non-loopback address ${config.ui.listen} without refresh.admin_token`,
+    );
+  }
+  const refresher = core.refresher;
+  const currentConfig = (): EdgeConfig => refresher?.current() ?? config;
+  const runLog = createRunLog({
+    clock,
+    resolveRoute: (node, adapter, target) => routeOf(currentConfig(), node, adapter, target),
+  });
+  const charts = createChartSeries({ clock });
+  const labels = new NodeLabels();
+  for (const node of [...service.listNodes()].sort(
+    (a, b) => a.connectedSinceUnixMs - b.connectedSinceUnixMs,
+  )) {
+    labels.labelFor(node.nodeId);
+  }
+  const departures: UiDeparture[] = [];
+
+  // Feed the run ring and departures from the bus (replay: runs that started just before the dashboard did).
+  const subscription = core.events.subscribe({ replay: true });
+  const following = (async () => {
+    for await (const event of subscription) {
+      if (event.type === 'run') runLog.record(event.event);
+      else if (event.event.kind === 'connected') labels.labelFor(event.event.nodeId);
+      else {
+        departures.unshift({
+          node_id: event.event.nodeId,
+          alias: event.event.alias,
+          reason: event.event.reason,
+          at_ms: event.event.atUnixMs,
+        });
+        departures.length = Math.min(departures.length, DEPARTURES_KEPT);
+      }
+    }
+  })();
+  const unobserve = runLog.onFinished((run) => {
+    if (run.ended_ms !== null && run.duration_ms !== null) {
+      charts.addRun(run.ended_ms, run.duration_ms, run.overhead_ms);
+    }
+  });
+  const providers = (): UiProvider[] =>
+    service.providers().map((provider) => ({
+      provider_id: provider.providerId,
+      node_id: provider.nodeId,
+      status: provider.status,
+      health: provider.health,
+      capacity: provider.capacity,
+      in_flight: provider.inFlight,
+      queued: provider.queued,
+      priority: provider.priority,
+      served_models: [...provider.servedModels],
+    }));
+  const sampler = setInterval(() => {
+    const totals = service.admissionTotals();
+    charts.sample(totals.queued, totals.inFlight);
+  }, options.sampleIntervalMs ?? 1000);
+  sampler.unref();
+
+  const handler = createUiHandler({
+    edgeId: config.edge.id,
+    version: EDGE_VERSION,
+    token,
+    service,
+    providers,
+    config: currentConfig,
+    refresh: refresher
+      ? (mode, yaml): Promise<UiRefreshResult> => refresher.refresh(mode, yaml, '')
+      : undefined,
+    rejections: async () => {
+      const samples = (await core.metrics.providerRejections.get()).values;
+      return rejectionTable(
+        samples.map((sample) => ({
+          model: String(sample.labels.model ?? ''),
+          reason: String(sample.labels.reason ?? ''),
+          value: sample.value,
+        })),
+      );
+    },
+    playground: playgroundStarter(core),
+    nodeLabel: (nodeId) => labels.labelFor(nodeId),
+    departures: () => departures.map((entry) => ({ ...entry })),
+    runLog,
+    charts,
+    assets,
+    clock,
+    logger,
+    limits: options.limits,
+  });
+
+  const stopFeeds = async (): Promise<void> => {
+    clearInterval(sampler);
+    handler.close();
+    unobserve();
+    subscription.close();
+    await following;
+  };
+  let listener;
+  try {
+    listener = await listenHttp(config.ui.listen, handler.handle);
+  } catch (error) {
+    await stopFeeds();
+    throw new UiError(
+      'listen_failed',
+      `cannot listen on ${config.ui.listen} for the dashboard: ${String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const bound = listener;
+  logger.info({ address: bound.address, authentication: token ? 'bearer' : 'none' }, 'dashboard listening');
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'ui',
+    address: `http://${bound.address}/`,
+    runLog,
+    charts,
+    handler,
+    close() {
+      closing ??= (async () => {
+        await stopFeeds();
+        await bound.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Provider and model of a run on (node, adapter instance, target) under `config`; '' where none matches. */
+export function routeOf(
+  config: EdgeConfig,
+  nodeId: string,
+  adapter: string,
+  target: string,
+): { provider: string; model: string } {
+  const node = config.nodes.find((entry) => entry.id === nodeId);
+  const provider = node?.providers.find(
+    (entry) => entry.adapter === adapter && (entry.models.length === 0 || entry.models.includes(target)),
+  );
+  if (!provider) return { provider: '', model: '' };
+  const model = config.models.find((entry) => entry.providers[provider.id] === target);
+  return { provider: provider.id, model: model?.id ?? '' };
+}
+
+/** Pool rejections by model: queue full / queue timeout answer 429, no provider 503 (as the OpenAI API does). */
+function rejectionTable(
+  samples: { model: string; reason: string; value: number }[],
+): Map<string, { r429: number; r503: number }> {
+  const table = new Map<string, { r429: number; r503: number }>();
+  for (const sample of samples) {
+    const row = table.get(sample.model) ?? { r429: 0, r503: 0 };
+    if (sample.reason === 'queue_full' || sample.reason === 'queue_timeout') row.r429 += sample.value;
+    else row.r503 += sample.value;
+    table.set(sample.model, row);
+  }
+  return table;
+}
+
+/**
+ * Playground prompts go through the same admission as an OpenAI request for the model (surface 'ui'): the
+ * service queues, places, runs and releases; a client that goes away cancels the run.
+ */
+function playgroundStarter(core: UiCore): PlaygroundStarter {
+  return async (request, signal) => {
+    const run = await core.service.submitRun(
+      { kind: 'model', model: request.model },
+      {
+        session: { kind: 'slot', baseId: 'ui-playground' },
+        messages: [create.chatMessage({ role: 'user', content: request.prompt })],
+        params: request.maxTokens ? create.generationParams({ maxTokens: request.maxTokens }) : undefined,
+        metadata: { surface: 'ui' },
+      },
+      { surface: 'ui', signal },
+    );
+    let settled = false;
+    void run.done.then(() => (settled = true));
+    return {
+      runId: run.runId,
+      providerId: run.providerId ?? '',
+      nodeId: run.nodeId,
+      queueMs: run.queueMs,
+      parts: (async function* (): AsyncIterable<RunEventPart> {
+        for await (const event of run.events) {
+          yield event.part;
+          if (isTerminalPart(event.part)) return;
+        }
+      })(),
+      finish(reason) {
+        if (!settled) void run.cancel(reason).catch(() => undefined);
+      },
+    };
+  };
+}
