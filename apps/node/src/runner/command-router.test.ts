@@ -115,6 +115,19 @@ describe('CommandRouter', () => {
     });
   });
 
+  it("refuses a lifecycle command the provider's lifecycle_capabilities do not list, without touching the adapter", async () => {
+    const { router, ollama } = setup();
+    for (const name of ['list_models', 'load_model', 'unload_model']) {
+      expect(await router.handle('r', command({ command: name, adapter: '', providerId: 'gpu-b' }))).toEqual(
+        create.nodeCommandResponse({
+          ok: false,
+          error: `provider 'gpu-b' does not accept '${name}' (lifecycle_capabilities: pull_model)`,
+        }),
+      );
+    }
+    expect(ollama.built.every((adapter) => adapter.commands.length === 0)).toBe(true);
+  });
+
   it('answers ok=false with a clear error for an unknown adapter, ambiguous type or unknown provider', async () => {
     const { router } = setup();
     expect(await router.handle('r', command({ command: 'sessions', adapter: 'nope' }))).toMatchObject({

@@ -1,8 +1,9 @@
 // Answers the edge's NodeCommandRequests. `transport` is answered by the node itself (the link's view), and so
 // is `discover` (a forced discovery pass whose NodeDiscovery frame precedes the response on the link);
 // `capabilities` comes from the adapter with the node's max_concurrency merged in; provider lifecycle commands
-// route by provider_id to that provider's adapter and relay progress as ProviderLifecycleProgress envelopes
-// under the command's request_id; every other command goes to the adapter named in the request.
+// route by provider_id to that provider's adapter — only the ones in its `lifecycle_capabilities`, the others are
+// refused with an error naming what it accepts — and relay progress as ProviderLifecycleProgress envelopes under
+// the command's request_id; every other command goes to the adapter named in the request.
 //
 // Commands never throw to the caller: every failure is a response with ok=false and a clear error.
 import {
@@ -61,6 +62,13 @@ export class CommandRouter {
     if (LIFECYCLE_COMMANDS.includes(request.command) && request.providerId) {
       const provider = this.#deps.providers().find((candidate) => candidate.id === request.providerId);
       if (!provider) return failure(`unknown provider '${request.providerId}' on this node`);
+      // The provider's lifecycle_capabilities say which lifecycle commands it takes; the others are refused here.
+      if (!provider.lifecycleCapabilities.includes(request.command)) {
+        const allowed = provider.lifecycleCapabilities.join(', ') || 'none';
+        return failure(
+          `provider '${provider.id}' does not accept '${request.command}' (lifecycle_capabilities: ${allowed})`,
+        );
+      }
       adapterName = provider.adapter;
     }
     if (!adapterName) return failure(`command '${request.command}' names no adapter`);
