@@ -1,0 +1,108 @@
+import { describe, expect, it } from '@jest/globals';
+import type { NodeDiscovery } from '@iop/wire';
+import {
+  discoveredToJson,
+  discoverySummary,
+  fromWireDiscovery,
+  shortVersion,
+  toWireDiscovery,
+} from './discovered.js';
+
+const GIB = 1024 ** 3;
+
+const REPORT: NodeDiscovery = {
+  backends: [
+    {
+      kind: 'ollama',
+      baseUrl: 'http://127.0.0.1:11434',
+      models: ['llama3.2:3b', 'qwen3:8b', 'gemma3:4b'],
+      version: '0.12.6',
+      loadedModels: ['qwen3:8b'],
+    },
+    {
+      kind: 'vllm',
+      baseUrl: 'http://127.0.0.1:8000/v1',
+      models: ['Qwen/Qwen3-8B'],
+      version: '0.11.0',
+      loadedModels: [],
+    },
+  ],
+  clis: [
+    { name: 'claude', path: '/usr/local/bin/claude', version: '2.0.14 (Claude Code)' },
+    { name: 'codex', path: '/usr/bin/codex', version: '' },
+  ],
+  host: {
+    os: 'linux',
+    arch: 'x64',
+    cpuCores: 16,
+    memoryBytes: 64 * GIB,
+    gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
+  },
+  discoveredAtUnixMs: Date.UTC(2026, 11, 1, 4, 0, 0),
+};
+
+describe('node discovery (edge view)', () => {
+  it('summarizes a report on one line', () => {
+    expect(discoverySummary(fromWireDiscovery(REPORT))).toBe(
+      'ollama: 3 models · vllm: 1 model · claude 2.0.14 · codex · 1× GPU 24 GB',
+    );
+  });
+
+  it('groups equal GPUs and says when nothing was reported or found', () => {
+    const twoGpus = fromWireDiscovery({
+      ...REPORT,
+      backends: [],
+      clis: [],
+      host: { ...REPORT.host!, gpus: [REPORT.host!.gpus[0], REPORT.host!.gpus[0]] },
+    });
+    expect(discoverySummary(twoGpus)).toBe('2× GPU 24 GB');
+    expect(discoverySummary(undefined)).toBe('not reported');
+    expect(discoverySummary(fromWireDiscovery({ backends: [], clis: [], discoveredAtUnixMs: 1 }))).toBe(
+      'nothing found',
+    );
+  });
+
+  it('round-trips through the wire form and renders the --json shape', () => {
+    const discovered = fromWireDiscovery(REPORT);
+    expect(toWireDiscovery(discovered)).toEqual(REPORT);
+    expect(discoveredToJson(discovered)).toEqual({
+      backends: [
+        {
+          kind: 'ollama',
+          base_url: 'http://127.0.0.1:11434',
+          models: ['llama3.2:3b', 'qwen3:8b', 'gemma3:4b'],
+          loaded_models: ['qwen3:8b'],
+          version: '0.12.6',
+        },
+        {
+          kind: 'vllm',
+          base_url: 'http://127.0.0.1:8000/v1',
+          models: ['Qwen/Qwen3-8B'],
+          loaded_models: [],
+          version: '0.11.0',
+        },
+      ],
+      clis: [
+        { name: 'claude', path: '/usr/local/bin/claude', version: '2.0.14 (Claude Code)' },
+        { name: 'codex', path: '/usr/bin/codex', version: '' },
+      ],
+      host: {
+        os: 'linux',
+        arch: 'x64',
+        cpu_cores: 16,
+        memory_bytes: 64 * GIB,
+        gpus: [{ name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memory_bytes: 24 * GIB }],
+      },
+      discovered_at: '2026-12-01T04:00:00.000Z',
+    });
+  });
+
+  it.each([
+    ['2.0.14 (Claude Code)', '2.0.14'],
+    ['codex-cli 0.46.0', '0.46.0'],
+    ['', ''],
+    ['unknown', ''],
+  ])('shortVersion(%p) = %p', (input, expected) => {
+    expect(shortVersion(input)).toBe(expected);
+  });
+});
