@@ -462,7 +462,13 @@ describe('node max_concurrency as a dispatch bound', () => {
 describe('explicit routes', () => {
   function cliNode(): PoolConfig {
     const node = nodeConfig('node-1', [
-      providerConfig('cli-p', { adapter: 'cli', adapter_instance: 'cli', models: ['fake-cli'], capacity: 1, max_queue: 2 }),
+      providerConfig('cli-p', {
+        adapter: 'cli',
+        adapter_instance: 'cli',
+        models: ['fake-cli'],
+        capacity: 1,
+        max_queue: 2,
+      }),
     ]);
     return {
       models: [modelConfig('m', { 'cli-p': 'fake-cli' })],
@@ -473,7 +479,12 @@ describe('explicit routes', () => {
   it('counts a route against the provider of that node whose adapter instance and target match', async () => {
     const { pool } = makePool(cliNode());
     const lease = await pool.acquireRoute({ nodeId: 'node-1', adapter: 'cli', target: 'fake-cli' });
-    expect(lease).toMatchObject({ providerId: 'cli-p', nodeId: 'node-1', model: undefined, target: 'fake-cli' });
+    expect(lease).toMatchObject({
+      providerId: 'cli-p',
+      nodeId: 'node-1',
+      model: undefined,
+      target: 'fake-cli',
+    });
     expect(pool.snapshot()[0]).toMatchObject({ providerId: 'cli-p', inFlight: 1 });
     // The model shares that provider: it now waits behind the route's run.
     const viaModel = pool.acquire('m');
@@ -504,7 +515,9 @@ describe('explicit routes', () => {
     const queued = [pool.acquireRoute(route), pool.acquireRoute(route)];
     expect((await rejection(pool.acquireRoute(route))).code).toBe('queue_full');
     nodes.disconnect('node-2');
-    expect((await rejection(pool.acquireRoute({ ...route, nodeId: 'node-2' }))).code).toBe('node_unavailable');
+    expect((await rejection(pool.acquireRoute({ ...route, nodeId: 'node-2' }))).code).toBe(
+      'node_unavailable',
+    );
     held.release();
     (await queued[0]).release();
     (await queued[1]).release();

@@ -9,11 +9,34 @@ import { createNodeRegistry } from '../node/node-registry.js';
 import { FakeChannel, linkInfo } from '../node/test-support/fake-channel.js';
 import { createEdgeService, type EdgeServiceDeps } from './edge-service.js';
 import { ServiceError } from './errors.js';
-import type { RunEventWithMeta, SubmitRunInput } from './types.js';
+import type { PoolConfig } from '../pool/provider-pool.js';
+import { createProviderPool } from '../pool/provider-pool.js';
+import { modelConfig, nodeConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
+import { systemClock } from '../clock.js';
+import type { EdgeService, RunEventWithMeta, RunSpec } from './types.js';
+
+/** The flat shape these tests write runs in: an explicit route with a fixed session. */
+interface SubmitRunInput extends Omit<RunSpec, 'session'> {
+  node?: string;
+  adapter: string;
+  target: string;
+  sessionId: string;
+  signal?: AbortSignal;
+}
+
+function submit(service: EdgeService, input: SubmitRunInput) {
+  const { node, adapter, target, sessionId, signal, ...spec } = input;
+  return service.submitRun(
+    { kind: 'route', ...(node !== undefined ? { node } : {}), adapter, target },
+    { ...spec, session: { kind: 'fixed', sessionId } },
+    { surface: 'console', ...(signal ? { signal } : {}) },
+  );
+}
 
 function setup(
   nodes: { id: string; alias?: string }[] = [{ id: 'n1' }],
   overrides: Partial<EdgeServiceDeps> = {},
+  poolConfig: PoolConfig = { models: [], nodes: [] },
 ) {
   const registry = createNodeRegistry();
   const bus = createEventBus({ replaySize: 1000, queueSize: 1000 });
@@ -32,8 +55,11 @@ function setup(
     links.set(node.id, link);
   }
   let counter = 0;
+  const pool = createProviderPool({ config: poolConfig, nodes: registry, events: bus, pollIntervalMs: 20 });
+  pool.start();
   const service = createEdgeService({
     registry,
+    pool,
     events: bus,
     logger: silentLogger,
     generateRunId: () => `run-${++counter}`,
@@ -48,7 +74,20 @@ function setup(
     links
       .get(nodeId)
       ?.handle({ requestId: '', msg: { $case: 'runEvent', runEvent: toWireRunEvent(runId, seq, part, 42) } });
-  return { registry, bus, service, channels, links, busEvents, emit, close: () => subscription.close() };
+  return {
+    registry,
+    bus,
+    pool,
+    service,
+    channels,
+    links,
+    busEvents,
+    emit,
+    close: () => {
+      subscription.close();
+      pool.close();
+    },
+  };
 }
 
 function runInput(overrides: Partial<SubmitRunInput> = {}): SubmitRunInput {
@@ -81,8 +120,9 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 describe('createEdgeService runs', () => {
   it('sends the run request, streams its events to the handle and the bus, and releases it at the end', async () => {
     let now = 1_000;
-    const h = setup([{ id: 'n1' }], { clock: () => now });
-    const handle = await h.service.submitRun(
+    const h = setup([{ id: 'n1' }], { clock: { ...systemClock, now: () => now } });
+    const handle = await submit(
+      h.service,
       runInput({ workspace: '/w', metadata: { a: 'b' }, timeoutMs: 60_000 }),
     );
     expect(handle).toMatchObject({ runId: 'run-1', nodeId: 'n1' });
@@ -132,7 +172,7 @@ describe('createEdgeService runs', () => {
 
   it('cancels on the node and ends with the node-confirmed cancelled part', async () => {
     const h = setup();
-    const handle = await h.service.submitRun(runInput());
+    const handle = await submit(h.service, runInput());
     await handle.cancel('user');
     await handle.cancel('again');
     const cancels = h.channels.get('n1')?.ofKind('cancelRequest') ?? [];
@@ -149,7 +189,7 @@ describe('createEdgeService runs', () => {
 
   it('ends a cancelled run locally when the node never confirms', async () => {
     const h = setup([{ id: 'n1' }], { cancelGraceMs: 20 });
-    const handle = await h.service.submitRun(runInput());
+    const handle = await submit(h.service, runInput());
     await expect(h.service.cancelRun(handle.runId, 'stop')).resolves.toBe(true);
     await expect(handle.done).resolves.toEqual({ status: 'cancelled', reason: 'stop' });
     expect(h.links.get('n1')?.inFlightRuns).toBe(0);
@@ -160,22 +200,22 @@ describe('createEdgeService runs', () => {
   it('cancels the run on the node when the caller signal aborts', async () => {
     const h = setup();
     const controller = new AbortController();
-    const handle = await h.service.submitRun(runInput({ signal: controller.signal }));
+    const handle = await submit(h.service, runInput({ signal: controller.signal }));
     controller.abort();
     expect(h.channels.get('n1')?.ofKind('cancelRequest')[0]?.msg).toMatchObject({
       cancelRequest: { runId: handle.runId, reason: 'client-disconnected' },
     });
     h.emit('n1', handle.runId, 1, { type: 'cancelled', reason: 'client-disconnected' });
     await expect(handle.done).resolves.toMatchObject({ status: 'cancelled' });
-    await expect(h.service.submitRun(runInput({ signal: controller.signal }))).rejects.toMatchObject({
-      code: 'invalid_request',
+    await expect(submit(h.service, runInput({ signal: controller.signal }))).rejects.toMatchObject({
+      code: 'aborted',
     });
     h.close();
   });
 
   it('returns background runs at once, keeps tracking them and publishes their events on the bus', async () => {
     const h = setup([{ id: 'n1' }], { runBufferSize: 2 });
-    const handle = await h.service.submitRun(runInput({ background: true }));
+    const handle = await submit(h.service, runInput({ background: true }));
     expect(h.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
       runRequest: { background: true },
     });
@@ -192,7 +232,7 @@ describe('createEdgeService runs', () => {
 
   it('ends a foreground run whose reader is stuck with consumer_overflow and cancels it on the node', async () => {
     const h = setup([{ id: 'n1' }], { runBufferSize: 3 });
-    const handle = await h.service.submitRun(runInput());
+    const handle = await submit(h.service, runInput());
     for (let seq = 1; seq <= 5; seq += 1) h.emit('n1', handle.runId, seq, { type: 'text-delta', text: 'x' });
     await expect(handle.done).resolves.toMatchObject({ status: 'error', code: 'consumer_overflow' });
     expect(h.channels.get('n1')?.ofKind('cancelRequest')).toHaveLength(1);
@@ -209,9 +249,9 @@ describe('createEdgeService runs', () => {
 
   it('ends every in-flight run with node_disconnected when the node goes away and releases everything', async () => {
     const h = setup([{ id: 'n1' }, { id: 'n2' }]);
-    const first = await h.service.submitRun(runInput({ node: 'n1' }));
-    const second = await h.service.submitRun(runInput({ node: 'n1', background: true }));
-    const other = await h.service.submitRun(runInput({ node: 'n2' }));
+    const first = await submit(h.service, runInput({ node: 'n1' }));
+    const second = await submit(h.service, runInput({ node: 'n1', background: true }));
+    const other = await submit(h.service, runInput({ node: 'n2' }));
     const reading = collect(first.events);
     const command = h.service.nodeCommand({
       node: 'n1',
@@ -238,7 +278,7 @@ describe('createEdgeService runs', () => {
     h.emit('n2', other.runId, 1, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 });
     await expect(other.done).resolves.toMatchObject({ status: 'completed' });
     expect(h.service.inFlightRuns).toBe(0);
-    await expect(h.service.submitRun(runInput({ node: 'n1' }))).rejects.toMatchObject({
+    await expect(submit(h.service, runInput({ node: 'n1' }))).rejects.toMatchObject({
       code: 'node_not_found',
     });
     h.close();
@@ -248,7 +288,7 @@ describe('createEdgeService runs', () => {
     const h = setup();
     const channel = h.channels.get('n1');
     if (channel) channel.failSends = true;
-    await expect(h.service.submitRun(runInput())).rejects.toMatchObject({ code: 'node_disconnected' });
+    await expect(submit(h.service, runInput())).rejects.toMatchObject({ code: 'node_disconnected' });
     expect(h.service.inFlightRuns).toBe(0);
     expect(h.links.get('n1')?.inFlightRuns).toBe(0);
     h.close();
@@ -256,7 +296,7 @@ describe('createEdgeService runs', () => {
 
   it('ends a run that outlives its deadline with run_timeout and cancels it on the node', async () => {
     const h = setup([{ id: 'n1' }], { deadlineGraceMs: 10 });
-    const handle = await h.service.submitRun(runInput({ timeoutMs: 20 }));
+    const handle = await submit(h.service, runInput({ timeoutMs: 20 }));
     await expect(handle.done).resolves.toMatchObject({ status: 'error', code: 'run_timeout' });
     expect(h.channels.get('n1')?.ofKind('cancelRequest')[0]?.msg).toMatchObject({
       cancelRequest: { reason: 'deadline' },
@@ -267,19 +307,20 @@ describe('createEdgeService runs', () => {
 
   it('validates its input and refuses duplicates and work after shutdown', async () => {
     const h = setup();
-    const error = await h.service
-      .submitRun(runInput({ adapter: '', messages: [], timeoutMs: -1, runId: 'bad id' }))
-      .catch((caught: unknown) => caught);
+    const error = await submit(
+      h.service,
+      runInput({ adapter: '', messages: [], timeoutMs: -1, runId: 'bad id' }),
+    ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ServiceError);
     expect((error as ServiceError).message).toBe(
       'adapter is required; messages must not be empty; timeoutMs must be an integer between 0 and 4294967295; runId must be 1-128 letters, digits, ".", "_", ":" or "-"',
     );
-    await h.service.submitRun(runInput({ runId: 'manual-1' }));
-    await expect(h.service.submitRun(runInput({ runId: 'manual-1' }))).rejects.toMatchObject({
+    await submit(h.service, runInput({ runId: 'manual-1' }));
+    await expect(submit(h.service, runInput({ runId: 'manual-1' }))).rejects.toMatchObject({
       code: 'invalid_request',
     });
     h.service.shutdown();
-    await expect(h.service.submitRun(runInput())).rejects.toMatchObject({ code: 'shutting_down' });
+    await expect(submit(h.service, runInput())).rejects.toMatchObject({ code: 'shutting_down' });
     h.close();
   });
 });
@@ -377,6 +418,151 @@ describe('createEdgeService node selection and commands', () => {
     ).rejects.toMatchObject({
       code: 'invalid_request',
     });
+    h.close();
+  });
+});
+
+describe('createEdgeService admission', () => {
+  /** n1 serves model `m` through two providers of capacity 2 (adapter instance `vllm`); the node takes 3 runs. */
+  function admissionConfig(maxConcurrency = 3): PoolConfig {
+    const node = nodeConfig('n1', [
+      providerConfig('p1', {
+        adapter: 'vllm',
+        adapter_instance: 'vllm',
+        models: ['served'],
+        capacity: 2,
+        max_queue: 4,
+      }),
+      providerConfig('p2', {
+        adapter: 'vllm',
+        adapter_instance: 'vllm',
+        models: ['served'],
+        capacity: 2,
+        max_queue: 4,
+      }),
+    ]);
+    return {
+      models: [modelConfig('m', { p1: 'served', p2: 'served' }, { default_max_tokens: 128 })],
+      nodes: [{ ...node, runtime: { ...node.runtime, max_concurrency: maxConcurrency } }],
+    };
+  }
+
+  const spec = (sessionBase = 'openai'): RunSpec => ({
+    session: { kind: 'slot', baseId: sessionBase },
+    messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+  });
+
+  function complete(h: ReturnType<typeof setup>, runId: string): void {
+    h.emit('n1', runId, 9, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 });
+  }
+
+  it('admits model runs up to the node bound, queues the rest FIFO and releases each slot once at the end', async () => {
+    const recorded: string[] = [];
+    const h = setup(
+      [{ id: 'n1' }],
+      {
+        metrics: {
+          dispatched: (surface, provider, node) => recorded.push(`${surface}:${provider ?? '-'}@${node}`),
+          rejected: (surface, model, reason) => recorded.push(`${surface}:${model}:${reason}`),
+        },
+      },
+      admissionConfig(),
+    );
+    const running = await Promise.all(
+      [1, 2, 3].map(() => h.service.submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'openai' })),
+    );
+    expect(running.map((run) => run.sessionId)).toEqual(['openai', 'openai-2', 'openai-3']);
+    expect(new Set(running.map((run) => run.providerId))).toEqual(new Set(['p1', 'p2']));
+    const sent = h.channels.get('n1')?.ofKind('runRequest') ?? [];
+    expect(sent).toHaveLength(3);
+    // The model's generation policy was applied by the service.
+    expect(sent[0]?.msg).toMatchObject({
+      runRequest: { adapter: 'vllm', target: 'served', params: { maxTokens: 128 } },
+    });
+    const fourth = h.service.submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'a2a' });
+    await settle();
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 3, queued: 1 });
+    complete(h, running[0]?.runId ?? '');
+    const admitted = await fourth;
+    expect(admitted.queueMs).toBeGreaterThanOrEqual(0);
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 3, queued: 0 });
+    for (const run of [...running.slice(1), admitted]) complete(h, run.runId);
+    await Promise.all([...running, admitted].map((run) => run.done));
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
+    expect(
+      h.service.providers().map((provider) => [provider.providerId, provider.inFlight, provider.queued]),
+    ).toEqual([
+      ['p1', 0, 0],
+      ['p2', 0, 0],
+    ]);
+    expect(recorded.filter((line) => line.startsWith('a2a:'))).toHaveLength(1);
+    h.close();
+  });
+
+  it('counts an explicit route against the matching provider and refuses a full queue with queue_full', async () => {
+    const h = setup([{ id: 'n1' }], {}, admissionConfig(10));
+    const route = { kind: 'route', node: 'n1', adapter: 'vllm', target: 'served' } as const;
+    const fixed = (id: string): RunSpec => ({ ...spec(), session: { kind: 'fixed', sessionId: id } });
+    const runs = await Promise.all(
+      ['a', 'b', 'c', 'd'].map((id) => h.service.submitRun(route, fixed(id), { surface: 'console' })),
+    );
+    expect(h.service.providers().map((provider) => provider.inFlight)).toEqual([2, 2]);
+    const queued = Array.from({ length: 8 }, (_, index) =>
+      h.service.submitRun(route, fixed(`q${index}`), { surface: 'admin' }),
+    );
+    const refused = await h.service
+      .submitRun(route, fixed('late'), { surface: 'admin' })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ServiceError);
+    expect(refused).toMatchObject({ code: 'queue_full', retryAfterSeconds: 1, fault: 'transient' });
+    for (const run of runs) complete(h, run.runId);
+    // Each queued run completes as soon as it is admitted, freeing the slot for the next one.
+    const later = await Promise.all(
+      queued.map(async (admission) => {
+        const run = await admission;
+        expect(h.service.providers().every((provider) => provider.inFlight <= 2)).toBe(true);
+        complete(h, run.runId);
+        return run;
+      }),
+    );
+    await Promise.all(later.map((run) => run.done));
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
+    h.close();
+  });
+
+  it('a caller that aborts while queued leaves the queue with aborted; a disconnect mid-run releases the slot', async () => {
+    const h = setup([{ id: 'n1' }], {}, admissionConfig(1));
+    const first = await h.service.submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'openai' });
+    const controller = new AbortController();
+    const waiting = h.service
+      .submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'openai', signal: controller.signal })
+      .catch((error: unknown) => error);
+    await settle();
+    expect(h.service.admissionTotals().queued).toBe(1);
+    controller.abort();
+    expect(await waiting).toMatchObject({ code: 'aborted' });
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 1, queued: 0 });
+    h.links.get('n1')?.close('peer-closed');
+    await expect(first.done).resolves.toMatchObject({ status: 'error', code: 'node_disconnected' });
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
+    h.close();
+  });
+
+  it('an unknown model is model_not_found; a model whose providers are all offline is no_provider_available', async () => {
+    const h = setup([{ id: 'n2' }], {}, admissionConfig());
+    await expect(
+      h.service.submitRun({ kind: 'model', model: 'nope' }, spec(), { surface: 'openai' }),
+    ).rejects.toMatchObject({
+      code: 'model_not_found',
+      fault: 'caller',
+    });
+    await expect(
+      h.service.submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'openai' }),
+    ).rejects.toMatchObject({
+      code: 'no_provider_available',
+      retryAfterSeconds: 1,
+    });
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
     h.close();
   });
 });
