@@ -10,7 +10,14 @@ export { classifyRefresh } from './classify-refresh.js';
 export { renderConfigTemplate } from './config-template.js';
 export { redactConfig, REDACTED } from './redact-config.js';
 export { isHttpUrl } from './validate-structure.js';
-export { parseListenAddress, isListenAddress, type ListenAddress } from './listen-address.js';
+export {
+  parseListenAddress,
+  isListenAddress,
+  isLoopbackHost,
+  isLoopbackListen,
+  type ListenAddress,
+} from './listen-address.js';
+export { securityWarnings } from './check-exposure.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';
 export { appendApiKey, type ApiKeyEntry } from './append-api-key.js';
 export { IDENTIFIER_PATTERN } from './schema.js';

@@ -22,3 +22,17 @@ export function parseListenAddress(value: string): ListenAddress | undefined {
 export function isListenAddress(value: string): boolean {
   return parseListenAddress(value) !== undefined;
 }
+
+/** localhost, 127.0.0.0/8, ::1 and IPv4-mapped 127.x. Wildcards (0.0.0.0, ::) are not loopback. */
+export function isLoopbackHost(host: string): boolean {
+  const normalized = host.toLowerCase();
+  if (normalized === 'localhost' || normalized === '::1') return true;
+  const ipv4 = normalized.startsWith('::ffff:') ? normalized.slice('::ffff:'.length) : normalized;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ipv4);
+}
+
+/** True when a listen address binds only loopback (false for wildcards and unparsable text). */
+export function isLoopbackListen(value: string): boolean {
+  const parsed = parseListenAddress(value);
+  return parsed !== undefined && isLoopbackHost(parsed.host);
+}

@@ -41,7 +41,12 @@ describe('parseConfigText: defaults', () => {
     expect(config.metrics).toEqual({ enabled: false, listen: '127.0.0.1:19092' });
     expect(config.ui).toEqual({ enabled: false, listen: '127.0.0.1:19094' });
     expect(config.refresh).toEqual({ enabled: true, listen: '127.0.0.1:19093', admin_token: '' });
-    expect(config.bootstrap).toEqual({ listen: '0.0.0.0:19091', public_url: '', artifact_dir: 'artifacts' });
+    expect(config.bootstrap).toEqual({
+      listen: '0.0.0.0:19091',
+      public_url: '',
+      artifact_dir: 'artifacts',
+      edge_address: '',
+    });
     expect(config.console).toEqual({ node: '', adapter: 'cli', target: '', session_id: 'default' });
     expect(config.openai.listen).toBe('127.0.0.1:18081');
     expect(config.openai.enabled).toBe(false);

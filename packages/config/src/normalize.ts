@@ -100,6 +100,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       listen: str(bootstrap.listen, DEFAULTS.bootstrap_listen),
       public_url: str(bootstrap.public_url, ''),
       artifact_dir: filePath(str(bootstrap.artifact_dir, DEFAULTS.artifact_dir), context),
+      edge_address: str(bootstrap.edge_address, ''),
     },
     console: {
       node: str(consoleSection.node, ''),
@@ -118,6 +119,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       strict_output: bool(openai.strict_output, false),
       strict_stream_buffer: bool(openai.strict_stream_buffer, false),
       api_keys: list(openai.api_keys).map((value, index) => normalizeApiKey(value, index, context)),
+      allow_unauthenticated: bool(openai.allow_unauthenticated, false),
       model_routes: list(openai.model_routes).map((value) => {
         const route = record(value);
         return {
@@ -139,6 +141,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       session_id: str(a2a.session_id, DEFAULTS.a2a_session_id),
       timeout_sec: int(a2a.timeout_sec, DEFAULTS.a2a_timeout_sec),
       bearer_token: str(a2a.bearer_token, ''),
+      allow_unauthenticated: bool(a2a.allow_unauthenticated, false),
       public_url: str(a2a.public_url, ''),
     },
     ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },

@@ -243,7 +243,12 @@ export const edgeConfigSchema: Schema = extensible({
   }),
   metrics: object({ enabled: bool, listen }),
   refresh: object({ enabled: bool, listen, admin_token: text }),
-  bootstrap: object({ listen, public_url: optionalHttpUrl, artifact_dir: nonEmptyText }),
+  bootstrap: object({
+    listen,
+    public_url: optionalHttpUrl,
+    artifact_dir: nonEmptyText,
+    edge_address: { type: 'string', anyOf: [{ maxLength: 0 }, { format: 'listen-address' }] },
+  }),
   console: object({ node: text, adapter: text, target: text, session_id: text }),
   openai: object({
     enabled: bool,
@@ -256,6 +261,7 @@ export const edgeConfigSchema: Schema = extensible({
     strict_output: bool,
     strict_stream_buffer: bool,
     api_keys: { type: 'array', items: apiKey, maxItems: 1024 },
+    allow_unauthenticated: bool,
     model_routes: { type: 'array', items: modelRoute, maxItems: 4096 },
   }),
   a2a: object({
@@ -268,6 +274,7 @@ export const edgeConfigSchema: Schema = extensible({
     session_id: text,
     timeout_sec: integer(LIMITS.timeout_sec),
     bearer_token: text,
+    allow_unauthenticated: bool,
     public_url: optionalHttpUrl,
   }),
   ui: object({ enabled: bool, listen }),

@@ -93,6 +93,11 @@ export interface BootstrapConfig {
   readonly public_url: string;
   /** Absolute when loaded from a file. */
   readonly artifact_dir: string;
+  /**
+   * host:port nodes dial (install scripts, `node register`) when it differs from edge.listen — NAT, a port
+   * forward, a relay; '' = edge.listen (a wildcard host replaced by public_url's host).
+   */
+  readonly edge_address: string;
 }
 
 /** Defaults of the interactive ops console. '' node = the single connected node. */
@@ -130,6 +135,8 @@ export interface OpenAIConfig {
    * edge.yaml becomes a key with id `key-<first 8 hex of its SHA-256>` and no limits.
    */
   readonly api_keys: readonly ApiKeyConfig[];
+  /** Serve the OpenAI API off loopback without api_keys anyway (warned at every start). */
+  readonly allow_unauthenticated: boolean;
   readonly model_routes: readonly ModelRouteConfig[];
 }
 
@@ -194,6 +201,8 @@ export interface A2AConfig {
   readonly timeout_sec: number;
   /** '' = no authentication. Secret. */
   readonly bearer_token: string;
+  /** Serve A2A off loopback without bearer_token anyway (warned at every start). */
+  readonly allow_unauthenticated: boolean;
   /** Externally visible URL of the JSON-RPC endpoint (path included) for the agent card; '' = derived from the request's Host and path. */
   readonly public_url: string;
 }

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { formatPath, type PathSegment, type PendingIssue } from './config-path.js';
 import type { NormalizedDocument } from './normalize.js';
+import { checkExposure } from './check-exposure.js';
 import { resolveAdapterReference } from './resolve-adapter.js';
 import type { EdgeConfig } from './types.js';
 
@@ -17,6 +18,7 @@ export function validateReferences(document: NormalizedDocument): PendingIssue[]
   checkRoutes(config, issues);
   checkRouteTargets(config, issues);
   checkApiKeys(config, issues);
+  checkExposure(config, issues);
   return issues;
 }
 

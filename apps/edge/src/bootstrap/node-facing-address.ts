@@ -5,13 +5,15 @@ import type { EdgeConfig } from '@iop/config';
 import { formatHostPort, parseListenAddress } from '../net/listen-address.js';
 
 /**
- * The address a node should dial: edge.listen, except that a wildcard host (0.0.0.0, ::) is replaced by the
- * host of bootstrap.public_url when set, else by this machine's first non-internal IPv4 address.
+ * The address a node should dial: bootstrap.edge_address when set (NAT, port forward, relay), else edge.listen,
+ * except that a wildcard host (0.0.0.0, ::) is replaced by the host of bootstrap.public_url when set, else by this
+ * machine's first non-internal IPv4 address.
  */
 export function nodeFacingAddress(
   config: EdgeConfig,
   networkInterfaces: () => ReturnType<typeof os.networkInterfaces>,
 ): string {
+  if (config.bootstrap.edge_address) return config.bootstrap.edge_address;
   const { host, port } = parseListenAddress(config.edge.listen);
   if (host !== '0.0.0.0' && host !== '::' && host !== '') return formatHostPort(host, port);
   if (config.bootstrap.public_url) {

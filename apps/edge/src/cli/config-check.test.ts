@@ -19,10 +19,30 @@ describe('iop-edge config check', () => {
   it('accepts the public example configs/edge.yaml with a one-line summary', async () => {
     const { io, out, err } = memoryIo(dir);
     const code = await runCli(['config', 'check', '--config', repoConfig], io);
-    expect(err()).toBe('');
+    // The example runs the node link in plaintext (make run, loopback only): valid, but said loudly.
+    expect(err()).toMatch(/^WARNING: edge\.tls is off: the node link is NOT encrypted/);
     expect(code).toBe(0);
     expect(out()).toMatch(/^ok .*edge\.yaml \(flag\): 1 node, 3 providers \(1 enabled\), 2 models; /);
     expect(out().trim().split('\n')).toHaveLength(1);
+  });
+
+  it('fails for an OpenAI or A2A API on 0.0.0.0 without authentication, passes with keys or allow_unauthenticated', async () => {
+    const file = path.join(dir, 'open.yaml');
+    await writeFile(file, 'openai: { enabled: true, listen: "0.0.0.0:18081" }\n');
+    const open = memoryIo(dir);
+    expect(await runCli(['config', 'check', '--config', file], open.io)).toBe(1);
+    expect(open.err()).toContain('openai.listen (line 1): 0.0.0.0:18081 is reachable beyond this host');
+
+    await writeFile(file, 'openai: { enabled: true, listen: "0.0.0.0:18081", api_keys: ["sk-1"] }\n');
+    const keyed = memoryIo(dir);
+    expect(await runCli(['config', 'check', '--config', file], keyed.io)).toBe(0);
+
+    await writeFile(file, 'a2a: { enabled: true, listen: "0.0.0.0:18082", allow_unauthenticated: true }\n');
+    const allowed = memoryIo(dir);
+    expect(await runCli(['config', 'check', '--config', file], allowed.io)).toBe(0);
+    expect(allowed.err()).toContain(
+      'WARNING: a2a.allow_unauthenticated: the A2A API on 0.0.0.0:18082 accepts anyone',
+    );
   });
 
   it('lists every problem with path and line and exits 1', async () => {

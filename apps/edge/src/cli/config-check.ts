@@ -1,5 +1,6 @@
-// `iop-edge config check`: validates edge.yaml. Exit 0 with a one-line summary, or 1 with every issue listed.
-import type { EdgeConfig } from '@iop/config';
+// `iop-edge config check`: validates edge.yaml. Exit 0 with a one-line summary (and a WARNING line for every
+// allowed-but-unsafe setting: plaintext node link, allow_unauthenticated), or 1 with every issue listed.
+import { securityWarnings, type EdgeConfig } from '@iop/config';
 import { parseFlags, stringFlag, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadValidConfig } from './config-source.js';
 
@@ -12,6 +13,7 @@ export const configCheckCommand: CliCommand = {
     const loaded = await loadValidConfig(stringFlag(flags, 'config'), io);
     if (!loaded) return 1;
     writeLine(io.stdout, `ok ${loaded.path} (${loaded.source}): ${summarizeConfig(loaded.config)}`);
+    for (const warning of securityWarnings(loaded.config)) writeLine(io.stderr, `WARNING: ${warning}`);
     return 0;
   },
 };

@@ -1,7 +1,7 @@
 // `iop-edge serve [--config P]`: load and validate edge.yaml, start the runtime (node transport + the default
 // surfaces), print where it listens, and run until SIGINT/SIGTERM, then shut down cleanly (Goodbye `shutdown`
 // to nodes, surfaces closed). Exit 1 with every config issue when the config is invalid.
-import type { EdgeConfig } from '@iop/config';
+import { securityWarnings, type EdgeConfig } from '@iop/config';
 import { startEdgeRuntime, type EdgeRuntime } from '../edge-runtime.js';
 import { createLogger, type Logger } from '../logging.js';
 import type { SurfaceFactory } from '../surface.js';
@@ -41,6 +41,11 @@ export function createServeCommand(deps: ServeDeps = {}): CliCommand {
       if (!loaded) return 1;
       const config = loaded.config;
       const logger = (deps.createLogger ?? defaultLogger)(config, io);
+      // Allowed but unsafe settings: on the terminal and in the log, at every start.
+      for (const warning of securityWarnings(config)) {
+        writeLine(io.stderr, `WARNING: ${warning}`);
+        logger.warn({ security: true }, warning);
+      }
       // Subscribe before starting so a signal during startup is not lost.
       let signalled: (signal: string) => void = () => undefined;
       const stopSignal = new Promise<string>((resolve) => (signalled = resolve));

@@ -1,7 +1,7 @@
 // Listen addresses on the edge, for every listener (node transport, admin gRPC, OpenAI, A2A, bootstrap, metrics)
 // and the CLIs that dial them: parsing with the config's grammar (@iop/config) and each caller's typed error,
 // formatting for bind and dial, and the loopback rules.
-import { isIP, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { parseListenAddress as parseListenGrammar, type ListenAddress } from '@iop/config';
 
 export type { ListenAddress };
@@ -43,10 +43,5 @@ export function localUrl(host: string, port: number): string {
   return `http://${formatHostPort(reachableHost(host), port)}`;
 }
 
-/** localhost, 127.0.0.0/8, ::1 and IPv4-mapped 127.x. Wildcards (0.0.0.0, ::) are not loopback. */
-export function isLoopbackHost(host: string): boolean {
-  const normalized = host.toLowerCase();
-  if (normalized === 'localhost' || normalized === '::1') return true;
-  const ipv4 = normalized.startsWith('::ffff:') ? normalized.slice('::ffff:'.length) : normalized;
-  return isIP(ipv4) === 4 && ipv4.startsWith('127.');
-}
+// The loopback rule lives with the listen-address grammar in @iop/config (its exposure checks use it too).
+export { isLoopbackHost } from '@iop/config';

@@ -1,0 +1,74 @@
+// "No open door": a surface that lets callers run work (OpenAI API, A2A) must not listen beyond loopback without
+// authentication, and the admin API's bearer token must not cross the network in clear. These are errors in
+// `config check` and at `serve` unless the operator opts out per surface with `allow_unauthenticated: true`;
+// the opt-out and a plaintext node link are warnings (securityWarnings) printed at every start.
+import type { PendingIssue } from './config-path.js';
+import { isLoopbackListen } from './listen-address.js';
+import type { EdgeConfig } from './types.js';
+
+export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void {
+  const { openai, a2a, refresh, edge } = config;
+  if (
+    openai.enabled &&
+    !isLoopbackListen(openai.listen) &&
+    openai.api_keys.length === 0 &&
+    !openai.allow_unauthenticated
+  ) {
+    issues.push({
+      segments: ['openai', 'listen'],
+      code: 'unauthenticated',
+      message:
+        `${openai.listen} is reachable beyond this host but openai.api_keys is empty: anyone who can reach it ` +
+        'could run work on your nodes. Add api_keys, listen on 127.0.0.1, or set openai.allow_unauthenticated: true',
+    });
+  }
+  if (a2a.enabled && !isLoopbackListen(a2a.listen) && a2a.bearer_token === '' && !a2a.allow_unauthenticated) {
+    issues.push({
+      segments: ['a2a', 'listen'],
+      code: 'unauthenticated',
+      message:
+        `${a2a.listen} is reachable beyond this host but a2a.bearer_token is empty: anyone who can reach it ` +
+        'could run work on your nodes. Set bearer_token, listen on 127.0.0.1, or set a2a.allow_unauthenticated: true',
+    });
+  }
+  if (
+    refresh.enabled &&
+    !isLoopbackListen(refresh.listen) &&
+    refresh.admin_token !== '' &&
+    !edge.tls.enabled
+  ) {
+    issues.push({
+      segments: ['refresh', 'listen'],
+      code: 'insecure',
+      message:
+        `the admin API on ${refresh.listen} would receive refresh.admin_token in clear: enable edge.tls ` +
+        '(the admin API then uses the edge certificate) or listen on 127.0.0.1',
+    });
+  }
+}
+
+/** Things that are allowed but unsafe, one line each, for `serve`, `config check` and `node register`. */
+export function securityWarnings(config: EdgeConfig): string[] {
+  const warnings: string[] = [];
+  if (!config.edge.tls.enabled) {
+    warnings.push(
+      'edge.tls is off: the node link is NOT encrypted and nodes cannot authenticate the edge; node tokens and ' +
+        "runs cross the network in clear (run 'iop-edge config init' for a key and certificate, or set edge.tls)",
+    );
+  }
+  const { openai, a2a } = config;
+  if (
+    openai.enabled &&
+    openai.allow_unauthenticated &&
+    openai.api_keys.length === 0 &&
+    !isLoopbackListen(openai.listen)
+  ) {
+    warnings.push(
+      `openai.allow_unauthenticated: the OpenAI API on ${openai.listen} accepts anyone who can reach it`,
+    );
+  }
+  if (a2a.enabled && a2a.allow_unauthenticated && a2a.bearer_token === '' && !isLoopbackListen(a2a.listen)) {
+    warnings.push(`a2a.allow_unauthenticated: the A2A API on ${a2a.listen} accepts anyone who can reach it`);
+  }
+  return warnings;
+}
