@@ -16,6 +16,7 @@ import type { EdgeEvent, EdgeNodeEvent } from '../events/types.js';
 import { createNodeRegistry, type NodeRegistry } from '../node/node-registry.js';
 import { createNodeStore, type NodeStore } from '../node/node-store.js';
 import { testEdgeConfig, testNode } from '../node/test-support/config-fixture.js';
+import { createProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { startEdgeTransport, type EdgeTransport } from './edge-transport.js';
 import {
@@ -166,6 +167,13 @@ describe('edge transport handshake', () => {
       RegisterRejectCode.REGISTER_REJECT_CODE_PROTOCOL_MISMATCH,
       'protocol version 99 is not supported: this edge speaks version 1; install a matching iop-node',
       'protocol-mismatch',
+    ],
+    [
+      'agent kind mismatch',
+      { nodeId: 'test-node', token: 'use-real', agentKind: 'other-agent' },
+      RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH,
+      "node 'test-node' is an agent of kind 'other-agent', but the edge config expects 'iop-node' (nodes[].agent_kind)",
+      'agent-kind-mismatch',
     ],
   ])('rejects %s with a reason, closes, and logs it', async (_name, options, code, reason, logReason) => {
     const h = await start();
@@ -342,18 +350,26 @@ describe('edge transport connections', () => {
 describe('edge transport with the service', () => {
   it('runs end to end over loopback and ends the run with node_disconnected when the node dies', async () => {
     const h = await start();
-    const service = createEdgeService({ registry: h.registry, events: h.bus, logger: recordingLogger() });
+    const pool = createProviderPool({ config: testEdgeConfig(), nodes: h.registry, events: h.bus });
+    const service = createEdgeService({
+      registry: h.registry,
+      pool,
+      events: h.bus,
+      logger: recordingLogger(),
+    });
     const node = await connectFakeNode(h.transport.address, {
       nodeId: 'test-node',
       token: token(h, 'test-node'),
     });
     await waitUntil(() => h.registry.size === 1, 2000, 'registered');
-    const handle = await service.submitRun({
-      adapter: 'cli',
-      target: 'fake-cli',
-      sessionId: 'default',
-      messages: [create.chatMessage({ role: 'user', content: 'hi' })],
-    });
+    const handle = await service.submitRun(
+      { kind: 'route', adapter: 'cli', target: 'fake-cli' },
+      {
+        session: { kind: 'fixed', sessionId: 'default' },
+        messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+      },
+      { surface: 'console' },
+    );
     const request = await node.waitFor('runRequest');
     const runId = request.msg?.$case === 'runRequest' ? request.msg.runRequest.runId : '';
     expect(runId).toBe(handle.runId);
@@ -373,12 +389,14 @@ describe('edge transport with the service', () => {
     for await (const meta of handle.events) parts.push(meta.part.type);
     expect(parts).toEqual(['start', 'text-delta', 'complete']);
 
-    const second = await service.submitRun({
-      adapter: 'cli',
-      target: 'fake-cli',
-      sessionId: 'default',
-      messages: [create.chatMessage({ role: 'user', content: 'again' })],
-    });
+    const second = await service.submitRun(
+      { kind: 'route', adapter: 'cli', target: 'fake-cli' },
+      {
+        session: { kind: 'fixed', sessionId: 'default' },
+        messages: [create.chatMessage({ role: 'user', content: 'again' })],
+      },
+      { surface: 'console' },
+    );
     await waitUntil(
       () => node.frames.filter((frame) => frame.msg?.$case === 'runRequest').length === 2,
       2000,
@@ -387,7 +405,10 @@ describe('edge transport with the service', () => {
     node.kill();
     await expect(second.done).resolves.toMatchObject({ status: 'error', code: 'node_disconnected' });
     expect(service.inFlightRuns).toBe(0);
+    // The run's node slot went back when it ended.
+    expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
     await waitUntil(() => h.registry.size === 0, 2000, 'node removed');
     expect(h.nodeEvents.at(-1)).toMatchObject({ kind: 'disconnected', reason: 'peer-closed' });
+    pool.close();
   });
 });

@@ -97,6 +97,8 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     heartbeatTimeoutMs: config.edge.heartbeat_timeout_ms,
     requestTimeoutMs: options.requestTimeoutMs,
     payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
+    // agent_kind is restart-only, so the startup config is the one in force.
+    agentKindFor: (nodeId: string) => config.nodes.find((node) => node.id === nodeId)?.agent_kind,
     isShuttingDown: () => shuttingDown,
     onFrameError: options.onFrameError ?? (() => undefined),
     registeredInputLimits: { maxFrameBytes, maxBufferedBytes: REGISTERED_BUFFERED_BYTES },

@@ -42,6 +42,8 @@ export interface ConnectionContext {
   heartbeatTimeoutMs: number;
   requestTimeoutMs: number | undefined;
   payloadFor(nodeId: string): NodeConfigPayload;
+  /** `nodes[].agent_kind` for a configured node id; undefined = not configured. */
+  agentKindFor?(nodeId: string): string | undefined;
   isShuttingDown(): boolean;
   /** A connection is being closed because the peer sent bad frames (`frame_too_large`, `malformed_frame`, ...). */
   onFrameError(code: string): void;
@@ -121,6 +123,7 @@ export class NodeConnection {
       const decision = await evaluateRegistration(request, {
         store: this.context.store,
         shuttingDown: this.context.isShuttingDown() || this.closingReason !== undefined,
+        expectedAgentKind: (nodeId) => this.context.agentKindFor?.(nodeId),
       });
       if (!decision.accepted) {
         await this.refuse(decision.code, decision.reason, decision.logReason, logger, request);

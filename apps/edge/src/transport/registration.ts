@@ -1,6 +1,8 @@
-// Decides whether a register request is accepted: protocol version, node id form, known node, token.
+// Decides whether a register request is accepted: protocol version, node id form, known node, token, and the
+// agent kind `nodes[].agent_kind` expects for the node (a node that does not say is an `iop-node`).
 // Pure apart from the store lookup, so every rejection reason is unit-testable; the wording of `reason` is what
 // the node prints when it exits, so it says what to do.
+import { DEFAULTS } from '@iop/config';
 import { PROTOCOL_VERSION, RegisterRejectCode, type RegisterRequest } from '@iop/wire';
 import { isValidNodeId, type NodeStore } from '../node/node-store.js';
 
@@ -9,7 +11,12 @@ export type RegistrationDecision =
 
 export async function evaluateRegistration(
   request: RegisterRequest,
-  context: { store: NodeStore; shuttingDown: boolean },
+  context: {
+    store: NodeStore;
+    shuttingDown: boolean;
+    /** `nodes[].agent_kind` of a configured node; undefined = not configured (any kind). */
+    expectedAgentKind?: (nodeId: string) => string | undefined;
+  },
 ): Promise<RegistrationDecision> {
   if (context.shuttingDown) {
     return reject(
@@ -42,7 +49,18 @@ export async function evaluateRegistration(
       `store-error: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-  if (verdict.ok) return { accepted: true };
+  if (verdict.ok) {
+    const expected = context.expectedAgentKind?.(request.nodeId);
+    const reported = request.agentKind || DEFAULTS.agent_kind;
+    if (expected !== undefined && expected !== reported) {
+      return reject(
+        RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH,
+        `node '${request.nodeId}' is an agent of kind '${reported}', but the edge config expects '${expected}' (nodes[].agent_kind)`,
+        'agent-kind-mismatch',
+      );
+    }
+    return { accepted: true };
+  }
   if (verdict.reason === 'unknown_node') {
     return reject(
       RegisterRejectCode.REGISTER_REJECT_CODE_UNKNOWN_NODE,

@@ -113,7 +113,11 @@ describe('NodeLink against a fake edge over loopback', () => {
     const link = createLink(edge, handler);
     const outcome = link.run();
     await waitFor(() => link.state === 'registered', 3000, 'registration');
-    expect(edge.registrations[0]).toEqual({ ...registration, protocolVersion: PROTOCOL_VERSION });
+    expect(edge.registrations[0]).toEqual({
+      ...registration,
+      protocolVersion: PROTOCOL_VERSION,
+      agentKind: 'iop-node',
+    });
     expect(handler.registrations).toHaveLength(1);
     expect(handler.registrations[0].response.config?.revision).toBe('r1');
     expect(handler.registrations[0].reconnect).toBe(false);

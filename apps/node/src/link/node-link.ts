@@ -26,6 +26,8 @@ import type { ConnectFunction } from './dial.js';
 import { LinkError } from './link-error.js';
 import { LinkStateMachine, type LinkState } from './link-state.js';
 
+/** The kind this agent registers as (`nodes[].agent_kind` on the edge). */
+export const NODE_AGENT_KIND = 'iop-node';
 export const DEFAULT_RETRY_INTERVAL_MS = 10_000;
 export const DEFAULT_MAX_RETRIES = 10;
 /**
@@ -297,6 +299,7 @@ export class NodeLink implements Outbound {
           arch: registration.arch,
           hostname: registration.hostname,
           supportedAdapters: registration.supportedAdapters,
+          agentKind: NODE_AGENT_KIND,
         }),
       );
       const timeoutMs = this.#options.registerTimeoutMs ?? DEFAULT_REGISTER_TIMEOUT_MS;

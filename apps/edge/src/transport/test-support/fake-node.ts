@@ -16,6 +16,8 @@ export interface FakeNodeOptions {
   nodeId: string;
   token: string;
   protocolVersion?: number;
+  /** RegisterRequest.agent_kind (default '': an older node, taken as iop-node). */
+  agentKind?: string;
   /** Answer the edge's pings (default true). */
   answerPings?: boolean;
   /** Connect with TLS, trusting this CA certificate. */
@@ -74,6 +76,7 @@ export async function connectFakeNode(address: string, options: FakeNodeOptions)
       arch: 'x64',
       hostname: 'fake-host',
       supportedAdapters: ['cli'],
+      agentKind: options.agentKind ?? '',
     }),
   );
   const iterator = connection.messages()[Symbol.asyncIterator]();

@@ -23,6 +23,8 @@ export enum RegisterRejectCode {
   REGISTER_REJECT_CODE_PROTOCOL_MISMATCH = 3,
   REGISTER_REJECT_CODE_MALFORMED = 4,
   REGISTER_REJECT_CODE_SHUTTING_DOWN = 5,
+  /** REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH - The node's agent_kind is not the one `nodes[].agent_kind` expects for its id. */
+  REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -46,6 +48,9 @@ export function registerRejectCodeFromJSON(object: any): RegisterRejectCode {
     case 5:
     case "REGISTER_REJECT_CODE_SHUTTING_DOWN":
       return RegisterRejectCode.REGISTER_REJECT_CODE_SHUTTING_DOWN;
+    case 6:
+    case "REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH":
+      return RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -67,6 +72,8 @@ export function registerRejectCodeToJSON(object: RegisterRejectCode): string {
       return "REGISTER_REJECT_CODE_MALFORMED";
     case RegisterRejectCode.REGISTER_REJECT_CODE_SHUTTING_DOWN:
       return "REGISTER_REJECT_CODE_SHUTTING_DOWN";
+    case RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH:
+      return "REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH";
     case RegisterRejectCode.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -189,6 +196,8 @@ export interface RegisterRequest {
   hostname: string;
   /** Adapter types this agent build can run (cli, ollama, openai_compat). */
   supportedAdapters: string[];
+  /** What kind of agent this is (`iop-node`); checked against `nodes[].agent_kind`. '' (an older node) = iop-node. */
+  agentKind: string;
 }
 
 export interface RegisterResponse {
@@ -1077,6 +1086,7 @@ function createBaseRegisterRequest(): RegisterRequest {
     arch: "",
     hostname: "",
     supportedAdapters: [],
+    agentKind: "",
   };
 }
 
@@ -1105,6 +1115,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     }
     for (const v of message.supportedAdapters) {
       writer.uint32(66).string(v!);
+    }
+    if (message.agentKind !== "") {
+      writer.uint32(74).string(message.agentKind);
     }
     return writer;
   },
@@ -1186,6 +1199,14 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
             message.supportedAdapters.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.agentKind = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1224,6 +1245,11 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
         : globalThis.Array.isArray(object?.supported_adapters)
         ? object.supported_adapters.map((e: any) => globalThis.String(e))
         : [],
+      agentKind: isSet(object.agentKind)
+        ? globalThis.String(object.agentKind)
+        : isSet(object.agent_kind)
+        ? globalThis.String(object.agent_kind)
+        : "",
     };
   },
 
@@ -1253,6 +1279,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     if (message.supportedAdapters?.length) {
       obj.supportedAdapters = message.supportedAdapters;
     }
+    if (message.agentKind !== "") {
+      obj.agentKind = message.agentKind;
+    }
     return obj;
   },
 
@@ -1269,6 +1298,7 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     message.arch = object.arch ?? "";
     message.hostname = object.hostname ?? "";
     message.supportedAdapters = object.supportedAdapters?.map((e) => e) || [];
+    message.agentKind = object.agentKind ?? "";
     return message;
   },
 };
