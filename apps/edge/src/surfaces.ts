@@ -6,6 +6,7 @@ import { bootstrapSurface } from './bootstrap/bootstrap-surface.js';
 import { createMetricsSurface } from './metrics/metrics-surface.js';
 import { createOpenAISurface } from './openai/openai-surface.js';
 import type { SurfaceFactory } from './surface.js';
+import { createUiSurface } from './ui/ui-surface.js';
 
 export const defaultSurfaces: SurfaceFactory[] = [
   createMetricsSurface(),
@@ -13,4 +14,6 @@ export const defaultSurfaces: SurfaceFactory[] = [
   (core) => createOpenAISurface(core),
   createA2ASurface(),
   bootstrapSurface,
+  // The ops dashboard (ui.enabled): assets embedded from @iop/edge-ui.
+  createUiSurface(),
 ];
