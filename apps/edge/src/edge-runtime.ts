@@ -90,6 +90,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const metrics = new EdgeMetrics({
     processMetrics: true,
     connectedNodes: () => registry.size,
+    discoveredNodes: () => registry.list(),
     providerSnapshot: () => pool.snapshot(),
     nodeLoads: () => pool.nodeLoads(),
   });

@@ -2,12 +2,13 @@
 import type { RunEventPart } from '@iop/wire';
 
 export interface EdgeNodeEvent {
-  kind: 'connected' | 'disconnected';
+  /** `discovered`: the node sent a discovery report (NodeSummary.discovered holds it). */
+  kind: 'connected' | 'disconnected' | 'discovered';
   nodeId: string;
   alias: string;
   /**
-   * Why it happened: `registered` for connected; for disconnected `replaced`, `heartbeat-timeout`, `shutdown`,
-   * `peer-closed`, the node's own Goodbye reason, or a wire error code (malformed_frame, frame_too_large,
+   * Why it happened: `registered` for connected, `reported` for discovered; for disconnected `replaced`,
+   * `heartbeat-timeout`, `shutdown`, `peer-closed`, the node's own Goodbye reason, or a wire error code (malformed_frame, frame_too_large,
    * truncated_frame, connection_closed).
    */
   reason: string;

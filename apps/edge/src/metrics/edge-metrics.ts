@@ -3,6 +3,7 @@
 // never updates them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventBus } from '../events/types.js';
+import type { NodeDiscovered } from '../node/discovered.js';
 
 export interface ProviderGaugeSample {
   providerId: string;
@@ -26,6 +27,8 @@ export interface EdgeMetricsOptions {
   nodeLoads?: () => NodeLoadSample[];
   /** Read at scrape time for the connected-node gauge. */
   connectedNodes?: () => number;
+  /** Read at scrape time for the discovery gauges: each connected node's latest discovery report. */
+  discoveredNodes?: () => readonly { nodeId: string; discovered?: NodeDiscovered }[];
   /** Also export the Node.js process metrics (memory, event loop lag, ...). */
   processMetrics?: boolean;
 }
@@ -178,6 +181,57 @@ export class EdgeMetrics {
       (sample) => sample.maxConcurrency,
     );
     const connectedNodes = options.connectedNodes;
+    const discoveredNodes = options.discoveredNodes;
+    new Gauge({
+      name: 'iop_node_discovered_backends',
+      help: 'Model servers a connected node discovered, by node and kind (ollama, vllm, llama.cpp, ...).',
+      labelNames: ['node', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+          for (const backend of discovered?.backends ?? []) this.inc({ node: nodeId, kind: backend.kind });
+        }
+      },
+    });
+    new Gauge({
+      name: 'iop_node_discovered_models',
+      help: 'Models served by the model servers a connected node discovered, by node and server kind.',
+      labelNames: ['node', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+          for (const backend of discovered?.backends ?? []) {
+            this.inc({ node: nodeId, kind: backend.kind }, backend.models.length);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'iop_node_discovered_clis',
+      help: 'Coding-agent CLIs found on a connected node, by node and CLI (1 each).',
+      labelNames: ['node', 'cli'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+          for (const cli of discovered?.clis ?? []) this.set({ node: nodeId, cli: cli.name }, 1);
+        }
+      },
+    });
+    new Gauge({
+      name: 'iop_node_discovered_gpus',
+      help: 'GPUs a connected node reported.',
+      labelNames: ['node'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+          if (discovered) this.set({ node: nodeId }, discovered.host.gpus.length);
+        }
+      },
+    });
     new Gauge({
       name: 'iop_nodes_connected',
       help: 'Nodes currently connected and registered.',
@@ -196,7 +250,7 @@ export class EdgeMetrics {
         if (event.type === 'node') {
           const { kind, nodeId, reason } = event.event;
           if (kind === 'connected') this.nodeConnections.inc({ node: nodeId });
-          else this.nodeDisconnects.inc({ node: nodeId, reason });
+          else if (kind === 'disconnected') this.nodeDisconnects.inc({ node: nodeId, reason });
           continue;
         }
         const part = event.event.part;

@@ -269,6 +269,7 @@ export class NodeConnection {
       previous.close(CLOSE_REASONS.replaced, { goodbye: true }).catch(() => undefined);
     }
     this.publish('connected', link, 'registered');
+    link.onDiscovered(() => this.publish('discovered', link, 'reported'));
     logger.info(
       {
         nodeId: request.nodeId,
@@ -359,7 +360,7 @@ export class NodeConnection {
     if (isWireError(error) && !error.transient) this.context.onFrameError(error.code);
   }
 
-  private publish(kind: 'connected' | 'disconnected', link: NodeLink, reason: string): void {
+  private publish(kind: 'connected' | 'disconnected' | 'discovered', link: NodeLink, reason: string): void {
     this.context.events.publish({
       type: 'node',
       event: { kind, nodeId: link.nodeId, alias: link.info.alias, reason, atUnixMs: this.context.clock() },

@@ -84,7 +84,7 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     for await (const event of subscription) {
       if (event.type === 'run') runLog.record(event.event);
       else if (event.event.kind === 'connected') labels.labelFor(event.event.nodeId);
-      else {
+      else if (event.event.kind === 'disconnected') {
         departures.unshift({
           node_id: event.event.nodeId,
           alias: event.event.alias,
