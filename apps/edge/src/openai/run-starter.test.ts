@@ -1,42 +1,12 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
-import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
-import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
-import { systemClock } from '../clock.js';
-import type { EdgeService, RunHandle, RunOutcome } from '../service/types.js';
-import { createRunDispatcher } from './run-dispatcher.js';
-import { SessionSlots } from './session-slots.js';
-import type { ResolvedRoute } from './route-resolver.js';
-import type { RunSpec } from './run-spec.js';
+import { createProviderPool } from '../pool/provider-pool.js';
+import { FakeNodes, connectAll, modelConfig, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
-import { ServiceError } from '../service/errors.js';
-
-const pools: ProviderPool[] = [];
-afterEach(() => {
-  for (const pool of pools.splice(0)) pool.close();
-});
-
-function setup(service: EdgeService) {
-  const config = poolConfig([providerConfig('a', { capacity: 1 })]);
-  const nodes = new FakeNodes();
-  connectAll(nodes, config);
-  const pool = createProviderPool({ config, nodes: nodes.list });
-  pools.push(pool);
-  const dispatcher = createRunDispatcher({
-    service,
-    pool,
-    clock: systemClock,
-    logger: silentLogger,
-    sessionId: 's',
-    timeoutMs: 0,
-    cancelGraceMs: 50,
-  });
-  const modelConfig = pool.model('m');
-  if (!modelConfig) throw new Error('model m missing');
-  const route: ResolvedRoute = { kind: 'pool', model: 'm', modelConfig, workspaceRequired: false };
-  return { pool, dispatcher, route };
-}
+import type { ResolvedRoute } from './route-resolver.js';
+import { createRunStarter } from './run-starter.js';
+import type { RunSpec } from './run-spec.js';
 
 const spec: RunSpec = {
   messages: [create.chatMessage({ role: 'user', content: 'hi' })],
@@ -47,102 +17,88 @@ const spec: RunSpec = {
   includeReasoning: false,
 };
 
-describe('run dispatcher', () => {
-  it('releases the lease when the run completes and the consumer finishes', async () => {
-    const service = new FakeEdgeService(() => ({ parts: textRun(['a']) }));
-    const { pool, dispatcher, route } = setup(service);
-    const run = await dispatcher.start(route, spec, new AbortController().signal);
-    expect(run.providerId).toBe('a');
+function setup(parts = textRun(['a', 'b']), delayMs = 0) {
+  const config = poolConfig([providerConfig('p', { capacity: 2 })]);
+  const nodes = new FakeNodes();
+  connectAll(nodes, config);
+  const pool = createProviderPool({ config, nodes });
+  const service = new FakeEdgeService(() => ({ parts, delayMs }), nodes.list, pool);
+  const starter = createRunStarter({ service, logger: silentLogger, sessionId: 'openai', timeoutMs: 30_000 });
+  return { pool, service, starter };
+}
+
+const poolRoute: ResolvedRoute = {
+  kind: 'pool',
+  model: 'm',
+  modelConfig: modelConfig('m', { p: 'served-p' }),
+  workspaceRequired: false,
+};
+
+async function drain(parts: AsyncIterable<unknown>): Promise<number> {
+  let count = 0;
+  for await (const _part of parts) count += 1;
+  return count;
+}
+
+describe('run starter', () => {
+  it('submits a pool route as a model destination with an OpenAI session slot and the run deadline', async () => {
+    const { pool, service, starter } = setup();
+    const run = await starter.start(poolRoute, spec, new AbortController().signal);
     expect(service.submitted[0]).toMatchObject({
-      node: 'node-a',
-      adapter: 'openai_compat',
-      target: 'served-a',
-      timeoutMs: undefined,
-    });
-    const types: string[] = [];
-    for await (const part of run.parts()) types.push(part.type);
-    expect(types).toEqual(['start', 'text-delta', 'usage', 'complete']);
-    run.finish('done');
-    run.finish('done');
-    expect(pool.totals().inFlight).toBe(0);
-  });
-
-  it('gives concurrent runs distinct session ids and frees them when the runs end', async () => {
-    const service = new FakeEdgeService(() => ({ parts: textRun(['a']), delayMs: 20 }));
-    const config = poolConfig([providerConfig('a', { capacity: 3 })]);
-    const nodes = new FakeNodes();
-    connectAll(nodes, config);
-    const pool = createProviderPool({ config, nodes: nodes.list });
-    pools.push(pool);
-    const sessions = new SessionSlots();
-    const dispatcher = createRunDispatcher({
-      service,
-      pool,
-      clock: systemClock,
-      logger: silentLogger,
+      destination: { kind: 'model', model: 'm' },
+      surface: 'openai',
       sessionId: 'openai',
-      timeoutMs: 0,
-      sessions,
+      providerId: 'p',
+      timeoutMs: 30_000,
     });
-    const modelConfig = pool.model('m');
-    if (!modelConfig) throw new Error('model m missing');
-    const route: ResolvedRoute = { kind: 'pool', model: 'm', modelConfig, workspaceRequired: false };
-    const runs = await Promise.all(
-      [1, 2, 3].map(() => dispatcher.start(route, spec, new AbortController().signal)),
-    );
-    expect(service.submitted.map((input) => input.sessionId)).toEqual(['openai', 'openai-2', 'openai-3']);
-    await Promise.all(runs.map((run) => run.handle.done));
-    for (const run of runs) run.finish('done');
-    expect(sessions.held).toBe(0);
-    expect(pool.totals().inFlight).toBe(0);
-  });
-
-  it('returns the lease when submitRun fails', async () => {
-    const service = new FakeEdgeService(() => ({
-      parts: [],
-      submitError: new ServiceError('node_disconnected', 'gone'),
-    }));
-    const { pool, dispatcher, route } = setup(service);
-    await expect(dispatcher.start(route, spec, new AbortController().signal)).rejects.toThrow('gone');
-    expect(pool.totals().inFlight).toBe(0);
-  });
-
-  it('holds the lease of an abandoned run until the node confirms the cancel', async () => {
-    const service = new FakeEdgeService(() => ({ parts: textRun(['a', 'b', 'c']), delayMs: 30 }));
-    const { pool, dispatcher, route } = setup(service);
-    const run = await dispatcher.start(route, spec, new AbortController().signal);
-    run.finish('client disconnected');
+    expect(await drain(run.parts())).toBe(5); // start, two deltas, usage, complete
+    run.finish('done');
+    expect(service.cancels).toBe(0);
     await run.handle.done;
-    expect(service.cancels).toBe(1);
-    expect(pool.totals().inFlight).toBe(0);
+    expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
   });
 
-  it('returns the lease after cancelGraceMs when a cancelled run never settles', async () => {
-    let settle!: (outcome: RunOutcome) => void;
-    const handle: RunHandle = {
-      runId: 'stuck',
-      nodeId: 'node-a',
-      events: { [Symbol.asyncIterator]: () => ({ next: () => new Promise(() => undefined) }) },
-      done: new Promise<RunOutcome>((resolve) => (settle = resolve)),
-      cancel: () => Promise.resolve(),
-      overheadMs: () => undefined,
+  it('submits model_routes and the fallback as explicit routes (node only when the route names one)', async () => {
+    const { service, starter } = setup();
+    const route: ResolvedRoute = {
+      kind: 'route',
+      model: 'codex',
+      adapter: 'cli',
+      target: 'codex',
+      node: 'node-node-p',
+      workspaceRequired: true,
     };
-    const service = new FakeEdgeService(() => ({ parts: [] }));
-    service.submitRun = () => Promise.resolve(handle);
-    const { pool, dispatcher, route } = setup(service);
+    await (
+      await starter.start(route, spec, new AbortController().signal)
+    ).handle.done;
+    await (
+      await starter.start({ ...route, kind: 'fallback', node: '' }, spec, new AbortController().signal)
+    ).handle.done;
+    expect(service.submitted.map((input) => input.destination)).toEqual([
+      { kind: 'route', node: 'node-node-p', adapter: 'cli', target: 'codex' },
+      { kind: 'route', adapter: 'cli', target: 'codex' },
+    ]);
+  });
+
+  it('stops reading when the client goes away (the same signal cancels the run in the service)', async () => {
+    const { pool, service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
     const controller = new AbortController();
-    const run = await dispatcher.start(route, spec, controller.signal);
-    const reading = (async () => {
-      for await (const part of run.parts()) void part;
-    })();
-    controller.abort();
-    await reading;
+    const run = await starter.start(poolRoute, spec, controller.signal);
+    const reading = drain(run.parts());
+    setTimeout(() => controller.abort(), 30);
+    expect(await reading).toBeLessThan(6);
     run.finish('client disconnected');
-    expect(pool.totals().inFlight).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(pool.totals().inFlight).toBe(0);
-    settle({ status: 'cancelled', reason: 'late' });
-    await handle.done;
-    expect(pool.totals().inFlight).toBe(0);
+    await expect(run.handle.done).resolves.toMatchObject({ status: 'cancelled' });
+    expect(service.cancels).toBe(1);
+    expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('finish() cancels a run its reader abandoned, once', async () => {
+    const { service, starter } = setup(textRun(['a', 'b']), 50);
+    const run = await starter.start(poolRoute, spec, new AbortController().signal);
+    run.finish('writer failed');
+    run.finish('writer failed');
+    await expect(run.handle.done).resolves.toMatchObject({ status: 'cancelled', reason: 'writer failed' });
+    expect(service.cancels).toBe(1);
   });
 });

@@ -554,7 +554,7 @@ class ProviderPoolImpl implements ProviderPool {
       if (byLoad < 0 || (byLoad === 0 && byPriority < 0)) tied = [candidate];
       else if (byLoad === 0 && byPriority === 0) tied.push(candidate);
     }
-    let chosen = tied[0] as Candidate;
+    let chosen = tied[0];
     if (tied.length > 1) {
       const last = this.lastPicked.get(model);
       const lastOrder =

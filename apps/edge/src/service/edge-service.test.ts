@@ -542,7 +542,7 @@ describe('createEdgeService admission', () => {
     controller.abort();
     expect(await waiting).toMatchObject({ code: 'aborted' });
     expect(h.service.admissionTotals()).toEqual({ inFlight: 1, queued: 0 });
-    h.links.get('n1')?.close('peer-closed');
+    await h.links.get('n1')?.close('peer-closed');
     await expect(first.done).resolves.toMatchObject({ status: 'error', code: 'node_disconnected' });
     expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
     h.close();
