@@ -98,6 +98,26 @@ describe('RunExecutor', () => {
     expect(executor.slotsInUse).toBe(0);
   });
 
+  it('frees the max_concurrency slot before the terminal event leaves, so the next dispatch never sees node_busy', async () => {
+    maxConcurrency = 1;
+    // A fast edge: the moment run-1's terminal event is sent, the next run arrives.
+    const send = outbound.send.bind(outbound);
+    let chained = false;
+    outbound.send = (message) => {
+      const result = send(message);
+      const event = message.msg?.$case === 'runEvent' ? message.msg.runEvent : undefined;
+      if (!chained && event?.runId === 'run-1' && event.event?.$case === 'complete') {
+        chained = true;
+        executor.submit(runRequest('run-2'));
+      }
+      return result;
+    };
+    executor.submit(runRequest('run-1'));
+    expect((await outbound.waitForTerminal('run-2')).part.type).toBe('complete');
+    await executor.idle();
+    expect(executor.slotsInUse).toBe(0);
+  });
+
   it('resolves an adapter by its type name when one instance of that type is enabled', async () => {
     registry.apply([adapterInstance('my-cli', 'cli')]);
     executor.submit(runRequest('run-1', { adapter: 'cli' }));

@@ -18,7 +18,7 @@ import {
 import type { AdapterLease } from '../adapters/registry.js';
 import type { RunHistory, RunOutcome } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
-import { ConcurrencyLimiter } from './concurrency-limiter.js';
+import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
 import type { Outbound } from './outbound.js';
 
 /** The registry as the runner uses it (AdapterRegistry implements it). */
@@ -48,6 +48,12 @@ interface ActiveRun {
   controller: AbortController;
   abortKind: AbortKind | undefined;
   done: Promise<void>;
+  /**
+   * The run's max_concurrency slot. Released before the terminal event is sent: the edge dispatches the next run
+   * as soon as it sees this one end, and that run must find the slot free (the edge bounds runs per node by the
+   * same limit).
+   */
+  slot: RunSlot;
 }
 
 export class RunExecutor {
@@ -102,6 +108,7 @@ export class RunExecutor {
       controller: new AbortController(),
       abortKind: undefined,
       done: Promise.resolve(),
+      slot,
     };
     this.#runs.set(request.runId, active);
     active.done = this.#execute(active, lease).finally(() => {
@@ -201,7 +208,10 @@ export class RunExecutor {
         const sent =
           active.abortKind === 'deadline' && part.type === 'cancelled' ? this.#deadlineError(active) : part;
         if (sent.type === 'usage') usage = sent.usage;
-        if (isTerminalPart(sent)) terminal = sent;
+        if (isTerminalPart(sent)) {
+          terminal = sent;
+          active.slot.release();
+        }
         await stream.emit(sent);
         if (terminal) break;
       }
@@ -218,6 +228,7 @@ export class RunExecutor {
               backendMs: 0,
             };
         terminal = missing;
+        active.slot.release();
         await stream.emit(missing);
       }
     } catch (error) {
@@ -233,6 +244,7 @@ export class RunExecutor {
           retryable: false,
           backendMs: 0,
         };
+        active.slot.release();
         await stream.emit(terminal).catch(() => undefined);
       }
     } finally {
