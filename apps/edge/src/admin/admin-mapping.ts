@@ -8,6 +8,7 @@ import {
   type SubmitRunRequest,
 } from '@iop/wire';
 import type { EdgeEvent } from '../events/types.js';
+import { toWireDiscovery } from '../node/discovered.js';
 import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
 
 /**
@@ -26,6 +27,7 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
     connectedSinceUnixMs: node.connectedSinceUnixMs,
     lastHeartbeatUnixMs: node.lastHeartbeatUnixMs,
     adapters: [...node.adapters],
+    ...(node.discovered ? { discovered: toWireDiscovery(node.discovered) } : {}),
     providers: node.providers.map((provider) => {
       const pooled = poolStatus.find(
         (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,

@@ -54,8 +54,8 @@ describe('iop-edge nodes list', () => {
     expect(await runCli(['nodes', 'list'], io, [command])).toBe(0);
     expect(err()).toBe('');
     expect(out().split('\n')).toEqual([
-      'NODE       ALIAS    VERSION  PLATFORM   HOST            ADDRESS          CONNECTED             HEARTBEAT  ADAPTERS',
-      'test-node  alias-a  0.1.0    linux/x64  test-node-host  127.0.0.1:50000  2026-11-29T12:00:00Z  2s ago     cli',
+      'NODE       ALIAS    VERSION  PLATFORM   HOST            ADDRESS          CONNECTED             HEARTBEAT  ADAPTERS  DISCOVERED',
+      'test-node  alias-a  0.1.0    linux/x64  test-node-host  127.0.0.1:50000  2026-11-29T12:00:00Z  2s ago     cli       not reported',
       '',
     ]);
   });
@@ -83,9 +83,75 @@ describe('iop-edge nodes list', () => {
           last_heartbeat: '2026-11-29T12:00:28Z',
           last_heartbeat_unix_ms: NOW - 2000,
           adapters: ['cli'],
+          discovered: null,
           providers: [],
         },
       ],
+    });
+  });
+
+  it('shows what each node discovered: a summary line in the table, the whole object with --json', async () => {
+    const GIB = 1024 ** 3;
+    service.nodes = [
+      {
+        ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)),
+        lastHeartbeatUnixMs: NOW - 2000,
+        discovered: {
+          backends: [
+            {
+              kind: 'ollama',
+              baseUrl: 'http://127.0.0.1:11434',
+              models: ['gemma3:4b', 'llama3.2:3b', 'qwen3:8b'],
+              version: '0.12.6',
+              loadedModels: [],
+            },
+          ],
+          clis: [
+            { name: 'claude', path: '/usr/local/bin/claude', version: '2.0.14 (Claude Code)' },
+            { name: 'codex', path: '/usr/bin/codex', version: '' },
+          ],
+          host: {
+            os: 'linux',
+            arch: 'x64',
+            cpuCores: 16,
+            memoryBytes: 64 * GIB,
+            gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
+          },
+          discoveredAtUnixMs: NOW,
+        },
+      },
+    ];
+    const address = await serve();
+    let run = memoryIo(dir);
+    expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(0);
+    expect(run.out().split('\n')[1]).toMatch(
+      / cli {7}ollama: 3 models · claude 2\.0\.14 · codex · 1× GPU 24 GB$/,
+    );
+    run = memoryIo(dir);
+    expect(await runCli(['nodes', 'list', '--json', '--addr', address], run.io, [command])).toBe(0);
+    const listed = JSON.parse(run.out()) as { nodes: { discovered: unknown }[] };
+    expect(listed.nodes[0]?.discovered).toEqual({
+      backends: [
+        {
+          kind: 'ollama',
+          base_url: 'http://127.0.0.1:11434',
+          models: ['gemma3:4b', 'llama3.2:3b', 'qwen3:8b'],
+          loaded_models: [],
+          version: '0.12.6',
+        },
+      ],
+      clis: [
+        { name: 'claude', path: '/usr/local/bin/claude', version: '2.0.14 (Claude Code)' },
+        { name: 'codex', path: '/usr/bin/codex', version: '' },
+      ],
+      host: {
+        os: 'linux',
+        arch: 'x64',
+        cpu_cores: 16,
+        memory_bytes: 64 * GIB,
+        gpus: [{ name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memory_bytes: 24 * GIB }],
+      },
+      discovered_at: new Date(NOW).toISOString(),
     });
   });
 

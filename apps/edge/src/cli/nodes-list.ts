@@ -4,6 +4,7 @@
 import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
+import { discoveredToJson, discoverySummary, fromWireDiscovery } from '../node/discovered.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import {
   booleanFlag,
@@ -104,6 +105,7 @@ function toJson(node: NodeInfo): Record<string, unknown> {
     last_heartbeat: isoTime(node.lastHeartbeatUnixMs),
     last_heartbeat_unix_ms: node.lastHeartbeatUnixMs,
     adapters: node.adapters,
+    discovered: node.discovered ? discoveredToJson(fromWireDiscovery(node.discovered)) : null,
     providers: node.providers.map((provider) => ({
       provider_id: provider.providerId,
       status: provider.status,
@@ -132,6 +134,7 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     'CONNECTED',
     'HEARTBEAT',
     'ADAPTERS',
+    'DISCOVERED',
   ];
   const rows = nodes.map((node) => [
     node.nodeId,
@@ -145,6 +148,7 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
       ? `${Math.max(0, Math.round((now - node.lastHeartbeatUnixMs) / 1000))}s ago`
       : '-',
     node.adapters.length > 0 ? node.adapters.join(',') : '-',
+    discoverySummary(node.discovered ? fromWireDiscovery(node.discovered) : undefined),
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),

@@ -13,17 +13,15 @@ import type { ConsoleSession } from './console-session.js';
 export interface ConsolePromptOptions {
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream;
+  /** A fixed prompt; default: the session's `promptText()` (`edge> `, or with the adapter/target it switched to). */
   prompt?: string;
   /** Whether input is an interactive terminal (default: the input stream's isTTY). */
   terminal?: boolean;
 }
 
-export const DEFAULT_PROMPT = 'edge> ';
-
 /** Owns the prompt: `writeLine` is the writer to give the ConsoleSession, `run` drives the session. */
 export class ConsolePrompt {
   private readonly options: ConsolePromptOptions;
-  private readonly prompt: string;
   private readonly terminal: boolean;
   private atPrompt = false;
   private promptShown: (() => void) | undefined;
@@ -32,7 +30,6 @@ export class ConsolePrompt {
 
   constructor(options: ConsolePromptOptions) {
     this.options = options;
-    this.prompt = options.prompt ?? DEFAULT_PROMPT;
     this.terminal = options.terminal ?? (options.input as { isTTY?: boolean }).isTTY === true;
   }
 
@@ -55,7 +52,8 @@ export class ConsolePrompt {
   /** Runs the prompt loop until /exit, end of input, Ctrl-C at an idle prompt or stop(). */
   async run(session: ConsoleSession): Promise<void> {
     const { input, output } = this.options;
-    const reader = createInterface({ input, output, terminal: this.terminal, prompt: this.prompt });
+    const promptText = (): string => this.options.prompt ?? session.promptText();
+    const reader = createInterface({ input, output, terminal: this.terminal, prompt: promptText() });
     const lines: string[] = [];
     let ended = false;
     const notify = (): void => {
@@ -82,7 +80,7 @@ export class ConsolePrompt {
     try {
       while (!this.stopped) {
         if (lines.length === 0 && !ended) {
-          this.showPrompt(reader);
+          this.showPrompt(reader, promptText());
           await new Promise<void>((resolve) => {
             this.wake = resolve;
           });
@@ -91,7 +89,7 @@ export class ConsolePrompt {
         const line = lines.shift();
         if (line === undefined) return;
         this.atPrompt = false;
-        if (!this.terminal) output.write(`${this.prompt}${line}\n`);
+        if (!this.terminal) output.write(`${promptText()}${line}\n`);
         const result = await session.handleLine(line);
         if (result === 'exit') return;
       }
@@ -103,8 +101,9 @@ export class ConsolePrompt {
     }
   }
 
-  private showPrompt(reader: ReturnType<typeof createInterface>): void {
+  private showPrompt(reader: ReturnType<typeof createInterface>, text: string): void {
     this.atPrompt = true;
+    reader.setPrompt(text);
     if (this.terminal) reader.prompt();
   }
 }

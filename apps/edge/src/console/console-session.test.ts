@@ -194,15 +194,15 @@ describe('ConsoleSession', () => {
       '[node0-evt] disconnected node=early-a reason=heartbeat-timeout',
       '[node0-evt] connected node=early-a reason=registered',
       'edge> /nodes',
-      'early-a (ay)',
-      'early-b (bee)',
-      'late (latecomer)',
+      'early-a (ay) [node0]',
+      'early-b (bee) [node1]',
+      'late (latecomer) [node2]',
       'edge> /node latecomer',
       'selected node late (latecomer)',
       'edge> /nodes',
-      'early-a (ay)',
-      'early-b (bee)',
-      '* late (latecomer)',
+      'early-a (ay) [node0]',
+      'early-b (bee) [node1]',
+      '* late (latecomer) [node2]',
       'edge> /node missing',
       'error: node missing is not connected',
     ]);
@@ -250,8 +250,8 @@ describe('ConsoleSession', () => {
     const lines = await h.script(['/nodes', 'go iop_z']);
     expect(maskRunIds(lines).slice(0, 4)).toEqual([
       'edge> /nodes',
-      'one (one)',
-      '* two (two)',
+      'one (one) [node0]',
+      '* two (two) [node1]',
       'edge> go iop_z',
     ]);
     expect(h.service.runs[0]?.input.node).toBe('two');
@@ -456,8 +456,93 @@ describe('ConsoleSession', () => {
     expect(await h.session.handleLine('/help')).toBe('continue');
   });
 
+  it('/nodes shows each node with its label; a node connecting later gets the next label', async () => {
+    const h = harness({ nodes: ['gpu-box', 'laptop'] });
+    connect(h, 'third', 'tres');
+    await h.waitFor(/connected node=third/);
+    const lines = await h.script(['/nodes', '/node laptop', '/nodes']);
+    expect(lines.slice(1)).toEqual([
+      'edge> /nodes',
+      'gpu-box (gpu-box) [node0]',
+      'laptop (laptop) [node1]',
+      'third (tres) [node2]',
+      'edge> /node laptop',
+      'selected node laptop (laptop)',
+      'edge> /nodes',
+      'gpu-box (gpu-box) [node0]',
+      '* laptop (laptop) [node1]',
+      'third (tres) [node2]',
+    ]);
+  });
+
+  it('/adapter and /target switch a run to another profile of the same node, checked with its capabilities', async () => {
+    const h = harness({ nodes: ['box'] });
+    const targets: Record<string, string> = { cli: 'fake-cli', agents: 'claude,codex' };
+    h.service.commandHandler = (input) => {
+      if (input.request.command !== 'capabilities') return undefined;
+      const list = targets[input.request.adapter];
+      return list === undefined
+        ? create.nodeCommandResponse({ ok: false, error: `unknown adapter '${input.request.adapter}'` })
+        : create.nodeCommandResponse({ ok: true, result: { adapter: input.request.adapter, targets: list } });
+    };
+    const lines = await h.script([
+      '/adapter nope',
+      '/adapter agents',
+      '/target gemini',
+      '/target codex',
+      'hello iop_p',
+      '/target',
+      '/adapter cli',
+      '/target fake-cli',
+      'hello iop_q',
+    ]);
+    expect(maskRunIds(lines)).toEqual([
+      'edge> /adapter nope',
+      "error: node reported error: unknown adapter 'nope'",
+      'edge> /adapter agents',
+      'adapter agents on box; target fake-cli is not one of its targets (claude, codex): choose one with /target',
+      'edge[agents/fake-cli]> /target gemini',
+      'error: adapter agents on box has no target gemini (targets: claude, codex)',
+      'edge[agents/fake-cli]> /target codex',
+      'adapter agents target codex on box',
+      'edge[agents/codex]> hello iop_p',
+      '[edge] sent run_id=manual-... node=box adapter=agents target=codex session=default background=false',
+      '[node0-evt] start run_id=manual-...',
+      '[node0-msg] IOP_P_OK',
+      '[node0-msg] IOP_P_TAIL',
+      '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
+      'edge[agents/codex]> /target',
+      'adapter agents target codex; usage: /target <name>',
+      'edge[agents/codex]> /adapter cli',
+      'adapter cli on box; target codex is not one of its targets (fake-cli): choose one with /target',
+      'edge[cli/codex]> /target fake-cli',
+      'adapter cli target fake-cli on box',
+      'edge> hello iop_q',
+      '[edge] sent run_id=manual-... node=box adapter=cli target=fake-cli session=default background=false',
+      '[node0-evt] start run_id=manual-...',
+      '[node0-msg] IOP_Q_OK',
+      '[node0-msg] IOP_Q_TAIL',
+      '[node0-evt] complete run_id=manual-... detail="idle-timeout"',
+    ]);
+    expect(h.service.runs.map((run) => [run.input.adapter, run.input.target])).toEqual([
+      ['agents', 'codex'],
+      ['cli', 'fake-cli'],
+    ]);
+    expect(h.service.commands.map((command) => command.request.adapter)).toEqual([
+      'nope',
+      'agents',
+      'agents',
+      'agents',
+      'cli',
+      'cli',
+    ]);
+  });
+
   it('lists every command in /help', async () => {
     const lines = await harness().script(['/help']);
+    for (const command of ['/adapter', '/target']) {
+      expect(lines.some((line) => line.startsWith(command))).toBe(true);
+    }
     for (const command of ['/nodes', '/node', '/session', '/background', '/terminate-session', '/status']) {
       expect(lines.some((line) => line.startsWith(command))).toBe(true);
     }

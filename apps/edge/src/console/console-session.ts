@@ -9,8 +9,12 @@
 // console saw nodes connect (first connected = node0; nodes already connected at start are numbered first, by
 // connection time). Labels are stable for the console's lifetime, also across reconnects; see node-labels.ts.
 //
+// `/nodes` lists `id (alias) [node<i>]`, the selected node marked `* `.
+//
 // Runs: a plain text line is a prompt sent as a run to the console's adapter/target/session (config `console`,
-// changed with /node, /session). In the foreground the run's events print as they arrive and the console waits
+// changed with /node, /session, /adapter and /target; /adapter and /target are checked against the selected
+// node's `capabilities` first, so e.g. another CLI profile of the same node can be tried without a restart, and
+// the prompt reads `edge[<adapter>/<target>]> ` while they differ from the configured ones). In the foreground the run's events print as they arrive and the console waits
 // for its terminal event; with `/background on` the console prints `[edge] sent ...` and returns at once, and the
 // run's events still print when they arrive.
 import { create, type NodeCommandResponse } from '@iop/wire';
@@ -53,9 +57,14 @@ export interface ConsoleSessionOptions {
 
 export type ConsoleLineResult = 'continue' | 'exit';
 
+/** The console prompt with the configured adapter/target (the seed transcript's `edge> `). */
+export const DEFAULT_PROMPT = 'edge> ';
+
 type CommandName =
   | 'nodes'
   | 'node'
+  | 'adapter'
+  | 'target'
   | 'session'
   | 'background'
   | 'terminate-session'
@@ -70,6 +79,8 @@ type CommandName =
 const HELP: ReadonlyArray<[string, string]> = [
   ['/nodes', 'list connected nodes (the selected node is marked *)'],
   ['/node <id|alias>', 'send to this node from now on'],
+  ['/adapter <name>', 'use this adapter instance of the selected node (checked with its capabilities)'],
+  ['/target <name>', 'use this target (CLI profile or model) of the adapter (checked with its capabilities)'],
   ['/session <id>', 'use this logical session from now on'],
   ['/background on|off', 'on: print "sent" and return at once; events print as they arrive'],
   ['/terminate-session', 'stop the worker process of the current adapter/target/session'],
@@ -86,6 +97,8 @@ const HELP: ReadonlyArray<[string, string]> = [
 const COMMANDS: ReadonlySet<string> = new Set<CommandName>([
   'nodes',
   'node',
+  'adapter',
+  'target',
   'session',
   'background',
   'terminate-session',
@@ -106,8 +119,9 @@ export class ConsoleSession {
   private readonly logger: Logger;
   private readonly newRunId: () => string;
   private readonly labels = new NodeLabels();
-  private readonly adapter: string;
-  private readonly target: string;
+  private readonly defaults: ConsoleDefaults;
+  private adapter: string;
+  private target: string;
   private selectedNode: string | undefined;
   private sessionId: string;
   private background = false;
@@ -124,6 +138,7 @@ export class ConsoleSession {
     this.write = options.write;
     this.providerStatus = options.providerStatus ?? (() => this.service.providers());
     this.logger = options.logger ?? silentLogger;
+    this.defaults = options.defaults;
     this.adapter = options.defaults.adapter;
     this.target = options.defaults.target;
     this.sessionId = options.defaults.sessionId;
@@ -142,6 +157,12 @@ export class ConsoleSession {
     );
     for (const node of connected) this.labels.labelFor(node.nodeId);
     this.watcher = this.watchNodeEvents(this.subscription);
+  }
+
+  /** The prompt word: `edge`, or `edge[<adapter>/<target>]` while /adapter or /target changed them. */
+  promptText(): string {
+    const changed = this.adapter !== this.defaults.adapter || this.target !== this.defaults.target;
+    return changed ? `edge[${this.adapter}/${this.target}]> ` : DEFAULT_PROMPT;
   }
 
   /** Handles one input line. Resolves after the line's output is written (for a foreground run: after it ends). */
@@ -194,6 +215,12 @@ export class ConsoleSession {
         return 'continue';
       case 'node':
         this.selectNode(args[0]);
+        return 'continue';
+      case 'adapter':
+        await this.selectAdapter(args[0]);
+        return 'continue';
+      case 'target':
+        await this.selectTarget(args[0]);
         return 'continue';
       case 'session':
         this.selectSession(args[0]);
@@ -252,7 +279,8 @@ export class ConsoleSession {
     const ordered = [...nodes].sort((a, b) => this.order(a) - this.order(b));
     for (const node of ordered) {
       const selected = this.selectedNode === node.nodeId || this.selectedNode === node.alias;
-      this.write(`${selected ? '* ' : ''}${node.nodeId} (${node.alias || node.nodeId})`);
+      const label = this.labels.labelFor(node.nodeId);
+      this.write(`${selected ? '* ' : ''}${node.nodeId} (${node.alias || node.nodeId}) [${label}]`);
     }
   }
 
@@ -273,6 +301,70 @@ export class ConsoleSession {
     const node = this.service.resolveNode(reference);
     this.selectedNode = node.nodeId;
     this.write(`selected node ${node.nodeId} (${node.alias || node.nodeId})`);
+  }
+
+  /** Switches the adapter after the selected node confirmed it (capabilities); says if the target does not fit. */
+  private async selectAdapter(name: string | undefined): Promise<void> {
+    if (!name) {
+      this.write(`adapter ${this.adapter} target ${this.target}; usage: /adapter <name>`);
+      return;
+    }
+    const checked = await this.capabilitiesOf(name);
+    if (!checked) return;
+    this.adapter = name;
+    const { node, targets } = checked;
+    if (targets.length > 0 && !targets.includes(this.target)) {
+      this.write(
+        `adapter ${name} on ${node.nodeId}; target ${this.target} is not one of its targets (${targets.join(', ')}): choose one with /target`,
+      );
+      return;
+    }
+    this.write(`adapter ${name} target ${this.target} on ${node.nodeId}`);
+  }
+
+  /** Switches the target when the adapter lists it (an adapter that lists no targets cannot be checked). */
+  private async selectTarget(name: string | undefined): Promise<void> {
+    if (!name) {
+      this.write(`adapter ${this.adapter} target ${this.target}; usage: /target <name>`);
+      return;
+    }
+    const checked = await this.capabilitiesOf(this.adapter);
+    if (!checked) return;
+    const { node, targets } = checked;
+    if (targets.length > 0 && !targets.includes(name)) {
+      this.write(
+        `error: adapter ${this.adapter} on ${node.nodeId} has no target ${name} (targets: ${targets.join(', ')})`,
+      );
+      return;
+    }
+    this.target = name;
+    const note = targets.length === 0 ? ' (the adapter lists no targets: not checked)' : '';
+    this.write(`adapter ${this.adapter} target ${name} on ${node.nodeId}${note}`);
+  }
+
+  /** The selected node's capabilities of `adapter`; writes the error and answers undefined when it has none. */
+  private async capabilitiesOf(
+    adapter: string,
+  ): Promise<{ node: NodeSummary; targets: string[] } | undefined> {
+    const node = this.service.resolveNode(this.selectedNode);
+    const response = await this.service.nodeCommand({
+      node: node.nodeId,
+      request: create.nodeCommandRequest({
+        command: 'capabilities',
+        adapter,
+        target: '',
+        sessionId: this.sessionId,
+      }),
+    });
+    if (!response.ok) {
+      this.write(nodeReportedError(response.error));
+      return undefined;
+    }
+    const targets = (response.result['targets'] ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry.length > 0);
+    return { node, targets };
   }
 
   private selectSession(sessionId: string | undefined): void {

@@ -144,6 +144,8 @@ export class FakeEdgeService implements EdgeService {
   readonly cancelled: { runId: string; reason?: string }[] = [];
   readonly usageCalls: SessionRef[] = [];
   commandResponses: Map<string, NodeCommandResponse | Error> = new Map();
+  /** Answers commands by the whole request (e.g. capabilities per adapter); wins over commandResponses. */
+  commandHandler: ((input: NodeCommandInput) => NodeCommandResponse | undefined) | undefined;
   usageResponse: NodeCommandResponse | Error = create.nodeCommandResponse({ ok: false, error: 'unset' });
   script: RunScript = fakeCliScript;
   submitError: Error | undefined;
@@ -166,7 +168,9 @@ export class FakeEdgeService implements EdgeService {
   submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
     if (this.submitError) return Promise.reject(this.submitError);
     if (destination.kind !== 'route') {
-      return Promise.reject(new ServiceError('model_not_found', `The model '${destination.model}' does not exist`));
+      return Promise.reject(
+        new ServiceError('model_not_found', `The model '${destination.model}' does not exist`),
+      );
     }
     const { session, ...rest } = spec;
     const input: SubmittedRun = {
@@ -268,7 +272,7 @@ export class FakeEdgeService implements EdgeService {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    const response = this.commandResponses.get(input.request.command);
+    const response = this.commandHandler?.(input) ?? this.commandResponses.get(input.request.command);
     if (response instanceof Error) return Promise.reject(response);
     return Promise.resolve(
       response ??

@@ -3,7 +3,7 @@
 export const README_TRANSCRIPT: readonly string[] = [
   '[node0-evt] connected node=test-node reason=registered',
   'edge> /nodes',
-  'test-node (test-node)',
+  'test-node (test-node) [node0]',
   'edge> Convert token iop_manual_one and reply only with converted token',
   '[edge] sent run_id=manual-... node=test-node adapter=cli target=fake-cli session=default background=false',
   '[node0-evt] start run_id=manual-...',
