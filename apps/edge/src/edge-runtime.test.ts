@@ -3,11 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { RUNTIME_EXTRAS, startEdgeRuntime } from './edge-runtime.js';
+import { startEdgeRuntime, type EdgeCore } from './edge-runtime.js';
 import { silentLogger } from './logging.js';
 import { envelope as build } from '@iop/wire';
 import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
-import type { SurfaceContext, SurfaceFactory } from './surface.js';
+import type { SurfaceFactory } from './surface.js';
 import { parseListenAddress } from './net/listen-address.js';
 import { connectFakeNode, waitUntil } from './transport/test-support/fake-node.js';
 
@@ -33,15 +33,16 @@ function canConnect(address: string): Promise<boolean> {
 }
 
 describe('startEdgeRuntime', () => {
-  it('starts surfaces in order with the shared context and stops them in reverse before the transport', async () => {
+  it('starts surfaces in order over the typed core and stops them in reverse before the transport', async () => {
     const order: string[] = [];
-    let seen: SurfaceContext | undefined;
+    let seen: EdgeCore | undefined;
+    const readyDuringStart: boolean[] = [];
     const surface =
       (name: string): SurfaceFactory =>
-      (context) => {
-        seen = context;
+      (core) => {
+        seen = core;
         order.push(`start ${name}`);
-        context.extras.set(name, true);
+        readyDuringStart.push(core.ready());
         return Promise.resolve({
           name,
           address: `${name}://`,
@@ -58,21 +59,35 @@ describe('startEdgeRuntime', () => {
       surfaces: [surface('a'), () => Promise.resolve(undefined), surface('b')],
     });
     expect(runtime.surfaces.map((entry) => entry.name)).toEqual(['a', 'b']);
+    // Every surface gets the same long-lived objects the runtime exposes.
     expect(seen?.service).toBe(runtime.service);
     expect(seen?.registry).toBe(runtime.registry);
-    expect(seen?.extras.get(RUNTIME_EXTRAS.configPath)).toBe('/etc/iop/edge.yaml');
-    expect(seen?.extras.get(RUNTIME_EXTRAS.nodeStore)).toBe(runtime.store);
-    expect(seen?.extras.get('a')).toBe(true);
+    expect(seen?.pool).toBe(runtime.pool);
+    expect(seen?.events).toBe(runtime.events);
+    expect(seen?.metrics).toBe(runtime.metrics);
+    expect(seen?.clock).toBe(runtime.clock);
+    expect(seen?.configPath).toBe('/etc/iop/edge.yaml');
+    expect(seen?.store).toBe(runtime.store);
+    // refresh.enabled is false in the test config: no refresher.
+    expect(seen?.refresher).toBeUndefined();
+    // Not ready while surfaces are still starting; ready once all started.
+    expect(readyDuringStart).toEqual([false, false]);
+    expect(runtime.ready()).toBe(true);
 
     const { token } = await runtime.store.register('test-node');
     const node = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
     expect(node.response.accepted).toBe(true);
     await Promise.all([runtime.stop(), runtime.stop()]);
+    expect(runtime.ready()).toBe(false);
     expect(order).toEqual(['start a', 'start b', 'close b', 'close a']);
     expect((await node.connection.closed).reason).toBe('shutdown');
     expect(await canConnect(runtime.transportAddress)).toBe(false);
     await expect(
-      runtime.service.submitRun({ adapter: 'cli', target: 't', sessionId: 's', messages: [] }),
+      runtime.service.submitRun(
+        { kind: 'route', adapter: 'cli', target: 't' },
+        { session: { kind: 'fixed', sessionId: 's' }, messages: [] },
+        { surface: 'console' },
+      ),
     ).rejects.toMatchObject({
       code: 'shutting_down',
     });
@@ -86,8 +101,8 @@ describe('startEdgeRuntime', () => {
       configPath: 'x',
       logger: silentLogger,
       surfaces: [
-        (context) => {
-          surfaceSawContext = context.registry.size === 0;
+        (core) => {
+          surfaceSawContext = core.registry.size === 0;
           return Promise.resolve({
             name: 'ok',
             address: 'ok://',

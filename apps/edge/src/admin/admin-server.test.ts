@@ -12,16 +12,14 @@ import { createAdminClient, type AdminClient } from './admin-client.js';
 import type { RefreshHandler } from './admin-handlers.js';
 import {
   createAdminSurface,
-  REFRESH_HANDLER_KEY,
-  sharedPoolStatus,
   startAdminServer,
   type AdminServerOptions,
   type AdminSurface,
 } from './admin-server.js';
-import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
 import { AdminError } from './errors.js';
-import type { EdgeConfig } from '@iop/config';
-import type { NodeRegistry } from '../node/node-registry.js';
+import type { ConfigRefresher } from '../refresh/config-refresher.js';
+import { RefreshError } from '../refresh/errors.js';
+import type { RefreshResult } from '../refresh/refresh-result.js';
 import type { SurfaceFactory } from '../surface.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -409,7 +407,12 @@ describe('admin API over gRPC', () => {
 
   it('starts as a surface on refresh.listen, or not at all without one', async () => {
     const bus = new FakeEventBus();
-    const context = { service: new FakeEdgeService(bus), events: bus, logger: silentLogger };
+    const context = {
+      service: new FakeEdgeService(bus),
+      events: bus,
+      logger: silentLogger,
+      refresher: undefined,
+    };
     const factory = createAdminSurface({ closeGraceMs: 100 });
     expect(
       await factory({ ...context, config: { refresh: { enabled: true, listen: '', admin_token: '' } } }),
@@ -431,43 +434,107 @@ async function setupAddress(token: string): Promise<AdminSurface> {
   return (await setup({ token })).surface;
 }
 
+/** A ConfigRefresher answering each refresh with the next scripted result or error. */
+function fakeRefresher(answers: (RefreshResult | Error)[]): ConfigRefresher & { calls: string[][] } {
+  const calls: string[][] = [];
+  return {
+    calls,
+    applied: 0,
+    current: () => {
+      throw new Error('not used');
+    },
+    refresh: (mode, yaml, path) => {
+      calls.push([mode, yaml, path]);
+      const answer = answers.shift();
+      if (!answer) return Promise.reject(new Error('no scripted answer'));
+      return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
+    },
+    close: () => undefined,
+  };
+}
+
 describe('admin surface wiring', () => {
-  it('is a SurfaceFactory and finds the pool and refresh handler in the runtime extras per call', async () => {
+  it('is a SurfaceFactory over the core: providers from service.providers() per call, RefreshConfig through the refresher', async () => {
     const bus = new FakeEventBus();
-    const extras = new Map<string, unknown>();
-    const factory: SurfaceFactory = createAdminSurface({ closeGraceMs: 100 });
+    const service = new FakeEdgeService(bus);
+    const refresher = fakeRefresher([
+      {
+        status: 'applied',
+        mode: 'apply',
+        changed_nodes: ['n1'],
+        changed_providers: [],
+        changed_models: [],
+        reports: [],
+        node_results: [],
+      },
+      new RefreshError('refresh_busy', 'another refresh is running'),
+      new RefreshError('refresh_closed', 'the edge is shutting down'),
+    ]);
+    const factory = createAdminSurface({ closeGraceMs: 100 });
+    // The runtime hands every factory the whole core; the admin surface declares the part it uses.
+    const asSurfaceFactory: SurfaceFactory = factory;
+    expect(asSurfaceFactory).toBe(factory);
     const surface = await factory({
-      config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } } as EdgeConfig,
-      service: new FakeEdgeService(bus),
+      config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } },
+      service,
       events: bus,
       logger: silentLogger,
-      registry: {} as NodeRegistry,
-      extras,
+      refresher,
     });
     if (!surface) throw new Error('expected a surface');
     cleanups.push(() => surface.close());
     const client = createAdminClient({ address: surface.address });
     cleanups.push(() => client.close());
-    const request = { mode: 'apply', configYaml: 'y', configPath: 'p' };
-    expect(await failure(client.refreshConfig(request))).toMatchObject({ grpcCode: status.UNAVAILABLE });
     expect(await client.listProviders()).toEqual([]);
-    // Registered after the surface started, as the pool and the refresh feature do.
-    extras.set(PROVIDER_POOL_KEY, { snapshot: () => pool });
-    const refreshHandler: RefreshHandler = (mode) =>
-      Promise.resolve(RefreshConfigResponse.fromPartial({ status: 'applied', mode }));
-    extras.set(REFRESH_HANDLER_KEY, refreshHandler);
+    // Read from the service at call time (a live refresh changes the pool under a running surface).
+    service.providerList = [
+      {
+        providerId: 'ollama-a',
+        nodeId: 'test-node',
+        status: 'ready',
+        health: 'unknown',
+        capacity: 2,
+        inFlight: 1,
+        queued: 3,
+        servedModels: ['llama3.2'],
+        priority: 1,
+      },
+    ];
     expect(await client.listProviders()).toEqual(pool);
-    expect(await client.refreshConfig(request)).toMatchObject({ status: 'applied', mode: 'apply' });
-  });
-});
 
-describe('sharedPoolStatus', () => {
-  it('reads the shared pool from extras at call time, or reports no providers', () => {
-    const extras = new Map<string, unknown>();
-    const providers = sharedPoolStatus(extras);
-    expect(providers()).toEqual([]);
-    extras.set(PROVIDER_POOL_KEY, { snapshot: () => pool });
-    expect(providers()).toEqual(pool);
-    expect(sharedPoolStatus(undefined)()).toEqual([]);
+    const request = { mode: 'apply', configYaml: 'y', configPath: 'p' };
+    expect(await client.refreshConfig(request)).toMatchObject({
+      status: 'applied',
+      mode: 'apply',
+      changedNodes: ['n1'],
+    });
+    expect(refresher.calls).toEqual([['apply', 'y', 'p']]);
+    // Failures without a result become gRPC statuses: busy → ABORTED, closing → UNAVAILABLE.
+    expect(await failure(client.refreshConfig(request))).toMatchObject({
+      grpcCode: status.ABORTED,
+      serviceCode: 'refresh_busy',
+    });
+    expect(await failure(client.refreshConfig(request))).toMatchObject({
+      grpcCode: status.UNAVAILABLE,
+      serviceCode: 'refresh_closed',
+    });
+  });
+
+  it('answers that refresh is disabled when the runtime has no refresher', async () => {
+    const bus = new FakeEventBus();
+    const surface = await createAdminSurface({ closeGraceMs: 100 })({
+      config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } },
+      service: new FakeEdgeService(bus),
+      events: bus,
+      logger: silentLogger,
+      refresher: undefined,
+    });
+    if (!surface) throw new Error('expected a surface');
+    cleanups.push(() => surface.close());
+    const client = createAdminClient({ address: surface.address });
+    cleanups.push(() => client.close());
+    const refused = await failure(client.refreshConfig({ mode: 'apply', configYaml: 'y', configPath: 'p' }));
+    expect(refused).toMatchObject({ grpcCode: status.UNAVAILABLE });
+    expect(refused.message).toBe('config refresh is disabled');
   });
 });

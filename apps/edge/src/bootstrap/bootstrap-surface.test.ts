@@ -6,8 +6,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { EdgeConfig } from '@iop/config';
 import { silentLogger } from '../logging.js';
-import type { Surface, SurfaceContext } from '../surface.js';
-import { createBootstrapSurfaceFactory } from './bootstrap-surface.js';
+import type { Surface } from '../surface.js';
+import { createBootstrapSurfaceFactory, type BootstrapSurfaceDeps } from './bootstrap-surface.js';
 import type { BootstrapManifest } from './bootstrap-content.js';
 
 const interfaces = () => ({}) as ReturnType<typeof os.networkInterfaces>;
@@ -20,8 +20,8 @@ function edgeConfig(artifactDir: string, publicUrl = ''): EdgeConfig {
   } as unknown as EdgeConfig;
 }
 
-function context(config: EdgeConfig): SurfaceContext {
-  return { config, logger: silentLogger, extras: new Map() } as unknown as SurfaceContext;
+function context(config: EdgeConfig): BootstrapSurfaceDeps {
+  return { config, logger: silentLogger };
 }
 
 describe('bootstrap surface', () => {

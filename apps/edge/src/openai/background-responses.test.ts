@@ -7,7 +7,7 @@ import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-
 import { BackgroundResponses } from './background-responses.js';
 import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
-import { createRunDispatcher } from './run-dispatcher.js';
+import { createRunStarter } from './run-starter.js';
 import type { RunSpec } from './run-spec.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually } from './test-support/openai-harness.js';
@@ -32,18 +32,17 @@ function setup(delayMs: number) {
   const config = poolConfig([providerConfig('a', { capacity: 10 })]);
   const nodes = new FakeNodes();
   connectAll(nodes, config);
-  const pool = createProviderPool({ config, nodes: nodes.list });
-  const service = new FakeEdgeService(() => ({ parts: textRun(['ok']), delayMs }));
-  const dispatcher = createRunDispatcher({
+  const pool = createProviderPool({ config, nodes });
+  // The fake admits model runs through the real pool, as the service does.
+  const service = new FakeEdgeService(() => ({ parts: textRun(['ok']), delayMs }), nodes.list, pool);
+  const runs = createRunStarter({
     service,
-    pool,
-    clock,
     logger: silentLogger,
     sessionId: 's',
     timeoutMs: 0,
   });
   const store = new BackgroundResponses({
-    dispatcher,
+    runs,
     clock,
     logger: silentLogger,
     maxEntries: 2,

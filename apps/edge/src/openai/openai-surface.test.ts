@@ -2,8 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { silentLogger } from '../logging.js';
 import { EdgeMetrics } from '../metrics/edge-metrics.js';
-import { EDGE_METRICS_KEY } from '../metrics/metrics-surface.js';
-import { PROVIDER_POOL_KEY } from '../pool/shared-pool.js';
+import { createProviderPool } from '../pool/provider-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { createOpenAISurface } from './openai-surface.js';
 import { parseListenAddress } from '../net/listen-address.js';
@@ -14,28 +13,29 @@ describe('createOpenAISurface', () => {
   it('returns undefined when openai.enabled is false', async () => {
     const config = harnessConfig({ enabled: false });
     const service = new FakeEdgeService(() => ({ parts: textRun(['x']) }));
-    const surface = await createOpenAISurface({ config, service, logger: silentLogger, extras: new Map() });
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger });
     expect(surface).toBeUndefined();
   });
 
-  it('listens on openai.listen, shares the pool through extras, and close() cuts open streams and frees leases', async () => {
+  it('listens on openai.listen, and close() cuts open streams and frees the leases their runs hold', async () => {
     const config = harnessConfig();
     const nodes = new FakeNodes();
     nodes.connect('node-1');
     nodes.connect('node-2');
+    // The pool belongs to the service now (the surface has none): the fake admits model runs through it.
+    const pool = createProviderPool({ config, nodes });
     const service = new FakeEdgeService(
       () => ({ parts: textRun(Array.from({ length: 100 }, () => 'tick ')), delayMs: 20 }),
       nodes.list,
+      pool,
     );
-    const extras = new Map<string, unknown>();
     const surface = await createOpenAISurface(
-      { config, service, logger: silentLogger, extras },
+      { config, service, logger: silentLogger },
       { closeGraceMs: 50 },
     );
     if (!surface) throw new Error('surface should start');
     expect(surface.name).toBe('openai');
     expect(surface.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(extras.get(PROVIDER_POOL_KEY)).toBe(surface.pool);
 
     const client = new OpenAI({ baseURL: `${surface.address}/v1`, apiKey: 'k', maxRetries: 0 });
     const stream = await client.chat.completions.create({
@@ -52,29 +52,35 @@ describe('createOpenAISurface', () => {
       }
       return chunks;
     })();
-    await eventually(() => expect(surface.pool.totals().inFlight).toBe(1));
+    await eventually(() => expect(pool.totals().inFlight).toBe(1));
     await surface.close();
     const chunks = await reading;
     expect(chunks).toBeLessThan(100);
     await eventually(() => {
-      expect(surface.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+      expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
       expect(service.active).toBe(0);
       expect(service.cancels).toBe(1);
     });
-    surface.pool.close();
+    pool.close();
   });
 });
 
 describe('metrics', () => {
-  it('records requests, first token, overhead and dispatches in the shared EdgeMetrics', async () => {
+  // Provider dispatch and rejection counters are admission's (the service's), not the surface's: they are asserted
+  // on the runtime's shared metrics in edge-runtime.test.ts. Here the 429 still comes from the real pool.
+  it('records requests, first token and overhead in the shared EdgeMetrics', async () => {
     const config = harnessConfig({ capacityA: 1, capacityB: 1, maxQueue: 0 });
     const nodes = new FakeNodes();
     nodes.connect('node-1');
     nodes.connect('node-2');
-    const service = new FakeEdgeService(() => ({ parts: textRun(['a', 'b']), delayMs: 30 }), nodes.list);
+    const pool = createProviderPool({ config, nodes });
+    const service = new FakeEdgeService(
+      () => ({ parts: textRun(['a', 'b']), delayMs: 30 }),
+      nodes.list,
+      pool,
+    );
     const metrics = new EdgeMetrics();
-    const extras = new Map<string, unknown>([[EDGE_METRICS_KEY, metrics]]);
-    const surface = await createOpenAISurface({ config, service, logger: silentLogger, extras });
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger, metrics });
     if (!surface) throw new Error('surface should start');
     const client = new OpenAI({ baseURL: `${surface.address}/v1`, apiKey: 'k', maxRetries: 0 });
     const messages = [{ role: 'user' as const, content: 'hi' }];
@@ -88,7 +94,7 @@ describe('metrics', () => {
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
     await fetch(`${surface.address}/nope`);
     await surface.close();
-    surface.pool.close();
+    pool.close();
     const { body } = await metrics.render();
     expect(body).toContain(
       'iop_http_requests_total{surface="openai",route="/v1/chat/completions",status="200"} 2',
@@ -97,9 +103,15 @@ describe('metrics', () => {
       'iop_http_requests_total{surface="openai",route="/v1/chat/completions",status="429"} 1',
     );
     expect(body).toContain('iop_http_requests_total{surface="openai",route="other",status="404"} 1');
-    expect(body).toContain('iop_provider_dispatches_total{provider="prov-a",node="node-1"} 1');
-    expect(body).toContain('iop_provider_dispatches_total{provider="prov-b",node="node-2"} 1');
-    expect(body).toContain('iop_provider_rejections_total{model="pooled",reason="queue_full"} 1');
+    // Both providers took one run each (capacity 1 each, no queue), the third was refused by the pool.
+    expect([...service.peakByProvider.entries()].sort()).toEqual([
+      ['prov-a', 1],
+      ['prov-b', 1],
+    ]);
+    expect(service.submitted.map((run) => `${run.providerId}@${run.node}`).sort()).toEqual([
+      'prov-a@node-1',
+      'prov-b@node-2',
+    ]);
     expect(body).toContain('iop_time_to_first_token_seconds_count{surface="openai"} 1');
     expect(body).toContain('iop_overhead_seconds_count{surface="openai"} 2');
   });
