@@ -14,6 +14,7 @@ import {
 } from 'a2a-sdk-v1/client';
 import { Role, TaskState } from 'a2a-sdk-v1';
 import { silentLogger } from '../logging.js';
+import { ServiceError } from '../service/errors.js';
 import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 import type { A2ASettings } from './task-manager.js';
@@ -280,12 +281,72 @@ describe('A2A surface', () => {
     expect(service.submitted[2]?.sessionId).not.toBe(service.submitted[0]?.sessionId);
   });
 
-  it('reports a failed task when no node can take the run', async () => {
+  // Admission happens before message/send answers for an idle context: a refusal is the caller's JSON-RPC error
+  // (-32051 unavailable, with Retry-After) and no task is created, rather than a failed task.
+  it('answers a JSON-RPC unavailable error and creates no task when no node can take the run', async () => {
     const service = new FakeEdgeService(echoScripter, () => []);
+    const baseUrl = await start(service);
+    const a2a = await client(baseUrl);
+    await expect(a2a.sendMessage({ message: userMessage('anyone?') })).rejects.toThrow(
+      /no node is connected \(Code: -32051\)/,
+    );
+    const response = await fetch(`${baseUrl}/a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: userMessage('anyone?') },
+      }),
+    });
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: {
+        code: -32051,
+        message: 'no node is connected',
+        data: { code: 'no_nodes', httpStatus: 503, retryAfterSeconds: 1 },
+      },
+    });
+    expect(service.submitted).toHaveLength(0);
+  });
+
+  it('fails a follow-up task whose turn came after its context was busy when admission refuses it then', async () => {
+    const service = new FakeEdgeService((input) =>
+      input.messages.at(-1)?.content === 'second'
+        ? { parts: [], submitError: new ServiceError('node_disconnected', 'node node-a disconnected') }
+        : {
+            delayMs: 40,
+            parts: [
+              { type: 'text-delta', text: 'first answer' },
+              { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 0 },
+            ],
+          },
+    );
     const a2a = await client(await start(service));
-    const task = (await a2a.sendMessage({ message: userMessage('anyone?') })) as SdkTask;
+    const first = (await a2a.sendMessage({
+      message: userMessage('first'),
+      configuration: { blocking: false },
+    })) as SdkTask;
+    // Same context while the first turn runs: accepted as a task, admitted only when its turn comes.
+    const second = (await a2a.sendMessage({
+      message: userMessage('second', first.contextId),
+      configuration: { blocking: false },
+    })) as SdkTask;
+    expect(second.contextId).toBe(first.contextId);
+    let task = second;
+    for (let attempt = 0; attempt < 100 && task.status.state !== 'failed'; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      task = await a2a.getTask({ id: second.id });
+    }
     expect(task.status.state).toBe('failed');
-    expect(task.status.message?.parts[0]).toMatchObject({ kind: 'text', text: 'no node is connected' });
+    expect(task.status.message?.parts[0]).toMatchObject({
+      kind: 'text',
+      text: 'node_disconnected: node node-a disconnected',
+    });
+    expect((await a2a.getTask({ id: first.id })).status.state).toBe('completed');
   });
 
   it('requires the bearer token when one is configured; the card stays public and names the scheme', async () => {

@@ -370,8 +370,26 @@ describe('ConsoleSession', () => {
     ]);
     lines = await harness({ providerStatus: () => [] }).script(['/providers']);
     expect(lines).toEqual(['edge> /providers', 'no providers configured']);
-    lines = await harness().script(['/providers']);
-    expect(lines).toEqual(['edge> /providers', 'provider status is not available on this edge']);
+    // Without an injected source the console asks the service (every edge has a pool now).
+    const fromService = harness();
+    fromService.service.providerList = [
+      {
+        providerId: 'ollama-a',
+        nodeId: 'test-node',
+        status: 'ready',
+        health: 'healthy',
+        capacity: 2,
+        inFlight: 1,
+        queued: 0,
+        servedModels: ['llama3.2', 'qwen3'],
+        priority: 0,
+      },
+    ];
+    lines = await fromService.script(['/providers']);
+    expect(lines).toEqual([
+      'edge> /providers',
+      'ollama-a node=test-node status=ready health=healthy capacity=2 in_flight=1 queued=0 models=llama3.2,qwen3',
+    ]);
   });
 
   it('prints run errors, cancellations, tool calls and reasoning with the node label', async () => {
