@@ -1,7 +1,13 @@
 // The A2A HTTP surface: agent card at the well-known paths, JSON-RPC 2.0 at `path` (JSON answers and SSE
 // streams). Protocol translation only: tasks are run by TaskManager through the edge service.
-import { timingSafeEqual, createHash } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
+import {
+  A2A_BEARER_PRINCIPAL_ID,
+  createPrincipalResolver,
+  unlimitedPrincipal,
+  type Principal,
+  type PrincipalResolver,
+} from '../governance/principal.js';
 import type { Logger } from '../logging.js';
 import {
   httpMetricsMiddleware,
@@ -26,7 +32,13 @@ import type { TaskManager } from './task-manager.js';
 
 export interface A2AAppOptions {
   path: string;
+  /** The `a2a.bearer_token` shortcut; used when `principals` is not given. */
   bearerToken: string;
+  /**
+   * The keys in force, asked on every request (`openai.api_keys` plus the bearer-token shortcut, live key
+   * changes); default: the bearer token alone.
+   */
+  principals?: () => PrincipalResolver;
   edgeId: string;
   version: string;
   adapter: string;
@@ -60,6 +72,8 @@ const RPC_METHODS = new Set([
 
 interface RpcLocals {
   rpcMethod?: string;
+  /** The caller's key once authenticated; undefined = anonymous (no key configured). */
+  principal?: Principal;
 }
 
 /** Bounded metric route label: the card, `rpc <method>` for known methods, or `other`. */
@@ -73,6 +87,11 @@ function routeLabel(request: Request, response: Response, rpcPath: string): stri
 
 export function createA2AApp(options: A2AAppOptions): express.Express {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const bearerOnly = createPrincipalResolver({
+    keys: [],
+    extra: [{ secret: options.bearerToken, principal: unlimitedPrincipal(A2A_BEARER_PRINCIPAL_ID) }],
+  });
+  const principals = options.principals ?? (() => bearerOnly);
   const app = express();
   app.disable('x-powered-by');
   app.use(
@@ -91,7 +110,7 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
         url,
         adapter: options.adapter,
         target: options.target,
-        requiresToken: options.bearerToken !== '',
+        requiresToken: principals().required,
       }),
     );
   });
@@ -101,7 +120,9 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
     // The token is checked before a byte of the body is read: an unauthenticated client gets 401 at once and the
     // connection is closed instead of draining what it sent (up to maxBodyBytes).
     (request, response, next) => {
-      if (authorized(request, options.bearerToken)) {
+      const result = principals().authenticate(request.get('authorization'));
+      if (result.kind === 'open' || result.kind === 'accepted') {
+        if (result.kind === 'accepted') (response.locals as RpcLocals).principal = result.principal;
         next();
         return;
       }
@@ -158,32 +179,35 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
     id = rpc.id;
     if (RPC_METHODS.has(rpc.method)) (response.locals as RpcLocals).rpcMethod = rpc.method;
     const tasks = options.tasks;
+    const principal = (response.locals as RpcLocals).principal;
     switch (rpc.method) {
       case 'message/send': {
         const configuration = readObject(rpc.params['configuration'], 'params.configuration');
         const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
         const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
-        response.json(jsonRpcResult(id, await tasks.send(rpc.params, { blocking, historyLength })));
+        response.json(
+          jsonRpcResult(id, await tasks.send(rpc.params, { blocking, historyLength, principal })),
+        );
         return;
       }
       case 'message/stream': {
         const controller = streamController(response);
-        const events = await tasks.stream(rpc.params, controller.signal);
+        const events = await tasks.stream(rpc.params, controller.signal, principal);
         await writeStream(response, id, events, controller);
         return;
       }
       case 'tasks/get': {
         const taskId = readTaskId(rpc.params);
         const historyLength = readCount(rpc.params['historyLength'], 'params.historyLength');
-        response.json(jsonRpcResult(id, tasks.get(taskId, historyLength)));
+        response.json(jsonRpcResult(id, tasks.get(taskId, historyLength, principal)));
         return;
       }
       case 'tasks/cancel':
-        response.json(jsonRpcResult(id, await tasks.cancel(readTaskId(rpc.params))));
+        response.json(jsonRpcResult(id, await tasks.cancel(readTaskId(rpc.params), principal)));
         return;
       case 'tasks/resubscribe': {
         const controller = streamController(response);
-        const events = tasks.resubscribe(readTaskId(rpc.params), controller.signal);
+        const events = tasks.resubscribe(readTaskId(rpc.params), controller.signal, principal);
         await writeStream(response, id, events, controller);
         return;
       }
@@ -258,17 +282,6 @@ async function writeStream(
     await iterator.return?.();
     if (!response.writableEnded) response.end();
   }
-}
-
-function authorized(request: Request, token: string): boolean {
-  if (token === '') return true;
-  const header = request.get('authorization') ?? '';
-  const match = /^Bearer\s+(.+)$/i.exec(header);
-  if (!match?.[1]) return false;
-  // Compare digests so the comparison takes the same time whatever the lengths.
-  const given = createHash('sha256').update(match[1]).digest();
-  const expected = createHash('sha256').update(token).digest();
-  return timingSafeEqual(given, expected);
 }
 
 function readObject(value: unknown, where: string): Record<string, unknown> {

@@ -132,6 +132,9 @@ export function fromServiceError(error: ServiceError): JsonRpcError {
   });
   switch (error.code) {
     case 'queue_full':
+    case 'rate_limited':
+    case 'concurrency_limited':
+    case 'budget_exhausted':
       return new JsonRpcError(JSON_RPC_ERRORS.capacityExhausted, error.message, data(429, true));
     case 'queue_timeout':
     case 'no_provider_available':

@@ -9,6 +9,7 @@
 // (a2a.timeout_sec) and its release.
 import type { ChatMessage, RunEventPart } from '@iop/wire';
 import { create } from '@iop/wire';
+import type { Principal } from '../governance/principal.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
 import { isServiceError } from '../service/errors.js';
@@ -47,9 +48,13 @@ export interface TaskManagerDeps {
 export interface SendOptions {
   blocking: boolean;
   historyLength?: number;
+  /** The caller's key; undefined = anonymous. */
+  principal?: Principal;
 }
 
 interface ContextState {
+  /** The key whose context this is (contexts of different keys never mix); its limits apply to every turn. */
+  principal?: Principal;
   nodeId?: string;
   sessionId: string;
   /** Conversation so far, for targets that do not keep their own (model servers). */
@@ -84,23 +89,27 @@ export class TaskManager {
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
   async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
-    const record = await this.start(params);
+    const record = await this.start(params, options.principal);
     if (options.blocking) await record.finished;
     return snapshot(record.task, options.historyLength);
   }
 
   /** message/stream: the task first, then its status and artifact updates until the final one. */
-  async stream(params: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<StreamEvent>> {
-    const record = await this.start(params);
+  async stream(
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+    principal?: Principal,
+  ): Promise<AsyncIterable<StreamEvent>> {
+    const record = await this.start(params, principal);
     return this.follow(record, signal);
   }
 
-  get(id: string, historyLength?: number): Task {
-    return snapshot(this.require(id).task, historyLength);
+  get(id: string, historyLength?: number, principal?: Principal): Task {
+    return snapshot(this.require(id, principal).task, historyLength);
   }
 
-  async cancel(id: string): Promise<Task> {
-    const record = this.require(id);
+  async cancel(id: string, principal?: Principal): Promise<Task> {
+    const record = this.require(id, principal);
     if (this.store.isTerminal(record)) {
       throw new JsonRpcError(
         JSON_RPC_ERRORS.taskNotCancelable,
@@ -120,21 +129,27 @@ export class TaskManager {
     return snapshot(record.task);
   }
 
-  resubscribe(id: string, signal: AbortSignal): AsyncIterable<StreamEvent> {
-    return this.follow(this.require(id), signal);
+  resubscribe(id: string, signal: AbortSignal, principal?: Principal): AsyncIterable<StreamEvent> {
+    return this.follow(this.require(id, principal), signal);
   }
 
-  private require(id: string): TaskRecord {
+  /** The task, for the key that created it: another key's task is reported exactly like a missing one. */
+  private require(id: string, principal: Principal | undefined): TaskRecord {
     const record = this.store.get(id);
-    if (!record) throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${id} not found`);
+    if (!record || (record.owner ?? '') !== (principal?.id ?? ''))
+      throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${id} not found`);
     return record;
   }
 
-  private async start(params: Record<string, unknown>): Promise<TaskRecord> {
+  private async start(
+    params: Record<string, unknown>,
+    principal: Principal | undefined,
+  ): Promise<TaskRecord> {
     const message = parseMessage(params['message']);
     if (message.taskId !== undefined) {
       const existing = this.store.get(message.taskId);
-      if (!existing) throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${message.taskId} not found`);
+      if (!existing || (existing.owner ?? '') !== (principal?.id ?? ''))
+        throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${message.taskId} not found`);
       throw new JsonRpcError(
         JSON_RPC_ERRORS.invalidParams,
         `task ${message.taskId} is ${existing.task.status.state}; send a new message with its contextId to continue the conversation`,
@@ -143,7 +158,7 @@ export class TaskManager {
     const prompt = promptOf(message.parts);
     const contextId = message.contextId ?? this.deps.newId();
     const taskId = this.deps.newId();
-    const context = this.context(contextId);
+    const context = this.context(contextId, principal);
     const idle = context.busy === 0;
     context.busy += 1;
     let handle: RunHandle | undefined = NOT_ADMITTED;
@@ -157,6 +172,7 @@ export class TaskManager {
       const userMessage: Message = { ...message, contextId, taskId };
       const record = this.addRecord(taskId, contextId, userMessage);
       record.handle = handle;
+      record.owner = principal?.id ?? '';
       context.tail = context.tail
         .then(() => this.execute(record, context, prompt, handle, userTurn))
         .catch((error: unknown) => {
@@ -214,25 +230,32 @@ export class TaskManager {
         timeoutMs: this.settings.timeoutSec * 1000,
         metadata: { surface: 'a2a', a2a_task_id: taskId, a2a_context_id: contextId },
       },
-      { surface: 'a2a' },
+      { surface: 'a2a', ...(context.principal ? { principal: context.principal } : {}) },
     );
     context.nodeId = handle.nodeId;
     return handle;
   }
 
-  private context(contextId: string): ContextState {
-    let context = this.contexts.get(contextId);
+  private context(contextId: string, principal: Principal | undefined): ContextState {
+    // Keyed by owner too: a key cannot continue (or read the history of) another key's context.
+    const key = `${principal?.id ?? ''}\u0000${contextId}`;
+    let context = this.contexts.get(key);
     if (!context) {
       context = {
-        sessionId: `${this.settings.sessionId}-${contextId}`,
+        // A key's contexts get sessions of their own on the node, even under a context id another key uses.
+        sessionId: principal
+          ? `${this.settings.sessionId}-${principal.id}-${contextId}`
+          : `${this.settings.sessionId}-${contextId}`,
         history: [],
         tail: Promise.resolve(),
         busy: 0,
         lastUsedMs: this.deps.now(),
       };
-      this.contexts.set(contextId, context);
+      this.contexts.set(key, context);
       this.evictContexts();
     }
+    // The newest principal object: live key changes (limits) apply to the context's next turn.
+    context.principal = principal;
     context.lastUsedMs = this.deps.now();
     return context;
   }

@@ -9,6 +9,8 @@ export interface TaskRecord {
   /** When the task reached a terminal state (ms), for the TTL. */
   finishedAtMs?: number;
   handle?: RunHandle;
+  /** Principal id of the key that created it ('' = anonymous): other keys see no such task. */
+  owner?: string;
   /** Live listeners of streaming and resubscribing calls. */
   listeners: Set<(event: StreamEvent) => void>;
   /** Resolves when the task is terminal. */

@@ -20,6 +20,9 @@ const SERVICE_STATUS: Record<ServiceErrorCode, status> = {
   aborted: status.CANCELLED,
   timeout: status.DEADLINE_EXCEEDED,
   shutting_down: status.UNAVAILABLE,
+  rate_limited: status.RESOURCE_EXHAUSTED,
+  concurrency_limited: status.RESOURCE_EXHAUSTED,
+  budget_exhausted: status.RESOURCE_EXHAUSTED,
 };
 
 /** A gRPC status for a failure, with the edge error code in the trailers. */

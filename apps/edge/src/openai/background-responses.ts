@@ -22,6 +22,8 @@ interface Entry {
   body: Record<string, unknown>;
   controller: AbortController;
   finishedAt?: number;
+  /** The principal id that created it ('' = anonymous): only the same key may read or cancel it. */
+  owner: string;
 }
 
 export interface BackgroundResponsesOptions {
@@ -60,19 +62,21 @@ export class BackgroundResponses {
       status: 'queued',
       body: withStatus(responseObject(context, 'in_progress', [], null), 'queued'),
       controller: new AbortController(),
+      owner: spec.principal?.id ?? '',
     };
     this.entries.set(context.id, entry);
     void this.run(entry, route, spec, output);
     return entry.body;
   }
 
-  get(id: string): Record<string, unknown> {
-    return this.entry(id).body;
+  /** The response's current body, for its owner (`owner`: the caller's principal id; another key gets 404). */
+  get(id: string, owner?: string): Record<string, unknown> {
+    return this.entry(id, owner).body;
   }
 
   /** Cancels a queued or running response; a finished one is returned unchanged. */
-  cancel(id: string): Record<string, unknown> {
-    const entry = this.entry(id);
+  cancel(id: string, owner?: string): Record<string, unknown> {
+    const entry = this.entry(id, owner);
     if (entry.status === 'queued' || entry.status === 'in_progress') {
       this.finish(entry, 'cancelled', withStatus(entry.body, 'cancelled'));
       entry.controller.abort(new Error('cancelled by the caller'));
@@ -132,10 +136,11 @@ export class BackgroundResponses {
     entry.finishedAt = this.options.clock.now();
   }
 
-  private entry(id: string): Entry {
+  private entry(id: string, owner: string | undefined): Entry {
     this.expire();
     const entry = this.entries.get(id);
-    if (!entry) {
+    // Another key's response is reported exactly like a missing one.
+    if (!entry || entry.owner !== (owner ?? '')) {
       throw new OpenAIHttpError(
         404,
         'invalid_request_error',

@@ -18,7 +18,13 @@ import type { RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { EdgeService } from '../service/types.js';
-import { apiKeyAuth, apiKeyCheck } from './api-key-auth.js';
+import {
+  allowsModel,
+  createPrincipalResolver,
+  type Principal,
+  type PrincipalResolver,
+} from '../governance/principal.js';
+import { authenticate } from './api-key-auth.js';
 import { isPlainJsonRequest, readJsonBody } from './json-body.js';
 import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
@@ -44,6 +50,10 @@ export interface OpenAIAppOptions {
   metrics?: OpenAIMetrics;
   /** Limits of the background-response store (`background: true`). */
   background?: { maxEntries?: number; ttlMs?: number };
+  /**
+   * The keys in force, asked on every request (live key changes); default: `openai.api_keys` of `config`.
+   */
+  principals?: () => PrincipalResolver;
 }
 
 /** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
@@ -76,6 +86,8 @@ const HOT_ROUTES = new Map([
 
 interface Timing {
   arrivedAt: number;
+  /** The request's principal once authenticated; undefined = anonymous. */
+  principal?: Principal;
 }
 
 export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
@@ -97,7 +109,15 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.locals[BACKGROUND_KEY] = background;
   app.disable('x-powered-by');
   app.set('etag', false);
-  const checkApiKey = openai.api_keys.length > 0 ? apiKeyCheck(openai.api_keys) : undefined;
+  const fixedPrincipals = createPrincipalResolver({ keys: openai.api_keys });
+  const principals = options.principals ?? (() => fixedPrincipals);
+  /** Sets the response's principal; returns the 401 to answer with when the key is missing or wrong. */
+  const authorize = (request: Request, response: Response): OpenAIHttpError | undefined => {
+    const result = authenticate(principals(), request.headers.authorization);
+    if (result instanceof OpenAIHttpError) return result;
+    (response.locals as Timing).principal = result;
+    return undefined;
+  };
   app.use((request, response, next) => {
     const arrivedAt = performance.now();
     (response.locals as Timing).arrivedAt = arrivedAt;
@@ -115,7 +135,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       next();
       return;
     }
-    const denied = checkApiKey?.(request.headers.authorization);
+    const denied = authorize(request, response);
     if (denied) {
       request.resume();
       handleError(denied, request, response);
@@ -126,14 +146,14 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       .then((body) => handle(body, response))
       .catch((error: unknown) => handleError(error, request, response));
   });
-  if (checkApiKey) app.use(apiKeyAuth(openai.api_keys));
+  app.use((request, response, next) => next(authorize(request, response)));
   const json = express.json({ limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
 
   app.get('/v1/models', (_request, response) => {
     setOverhead(response);
     response.json({
       object: 'list',
-      data: resolver.catalogue().map((id) => modelEntry(id, catalogueCreated)),
+      data: visibleModels(response).map((id) => modelEntry(id, catalogueCreated)),
     });
   });
 
@@ -141,7 +161,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.get('/v1/models/*model', (request, response) => {
     const segments = (request.params as Record<string, string | string[]>)['model'] ?? [];
     const model = Array.isArray(segments) ? segments.join('/') : segments;
-    if (!resolver.catalogue().includes(model)) throw modelNotFound(model);
+    if (!visibleModels(response).includes(model)) throw modelNotFound(model);
     setOverhead(response);
     response.json(modelEntry(model, catalogueCreated));
   });
@@ -149,10 +169,24 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.post('/v1/chat/completions', json, (request, response) => chatCompletions(request.body, response));
   app.post('/v1/responses', json, (request, response) => responses(request.body, response));
 
+  /** The catalogue as the request's key sees it: models outside its allow-list do not exist for it. */
+  function visibleModels(response: Response): string[] {
+    const principal = (response.locals as Timing).principal;
+    const catalogue = resolver.catalogue();
+    return principal ? catalogue.filter((model) => allowsModel(principal, model)) : catalogue;
+  }
+
+  /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
+  function resolveFor(response: Response, model: string): ResolvedRoute {
+    const principal = (response.locals as Timing).principal;
+    if (principal && !allowsModel(principal, model)) throw modelNotFound(model);
+    return resolver.resolve(model);
+  }
+
   async function chatCompletions(requestBody: unknown, response: Response): Promise<void> {
     const body = validateChatRequest(requestBody);
-    const route = resolver.resolve(body.model);
-    const spec = chatRunSpec(body);
+    const route = resolveFor(response, body.model);
+    const spec = { ...chatRunSpec(body), principal: (response.locals as Timing).principal };
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -177,8 +211,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
         'unsupported_field',
       );
     }
-    const route = resolver.resolve(body.model);
-    const spec = responsesRunSpec(body);
+    const route = resolveFor(response, body.model);
+    const spec = { ...responsesRunSpec(body), principal: (response.locals as Timing).principal };
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
@@ -200,13 +234,13 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   }
 
   app.get('/v1/responses/:id', (request, response) => {
-    const body = background.get(String(request.params['id']));
+    const body = background.get(String(request.params['id']), (response.locals as Timing).principal?.id);
     setOverhead(response);
     response.json(body);
   });
 
   app.post('/v1/responses/:id/cancel', (request, response) => {
-    const body = background.cancel(String(request.params['id']));
+    const body = background.cancel(String(request.params['id']), (response.locals as Timing).principal?.id);
     setOverhead(response);
     response.json(body);
   });

@@ -46,10 +46,30 @@ export function modelNotFound(model: string): OpenAIHttpError {
   );
 }
 
+/**
+ * Run error codes that mean the request itself cannot be served (the node refused what the caller asked for):
+ * 400, not a gateway failure.
+ */
+const CALLER_RUN_ERRORS: ReadonlySet<string> = new Set([
+  'workspace_not_allowed',
+  'workspace_not_found',
+  'workspace_mismatch',
+  'invalid_session_id',
+]);
+
 /** A run that ended with an error part, or an operator cancel, before the response could be produced. */
 export function runFailed(code: string, message: string): OpenAIHttpError {
   if (code === 'timeout' || code === 'deadline_exceeded') {
     return new OpenAIHttpError(504, 'timeout_error', code, message);
+  }
+  if (CALLER_RUN_ERRORS.has(code)) {
+    return new OpenAIHttpError(
+      400,
+      'invalid_request_error',
+      code,
+      message,
+      code.startsWith('workspace') ? 'metadata.workspace' : null,
+    );
   }
   return new OpenAIHttpError(502, 'upstream_error', code || 'upstream_error', message);
 }
@@ -83,7 +103,10 @@ function mapServiceError(error: ServiceError): MappedError {
     case 'model_not_found':
       return shape(404, 'invalid_request_error', 'model_not_found', error.message, 'model', {});
     case 'queue_full':
-      return shape(429, 'rate_limit_error', 'queue_full', error.message, null, retryAfter);
+    case 'rate_limited':
+    case 'concurrency_limited':
+    case 'budget_exhausted':
+      return shape(429, 'rate_limit_error', error.code, error.message, null, retryAfter);
     case 'queue_timeout':
     case 'no_provider_available':
       return shape(503, 'server_error', error.code, error.message, null, retryAfter);

@@ -1,6 +1,7 @@
 // What a validated request asks the edge to run, independent of which endpoint it came through, plus the
 // conversions both endpoints share (generation fields, metadata, inline images).
 import { create, type ChatMessage, type GenerationParams, type ToolDefinition } from '@iop/wire';
+import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody } from './request-schemas.js';
 
@@ -18,6 +19,8 @@ export interface RunSpec {
   reasoningRequested: boolean;
   /** Reasoning deltas are returned to the caller as reasoning (reasoning_content / reasoning items). */
   includeReasoning: boolean;
+  /** Who asked (the API key's principal); undefined = anonymous (no keys configured). */
+  principal?: Principal;
 }
 
 export function generationParams(

@@ -41,6 +41,8 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       const handle = await deps.service.submitRun(destinationOf(route), serviceSpec(spec, deps), {
         surface: 'openai',
         signal,
+        model: route.model,
+        ...(spec.principal ? { principal: spec.principal } : {}),
       });
       return new StartedRunImpl(handle, signal, deps.logger);
     },

@@ -20,6 +20,9 @@ import type { NodeLink } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
 import { isPoolError, type PoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
+import { isGovernanceError, type GovernanceError } from '../governance/errors.js';
+import { estimateTokens } from '../governance/estimate-tokens.js';
+import type { Admission, Governor, RunEnd } from '../governance/governor.js';
 import { ServiceError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
@@ -58,6 +61,11 @@ export interface EdgeServiceDeps {
   /** Session slots for `{ kind: 'slot' }` sessions; created when omitted. */
   sessions?: SessionSlots;
   metrics?: AdmissionMetrics;
+  /**
+   * Principal limits (allow-list, rpm/tpm, max_concurrent, budget) checked before capacity is taken, and the
+   * usage record of every run; none = no limits, no usage records.
+   */
+  governor?: Governor;
   /** Run id generator (default `run-<time36>-<random hex>`). */
   generateRunId?: () => string;
   /** Events buffered per run handle (default 4096). */
@@ -163,14 +171,25 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     if (spec.runId !== undefined && runs.has(spec.runId)) {
       throw new ServiceError('invalid_request', `run id ${spec.runId} is already in flight`);
     }
-    const { lease, queueMs } = await admit(destination, options);
+    const admission = govern(destination, spec, options);
+    let admitted: { lease: Lease; queueMs: number };
+    try {
+      admitted = await admit(destination, options);
+    } catch (error) {
+      admission?.finish(refused(error));
+      throw error;
+    }
+    const { lease, queueMs } = admitted;
     let session: SessionSlot | undefined;
     try {
       // The queue wait may have outlived the node, the edge or the caller.
       assertAccepting();
       const link = deps.registry.get(lease.nodeId);
       if (!link) {
-        throw new ServiceError('node_disconnected', `node ${lease.nodeId} disconnected before the run started`);
+        throw new ServiceError(
+          'node_disconnected',
+          `node ${lease.nodeId} disconnected before the run started`,
+        );
       }
       if (options.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
       const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
@@ -179,12 +198,40 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         spec.session.kind === 'fixed'
           ? { sessionId: spec.session.sessionId, release: () => undefined }
           : sessions.acquire(lease.nodeId, adapter, target, spec.session.baseId);
-      const handle = await start(link, lease, session, adapter, target, destination, spec, options, queueMs);
+      const handle = await start(
+        link,
+        lease,
+        session,
+        adapter,
+        target,
+        destination,
+        spec,
+        options,
+        queueMs,
+        admission,
+      );
       metrics.dispatched(options.surface, lease.providerId, lease.nodeId);
       return handle;
     } catch (error) {
       session?.release();
       lease.release();
+      admission?.finish({ ...refused(error), node: lease.nodeId, provider: lease.providerId ?? '', queueMs });
+      throw error;
+    }
+  }
+
+  /** The principal's limits, before any capacity is taken; undefined when the edge has no governor. */
+  function govern(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Admission | undefined {
+    if (!deps.governor) return undefined;
+    try {
+      return deps.governor.admit({
+        principal: options.principal,
+        surface: options.surface,
+        model: options.model ?? (destination.kind === 'model' ? destination.model : destination.target),
+        estimatedTokens: estimateTokens(spec.messages),
+      });
+    } catch (error) {
+      if (isGovernanceError(error)) throw fromGovernanceError(error);
       throw error;
     }
   }
@@ -199,13 +246,18 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     spec: RunSpec,
     options: SubmitOptions,
     queueMs: number,
+    admission: Admission | undefined,
   ): Promise<RunHandle> {
     const runId = spec.runId ?? generateRunId();
     if (runs.has(runId)) throw new ServiceError('invalid_request', `run id ${runId} is already in flight`);
     // Read the policy after the queue wait: a live config refresh may have changed it meanwhile.
     const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
     const params = policy
-      ? applyGenerationPolicy(spec.params ?? create.generationParams({}), policy, spec.reasoningRequested ?? false)
+      ? applyGenerationPolicy(
+          spec.params ?? create.generationParams({}),
+          policy,
+          spec.reasoningRequested ?? false,
+        )
       : spec.params;
     const request: RunRequest = create.runRequest({
       runId,
@@ -237,6 +289,15 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         if (runs.get(finished.runId) === finished) runs.delete(finished.runId);
         session.release();
         lease.release();
+        admission?.finish({
+          runId: finished.runId,
+          outcome: finished.outcome?.status ?? 'error',
+          usage: finished.usage,
+          provider: lease.providerId ?? '',
+          node: finished.nodeId,
+          queueMs,
+          durationMs: finished.durationMs,
+        });
       },
     });
     runs.set(runId, tracker);
@@ -342,15 +403,18 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
 function validateRun(destination: RunDestination, spec: RunSpec): void {
   const problems: string[] = [];
   if (destination.kind === 'model') {
-    if (typeof destination.model !== 'string' || destination.model.trim() === '') problems.push('model is required');
+    if (typeof destination.model !== 'string' || destination.model.trim() === '')
+      problems.push('model is required');
   } else {
     for (const key of ['adapter', 'target'] as const) {
-      if (typeof destination[key] !== 'string' || destination[key].trim() === '') problems.push(`${key} is required`);
+      if (typeof destination[key] !== 'string' || destination[key].trim() === '')
+        problems.push(`${key} is required`);
     }
   }
   const sessionId = spec.session?.kind === 'fixed' ? spec.session.sessionId : spec.session?.baseId;
   if (typeof sessionId !== 'string' || sessionId.trim() === '') problems.push('sessionId is required');
-  if (!Array.isArray(spec.messages) || spec.messages.length === 0) problems.push('messages must not be empty');
+  if (!Array.isArray(spec.messages) || spec.messages.length === 0)
+    problems.push('messages must not be empty');
   if (
     spec.timeoutMs !== undefined &&
     (!Number.isInteger(spec.timeoutMs) || spec.timeoutMs < 0 || spec.timeoutMs > MAX_UINT32)

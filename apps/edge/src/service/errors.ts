@@ -15,7 +15,10 @@ export type ServiceErrorCode =
   | 'queue_timeout' // waited queue_timeout_ms without a free slot
   | 'aborted' // the caller gave up while the run was queued
   | 'timeout'
-  | 'shutting_down';
+  | 'shutting_down'
+  | 'rate_limited' // the caller's API key is over its rpm or tpm
+  | 'concurrency_limited' // the caller's API key has max_concurrent runs in flight
+  | 'budget_exhausted'; // the caller's API key spent its token budget for the period
 
 const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   no_nodes: 'transient',
@@ -28,6 +31,9 @@ const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   no_provider_available: 'transient',
   queue_full: 'transient',
   queue_timeout: 'transient',
+  rate_limited: 'caller',
+  concurrency_limited: 'caller',
+  budget_exhausted: 'caller',
   aborted: 'caller',
   timeout: 'transient',
   shutting_down: 'transient',

@@ -9,6 +9,7 @@ import {
   type RunEventEnvelope,
   type RunEventPart,
   type RunRequest,
+  type Usage,
 } from '@iop/wire';
 import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus } from '../events/types.js';
@@ -48,6 +49,9 @@ export class RunTracker implements RunObserver {
   private finishedAt: number | undefined;
   private backendMs: number | undefined;
   private lastSeq = 0;
+  /** The newest usage the node reported (each usage part is the run's total so far). */
+  private lastUsage: Usage | undefined;
+  private finalOutcome: RunOutcome | undefined;
   private finished = false;
   private cancelRequested = false;
   private deadlineTimer: ClockTimer | undefined;
@@ -113,6 +117,24 @@ export class RunTracker implements RunObserver {
     };
   }
 
+  /** Tokens the backend reported for the run (0 when it reported none). */
+  get usage(): { inputTokens: number; outputTokens: number } {
+    return {
+      inputTokens: this.lastUsage?.promptTokens ?? 0,
+      outputTokens: this.lastUsage?.completionTokens ?? 0,
+    };
+  }
+
+  /** How the run ended; undefined until it has. */
+  get outcome(): RunOutcome | undefined {
+    return this.finalOutcome;
+  }
+
+  /** Milliseconds from submit to the end (so far, while running). */
+  get durationMs(): number {
+    return (this.finishedAt ?? this.options.clock.now()) - this.submittedAt;
+  }
+
   overheadMs(): number | undefined {
     if (this.finishedAt === undefined || this.backendMs === undefined) return undefined;
     return Math.max(0, this.finishedAt - this.submittedAt - this.backendMs);
@@ -137,6 +159,7 @@ export class RunTracker implements RunObserver {
   onEvent(event: RunEventEnvelope): void {
     if (this.finished) return;
     this.lastSeq = Math.max(this.lastSeq, event.seq);
+    if (event.part.type === 'usage') this.lastUsage = event.part.usage;
     const meta: RunEventWithMeta = {
       runId: this.runId,
       nodeId: this.nodeId,
@@ -197,7 +220,8 @@ export class RunTracker implements RunObserver {
     this.options.link.releaseRun(this.runId);
     this.options.events.publish({ type: 'run', event: terminal });
     this.stream.end(terminal);
-    this.resolveDone(outcomeOf(terminal.part));
+    this.finalOutcome = outcomeOf(terminal.part);
+    this.resolveDone(this.finalOutcome);
     this.options.onFinished(this);
   }
 

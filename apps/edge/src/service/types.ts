@@ -11,6 +11,7 @@ import type {
 import type { RunEventWithMeta } from '../events/types.js';
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
+import type { Principal } from '../governance/principal.js';
 
 export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
 export type { RunEventWithMeta } from '../events/types.js';
@@ -61,6 +62,16 @@ export type RunSurface = 'openai' | 'a2a' | 'console' | 'admin' | 'ui';
 
 export interface SubmitOptions {
   surface: RunSurface;
+  /**
+   * Who the run is for (the API key the surface authenticated); its allow-list and limits are checked before any
+   * capacity is taken. Omitted = anonymous: recorded in usage, never limited.
+   */
+  principal?: Principal;
+  /**
+   * The model name the caller asked for (the principal's allow-list and usage records); default: the
+   * destination's model, or an explicit route's target.
+   */
+  model?: string;
   /**
    * Aborting it while the run is queued leaves the queue (`aborted`); once the run started it cancels the run on
    * the node (client disconnect). The run's capacity is released when it ends, whatever the caller does.
