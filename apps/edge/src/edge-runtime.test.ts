@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEdgeRuntime, type EdgeCore } from './edge-runtime.js';
 import { silentLogger } from './logging.js';
-import { envelope as build } from '@iop/wire';
+import { create, envelope as build } from '@iop/wire';
 import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
+import { modelConfig } from './pool/test-support/pool-fixture.js';
 import type { SurfaceFactory } from './surface.js';
 import { parseListenAddress } from './net/listen-address.js';
 import { connectFakeNode, waitUntil } from './transport/test-support/fake-node.js';
@@ -91,6 +92,60 @@ describe('startEdgeRuntime', () => {
     ).rejects.toMatchObject({
       code: 'shutting_down',
     });
+  });
+
+  it('counts admission on the shared metrics: provider dispatches and rejections, runs by surface', async () => {
+    const node = testNode();
+    const [provider] = node.providers;
+    if (!provider) throw new Error('config fixture lost its provider');
+    const runtime = await startEdgeRuntime({
+      config: {
+        ...testEdgeConfig({
+          edge: { data_dir: dataDir },
+          nodes: [{ ...node, providers: [{ ...provider, capacity: 1, max_queue: 0 }] }],
+        }),
+        models: [modelConfig('llama', { [provider.id]: 'llama3.2' })],
+      },
+      configPath: 'x',
+      logger: silentLogger,
+      surfaces: [],
+    });
+    try {
+      const { token } = await runtime.store.register('test-node');
+      const fake = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
+      await waitUntil(() => runtime.registry.size === 1, 2000, 'registered');
+      const spec = {
+        session: { kind: 'slot', baseId: 'openai' },
+        messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+      } as const;
+      const first = await runtime.service.submitRun({ kind: 'model', model: 'llama' }, spec, {
+        surface: 'openai',
+      });
+      expect(first).toMatchObject({ nodeId: 'test-node', providerId: provider.id, target: 'llama3.2' });
+      await fake.waitFor('runRequest');
+      // Capacity 1 and no queue: the second run is refused at once.
+      await expect(
+        runtime.service.submitRun({ kind: 'model', model: 'llama' }, spec, { surface: 'openai' }),
+      ).rejects.toMatchObject({ code: 'queue_full' });
+      // An explicit route matching no provider counts for its surface but no provider.
+      await runtime.service.submitRun(
+        { kind: 'route', adapter: 'cli', target: 'fake-cli' },
+        { session: { kind: 'fixed', sessionId: 'default' }, messages: spec.messages },
+        { surface: 'console' },
+      );
+      const { body } = await runtime.metrics.render();
+      expect(body).toContain(`iop_provider_dispatches_total{provider="${provider.id}",node="test-node"} 1`);
+      expect(body).toContain('iop_provider_rejections_total{model="llama",reason="queue_full"} 1');
+      expect(body).toContain('iop_runs_admitted_total{surface="openai"} 1');
+      expect(body).toContain('iop_runs_admitted_total{surface="console"} 1');
+      expect(body).toContain('iop_runs_rejected_total{surface="openai",reason="queue_full"} 1');
+      expect(body).toContain('iop_node_in_flight{node="test-node"} 2');
+      expect(runtime.pool.totals()).toEqual({ inFlight: 2, queued: 0 });
+    } finally {
+      await runtime.stop();
+    }
+    // Stopping ends the in-flight runs with their node and releases their capacity.
+    expect(runtime.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
   });
 
   it('stops what it started and rethrows when a surface fails to start', async () => {
