@@ -21,6 +21,7 @@ import { create, type NodeCommandResponse } from '@iop/wire';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
+import { discoverySummary } from '../node/discovered.js';
 import type { EdgeService, NodeSummary, RunHandle, SessionRef } from '../service/types.js';
 import { describeConsoleError, nodeReportedError } from './console-errors.js';
 import {
@@ -73,6 +74,7 @@ type CommandName =
   | 'sessions'
   | 'transport'
   | 'providers'
+  | 'discover'
   | 'exit'
   | 'help';
 
@@ -89,6 +91,7 @@ const HELP: ReadonlyArray<[string, string]> = [
   ['/sessions', 'logical sessions of the current adapter'],
   ['/transport', 'transport/runtime state of the selected node'],
   ['/providers', 'provider pool status'],
+  ['/discover', 're-run discovery on the selected node and print what it found'],
   ['/exit', 'leave the console'],
   ['/help', 'this list'],
   ['<text>', 'send the text as a prompt to the current target'],
@@ -107,6 +110,7 @@ const COMMANDS: ReadonlySet<string> = new Set<CommandName>([
   'sessions',
   'transport',
   'providers',
+  'discover',
   'exit',
   'help',
 ]);
@@ -258,6 +262,9 @@ export class ConsoleSession {
       case 'providers':
         this.listProviders();
         return 'continue';
+      case 'discover':
+        await this.discover();
+        return 'continue';
       case 'exit':
         return 'exit';
       case 'help':
@@ -398,6 +405,25 @@ export class ConsoleSession {
     for (const provider of providers) this.write(formatProviderLine(provider));
   }
 
+  /** Asks the node for a fresh discovery pass; its report reaches the edge before the command's answer. */
+  private async discover(): Promise<void> {
+    const node = this.service.resolveNode(this.selectedNode);
+    const response = await this.service.nodeCommand({
+      node: node.nodeId,
+      request: create.nodeCommandRequest({ command: 'discover' }),
+    });
+    if (!response.ok) {
+      this.write(nodeReportedError(response.error));
+      return;
+    }
+    this.write(`[${this.labels.labelFor(node.nodeId)}-discover] ${this.discoveryLine(node.nodeId)}`);
+  }
+
+  private discoveryLine(nodeId: string): string {
+    const summary = this.service.listNodes().find((candidate) => candidate.nodeId === nodeId);
+    return discoverySummary(summary?.discovered);
+  }
+
   private printCommandResult(
     name: string,
     node: NodeSummary,
@@ -481,6 +507,10 @@ export class ConsoleSession {
         if (event.type !== 'node') continue;
         const node = event.event;
         const label = this.labels.labelFor(node.nodeId);
+        if (node.kind === 'discovered') {
+          this.write(`[${label}-evt] discovered node=${node.nodeId} ${this.discoveryLine(node.nodeId)}`);
+          continue;
+        }
         this.write(`[${label}-evt] ${node.kind} node=${node.nodeId} reason=${node.reason}`);
       }
     } catch (error) {

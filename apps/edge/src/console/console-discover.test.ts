@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { create } from '@iop/wire';
+import type { NodeDiscovered } from '../node/discovered.js';
+import { ConsoleSession } from './console-session.js';
+import { FakeEdgeService, FakeEventBus, node } from './test-support/fake-edge.js';
+
+const DISCOVERED: NodeDiscovered = {
+  backends: [
+    { kind: 'ollama', baseUrl: 'http://127.0.0.1:11434', models: ['a', 'b'], version: '', loadedModels: [] },
+  ],
+  clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
+  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 1, gpus: [] },
+  discoveredAtUnixMs: 1,
+};
+
+const sessions: ConsoleSession[] = [];
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((session) => session.close()));
+});
+
+function setup() {
+  const bus = new FakeEventBus();
+  const service = new FakeEdgeService(bus);
+  service.nodes = [node('n1', 'n1', 1_700_000_000_000)];
+  const lines: string[] = [];
+  const session = new ConsoleSession({
+    service,
+    events: bus,
+    write: (line) => lines.push(line),
+    defaults: { node: '', adapter: 'cli', target: 'fake-cli', sessionId: 'default' },
+  });
+  sessions.push(session);
+  session.start();
+  return { bus, service, session, lines };
+}
+
+async function waitForLine(lines: string[], pattern: RegExp): Promise<void> {
+  const deadline = Date.now() + 2000;
+  while (!lines.some((line) => pattern.test(line))) {
+    if (Date.now() > deadline) throw new Error(`no line matched ${pattern}; got:\n${lines.join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+describe('console discovery', () => {
+  it('prints the summary line when a node reports what it discovered', async () => {
+    const { bus, service, lines } = setup();
+    service.nodes = [{ ...node('n1', 'n1', 1_700_000_000_000), discovered: DISCOVERED }];
+    bus.publish({
+      type: 'node',
+      event: { kind: 'discovered', nodeId: 'n1', alias: 'n1', reason: 'reported', atUnixMs: 2 },
+    });
+    await waitForLine(lines, /discovered/);
+    expect(lines).toContain('[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0');
+  });
+
+  it('/discover asks the selected node for a fresh pass and prints what it reported', async () => {
+    const { service, session, lines } = setup();
+    service.commandHandler = (input) => {
+      if (input.request.command !== 'discover') return undefined;
+      // The node's report lands before its answer, as on the wire.
+      service.nodes = [{ ...node('n1', 'n1', 1_700_000_000_000), discovered: DISCOVERED }];
+      return create.nodeCommandResponse({ ok: true, result: { backends: 'ollama', clis: 'codex' } });
+    };
+    await session.handleLine('/discover');
+    expect(lines).toEqual(['[node0-discover] ollama: 2 models · codex 0.46.0']);
+  });
+
+  it('/discover prints the node’s error when the node cannot discover', async () => {
+    const { service, session, lines } = setup();
+    service.commandResponses.set(
+      'discover',
+      create.nodeCommandResponse({ ok: false, error: 'discovery is not enabled on this node' }),
+    );
+    await session.handleLine('/discover');
+    expect(lines.join('\n')).toContain('discovery is not enabled on this node');
+  });
+});
