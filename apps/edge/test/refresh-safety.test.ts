@@ -1,6 +1,7 @@
 // Live config refresh: what must NOT change, and what nodes see. restart_required and rejected refreshes leave
-// dispatch untouched; nodes receive and acknowledge the new payload (or are reported as refusing, timing out or
-// not connected); concurrent refreshes are serialized; a refresh under streaming load loses and leaks nothing.
+// dispatch untouched; an apply is all or nothing across the nodes (one refusing or silent node rejects it and the
+// others are reverted; not connected nodes are listed); concurrent refreshes are serialized; a refresh under
+// streaming load loses and leaks nothing.
 import { describe, it, expect, afterEach } from '@jest/globals';
 import { createAdminClient } from '../src/admin/admin-client.js';
 import { isAdminError } from '../src/admin/errors.js';
@@ -146,7 +147,7 @@ describe('admin API guard', () => {
 });
 
 describe('node acknowledgements', () => {
-  it('nodes receive the new payload and their answers are listed: applied, failed, timeout, not_connected', async () => {
+  it('one refusing and one silent node reject the apply: the others are reverted and nothing changes', async () => {
     let base!: ConfigSpec;
     const nodes = (dataDir: string, capacity: number, maxConcurrency: number): ConfigSpec => ({
       dataDir,
@@ -164,31 +165,56 @@ describe('node acknowledgements', () => {
     const h = harness;
     h.node('refuse').answer = 'refuse';
     h.node('silent').answer = 'ignore';
+    const before = h.refresher.current();
+    const ackRevision = h.runtime.registry.get('ack')?.payload.revision;
     const started = Date.now();
     const result = await h.refresh('apply', nodes(base.dataDir, 3, 8));
+    // Prepare (1 s timeout) and the silent node's revert (another 1 s at most).
     expect(Date.now() - started).toBeLessThan(4000);
-    expect(result.status).toBe('applied');
+    expect(result.status).toBe('rejected');
     expect(result.changed_nodes).toEqual(['ack', 'offline', 'refuse', 'silent']);
     expect(result.node_results).toEqual([
-      { node_id: 'ack', status: 'applied', error: '' },
+      { node_id: 'ack', status: 'reverted', error: '' },
       { node_id: 'offline', status: 'not_connected', error: '' },
       { node_id: 'refuse', status: 'failed', error: 'adapter rebuild failed' },
       {
         node_id: 'silent',
         status: 'timeout',
-        error: expect.stringMatching(/timed out after 1000 ms/) as unknown as string,
+        error: expect.stringMatching(
+          /timed out after 1000 ms; its previous payload was sent again/,
+        ) as unknown as string,
       },
     ]);
+    expect(
+      result.reports.filter((report) => report.class === 'invalid').map((report) => report.path),
+    ).toEqual(['nodes[refuse]', 'nodes[silent]']);
+    // 'ack' applied the new payload, then got its previous one back.
     const received = h.node('ack').refreshes;
-    expect(received).toHaveLength(1);
-    expect(received[0]).toMatchObject({ nodeId: 'ack', maxConcurrency: 8 });
+    expect(received.map((payload) => payload.maxConcurrency)).toEqual([8, 4]);
     expect(received[0]?.providers[0]).toMatchObject({ id: 'ack-p', capacity: 3 });
+    expect(received[1]?.revision).toBe(ackRevision);
     expect(h.node('untouched').refreshes).toHaveLength(0);
-    // The edge records the acknowledged payload; a node that registers later gets the new one.
-    expect(h.runtime.registry.get('ack')?.payload.revision).toBe(received[0]?.revision);
+    // Nothing changed on the edge: config, pool capacity, the payload recorded for 'ack', later registrations.
+    expect(h.refresher.current()).toBe(before);
+    expect(h.pool.snapshot().find((entry) => entry.providerId === 'ack-p')?.capacity).toBe(1);
+    expect(h.runtime.registry.get('ack')?.payload.revision).toBe(ackRevision);
     const late = await h.connect('offline');
-    expect(late.payload).toMatchObject({ maxConcurrency: 8 });
-    expect(late.payload?.providers[0]?.capacity).toBe(3);
+    expect(late.payload).toMatchObject({ maxConcurrency: 4 });
+    expect(late.payload?.providers[0]?.capacity).toBe(1);
+
+    // With every connected node acknowledging, the same refresh applies everywhere.
+    h.node('refuse').answer = 'ack';
+    h.node('silent').answer = 'ack';
+    const applied = await h.refresh('apply', nodes(base.dataDir, 3, 8));
+    expect(applied.status).toBe('applied');
+    expect(applied.node_results.map((node) => [node.node_id, node.status])).toEqual([
+      ['ack', 'applied'],
+      ['offline', 'applied'],
+      ['refuse', 'applied'],
+      ['silent', 'applied'],
+    ]);
+    expect(h.pool.snapshot().find((entry) => entry.providerId === 'ack-p')?.capacity).toBe(3);
+    expect(h.refresher.current().nodes[0]?.runtime.max_concurrency).toBe(8);
   });
 });
 
