@@ -18,6 +18,7 @@ export {
   type ListenAddress,
 } from './listen-address.js';
 export { securityWarnings } from './check-exposure.js';
+export { capacityWarnings } from './capacity-warnings.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';
 export { appendApiKey, type ApiKeyEntry } from './append-api-key.js';
 export { IDENTIFIER_PATTERN } from './schema.js';

@@ -1,6 +1,7 @@
 // `iop-edge config check`: validates edge.yaml. Exit 0 with a one-line summary (and a WARNING line for every
-// allowed-but-unsafe setting: plaintext node link, allow_unauthenticated), or 1 with every issue listed.
-import { securityWarnings, type EdgeConfig } from '@iop/config';
+// allowed-but-unsafe setting: plaintext node link, allow_unauthenticated; and for provider capacities a node's
+// max_concurrency caps), or 1 with every issue listed.
+import { capacityWarnings, securityWarnings, type EdgeConfig } from '@iop/config';
 import { parseFlags, stringFlag, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadValidConfig } from './config-source.js';
 
@@ -14,6 +15,7 @@ export const configCheckCommand: CliCommand = {
     if (!loaded) return 1;
     writeLine(io.stdout, `ok ${loaded.path} (${loaded.source}): ${summarizeConfig(loaded.config)}`);
     for (const warning of securityWarnings(loaded.config)) writeLine(io.stderr, `WARNING: ${warning}`);
+    for (const warning of capacityWarnings(loaded.config)) writeLine(io.stderr, `WARNING: ${warning}`);
     return 0;
   },
 };
