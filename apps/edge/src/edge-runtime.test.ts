@@ -8,6 +8,7 @@ import { silentLogger } from './logging.js';
 import { create, envelope as build } from '@iop/wire';
 import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
 import { modelConfig } from './pool/test-support/pool-fixture.js';
+import type { RunSpec } from './service/types.js';
 import type { SurfaceFactory } from './surface.js';
 import { parseListenAddress } from './net/listen-address.js';
 import { connectFakeNode, waitUntil } from './transport/test-support/fake-node.js';
@@ -114,10 +115,10 @@ describe('startEdgeRuntime', () => {
       const { token } = await runtime.store.register('test-node');
       const fake = await connectFakeNode(runtime.transportAddress, { nodeId: 'test-node', token });
       await waitUntil(() => runtime.registry.size === 1, 2000, 'registered');
-      const spec = {
+      const spec: RunSpec = {
         session: { kind: 'slot', baseId: 'openai' },
         messages: [create.chatMessage({ role: 'user', content: 'hi' })],
-      } as const;
+      };
       const first = await runtime.service.submitRun({ kind: 'model', model: 'llama' }, spec, {
         surface: 'openai',
       });
