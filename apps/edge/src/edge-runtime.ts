@@ -7,6 +7,7 @@
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
+import { openGovernance, type Governance } from './governance/governance.js';
 import type { Logger } from './logging.js';
 import { EdgeMetrics } from './metrics/edge-metrics.js';
 import {
@@ -50,6 +51,8 @@ export interface EdgeCore {
   pool: ProviderPool;
   service: EdgeServiceImpl;
   metrics: EdgeMetrics;
+  /** API keys of each surface (live), their limits at admission, and the usage store. */
+  governance: Governance;
   /** Live config refresh; undefined when `refresh.enabled` is false. */
   refresher: ConfigRefresher | undefined;
   /** True once every surface started, false again when stopping (/readyz). */
@@ -94,6 +97,12 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     providerSnapshot: () => pool.snapshot(),
     nodeLoads: () => pool.nodeLoads(),
   });
+  const governance = openGovernance({
+    config,
+    clock,
+    logger: logger.child({ component: 'governance' }),
+    registry: metrics.registry,
+  });
   const service = createEdgeService({
     registry,
     pool,
@@ -101,6 +110,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     logger: logger.child({ component: 'service' }),
     clock,
     metrics: admissionMetrics(metrics),
+    governor: governance.governor,
   });
   pool.start();
   // The subscription ends when the bus closes.
@@ -114,12 +124,13 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       registry,
       events,
       logger: logger.child({ component: 'transport' }),
-      clock: clock.now,
+      clock: () => clock.now(),
       payloadFor: (nodeId) => nodeConfigs.payloadFor(nodeId),
       onFrameError: (code) => metrics.frameErrors.inc({ code }),
     });
   } catch (error) {
     pool.close();
+    governance.close();
     events.close();
     throw error;
   }
@@ -139,7 +150,13 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     ? createConfigRefresher({
         config,
         configPath: options.configPath,
-        routing: pool,
+        // The pool's table and the API keys (live) switch together on apply.
+        routing: {
+          applyConfig(next: EdgeConfig) {
+            pool.applyConfig(next);
+            governance.applyConfig(next);
+          },
+        },
         applyNodeConfig,
         logger: logger.child({ component: 'config-refresh' }),
         waitMs: options.refresh?.waitMs,
@@ -160,6 +177,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     pool,
     service,
     metrics,
+    governance,
     refresher,
     ready: () => ready,
   };
@@ -179,6 +197,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       service.shutdown();
       pool.close();
       await transport.stop(reason);
+      // After the transport: runs ended by the nodes' Goodbye are recorded before the store closes.
+      governance.close();
       events.close();
       logger.info({ reason }, 'edge stopped');
     })();

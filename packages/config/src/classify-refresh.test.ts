@@ -187,6 +187,25 @@ const live: Case[] = [
     class: 'live',
   },
   {
+    name: 'node added without a token or alias (store-registered node adopted)',
+    mutate: (r) => r.nodes.push({ id: 'n3' } as unknown as Raw['nodes'][number]),
+    path: 'nodes[n3]',
+    change: 'added',
+    class: 'live',
+  },
+  {
+    name: 'provider added with a node that joins live',
+    mutate: (r) =>
+      r.nodes.push({
+        id: 'n3',
+        providers: [{ id: 'p-n3', type: 'cli', category: 'cli', adapter: 'cli' }],
+        adapters: { cli: { profiles: { fake: { command: 'fake' } } } },
+      } as unknown as Raw['nodes'][number]),
+    path: 'nodes[n3].providers[p-n3]',
+    change: 'added',
+    class: 'live',
+  },
+  {
     name: 'adapter instance added',
     mutate: (r) => node(r).adapters.instances.push({ name: 'gpu2', type: 'ollama', base_url: 'http://h:1' }),
     path: 'nodes[n1].adapters.instances[gpu2]',
@@ -277,8 +296,15 @@ const restart: Case[] = [
     class: 'restart',
   },
   {
-    name: 'node added',
-    mutate: (r) => r.nodes.push({ id: 'n3' } as unknown as Raw['nodes'][number]),
+    name: 'node added with a token of its own',
+    mutate: (r) => r.nodes.push({ id: 'n3', token: 't3' } as unknown as Raw['nodes'][number]),
+    path: 'nodes[n3]',
+    change: 'added',
+    class: 'restart',
+  },
+  {
+    name: 'node added with an alias of its own',
+    mutate: (r) => r.nodes.push({ id: 'n3', alias: 'third' } as unknown as Raw['nodes'][number]),
     path: 'nodes[n3]',
     change: 'added',
     class: 'restart',
@@ -367,6 +393,7 @@ const restart: Case[] = [
     mutate: (r) =>
       r.nodes.push({
         id: 'n3',
+        token_sha256: 'b'.repeat(64),
         providers: [{ id: 'p-n3', type: 'cli', category: 'cli', adapter: 'cli' }],
         adapters: { cli: { profiles: { fake: { command: 'fake' } } } },
       } as unknown as Raw['nodes'][number]),

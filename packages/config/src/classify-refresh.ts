@@ -145,6 +145,16 @@ function classifyNodes(current: EdgeConfig, next: EdgeConfig, collector: Collect
     const path = `nodes[${id}]`;
     const previous = before.get(id);
     const following = after.get(id);
+    if (!previous && following && joinsLive(following)) {
+      report(
+        collector,
+        { path, change: 'added', relative: '' },
+        'live',
+        'node added without a token or alias of its own: it authenticates from the node store, its payload is pushed live',
+      );
+      collector.nodes.add(id);
+      continue;
+    }
     if (!previous || !following) {
       const change: RefreshChange = previous ? 'removed' : 'added';
       report(
@@ -219,7 +229,7 @@ function classifyProviders(current: EdgeConfig, next: EdgeConfig, collector: Col
     const previous = before.get(id);
     const following = after.get(id);
     const path = `nodes[${(following ?? previous)?.node ?? ''}].providers[${id}]`;
-    if (!previous && following && current.nodes.some((node) => node.id === following.node)) {
+    if (!previous && following && takesProvidersLive(current, next, following.node)) {
       report(
         collector,
         { path, change: 'added', relative: '' },
@@ -262,6 +272,22 @@ function classifyProviders(current: EdgeConfig, next: EdgeConfig, collector: Col
       markProvider(collector, id, following.node);
     }
   }
+}
+
+/**
+ * A node added with no token and no alias of its own authenticates from the node store (read at every
+ * registration) under its id, so nothing set up at startup names it: adding it (e.g. `iop-edge node adopt` of a
+ * node registered with `node register`) only changes the payload it is sent.
+ */
+function joinsLive(node: NodeConfig): boolean {
+  return node.token === '' && node.token_sha256 === '' && node.alias === node.id;
+}
+
+/** Providers can be added live to a node that is already configured or that joins live itself. */
+function takesProvidersLive(current: EdgeConfig, next: EdgeConfig, nodeId: string): boolean {
+  if (current.nodes.some((node) => node.id === nodeId)) return true;
+  const added = next.nodes.find((node) => node.id === nodeId);
+  return added !== undefined && joinsLive(added);
 }
 
 function markProvider(collector: Collector, id: string, node: string | undefined): void {
