@@ -1,0 +1,268 @@
+// Cross-process end to end in a real browser (issue 19): a headless system Chromium, driven by playwright-core
+// (which downloads no browser), opens the ops dashboard of a real edge process with a real `iop-node run` process,
+// fake Ollama / vLLM backends and the repo's fake CLI, all on 127.0.0.1. It sees the node and its providers,
+// watches a provider's in_flight rise to 1 for a slow request and fall back to 0, dry-runs and applies a capacity
+// change (applied / live), sends a playground prompt and reads the streamed answer, opens a run's timeline and
+// terminates a CLI session. Screenshots go to .cache/ui-browser/.
+//
+// Without a Chromium (IOP_CHROMIUM, or chromium / chromium-browser / google-chrome on the usual paths) the suite
+// prints one line saying so and is skipped; `.ci/run` installs Debian's chromium so CI always runs it.
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import {
+  ProcessGroup,
+  repoRoot,
+  startEdgeProcess,
+  startNodeProcess,
+  waitUntil,
+  type EdgeProcess,
+} from '../support/e2e-processes.js';
+import {
+  FABRIC_TOKEN,
+  MODEL_LLAMA,
+  OLLAMA_SERVED,
+  VLLM_SERVED,
+  fabricConfig,
+  ollamaProviderId,
+} from '../support/fabric-config.js';
+
+const CHROMIUM_CANDIDATES = [
+  process.env['IOP_CHROMIUM'] ?? '',
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+];
+const executablePath = CHROMIUM_CANDIDATES.find((candidate) => candidate !== '' && existsSync(candidate));
+if (!executablePath) {
+  process.stdout.write(
+    'ui browser tests: SKIPPED — no Chromium found (set IOP_CHROMIUM or apt-get install chromium)\n',
+  );
+}
+
+/** Flags that work for a root user in a container with no GPU and no network but loopback. */
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const SCREENSHOTS = path.join(repoRoot, '.cache', 'ui-browser');
+const FAKE_CLI = path.join(repoRoot, 'bin', 'iop-fake-cli');
+const CLI_MODEL = 'fake-cli';
+
+jest.setTimeout(90_000);
+
+const group = new ProcessGroup();
+let ollama: FakeServer;
+let vllm: FakeServer;
+let edge: EdgeProcess;
+let uiUrl: string;
+let browser: Browser;
+let page: Page;
+let config: Record<string, unknown>;
+
+function dashboardConfig(dir: string): Record<string, unknown> {
+  const base = fabricConfig({
+    dataDir: `${dir}/data`,
+    nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 4 }],
+  });
+  const nodes = base.nodes as { adapters: { instances: Record<string, unknown>[] } }[];
+  // A CLI adapter on the node (the repo's fake CLI) so the dashboard has sessions to list and terminate.
+  nodes[0]?.adapters.instances.push({
+    name: 'cli',
+    type: 'cli',
+    enabled: true,
+    max_sessions: 4,
+    session_idle_ttl_ms: 600_000,
+    profiles: {
+      [CLI_MODEL]: {
+        command: FAKE_CLI,
+        mode: 'persistent',
+        persistent: true,
+        // The fake CLI stays silent after answering: this much silence ends a run (the session lives on).
+        idle_timeout_ms: 800,
+        request_timeout_ms: 0,
+        result_grace_ms: 2000,
+      },
+    },
+  });
+  return {
+    ...base,
+    openai: {
+      ...(base.openai as Record<string, unknown>),
+      model_routes: [{ model: CLI_MODEL, adapter: 'cli', target: CLI_MODEL }],
+    },
+    ui: { enabled: true, listen: '127.0.0.1:0' },
+  };
+}
+
+async function chat(model: string, content: string): Promise<Response> {
+  return fetch(`${edge.addresses.openai}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: 32 }),
+  });
+}
+
+async function openView(name: string): Promise<void> {
+  await page.getByRole('link', { name }).click();
+  const hash = `#${name.split(' ')[0]?.toLowerCase() ?? ''}`;
+  await page.waitForFunction(`location.hash === ${JSON.stringify(hash)}`);
+}
+
+async function screenshot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+const suite = executablePath ? describe : describe.skip;
+
+suite('ops dashboard in headless Chromium → edge process → node process → fake backends', () => {
+  beforeAll(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
+    vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+    const dir = await group.tempDir('iop-e2e-ui-');
+    config = dashboardConfig(dir);
+    edge = await startEdgeProcess(group, dir, config);
+    uiUrl = /^ {2}ui\s+(\S+)/m.exec(edge.stdout())?.[1] ?? '';
+    if (!uiUrl) throw new Error(`the edge printed no ui address\n${edge.describe()}`);
+    const node = startNodeProcess(group, {
+      edge: edge.addresses.transport,
+      nodeId: 'n1',
+      token: FABRIC_TOKEN,
+      dataDir: await group.tempDir('iop-e2e-ui-node-'),
+    });
+    await waitUntil(
+      async () => {
+        const overview = (await (await fetch(`${uiUrl}api/v1/overview`)).json()) as {
+          providers: { status: string }[];
+        };
+        return (
+          overview.providers.length === 2 && overview.providers.every((entry) => entry.status === 'ready')
+        );
+      },
+      30_000,
+      () => `providers ready\n${node.describe()}\n${edge.describe()}`,
+    );
+    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(20_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await group.close();
+    await ollama?.close();
+    await vllm?.close();
+  });
+
+  it('shows the node with its platform, agent and providers', async () => {
+    await page.goto(uiUrl);
+    const row = page.locator('tr[data-node="n1"]');
+    await row.waitFor();
+    const text = (await row.textContent()) ?? '';
+    expect(text).toContain('node0');
+    expect(text).toContain('linux/');
+    expect(text).toContain('ollama, vllm, cli');
+    await page.locator('.live.on').waitFor();
+    await screenshot('fleet');
+    await openView('Providers & models');
+    await page.locator(`tr[data-provider="${ollamaProviderId('n1')}"][data-in-flight="0"]`).waitFor();
+    expect(await page.locator('tr[data-model]').count()).toBe(2);
+  });
+
+  it("watches a provider's in_flight rise to 1 for a slow request and fall back to 0", async () => {
+    await openView('Providers & models');
+    ollama.setBehavior({ firstTokenDelayMs: 2500 });
+    const provider = `tr[data-provider="${ollamaProviderId('n1')}"]`;
+    const request = chat(MODEL_LLAMA, 'slow one please');
+    try {
+      await page.locator(`${provider}[data-in-flight="1"]`).waitFor();
+      expect(await page.locator(`${provider} [data-testid="in-flight"]`).textContent()).toBe('1 / 4');
+      await screenshot('providers-busy');
+      const response = await request;
+      expect(response.status).toBe(200);
+      await response.text();
+    } finally {
+      ollama.setBehavior({ firstTokenDelayMs: 0 });
+    }
+    await page.locator(`${provider}[data-in-flight="0"]`).waitFor();
+  });
+
+  it('lists that run live and opens it into its timeline and text', async () => {
+    await openView('Runs');
+    const row = page.locator('tr[data-status="completed"]', { hasText: MODEL_LLAMA }).first();
+    await row.waitFor();
+    await row.getByRole('button').click();
+    await page.getByTestId('run-text').filter({ hasText: 'slow' }).waitFor();
+    expect(await page.locator('.timeline li').count()).toBeGreaterThanOrEqual(3);
+    await screenshot('runs');
+  });
+
+  it('dry-runs a capacity change (applied, live) and applies it', async () => {
+    await openView('Config');
+    const nodes = structuredClone(config.nodes) as { providers: { id: string; capacity: number }[] }[];
+    const ollamaProvider = nodes[0]?.providers.find((entry) => entry.id === ollamaProviderId('n1'));
+    if (!ollamaProvider) throw new Error('no ollama provider in the test config');
+    ollamaProvider.capacity = 2;
+    await page.locator('#candidate').fill(JSON.stringify({ ...config, nodes }, null, 2));
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    const result = page.locator('[data-testid="refresh-result"][data-mode="dry-run"][data-status="applied"]');
+    await result.waitFor();
+    const report = result.locator(`tr[data-path="nodes[n1].providers[${ollamaProviderId('n1')}].capacity"]`);
+    expect(await report.getAttribute('data-class')).toBe('live');
+    await screenshot('config-dry-run');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('[data-testid="refresh-result"][data-mode="apply"][data-status="applied"]').waitFor();
+    await openView('Providers & models');
+    await page.locator(`tr[data-provider="${ollamaProviderId('n1')}"][data-capacity="2"]`).waitFor();
+  });
+
+  it('sends a playground prompt and shows the streamed answer with its provider', async () => {
+    await openView('Playground');
+    await page.locator('select').selectOption(MODEL_LLAMA);
+    await page.locator('#prompt').fill('hello dashboard');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('[data-testid="playground-done"][data-status="completed"]').waitFor();
+    expect(await page.getByTestId('playground-answer').textContent()).toContain('hello dashboard');
+    expect(await page.getByTestId('playground-meta').textContent()).toContain(ollamaProviderId('n1'));
+    await screenshot('playground');
+  });
+
+  it('terminates a CLI session', async () => {
+    const response = await chat(CLI_MODEL, 'open a session');
+    expect(`${response.status} ${await response.text()}`).toMatch(/^200 /);
+    await openView('Sessions');
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const row = page.locator('tr[data-session]').first();
+    await row.waitFor();
+    const sessionId = (await row.getAttribute('data-session')) ?? '';
+    await screenshot('sessions');
+    await row.getByRole('button', { name: 'Terminate' }).click();
+    await row.getByRole('button', { name: 'Confirm terminate' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Terminated ${sessionId}` })
+      .waitFor();
+    await page.locator(`tr[data-session="${sessionId}"]`).waitFor({ state: 'detached' });
+  });
+
+  it('is readable on a phone-sized screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openView('Providers & models');
+    await page.locator(`tr[data-provider="${ollamaProviderId('n1')}"]`).waitFor();
+    // The tab bar wraps instead of overflowing the page.
+    const overflow = Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot('phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect((await readFile(path.join(SCREENSHOTS, 'providers-busy.png'))).length).toBeGreaterThan(1000);
+  });
+});
