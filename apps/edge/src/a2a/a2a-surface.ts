@@ -7,6 +7,8 @@ import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
 import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
+import type { Governance } from '../governance/governance.js';
+import type { PrincipalResolver } from '../governance/principal.js';
 import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
@@ -14,6 +16,8 @@ export interface A2ASurfaceOptions {
   listen: string;
   path: string;
   bearerToken: string;
+  /** The keys in force (`openai.api_keys` plus the bearer token, live); none = the bearer token alone. */
+  principals?: () => PrincipalResolver;
   edgeId: string;
   version: string;
   publicUrl?: string;
@@ -41,6 +45,7 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
   const app = createA2AApp({
     path: options.path,
     bearerToken: options.bearerToken,
+    ...(options.principals ? { principals: options.principals } : {}),
     edgeId: options.edgeId,
     version: options.version,
     adapter: options.settings.adapter,
@@ -65,6 +70,8 @@ export interface A2ASurfaceDeps {
   service: EdgeService;
   logger: Logger;
   metrics: EdgeMetrics;
+  /** API keys (the same principals as the OpenAI surface). */
+  governance?: Pick<Governance, 'keys'>;
 }
 
 export function createA2ASurface() {
@@ -75,6 +82,7 @@ export function createA2ASurface() {
       listen: a2a.listen,
       path: a2a.path,
       bearerToken: a2a.bearer_token,
+      ...(context.governance ? { principals: context.governance.keys.a2a } : {}),
       edgeId: edge.id,
       version: EDGE_VERSION,
       ...(a2a.public_url ? { publicUrl: a2a.public_url } : {}),

@@ -11,9 +11,9 @@ import {
 
 export interface KeyDirectory {
   /** `openai.api_keys`. */
-  openai(): PrincipalResolver;
+  readonly openai: () => PrincipalResolver;
   /** `openai.api_keys` plus the `a2a.bearer_token` shortcut (an unlimited principal). */
-  a2a(): PrincipalResolver;
+  readonly a2a: () => PrincipalResolver;
   /** Takes the keys of an applied config refresh. */
   applyConfig(config: EdgeConfig): void;
 }

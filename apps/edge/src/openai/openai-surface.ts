@@ -11,6 +11,7 @@ import type { EdgeService } from '../service/types.js';
 import { createHttpServer } from '../http/http-server.js';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
+import type { Governance } from '../governance/governance.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -22,6 +23,8 @@ export interface OpenAISurfaceDeps {
   clock?: Clock;
   /** The runtime's metrics; none = not instrumented. */
   metrics?: EdgeMetrics;
+  /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
+  governance?: Pick<Governance, 'keys'>;
 }
 
 export interface OpenAISurface {
@@ -45,14 +48,14 @@ export async function createOpenAISurface(
   const openai = context.config.openai;
   if (!openai.enabled) return undefined;
   const logger = context.logger.child({ surface: 'openai' });
-  const metrics =
-    options.metrics ?? (context.metrics ? edgeMetricsRecorder(context.metrics) : undefined);
+  const metrics = options.metrics ?? (context.metrics ? edgeMetricsRecorder(context.metrics) : undefined);
   const app = createOpenAIApp({
     config: context.config,
     service: context.service,
     logger,
     clock: context.clock,
     metrics,
+    ...(context.governance ? { principals: context.governance.keys.openai } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
   const server = createHttpServer(app);

@@ -1,0 +1,47 @@
+// `iop_tokens_total{key,model,direction}`: the tokens of finished runs as the backend reported them, on the edge's
+// Prometheus registry. Label sets are bounded whatever callers send: key ids come from edge.yaml (anonymous runs
+// are `anonymous`), and past MAX_KEYS keys or MAX_MODELS models new values are counted under `other`.
+import { Counter, type Registry } from 'prom-client';
+import type { UsageRecord } from './usage-store.js';
+
+const MAX_KEYS = 1100;
+const MAX_MODELS = 256;
+export const OTHER_LABEL = 'other';
+export const ANONYMOUS_LABEL = 'anonymous';
+
+export interface UsageMetrics {
+  record(record: UsageRecord): void;
+}
+
+export function createUsageMetrics(registry: Registry): UsageMetrics {
+  const tokens = new Counter({
+    name: 'iop_tokens_total',
+    help: 'Tokens of finished runs as the backend reported them, by API key, model and direction (in/out).',
+    labelNames: ['key', 'model', 'direction'],
+    registers: [registry],
+  });
+  const keys = new BoundedLabel(MAX_KEYS);
+  const models = new BoundedLabel(MAX_MODELS);
+  return {
+    record(record) {
+      if (record.inputTokens === 0 && record.outputTokens === 0) return;
+      const key = keys.label(record.principal === '' ? ANONYMOUS_LABEL : record.principal);
+      const model = models.label(record.model);
+      if (record.inputTokens > 0) tokens.inc({ key, model, direction: 'in' }, record.inputTokens);
+      if (record.outputTokens > 0) tokens.inc({ key, model, direction: 'out' }, record.outputTokens);
+    },
+  };
+}
+
+/** The first `max` distinct values keep their name; later ones are `other`. */
+class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+
+  label(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return OTHER_LABEL;
+    this.seen.add(value);
+    return value;
+  }
+}
