@@ -33,6 +33,7 @@ function payload(idleTimeoutMs: number): NodeConfigPayload {
         cli: {
           maxSessions: 4,
           sessionIdleTtlMs: 0,
+          workspaceRoots: [],
           profiles: {
             'fake-cli': {
               command: 'bin/iop-fake-cli',

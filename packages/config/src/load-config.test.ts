@@ -131,6 +131,7 @@ nodes:
       enabled: true,
       max_sessions: 16,
       session_idle_ttl_ms: 1_800_000,
+      workspace_roots: [],
       profiles: {
         p: {
           command: 'x',

@@ -339,6 +339,7 @@ function cliInstance(
     profiles,
     max_sessions: int(raw.max_sessions, DEFAULTS.max_sessions),
     session_idle_ttl_ms: int(raw.session_idle_ttl_ms, DEFAULTS.session_idle_ttl_ms),
+    workspace_roots: strings(raw.workspace_roots),
   };
 }
 

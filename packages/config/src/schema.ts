@@ -75,6 +75,7 @@ const cliSettings: Record<string, Schema> = {
   },
   max_sessions: integer(LIMITS.max_sessions),
   session_idle_ttl_ms: integer(LIMITS.session_idle_ttl_ms),
+  workspace_roots: { type: 'array', maxItems: 64, items: { type: 'string', minLength: 1, maxLength: 4096 } },
 };
 
 const ollamaSettings: Record<string, Schema> = {

@@ -253,6 +253,11 @@ export interface CliAdapterInstanceConfig extends AdapterInstanceBase {
   readonly max_sessions: number;
   /** An idle session worker is reaped after this long. */
   readonly session_idle_ttl_ms: number;
+  /**
+   * Directories a run's workspace must lie in after symlinks are resolved (else `workspace_not_allowed`); empty:
+   * the node agent's working directory only. `~` is the node's HOME, relative roots resolve against its cwd.
+   */
+  readonly workspace_roots: readonly string[];
 }
 
 export interface OllamaAdapterInstanceConfig extends AdapterInstanceBase {

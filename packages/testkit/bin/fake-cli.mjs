@@ -10,11 +10,29 @@
 //   --spawn-child           start a child process that would outlive this one (same process group)
 //   --child-pid-file PATH   write the child's pid there (with --spawn-child)
 //   --pid-file PATH         write this process's pid there
+//   --version               print `fake-cli 0.0.0-fake` and exit (a prompt that became a flag shows up as this)
+//   --long-line-bytes N     one-shot: print one line of N bytes ('x'), then exit 0 (output-bound tests)
+//   -- PROMPT               one-shot: answer PROMPT from the command line (`PROMPT: <text>` then the usual two
+//                           lines) and exit 0, instead of reading stdin
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const options = parseArgs(process.argv.slice(2));
+if (options.version) {
+  process.stdout.write('fake-cli 0.0.0-fake\n');
+  process.exit(0);
+}
+if (options.longLineBytes > 0) {
+  await writeLongLine(options.longLineBytes);
+  process.exit(0);
+}
+if (options.argvPrompt !== undefined) {
+  const match = /iop_\w+/i.exec(options.argvPrompt);
+  const token = match ? match[0].toUpperCase() : 'ECHO';
+  process.stdout.write(`PROMPT: ${options.argvPrompt}\n${token}_OK\n${token}_TAIL\n`, () => process.exit(0));
+  await new Promise(() => undefined);
+}
 let answered = 0;
 const pending = new Set();
 
@@ -82,9 +100,16 @@ function parseArgs(argv) {
     spawnChild: false,
     childPidFile: '',
     pidFile: '',
+    version: false,
+    longLineBytes: 0,
+    argvPrompt: undefined,
   };
   for (let index = 0; index < argv.length; index += 1) {
     const flag = argv[index];
+    if (flag === '--') {
+      parsed.argvPrompt = argv.slice(index + 1).join(' ');
+      break;
+    }
     const value = () => {
       const next = argv[index + 1];
       if (next === undefined) fail(`${flag} needs a value`);
@@ -117,11 +142,29 @@ function parseArgs(argv) {
       case '--pid-file':
         parsed.pidFile = value();
         break;
+      case '--version':
+        parsed.version = true;
+        break;
+      case '--long-line-bytes':
+        parsed.longLineBytes = number();
+        break;
       default:
         fail(`unknown flag ${flag}`);
     }
   }
   return parsed;
+}
+
+/** Writes `bytes` of 'x' and a newline, honouring stdout backpressure (a paused reader blocks us, as it should). */
+async function writeLongLine(bytes) {
+  const block = Buffer.alloc(1024 * 1024, 'x');
+  let left = bytes;
+  while (left > 0) {
+    const piece = left >= block.length ? block : block.subarray(0, left);
+    left -= piece.length;
+    if (!process.stdout.write(piece)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+  }
+  await new Promise((resolve) => process.stdout.write('\n', resolve));
 }
 
 function fail(message) {

@@ -34,6 +34,7 @@ describe('mapNodeConfig', () => {
       },
       maxSessions: 8,
       sessionIdleTtlMs: 600_000,
+      workspaceRoots: [],
     });
     expect(payload.adapters[1]?.http).toEqual({
       provider: 'vllm',

@@ -91,14 +91,16 @@ describe('AdapterRegistry', () => {
     const profiles = { 'fake-cli': { command: 'a' } };
     registry.apply([
       adapterInstance('keep', 'cli'),
-      adapterInstance('change', 'cli', { cli: { profiles: {}, maxSessions: 1, sessionIdleTtlMs: 0 } }),
+      adapterInstance('change', 'cli', {
+        cli: { profiles: {}, maxSessions: 1, sessionIdleTtlMs: 0, workspaceRoots: [] },
+      }),
       adapterInstance('drop', 'cli'),
     ]);
     const [keep, change, drop] = cli.built;
     const result = registry.apply([
       adapterInstance('keep', 'cli'),
       adapterInstance('change', 'cli', {
-        cli: { profiles: profiles as never, maxSessions: 2, sessionIdleTtlMs: 0 },
+        cli: { profiles: profiles as never, maxSessions: 2, sessionIdleTtlMs: 0, workspaceRoots: [] },
       }),
       adapterInstance('new', 'cli'),
     ]);

@@ -20,9 +20,10 @@ describe('SessionRegistry', () => {
     expect(registry.size).toBe(2);
   });
 
-  it('throws SessionLimitError past the cap and frees a slot on remove', () => {
+  it('throws SessionLimitError past the cap while busy and frees a slot on remove', () => {
     const registry = new SessionRegistry<FakeSession>({ maxSessions: 1, idleTtlMs: 0, now: () => 0 });
     const first = registry.open('t', 'a', () => new FakeSession());
+    first.session.busy = true;
     expect(() => registry.open('t', 'b', () => new FakeSession())).toThrow(SessionLimitError);
     expect(registry.remove('t', 'a', new FakeSession())).toBeUndefined();
     expect(registry.remove('t', 'a', first.session)).toBe(first);
@@ -55,5 +56,37 @@ describe('SessionRegistry', () => {
     now = 150;
     expect(await registry.expireIdle()).toBe(0);
     await registry.closeAll('done');
+  });
+});
+
+describe('SessionRegistry at max_sessions', () => {
+  it('evicts and closes the least recently used idle session for a new one', async () => {
+    let now = 0;
+    const evicted: string[] = [];
+    const registry = new SessionRegistry<FakeSession>({
+      maxSessions: 2,
+      idleTtlMs: 0,
+      now: () => now,
+      onEvicted: (_target, sessionId) => evicted.push(sessionId),
+    });
+    const older = registry.open('t', 'older', () => new FakeSession()).session;
+    now = 10;
+    const newer = registry.open('t', 'newer', () => new FakeSession()).session;
+    now = 20;
+    registry.touch('t', 'older');
+    now = 30;
+    registry.open('t', 'third', () => new FakeSession());
+    await Promise.resolve();
+    expect(evicted).toEqual(['newer']);
+    expect(newer.closedWith).toEqual(['evicted']);
+    expect(older.closedWith).toEqual([]);
+    expect(registry.list().map((entry) => entry.sessionId)).toEqual(['older', 'third']);
+  });
+
+  it('refuses with SessionLimitError when every live session is busy', () => {
+    const registry = new SessionRegistry<FakeSession>({ maxSessions: 1, idleTtlMs: 0, now: () => 0 });
+    registry.open('t', 'a', () => new FakeSession()).session.busy = true;
+    expect(() => registry.open('t', 'b', () => new FakeSession())).toThrow(SessionLimitError);
+    expect(registry.size).toBe(1);
   });
 });

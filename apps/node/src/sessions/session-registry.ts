@@ -1,5 +1,7 @@
 // Logical sessions of one adapter: at most one live session per (target, session id), a cap on how many live at
-// once, and an idle TTL after which an unused session is closed. The registry owns the bookkeeping only; what
+// once, and an idle TTL after which an unused session is closed. At the cap a new session evicts (closes) the
+// least recently used idle one, so distinct clients cannot fill the cap for a whole TTL; only when every live
+// session has a run in progress is the new one refused. The registry owns the bookkeeping only; what
 // a session holds (a process, a server, a conversation id) is the session's business, ended by `close`.
 export interface LogicalSession {
   /** `persistent` for a long-lived worker process, `oneshot` for per-run processes with remembered state. */
@@ -36,6 +38,8 @@ export interface SessionRegistryOptions {
   now: () => number;
   /** Called when expiry closed a session (for logs). */
   onExpired?: (target: string, sessionId: string) => void;
+  /** Called when a session was evicted to make room at the cap (for logs). */
+  onEvicted?: (target: string, sessionId: string) => void;
 }
 
 export class SessionRegistry<S extends LogicalSession> {
@@ -61,13 +65,27 @@ export class SessionRegistry<S extends LogicalSession> {
       return existing;
     }
     if (this.options.maxSessions > 0 && this.entries.size >= this.options.maxSessions) {
-      throw new SessionLimitError(this.options.maxSessions);
+      this.evictLeastRecentlyUsed();
     }
     const now = this.options.now();
     const entry: SessionEntry<S> = { target, sessionId, session: create(), createdAt: now, lastUsedAt: now };
     this.entries.set(key, entry);
     this.ensureSweeper();
     return entry;
+  }
+
+  /** Closes the idle session unused the longest; throws SessionLimitError when every session is busy. */
+  private evictLeastRecentlyUsed(): void {
+    let victim: SessionEntry<S> | undefined;
+    for (const entry of this.entries.values()) {
+      if (entry.session.busy) continue;
+      if (!victim || entry.lastUsedAt < victim.lastUsedAt) victim = entry;
+    }
+    if (!victim) throw new SessionLimitError(this.options.maxSessions);
+    this.remove(victim.target, victim.sessionId, victim.session);
+    this.options.onEvicted?.(victim.target, victim.sessionId);
+    // Closing may take a kill grace period; the new session does not wait for it.
+    victim.session.close('evicted').catch(() => undefined);
   }
 
   touch(target: string, sessionId: string): void {

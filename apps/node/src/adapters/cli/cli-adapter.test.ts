@@ -171,19 +171,36 @@ describe('cli adapter with the persistent fake-cli', () => {
     expect(await waitGone(child)).toBe(true);
   });
 
-  it('refuses a new session over max_sessions with session_limit', async () => {
-    adapter = testAdapter(cliInstance({ 'fake-cli': fakeProfile }, { maxSessions: 1 }));
+  it('evicts the least recently used idle session at max_sessions; refuses only when all are busy', async () => {
+    const pids = tempDir('iop-fake-');
+    cleanups.push(pids.remove);
+    const pidFile = path.join(pids.path, 'pid');
+    adapter = testAdapter(
+      cliInstance(
+        {
+          'fake-cli': { ...fakeProfile, args: ['--pid-file', pidFile] },
+          slow: { ...fakeProfile, idleTimeoutMs: 10_000, args: ['--delay-ms', '5000'] },
+        },
+        { maxSessions: 1 },
+      ),
+    );
     expect(terminal(await collect(adapter, request('fake-cli', 'iop_a', { sessionId: 'a' })))).toMatchObject({
       type: 'complete',
     });
-    const refused = await collect(adapter, request('fake-cli', 'iop_b', { sessionId: 'b' }));
-    expect(refused[0]).toMatchObject({ type: 'start', sessionId: 'b' });
-    expect(terminal(refused)).toMatchObject({ type: 'error', code: 'session_limit', retryable: true });
-    // Terminating the first frees the slot.
-    expect(await adapter.terminateSession('fake-cli', 'a')).toBe(true);
+    const pidA = await readPid(pidFile);
     expect(terminal(await collect(adapter, request('fake-cli', 'iop_b', { sessionId: 'b' })))).toMatchObject({
       type: 'complete',
     });
+    // Session a was idle: it was closed (its process tree killed) to make room for b.
+    expect(await waitGone(pidA)).toBe(true);
+    const signal = new AbortController();
+    const busyRun = collect(adapter, request('slow', 'iop_busy', { sessionId: 'busy' }), signal.signal);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const refused = await collect(adapter, request('fake-cli', 'iop_c', { sessionId: 'c' }));
+    expect(refused[0]).toMatchObject({ type: 'start', sessionId: 'c' });
+    expect(terminal(refused)).toMatchObject({ type: 'error', code: 'session_limit', retryable: true });
+    signal.abort('test-done');
+    expect(terminal(await busyRun)).toMatchObject({ type: 'cancelled' });
   });
 
   it('rejects a missing workspace, an unknown target and a request without a user message', async () => {

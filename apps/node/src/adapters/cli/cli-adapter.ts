@@ -17,7 +17,7 @@ import {
 } from '../adapter.js';
 import { buildCliEnvironment } from './cli-environment.js';
 import { resolveProfile, type ResolvedProfile } from './cli-profile.js';
-import { findExecutable, isDirectory } from './command-lookup.js';
+import { findExecutable } from './command-lookup.js';
 import { CliAdapterError, toCliAdapterError } from './errors.js';
 import { OneShotSession } from './oneshot-session.js';
 import { OpencodeSession } from './opencode-session.js';
@@ -26,6 +26,7 @@ import { createProcessLauncher, type ProcessLauncher } from './process-launcher.
 import { createProcessTreeControl, type ProcessTreeControl } from './process-tree.js';
 import { lastUserPrompt } from './prompt.js';
 import { errorPart, type SessionServices, type SessionSetup } from './session-context.js';
+import { resolveWorkspace } from './workspace-policy.js';
 import {
   claudeRateLimitFields,
   parseUsageText,
@@ -97,6 +98,11 @@ class CliAdapter implements Adapter {
           { adapter: this.name, target, session: sessionId },
           'closing idle CLI session (idle TTL)',
         ),
+      onEvicted: (target, sessionId) =>
+        deps.logger.info(
+          { adapter: this.name, target, session: sessionId },
+          'closing the least recently used idle CLI session (max_sessions reached)',
+        ),
     });
   }
 
@@ -143,13 +149,11 @@ class CliAdapter implements Adapter {
     const prompt = lastUserPrompt(request.messages);
     if (prompt === undefined)
       throw new CliAdapterError('invalid_request', 'the request has no user message to send');
-    const workspace = path.resolve(this.agentCwd, request.workspace || '.');
-    if (!isDirectory(workspace)) {
-      throw new CliAdapterError(
-        'workspace_not_found',
-        `workspace ${workspace} does not exist or is not a directory`,
-      );
-    }
+    const workspace = resolveWorkspace(request.workspace, {
+      roots: this.instance.cli?.workspaceRoots ?? [],
+      agentCwd: this.agentCwd,
+      home: this.inheritedEnv.HOME,
+    });
     const env = buildCliEnvironment(this.inheritedEnv, profile.env);
     if (!findExecutable(profile.command, env.PATH)) {
       throw new CliAdapterError(

@@ -218,9 +218,12 @@ describe('one-shot CLI output formats (recorded transcripts)', () => {
       const [call1, call2] = invocations(record);
       expect(call1?.argv.slice(-1)).toEqual(['Convert token iop_codex_one']);
       expect(call1?.stdin).toBe('');
-      expect(call2?.argv.slice(-3)).toEqual([
+      // The prompt always follows `--`, so a prompt starting with '-' is never read as an option.
+      expect(call1?.argv.slice(-2)).toEqual(['--', 'Convert token iop_codex_one']);
+      expect(call2?.argv.slice(-4)).toEqual([
         'resume',
         recordedField('codex', 'turn1.jsonl', 'thread_id'),
+        '--',
         'Now convert iop_codex_two',
       ]);
     });
@@ -334,10 +337,11 @@ describe('one-shot CLI output formats (recorded transcripts)', () => {
       expect(texts(await collect(adapter, request('antigravity', 'iop_agy_two')))).toBe(
         'IOP_AGY_TWO_OK (history: IOP_AGY_ONE)\n',
       );
-      expect(invocations(record)[1]?.argv.slice(-4)).toEqual([
+      expect(invocations(record)[1]?.argv.slice(-5)).toEqual([
         '--conversation',
         '7f1c2d3e-agy-conv-0001',
         '--print',
+        '--',
         'iop_agy_two',
       ]);
     });

@@ -5,7 +5,10 @@ export type CliErrorCode =
   | 'invalid_profile'
   | 'workspace_not_found'
   | 'workspace_mismatch'
+  | 'workspace_not_allowed'
+  | 'invalid_session_id'
   | 'invalid_request'
+  | 'output_line_too_long'
   | 'command_not_found'
   | 'spawn_failed'
   | 'session_limit'
@@ -43,6 +46,8 @@ function defaultKind(code: CliErrorCode): CliErrorKind {
     case 'invalid_profile':
     case 'workspace_not_found':
     case 'workspace_mismatch':
+    case 'workspace_not_allowed':
+    case 'invalid_session_id':
     case 'invalid_request':
     case 'command_not_found':
     case 'session_busy':
@@ -53,6 +58,7 @@ function defaultKind(code: CliErrorCode): CliErrorKind {
     case 'process_exited':
     case 'cli_failed':
     case 'cli_error':
+    case 'output_line_too_long':
     case 'backend_unreachable':
     case 'adapter_closed':
       return 'transient';

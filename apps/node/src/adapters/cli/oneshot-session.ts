@@ -7,9 +7,11 @@ import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
 import { stripAnsi } from './ansi.js';
 import { CliAdapterError } from './errors.js';
-import { LineSplitter } from './line-splitter.js';
+import { LineSplitter, LineTooLongError } from './line-splitter.js';
+import { OutputFlow } from './output-flow.js';
 import { createOutputParser, type ParsedOutput, type ParserState } from './output-parser.js';
 import { expandArgs, usesBackendSessionId, usesPlaceholder } from './placeholders.js';
+import { toTerminalText } from './prompt.js';
 import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
 import {
   cancelledReason,
@@ -24,7 +26,10 @@ import {
 } from './session-context.js';
 import { WaitableQueue } from './waitable-queue.js';
 
-type ProcessEvent = { kind: 'line'; text: string } | { kind: 'exit'; exit: ProcessExit };
+type ProcessEvent =
+  | { kind: 'line'; text: string }
+  | { kind: 'exit'; exit: ProcessExit }
+  | { kind: 'line-too-long'; limit: number };
 
 export class OneShotSession implements LogicalSession {
   readonly mode = 'oneshot' as const;
@@ -51,7 +56,6 @@ export class OneShotSession implements LogicalSession {
     if (this.closed) throw new CliAdapterError('adapter_closed', 'session is closed');
     if (this.running)
       throw new CliAdapterError('session_busy', `session ${this.setup.sessionId} already has a run`);
-    this.running = true;
     const { profile } = this.setup;
     const { now } = this.services;
     const resuming = this.turns > 0 && this.backendSessionId !== undefined && profile.resumeArgs.length > 0;
@@ -68,6 +72,7 @@ export class OneShotSession implements LogicalSession {
       workspace: this.setup.workspace,
       runId: run.runId,
     });
+    this.running = true;
     const queue = new WaitableQueue<ProcessEvent>();
     const splitter = new LineSplitter();
     const stderr = new TextTail();
@@ -85,12 +90,26 @@ export class OneShotSession implements LogicalSession {
       });
       this.current = launched;
       const clean = (line: string) => (profile.terminal ? stripAnsi(line) : line);
+      const flow = new OutputFlow(launched, queue);
+      let overflowed = false;
       launched.onOutput((chunk, stream) => {
         if (stream === 'stderr') {
           stderr.push(chunk);
           return;
         }
-        for (const line of splitter.push(chunk)) queue.push({ kind: 'line', text: clean(line) });
+        if (overflowed) return;
+        let lines: string[];
+        try {
+          lines = splitter.push(chunk);
+        } catch (error) {
+          if (!(error instanceof LineTooLongError)) throw error;
+          overflowed = true;
+          launched?.pause();
+          queue.push({ kind: 'line-too-long', limit: error.limit });
+          return;
+        }
+        for (const line of lines) queue.push({ kind: 'line', text: clean(line) });
+        flow.afterPush();
       });
       void launched.exited.then((exit) => {
         const rest = splitter.flush();
@@ -109,7 +128,7 @@ export class OneShotSession implements LogicalSession {
       );
       if (!promptInArgs) {
         // The prompt goes on stdin, then end-of-input (claude -p, opencode run read it that way).
-        launched.write(profile.terminal ? `${run.prompt}\r` : run.prompt);
+        launched.write(profile.terminal ? `${toTerminalText(run.prompt)}\r` : run.prompt);
         launched.endInput();
       }
       let resultSeenAt: number | undefined;
@@ -126,12 +145,24 @@ export class OneShotSession implements LogicalSession {
         let wait = run.deadlineAt - current;
         if (resultSeenAt !== undefined) wait = Math.min(wait, resultSeenAt + profile.resultGraceMs - current);
         const taken = await queue.take(Math.max(0, wait), run.signal);
+        flow.afterTake();
         switch (taken.kind) {
           case 'item': {
             const event = taken.item;
             if (event.kind === 'line') {
               yield* absorb(parser.line(event.text));
               break;
+            }
+            if (event.kind === 'line-too-long') {
+              await this.killCurrent(launched);
+              exited = true;
+              yield errorPart(
+                'output_line_too_long',
+                `the CLI printed an output line longer than ${event.limit} characters; the run was stopped and its process tree killed`,
+                false,
+                now() - run.startedAt,
+              );
+              return;
             }
             exited = true;
             yield* absorb(parser.end());

@@ -6,9 +6,10 @@ import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
 import { stripAnsi } from './ansi.js';
 import { CliAdapterError } from './errors.js';
-import { LineSplitter } from './line-splitter.js';
+import { LineSplitter, LineTooLongError } from './line-splitter.js';
+import { OutputFlow } from './output-flow.js';
 import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
-import { toSingleLine } from './prompt.js';
+import { toSingleLine, toTerminalText } from './prompt.js';
 import {
   cancelledReason,
   completePart,
@@ -28,7 +29,10 @@ const TERMINAL_STARTUP_MAX_MS = 20_000;
 /** Enter sent together with the text reads as a pasted newline in TUIs: it goes separately, a moment later. */
 const TERMINAL_ENTER_DELAY_MS = 200;
 
-type WorkerEvent = { kind: 'line'; text: string } | { kind: 'exit'; exit: ProcessExit };
+type WorkerEvent =
+  | { kind: 'line'; text: string }
+  | { kind: 'exit'; exit: ProcessExit }
+  | { kind: 'line-too-long'; limit: number };
 
 export class PersistentSession implements LogicalSession {
   readonly mode = 'persistent' as const;
@@ -38,6 +42,8 @@ export class PersistentSession implements LogicalSession {
   private readonly splitter = new LineSplitter();
   private readonly stderr = new TextTail();
   private running = false;
+  /** Output flow control of the run in progress (the process is paused while its lines wait unread). */
+  private flow: OutputFlow | undefined;
   /** After an interrupt, the next prompt waits until then: the signal is handled asynchronously by the CLI and
    * must not cancel the next turn too. */
   private settleUntil = 0;
@@ -83,7 +89,16 @@ export class PersistentSession implements LogicalSession {
         this.stderr.push(chunk);
         return;
       }
-      for (const line of this.splitter.push(chunk)) this.emitLine(line);
+      let lines: string[];
+      try {
+        lines = this.splitter.push(chunk);
+      } catch (error) {
+        if (!(error instanceof LineTooLongError)) throw error;
+        this.listener?.({ kind: 'line-too-long', limit: error.limit });
+        return;
+      }
+      for (const line of lines) this.emitLine(line);
+      this.flow?.afterPush();
     });
     void launched.exited.then((exit) => {
       this.exit = exit;
@@ -129,6 +144,7 @@ export class PersistentSession implements LogicalSession {
     try {
       const launched = this.ensureStarted();
       this.listener = (event) => queue.push(event);
+      this.flow = new OutputFlow(launched, queue);
       if (launched.pid === undefined) {
         const exit = await launched.exited;
         throw new CliAdapterError(
@@ -140,7 +156,7 @@ export class PersistentSession implements LogicalSession {
       if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
       if (launched.terminal) {
         await this.waitForQuietTerminal(run.signal);
-        launched.write(toSingleLine(run.prompt));
+        launched.write(toTerminalText(run.prompt));
         await new Promise((resolve) => setTimeout(resolve, TERMINAL_ENTER_DELAY_MS));
         launched.write('\r');
       } else {
@@ -153,6 +169,7 @@ export class PersistentSession implements LogicalSession {
         const untilIdle = lastActivity + idleTimeoutMs - current;
         const untilDeadline = run.deadlineAt - current;
         const taken = await queue.take(Math.max(0, Math.min(untilIdle, untilDeadline)), run.signal);
+        this.flow.afterTake();
         switch (taken.kind) {
           case 'item': {
             const event = taken.item;
@@ -160,6 +177,16 @@ export class PersistentSession implements LogicalSession {
               lastActivity = now();
               yield { type: 'text-delta', text: `${event.text}\n` };
               break;
+            }
+            if (event.kind === 'line-too-long') {
+              await this.close('output-line-too-long');
+              yield errorPart(
+                'output_line_too_long',
+                `the CLI printed an output line longer than ${event.limit} characters; the session was terminated`,
+                false,
+                now() - run.startedAt,
+              );
+              return;
             }
             const backendMs = now() - run.startedAt;
             if (event.exit.exitCode === 0) {
@@ -216,6 +243,9 @@ export class PersistentSession implements LogicalSession {
       }
     } finally {
       this.listener = undefined;
+      // Output between runs belongs to no run and is dropped: never leave the process paused.
+      if (this.flow?.isPaused) this.process?.resume();
+      this.flow = undefined;
       this.running = false;
     }
   }

@@ -39,6 +39,12 @@ export interface LaunchedProcess {
   endInput(): void;
   /** Interrupts the current turn: SIGINT to the process, or Ctrl-C typed into the terminal. */
   interrupt(): void;
+  /**
+   * Stops reading the child's output until resume() (its pipe fills and the child blocks on write): the consumer
+   * of the lines is behind. Idempotent.
+   */
+  pause(): void;
+  resume(): void;
   readonly exited: Promise<ProcessExit>;
 }
 
@@ -105,6 +111,8 @@ function launchPipes(spec: LaunchSpec): LaunchedProcess {
     interrupt: () => {
       if (subprocess.pid !== undefined) signalQuietly(subprocess.pid, 'SIGINT');
     },
+    pause: () => subprocess.stdout?.pause(),
+    resume: () => subprocess.stdout?.resume(),
     exited,
   };
 }
@@ -146,6 +154,12 @@ function launchTerminal(spec: LaunchSpec): LaunchedProcess {
     interrupt: () => {
       if (!ended) terminal.write('\u0003');
     },
+    pause: () => {
+      if (!ended) terminal.pause();
+    },
+    resume: () => {
+      if (!ended) terminal.resume();
+    },
     exited,
   };
 }
@@ -158,6 +172,8 @@ function failedLaunch(terminal: boolean, message: string): LaunchedProcess {
     write: () => undefined,
     endInput: () => undefined,
     interrupt: () => undefined,
+    pause: () => undefined,
+    resume: () => undefined,
     exited: Promise.resolve({ exitCode: null, signal: null, spawnError: message }),
   };
 }

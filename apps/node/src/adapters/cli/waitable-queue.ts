@@ -5,7 +5,8 @@ export type TakeResult<T> =
   { kind: 'item'; item: T } | { kind: 'timeout' } | { kind: 'aborted' } | { kind: 'closed' };
 
 export class WaitableQueue<T> {
-  private readonly items: T[] = [];
+  private items: T[] = [];
+  private head = 0;
   private wake: (() => void) | undefined;
   private closed = false;
 
@@ -22,13 +23,13 @@ export class WaitableQueue<T> {
   }
 
   get length(): number {
-    return this.items.length;
+    return this.items.length - this.head;
   }
 
   /** Waits for the next item; `timeoutMs` undefined or Infinity waits without a timer. */
   async take(timeoutMs: number | undefined, signal?: AbortSignal): Promise<TakeResult<T>> {
     for (;;) {
-      if (this.items.length > 0) return { kind: 'item', item: this.items.shift() as T };
+      if (this.length > 0) return { kind: 'item', item: this.shift() };
       if (signal?.aborted) return { kind: 'aborted' };
       if (this.closed) return { kind: 'closed' };
       if (timeoutMs !== undefined && timeoutMs <= 0) return { kind: 'timeout' };
@@ -55,6 +56,21 @@ export class WaitableQueue<T> {
         timer = setTimeout(() => finish('timeout'), timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /** Constant-time removal from the front (Array.shift is linear in the queue length). */
+  private shift(): T {
+    const item = this.items[this.head];
+    this.items[this.head] = undefined as T;
+    this.head += 1;
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
   }
 
   private notify(): void {

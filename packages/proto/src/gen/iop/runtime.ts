@@ -258,6 +258,11 @@ export interface CliAdapterSettings {
   profiles: { [key: string]: CliProfile };
   maxSessions: number;
   sessionIdleTtlMs: number;
+  /**
+   * Directories a run's workspace must lie in (after resolving symlinks); empty: the node agent's working
+   * directory. A relative root resolves against the agent's working directory, `~` against its HOME.
+   */
+  workspaceRoots: string[];
 }
 
 export interface CliAdapterSettings_ProfilesEntry {
@@ -2142,7 +2147,7 @@ export const AdapterInstance: MessageFns<AdapterInstance> = {
 };
 
 function createBaseCliAdapterSettings(): CliAdapterSettings {
-  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0 };
+  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0, workspaceRoots: [] };
 }
 
 export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
@@ -2155,6 +2160,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     }
     if (message.sessionIdleTtlMs !== 0) {
       writer.uint32(24).uint32(message.sessionIdleTtlMs);
+    }
+    for (const v of message.workspaceRoots) {
+      writer.uint32(34).string(v!);
     }
     return writer;
   },
@@ -2199,6 +2207,14 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
             message.sessionIdleTtlMs = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.workspaceRoots.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2237,6 +2253,11 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
         : isSet(object.session_idle_ttl_ms)
         ? globalThis.Number(object.session_idle_ttl_ms)
         : 0,
+      workspaceRoots: globalThis.Array.isArray(object?.workspaceRoots)
+        ? object.workspaceRoots.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.workspace_roots)
+        ? object.workspace_roots.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2257,6 +2278,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     if (message.sessionIdleTtlMs !== 0) {
       obj.sessionIdleTtlMs = Math.round(message.sessionIdleTtlMs);
     }
+    if (message.workspaceRoots?.length) {
+      obj.workspaceRoots = message.workspaceRoots;
+    }
     return obj;
   },
 
@@ -2276,6 +2300,7 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     );
     message.maxSessions = object.maxSessions ?? 0;
     message.sessionIdleTtlMs = object.sessionIdleTtlMs ?? 0;
+    message.workspaceRoots = object.workspaceRoots?.map((e) => e) || [];
     return message;
   },
 };

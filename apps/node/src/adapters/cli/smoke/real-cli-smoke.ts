@@ -107,7 +107,12 @@ async function main(): Promise<number> {
       name: 'cli',
       type: 'cli',
       enabled: true,
-      cli: { profiles: { [options.profile]: profile }, maxSessions: 4, sessionIdleTtlMs: 0 },
+      cli: {
+        profiles: { [options.profile]: profile },
+        maxSessions: 4,
+        sessionIdleTtlMs: 0,
+        workspaceRoots: [options.scratch],
+      },
       http: undefined,
     },
     {

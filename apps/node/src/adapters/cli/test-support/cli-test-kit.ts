@@ -22,7 +22,7 @@ export const quietLogger = {
 
 export function cliInstance(
   profiles: Record<string, Partial<CliProfile>>,
-  settings: { maxSessions?: number; sessionIdleTtlMs?: number } = {},
+  settings: { maxSessions?: number; sessionIdleTtlMs?: number; workspaceRoots?: string[] } = {},
 ): AdapterInstance {
   return {
     name: 'cli',
@@ -34,6 +34,7 @@ export function cliInstance(
       ),
       maxSessions: settings.maxSessions ?? 0,
       sessionIdleTtlMs: settings.sessionIdleTtlMs ?? 0,
+      workspaceRoots: settings.workspaceRoots ?? [],
     },
     http: undefined,
   };
