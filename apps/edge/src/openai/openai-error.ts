@@ -57,30 +57,10 @@ const CALLER_RUN_ERRORS: ReadonlySet<string> = new Set([
   'invalid_session_id',
 ]);
 
-/**
- * Run error codes that mean the request itself cannot be served (the node refused what the caller asked for):
- * 400, not a gateway failure.
- */
-const CALLER_RUN_ERRORS: ReadonlySet<string> = new Set([
-  'workspace_not_allowed',
-  'workspace_not_found',
-  'workspace_mismatch',
-  'invalid_session_id',
-]);
-
 /** A run that ended with an error part, or an operator cancel, before the response could be produced. */
 export function runFailed(code: string, message: string): OpenAIHttpError {
   if (code === 'timeout' || code === 'deadline_exceeded') {
     return new OpenAIHttpError(504, 'timeout_error', code, message);
-  }
-  if (CALLER_RUN_ERRORS.has(code)) {
-    return new OpenAIHttpError(
-      400,
-      'invalid_request_error',
-      code,
-      message,
-      code.startsWith('workspace') ? 'metadata.workspace' : null,
-    );
   }
   if (CALLER_RUN_ERRORS.has(code)) {
     return new OpenAIHttpError(
