@@ -78,7 +78,13 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const { config, logger } = options;
   const clock = options.clock ?? systemClock;
   const events = createEventBus({ replaySize: 512, queueSize: 2048 });
-  const store = createNodeStore({ dataDir: config.edge.data_dir, configNodes: config.nodes, clock: clock.now });
+  const store = createNodeStore({
+    dataDir: config.edge.data_dir,
+    configNodes: config.nodes,
+    clock: clock.now,
+    onUnreadable: (error) =>
+      logger.error({ error: error.message }, 'node store unreadable: accepting only the tokens in edge.yaml'),
+  });
   const registry = createNodeRegistry();
   // Nodes registering after a live refresh must get the refreshed payload.
   const nodeConfigs = createNodeConfigState(registry, config.nodes);

@@ -14,6 +14,8 @@ export const CLOSE_REASONS = {
   registerRejected: 'register-rejected',
   /** The node was removed from the edge's config by a refresh. */
   nodeRemoved: 'node-removed',
+  /** The token this connection registered with was rotated or revoked (`iop-edge node register|revoke`). */
+  tokenRevoked: 'token-revoked',
   /** The first frame of a connection was not a register request. */
   protocolViolation: 'protocol_violation',
   /** A connection still in the handshake was closed to make room for a new one (pending-connection caps). */

@@ -9,6 +9,7 @@ import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
 import { keysCreateCommand } from './keys-create.js';
 import { nodeRegisterCommand } from './node-register.js';
+import { nodeRevokeCommand } from './node-revoke.js';
 import { nodesListCommand } from './nodes-list.js';
 import { serveCommand } from './serve.js';
 import { setupCommand } from './setup.js';
@@ -26,6 +27,7 @@ export const commands: CliCommand[] = [
   serveCommand,
   consoleCommand,
   nodeRegisterCommand,
+  nodeRevokeCommand,
   keysCreateCommand,
   smokeOpenAICommand,
   bootstrapPackCommand,

@@ -1,5 +1,5 @@
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createNodeStore, digestsEqual, sha256Hex, NODE_STORE_FILE } from './node-store.js';
@@ -135,5 +135,74 @@ describe('digestsEqual', () => {
     expect(digestsEqual(digest, digest.toUpperCase())).toBe(true);
     expect(digestsEqual(digest, sha256Hex('b'))).toBe(false);
     expect(digestsEqual(digest, 'zz')).toBe(false);
+  });
+
+  it('verifies a token by its digest, and revokes a stored token (config secrets stay)', async () => {
+    const store = createNodeStore({ dataDir, configNodes: [{ id: 'cfg', token: 'dev-token' }] });
+    const { token } = await store.register('node-a');
+    await expect(store.verifyDigest('node-a', sha256Hex(token))).resolves.toEqual({
+      ok: true,
+      source: 'store',
+    });
+    await expect(store.revoke('node-a')).resolves.toBe(true);
+    await expect(store.revoke('node-a')).resolves.toBe(false);
+    await expect(store.verify('node-a', token)).resolves.toEqual({ ok: false, reason: 'unknown_node' });
+    await expect(store.revoke('cfg')).resolves.toBe(false);
+    await expect(store.verify('cfg', 'dev-token')).resolves.toEqual({ ok: true, source: 'config-token' });
+  });
+
+  it('keeps accepting edge.yaml tokens when nodes.json is unreadable, and reports it once per problem', async () => {
+    const reported: string[] = [];
+    const store = createNodeStore({
+      dataDir,
+      configNodes: [{ id: 'cfg', token: 'dev-token' }],
+      onUnreadable: (error) => reported.push(error.code),
+    });
+    await store.register('node-a');
+    await writeFile(path.join(dataDir, NODE_STORE_FILE), '{ not json');
+    await expect(store.verify('cfg', 'dev-token')).resolves.toEqual({ ok: true, source: 'config-token' });
+    await expect(store.verify('cfg', 'dev-token')).resolves.toEqual({ ok: true, source: 'config-token' });
+    await expect(store.verify('node-a', 'anything')).resolves.toEqual({ ok: false, reason: 'unknown_node' });
+    expect(reported).toEqual(['store_corrupt']);
+    // Without the callback an unreadable store is still an error (registration rejects and logs it).
+    await expect(createNodeStore({ dataDir }).verify('cfg', 'x')).rejects.toBeInstanceOf(NodeStoreError);
+  });
+
+  it('as root, gives the rewritten nodes.json back to its owner (the service user)', async () => {
+    await createNodeStore({ dataDir }).register('node-a');
+    const file = path.join(dataDir, NODE_STORE_FILE);
+    let expected: [number, number];
+    if (process.getuid?.() === 0) {
+      // Really root: make the file another user's, as `setup` leaves it for the service user.
+      await chown(file, 4242, 4242);
+      expected = [4242, 4242];
+    } else {
+      const owner = await stat(file);
+      expected = [owner.uid, owner.gid];
+    }
+    const chowned: Array<[string, number, number]> = [];
+    const asRoot = createNodeStore({
+      dataDir,
+      uid: () => 0,
+      chown: (target, uid, gid) => {
+        chowned.push([path.basename(target), uid, gid]);
+        return chown(target, uid, gid).catch(() => undefined);
+      },
+    });
+    await asRoot.register('node-b');
+    expect(chowned).toHaveLength(1);
+    expect(chowned[0]?.[0]).toMatch(/^nodes\.json\.\d+\.[0-9a-f]+\.tmp$/);
+    expect(chowned[0]?.slice(1)).toEqual(expected);
+  });
+
+  it('as another non-root user, refuses with the sudo -u hint instead of writing a file the service cannot read', async () => {
+    const store = createNodeStore({ dataDir });
+    await store.register('node-a');
+    const owner = await stat(path.join(dataDir, NODE_STORE_FILE));
+    const stranger = createNodeStore({ dataDir, uid: () => owner.uid + 1 });
+    await expect(stranger.register('node-b')).rejects.toThrow(
+      `sudo -u '#${owner.uid}' iop-edge node register`,
+    );
+    expect((await store.list()).map((record) => record.node_id)).toEqual(['node-a']);
   });
 });

@@ -8,7 +8,12 @@
 //
 // Tokens are never stored or logged: only their SHA-256. A node may also be declared in config with a dev token
 // (`nodes[].token`) or a digest (`nodes[].token_sha256`); any of the known secrets is accepted. Comparisons use
-// crypto.timingSafeEqual on fixed-length digests so timing reveals nothing about the token.
+// crypto.timingSafeEqual on fixed-length digests so timing reveals nothing about the token. When the file cannot
+// be read (a wrong owner after `sudo iop-edge node register`, say), verification reports it through
+// `onUnreadable` and still accepts the tokens configured in edge.yaml.
+//
+// `revoke` removes a node's stored token; together with rotation it is enforced on live connections by the token
+// revocation check (token-revocation.ts), which re-verifies each connected node's token digest.
 import { createHash, randomBytes as defaultRandomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -45,6 +50,10 @@ export interface NodeStore {
   /** Creates the node's entry or rotates its token. */
   register(nodeId: string): Promise<RegisterResult>;
   verify(nodeId: string, token: string): Promise<VerifyResult>;
+  /** `verify` for a token known only by its SHA-256 (hex): how live connections are re-checked. */
+  verifyDigest(nodeId: string, tokenSha256: string): Promise<VerifyResult>;
+  /** Removes the node's stored token; false when it had none. Config-declared secrets are not touched. */
+  revoke(nodeId: string): Promise<boolean>;
   /** True when the id is in config or in the store. */
   knows(nodeId: string): Promise<boolean>;
   /** Stored records (config-only nodes excluded), sorted by node id. */
@@ -56,6 +65,15 @@ export interface NodeStoreOptions {
   configNodes?: readonly ConfiguredNodeSecret[];
   clock?: () => number;
   randomBytes?: (size: number) => Buffer;
+  /**
+   * The store file exists but cannot be read or parsed; verification then uses the config's secrets only.
+   * Called again only when the problem changes or a minute has passed (verification runs often).
+   */
+  onUnreadable?: (error: NodeStoreError) => void;
+  /** Effective uid of this process (injected for tests); undefined on Windows. */
+  uid?: () => number | undefined;
+  /** Injected for tests; default fs.promises.chown. */
+  chown?: (file: string, uid: number, gid: number) => Promise<void>;
 }
 
 export const NODE_STORE_FILE = 'nodes.json';
@@ -84,6 +102,10 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
   let cache: { stamp: string; records: Map<string, NodeStoreRecord> } | undefined;
   // Serializes this process's writes; other processes are covered by re-reading right before each write.
   let writeChain: Promise<unknown> = Promise.resolve();
+  let lastReported: { message: string; at: number } | undefined;
+  const uid = options.uid ?? (() => process.getuid?.());
+  const chown =
+    options.chown ?? ((file: string, owner: number, group: number) => fs.chown(file, owner, group));
 
   async function load(): Promise<Map<string, NodeStoreRecord>> {
     let stamp: string;
@@ -109,8 +131,31 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     return cache.records;
   }
 
+  /**
+   * The owner the file must keep: the current file's (or, for a new file, the data dir's) when that is another
+   * user — `sudo iop-edge node register` on a host prepared by `setup` must leave nodes.json readable by the
+   * service user. Only root can give a file away; anyone else gets the `sudo -u` hint instead of a file the
+   * service cannot read.
+   */
+  async function ownerToKeep(): Promise<{ uid: number; gid: number } | undefined> {
+    const stat = await fs.stat(filePath).catch(async (error: unknown) => {
+      if (!isNotFound(error)) throw error;
+      return fs.stat(options.dataDir);
+    });
+    const current = uid();
+    if (stat.uid === current || current === undefined) return undefined;
+    if (current !== 0) {
+      throw new NodeStoreError(
+        'store_unwritable',
+        `node store ${filePath} belongs to uid ${stat.uid}: run this as that user, e.g. sudo -u '#${stat.uid}' iop-edge node register ...`,
+      );
+    }
+    return { uid: stat.uid, gid: stat.gid };
+  }
+
   async function write(records: Map<string, NodeStoreRecord>): Promise<void> {
     await fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+    const owner = await ownerToKeep();
     const body = `${JSON.stringify({ version: 1, nodes: [...records.values()].sort(byNodeId) }, null, 2)}\n`;
     const temp = `${filePath}.${process.pid}.${random(6).toString('hex')}.tmp`;
     const handle = await fs.open(temp, 'wx', 0o600);
@@ -121,6 +166,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
       await handle.close();
     }
     try {
+      if (owner) await chown(temp, owner.uid, owner.gid);
       await fs.rename(temp, filePath);
     } catch (error) {
       await fs.rm(temp, { force: true });
@@ -159,24 +205,23 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
       writeChain = task.catch(() => undefined);
       return task;
     },
-    async verify(nodeId, token) {
-      const configured = configNodes.get(nodeId);
-      const stored = (await load()).get(nodeId);
-      if (!configured && !stored) return { ok: false, reason: 'unknown_node' };
-      const presented = sha256Hex(token);
-      // Check every known secret (no early exit) so the time taken does not reveal which one matched.
-      const configTokenOk =
-        configured?.token !== undefined &&
-        configured.token !== '' &&
-        digestsEqual(sha256Hex(configured.token), presented);
-      const configDigestOk =
-        configured?.token_sha256 !== undefined &&
-        digestsEqual(configured.token_sha256.toLowerCase(), presented);
-      const storeOk = stored !== undefined && digestsEqual(stored.token_sha256, presented);
-      if (configTokenOk) return { ok: true, source: 'config-token' };
-      if (configDigestOk) return { ok: true, source: 'config-digest' };
-      if (storeOk) return { ok: true, source: 'store' };
-      return { ok: false, reason: 'bad_token' };
+    verify(nodeId, token) {
+      return verifyDigest(nodeId, sha256Hex(token));
+    },
+    verifyDigest(nodeId, tokenSha256) {
+      return verifyDigest(nodeId, tokenSha256);
+    },
+    revoke(nodeId) {
+      const task = writeChain.then(async (): Promise<boolean> => {
+        cache = undefined;
+        const records = new Map(await load());
+        if (!records.delete(nodeId)) return false;
+        await write(records);
+        cache = undefined;
+        return true;
+      });
+      writeChain = task.catch(() => undefined);
+      return task;
     },
     async knows(nodeId) {
       return configNodes.has(nodeId) || (await load()).has(nodeId);
@@ -185,6 +230,40 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
       return [...(await load()).values()].sort(byNodeId);
     },
   };
+
+  async function storedRecords(): Promise<Map<string, NodeStoreRecord>> {
+    try {
+      return await load();
+    } catch (error) {
+      if (!(error instanceof NodeStoreError) || options.onUnreadable === undefined) throw error;
+      const now = clock();
+      if (lastReported?.message !== error.message || now - lastReported.at >= 60_000) {
+        lastReported = { message: error.message, at: now };
+        options.onUnreadable(error);
+      }
+      return new Map();
+    }
+  }
+
+  async function verifyDigest(nodeId: string, presentedDigest: string): Promise<VerifyResult> {
+    const configured = configNodes.get(nodeId);
+    const stored = (await storedRecords()).get(nodeId);
+    if (!configured && !stored) return { ok: false, reason: 'unknown_node' };
+    const presented = presentedDigest.toLowerCase();
+    // Check every known secret (no early exit) so the time taken does not reveal which one matched.
+    const configTokenOk =
+      configured?.token !== undefined &&
+      configured.token !== '' &&
+      digestsEqual(sha256Hex(configured.token), presented);
+    const configDigestOk =
+      configured?.token_sha256 !== undefined &&
+      digestsEqual(configured.token_sha256.toLowerCase(), presented);
+    const storeOk = stored !== undefined && digestsEqual(stored.token_sha256, presented);
+    if (configTokenOk) return { ok: true, source: 'config-token' };
+    if (configDigestOk) return { ok: true, source: 'config-digest' };
+    if (storeOk) return { ok: true, source: 'store' };
+    return { ok: false, reason: 'bad_token' };
+  }
 }
 
 function parseStore(text: string, filePath: string): Map<string, NodeStoreRecord> {

@@ -20,6 +20,8 @@ import type { NodeStore } from '../node/node-store.js';
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
 import { NodeConnection } from './node-connection.js';
+import type { NodeLink } from '../node/node-link.js';
+import { createTokenRevocation } from '../node/token-revocation.js';
 import { admitPending } from './pending-admission.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
@@ -51,6 +53,8 @@ export interface EdgeTransportOptions {
   warningsPerAddressPerMinute?: number;
   /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
   onFrameError?: (code: string) => void;
+  /** How often connected nodes' tokens are re-verified (rotation/revocation); default 500 ms, 0 = never. */
+  tokenCheckIntervalMs?: number;
 }
 
 export interface EdgeTransport {
@@ -85,6 +89,12 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
 
+  const revocation = createTokenRevocation({
+    store: options.store,
+    registry: options.registry,
+    logger,
+    intervalMs: options.tokenCheckIntervalMs ?? 500,
+  });
   const context = {
     edgeId: config.edge.id,
     store: options.store,
@@ -102,6 +112,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     isShuttingDown: () => shuttingDown,
     onFrameError: options.onFrameError ?? (() => undefined),
     registeredInputLimits: { maxFrameBytes, maxBufferedBytes: REGISTERED_BUFFERED_BYTES },
+    onAuthenticated: (link: NodeLink, token: string) => revocation.track(link, token),
   };
 
   /** Makes room for a new socket from `address`; false when it must be refused. */
@@ -212,6 +223,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const address = boundAddress(server.address());
   logger.info({ address, tls: config.edge.tls.enabled }, 'node transport listening');
 
+  revocation.start();
   let stopping: Promise<void> | undefined;
   return {
     address,
@@ -221,6 +233,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     stop(reason = 'shutdown') {
       stopping ??= (async () => {
         shuttingDown = true;
+        revocation.stop();
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         await Promise.all(
           [...connections].map((connection) => connection.close(reason).catch(() => undefined)),

@@ -45,6 +45,8 @@ export interface ConnectionContext {
   /** `nodes[].agent_kind` for a configured node id; undefined = not configured. */
   agentKindFor?(nodeId: string): string | undefined;
   isShuttingDown(): boolean;
+  /** Called with each accepted link and the token it registered with (live revocation re-checks it). */
+  onAuthenticated?(link: NodeLink, token: string): void;
   /** A connection is being closed because the peer sent bad frames (`frame_too_large`, `malformed_frame`, ...). */
   onFrameError(code: string): void;
   /** Incoming limits applied once the node is registered (before that the transport's smaller ones hold). */
@@ -258,6 +260,7 @@ export class NodeConnection {
     }
     if (this.closingReason !== undefined) return false;
     this.link = link;
+    this.context.onAuthenticated?.(link, request.token);
     const previous = this.context.registry.add(link);
     if (previous) {
       previous.markClosed(CLOSE_REASONS.replaced);

@@ -1,0 +1,104 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { silentLogger } from '../logging.js';
+import type { NodeLink } from './node-link.js';
+import { createNodeStore, type NodeStore } from './node-store.js';
+import { createTokenRevocation } from './token-revocation.js';
+
+/** The part of a NodeLink the check uses, recording how it was closed. */
+function fakeLink(nodeId: string) {
+  const closes: string[] = [];
+  const link = {
+    nodeId,
+    info: { remoteAddress: '127.0.0.1:5' },
+    close: (reason: string) => {
+      closes.push(reason);
+      return Promise.resolve();
+    },
+  } as unknown as NodeLink;
+  return { link, closes };
+}
+
+describe('token revocation', () => {
+  let dir: string;
+  let store: NodeStore;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'iop-revocation-'));
+    store = createNodeStore({ dataDir: dir, configNodes: [{ id: 'cfg', token: 'dev' }] });
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('closes a link with token-revoked once its token is rotated or revoked by another store instance', async () => {
+    const a = await store.register('node-a');
+    const b = await store.register('node-b');
+    const linkA = fakeLink('node-a');
+    const linkB = fakeLink('node-b');
+    const linkCfg = fakeLink('cfg');
+    const links = [linkA.link, linkB.link, linkCfg.link];
+    const revocation = createTokenRevocation({
+      store,
+      registry: { links: () => links },
+      logger: silentLogger,
+      intervalMs: 0,
+    });
+    revocation.track(linkA.link, a.token);
+    revocation.track(linkB.link, b.token);
+    revocation.track(linkCfg.link, 'dev');
+    await revocation.check();
+    expect([linkA.closes, linkB.closes, linkCfg.closes]).toEqual([[], [], []]);
+
+    // `iop-edge node register node-a` and `node revoke node-b` run in other processes.
+    const cli = createNodeStore({ dataDir: dir });
+    await cli.register('node-a');
+    await cli.revoke('node-b');
+    await revocation.check();
+    expect([linkA.closes, linkB.closes, linkCfg.closes]).toEqual([['token-revoked'], ['token-revoked'], []]);
+    await revocation.check();
+    expect(linkA.closes).toHaveLength(1);
+    revocation.stop();
+  });
+
+  it('never disconnects because the store cannot be read', async () => {
+    const a = await store.register('node-a');
+    const link = fakeLink('node-a');
+    const broken: Pick<NodeStore, 'verifyDigest' | 'list'> = {
+      list: () => Promise.reject(new Error('EACCES')),
+      verifyDigest: () => Promise.resolve({ ok: false, reason: 'unknown_node' }),
+    };
+    const revocation = createTokenRevocation({
+      store: broken,
+      registry: { links: () => [link.link] },
+      logger: silentLogger,
+      intervalMs: 0,
+    });
+    revocation.track(link.link, a.token);
+    await revocation.check();
+    expect(link.closes).toEqual([]);
+  });
+
+  it('runs by itself every intervalMs', async () => {
+    const a = await store.register('node-a');
+    const link = fakeLink('node-a');
+    const revocation = createTokenRevocation({
+      store,
+      registry: { links: () => [link.link] },
+      logger: silentLogger,
+      intervalMs: 20,
+    });
+    revocation.start();
+    try {
+      revocation.track(link.link, a.token);
+      await store.revoke('node-a');
+      const deadline = Date.now() + 2000;
+      while (link.closes.length === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(link.closes).toEqual(['token-revoked']);
+    } finally {
+      revocation.stop();
+    }
+  });
+});

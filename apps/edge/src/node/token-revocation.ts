@@ -1,0 +1,98 @@
+// Live revocation: every connected node keeps proving that the token it registered with is still valid. The
+// transport tells this checker the SHA-256 of each accepted connection's token; every `intervalMs` (default
+// 500 ms, so a rotation or `node revoke` takes effect well within 2 s) the checker re-verifies each live link's
+// digest against the node store — which re-reads nodes.json when another process (`iop-edge node register`,
+// `node revoke`) changed it — and closes links whose token no longer verifies with Goodbye `token-revoked`. The
+// node then reconnects with its old token and is rejected as `bad_token` (or `unknown_node` after a revoke).
+// An unreadable store never disconnects anyone: that pass is skipped and logged.
+import { CLOSE_REASONS } from '@iop/wire';
+import type { Logger } from '../logging.js';
+import type { NodeLink } from './node-link.js';
+import type { NodeRegistry } from './node-registry.js';
+import { sha256Hex, type NodeStore } from './node-store.js';
+
+export interface TokenRevocation {
+  /** Remembers the token `link` registered with (only its SHA-256; forgotten with the link). */
+  track(link: NodeLink, token: string): void;
+  /** One pass over the registry; resolves when the links it closed are closed. */
+  check(): Promise<void>;
+  /** Starts the periodic pass (every intervalMs; none when 0). */
+  start(): void;
+  /** Stops the periodic pass. Idempotent. */
+  stop(): void;
+}
+
+export interface TokenRevocationOptions {
+  store: Pick<NodeStore, 'verifyDigest' | 'list'>;
+  registry: Pick<NodeRegistry, 'links'>;
+  logger: Logger;
+  /** 0 = no timer (tests call check()). */
+  intervalMs?: number;
+}
+
+export function createTokenRevocation(options: TokenRevocationOptions): TokenRevocation {
+  const digests = new WeakMap<NodeLink, string>();
+  let running: Promise<void> | undefined;
+  let storeProblem: string | undefined;
+
+  async function pass(): Promise<void> {
+    const tracked = options.registry.links().filter((link) => digests.has(link));
+    if (tracked.length === 0) return;
+    try {
+      await options.store.list(); // throws when nodes.json cannot be read: decide nothing on a half-known store
+      storeProblem = undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (message !== storeProblem) {
+        options.logger.error({ error: message }, 'token revocation check skipped: node store unreadable');
+        storeProblem = message;
+      }
+      return;
+    }
+    const closing: Promise<void>[] = [];
+    for (const link of tracked) {
+      const digest = digests.get(link);
+      if (digest === undefined) continue;
+      const verdict = await options.store.verifyDigest(link.nodeId, digest);
+      if (verdict.ok) continue;
+      digests.delete(link);
+      options.logger.warn(
+        { nodeId: link.nodeId, reason: verdict.reason, remoteAddress: link.info.remoteAddress },
+        'closing a node whose token was rotated or revoked',
+      );
+      closing.push(link.close(CLOSE_REASONS.tokenRevoked, { goodbye: true }).catch(() => undefined));
+    }
+    await Promise.all(closing);
+  }
+
+  function check(): Promise<void> {
+    // One pass at a time: a slow disk must not pile passes up behind each other.
+    running ??= pass()
+      .catch((error: unknown) =>
+        options.logger.error(
+          { error: error instanceof Error ? error.message : String(error) },
+          'token revocation check failed',
+        ),
+      )
+      .finally(() => (running = undefined));
+    return running;
+  }
+
+  const intervalMs = options.intervalMs ?? 500;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  return {
+    track(link, token) {
+      digests.set(link, sha256Hex(token));
+    },
+    check,
+    start() {
+      if (timer !== undefined || intervalMs <= 0) return;
+      timer = setInterval(() => void check(), intervalMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}
