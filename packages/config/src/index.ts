@@ -21,4 +21,10 @@ export { securityWarnings } from './check-exposure.js';
 export { capacityWarnings } from './capacity-warnings.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';
 export { appendApiKey, type ApiKeyEntry } from './append-api-key.js';
+export {
+  appendNodeEntries,
+  renderNodeEntries,
+  type CommentedEntry,
+  type NodeEntries,
+} from './append-node-entries.js';
 export { IDENTIFIER_PATTERN } from './schema.js';
