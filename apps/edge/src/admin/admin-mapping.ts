@@ -13,7 +13,8 @@ import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../
 
 /**
  * A connected node as NodeInfo. Its providers carry the pool's view (status, capacity, in-flight...) when the
- * pool knows the provider, otherwise only the health the node reported.
+ * pool knows the provider, otherwise only the health the node reported. Providers the pool has on this node that
+ * the node never reported (its health probes are off, or no report arrived yet) follow, with the pool's health.
  */
 export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatus[]): NodeInfo {
   return NodeInfo.fromPartial({
@@ -28,18 +29,27 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
     lastHeartbeatUnixMs: node.lastHeartbeatUnixMs,
     adapters: [...node.adapters],
     ...(node.discovered ? { discovered: toWireDiscovery(node.discovered) } : {}),
-    providers: node.providers.map((provider) => {
-      const pooled = poolStatus.find(
-        (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
-      );
-      return pooled
-        ? ProviderStatus.fromPartial({ ...pooled, health: provider.health })
-        : ProviderStatus.fromPartial({
-            providerId: provider.providerId,
-            nodeId: node.nodeId,
-            health: provider.health,
-          });
-    }),
+    providers: [
+      ...node.providers.map((provider) => {
+        const pooled = poolStatus.find(
+          (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
+        );
+        return pooled
+          ? ProviderStatus.fromPartial({ ...pooled, health: provider.health })
+          : ProviderStatus.fromPartial({
+              providerId: provider.providerId,
+              nodeId: node.nodeId,
+              health: provider.health,
+            });
+      }),
+      ...poolStatus
+        .filter(
+          (pooled) =>
+            pooled.nodeId === node.nodeId &&
+            !node.providers.some((reported) => reported.providerId === pooled.providerId),
+        )
+        .map((pooled) => ProviderStatus.fromPartial(pooled)),
+    ],
   });
 }
 
