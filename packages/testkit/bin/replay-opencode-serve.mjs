@@ -6,7 +6,12 @@
 // server hands out. Usage:
 //   replay-opencode-serve.mjs serve --port P [--hostname H] --events F1,F2,... [--record FILE] [--stall]
 // --stall: after the first recorded delta of a turn, stop until /abort (for cancel tests).
-import { appendFileSync, readFileSync } from 'node:fs';
+// --hang-start-once MARKER: when MARKER does not exist, write this process's pid to it and never start listening
+//   (a cold start that hangs: the test kills it or lets the start time out); later starts run normally.
+// --slow-start-ms N: wait N ms before listening (a cold start a caller can cancel).
+// Like the real server, every request needs HTTP basic auth when OPENCODE_SERVER_PASSWORD is set (user
+// OPENCODE_SERVER_USERNAME, default `opencode`); others get 401.
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 
 const argv = process.argv.slice(2);
@@ -54,7 +59,27 @@ async function play(file) {
   }
 }
 
+const password = process.env.OPENCODE_SERVER_PASSWORD ?? '';
+const expectedAuthorization = password
+  ? `Basic ${Buffer.from(`${process.env.OPENCODE_SERVER_USERNAME || 'opencode'}:${password}`).toString('base64')}`
+  : undefined;
+
+const hangMarker = option('--hang-start-once');
+if (hangMarker && !existsSync(hangMarker)) {
+  writeFileSync(hangMarker, `${process.pid}\n`);
+  setInterval(() => undefined, 60_000);
+  await new Promise(() => undefined);
+}
+const slowStartMs = Number(option('--slow-start-ms') ?? 0);
+if (slowStartMs > 0) await new Promise((resolve) => setTimeout(resolve, slowStartMs));
+
 const server = http.createServer((request, response) => {
+  if (expectedAuthorization && request.headers.authorization !== expectedAuthorization) {
+    log({ method: request.method, url: request.url, unauthorized: true });
+    response.writeHead(401, { 'www-authenticate': 'Basic' }).end();
+    request.resume();
+    return;
+  }
   let body = '';
   request.on('data', (chunk) => (body += chunk));
   request.on('end', () => {
@@ -82,5 +107,5 @@ const server = http.createServer((request, response) => {
     }
   });
 });
-server.listen(port, host);
+server.listen(port, host, () => log({ listening: server.address().port, auth: Boolean(password) }));
 process.on('SIGTERM', () => process.exit(0));

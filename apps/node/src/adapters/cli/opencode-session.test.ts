@@ -40,7 +40,8 @@ describe('opencode-sse sessions', () => {
     readFileSync(record, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line) as { method: string; url: string; body?: Record<string, unknown> });
+      .map((line) => JSON.parse(line) as { method?: string; url: string; body?: Record<string, unknown> })
+      .filter((entry) => entry.method !== undefined);
 
   const opencode = (extra: string[] = []) => ({
     command: path.join(testkitBin, 'replay-opencode-serve.mjs'),
@@ -111,6 +112,56 @@ describe('opencode-sse sessions', () => {
     });
     expect(sessions.result).toMatchObject({ sessions: '1', 'session.0.mode': 'persistent' });
     expect(await adapter.terminateSession('opencode', 'default')).toBe(true);
+  });
+
+  it('protects the server with a per-session password: every adapter call authenticates, others get 401', async () => {
+    adapter = testAdapter(cliInstance({ opencode: opencode() }));
+    expect(terminal(await collect(adapter, request('opencode', 'iop_opencode_one')))).toMatchObject({
+      type: 'complete',
+    });
+    const entries = readFileSync(record, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { listening?: number; auth?: boolean; unauthorized?: boolean });
+    const started = entries.find((entry) => entry.listening !== undefined);
+    expect(started?.auth).toBe(true);
+    expect(entries.some((entry) => entry.unauthorized)).toBe(false);
+    const anonymous = await fetch(`http://127.0.0.1:${started?.listening}/global/health`);
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('a server killed during its start fails that run, and the next run of the session starts a new one', async () => {
+    const marker = path.join(scratch.path, 'hang.pid');
+    adapter = testAdapter(cliInstance({ opencode: opencode(['--hang-start-once', marker]) }));
+    const first = collect(adapter, request('opencode', 'iop_opencode_one'));
+    let pid = 0;
+    for (let waited = 0; pid === 0 && waited < 5000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      try {
+        pid = Number(readFileSync(marker, 'utf8').trim());
+      } catch {
+        // Not started yet.
+      }
+    }
+    process.kill(pid, 'SIGKILL');
+    expect(terminal(await first)).toMatchObject({ type: 'error', code: 'spawn_failed' });
+    const second = await collect(adapter, request('opencode', 'Convert token iop_opencode_one'));
+    expect(texts(second)).toBe('IOP_OPENCODE_ONE_OK');
+    expect(terminal(second)).toMatchObject({ type: 'complete' });
+  });
+
+  it('a caller that cancels during the cold start only stops waiting: the start serves the next run', async () => {
+    adapter = testAdapter(cliInstance({ opencode: opencode(['--slow-start-ms', '600']) }));
+    const controller = new AbortController();
+    setTimeout(() => controller.abort('impatient'), 100);
+    const cancelled = await collect(adapter, request('opencode', 'iop_opencode_one'), controller.signal);
+    expect(terminal(cancelled)).toEqual({ type: 'cancelled', reason: 'impatient' });
+    const next = await collect(adapter, request('opencode', 'Convert token iop_opencode_one'));
+    expect(texts(next)).toBe('IOP_OPENCODE_ONE_OK');
+    const starts = readFileSync(record, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('"listening"'));
+    expect(starts).toHaveLength(1);
   });
 
   it('splits profile args into HTTP options and serve args', () => {

@@ -4,9 +4,16 @@
 // `session.idle`. Cancel = `POST /session/{id}/abort` (the server and its conversation stay); the run deadline
 // and `close` kill the server's process tree.
 //
+// The server is started once per session, by whichever run comes first, but not on that run's behalf: a caller
+// that cancels while it starts only stops waiting, and the next run uses the same start. A start that fails
+// (server exited, no health answer in time, no session id) kills the server's process tree and forgets the
+// session, so the next run starts afresh. Each server requires HTTP basic auth with a random password that only
+// this process knows (OPENCODE_SERVER_USERNAME/PASSWORD), so other local users cannot drive it.
+//
 // Profile args are kept as configured: `--model provider/model`, `--agent`, `--title` and
 // `--dangerously-skip-permissions` configure the HTTP session (serve itself refuses them); `serve`, `--port`
 // (each worker takes a free port) and `--hostname` are handled here; all other args go to `opencode serve`.
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
@@ -103,6 +110,10 @@ export class OpencodeSession implements LogicalSession {
   private running = false;
   private closing: Promise<void> | undefined;
   private exit: ProcessExit | undefined;
+  /** Ends a start in progress (close()); never a caller's signal. */
+  private readonly startAbort = new AbortController();
+  private readonly authorization: string;
+  private readonly password = randomBytes(24).toString('base64url');
 
   constructor(
     private readonly setup: SessionSetup,
@@ -111,6 +122,7 @@ export class OpencodeSession implements LogicalSession {
     private readonly startupTimeoutMs = 30_000,
   ) {
     this.options = parseOpencodeArgs(setup.profile.args);
+    this.authorization = `Basic ${Buffer.from(`${OPENCODE_USERNAME}:${this.password}`).toString('base64')}`;
   }
 
   get busy(): boolean {
@@ -121,19 +133,49 @@ export class OpencodeSession implements LogicalSession {
     return this.process?.pid;
   }
 
-  private start(signal: AbortSignal): Promise<void> {
-    this.starting ??= this.startServer(signal);
+  /** The one start of this session's server (shared by every caller); a failed start forgets the session. */
+  private start(): Promise<void> {
+    this.starting ??= this.startServer().catch(async (error: unknown) => {
+      await this.abandonStart(error);
+      throw error;
+    });
+    // Every caller may have stopped waiting: the failure is handled (logged, session forgotten) regardless.
+    this.starting.catch(() => undefined);
     return this.starting;
   }
 
-  private async startServer(signal: AbortSignal): Promise<void> {
+  /** After a failed start: kill whatever was started and let the adapter forget this session. */
+  private async abandonStart(error: unknown): Promise<void> {
+    this.services.logger.warn(
+      {
+        target: this.setup.target,
+        session: this.setup.sessionId,
+        pid: this.process?.pid,
+        error: error instanceof Error ? error.message : String(error),
+      },
+      'opencode server start failed; killing it and forgetting the session',
+    );
+    this.events.abort();
+    const launched = this.process;
+    if (launched?.pid !== undefined && !this.exit) {
+      await this.services.tree.terminate(launched.pid, this.services.killGraceMs);
+    }
+    this.onGone(this);
+  }
+
+  private async startServer(): Promise<void> {
+    const signal = this.startAbort.signal;
     const port = await findFreePort();
     const { profile } = this.setup;
     const launched = this.services.launcher.launch({
       command: profile.command,
       args: ['serve', '--hostname', this.options.hostname, '--port', String(port), ...this.options.serveArgs],
       cwd: this.setup.workspace,
-      env: this.setup.env,
+      env: {
+        ...this.setup.env,
+        OPENCODE_SERVER_USERNAME: OPENCODE_USERNAME,
+        OPENCODE_SERVER_PASSWORD: this.password,
+      },
       terminal: false,
       stdin: 'ignore',
     });
@@ -156,9 +198,10 @@ export class OpencodeSession implements LogicalSession {
         );
       }
       if (signal.aborted)
-        throw new CliAdapterError('backend_unreachable', 'cancelled while opencode serve was starting');
+        throw new CliAdapterError('adapter_closed', 'the session closed while opencode serve was starting');
       try {
         const response = await this.services.fetch(`${this.baseUrl}/global/health`, {
+          headers: { authorization: this.authorization },
           signal: AbortSignal.timeout(1000),
         });
         if (response.ok) break;
@@ -193,7 +236,7 @@ export class OpencodeSession implements LogicalSession {
   /** Subscribes to /event and returns once the stream is open, so no event of the first prompt is missed. */
   private async connectEvents(): Promise<void> {
     const response = await this.services.fetch(`${this.baseUrl}/event`, {
-      headers: { accept: 'text/event-stream' },
+      headers: { accept: 'text/event-stream', authorization: this.authorization },
       signal: this.events.signal,
     });
     if (!response.ok || !response.body) {
@@ -222,7 +265,7 @@ export class OpencodeSession implements LogicalSession {
   private async post(path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
     const response = await this.services.fetch(`${this.baseUrl}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: this.authorization },
       body: JSON.stringify(body),
       ...(signal ? { signal } : {}),
     });
@@ -248,7 +291,11 @@ export class OpencodeSession implements LogicalSession {
     const { now } = this.services;
     const queue = new WaitableQueue<ServerEvent>();
     try {
-      await this.start(run.signal);
+      if (!(await untilAborted(this.start(), run.signal))) {
+        // This caller stops waiting; the start goes on for the next run of the session.
+        yield { type: 'cancelled', reason: cancelledReason(run.signal) };
+        return;
+      }
       this.listener = (event) => queue.push(event);
       const ours = this.opencodeSessionId;
       const body: Record<string, unknown> = { parts: [{ type: 'text', text: run.prompt }] };
@@ -386,6 +433,7 @@ export class OpencodeSession implements LogicalSession {
   /** Kills the server's process tree. Idempotent. */
   close(reason: string): Promise<void> {
     this.closing ??= (async () => {
+      this.startAbort.abort();
       this.events.abort();
       const launched = this.process;
       if (!launched || launched.pid === undefined || this.exit) return;
@@ -424,6 +472,26 @@ function* toolParts(
     finished.add(callId);
     const output = stringField(state, 'output') ?? stringField(state, 'error') ?? '';
     yield { type: 'progress', kind: 'tool', message: output, fields: { tool_call_id: callId, status } };
+  }
+}
+
+/** Basic-auth user name of every server (the password is what protects it). */
+const OPENCODE_USERNAME = 'iop';
+
+/** True once `work` resolved; false as soon as `signal` aborts (work goes on). Rejections pass through. */
+async function untilAborted(work: Promise<void>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<false>((resolve) => {
+    onAbort = () => resolve(false);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const done = work.then(() => true as const);
+  done.catch(() => undefined);
+  try {
+    return await Promise.race([done, aborted]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
 }
 
