@@ -44,6 +44,7 @@ describe('admin re-exports', () => {
       cancelRun: unimplemented,
       terminateSession: unimplemented,
       nodeCommand: unimplemented,
+      getUsage: unimplemented,
       watchEvents: (call) => {
         call.write(
           AdminEdgeEvent.fromPartial({

@@ -7,6 +7,7 @@ import { credentials, Metadata, status, type ClientReadableStream, type ServiceE
 import {
   CancelRunRequest,
   EdgeAdminClient,
+  GetUsageRequest,
   ListNodesRequest,
   ListProvidersRequest,
   NodeCommandCall,
@@ -22,6 +23,7 @@ import {
   type RefreshConfigResponse,
   type RunRequest,
   type SubmitRunEvent,
+  type UsageGroup,
 } from '@iop/wire';
 import { AdminError } from './errors.js';
 import { ERROR_CODE_TRAILER } from './grpc-status.js';
@@ -59,6 +61,8 @@ export interface AdminClient {
     configYaml: string;
     configPath: string;
   }): Promise<RefreshConfigResponse>;
+  /** Usage totals grouped by key, model, node, provider or surface, since a time (Unix ms; 0 = all kept). */
+  getUsage(input: { by: string; sinceUnixMs: number }): Promise<UsageGroup[]>;
   close(): void;
 }
 
@@ -135,6 +139,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       return unary<RefreshConfigResponse>((md, callOptions, callback) =>
         client.refreshConfig(RefreshConfigRequest.fromPartial(input), md, callOptions, callback),
       );
+    },
+    async getUsage(input) {
+      const response = await unary<{ groups: UsageGroup[] }>((md, callOptions, callback) =>
+        client.getUsage(GetUsageRequest.fromPartial(input), md, callOptions, callback),
+      );
+      return response.groups;
     },
     close() {
       client.close();

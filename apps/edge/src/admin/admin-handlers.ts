@@ -15,6 +15,7 @@ import {
 } from '@grpc/grpc-js';
 import {
   CancelRunResponse,
+  GetUsageResponse,
   ListNodesResponse,
   ListProvidersResponse,
   TerminateSessionResponse,
@@ -23,6 +24,7 @@ import {
   type RefreshConfigResponse,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
+import { USAGE_GROUPS, type UsageGroup, type UsageQuery, type UsageRow } from '../governance/usage-store.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
 import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmission } from './admin-mapping.js';
@@ -47,6 +49,8 @@ export interface AdminHandlerDeps {
    */
   refreshHandler?: () => RefreshHandler | undefined;
   refreshEnabled?: boolean;
+  /** Usage totals (GetUsage); none = GetUsage answers UNAVAILABLE. */
+  usage?: (query: UsageQuery) => UsageRow[];
   /** Required bearer token; '' or undefined = no authentication. */
   token?: string;
 }
@@ -154,7 +158,8 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
 
     submitRun: streaming('SubmitRun', async (call, signal) => {
       const submission = toSubmission(call.request);
-      if (!submission) throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run is required');
+      if (!submission)
+        throw new AdminCallError(status.INVALID_ARGUMENT, 'invalid_request', 'run is required');
       // The signal is the run's cancel path: a client that goes away cancels the run (the service owns it).
       const handle = await service.submitRun(submission.destination, submission.spec, {
         surface: 'admin',
@@ -225,6 +230,34 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       if (!handler)
         throw new AdminCallError(status.UNAVAILABLE, 'refresh_disabled', 'config refresh is disabled');
       return handler(request.mode, request.configYaml, request.configPath);
+    }),
+
+    getUsage: unary('GetUsage', (request) => {
+      if (!deps.usage)
+        throw new AdminCallError(status.UNAVAILABLE, 'usage_disabled', 'usage is not recorded');
+      const by = request.by === '' ? 'key' : request.by;
+      if (!(USAGE_GROUPS as readonly string[]).includes(by)) {
+        throw new AdminCallError(
+          status.INVALID_ARGUMENT,
+          'invalid_request',
+          `by must be one of ${USAGE_GROUPS.join(', ')}, not '${by}'`,
+        );
+      }
+      const rows = deps.usage({ by: by as UsageGroup, sinceMs: request.sinceUnixMs });
+      return GetUsageResponse.fromPartial({
+        groups: rows.map((row) => ({
+          group: row.group,
+          runs: row.runs,
+          inputTokens: row.inputTokens,
+          outputTokens: row.outputTokens,
+          completed: row.outcomes.completed,
+          errors: row.outcomes.error,
+          cancelled: row.outcomes.cancelled,
+          rejected: row.outcomes.rejected,
+          queueMsTotal: row.queueMsTotal,
+          durationMsTotal: row.durationMsTotal,
+        })),
+      });
     }),
   };
 

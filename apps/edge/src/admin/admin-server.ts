@@ -17,6 +17,8 @@ import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
 import { refreshHandler } from './admin-refresh.js';
+import type { Governance } from '../governance/governance.js';
+import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { AdminError } from './errors.js';
 import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 
@@ -30,6 +32,8 @@ export interface AdminSurfaceOptions {
   refreshHandler?: RefreshHandler;
   /** How long close() lets running unary calls finish before forcing the server down. Default 2000 ms. */
   closeGraceMs?: number;
+  /** Usage totals (GetUsage). Default: the runtime's governance; none = GetUsage answers UNAVAILABLE. */
+  usage?: (query: UsageQuery) => UsageRow[];
 }
 
 /** What the admin surface uses of the runtime's core. */
@@ -40,6 +44,8 @@ export interface AdminSurfaceDeps {
   logger: Logger;
   /** Live config refresh; undefined = RefreshConfig answers that refresh is disabled. */
   refresher: ConfigRefresher | undefined;
+  /** Recorded usage (GetUsage); none = GetUsage answers UNAVAILABLE. */
+  governance?: Pick<Governance, 'usage'>;
 }
 
 export interface AdminSurface {
@@ -69,6 +75,8 @@ export function createAdminSurface(
     return startAdminServer({
       ...options,
       refreshHandler: options.refreshHandler ?? (refresher ? refreshHandler(refresher) : undefined),
+      usage:
+        options.usage ?? (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
       listen: refresh.listen,
       token: refresh.admin_token,
       refreshEnabled: refresh.enabled,
@@ -95,6 +103,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     providerStatus: options.providerStatus ?? (() => options.service.providers()),
     refreshHandler: () => options.refreshHandler,
     refreshEnabled: options.refreshEnabled,
+    usage: options.usage,
     token: options.token,
   });
   const server = new Server();

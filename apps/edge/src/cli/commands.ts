@@ -8,6 +8,7 @@ import { configRefreshCommand } from './config-refresh.js';
 import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
 import { keysCreateCommand } from './keys-create.js';
+import { usageCommand } from './usage.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodeRevokeCommand } from './node-revoke.js';
 import { nodesListCommand } from './nodes-list.js';
@@ -29,6 +30,7 @@ export const commands: CliCommand[] = [
   nodeRegisterCommand,
   nodeRevokeCommand,
   keysCreateCommand,
+  usageCommand,
   smokeOpenAICommand,
   bootstrapPackCommand,
   setupCommand,

@@ -60,7 +60,7 @@ export const nodesListCommand = createNodesListCommand();
  * Where the admin API is and which token to send. `--addr` wins over `refresh.listen`; a config that cannot be
  * loaded is only fatal when it is needed for the address. A wildcard listen address is dialled on loopback.
  */
-async function adminTarget(
+export async function adminTarget(
   addr: string | undefined,
   configPath: string | undefined,
   io: CliIo,

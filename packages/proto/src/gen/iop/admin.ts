@@ -155,6 +155,33 @@ export interface RefreshConfigResponse {
   nodeResults: RefreshNodeResult[];
 }
 
+export interface GetUsageRequest {
+  /** key | model | node | provider | surface */
+  by: string;
+  /** Only runs recorded at or after this time (Unix ms); 0 = every kept record. */
+  sinceUnixMs: number;
+}
+
+export interface UsageGroup {
+  /** The key id, model, node, provider or surface ('' = anonymous runs, or none). */
+  group: string;
+  runs: number;
+  /** Prompt and completion tokens as the backends reported them. */
+  inputTokens: number;
+  outputTokens: number;
+  /** Runs by outcome (rejected = refused after admission, e.g. no capacity). */
+  completed: number;
+  errors: number;
+  cancelled: number;
+  rejected: number;
+  queueMsTotal: number;
+  durationMsTotal: number;
+}
+
+export interface GetUsageResponse {
+  groups: UsageGroup[];
+}
+
 function createBaseListNodesRequest(): ListNodesRequest {
   return {};
 }
@@ -2338,6 +2365,404 @@ export const RefreshConfigResponse: MessageFns<RefreshConfigResponse> = {
   },
 };
 
+function createBaseGetUsageRequest(): GetUsageRequest {
+  return { by: "", sinceUnixMs: 0 };
+}
+
+export const GetUsageRequest: MessageFns<GetUsageRequest> = {
+  encode(message: GetUsageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.by !== "") {
+      writer.uint32(10).string(message.by);
+    }
+    if (message.sinceUnixMs !== 0) {
+      writer.uint32(16).uint64(message.sinceUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUsageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUsageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.by = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sinceUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUsageRequest {
+    return {
+      by: isSet(object.by) ? globalThis.String(object.by) : "",
+      sinceUnixMs: isSet(object.sinceUnixMs)
+        ? globalThis.Number(object.sinceUnixMs)
+        : isSet(object.since_unix_ms)
+        ? globalThis.Number(object.since_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: GetUsageRequest): unknown {
+    const obj: any = {};
+    if (message.by !== "") {
+      obj.by = message.by;
+    }
+    if (message.sinceUnixMs !== 0) {
+      obj.sinceUnixMs = Math.round(message.sinceUnixMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetUsageRequest>): GetUsageRequest {
+    return GetUsageRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetUsageRequest>): GetUsageRequest {
+    const message = createBaseGetUsageRequest();
+    message.by = object.by ?? "";
+    message.sinceUnixMs = object.sinceUnixMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseUsageGroup(): UsageGroup {
+  return {
+    group: "",
+    runs: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    completed: 0,
+    errors: 0,
+    cancelled: 0,
+    rejected: 0,
+    queueMsTotal: 0,
+    durationMsTotal: 0,
+  };
+}
+
+export const UsageGroup: MessageFns<UsageGroup> = {
+  encode(message: UsageGroup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.group !== "") {
+      writer.uint32(10).string(message.group);
+    }
+    if (message.runs !== 0) {
+      writer.uint32(16).uint64(message.runs);
+    }
+    if (message.inputTokens !== 0) {
+      writer.uint32(24).uint64(message.inputTokens);
+    }
+    if (message.outputTokens !== 0) {
+      writer.uint32(32).uint64(message.outputTokens);
+    }
+    if (message.completed !== 0) {
+      writer.uint32(40).uint64(message.completed);
+    }
+    if (message.errors !== 0) {
+      writer.uint32(48).uint64(message.errors);
+    }
+    if (message.cancelled !== 0) {
+      writer.uint32(56).uint64(message.cancelled);
+    }
+    if (message.rejected !== 0) {
+      writer.uint32(64).uint64(message.rejected);
+    }
+    if (message.queueMsTotal !== 0) {
+      writer.uint32(73).double(message.queueMsTotal);
+    }
+    if (message.durationMsTotal !== 0) {
+      writer.uint32(81).double(message.durationMsTotal);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UsageGroup {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsageGroup();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.group = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.runs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.inputTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outputTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.completed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.errors = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.cancelled = longToNumber(reader.uint64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.rejected = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 73) {
+              break;
+            }
+
+            message.queueMsTotal = reader.double();
+            continue;
+          }
+          case 10: {
+            if (tag !== 81) {
+              break;
+            }
+
+            message.durationMsTotal = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UsageGroup {
+    return {
+      group: isSet(object.group) ? globalThis.String(object.group) : "",
+      runs: isSet(object.runs) ? globalThis.Number(object.runs) : 0,
+      inputTokens: isSet(object.inputTokens)
+        ? globalThis.Number(object.inputTokens)
+        : isSet(object.input_tokens)
+        ? globalThis.Number(object.input_tokens)
+        : 0,
+      outputTokens: isSet(object.outputTokens)
+        ? globalThis.Number(object.outputTokens)
+        : isSet(object.output_tokens)
+        ? globalThis.Number(object.output_tokens)
+        : 0,
+      completed: isSet(object.completed) ? globalThis.Number(object.completed) : 0,
+      errors: isSet(object.errors) ? globalThis.Number(object.errors) : 0,
+      cancelled: isSet(object.cancelled) ? globalThis.Number(object.cancelled) : 0,
+      rejected: isSet(object.rejected) ? globalThis.Number(object.rejected) : 0,
+      queueMsTotal: isSet(object.queueMsTotal)
+        ? globalThis.Number(object.queueMsTotal)
+        : isSet(object.queue_ms_total)
+        ? globalThis.Number(object.queue_ms_total)
+        : 0,
+      durationMsTotal: isSet(object.durationMsTotal)
+        ? globalThis.Number(object.durationMsTotal)
+        : isSet(object.duration_ms_total)
+        ? globalThis.Number(object.duration_ms_total)
+        : 0,
+    };
+  },
+
+  toJSON(message: UsageGroup): unknown {
+    const obj: any = {};
+    if (message.group !== "") {
+      obj.group = message.group;
+    }
+    if (message.runs !== 0) {
+      obj.runs = Math.round(message.runs);
+    }
+    if (message.inputTokens !== 0) {
+      obj.inputTokens = Math.round(message.inputTokens);
+    }
+    if (message.outputTokens !== 0) {
+      obj.outputTokens = Math.round(message.outputTokens);
+    }
+    if (message.completed !== 0) {
+      obj.completed = Math.round(message.completed);
+    }
+    if (message.errors !== 0) {
+      obj.errors = Math.round(message.errors);
+    }
+    if (message.cancelled !== 0) {
+      obj.cancelled = Math.round(message.cancelled);
+    }
+    if (message.rejected !== 0) {
+      obj.rejected = Math.round(message.rejected);
+    }
+    if (message.queueMsTotal !== 0) {
+      obj.queueMsTotal = floatToJson(message.queueMsTotal);
+    }
+    if (message.durationMsTotal !== 0) {
+      obj.durationMsTotal = floatToJson(message.durationMsTotal);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UsageGroup>): UsageGroup {
+    return UsageGroup.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UsageGroup>): UsageGroup {
+    const message = createBaseUsageGroup();
+    message.group = object.group ?? "";
+    message.runs = object.runs ?? 0;
+    message.inputTokens = object.inputTokens ?? 0;
+    message.outputTokens = object.outputTokens ?? 0;
+    message.completed = object.completed ?? 0;
+    message.errors = object.errors ?? 0;
+    message.cancelled = object.cancelled ?? 0;
+    message.rejected = object.rejected ?? 0;
+    message.queueMsTotal = object.queueMsTotal ?? 0;
+    message.durationMsTotal = object.durationMsTotal ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetUsageResponse(): GetUsageResponse {
+  return { groups: [] };
+}
+
+export const GetUsageResponse: MessageFns<GetUsageResponse> = {
+  encode(message: GetUsageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.groups) {
+      UsageGroup.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUsageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUsageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groups.push(UsageGroup.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUsageResponse {
+    return {
+      groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => UsageGroup.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetUsageResponse): unknown {
+    const obj: any = {};
+    if (message.groups?.length) {
+      obj.groups = message.groups.map((e) => UsageGroup.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetUsageResponse>): GetUsageResponse {
+    return GetUsageResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetUsageResponse>): GetUsageResponse {
+    const message = createBaseGetUsageResponse();
+    message.groups = object.groups?.map((e) => UsageGroup.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type EdgeAdminService = typeof EdgeAdminService;
 export const EdgeAdminService = {
   listNodes: {
@@ -2417,6 +2842,16 @@ export const EdgeAdminService = {
       Buffer.from(RefreshConfigResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RefreshConfigResponse => RefreshConfigResponse.decode(value),
   },
+  /** Token and run totals of the recorded usage, grouped by key, model, node, provider or surface. */
+  getUsage: {
+    path: "/iop.admin.v1.EdgeAdmin/GetUsage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetUsageRequest): Buffer => Buffer.from(GetUsageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetUsageRequest => GetUsageRequest.decode(value),
+    responseSerialize: (value: GetUsageResponse): Buffer => Buffer.from(GetUsageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetUsageResponse => GetUsageResponse.decode(value),
+  },
 } as const;
 
 export interface EdgeAdminServer extends UntypedServiceImplementation {
@@ -2429,6 +2864,8 @@ export interface EdgeAdminServer extends UntypedServiceImplementation {
   nodeCommand: handleUnaryCall<NodeCommandCall, NodeCommandResponse>;
   watchEvents: handleServerStreamingCall<WatchEventsRequest, EdgeEvent>;
   refreshConfig: handleUnaryCall<RefreshConfigRequest, RefreshConfigResponse>;
+  /** Token and run totals of the recorded usage, grouped by key, model, node, provider or surface. */
+  getUsage: handleUnaryCall<GetUsageRequest, GetUsageResponse>;
 }
 
 export interface EdgeAdminClient extends Client {
@@ -2535,6 +2972,22 @@ export interface EdgeAdminClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RefreshConfigResponse) => void,
   ): ClientUnaryCall;
+  /** Token and run totals of the recorded usage, grouped by key, model, node, provider or surface. */
+  getUsage(
+    request: GetUsageRequest,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
+  getUsage(
+    request: GetUsageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
+  getUsage(
+    request: GetUsageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const EdgeAdminClient = makeGenericClientConstructor(EdgeAdminService, "iop.admin.v1.EdgeAdmin") as unknown as {
@@ -2542,6 +2995,10 @@ export const EdgeAdminClient = makeGenericClientConstructor(EdgeAdminService, "i
   service: typeof EdgeAdminService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

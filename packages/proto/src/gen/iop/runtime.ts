@@ -347,6 +347,11 @@ export interface RunRequest {
   timeoutMs: number;
   providerId: string;
   metadata: { [key: string]: string };
+  /**
+   * W3C trace context of the edge's span for this run (`traceparent` header format); empty = not traced. The
+   * node continues the trace and passes it on to HTTP backends. Older nodes ignore it.
+   */
+  traceparent: string;
 }
 
 export interface RunRequest_MetadataEntry {
@@ -3428,6 +3433,7 @@ function createBaseRunRequest(): RunRequest {
     timeoutMs: 0,
     providerId: "",
     metadata: {},
+    traceparent: "",
   };
 }
 
@@ -3472,6 +3478,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
       RunRequest_MetadataEntry.encode({ key: key as any, value }, writer.uint32(106).fork()).join();
     });
+    if (message.traceparent !== "") {
+      writer.uint32(114).string(message.traceparent);
+    }
     return writer;
   },
 
@@ -3595,6 +3604,14 @@ export const RunRequest: MessageFns<RunRequest> = {
             }
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3659,6 +3676,7 @@ export const RunRequest: MessageFns<RunRequest> = {
           {},
         )
         : {},
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
     };
   },
 
@@ -3709,6 +3727,9 @@ export const RunRequest: MessageFns<RunRequest> = {
         });
       }
     }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
     return obj;
   },
 
@@ -3740,6 +3761,7 @@ export const RunRequest: MessageFns<RunRequest> = {
       },
       {},
     );
+    message.traceparent = object.traceparent ?? "";
     return message;
   },
 };
