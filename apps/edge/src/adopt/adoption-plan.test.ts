@@ -1,0 +1,186 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseConfigText, type EdgeConfig } from '@iop/config';
+import type { NodeDiscovered } from '../node/discovered.js';
+import { planAdoption } from './adoption-plan.js';
+
+function config(yaml: string): EdgeConfig {
+  const result = parseConfigText(`edge: { id: e1 }\n${yaml}`, 'edge.yaml');
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.config;
+}
+
+const DISCOVERED: NodeDiscovered = {
+  backends: [
+    {
+      kind: 'ollama',
+      baseUrl: 'http://127.0.0.1:11434',
+      models: ['llama3.2:3b', 'qwen3:8b'],
+      version: '0.12.6',
+      loadedModels: [],
+    },
+    {
+      kind: 'vllm',
+      baseUrl: 'http://127.0.0.1:8000/v1',
+      models: ['Qwen/Qwen3-8B'],
+      version: '0.11.0',
+      loadedModels: [],
+    },
+  ],
+  clis: [
+    { name: 'claude', path: '/usr/local/bin/claude', version: '2.0.14 (Claude Code)' },
+    { name: 'codex', path: '/usr/bin/codex', version: 'codex-cli 0.46.0' },
+    { name: 'someday', path: '/usr/bin/someday', version: '1' },
+  ],
+  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [] },
+  discoveredAtUnixMs: 1,
+};
+
+describe('planAdoption', () => {
+  it('plans an instance and a provider per server, one CLI instance with shipped profiles, and the models', () => {
+    const plan = planAdoption(config('nodes:\n  - id: gpu-box\n'), 'gpu-box', DISCOVERED);
+    expect(plan.newNode).toBe(false);
+    expect(plan.notes).toEqual([]);
+    expect(plan.entries.instances.map((entry) => entry.value)).toEqual([
+      { name: 'ollama', type: 'ollama', base_url: 'http://127.0.0.1:11434' },
+      { name: 'vllm', type: 'openai_compat', provider: 'vllm', base_url: 'http://127.0.0.1:8000/v1' },
+      {
+        name: 'agents',
+        type: 'cli',
+        profiles: {
+          claude: expect.objectContaining({ command: 'claude', output_format: 'claude-stream-json' }),
+          codex: expect.objectContaining({ command: 'codex', output_format: 'codex-json' }),
+        },
+      },
+    ]);
+    expect(plan.entries.instances[2]?.comment).toBe(
+      'discovered on PATH: claude 2.0.14 (Claude Code), codex codex-cli 0.46.0 (profiles as in the shipped configs/edge.yaml)',
+    );
+    expect(plan.entries.providers.map((entry) => entry.value)).toEqual([
+      {
+        id: 'gpu-box-ollama',
+        type: 'ollama',
+        category: 'local_inference',
+        adapter: 'ollama',
+        models: ['llama3.2:3b', 'qwen3:8b'],
+        capacity: 1,
+        lifecycle_capabilities: ['list_models', 'load_model', 'unload_model', 'pull_model'],
+      },
+      {
+        id: 'gpu-box-vllm',
+        type: 'vllm',
+        category: 'local_inference',
+        adapter: 'vllm',
+        models: ['Qwen/Qwen3-8B'],
+        capacity: 4,
+        lifecycle_capabilities: ['list_models'],
+      },
+      {
+        id: 'gpu-box-agents',
+        type: 'cli',
+        category: 'cli',
+        adapter: 'agents',
+        models: ['claude', 'codex'],
+        capacity: 2,
+      },
+    ]);
+    // Every capacity says why.
+    for (const entry of plan.entries.providers) expect(entry.comment).toMatch(/^capacity \d+: .+/);
+    expect(plan.entries.models.map((entry) => entry.value)).toEqual([
+      { id: 'llama3.2:3b', providers: { 'gpu-box-ollama': 'llama3.2:3b' } },
+      { id: 'qwen3:8b', providers: { 'gpu-box-ollama': 'qwen3:8b' } },
+      { id: 'Qwen/Qwen3-8B', providers: { 'gpu-box-vllm': 'Qwen/Qwen3-8B' } },
+      { id: 'claude', providers: { 'gpu-box-agents': 'claude' } },
+      { id: 'codex', providers: { 'gpu-box-agents': 'codex' } },
+    ]);
+  });
+
+  it('never overwrites a models[] entry: the clash is reported and the entry left alone', () => {
+    const plan = planAdoption(
+      config(
+        'models:\n  - { id: qwen3:8b, providers: { elsewhere: qwen3:8b } }\nnodes:\n  - id: gpu-box\n  - id: n2\n    adapters: { ollama: { base_url: "http://10.0.0.2:11434" } }\n    providers: [{ id: elsewhere, type: ollama, category: api, adapter: ollama, models: [qwen3:8b] }]\n',
+      ),
+      'gpu-box',
+      DISCOVERED,
+      new Set(['ollama']),
+    );
+    expect(plan.entries.models.map((entry) => entry.value.id)).toEqual(['llama3.2:3b']);
+    expect(plan.notes).toEqual([
+      'models[qwen3:8b] already exists: not changed (add "gpu-box-ollama: qwen3:8b" to its providers to pool this copy)',
+    ]);
+  });
+
+  it('pools a model served by two discovered servers under one new entry', () => {
+    const plan = planAdoption(config('nodes:\n  - id: n1\n'), 'n1', {
+      ...DISCOVERED,
+      backends: [
+        { ...DISCOVERED.backends[0], models: ['shared'] },
+        { ...DISCOVERED.backends[1], models: ['shared'] },
+      ],
+      clis: [],
+    });
+    expect(plan.entries.models.map((entry) => entry.value)).toEqual([
+      { id: 'shared', providers: { 'n1-ollama': 'shared', 'n1-vllm': 'shared' } },
+    ]);
+  });
+
+  it('skips servers and CLIs the node already has, and picks free names and provider ids', () => {
+    const plan = planAdoption(
+      config(
+        [
+          'nodes:',
+          '  - id: n1',
+          '    adapters:',
+          '      ollama: { base_url: "http://127.0.0.1:11434/" }',
+          '      instances:',
+          '        - { name: vllm, type: openai_compat, base_url: "http://10.9.9.9:8000/v1" }',
+          '        - { name: agents, type: cli, profiles: { mine: { command: claude } } }',
+          '    providers:',
+          '      - { id: n1-vllm, type: vllm, category: api, adapter: vllm }',
+        ].join('\n') + '\n',
+      ),
+      'n1',
+      DISCOVERED,
+    );
+    expect(plan.entries.instances.map((entry) => entry.value['name'])).toEqual(['vllm-2', 'agents-2']);
+    expect(plan.entries.providers.map((entry) => entry.value['id'])).toEqual(['n1-vllm-2', 'n1-agents-2']);
+    expect(Object.keys(plan.entries.instances[1]?.value['profiles'] as object)).toEqual(['codex']);
+    expect(plan.notes).toEqual([
+      "ollama at http://127.0.0.1:11434 is already instance 'ollama': skipped",
+      "claude already has a profile in CLI instance 'agents': skipped",
+    ]);
+  });
+
+  it('keeps only the kinds asked for, and marks a node that is not configured yet', () => {
+    const plan = planAdoption(config(''), 'fresh', DISCOVERED, new Set(['vllm', 'codex']));
+    expect(plan.newNode).toBe(true);
+    expect(plan.entries.instances.map((entry) => entry.value['name'])).toEqual(['vllm', 'agents']);
+    expect(plan.entries.models.map((entry) => entry.value.id)).toEqual(['Qwen/Qwen3-8B', 'codex']);
+  });
+
+  it('calls a remote server an api provider and an unknown flavour openai', () => {
+    const plan = planAdoption(config('nodes:\n  - id: n1\n'), 'n1', {
+      ...DISCOVERED,
+      backends: [
+        {
+          kind: 'openai_compat',
+          baseUrl: 'http://10.0.0.5:7000/v1',
+          models: ['m'],
+          version: '',
+          loadedModels: [],
+        },
+      ],
+      clis: [],
+    });
+    expect(plan.entries.instances[0]?.value).toEqual({
+      name: 'openai-compat',
+      type: 'openai_compat',
+      provider: 'openai',
+      base_url: 'http://10.0.0.5:7000/v1',
+    });
+    expect(plan.entries.providers[0]?.value).toMatchObject({
+      type: 'openai_compat',
+      category: 'api',
+      capacity: 2,
+    });
+  });
+});
