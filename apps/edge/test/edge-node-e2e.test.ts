@@ -76,6 +76,7 @@ async function startEdge(
               profiles: { 'fake-cli': fakeCliProfile({ command: fakeCli, idle_timeout_ms: 600 }) },
               max_sessions: 4,
               session_idle_ttl_ms: 60_000,
+              workspace_roots: [],
             },
           ],
         },
@@ -131,13 +132,16 @@ function startNode(port: number, token: string, dataDir: string, extra: string[]
   return { child, output: () => output, exited };
 }
 
-function prompt(text: string) {
-  return {
-    adapter: 'cli',
-    target: 'fake-cli',
-    sessionId: 'default',
-    messages: [create.chatMessage({ role: 'user', content: text })],
-  };
+/** submitRun arguments for one prompt to the node's fake-cli target, session `default`. */
+function prompt(text: string): Parameters<EdgeRuntime['service']['submitRun']> {
+  return [
+    { kind: 'route', adapter: 'cli', target: 'fake-cli' },
+    {
+      session: { kind: 'fixed', sessionId: 'default' },
+      messages: [create.chatMessage({ role: 'user', content: text })],
+    },
+    { surface: 'console' },
+  ];
 }
 
 async function collect(events: AsyncIterable<RunEventWithMeta>): Promise<RunEventWithMeta[]> {
@@ -152,15 +156,15 @@ describe('edge core with real node processes', () => {
     const { runtime, nodeEvents } = await startEdge(await tempDir('iop-e2e-edge-'), port);
     const { token } = await runtime.store.register('test-node');
     const node = startNode(port, token, await tempDir('iop-e2e-node-'));
-    await waitUntil(
-      () => runtime.registry.size === 1,
-      15_000,
-      `node registration; node output:\n${node.output()}`,
+    await waitUntil(() => runtime.registry.size === 1, 15_000, 'node registration').catch(
+      (error: unknown) => {
+        throw new Error(`${String(error)}; node output:\n${node.output()}`);
+      },
     );
     expect(runtime.service.resolveNode()).toMatchObject({ nodeId: 'test-node', alias: 'test-node' });
 
     const handle = await runtime.service.submitRun(
-      prompt('Convert token iop_e2e_one and reply only with converted token'),
+      ...prompt('Convert token iop_e2e_one and reply only with converted token'),
     );
     const events = await collect(handle.events);
     const text = events
@@ -173,7 +177,7 @@ describe('edge core with real node processes', () => {
     expect(handle.overheadMs()).toBeGreaterThanOrEqual(0);
 
     const second = await runtime.service.submitRun(
-      prompt('Convert token iop_e2e_two and reply only with converted token'),
+      ...prompt('Convert token iop_e2e_two and reply only with converted token'),
     );
     const seen: string[] = [];
     const reading = (async () => {
@@ -218,7 +222,7 @@ describe('edge core with real node processes', () => {
       reason: 'registered',
     });
     const handle = await second.runtime.service.submitRun(
-      prompt('Convert token iop_again and reply only with converted token'),
+      ...prompt('Convert token iop_again and reply only with converted token'),
     );
     await expect(handle.done).resolves.toMatchObject({ status: 'completed', detail: 'idle-timeout' });
     expect(node.child.exitCode).toBeNull();

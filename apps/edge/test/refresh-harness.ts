@@ -18,9 +18,7 @@ import { createAdminSurface } from '../src/admin/admin-server.js';
 import { startEdgeRuntime, type EdgeRuntime } from '../src/edge-runtime.js';
 import { silentLogger } from '../src/logging.js';
 import { createOpenAISurface } from '../src/openai/openai-surface.js';
-import { PROVIDER_POOL_KEY } from '../src/pool/shared-pool.js';
 import type { ProviderPool } from '../src/pool/provider-pool.js';
-import { CONFIG_REFRESHER_KEY, createRefreshSurface } from '../src/refresh/refresh-surface.js';
 import type { ConfigRefresher } from '../src/refresh/config-refresher.js';
 import { fromRefreshConfigResponse, type RefreshResult } from '../src/refresh/refresh-result.js';
 import type { SurfaceFactory } from '../src/surface.js';
@@ -221,8 +219,10 @@ export interface RefreshHarness {
   openaiUrl: string;
   adminAddress: string;
   admin: AdminClient;
+  /** The runtime's provider pool. */
   pool: ProviderPool;
-  refresher: ConfigRefresher;
+  /** The runtime's config refresher (throws when the harness config has refresh.enabled false). */
+  readonly refresher: ConfigRefresher;
   nodes: Map<string, ScriptedNode>;
   node(id: string): ScriptedNode;
   connect(id: string): Promise<ScriptedNode>;
@@ -268,13 +268,19 @@ export async function startRefreshHarness(
   }
   const config: EdgeConfig = loaded.config;
   const surfaces: SurfaceFactory[] = [
-    (context) => createOpenAISurface(context),
-    createRefreshSurface({ nodeTimeoutMs: options.nodeTimeoutMs ?? 2000, waitMs: options.waitMs }),
+    (core) => createOpenAISurface(core),
     createAdminSurface({ closeGraceMs: 200 }),
   ];
   let runtime: EdgeRuntime;
   try {
-    runtime = await startEdgeRuntime({ config, configPath, logger: silentLogger, surfaces });
+    // The runtime creates the refresher (refresh.enabled) and hands it to the admin surface.
+    runtime = await startEdgeRuntime({
+      config,
+      configPath,
+      logger: silentLogger,
+      surfaces,
+      refresh: { nodeTimeoutMs: options.nodeTimeoutMs ?? 2000, waitMs: options.waitMs },
+    });
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     throw error;
@@ -296,8 +302,11 @@ export async function startRefreshHarness(
     openaiUrl,
     adminAddress,
     admin,
-    pool: runtime.extras.get(PROVIDER_POOL_KEY) as ProviderPool,
-    refresher: runtime.extras.get(CONFIG_REFRESHER_KEY) as ConfigRefresher,
+    pool: runtime.pool,
+    get refresher() {
+      if (!runtime.refresher) throw new Error('refresh.enabled is false: the runtime has no refresher');
+      return runtime.refresher;
+    },
     nodes,
     node(id) {
       const node = nodes.get(id);

@@ -81,18 +81,18 @@ async function startSpine(deltas: number): Promise<{ runtime: EdgeRuntime; node:
   return { runtime, node };
 }
 
-const input = {
-  adapter: 'cli',
-  target: 't',
-  sessionId: 's',
+const destination = { kind: 'route', adapter: 'cli', target: 't' } as const;
+const spec = {
+  session: { kind: 'fixed', sessionId: 's' } as const,
   messages: [create.chatMessage({ role: 'user', content: 'go' })],
 };
+const options = { surface: 'console' } as const;
 
 describe('edge spine throughput (loopback)', () => {
   it('streams 20,000 text deltas of one run to its handle in order', async () => {
     const { runtime: edge } = await startSpine(20_000);
     const started = performance.now();
-    const handle = await edge.service.submitRun(input);
+    const handle = await edge.service.submitRun(destination, spec, options);
     let count = 0;
     let lastSeq = 0;
     let outOfOrder = 0;
@@ -115,7 +115,7 @@ describe('edge spine throughput (loopback)', () => {
     const overheads: number[] = [];
     for (let index = 0; index < 300; index += 1) {
       const started = performance.now();
-      const handle = await edge.service.submitRun(input);
+      const handle = await edge.service.submitRun(destination, spec, options);
       for await (const event of handle.events) void event;
       durations.push(performance.now() - started);
       overheads.push(handle.overheadMs() ?? Number.NaN);
