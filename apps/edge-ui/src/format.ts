@@ -28,3 +28,15 @@ export function count(value: number | null | undefined, unit: string): string {
   if (value === null || value === undefined) return '–';
   return `${value.toLocaleString()} ${unit}`;
 }
+
+export function bytes(value: number): string {
+  if (value <= 0) return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let scaled = value;
+  let unit = 0;
+  while (scaled >= 1024 && unit < units.length - 1) {
+    scaled /= 1024;
+    unit += 1;
+  }
+  return `${scaled.toFixed(scaled >= 10 || unit === 0 ? 0 : 1)} ${units[unit]}`;
+}

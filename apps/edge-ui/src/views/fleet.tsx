@@ -1,7 +1,7 @@
 // Fleet: every connected node with its console label, identity, platform, agent, connection and heartbeat age,
 // adapters and provider health; then the reasons of recent departures.
-import type { UiOverview } from '../api.js';
-import { age, dateTime } from '../format.js';
+import type { UiDiscovered, UiOverview } from '../api.js';
+import { age, bytes, dateTime } from '../format.js';
 
 export function FleetView({ overview }: { overview: UiOverview }) {
   const now = overview.now_ms;
@@ -23,6 +23,7 @@ export function FleetView({ overview }: { overview: UiOverview }) {
                 <th>Heartbeat</th>
                 <th>Adapters</th>
                 <th>Provider health</th>
+                <th>Discovered</th>
               </tr>
             </thead>
             <tbody>
@@ -54,6 +55,13 @@ export function FleetView({ overview }: { overview: UiOverview }) {
                           </span>
                         ))}
                   </td>
+                  <td>
+                    {node.discovered ? (
+                      <Discovered discovered={node.discovered} />
+                    ) : (
+                      <span class="muted">–</span>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -74,5 +82,27 @@ export function FleetView({ overview }: { overview: UiOverview }) {
         </ul>
       )}
     </section>
+  );
+}
+
+/** The node's own report of what it can run: model servers, coding-agent CLIs, host size. */
+function Discovered({ discovered }: { discovered: UiDiscovered }) {
+  const host = discovered.host;
+  return (
+    <div class="discovered">
+      {discovered.backends.map((backend) => (
+        <div key={backend.base_url}>
+          {backend.kind} {backend.version && <span class="muted">{backend.version}</span>} ·{' '}
+          {backend.models.length} models
+        </div>
+      ))}
+      {discovered.clis.length > 0 && (
+        <div>CLIs: {discovered.clis.map((cli) => `${cli.name} ${cli.version}`.trim()).join(', ')}</div>
+      )}
+      <div class="muted">
+        {host.cpu_cores} cores · {bytes(host.memory_bytes)}
+        {host.gpus.map((gpu) => ` · ${gpu.name} ${bytes(gpu.memory_bytes)}`).join('')}
+      </div>
+    </div>
   );
 }

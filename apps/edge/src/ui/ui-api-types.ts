@@ -16,6 +16,19 @@ export interface UiNode {
   last_heartbeat_ms: number;
   adapters: string[];
   providers: { provider_id: string; health: string; detail: string; checked_at_ms: number }[];
+  /** What the node reported it can run (its NodeDiscovery); null until it reports (older nodes never do). */
+  discovered: UiDiscovered | null;
+}
+
+export interface UiDiscovered {
+  backends: { kind: string; base_url: string; models: string[]; loaded_models: string[]; version: string }[];
+  clis: { name: string; path: string; version: string }[];
+  host: {
+    cpu_cores: number;
+    memory_bytes: number;
+    gpus: { name: string; vendor: string; memory_bytes: number }[];
+  };
+  discovered_at_ms: number;
 }
 
 export interface UiDeparture {

@@ -45,6 +45,26 @@ const node: NodeSummary = {
   lastHeartbeatUnixMs: 2000,
   adapters: ['cli', 'ollama'],
   providers: [{ providerId: 'p1', health: 'healthy', detail: 'ok', checkedAtUnixMs: 1500 }],
+  discovered: {
+    backends: [
+      {
+        kind: 'ollama',
+        baseUrl: 'http://127.0.0.1:11434',
+        models: ['a', 'b'],
+        version: '0.12.6',
+        loadedModels: ['a'],
+      },
+    ],
+    clis: [{ name: 'codex', path: '/usr/bin/codex', version: '0.50.0' }],
+    host: {
+      os: 'linux',
+      arch: 'x64',
+      cpuCores: 16,
+      memoryBytes: 64 * 2 ** 30,
+      gpus: [{ name: 'RTX', memoryBytes: 24 * 2 ** 30, vendor: 'nvidia' }],
+    },
+    discoveredAtUnixMs: 1700,
+  },
 };
 
 const provider: UiProvider = {
@@ -278,6 +298,24 @@ describe('ui handler: read-only views', () => {
           last_heartbeat_ms: 2000,
           adapters: ['cli', 'ollama'],
           providers: [{ provider_id: 'p1', health: 'healthy', detail: 'ok', checked_at_ms: 1500 }],
+          discovered: {
+            backends: [
+              {
+                kind: 'ollama',
+                base_url: 'http://127.0.0.1:11434',
+                models: ['a', 'b'],
+                loaded_models: ['a'],
+                version: '0.12.6',
+              },
+            ],
+            clis: [{ name: 'codex', path: '/usr/bin/codex', version: '0.50.0' }],
+            host: {
+              cpu_cores: 16,
+              memory_bytes: 64 * 2 ** 30,
+              gpus: [{ name: 'RTX', vendor: 'nvidia', memory_bytes: 24 * 2 ** 30 }],
+            },
+            discovered_at_ms: 1700,
+          },
         },
       ],
       departures: [{ node_id: 'n9', reason: 'heartbeat-timeout' }],

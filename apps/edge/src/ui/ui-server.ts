@@ -15,11 +15,13 @@ import { create, type RunEventPart } from '@iop/wire';
 import type { EdgeConfig } from '@iop/config';
 import { redactConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
+import type { NodeDiscovered } from '../node/discovered.js';
 import type { EdgeService } from '../service/types.js';
 import type { ChartSeries } from './chart-series.js';
 import type { RunLog, RunFilter } from './run-log.js';
 import type {
   UiDeparture,
+  UiDiscovered,
   UiModel,
   UiNode,
   UiNodeSessions,
@@ -154,6 +156,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         detail: provider.detail,
         checked_at_ms: provider.checkedAtUnixMs,
       })),
+      discovered: node.discovered ? discoveredView(node.discovered) : null,
     }));
     const models: UiModel[] = config.models.map((model) => {
       const ids = Object.keys(model.providers);
@@ -593,6 +596,29 @@ function runFilter(params: URLSearchParams): RunFilter {
     surface: params.get('surface') ?? undefined,
     text: params.get('q') ?? undefined,
     limit: parsed,
+  };
+}
+
+function discoveredView(discovered: NodeDiscovered): UiDiscovered {
+  return {
+    backends: discovered.backends.map((backend) => ({
+      kind: backend.kind,
+      base_url: backend.baseUrl,
+      models: [...backend.models],
+      loaded_models: [...backend.loadedModels],
+      version: backend.version,
+    })),
+    clis: discovered.clis.map((cli) => ({ name: cli.name, path: cli.path, version: cli.version })),
+    host: {
+      cpu_cores: discovered.host.cpuCores,
+      memory_bytes: discovered.host.memoryBytes,
+      gpus: discovered.host.gpus.map((gpu) => ({
+        name: gpu.name,
+        vendor: gpu.vendor,
+        memory_bytes: gpu.memoryBytes,
+      })),
+    },
+    discovered_at_ms: discovered.discoveredAtUnixMs,
   };
 }
 

@@ -171,6 +171,8 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     expect(text).toContain('node0');
     expect(text).toContain('linux/');
     expect(text).toContain('ollama, vllm, cli');
+    // The node's own discovery report (host size) reaches the fleet view.
+    await row.filter({ hasText: 'cores' }).waitFor();
     await page.locator('.live.on').waitFor();
     await screenshot('fleet');
     await openView('Providers & models');
