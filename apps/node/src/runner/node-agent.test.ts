@@ -180,6 +180,35 @@ describe('NodeAgent end to end against a fake edge', () => {
     expect(first.closeCount).toBe(0);
   });
 
+  it('takes its previous payload back when the edge reverts a rejected refresh, keeping the adapter instances', async () => {
+    await registered();
+    const first = factory.built[0];
+    const original = agent.settings.payload;
+    await edge
+      .latest()
+      .send(envelope.nodeConfigRefreshRequest('f-1', payload({ revision: 'rev-2', maxConcurrency: 9 })));
+    await edge.latest().send(envelope.nodeConfigRefreshRequest('f-2', payload()));
+    await waitFor(() => messagesOf(edge, 'nodeConfigRefreshResult').length === 2, 2000, 'refresh results');
+    expect(
+      messagesOf(edge, 'nodeConfigRefreshResult').map((message) =>
+        message.msg?.$case === 'nodeConfigRefreshResult'
+          ? [
+              message.requestId,
+              message.msg.nodeConfigRefreshResult.revision,
+              message.msg.nodeConfigRefreshResult.ok,
+            ]
+          : [],
+      ),
+    ).toEqual([
+      ['f-1', 'rev-2', true],
+      ['f-2', 'rev-1', true],
+    ]);
+    expect(agent.settings.payload).toEqual(original);
+    expect(agent.settings.maxConcurrency()).toBe(4);
+    expect(agent.registry.resolve('cli')).toBe(first);
+    expect(first.closeCount).toBe(0);
+  });
+
   it('ends in-flight runs when the edge goes away and re-registers when it returns', async () => {
     await registered();
     await edge.latest().send(
