@@ -389,6 +389,12 @@ const restart: Case[] = [
     class: 'restart',
   },
   {
+    name: 'provider health (the seed lists it as restart-required)',
+    mutate: (r) => (provider(r, 'p-ollama').health = { interval_ms: 5000 }),
+    path: 'nodes[n1].providers[p-ollama].health.interval_ms',
+    class: 'restart',
+  },
+  {
     name: 'provider added with a new node',
     mutate: (r) =>
       r.nodes.push({
