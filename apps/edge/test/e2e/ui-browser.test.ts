@@ -113,8 +113,8 @@ async function chat(model: string, content: string): Promise<Response> {
 
 async function openView(name: string): Promise<void> {
   await page.getByRole('link', { name }).click();
-  const hash = `#${name.split(' ')[0]?.toLowerCase() ?? ''}`;
-  await page.waitForFunction(`location.hash === ${JSON.stringify(hash)}`);
+  // The page's CSP forbids eval, so waits use locators and the URL rather than page functions.
+  await page.waitForURL(new RegExp(`#${name.split(' ')[0]?.toLowerCase() ?? ''}$`));
 }
 
 async function screenshot(name: string): Promise<void> {
@@ -254,6 +254,31 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
       .filter({ hasText: `Terminated ${sessionId}` })
       .waitFor();
     await page.locator(`tr[data-session="${sessionId}"]`).waitFor({ state: 'detached' });
+  });
+
+  it("charts the last hour's finished runs", async () => {
+    await openView('Charts');
+    expect(await page.locator('figure.chart').count()).toBe(4);
+    // The latency chart gets its first point once a chart push (every 5 s) carries the runs finished above.
+    const latency = page.locator('figure.chart polyline').nth(1);
+    await waitUntil(
+      async () => ((await latency.getAttribute('points')) ?? '').length > 0,
+      15_000,
+      'a point on the latency chart',
+    );
+    await screenshot('charts');
+  });
+
+  it('moves between views with the keyboard alone', async () => {
+    await page.goto(`${uiUrl}#fleet`);
+    await page.locator('tr[data-node="n1"]').waitFor();
+    for (let presses = 0; presses < 20; presses += 1) {
+      await page.keyboard.press('Tab');
+      if ((await page.locator('a.tab:focus', { hasText: 'Runs' }).count()) === 1) break;
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/#runs$/);
+    expect(await page.locator('h2#runs-title').textContent()).toBe('Runs');
   });
 
   it('is readable on a phone-sized screen', async () => {
