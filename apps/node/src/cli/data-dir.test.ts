@@ -33,3 +33,32 @@ describe('data dir', () => {
     lock.release();
   });
 });
+
+describe('data dir lock while another agent is writing it', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-datadir-'));
+    fs.mkdirSync(path.join(dir, 'd'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('leaves a fresh empty lock alone (its creator has not written its pid yet)', () => {
+    fs.writeFileSync(path.join(dir, 'd', 'node.lock'), '');
+    expect(() => lockDataDir(path.join(dir, 'd'))).toThrow(/being locked/);
+    expect(fs.readFileSync(path.join(dir, 'd', 'node.lock'), 'utf8')).toBe('');
+  });
+
+  it('takes over an empty lock once it is older than freshMs (its creator died mid-write)', () => {
+    fs.writeFileSync(path.join(dir, 'd', 'node.lock'), '');
+    const lock = lockDataDir(path.join(dir, 'd'), process.pid, { now: () => Date.now() + 60_000 });
+    expect(fs.readFileSync(lock.path, 'utf8').trim()).toBe(String(process.pid));
+    lock.release();
+  });
+
+  it('creates the lock with its pid in one step and leaves no temporary files', () => {
+    const lock = lockDataDir(path.join(dir, 'd'));
+    expect(fs.readdirSync(path.join(dir, 'd'))).toEqual(['node.lock']);
+    expect(fs.readFileSync(lock.path, 'utf8')).toBe(`${process.pid}\n`);
+    lock.release();
+  });
+});
