@@ -508,6 +508,19 @@ describe('explicit routes', () => {
     expectIdle(pool);
   });
 
+  it("counts waiters of every door against a provider's max_queue (a model queue fills it for a route)", async () => {
+    const { pool } = makePool(cliNode());
+    const held = await pool.acquire('m');
+    const viaModel = [pool.acquire('m'), pool.acquire('m')];
+    expect(
+      (await rejection(pool.acquireRoute({ nodeId: 'node-1', adapter: 'cli', target: 'fake-cli' }))).code,
+    ).toBe('queue_full');
+    held.release();
+    (await viaModel[0]).release();
+    (await viaModel[1]).release();
+    expectIdle(pool);
+  });
+
   it('queue_full from the matching provider max_queue, node_unavailable for a node that is not connected', async () => {
     const { pool, nodes } = makePool(cliNode());
     const route = { nodeId: 'node-1', adapter: 'cli', target: 'fake-cli' };

@@ -16,10 +16,10 @@
 // and outlive config swaps, so a capacity cut or a disabled provider only affects new dispatches while running
 // work drains.
 //
-// Queueing: with no free slot the caller waits in a FIFO queue — one per model, one per explicit route. A model's
-// queue holds at most the sum of `max_queue` of its enabled providers (full → `queue_full` at once) and a waiter
-// gives up after the largest `queue_timeout_ms` among them (`queue_timeout`); a route's queue uses its matching
-// providers' settings, or the provider defaults when none matches. A waiter whose signal aborts leaves the queue.
+// Queueing: with no free slot the caller waits in a FIFO queue — one per model, one per explicit route. What waits
+// for a model's providers (in any queue those providers could serve) is at most the sum of their `max_queue`
+// (full → `queue_full` at once) and a waiter gives up after the largest `queue_timeout_ms` among them
+// (`queue_timeout`); a route uses its matching providers' settings, or the provider defaults when none matches. A waiter whose signal aborts leaves the queue.
 // Waiters are re-evaluated, oldest first across all queues, on every release, config change, node
 // connect/disconnect (event bus) and health change (`notifyChanged()`, plus a light poll while anyone waits,
 // because health reports arrive without an event).
@@ -335,12 +335,16 @@ class ProviderPoolImpl implements ProviderPool {
       if (lease) return Promise.resolve(lease);
     }
     const { limit, timeoutMs } = this.queuePolicy(demand);
-    if ((queue?.length ?? 0) >= limit) {
+    if (this.waitingFor(demand, queue) >= limit) {
       return Promise.reject(
-        new PoolError('queue_full', `${describeDemand(demand)} is busy and its queue is full (${limit} waiting)`, {
-          ...modelDetail(demand),
-          retryAfterSeconds: 1,
-        }),
+        new PoolError(
+          'queue_full',
+          `${describeDemand(demand)} is busy and its queue is full (${limit} waiting)`,
+          {
+            ...modelDetail(demand),
+            retryAfterSeconds: 1,
+          },
+        ),
       );
     }
     return this.enqueue(demand, queueKey, timeoutMs, signal);
@@ -436,7 +440,8 @@ class ProviderPoolImpl implements ProviderPool {
       if (!entry) return undefined;
       const free = this.candidates(entry, nodes).filter(
         (candidate) =>
-          candidate.inFlight < candidate.provider.config.capacity && this.nodeHasRoom(candidate.provider.nodeId),
+          candidate.inFlight < candidate.provider.config.capacity &&
+          this.nodeHasRoom(candidate.provider.nodeId),
       );
       if (free.length === 0) return undefined;
       const chosen = this.pick(demand.model, entry, free);
@@ -516,6 +521,24 @@ class ProviderPoolImpl implements ProviderPool {
     if (demand.kind === 'route') return this.routeProviders(demand).map((provider) => provider.config.id);
     const entry = this.routing.models.get(demand.model);
     return entry ? entry.providers.map(([providerId]) => providerId) : [];
+  }
+
+  /**
+   * Waiters that compete for the providers of `demand`: its own queue plus every other queue (a model's, an
+   * explicit route's) that one of the same providers could serve. `max_queue` bounds what waits for a provider,
+   * whichever door the waiters came through.
+   */
+  private waitingFor(demand: Demand, ownQueue: Waiter[] | undefined): number {
+    const providers = new Set(this.providersServing(demand));
+    let count = ownQueue?.length ?? 0;
+    if (providers.size === 0) return count;
+    for (const queue of this.queues.values()) {
+      const head = queue[0];
+      if (!head || queue === ownQueue) continue;
+      if (this.providersServing(head.demand).some((providerId) => providers.has(providerId)))
+        count += queue.length;
+    }
+    return count;
   }
 
   private queuePolicy(demand: Demand): { limit: number; timeoutMs: number } {

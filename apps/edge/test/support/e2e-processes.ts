@@ -125,11 +125,12 @@ export class ProcessGroup {
     args: string[],
     env: NodeJS.ProcessEnv = {},
     cwd = repoRoot,
+    stdin: 'ignore' | 'pipe' = 'ignore',
   ): TestProcess {
     const child = spawn(process.execPath, ['--import', registerHooks, entry, ...args], {
       cwd,
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [stdin, 'pipe', 'pipe'],
     });
     const started = new TestProcess(name, child);
     this.processes.push(started);
@@ -147,6 +148,8 @@ export interface EdgeAddresses {
   openai: string;
   metrics: string;
   admin: string;
+  /** Empty when the A2A surface is off. */
+  a2a: string;
 }
 
 export interface EdgeProcess extends TestProcess {
@@ -163,10 +166,18 @@ export async function startEdgeProcess(
   dir: string,
   config: Record<string, unknown>,
   name = 'edge',
+  command: 'serve' | 'console' = 'serve',
 ): Promise<EdgeProcess> {
   const configPath = path.join(dir, 'edge.yaml');
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  const edge = group.spawnTs(name, edgeMain, ['serve', '--config', configPath], {}, dir);
+  const edge = group.spawnTs(
+    name,
+    edgeMain,
+    [command, '--config', configPath],
+    {},
+    dir,
+    command === 'console' ? 'pipe' : 'ignore',
+  );
   await waitUntil(
     () => /^ {2}admin\s+\S+/m.test(edge.stdout()) || !edge.running,
     30_000,
@@ -182,6 +193,7 @@ export async function startEdgeProcess(
     openai: line('openai'),
     metrics: line('metrics'),
     admin: line('admin'),
+    a2a: line('a2a'),
   };
   return Object.assign(edge, { addresses, configPath });
 }
