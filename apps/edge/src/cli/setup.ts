@@ -1,13 +1,17 @@
 // `sudo iop-edge setup [--dry-run] [--enable] [--start] [--binary PATH] [--config /etc/iop/edge.yaml]
 // [--overwrite-config] [--data-dir /var/lib/iop] [--artifact-dir DIR] [--public-url URL]`: prepares this host to
-// run the edge as a systemd service (see bootstrap/edge-setup.ts for the plan). --dry-run prints every action
-// and changes nothing; otherwise it must run as root and stops at the first failed action.
+// run the edge as a systemd service (see bootstrap/edge-setup.ts for the plan and its safety rules): binary and
+// artifacts under /usr/local/lib/iop-edge (root-owned), a TLS identity in the data dir for a new config.
+// --dry-run prints every action and changes nothing; otherwise it must run as root and stops at the first
+// failed action.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS, isConfigError, renderConfigTemplate } from '@iop/config';
-import { planSetup, type SetupExecutor } from '../bootstrap/edge-setup.js';
+import { fingerprintOfCertificate } from '@iop/wire';
+import { DEFAULT_INSTALL_DIR, planSetup, type SetupExecutor } from '../bootstrap/edge-setup.js';
+import { certificateHosts, EDGE_CERT_FILE, EDGE_KEY_FILE, ensureEdgeIdentity } from '../tls/edge-identity.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { pickPublicHost } from './config-init.js';
 
@@ -20,6 +24,25 @@ export interface SetupDeps {
 
 export const hostExecutor: SetupExecutor = {
   exists: (file) => fs.existsSync(file),
+  stat: (file) => {
+    try {
+      const stat = fs.statSync(file);
+      return { uid: stat.uid, mode: stat.mode & 0o7777, isDirectory: stat.isDirectory() };
+    } catch {
+      return undefined;
+    }
+  },
+  listDir: (dir) => {
+    try {
+      return fs
+        .readdirSync(dir, { withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => entry.name);
+    } catch {
+      return [];
+    }
+  },
+  ensureIdentity: (dir, commonName, hosts) => ensureEdgeIdentity({ dir, commonName, hosts }),
   run: (command, args) =>
     new Promise((resolve) => {
       execFile(command, [...args], { timeout: 60_000 }, (error, stdout, stderr) => {
@@ -76,20 +99,24 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
       const currentExecutable = path.resolve(io.cwd, io.execPath);
       const resolve = (value: string | undefined, fallback: string) =>
         path.resolve(io.cwd, value ?? fallback);
-      const binary = resolve(stringFlag(flags, 'binary'), currentExecutable);
+      const binary = resolve(stringFlag(flags, 'binary'), path.join(DEFAULT_INSTALL_DIR, 'iop-edge'));
       const configPath = resolve(stringFlag(flags, 'config'), '/etc/iop/edge.yaml');
       const dataDir = resolve(stringFlag(flags, 'data-dir'), '/var/lib/iop');
-      // Artifacts stay where the release was unpacked (next to the executable running setup).
-      const artifactDir = resolve(
-        stringFlag(flags, 'artifact-dir'),
-        path.join(path.dirname(currentExecutable), 'artifacts'),
-      );
+      // The release's artifacts (next to the executable running setup) are copied to a root-owned folder,
+      // unless --artifact-dir names where they are served from.
+      const artifactSource = path.join(path.dirname(currentExecutable), 'artifacts');
+      const artifactFlag = stringFlag(flags, 'artifact-dir');
+      const artifactDir = resolve(artifactFlag, path.join(DEFAULT_INSTALL_DIR, 'artifacts'));
       const publicUrl =
         stringFlag(flags, 'public-url') ??
         `http://${pickPublicHost(deps.networkInterfaces()) ?? '127.0.0.1'}:${DEFAULTS.bootstrap_listen.split(':').pop() ?? '19091'}`;
       let configTemplate: string;
       try {
-        configTemplate = renderConfigTemplate({ publicUrl, dataDir }).replace(
+        configTemplate = renderConfigTemplate({
+          publicUrl,
+          dataDir,
+          tls: { certFile: path.join(dataDir, EDGE_CERT_FILE), keyFile: path.join(dataDir, EDGE_KEY_FILE) },
+        }).replace(
           /^(\s*artifact_dir:) .*$/m,
           (_line, key: string) => `${key} ${JSON.stringify(artifactDir)}`,
         );
@@ -104,6 +131,9 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
           configPath,
           dataDir,
           configTemplate,
+          artifactDir,
+          artifactSource: artifactFlag === undefined ? artifactSource : artifactDir,
+          certificateHosts: certificateHosts(publicUrl, DEFAULTS.edge_listen),
           overwriteConfig: booleanFlag(flags, 'overwrite-config'),
           enable: booleanFlag(flags, 'enable'),
           start: booleanFlag(flags, 'start'),
@@ -120,6 +150,14 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
         }
         writeLine(io.stdout, label);
         await action.apply(deps.executor);
+      }
+      if (!dryRun) {
+        try {
+          const certificate = fs.readFileSync(path.join(dataDir, EDGE_CERT_FILE));
+          writeLine(io.stdout, `edge fingerprint (nodes pin it): ${fingerprintOfCertificate(certificate)}`);
+        } catch {
+          // a kept config may point elsewhere; `iop-edge env` prints the fingerprint of the configured certificate
+        }
       }
       writeLine(
         io.stdout,
