@@ -9,6 +9,7 @@ import { consoleCommand } from './console.js';
 import { envCommand } from './env.js';
 import { keysCreateCommand } from './keys-create.js';
 import { usageCommand } from './usage.js';
+import { nodeAdoptCommand } from './node-adopt.js';
 import { nodeRegisterCommand } from './node-register.js';
 import { nodeRevokeCommand } from './node-revoke.js';
 import { nodesListCommand } from './nodes-list.js';
@@ -28,6 +29,7 @@ export const commands: CliCommand[] = [
   serveCommand,
   consoleCommand,
   nodeRegisterCommand,
+  nodeAdoptCommand,
   nodeRevokeCommand,
   keysCreateCommand,
   usageCommand,

@@ -123,7 +123,7 @@ function positiveInteger(text: string, flag: string): number {
 }
 
 /** Same directory, same mode, then rename: a reader sees the old file or the new one, never a partial one. */
-async function writeAtomically(file: string, text: string): Promise<void> {
+export async function writeAtomically(file: string, text: string): Promise<void> {
   const stat = await fs.stat(file);
   const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
   try {
