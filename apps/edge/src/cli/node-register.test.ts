@@ -55,6 +55,11 @@ describe('iop-edge node register: install lines', () => {
     );
     // This template has edge.tls off: the output says so instead of printing a pin.
     expect(out).toContain('WARNING: edge.tls is off');
+    // The output ends with the next step.
+    expect(lines.filter((line) => line !== '').at(-1)).toBe(
+      'Next, when it connects (iop-edge nodes list): iop-edge node adopt node-01   ' +
+        '(adds the model servers and agent CLIs it discovered, live)',
+    );
   });
 
   it('adds the lines and the edge fingerprint to --json output', async () => {

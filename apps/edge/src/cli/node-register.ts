@@ -94,9 +94,15 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
         writeLine(
           io.stdout,
           `Note: ${nodeId} is not under nodes[] in ${loaded.path}; it connects with an empty configuration ` +
-            '(no adapters) until you add it there.',
+            '(no adapters) until it is adopted (below) or you add it there.',
         );
       }
+      writeLine(io.stdout);
+      writeLine(
+        io.stdout,
+        `Next, when it connects (iop-edge nodes list): iop-edge node adopt ${nodeId}   ` +
+          '(adds the model servers and agent CLIs it discovered, live)',
+      );
       return 0;
     },
   };
