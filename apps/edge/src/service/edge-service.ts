@@ -435,15 +435,30 @@ function validateSessionRef(ref: SessionRef): void {
 }
 
 function rejectionReason(error: PoolError): 'queue_full' | 'queue_timeout' | 'no_provider' | undefined {
-  switch (error.code) {
-    case 'queue_full':
-    case 'queue_timeout':
-      return error.code;
-    case 'no_provider_available':
-      return 'no_provider';
-    default:
-      return undefined;
-  }
+  if (error.code === 'queue_full' || error.code === 'queue_timeout') return error.code;
+  return error.code === 'no_provider_available' ? 'no_provider' : undefined;
+}
+
+/** A run refused after admission (no capacity, node gone, send failed): recorded with no tokens. */
+function refused(error: unknown): RunEnd {
+  return {
+    runId: '',
+    outcome: error instanceof ServiceError && error.code === 'aborted' ? 'cancelled' : 'rejected',
+    usage: { inputTokens: 0, outputTokens: 0 },
+    provider: '',
+    node: '',
+    queueMs: 0,
+    durationMs: 0,
+  };
+}
+
+/** A limit's refusal as the ServiceError surfaces map; a model outside the allow-list looks like no model at all. */
+function fromGovernanceError(error: GovernanceError): ServiceError {
+  if (error.code === 'model_not_allowed') return new ServiceError('model_not_found', error.message);
+  return new ServiceError(error.code, error.message, {
+    cause: error,
+    retryAfterSeconds: error.retryAfterSeconds,
+  });
 }
 
 /** PoolError → ServiceError of the same meaning (surfaces only know ServiceErrors). */
