@@ -30,7 +30,7 @@ import {
   type SessionServices,
   type SessionSetup,
 } from './session-context.js';
-import { readServerSentEvents } from './sse-reader.js';
+import { readSse } from '../http/sse-reader.js';
 import { WaitableQueue } from './waitable-queue.js';
 
 export interface OpencodeOptions {
@@ -247,8 +247,8 @@ export class OpencodeSession implements LogicalSession {
 
   private async followEvents(body: ReadableStream<Uint8Array>): Promise<void> {
     try {
-      for await (const data of readServerSentEvents(body)) {
-        const event = parseJsonLine(data);
+      for await (const message of readSse(body)) {
+        const event = parseJsonLine(message.data);
         if (event) this.listener?.({ kind: 'event', event });
       }
     } catch (error) {
