@@ -93,7 +93,16 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const lock = lockDataDir(dataDir);
       let history: RunHistory | undefined;
       try {
-        const opened = openRunHistory({ path: path.join(dataDir, HISTORY_FILE_NAME), retainRuns });
+        const opened = openRunHistory({
+          path: path.join(dataDir, HISTORY_FILE_NAME),
+          retainRuns,
+          // One line per failed attempt (attempts back off to 30 s), never one per event; runs go on regardless.
+          onWriteFailure: (failure) =>
+            logger.warn(
+              { ...failure },
+              'run history write failed; events wait in memory (bounded) for a retry',
+            ),
+        });
         history = opened.history;
         if (opened.fallbackReason !== undefined) {
           logger.info(

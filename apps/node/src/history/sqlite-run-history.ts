@@ -7,6 +7,11 @@
 // `finish` and at `close`). A crash loses at most the unflushed events; the run itself is found `running` on
 // the next open and marked `interrupted`. Retention keeps the newest `retainRuns` finished runs (with their
 // events); running runs are never pruned.
+//
+// A write that keeps failing (disk full, database locked by a stuck reader) must not stop runs or grow memory:
+// at most `maxPendingEvents` events wait in memory (later ones are dropped and counted), a failed background
+// flush is retried only after a backoff (doubling up to 30 s), and `onWriteFailure` hears of each failed attempt
+// with the counts, so the node logs one line per attempt rather than one per event.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Usage } from '@iop/wire';
@@ -42,7 +47,21 @@ export interface SqliteRunHistoryOptions {
   now?: () => number;
   /** Open for reading only (the `history` command): no crash recovery, no writes. */
   readonly?: boolean;
+  /** Events kept in memory while writes fail; further events are dropped and counted (default 10,000). */
+  maxPendingEvents?: number;
+  /** Told of every failed write attempt (for the log). */
+  onWriteFailure?: (failure: HistoryWriteFailure) => void;
 }
+
+export interface HistoryWriteFailure {
+  error: string;
+  pendingEvents: number;
+  droppedEvents: number;
+  /** When the next background flush will be attempted. */
+  retryInMs: number;
+}
+
+const MAX_RETRY_BACKOFF_MS = 30_000;
 
 interface RunRow {
   id: string;
@@ -112,6 +131,13 @@ export class SqliteRunHistory implements RunHistory {
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
   private pending: RunEventRecord[] = [];
+  private readonly maxPendingEvents: number;
+  private readonly onWriteFailure: ((failure: HistoryWriteFailure) => void) | undefined;
+  private readonly now: () => number;
+  /** Events not recorded because too many were waiting for a failing write. */
+  droppedEvents = 0;
+  private retryAt = 0;
+  private backoffMs = 0;
   private flushTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly statements: ReturnType<typeof prepare> | undefined;
@@ -130,6 +156,9 @@ export class SqliteRunHistory implements RunHistory {
     this.pruneEvery = pruneInterval(this.retainRuns);
     this.batchSize = Math.max(1, options.batchSize ?? 64);
     this.flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200);
+    this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
+    this.onWriteFailure = options.onWriteFailure;
+    this.now = options.now ?? Date.now;
     this.recoveredRuns = recoveredRuns;
     this.statements = this.readonly ? undefined : prepare(db);
   }
@@ -208,24 +237,44 @@ export class SqliteRunHistory implements RunHistory {
     });
   }
 
+  /** Buffers an event; never throws for a failing write (the events wait, bounded, for the next attempt). */
   appendEvent(event: RunEventRecord): void {
     this.writable();
-    this.pending.push(event);
-    if (this.pending.length >= this.batchSize) {
-      this.flush();
+    if (this.pending.length >= this.maxPendingEvents) {
+      this.droppedEvents += 1;
       return;
     }
-    if (!this.flushTimer) {
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = undefined;
-        try {
-          this.flush();
-        } catch {
-          // A failed background flush keeps the events pending; the next flush or finish retries and reports.
-        }
-      }, this.flushIntervalMs);
-      this.flushTimer.unref();
+    this.pending.push(event);
+    if (this.pending.length >= this.batchSize && this.now() >= this.retryAt) {
+      this.backgroundFlush();
+      return;
     }
+    this.scheduleFlush();
+  }
+
+  /** Events waiting in memory for a write. */
+  get pendingEvents(): number {
+    return this.pending.length;
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.pending.length === 0) return;
+    const delay = Math.max(this.flushIntervalMs, this.retryAt - this.now());
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.backgroundFlush();
+    }, delay);
+    this.flushTimer.unref();
+  }
+
+  /** A flush whose failure is reported (onWriteFailure) and retried after the backoff, not thrown. */
+  private backgroundFlush(): void {
+    try {
+      this.flush();
+    } catch {
+      // Reported by write(); the events stay pending (bounded) for the retry scheduled below.
+    }
+    this.scheduleFlush();
   }
 
   finish(runId: string, outcome: RunOutcome): void {
@@ -369,8 +418,18 @@ export class SqliteRunHistory implements RunHistory {
     try {
       action();
     } catch (error) {
+      this.backoffMs = Math.min(MAX_RETRY_BACKOFF_MS, Math.max(this.flushIntervalMs, this.backoffMs * 2));
+      this.retryAt = this.now() + this.backoffMs;
+      this.onWriteFailure?.({
+        error: message(error),
+        pendingEvents: this.pending.length,
+        droppedEvents: this.droppedEvents,
+        retryInMs: this.backoffMs,
+      });
       throw new HistoryError('write_failed', `cannot write run history: ${message(error)}`, { cause: error });
     }
+    this.backoffMs = 0;
+    this.retryAt = 0;
   }
 }
 
