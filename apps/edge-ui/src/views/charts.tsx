@@ -24,19 +24,20 @@ function Chart({
   series: Series[];
 }) {
   const all = series.flatMap((entry) => entry.values.filter((value): value is number => value !== null));
-  const max = Math.max(1, ...all);
+  const peak = Math.max(0, ...all);
+  const max = peak > 0 ? peak : 1;
   const x = (index: number) => (times.length <= 1 ? 0 : (index / (times.length - 1)) * WIDTH);
   const y = (value: number) => HEIGHT - (value / max) * (HEIGHT - 10);
   const latest = series.map((entry) => {
     const last = [...entry.values].reverse().find((value) => value !== null);
-    return `${entry.name} ${last === undefined || last === null ? '–' : `${Math.round(last * 100) / 100} ${unit}`}`;
+    return `${entry.name} ${last === undefined || last === null ? '–' : `${round(last)} ${unit}`}`;
   });
   return (
     <figure class="chart">
       <figcaption>
         <strong>{title}</strong>{' '}
         <span class="muted">
-          (max {Math.round(max * 100) / 100} {unit}) · now: {latest.join(' · ')}
+          (peak {round(peak)} {unit}) · latest: {latest.join(' · ')}
         </span>
       </figcaption>
       <svg
@@ -46,13 +47,27 @@ function Chart({
         aria-label={`${title} over the last hour`}
       >
         <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="axis" />
-        {series.map((entry) => {
-          const points = entry.values
-            .map((value, index) => (value === null ? '' : `${x(index).toFixed(1)},${y(value).toFixed(1)}`))
-            .filter((point) => point !== '')
-            .join(' ');
-          return <polyline key={entry.name} points={points} class={`line ${entry.className}`} />;
-        })}
+        {series.flatMap((entry) =>
+          segments(entry.values).map((segment) =>
+            segment.length === 1 ? (
+              <circle
+                key={`${entry.name}-${segment[0][0]}`}
+                cx={x(segment[0][0]).toFixed(1)}
+                cy={y(segment[0][1]).toFixed(1)}
+                r="3"
+                class={`dot ${entry.className}`}
+              />
+            ) : (
+              <polyline
+                key={`${entry.name}-${segment[0][0]}`}
+                points={segment
+                  .map(([index, value]) => `${x(index).toFixed(1)},${y(value).toFixed(1)}`)
+                  .join(' ')}
+                class={`line ${entry.className}`}
+              />
+            ),
+          ),
+        )}
       </svg>
       <div class="legend">
         <span class="muted">{clockTime(times[0])}</span>
@@ -65,6 +80,24 @@ function Chart({
       </div>
     </figure>
   );
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+/** Runs of consecutive non-null values as [index, value] pairs: a gap in the data is a gap in the line. */
+function segments(values: (number | null)[]): [number, number][][] {
+  const out: [number, number][][] = [];
+  let current: [number, number][] = [];
+  values.forEach((value, index) => {
+    if (value === null) {
+      if (current.length > 0) out.push(current);
+      current = [];
+    } else current.push([index, value]);
+  });
+  if (current.length > 0) out.push(current);
+  return out;
 }
 
 export function ChartsView({ charts }: { charts: UiCharts | undefined }) {

@@ -82,8 +82,14 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
   const subscription = core.events.subscribe({ replay: true });
   const following = (async () => {
     for await (const event of subscription) {
-      if (event.type === 'run') runLog.record(event.event);
-      else if (event.event.kind === 'connected') labels.labelFor(event.event.nodeId);
+      if (event.type === 'run') {
+        try {
+          runLog.record(event.event);
+        } catch (error) {
+          // One malformed event must not stop the dashboard's feed.
+          logger.warn({ run: event.event.runId, error: String(error) }, 'ui: run event not recorded');
+        }
+      } else if (event.event.kind === 'connected') labels.labelFor(event.event.nodeId);
       else if (event.event.kind === 'disconnected') {
         departures.unshift({
           node_id: event.event.nodeId,
