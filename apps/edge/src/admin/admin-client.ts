@@ -25,6 +25,7 @@ import {
   type SubmitRunEvent,
   type UsageGroup,
 } from '@iop/wire';
+import { pinnedServerIdentity } from './admin-tls.js';
 import { AdminError } from './errors.js';
 import { ERROR_CODE_TRAILER } from './grpc-status.js';
 
@@ -35,6 +36,8 @@ export interface AdminClientOptions {
   token?: string;
   /** Deadline of unary calls. Default 10 s. */
   timeoutMs?: number;
+  /** TLS to an admin API beyond loopback: trust `ca` (the edge's certificate) and require its key. */
+  tls?: { ca: Buffer; fingerprint: string };
 }
 
 export interface AdminClient {
@@ -68,7 +71,12 @@ export interface AdminClient {
 
 export function createAdminClient(options: AdminClientOptions): AdminClient {
   const { address } = options;
-  const client = new EdgeAdminClient(address, credentials.createInsecure());
+  const channelCredentials = options.tls
+    ? credentials.createSsl(options.tls.ca, null, null, {
+        checkServerIdentity: pinnedServerIdentity(options.tls.fingerprint),
+      })
+    : credentials.createInsecure();
+  const client = new EdgeAdminClient(address, channelCredentials);
   const timeoutMs = options.timeoutMs ?? 10_000;
 
   function metadata(): Metadata {

@@ -8,6 +8,7 @@ import {
 } from '@iop/wire';
 import { silentLogger } from '../logging.js';
 import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { createSelfSignedCertificate } from '../tls/self-signed-certificate.js';
 import { createAdminClient, type AdminClient } from './admin-client.js';
 import type { RefreshHandler } from './admin-handlers.js';
 import {
@@ -377,9 +378,52 @@ describe('admin API over gRPC', () => {
     await expect(startAdminServer({ ...base, listen: 'nonsense' })).rejects.toMatchObject({
       code: 'invalid_listen',
     });
-    const open = await startAdminServer({ ...base, listen: '0.0.0.0:0', token: 't0ken' });
-    cleanups.push(() => open.close());
-    expect(open.address).toMatch(/^0\.0\.0\.0:\d+$/);
+    // A token beyond loopback needs TLS: it must not cross the network in clear.
+    await expect(startAdminServer({ ...base, listen: '0.0.0.0:0', token: 't0ken' })).rejects.toMatchObject({
+      code: 'insecure_listen',
+      message: expect.stringContaining('enable edge.tls'),
+    });
+  });
+
+  it('beyond loopback serves TLS with the edge certificate: a pinned client works, plaintext and other keys fail', async () => {
+    const bus = new FakeEventBus();
+    const service = new FakeEdgeService(bus);
+    service.nodes = [node('test-node', 'alias-1')];
+    const identity = createSelfSignedCertificate({ commonName: 'edge', hosts: ['localhost'] });
+    const tls = { cert: Buffer.from(identity.certificatePem), key: Buffer.from(identity.privateKeyPem) };
+    const surface = await startAdminServer({
+      listen: '0.0.0.0:0',
+      token: 't0ken',
+      tls,
+      service,
+      events: bus,
+      logger: silentLogger,
+      closeGraceMs: 200,
+    });
+    cleanups.push(() => surface.close());
+    const address = `127.0.0.1:${surface.address.split(':').pop()}`;
+    const pinned = createAdminClient({
+      address,
+      token: 't0ken',
+      timeoutMs: 3000,
+      tls: { ca: tls.cert, fingerprint: identity.fingerprint },
+    });
+    cleanups.push(() => pinned.close());
+    expect((await pinned.listNodes()).map((info) => info.nodeId)).toEqual(['test-node']);
+
+    const plaintext = createAdminClient({ address, token: 't0ken', timeoutMs: 3000 });
+    cleanups.push(() => plaintext.close());
+    expect((await failure(plaintext.listNodes())).code).toBe('unreachable');
+
+    const other = createSelfSignedCertificate({ commonName: 'other', hosts: ['localhost'] });
+    const wrongPin = createAdminClient({
+      address,
+      token: 't0ken',
+      timeoutMs: 3000,
+      tls: { ca: tls.cert, fingerprint: other.fingerprint },
+    });
+    cleanups.push(() => wrongPin.close());
+    expect((await failure(wrongPin.listNodes())).code).toBe('unreachable');
   });
 
   it('reports an unreachable edge clearly', async () => {

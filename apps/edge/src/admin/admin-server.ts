@@ -1,7 +1,9 @@
 // The admin surface: serves the EdgeAdmin gRPC API (admin-handlers.ts) on `refresh.listen`.
 //
 // Security: without `refresh.admin_token` the server only listens on a loopback address and refuses to start
-// otherwise; with a token every call must carry `authorization: Bearer <token>` (compared in constant time).
+// otherwise; with a token every call must carry `authorization: Bearer <token>` (compared in constant time), and
+// beyond loopback the server speaks TLS with the edge's certificate (admin-tls.ts) so the token never crosses
+// the network in clear.
 // `refresh.enabled` gates only RefreshConfig: the rest of the API (nodes list, runs, commands) stays available
 // to local operators. An empty `refresh.listen` disables the surface.
 //
@@ -10,7 +12,7 @@
 // `closeGraceMs`, then forces the server down.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
-import type { RefreshConfig } from '@iop/config';
+import type { RefreshConfig, TlsConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -19,6 +21,7 @@ import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './
 import { refreshHandler } from './admin-refresh.js';
 import type { Governance } from '../governance/governance.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
+import { adminTlsFiles, readAdminServerTls } from './admin-tls.js';
 import { AdminError } from './errors.js';
 import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 
@@ -38,7 +41,8 @@ export interface AdminSurfaceOptions {
 
 /** What the admin surface uses of the runtime's core. */
 export interface AdminSurfaceDeps {
-  config: { refresh: RefreshConfig };
+  /** `edge.tls` supplies the certificate the admin API uses beyond loopback. */
+  config: { refresh: RefreshConfig; edge?: { tls: TlsConfig } };
   service: EdgeService;
   events: EventBus;
   logger: Logger;
@@ -59,6 +63,8 @@ export interface AdminServerOptions extends AdminSurfaceOptions {
   listen: string;
   /** '' or undefined = no authentication (loopback only). */
   token?: string;
+  /** The edge's certificate and key (PEM): required beyond loopback, where the token must not travel in clear. */
+  tls?: { cert: Buffer; key: Buffer };
   refreshEnabled?: boolean;
   service: EdgeService;
   events: EventBus;
@@ -79,6 +85,7 @@ export function createAdminSurface(
         options.usage ?? (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
       listen: refresh.listen,
       token: refresh.admin_token,
+      tls: await readAdminServerTls(adminTlsFiles(context.config)),
       refreshEnabled: refresh.enabled,
       service: context.service,
       events: context.events,
@@ -96,6 +103,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       `refusing to serve the admin API on non-loopback address ${options.listen} without refresh.admin_token`,
     );
   }
+  if (options.token && !options.tls && !isLoopbackHost(listen.host)) {
+    throw new AdminError(
+      'insecure_listen',
+      `refusing to send refresh.admin_token in clear on non-loopback address ${options.listen}: enable edge.tls`,
+    );
+  }
   const handlers: AdminHandlers = createAdminHandlers({
     service: options.service,
     events: options.events,
@@ -110,7 +123,14 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   server.addService(EdgeAdminService, handlers.implementation);
   const bindAddress = formatHostPort(listen.host, listen.port);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(bindAddress, ServerCredentials.createInsecure(), (error, boundPort) => {
+    const serverCredentials = options.tls
+      ? ServerCredentials.createSsl(
+          null,
+          [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
+          false,
+        )
+      : ServerCredentials.createInsecure();
+    server.bindAsync(bindAddress, serverCredentials, (error, boundPort) => {
       if (error) {
         reject(
           new AdminError(
@@ -125,7 +145,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     });
   });
   const address = formatHostPort(listen.host, port);
-  logger.info({ address, authentication: options.token ? 'bearer' : 'none' }, 'admin API listening');
+  logger.info(
+    { address, authentication: options.token ? 'bearer' : 'none', tls: options.tls !== undefined },
+    'admin API listening',
+  );
 
   let closing: Promise<void> | undefined;
   const closeGraceMs = options.closeGraceMs ?? 2000;

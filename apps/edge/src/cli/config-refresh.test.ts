@@ -1,9 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { RefreshConfigResponse } from '@iop/wire';
 import type { AdminClient, AdminClientOptions } from '../admin/admin-client.js';
+import { ensureEdgeIdentity } from '../tls/edge-identity.js';
 import { memoryIo, type MemoryIo } from './test-support/memory-io.js';
 import { createConfigRefreshCommand, REFRESH_CALL_TIMEOUT_MS } from './config-refresh.js';
 import { runCli } from './run-cli.js';
@@ -48,7 +49,15 @@ function recordingClient(response: Partial<RefreshConfigResponse>) {
 describe('config refresh command', () => {
   it("dials the candidate's refresh.listen (wildcard → loopback) with its token and sends the file as is", async () => {
     const file = path.join(dir, 'edge.yaml');
-    const text = 'refresh: { listen: "0.0.0.0:29093", admin_token: config-token }\n';
+    // An admin token beyond loopback needs edge.tls; the client then trusts exactly the edge's key.
+    const identity = await ensureEdgeIdentity({
+      dir: path.join(dir, 'data'),
+      commonName: 'e',
+      hosts: ['localhost'],
+    });
+    const text =
+      'edge: { tls: { enabled: true, cert_file: "data/edge-cert.pem", key_file: "data/edge-key.pem" } }\n' +
+      'refresh: { listen: "0.0.0.0:29093", admin_token: config-token }\n';
     await writeFile(file, text);
     const client = recordingClient({ status: 'applied', mode: 'apply' });
     const command = createConfigRefreshCommand({ createClient: client.createClient });
@@ -60,6 +69,7 @@ describe('config refresh command', () => {
       address: '127.0.0.1:29093',
       token: 'config-token',
       timeoutMs: REFRESH_CALL_TIMEOUT_MS,
+      tls: { ca: await readFile(identity.certFile), fingerprint: identity.fingerprint },
     });
     expect(client.calls[0]?.sent).toEqual({ mode: 'apply', configYaml: text, configPath: file });
     expect(client.closed()).toBe(1);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { DEFAULTS, parseConfigText, REFRESH_MODES, type ConfigLoadResult } from '@iop/config';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
+import { adminTlsFiles, readAdminClientTls } from '../admin/admin-tls.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import { fromRefreshConfigResponse, refreshExitCode, type RefreshResult } from '../refresh/refresh-result.js';
 import {
@@ -62,7 +63,7 @@ export function createConfigRefreshCommand(
         return 1;
       }
       const candidate = parseConfigText(text, candidatePath, { baseDir: path.dirname(candidatePath) });
-      const client = deps.createClient(adminTarget(stringFlag(flags, 'addr'), candidate, io));
+      const client = deps.createClient(await adminTarget(stringFlag(flags, 'addr'), candidate, io));
       let result: RefreshResult;
       try {
         result = fromRefreshConfigResponse(
@@ -84,11 +85,17 @@ export function createConfigRefreshCommand(
 
 export const configRefreshCommand = createConfigRefreshCommand();
 
-function adminTarget(addr: string | undefined, candidate: ConfigLoadResult, io: CliIo): AdminClientOptions {
+async function adminTarget(
+  addr: string | undefined,
+  candidate: ConfigLoadResult,
+  io: CliIo,
+): Promise<AdminClientOptions> {
   const refresh = candidate.ok ? candidate.config.refresh : undefined;
   const token = io.env[ADMIN_TOKEN_ENV] || refresh?.admin_token || undefined;
   const listen = addr ?? (refresh?.listen || DEFAULTS.refresh_listen);
-  return { address: dialAddress(listen), token, timeoutMs: REFRESH_CALL_TIMEOUT_MS };
+  // Beyond loopback the admin API speaks TLS with the edge's certificate: trust exactly that key.
+  const tls = candidate.ok ? await readAdminClientTls(adminTlsFiles(candidate.config)) : undefined;
+  return { address: dialAddress(listen), token, timeoutMs: REFRESH_CALL_TIMEOUT_MS, ...(tls ? { tls } : {}) };
 }
 
 /** A wildcard listen address is dialled on loopback. */

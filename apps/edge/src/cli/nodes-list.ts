@@ -5,6 +5,7 @@ import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
 import { discoveredToJson, discoverySummary, fromWireDiscovery } from '../node/discovered.js';
+import { adminTlsFiles, readAdminClientTls } from '../admin/admin-tls.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import {
   booleanFlag,
@@ -67,9 +68,12 @@ export async function adminTarget(
 ): Promise<AdminClientOptions | undefined> {
   const loaded = await loadCommandConfig(configPath, io);
   const envToken = io.env[ADMIN_TOKEN_ENV];
+  // Beyond loopback the admin API speaks TLS with the edge's certificate: trust exactly that key.
+  const tls = loaded.result.ok ? await readAdminClientTls(adminTlsFiles(loaded.result.config)) : undefined;
+  const secure = tls ? { tls } : {};
   if (addr) {
     const token = envToken || (loaded.result.ok ? loaded.result.config.refresh.admin_token : '');
-    return { address: dialAddress(addr), token: token || undefined };
+    return { address: dialAddress(addr), token: token || undefined, ...secure };
   }
   if (!loaded.result.ok) {
     printConfigIssues(io, loaded.path, loaded.result.issues);
@@ -78,7 +82,7 @@ export async function adminTarget(
   const { listen, admin_token: configToken } = loaded.result.config.refresh;
   if (!listen)
     throw new UsageError(`refresh.listen is empty in ${loaded.path}: the admin API is off; pass --addr`);
-  return { address: dialAddress(listen), token: envToken || configToken || undefined };
+  return { address: dialAddress(listen), token: envToken || configToken || undefined, ...secure };
 }
 
 function dialAddress(listen: string): string {
