@@ -87,8 +87,10 @@ grep -E '^ ' "$work/edge.log" | sed 's/^/    | /'
 
 step "iop-edge node register $node_id"
 (cd "$bundle" && ./iop-edge node register "$node_id") >"$work/register.out"
-line="$(sed -n 's/^ *\(curl -fsSL .*\)$/\1/p' "$work/register.out" | head -n 1)"
+line="$(sed -n 's/^ *\(f="\$(mktemp)" && curl -fsSL .*\)$/\1/p' "$work/register.out" | head -n 1)"
 [ -n "$line" ] || fail "node register printed no Linux one-liner: $(cat "$work/register.out")"
+# config init enabled edge.tls: the line pins install.sh's SHA-256 and the edge's key.
+grep -q -- "--edge-fingerprint 'sha256:" <<<"$line" || fail "the one-liner carries no edge fingerprint: $line"
 token="$(sed -n "s/^.*IOP_TOKEN='\([^']*\)'.*$/\1/p" <<<"$line")"
 [ -n "$token" ] || fail "no token in the one-liner"
 grep -q 'Start-IopNode' "$work/register.out" || fail "node register printed no Windows line"
