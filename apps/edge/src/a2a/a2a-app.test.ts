@@ -94,4 +94,31 @@ describe('A2A app hostile input', () => {
     const result = await partialPost(address, { authorization: 'Bearer secret-token' }, 64 * 1024 * 1024);
     expect(result.response).toMatch(/^HTTP\/1\.1 413 /);
   });
+
+  it('refuses a contextId that could not safely name a CLI session (invalid params)', async () => {
+    const address = await start('');
+    for (const contextId of ['--add-dir=/', 'a b', 'x'.repeat(129), '']) {
+      const response = await fetch(`http://${address.host}:${address.port}/a2a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId: 'm1',
+              role: 'user',
+              contextId,
+              parts: [{ kind: 'text', text: 'hi' }],
+            },
+          },
+        }),
+      });
+      const body = (await response.json()) as { error?: { code: number; message: string } };
+      expect(body.error?.code).toBe(-32602);
+      expect(body.error?.message).toMatch(/contextId/);
+    }
+  });
 });

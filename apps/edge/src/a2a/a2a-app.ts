@@ -182,6 +182,7 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
     const principal = (response.locals as RpcLocals).principal;
     switch (rpc.method) {
       case 'message/send': {
+        checkContextId(rpc.params);
         const configuration = readObject(rpc.params['configuration'], 'params.configuration');
         const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
         const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
@@ -191,6 +192,7 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
         return;
       }
       case 'message/stream': {
+        checkContextId(rpc.params);
         const controller = streamController(response);
         const events = await tasks.stream(rpc.params, controller.signal, principal);
         await writeStream(response, id, events, controller);
@@ -275,12 +277,45 @@ async function writeStream(
       if (controller.signal.aborted) return;
       // The first artifact chunk is the first generated output the client sees.
       if (next.value.kind === 'artifact-update') markFirstToken(response);
-      response.write(`data: ${JSON.stringify(jsonRpcResult(id, next.value))}\n\n`);
+      // A client that reads slowly holds the stream back here instead of growing the socket's buffer.
+      if (!response.write(`data: ${JSON.stringify(jsonRpcResult(id, next.value))}\n\n`)) {
+        await drained(response, controller.signal);
+      }
       next = await iterator.next();
     }
   } finally {
     await iterator.return?.();
     if (!response.writableEnded) response.end();
+  }
+}
+
+/** Resolves on 'drain' or when the client went away. */
+function drained(response: Response, signal: AbortSignal): Promise<void> {
+  if (signal.aborted || response.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      response.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    response.on('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** What an A2A contextId may look like: it names a session and can reach a CLI's argv as `{iop_session}`. */
+export const CONTEXT_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+function checkContextId(params: Record<string, unknown>): void {
+  const message = params['message'];
+  if (typeof message !== 'object' || message === null) return;
+  const contextId = (message as Record<string, unknown>)['contextId'];
+  if (contextId === undefined || contextId === null) return;
+  if (typeof contextId !== 'string' || !CONTEXT_ID_PATTERN.test(contextId)) {
+    throw new JsonRpcError(
+      JSON_RPC_ERRORS.invalidParams,
+      'params.message.contextId must be 1-128 letters, digits, ".", "_" or "-"',
+    );
   }
 }
 
