@@ -5,7 +5,7 @@
 //   root        edge-runtime.ts, surfaces.ts, surface.ts, run-edge.ts, main.ts, cli/
 //   surfaces    openai/ a2a/ console/ admin/ bootstrap/ ui/          (translate a protocol to service calls)
 //   service     service/                                             (admission and run lifetime)
-//   below it    refresh/ governance/ → pool/ metrics/ → transport/ → node/ → events/ → base
+//   below it    refresh/ governance/ adopt/ → pool/ metrics/ → transport/ → node/ → events/ → base
 //   base        logging.ts version.ts clock.ts fault.ts net/ http/ tls/
 //
 // transport/ sits above node/: accepting a connection means authenticating a node and building its NodeLink;
@@ -32,6 +32,7 @@ const LAYERS: Record<string, number> = {
   metrics: 4,
   refresh: 5,
   governance: 5,
+  adopt: 5,
   service: 6,
   openai: 7,
   a2a: 7,
@@ -122,10 +123,16 @@ describe('edge layering', () => {
     expect(violations.map(({ from, to }) => `${from} → ${to}`)).toEqual([]);
   });
 
-  it('keeps generated protobuf code and wire enums out of the service and the pool', () => {
+  it('keeps generated protobuf code, oneof cases and wire enums out of the service, the pool and the A2A/OpenAI/console surfaces', () => {
     const offending = sourceFiles(SRC)
-      .filter((file) => ['service', 'pool'].includes(layerKey(file)))
-      .filter((file) => /@iop\/proto|\$case/.test(fs.readFileSync(file, 'utf8')))
+      .filter((file) =>
+        ['service', 'pool', 'openai', 'a2a', 'console', 'governance'].includes(layerKey(file)),
+      )
+      .filter((file) =>
+        /@iop\/proto|\$case|\b(CancelAction|ProviderHealth|RegisterRejectCode|LifecycleCommand)\./.test(
+          fs.readFileSync(file, 'utf8'),
+        ),
+      )
       .map((file) => path.relative(SRC, file));
     expect(offending).toEqual([]);
   });

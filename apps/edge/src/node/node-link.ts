@@ -8,6 +8,7 @@
 // The transport owns the socket and the heartbeat timers; the link never closes the channel by itself except
 // through `close()`.
 import {
+  CancelAction,
   fromWireRunEvent,
   isTerminalPart,
   ProviderHealth,
@@ -34,6 +35,13 @@ export interface LinkChannel {
 }
 
 /** Receives the events of one run. Called synchronously from the connection's read loop: must not block. */
+/** A logical session on the node: what cancel and terminate address. */
+export interface SessionTarget {
+  adapter: string;
+  target: string;
+  sessionId: string;
+}
+
 export interface RunObserver {
   onEvent(event: RunEventEnvelope): void;
   /** The connection ended before the run's terminal event. */
@@ -192,6 +200,21 @@ export class NodeLink {
   async cancel(request: CancelRequest): Promise<void> {
     this.assertOpen();
     await this.send({ requestId: '', msg: { $case: 'cancelRequest', cancelRequest: request } });
+  }
+
+  /** CANCEL_RUN for one run (its session stays). The wire enum stays inside the link. */
+  cancelRun(target: SessionTarget & { runId: string }, reason: string): Promise<void> {
+    return this.cancel({ action: CancelAction.CANCEL_ACTION_CANCEL_RUN, ...target, reason });
+  }
+
+  /** TERMINATE_SESSION: ends the session's runs and its process on the node. */
+  terminateSession(target: SessionTarget, reason: string): Promise<void> {
+    return this.cancel({
+      action: CancelAction.CANCEL_ACTION_TERMINATE_SESSION,
+      runId: '',
+      ...target,
+      reason,
+    });
   }
 
   async command(request: NodeCommandRequest, options: RequestOptions = {}): Promise<NodeCommandResponse> {

@@ -11,7 +11,7 @@
 // service releases the lease and the session, once. A caller's abort signal is the one cancel path for client
 // disconnects. Errors are ServiceErrors; PoolErrors and NodeLinkErrors are translated here, in one place.
 import { randomBytes } from 'node:crypto';
-import { CancelAction, create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
+import { create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -23,6 +23,7 @@ import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { isGovernanceError, type GovernanceError } from '../governance/errors.js';
 import { estimateTokens } from '../governance/estimate-tokens.js';
 import type { Admission, Governor, RunEnd } from '../governance/governor.js';
+import { disabledTracing, type TraceSpan, type Tracing } from '@iop/tracing';
 import { ServiceError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
@@ -66,6 +67,8 @@ export interface EdgeServiceDeps {
    * usage record of every run; none = no limits, no usage records.
    */
   governor?: Governor;
+  /** Spans of admission (the queue wait) and of each run; default off. */
+  tracing?: Tracing;
   /** Run id generator (default `run-<time36>-<random hex>`). */
   generateRunId?: () => string;
   /** Events buffered per run handle (default 4096). */
@@ -101,6 +104,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   const deadlineGraceMs = deps.deadlineGraceMs ?? 2_000;
   const cancelGraceMs = deps.cancelGraceMs ?? 5_000;
+  const tracing = deps.tracing ?? disabledTracing;
   let shuttingDown = false;
 
   function resolveLink(ref?: string): NodeLink {
@@ -172,13 +176,20 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       throw new ServiceError('invalid_request', `run id ${spec.runId} is already in flight`);
     }
     const admission = govern(destination, spec, options);
+    const queueSpan = tracing.startSpan('iop.edge.admission', {
+      parent: options.traceparent,
+      kind: 'server',
+      attributes: { 'iop.surface': options.surface, 'iop.principal': admission?.principal ?? '' },
+    });
     let admitted: { lease: Lease; queueMs: number };
     try {
       admitted = await admit(destination, options);
     } catch (error) {
       admission?.finish(refused(error));
+      queueSpan?.end(error instanceof Error ? error.message : String(error));
       throw error;
     }
+    queueSpan?.end();
     const { lease, queueMs } = admitted;
     let session: SessionSlot | undefined;
     try {
@@ -259,7 +270,21 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
           spec.reasoningRequested ?? false,
         )
       : spec.params;
+    const span: TraceSpan | undefined = tracing.startSpan('iop.edge.run', {
+      parent: options.traceparent,
+      kind: 'client',
+      attributes: {
+        'iop.run_id': runId,
+        'iop.node': link.nodeId,
+        'iop.adapter': adapter,
+        'iop.target': target,
+        'iop.provider': lease.providerId ?? '',
+        'iop.surface': options.surface,
+      },
+    });
     const request: RunRequest = create.runRequest({
+      // The node continues this span's trace (or the caller's, when the edge does not trace) and passes it on.
+      traceparent: span?.traceparent ?? options.traceparent ?? '',
       runId,
       adapter,
       target,
@@ -289,6 +314,8 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         if (runs.get(finished.runId) === finished) runs.delete(finished.runId);
         session.release();
         lease.release();
+        const outcome = finished.outcome;
+        span?.end(outcome?.status === 'error' ? `${outcome.code}: ${outcome.message}` : undefined);
         admission?.finish({
           runId: finished.runId,
           outcome: finished.outcome?.status ?? 'error',
@@ -305,6 +332,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       await link.startRun(request, tracker);
     } catch (error) {
       runs.delete(runId);
+      span?.end(error instanceof Error ? error.message : String(error));
       throw translate(error, link.nodeId);
     }
     tracker.arm();
@@ -358,14 +386,10 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       validateSessionRef(ref);
       const link = resolveLink(ref.node);
       try {
-        await link.cancel({
-          action: CancelAction.CANCEL_ACTION_TERMINATE_SESSION,
-          runId: '',
-          adapter: ref.adapter,
-          target: ref.target,
-          sessionId: ref.sessionId,
-          reason: 'terminate-session',
-        });
+        await link.terminateSession(
+          { adapter: ref.adapter, target: ref.target, sessionId: ref.sessionId },
+          'terminate-session',
+        );
       } catch (error) {
         throw translate(error, link.nodeId);
       }

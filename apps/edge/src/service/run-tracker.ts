@@ -4,7 +4,6 @@
 // `node_disconnected`), the edge deadline (→ `error` part `run_timeout`), a cancel the node never confirms
 // (→ `cancelled` after a grace period) or a stuck foreground consumer (→ `error` part `consumer_overflow`).
 import {
-  CancelAction,
   isTerminalPart,
   type RunEventEnvelope,
   type RunEventPart,
@@ -229,14 +228,10 @@ export class RunTracker implements RunObserver {
     const { link, request, logger } = this.options;
     if (link.closed) return;
     link
-      .cancel({
-        action: CancelAction.CANCEL_ACTION_CANCEL_RUN,
-        runId: this.runId,
-        adapter: request.adapter,
-        target: request.target,
-        sessionId: request.sessionId,
+      .cancelRun(
+        { runId: this.runId, adapter: request.adapter, target: request.target, sessionId: request.sessionId },
         reason,
-      })
+      )
       .catch((error: unknown) => {
         logger.warn({ runId: this.runId, nodeId: this.nodeId, error: String(error) }, 'cancel not sent');
       });

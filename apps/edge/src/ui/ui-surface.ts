@@ -9,11 +9,14 @@
 // playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
 import type { EdgeConfig } from '@iop/config';
 import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
-import { NodeLabels } from '../console/node-labels.js';
-import type { EdgeCore } from '../edge-runtime.js';
+import type { ClosableEventBus } from '../events/event-bus.js';
+import type { Logger } from '../logging.js';
+import type { EdgeMetrics } from '../metrics/edge-metrics.js';
+import { NodeLabels } from '../node/node-labels.js';
+import type { ConfigRefresher } from '../refresh/config-refresher.js';
+import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
 import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
-import type { Surface, SurfaceFactory } from '../surface.js';
 import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
@@ -23,7 +26,14 @@ import { loadEmbeddedAssets, type UiAssets } from './ui-assets.js';
 import { createUiHandler, type PlaygroundStarter, type UiHandler, type UiLimits } from './ui-server.js';
 
 /** What the dashboard reads or drives of the edge core. */
-export type UiCore = Pick<EdgeCore, 'config' | 'service' | 'events' | 'logger' | 'refresher' | 'metrics'>;
+export interface UiCore {
+  config: EdgeConfig;
+  service: EdgeService;
+  events: ClosableEventBus;
+  logger: Logger;
+  refresher: ConfigRefresher | undefined;
+  metrics: EdgeMetrics;
+}
 
 export interface UiSurfaceOptions {
   /** The dashboard files; default: the ones embedded in this build (@iop/edge-ui). */
@@ -34,7 +44,10 @@ export interface UiSurfaceOptions {
   sampleIntervalMs?: number;
 }
 
-export interface UiSurface extends Surface {
+export interface UiSurface {
+  readonly name: string;
+  readonly address: string;
+  close(): Promise<void>;
   readonly runLog: RunLog;
   readonly charts: ChartSeries;
   readonly handler: UiHandler;
@@ -43,8 +56,8 @@ export interface UiSurface extends Surface {
 const DEPARTURES_KEPT = 20;
 
 /** The surface as `serve` starts it (`ui.enabled`). */
-export function createUiSurface(options: UiSurfaceOptions = {}): SurfaceFactory {
-  return async (core: UiCore) => {
+export function createUiSurface(options: UiSurfaceOptions = {}) {
+  return async (core: UiCore): Promise<UiSurface | undefined> => {
     if (!core.config.ui.enabled) return undefined;
     return startUiSurface(core, { ...options, assets: options.assets ?? (await loadEmbeddedAssets()) });
   };
