@@ -102,7 +102,7 @@ describe('config refresh command', () => {
     expect(client.calls[1]?.options).toMatchObject({ address: '[::1]:1234' });
   });
 
-  it('prints node results, and exits 3 for restart_required', async () => {
+  it('prints node results, exits 3 for restart_required and 1 for a rejected apply', async () => {
     const file = path.join(dir, 'edge.yaml');
     await writeFile(file, '{}');
     const client = recordingClient({
@@ -127,20 +127,24 @@ describe('config refresh command', () => {
       '  restart modified nodes[n1].alias: node alias identifies the node link',
     );
 
-    const applied = recordingClient({
-      status: 'applied',
+    // All or nothing: a silent node rejects the apply; the node that took the payload is listed reverted.
+    const rejected = recordingClient({
+      status: 'rejected',
       mode: 'apply',
       nodeResults: [
-        { nodeId: 'n1', status: 'applied', error: '' },
+        { nodeId: 'n1', status: 'reverted', error: '' },
         { nodeId: 'n2', status: 'timeout', error: 'config refresh on node n2 timed out after 10000 ms' },
       ],
     });
     const second = io();
-    await runCli(['config', 'refresh', '--mode', 'apply', '--config', file], second.io, [
-      createConfigRefreshCommand({ createClient: applied.createClient }),
-    ]);
+    expect(
+      await runCli(['config', 'refresh', '--mode', 'apply', '--config', file], second.io, [
+        createConfigRefreshCommand({ createClient: rejected.createClient }),
+      ]),
+    ).toBe(1);
+    expect(second.out()).toContain('rejected: nothing was applied');
     expect(second.out()).toContain(
-      '  nodes:\n    n1 applied\n    n2 timeout: config refresh on node n2 timed out after 10000 ms\n',
+      '  nodes:\n    n1 reverted\n    n2 timeout: config refresh on node n2 timed out after 10000 ms\n',
     );
   });
 
