@@ -1,7 +1,7 @@
-// Console node labels: `node<i>`, where i is the node's position in the order this console first saw the node
-// connect (the first node seen is node0). Nodes already connected when the console starts are numbered first,
-// by their connection time. A label never changes during the console's lifetime: a node that disconnects and
-// comes back keeps its label, and labels are never reused for another node id.
+// Node labels as the console and the ops dashboard show them: `node<i>`, where i is the node's position in the
+// order the viewer first saw the node connect (the first node seen is node0). Nodes already connected when the
+// viewer starts are numbered first, by their connection time. A label never changes during the viewer's lifetime:
+// a node that disconnects and comes back keeps its label, and labels are never reused for another node id.
 
 export class NodeLabels {
   private readonly indexes = new Map<string, number>();

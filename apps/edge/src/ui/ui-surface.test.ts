@@ -44,7 +44,7 @@ function core(edgeConfig: EdgeConfig, service = new FakeEdgeService()): UiCore {
   events = createEventBus({ replaySize: 16, queueSize: 64 });
   return {
     config: edgeConfig,
-    service: service as unknown as UiCore['service'],
+    service: service,
     events,
     logger: silentLogger,
     refresher: undefined,
