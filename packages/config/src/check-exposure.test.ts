@@ -51,6 +51,23 @@ describe('no open door', () => {
     expect(check(`refresh: { listen: "0.0.0.0:19093", admin_token: "secret" }\n${tls}`).ok).toBe(true);
   });
 
+  it('requires the admin token and edge.tls for a dashboard beyond loopback', () => {
+    const issues = (yaml: string) => {
+      const result = check(yaml);
+      return result.ok ? [] : result.issues.map((issue) => [issue.path, issue.code]);
+    };
+    expect(issues('ui: { enabled: true, listen: "0.0.0.0:19094" }\n')).toEqual([
+      ['ui.listen', 'unauthenticated'],
+    ]);
+    expect(
+      issues('ui: { enabled: true, listen: "0.0.0.0:19094" }\nrefresh: { admin_token: "secret" }\n'),
+    ).toEqual([['ui.listen', 'insecure']]);
+    expect(
+      issues(`ui: { enabled: true, listen: "0.0.0.0:19094" }\nrefresh: { admin_token: "secret" }\n${tls}`),
+    ).toEqual([]);
+    expect(issues('ui: { enabled: true, listen: "127.0.0.1:19094" }\n')).toEqual([]);
+  });
+
   it('warns that a config without edge.tls runs the node link in clear', () => {
     const result = check('nodes: []\n');
     expect(result.ok && securityWarnings(result.config)[0]).toMatch(

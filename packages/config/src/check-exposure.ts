@@ -45,6 +45,26 @@ export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void 
         '(the admin API then uses the edge certificate) or listen on 127.0.0.1',
     });
   }
+  const { ui } = config;
+  if (ui.enabled && !isLoopbackListen(ui.listen)) {
+    if (refresh.admin_token === '') {
+      issues.push({
+        segments: ['ui', 'listen'],
+        code: 'unauthenticated',
+        message:
+          `the dashboard on ${ui.listen} is reachable beyond this host but refresh.admin_token is empty: anyone ` +
+          'who can reach it could change the config and run work. Set refresh.admin_token or listen on 127.0.0.1',
+      });
+    } else if (!edge.tls.enabled) {
+      issues.push({
+        segments: ['ui', 'listen'],
+        code: 'insecure',
+        message:
+          `the dashboard on ${ui.listen} would receive refresh.admin_token in clear: enable edge.tls ` +
+          '(the dashboard then serves HTTPS with the edge certificate) or listen on 127.0.0.1',
+      });
+    }
+  }
 }
 
 /** Things that are allowed but unsafe, one line each, for `serve`, `config check` and `node register`. */
