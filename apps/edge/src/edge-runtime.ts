@@ -8,6 +8,7 @@ import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
+import { createTracing, type Tracing } from '@iop/tracing';
 import type { Logger } from './logging.js';
 import { EdgeMetrics } from './metrics/edge-metrics.js';
 import {
@@ -34,6 +35,8 @@ export interface EdgeRuntimeOptions {
   refresh?: { waitMs?: number; nodeTimeoutMs?: number };
   /** Re-evaluation poll of the provider pool while requests wait (default 250 ms). */
   poolPollIntervalMs?: number;
+  /** Span exporter and switch (tests); default from `tracing` of the config. */
+  tracing?: Tracing;
 }
 
 /**
@@ -109,6 +112,14 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     logger: logger.child({ component: 'governance' }),
     registry: metrics.registry,
   });
+  const tracing =
+    options.tracing ??
+    createTracing({
+      enabled: config.tracing.enabled,
+      serviceName: 'iop-edge',
+      sampleRatio: config.tracing.sample_ratio,
+      ...(config.tracing.otlp_endpoint ? { otlpEndpoint: config.tracing.otlp_endpoint } : {}),
+    });
   const service = createEdgeService({
     registry,
     pool,
@@ -117,6 +128,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     clock,
     metrics: admissionMetrics(metrics),
     governor: governance.governor,
+    tracing,
   });
   pool.start();
   // The subscription ends when the bus closes.
@@ -205,6 +217,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       await transport.stop(reason);
       // After the transport: runs ended by the nodes' Goodbye are recorded before the store closes.
       governance.close();
+      await tracing.shutdown().catch((error: unknown) => {
+        logger.warn({ error: errorText(error) }, 'exporting the last spans failed');
+      });
       events.close();
       logger.info({ reason }, 'edge stopped');
     })();

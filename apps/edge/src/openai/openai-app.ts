@@ -176,6 +176,15 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     return principal ? catalogue.filter((model) => allowsModel(principal, model)) : catalogue;
   }
 
+  /** Who is asking and in which trace: the key's principal and the request's `traceparent` header. */
+  function callerOf(response: Response): Pick<RunSpec, 'principal' | 'traceparent'> {
+    const traceparent = response.req.headers.traceparent;
+    return {
+      principal: (response.locals as Timing).principal,
+      ...(typeof traceparent === 'string' && traceparent !== '' ? { traceparent } : {}),
+    };
+  }
+
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
   function resolveFor(response: Response, model: string): ResolvedRoute {
     const principal = (response.locals as Timing).principal;
@@ -186,7 +195,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   async function chatCompletions(requestBody: unknown, response: Response): Promise<void> {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(response, body.model);
-    const spec = { ...chatRunSpec(body), principal: (response.locals as Timing).principal };
+    const spec = { ...chatRunSpec(body), ...callerOf(response) };
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -212,7 +221,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       );
     }
     const route = resolveFor(response, body.model);
-    const spec = { ...responsesRunSpec(body), principal: (response.locals as Timing).principal };
+    const spec = { ...responsesRunSpec(body), ...callerOf(response) };
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,

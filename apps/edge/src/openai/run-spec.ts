@@ -21,6 +21,8 @@ export interface RunSpec {
   includeReasoning: boolean;
   /** Who asked (the API key's principal); undefined = anonymous (no keys configured). */
   principal?: Principal;
+  /** The request's W3C `traceparent` header, continued by the run's spans. */
+  traceparent?: string;
 }
 
 export function generationParams(

@@ -43,6 +43,7 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
         signal,
         model: route.model,
         ...(spec.principal ? { principal: spec.principal } : {}),
+        ...(spec.traceparent ? { traceparent: spec.traceparent } : {}),
       });
       return new StartedRunImpl(handle, signal, deps.logger);
     },

@@ -176,11 +176,14 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       throw new ServiceError('invalid_request', `run id ${spec.runId} is already in flight`);
     }
     const admission = govern(destination, spec, options);
-    const queueSpan = tracing.startSpan('iop.edge.admission', {
-      parent: options.traceparent,
-      kind: 'server',
-      attributes: { 'iop.surface': options.surface, 'iop.principal': admission?.principal ?? '' },
-    });
+    // Off (the default): no span and no attribute object, one branch.
+    const queueSpan = tracing.enabled
+      ? tracing.startSpan('iop.edge.admission', {
+          parent: options.traceparent,
+          kind: 'server',
+          attributes: { 'iop.surface': options.surface, 'iop.principal': admission?.principal ?? '' },
+        })
+      : undefined;
     let admitted: { lease: Lease; queueMs: number };
     try {
       admitted = await admit(destination, options);
@@ -270,18 +273,20 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
           spec.reasoningRequested ?? false,
         )
       : spec.params;
-    const span: TraceSpan | undefined = tracing.startSpan('iop.edge.run', {
-      parent: options.traceparent,
-      kind: 'client',
-      attributes: {
-        'iop.run_id': runId,
-        'iop.node': link.nodeId,
-        'iop.adapter': adapter,
-        'iop.target': target,
-        'iop.provider': lease.providerId ?? '',
-        'iop.surface': options.surface,
-      },
-    });
+    const span: TraceSpan | undefined = tracing.enabled
+      ? tracing.startSpan('iop.edge.run', {
+          parent: options.traceparent,
+          kind: 'client',
+          attributes: {
+            'iop.run_id': runId,
+            'iop.node': link.nodeId,
+            'iop.adapter': adapter,
+            'iop.target': target,
+            'iop.provider': lease.providerId ?? '',
+            'iop.surface': options.surface,
+          },
+        })
+      : undefined;
     const request: RunRequest = create.runRequest({
       // The node continues this span's trace (or the caller's, when the edge does not trace) and passes it on.
       traceparent: span?.traceparent ?? options.traceparent ?? '',

@@ -72,6 +72,8 @@ export interface SubmitOptions {
    * destination's model, or an explicit route's target.
    */
   model?: string;
+  /** The caller's W3C `traceparent`; the run's spans continue that trace (and it travels to node and backend). */
+  traceparent?: string;
   /**
    * Aborting it while the run is queued leaves the queue (`aborted`); once the run started it cancels the run on
    * the node (client disconnect). The run's capacity is released when it ends, whatever the caller does.

@@ -21,6 +21,13 @@ export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
 export interface RunOptions {
   /** Aborted on cancel, run deadline or node shutdown: the adapter must stop upstream work at once. */
   signal: AbortSignal;
+  /** W3C `traceparent` for the backend call (HTTP adapters send it as a header); none = not traced. */
+  traceparent?: string;
+}
+
+/** The `traceparent` header for a backend request, when the run is traced. */
+export function traceHeaders(options: RunOptions): Record<string, string> {
+  return options.traceparent ? { traceparent: options.traceparent } : {};
 }
 
 export interface CommandOptions {

@@ -1,6 +1,7 @@
 // `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
 // flags, read the token, lock the data dir, open the history, build the agent, map the link's outcome to an exit
 // code (0 for a deliberate stop; 1 for a rejection, a failed first connection or exhausted reconnects).
+import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
@@ -124,6 +125,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
               '(printed by iop-edge node register) or --tls-ca',
           );
         }
+        const tracing = nodeTracing(io.env);
         const agent = new NodeAgent({
           nodeId,
           token: token.token,
@@ -137,6 +139,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           registerTimeoutMs,
           // Probes run with the node's own environment: OLLAMA_HOST and the PATH its CLIs are found on.
           discovery: { deps: systemProbeDeps(io.env) },
+          tracing,
         });
         logger.info(
           {
@@ -160,6 +163,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           return exitCodeFor(outcome);
         } finally {
           unsubscribe();
+          await tracing.shutdown().catch(() => undefined);
         }
       } finally {
         history?.close();
@@ -192,3 +196,18 @@ function tlsOptions(flags: ReturnType<typeof parseFlags>, cwd: string): DialOpti
 }
 
 export const runCommand = createRunCommand();
+
+/**
+ * Spans of the node's runs, exported over OTLP/HTTP when IOP_OTLP_ENDPOINT names a traces endpoint
+ * (IOP_TRACE_SAMPLE_RATIO, 0-1, samples traces the node starts; a traced edge's decision is followed).
+ */
+export function nodeTracing(env: NodeJS.ProcessEnv): Tracing {
+  const endpoint = env['IOP_OTLP_ENDPOINT']?.trim() ?? '';
+  const ratio = Number(env['IOP_TRACE_SAMPLE_RATIO'] ?? '1');
+  return createTracing({
+    enabled: endpoint !== '',
+    serviceName: 'iop-node',
+    otlpEndpoint: endpoint,
+    sampleRatio: Number.isFinite(ratio) && ratio >= 0 && ratio <= 1 ? ratio : 1,
+  });
+}

@@ -2,6 +2,7 @@
 // together by plain objects. `run()` serves until the link ends (stop, rejection, give-up) and then releases
 // everything it built: runs aborted, adapters (and their sessions' processes) closed. The run history is the
 // caller's: it is opened before and closed after.
+import type { Tracing } from '@iop/tracing';
 import os from 'node:os';
 import type { AdapterDeps, AdapterFactory, AdapterType } from '../adapters/adapter.js';
 import type { HttpClient } from '../adapters/http/http-client.js';
@@ -41,6 +42,8 @@ export interface NodeAgentOptions {
   registerTimeoutMs?: number;
   /** Grace for aborted runs to send their last event at shutdown. */
   shutdownGraceMs?: number;
+  /** Spans of runs and backend calls continuing the edge's trace; default off (the traceparent still passes). */
+  tracing?: Tracing;
   /** Host facts sent at registration (defaults: this machine). */
   host?: { os: string; arch: string; hostname: string };
   /** What discovery may probe (`systemProbeDeps`); absent = the agent does not discover. */
@@ -94,6 +97,7 @@ export class NodeAgent {
       now: () => clock.now(),
       maxConcurrency: () => this.settings.maxConcurrency(),
       shutdownGraceMs: options.shutdownGraceMs,
+      ...(options.tracing ? { tracing: options.tracing } : {}),
     });
     this.#discovery = options.discovery
       ? new DiscoveryReporter({

@@ -18,6 +18,7 @@ import {
 import type { AdapterLease } from '../adapters/registry.js';
 import type { RunHistory, RunOutcome } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
+import { disabledTracing, type Tracing } from '@iop/tracing';
 import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
 import type { Outbound } from './outbound.js';
 
@@ -36,6 +37,8 @@ export interface RunExecutorDeps {
   maxConcurrency: () => number;
   /** How long shutdown waits for aborted runs to send their last event. Default 5000 ms. */
   shutdownGraceMs?: number;
+  /** Spans of each run and its backend call, continuing the edge's trace; default off. */
+  tracing?: Tracing;
 }
 
 /** Why a run's signal was aborted; adapters see `message` as `signal.reason`. */
@@ -196,8 +199,24 @@ export class RunExecutor {
     const stream = new RunStream(request.runId, this.#deps);
     let terminal: TerminalPart | undefined;
     let usage: Usage | undefined;
+    const tracing = this.#deps.tracing ?? disabledTracing;
+    // Off (the default): no span and no attribute object, one branch per run.
+    const attributes = tracing.enabled
+      ? { 'iop.run_id': request.runId, 'iop.adapter': adapter.name, 'iop.target': request.target }
+      : undefined;
+    const runSpan = attributes
+      ? tracing.startSpan('iop.node.run', { parent: request.traceparent, kind: 'server', attributes })
+      : undefined;
+    const backendSpan = attributes
+      ? tracing.startSpan('iop.node.backend', { parent: runSpan?.traceparent, kind: 'client', attributes })
+      : undefined;
+    // Untraced here but traced upstream: the backend still joins the edge's trace.
+    const traceparent = backendSpan?.traceparent ?? (request.traceparent || undefined);
     try {
-      for await (const part of adapter.run(request, { signal: controller.signal })) {
+      for await (const part of adapter.run(request, {
+        signal: controller.signal,
+        ...(traceparent ? { traceparent } : {}),
+      })) {
         if (terminal) {
           logger.warn(
             { runId: request.runId, type: part.type },
@@ -249,6 +268,9 @@ export class RunExecutor {
       }
     } finally {
       clearTimeout(deadline);
+      const failure = terminal?.type === 'error' ? `${terminal.code}: ${terminal.message}` : undefined;
+      backendSpan?.end(failure);
+      runSpan?.end(failure);
       this.#recordFinish(request.runId, terminal, usage);
       logger.debug(
         { runId: request.runId, outcome: terminal?.type ?? 'none', ms: now() - startedAt },

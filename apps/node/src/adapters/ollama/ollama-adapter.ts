@@ -16,6 +16,7 @@ import {
   type CommandOptions,
   type HealthProbeResult,
   type RunOptions,
+  traceHeaders,
 } from '../adapter.js';
 import { joinUrl } from '../http/base-url.js';
 import {
@@ -166,7 +167,7 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
           const body = toOllamaChatRequest(request, { contextSize: settings.contextSize });
           const response = await exchange.send(endpoint.url('/api/chat'), {
             method: 'POST',
-            headers: { ...endpoint.headers, accept: 'application/x-ndjson' },
+            headers: { ...endpoint.headers, accept: 'application/x-ndjson', ...traceHeaders(options) },
             body,
           });
           return yield* ollamaChatParts(readNdjson(exchange.chunks(response)), request.runId);

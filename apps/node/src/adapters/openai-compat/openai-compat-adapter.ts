@@ -17,6 +17,7 @@ import {
   type CommandOptions,
   type HealthProbeResult,
   type RunOptions,
+  traceHeaders,
 } from '../adapter.js';
 import { joinUrl, openAIApiBase } from '../http/base-url.js';
 import { commandFailedLogged, commandOk, commandUnsupported, displayUrl } from '../http/command-response.js';
@@ -107,7 +108,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
           const body = toOpenAIChatRequest(request, { provider: settings.provider });
           const response = await exchange.send(joinUrl(apiBase, '/chat/completions'), {
             method: 'POST',
-            headers: { ...headers, accept: 'text/event-stream' },
+            headers: { ...headers, accept: 'text/event-stream', ...traceHeaders(options) },
             body,
           });
           if (response.header('content-type')?.includes('application/json')) {

@@ -1,0 +1,124 @@
+// End-to-end tracing on the edge side: a request with a `traceparent` → spans of admission and of the run in that
+// trace (in-memory exporter) → the RunRequest on the wire carries a traceparent of the same trace whose parent is
+// the edge's run span (the node continues from there: apps/node/src/runner/run-executor-tracing.test.ts).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import OpenAI from 'openai';
+import { parseConfigText } from '@iop/config';
+import { createTracing, InMemorySpanExporter, traceIdOf } from '@iop/tracing';
+import { toWireRunEvent, type RunEventPart, type RunRequest } from '@iop/wire';
+import { createEventBus } from '../events/event-bus.js';
+import { silentLogger } from '../logging.js';
+import { defaultNodePayload } from '../node/mapper.js';
+import { NodeLink } from '../node/node-link.js';
+import { createNodeRegistry } from '../node/node-registry.js';
+import { FakeChannel, linkInfo } from '../node/test-support/fake-channel.js';
+import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
+import { createEdgeService } from '../service/edge-service.js';
+import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
+
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const CALLER = `00-${TRACE_ID}-b7ad6b7169203331-01`;
+
+const config = (() => {
+  const result = parseConfigText(
+    `
+openai:
+  enabled: true
+  model_routes: [{ model: model-a, adapter: cli, target: target-a }]
+nodes: [{ id: node-1, adapters: { cli: { profiles: { target-a: { command: fake-a } } } } }]
+`,
+    'trace-test.yaml',
+  );
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.config;
+})();
+
+describe('tracing through the edge', () => {
+  let server: Server;
+  let pool: ProviderPool;
+  let app: ReturnType<typeof createOpenAIApp>;
+  let exporter: InMemorySpanExporter;
+  let sent: RunRequest[];
+  let url: string;
+
+  beforeEach(async () => {
+    exporter = new InMemorySpanExporter();
+    sent = [];
+    const registry = createNodeRegistry();
+    const events = createEventBus({ replaySize: 0, queueSize: 100 });
+    const channel = new FakeChannel();
+    const link = new NodeLink({
+      channel,
+      info: linkInfo('node-1'),
+      payload: defaultNodePayload('node-1'),
+      logger: silentLogger,
+    });
+    registry.add(link);
+    channel.onSend((envelope) => {
+      if (envelope.msg?.$case !== 'runRequest') return;
+      const request = envelope.msg.runRequest;
+      sent.push(request);
+      const parts: RunEventPart[] = [
+        { type: 'text-delta', text: 'ok' },
+        { type: 'complete', detail: '', finishReason: 'stop', backendMs: 1 },
+      ];
+      setImmediate(() =>
+        parts.forEach((part, index) =>
+          link.handle({
+            requestId: '',
+            msg: { $case: 'runEvent', runEvent: toWireRunEvent(request.runId, index + 1, part) },
+          }),
+        ),
+      );
+    });
+    pool = createProviderPool({ config, nodes: registry, events, pollIntervalMs: 20 });
+    const service = createEdgeService({
+      registry,
+      pool,
+      events,
+      logger: silentLogger,
+      tracing: createTracing({ enabled: true, serviceName: 'iop-edge', exporter }),
+    });
+    app = createOpenAIApp({ config, service, logger: silentLogger });
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+
+  afterEach(async () => {
+    closeOpenAIApp(app);
+    pool.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it("continues the caller's trace on the edge and hands the node a child of the edge's run span", async () => {
+    const client = new OpenAI({
+      baseURL: url,
+      apiKey: 'k',
+      maxRetries: 0,
+      defaultHeaders: { traceparent: CALLER },
+    });
+    await client.chat.completions.create({ model: 'model-a', messages: [{ role: 'user', content: 'hi' }] });
+    const spans = exporter.getFinishedSpans();
+    const admission = spans.find((span) => span.name === 'iop.edge.admission');
+    const run = spans.find((span) => span.name === 'iop.edge.run');
+    expect(admission?.spanContext().traceId).toBe(TRACE_ID);
+    expect(run?.spanContext().traceId).toBe(TRACE_ID);
+    expect(run?.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(run?.attributes['iop.node']).toBe('node-1');
+    const wire = sent[0]?.traceparent ?? '';
+    expect(traceIdOf(wire)).toBe(TRACE_ID);
+    expect(wire.split('-')[2]).toBe(run?.spanContext().spanId);
+  });
+
+  it('starts a trace at the edge when the caller sends none', async () => {
+    const client = new OpenAI({ baseURL: url, apiKey: 'k', maxRetries: 0 });
+    await client.chat.completions.create({ model: 'model-a', messages: [{ role: 'user', content: 'hi' }] });
+    const run = exporter.getFinishedSpans().find((span) => span.name === 'iop.edge.run');
+    expect(run?.parentSpanContext).toBeUndefined();
+    expect(traceIdOf(sent[0]?.traceparent)).toBe(run?.spanContext().traceId);
+  });
+});
