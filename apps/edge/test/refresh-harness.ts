@@ -5,7 +5,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { formatIssue, parseConfigText, type EdgeConfig } from '@iop/config';
+import { formatIssue, isLoopbackListen, parseConfigText, type EdgeConfig } from '@iop/config';
 import {
   envelope as build,
   toWireRunEvent,
@@ -13,7 +13,9 @@ import {
   type RunEventPart,
   type RunRequest,
 } from '@iop/wire';
-import { createAdminClient, type AdminClient } from '../src/admin/admin-client.js';
+import { createAdminClient, type AdminClient, type AdminClientOptions } from '../src/admin/admin-client.js';
+import { adminTlsFiles, readAdminClientTls } from '../src/admin/admin-tls.js';
+import { ensureEdgeIdentity } from '../src/tls/edge-identity.js';
 import { createAdminSurface } from '../src/admin/admin-server.js';
 import { startEdgeRuntime, type EdgeRuntime } from '../src/edge-runtime.js';
 import { silentLogger } from '../src/logging.js';
@@ -63,6 +65,8 @@ export interface ConfigSpec {
   nodes: NodeSpec[];
   models: ModelSpec[];
   heartbeatIntervalMs?: number;
+  /** edge.tls (enabled) — required for an admin token beyond loopback, which then speaks TLS. */
+  tls?: { certFile: string; keyFile: string };
 }
 
 /** The config document (plain data; its JSON text is valid edge.yaml). */
@@ -75,6 +79,9 @@ export function configDocument(spec: ConfigSpec): Record<string, unknown> {
       register_timeout_ms: 2000,
       heartbeat_interval_ms: spec.heartbeatIntervalMs ?? 1000,
       heartbeat_timeout_ms: 10_000,
+      ...(spec.tls
+        ? { tls: { enabled: true, cert_file: spec.tls.certFile, key_file: spec.tls.keyFile } }
+        : {}),
     },
     logging: { level: 'silent' },
     metrics: { enabled: false },
@@ -219,6 +226,10 @@ export interface RefreshHarness {
   openaiUrl: string;
   adminAddress: string;
   admin: AdminClient;
+  /** edge.tls of the harness config (set for an admin token beyond loopback). */
+  tls: ConfigSpec['tls'];
+  /** What an admin client needs to reach a TLS admin API (undefined on loopback). */
+  adminTls: AdminClientOptions['tls'];
   /** The runtime's provider pool. */
   pool: ProviderPool;
   /** The runtime's config refresher (throws when the harness config has refresh.enabled false). */
@@ -258,6 +269,15 @@ export async function startRefreshHarness(
     refreshListen: options.refreshListen,
     adminToken: options.adminToken,
   };
+  if (options.adminToken && options.refreshListen && !isLoopbackListen(options.refreshListen)) {
+    // Beyond loopback the admin API needs the edge's TLS identity (the token must not travel in clear).
+    const identity = await ensureEdgeIdentity({
+      dir: path.join(dir, 'data'),
+      commonName: 'edge',
+      hosts: ['localhost'],
+    });
+    spec.tls = { certFile: identity.certFile, keyFile: identity.keyFile };
+  }
   const configPath = path.join(dir, 'edge.yaml');
   const text = configText(spec);
   await writeFile(configPath, text);
@@ -289,10 +309,12 @@ export async function startRefreshHarness(
   const bound = runtime.surfaces.find((surface) => surface.name === 'admin')?.address ?? '';
   // A wildcard listener is dialled on loopback.
   const adminAddress = bound.replace(/^0\.0\.0\.0:/, '127.0.0.1:');
+  const adminTls = await readAdminClientTls(adminTlsFiles(config));
   const admin = createAdminClient({
     address: adminAddress,
     token: options.clientToken ?? options.adminToken,
     timeoutMs: 30_000,
+    ...(adminTls ? { tls: adminTls } : {}),
   });
   const nodes = new Map<string, ScriptedNode>();
   const harness: RefreshHarness = {
@@ -302,6 +324,8 @@ export async function startRefreshHarness(
     openaiUrl,
     adminAddress,
     admin,
+    tls: spec.tls,
+    adminTls,
     pool: runtime.pool,
     get refresher() {
       if (!runtime.refresher) throw new Error('refresh.enabled is false: the runtime has no refresher');

@@ -126,12 +126,19 @@ describe('admin API guard', () => {
     const candidate = {
       ...base,
       ...options,
+      tls: harness.tls,
       nodes: [{ id: 'n1', providers: [provider('p1', { capacity: 2 })] }],
     };
     const refused = await harness.refresh('apply', candidate).catch((caught: unknown) => caught);
     expect(isAdminError(refused) && refused.code).toBe('unauthenticated');
     expect(harness.pool.snapshot()[0]?.capacity).toBe(1);
-    const client = createAdminClient({ address: harness.adminAddress, token: 'admin-secret' });
+    // The admin API beyond loopback speaks TLS: a plaintext client cannot even reach it.
+    expect(harness.adminTls).toBeDefined();
+    const client = createAdminClient({
+      address: harness.adminAddress,
+      token: 'admin-secret',
+      tls: harness.adminTls,
+    });
     try {
       const response = await client.refreshConfig({
         mode: 'apply',
