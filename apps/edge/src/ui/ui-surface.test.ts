@@ -1,10 +1,15 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { FakeEdgeService, fakeNode } from '../test-support/fake-edge-service.js';
+import { createSelfSignedCertificate } from '../tls/self-signed-certificate.js';
 import type { UiAssets } from './ui-assets.js';
 import { routeOf, startUiSurface, type UiCore, type UiSurface } from './ui-surface.js';
 
@@ -61,24 +66,49 @@ async function waitFor(predicate: () => boolean): Promise<void> {
 }
 
 describe('ui surface', () => {
-  it('refuses a non-loopback listener without refresh.admin_token', async () => {
+  it('beyond loopback needs the admin token and edge.tls, then serves HTTPS with the edge certificate', async () => {
     const open = config().ui.listen.replace('127.0.0.1', '0.0.0.0');
     const base = config();
     await expect(
       startUiSurface(core({ ...base, ui: { enabled: true, listen: open } }), { assets }),
-    ).rejects.toMatchObject({
-      code: 'insecure_listen',
-    });
-    // With a token the same address is allowed.
-    const guarded = {
+    ).rejects.toMatchObject({ code: 'insecure_listen', message: expect.stringContaining('admin_token') });
+    const tokened = {
       ...base,
       ui: { enabled: true, listen: open },
       refresh: { ...base.refresh, admin_token: 'tok' },
     };
-    const surface = await startUiSurface(core(guarded), { assets });
-    surfaces.push(surface);
-    const answer = await fetch(`${surface.address.replace('0.0.0.0', '127.0.0.1')}api/v1/overview`);
-    expect(answer.status).toBe(401);
+    await expect(startUiSurface(core(tokened), { assets })).rejects.toMatchObject({
+      code: 'insecure_listen',
+      message: expect.stringContaining('edge.tls'),
+    });
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'iop-ui-tls-'));
+    try {
+      const certificate = createSelfSignedCertificate({ commonName: 'iop-edge test', hosts: ['127.0.0.1'] });
+      const certFile = path.join(dir, 'cert.pem');
+      const keyFile = path.join(dir, 'key.pem');
+      await writeFile(certFile, certificate.certificatePem);
+      await writeFile(keyFile, certificate.privateKeyPem);
+      const secured = {
+        ...tokened,
+        edge: { ...base.edge, tls: { enabled: true, cert_file: certFile, key_file: keyFile } },
+      };
+      const surface = await startUiSurface(core(secured), { assets });
+      surfaces.push(surface);
+      expect(surface.address).toMatch(/^https:\/\//);
+      const url = new URL(`${surface.address.replace('0.0.0.0', '127.0.0.1')}api/v1/overview`);
+      const get = (headers: Record<string, string>) =>
+        new Promise<number>((resolve, reject) => {
+          const request = https.get(url, { ca: certificate.certificatePem, headers }, (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          });
+          request.on('error', reject);
+        });
+      expect(await get({})).toBe(401);
+      expect(await get({ authorization: 'Bearer tok' })).toBe(200);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('follows the event bus into the run ring, the charts and the departures, and lets go of it on close', async () => {

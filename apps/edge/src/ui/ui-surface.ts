@@ -7,6 +7,9 @@
 //
 // Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and
 // playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
+import { readFile } from 'node:fs/promises';
+import type http from 'node:http';
+import https from 'node:https';
 import type { EdgeConfig } from '@iop/config';
 import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { ClosableEventBus } from '../events/event-bus.js';
@@ -15,8 +18,9 @@ import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { NodeLabels } from '../node/node-labels.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
-import { listenHttp } from '../http/listen-http.js';
-import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
+import { DEFAULT_HTTP_SERVER_LIMITS } from '../http/http-server.js';
+import { listenHttp, type HttpListener } from '../http/listen-http.js';
+import { boundAddress, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
@@ -75,6 +79,21 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
       'insecure_listen',
       `refusing to serve the dashboard on non-loopback address ${config.ui.listen} without refresh.admin_token`,
     );
+  }
+  // Beyond loopback the token crosses the network: HTTPS with the edge's own certificate, never plaintext.
+  let tls: { cert: Buffer; key: Buffer } | undefined;
+  if (!isLoopbackHost(listen.host)) {
+    if (!config.edge.tls.enabled) {
+      throw new UiError(
+        'insecure_listen',
+        `refusing to send refresh.admin_token in clear on non-loopback address ${config.ui.listen}: enable edge.tls`,
+      );
+    }
+    const [cert, key] = await Promise.all([
+      readFile(config.edge.tls.cert_file),
+      readFile(config.edge.tls.key_file),
+    ]);
+    tls = { cert, key };
   }
   const refresher = core.refresher;
   const currentConfig = (): EdgeConfig => refresher?.current() ?? config;
@@ -177,7 +196,9 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
   };
   let listener;
   try {
-    listener = await listenHttp(config.ui.listen, handler.handle);
+    listener = tls
+      ? await listenHttps(config.ui.listen, handler.handle, tls)
+      : await listenHttp(config.ui.listen, handler.handle);
   } catch (error) {
     await stopFeeds();
     throw new UiError(
@@ -189,11 +210,14 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     );
   }
   const bound = listener;
-  logger.info({ address: bound.address, authentication: token ? 'bearer' : 'none' }, 'dashboard listening');
+  logger.info(
+    { address: bound.address, authentication: token ? 'bearer' : 'none', tls: tls !== undefined },
+    'dashboard listening',
+  );
   let closing: Promise<void> | undefined;
   return {
     name: 'ui',
-    address: `http://${bound.address}/`,
+    address: `${tls ? 'https' : 'http'}://${bound.address}/`,
     runLog,
     charts,
     handler,
@@ -270,5 +294,43 @@ function playgroundStarter(core: UiCore): PlaygroundStarter {
         if (!settled) void run.cancel(reason).catch(() => undefined);
       },
     };
+  };
+}
+
+/** The dashboard over HTTPS (beyond loopback), with the request bounds every edge HTTP listener has. */
+async function listenHttps(
+  listen: string,
+  handler: http.RequestListener,
+  tls: { cert: Buffer; key: Buffer },
+): Promise<HttpListener> {
+  const { host, port } = parseListenAddress(listen);
+  const limits = DEFAULT_HTTP_SERVER_LIMITS;
+  const server = https.createServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
+    handler,
+  );
+  server.maxConnections = limits.maxConnections;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    address: boundAddress(server.address()),
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
