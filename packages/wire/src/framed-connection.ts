@@ -349,9 +349,16 @@ export class FramedConnection {
     }
     this.#wake();
     if (this.#socketClosed) return;
-    // Keep reading (and discarding) so the peer's FIN is seen and its writes do not stall.
-    this.#pausedForBackpressure = false;
-    this.#socket.resume();
+    // A peer that sent bad bytes gets no more reading: whatever else it sends (the rest of a huge frame it
+    // announced) must not be read into memory. Its Goodbye is flushed (bounded), then the socket is destroyed.
+    const badInput = info.error !== undefined && !info.byPeer;
+    if (badInput) {
+      this.#socket.pause();
+    } else {
+      // Keep reading (and discarding) so the peer's FIN is seen and its writes do not stall.
+      this.#pausedForBackpressure = false;
+      this.#socket.resume();
+    }
     if (this.#socket.writable) {
       if (goodbye && wasOpen) {
         this.#enqueueWrite(encodeFrame(build.goodbye(goodbye.reason, goodbye.detail))).catch(() => undefined);
@@ -360,8 +367,12 @@ export class FramedConnection {
       await withTimeout(this.#lastWrite, this.#closeTimeoutMs);
     }
     if (!this.#socketClosed) {
-      this.#socket.end();
-      this.#armDestroyTimer();
+      if (badInput) {
+        this.#socket.destroy();
+      } else {
+        this.#socket.end();
+        this.#armDestroyTimer();
+      }
     }
     await this.closed;
   }

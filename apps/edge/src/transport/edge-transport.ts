@@ -49,7 +49,7 @@ export interface EdgeTransportOptions {
   maxPendingPerAddress?: number;
   /** Largest frame accepted before a peer has registered (default 64 KiB). */
   preRegistrationFrameBytes?: number;
-  /** Warning lines per remote address per minute (default 5; the rest go to debug and are counted). */
+  /** Warning lines per remote address per minute (default 20; the rest go to debug and are counted). */
   warningsPerAddressPerMinute?: number;
   /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
   onFrameError?: (code: string) => void;
@@ -81,7 +81,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     options.preRegistrationFrameBytes ?? PRE_REGISTRATION_FRAME_BYTES,
   );
   const warnings = new WarningLimiter({
-    perWindow: options.warningsPerAddressPerMinute ?? 5,
+    perWindow: options.warningsPerAddressPerMinute ?? 20,
     windowMs: 60_000,
     clock,
   });

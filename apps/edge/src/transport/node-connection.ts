@@ -10,8 +10,7 @@
 // every heartbeat interval and closes with `heartbeat-timeout` when nothing at all arrived for the heartbeat
 // timeout. Whatever ends the connection, `run()` resolves after the link was marked closed (ending its runs and
 // requests), removed from the registry, and a `disconnected` event with the reason was published.
-import type {
-  RegisterRejectCode} from '@iop/wire';
+import type { RegisterRejectCode } from '@iop/wire';
 import {
   CLOSE_REASONS,
   envelope as build,

@@ -30,7 +30,7 @@ export class WarningLimiter {
   readonly #windows = new Map<string, Window>();
 
   constructor(options: WarningLimiterOptions = {}) {
-    this.#perWindow = options.perWindow ?? 5;
+    this.#perWindow = options.perWindow ?? 20;
     this.#windowMs = options.windowMs ?? 60_000;
     this.#maxAddresses = options.maxAddresses ?? 1024;
     this.#clock = options.clock ?? Date.now;
