@@ -62,8 +62,12 @@ function checkedSha256(hex: string): string {
  * Linux/macOS: download install.sh to a temp file, check its SHA-256 (sha256sum, or shasum on macOS) against the
  * pinned value, and only then run it with bash; the exit status is the installer's (1 when the check failed).
  */
-export function unixInstallCommand(values: InstallCommandValues): string {
+export function unixInstallCommand(
+  values: InstallCommandValues,
+  options: { service?: boolean } = {},
+): string {
   const hash = checkedSha256(values.scriptSha256);
+  const service = options.service ? ' --service' : '';
   const pin = values.edgeFingerprint
     ? ` --edge-fingerprint ${shQuote(values.edgeFingerprint, 'edge fingerprint')}`
     : '';
@@ -72,7 +76,7 @@ export function unixInstallCommand(values: InstallCommandValues): string {
     `if { sha256sum "$f" 2>/dev/null || shasum -a 256 "$f"; } | grep -q '^${hash} '; ` +
     `then IOP_TOKEN=${shQuote(values.token, 'token')} bash "$f" --node-id ${shQuote(values.nodeId, 'node id')} ` +
     `--edge ${shQuote(values.edgeAddress, 'edge address')}${pin} ` +
-    `--artifact-url ${shQuote(artifactUrl(values.publicUrl), 'artifact URL')}; ` +
+    `--artifact-url ${shQuote(artifactUrl(values.publicUrl), 'artifact URL')}${service}; ` +
     `else echo 'iop: install.sh does not match the SHA-256 pinned in this line; not running it' >&2; false; fi; ` +
     `s=$?; rm -f "$f"; (exit $s)`
   );

@@ -56,6 +56,14 @@ describe('node register install lines', () => {
         `--artifact-url 'http://198.51.100.7:19091/artifacts'; `,
     );
     expect(text).toContain(`.Hash -ne '${lines.installSha256.ps1}'`);
+    // The service variant passes --service to install.sh (appending it to the line would not).
+    expect(lines.unixService).toBe(
+      lines.unix.replace(
+        "--artifact-url 'http://198.51.100.7:19091/artifacts'; ",
+        "--artifact-url 'http://198.51.100.7:19091/artifacts' --service; ",
+      ),
+    );
+    expect(text).toContain(`    ${lines.unixService}`);
     expect(text).toContain(`the edge's key (${fingerprint})`);
   });
 

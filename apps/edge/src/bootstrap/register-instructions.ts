@@ -10,6 +10,8 @@ import { unixInstallCommand, windowsInstallCommand, type NetworkInterfaces } fro
 export interface InstallLines {
   publicUrl: string;
   unix: string;
+  /** The Linux/macOS line with --service (systemd unit / launchd agent; as root on Linux the iop-node user). */
+  unixService: string;
   windows: string;
   /** sha256:<hex> of the edge's key; '' when edge.tls is off. */
   edgeFingerprint: string;
@@ -41,6 +43,10 @@ export function installLines(
   return {
     publicUrl,
     unix: unixInstallCommand({ ...input, scriptSha256: content.manifest.install_sha256.sh }),
+    unixService: unixInstallCommand(
+      { ...input, scriptSha256: content.manifest.install_sha256.sh },
+      { service: true },
+    ),
     windows: windowsInstallCommand({ ...input, scriptSha256: content.manifest.install_sha256.ps1 }),
     edgeFingerprint,
     installSha256: content.manifest.install_sha256,
@@ -55,7 +61,10 @@ export function formatInstallInstructions(lines: InstallLines): string[] {
     `    ${lines.unix}`,
     '  Windows (paste into PowerShell):',
     `    ${lines.windows}`,
-    'Add --service (Linux/macOS) or -Service (Windows) to install it as a service instead of running it here.',
+    'To install it as a service instead of running it here — Linux/macOS (as root on Linux it runs as the',
+    'unprivileged iop-node user):',
+    `    ${lines.unixService}`,
+    '  Windows: add -Service at the end of the PowerShell line.',
     'These lines contain the token: paste them only on the node host, do not store them in shared files.',
     lines.edgeFingerprint
       ? `They pin install.sh (sha256 ${lines.installSha256.sh}), install.ps1 (sha256 ${lines.installSha256.ps1}), ` +

@@ -66,6 +66,7 @@ export function createNodeRegisterCommand(deps: NodeRegisterDeps = {}): CliComma
             configured,
             bootstrap_url: install.publicUrl,
             install_unix: install.unix,
+            install_unix_service: install.unixService,
             install_windows: install.windows,
           }),
         );
