@@ -49,7 +49,7 @@ export interface ConsoleSessionOptions {
   /** Receives every output line, without a line ending. */
   write: (line: string) => void;
   defaults: ConsoleDefaults;
-  /** Source of `/providers`; without one the command says provider status is unavailable. */
+  /** Source of `/providers`; default: the service's provider status (every surface's runs counted). */
   providerStatus?: () => ProviderStatusView[];
   logger?: Logger;
   /** Run ids for prompts; default `manual-<time>-<n>`. */
@@ -119,7 +119,7 @@ export class ConsoleSession {
   private readonly service: EdgeService;
   private readonly events: EventBus;
   private readonly write: (line: string) => void;
-  private readonly providerStatus: (() => ProviderStatusView[]) | undefined;
+  private readonly providerStatus: () => ProviderStatusView[];
   private readonly logger: Logger;
   private readonly newRunId: () => string;
   private readonly labels = new NodeLabels();
@@ -393,10 +393,6 @@ export class ConsoleSession {
   }
 
   private listProviders(): void {
-    if (!this.providerStatus) {
-      this.write('provider status is not available on this edge');
-      return;
-    }
     const providers = this.providerStatus();
     if (providers.length === 0) {
       this.write('no providers configured');
