@@ -200,7 +200,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   };
 
   const server = config.edge.tls.enabled
-    ? await createTlsServer(config, logger, onSocket)
+    ? await createTlsServer(config, logger, onSocket, warnings)
     : net.createServer(onSocket);
   server.on('error', (error: Error) =>
     logger.error({ error: error.message }, 'node transport listener error'),
@@ -257,6 +257,7 @@ async function createTlsServer(
   config: EdgeConfig,
   logger: Logger,
   onSocket: (socket: net.Socket) => void,
+  warnings: WarningLimiter,
 ): Promise<tls.Server> {
   let cert: Buffer;
   let key: Buffer;
@@ -283,7 +284,7 @@ async function createTlsServer(
     );
   }
   server.on('tlsClientError', (error, socket) => {
-    logger.warn(
+    limitWarnings(logger, warnings, socket.remoteAddress ?? 'unknown').warn(
       {
         remoteAddress: `${socket.remoteAddress ?? 'unknown'}:${socket.remotePort ?? ''}`,
         reason: 'tls-handshake',
