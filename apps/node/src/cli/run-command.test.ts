@@ -116,6 +116,35 @@ describe('iop-node run', () => {
     expect(io.err()).toContain('--node-id ID is required');
   });
 
+  it('refuses an --edge-fingerprint that is not sha256:<64 hex>', async () => {
+    const io = memoryIo({ IOP_NODE_TOKEN: 't' }, dir);
+    const argv = ['run', '--edge', '127.0.0.1:9', '--node-id', 'n', '--edge-fingerprint', 'sha1:abcd'];
+    expect(await runCli(argv, io, [command])).toBe(2);
+    expect(io.err()).toContain("--edge-fingerprint must be sha256:<64 hex digits>, got 'sha1:abcd'");
+  });
+
+  it('with --edge-fingerprint, exits 1 against a plaintext edge without registering', async () => {
+    edge = await FakeEdge.start();
+    const io = memoryIo({ IOP_NODE_TOKEN: 'secret-token' }, dir);
+    const argv = [
+      'run',
+      '--edge',
+      `127.0.0.1:${edge.port}`,
+      '--node-id',
+      'n',
+      '--data-dir',
+      path.join(dir, 'data'),
+      '--edge-fingerprint',
+      `sha256:${'a'.repeat(64)}`,
+      '--max-retries',
+      '0',
+    ];
+    expect(await runCli(argv, io, [command])).toBe(1);
+    expect(io.err()).toContain('cannot connect to edge');
+    expect(edge.registrations).toHaveLength(0);
+    expect(edge.received).toHaveLength(0);
+  });
+
   it('refuses a data dir held by another live agent', async () => {
     const data = path.join(dir, 'd');
     fs.mkdirSync(data);
