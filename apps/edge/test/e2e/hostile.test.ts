@@ -257,6 +257,24 @@ describe('hostile input against a real edge and node', () => {
     expect(await closedWithin(socket, 3000)).toBe(true);
   });
 
+  it('answers an OpenAI body larger than one frame to the node with 413 at once (not 502 from the link)', async () => {
+    const socket = await connect(edge.addresses.openai);
+    socket.on('error', () => undefined);
+    const answered = new Promise<string>((resolve) =>
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString('utf8'))),
+    );
+    const { host, port } = address(edge.addresses.openai);
+    const started = performance.now();
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${16 * 1024 * 1024 + 1}\r\n\r\n{"model":"e2e-argv","messages":[`,
+    );
+    const response = await answered;
+    expect(response).toMatch(/^HTTP\/1\.1 413 /);
+    expect(performance.now() - started).toBeLessThan(1000);
+    socket.destroy();
+  });
+
   it('closes a slowloris connection on every HTTP listener (header timeout)', async () => {
     const listeners = {
       openai: edge.addresses.openai,
