@@ -43,6 +43,14 @@ describe('no open door', () => {
     ]);
   });
 
+  it('accepts an A2A API beyond loopback guarded by openai.api_keys alone (A2A accepts those keys)', () => {
+    const result = check(
+      'openai: { api_keys: [{ id: team, key: k1 }] }\na2a: { enabled: true, listen: "0.0.0.0:18082" }\n' + tls,
+    );
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(securityWarnings(result.config)).toEqual([]);
+  });
+
   it('requires edge.tls for an admin API with a token beyond loopback', () => {
     const plain = check('refresh: { listen: "0.0.0.0:19093", admin_token: "secret" }\n');
     expect(plain.ok).toBe(false);

@@ -22,7 +22,9 @@ export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void 
         'could run work on your nodes. Add api_keys, listen on 127.0.0.1, or set openai.allow_unauthenticated: true',
     });
   }
-  if (a2a.enabled && !isLoopbackListen(a2a.listen) && a2a.bearer_token === '' && !a2a.allow_unauthenticated) {
+  // A2A accepts openai.api_keys as well as its bearer-token shortcut: either one closes the door.
+  const a2aOpen = a2a.bearer_token === '' && openai.api_keys.length === 0;
+  if (a2a.enabled && !isLoopbackListen(a2a.listen) && a2aOpen && !a2a.allow_unauthenticated) {
     issues.push({
       segments: ['a2a', 'listen'],
       code: 'unauthenticated',
@@ -87,7 +89,13 @@ export function securityWarnings(config: EdgeConfig): string[] {
       `openai.allow_unauthenticated: the OpenAI API on ${openai.listen} accepts anyone who can reach it`,
     );
   }
-  if (a2a.enabled && a2a.allow_unauthenticated && a2a.bearer_token === '' && !isLoopbackListen(a2a.listen)) {
+  if (
+    a2a.enabled &&
+    a2a.allow_unauthenticated &&
+    a2a.bearer_token === '' &&
+    openai.api_keys.length === 0 &&
+    !isLoopbackListen(a2a.listen)
+  ) {
     warnings.push(`a2a.allow_unauthenticated: the A2A API on ${a2a.listen} accepts anyone who can reach it`);
   }
   return warnings;
