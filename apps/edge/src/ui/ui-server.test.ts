@@ -531,6 +531,34 @@ describe('ui handler: live feed', () => {
   });
 });
 
+describe('ui handler: live feed sharing', () => {
+  it('computes the overview once per half interval for every open feed', async () => {
+    let now = 50_000;
+    let computed = 0;
+    const { base } = await start({
+      clock: () => now,
+      providers: () => {
+        computed += 1;
+        return [provider];
+      },
+    });
+    const first = await fetch(`${base}/api/v1/stream`);
+    const second = await fetch(`${base}/api/v1/stream`);
+    const overviews = (events: { event: string }[]) =>
+      events.filter((event) => event.event === 'overview').length;
+    await Promise.all([
+      readEvents(first, (seen) => overviews(seen) >= 3),
+      readEvents(second, (seen) => overviews(seen) >= 3),
+    ]);
+    // The clock did not move: six overview frames, one computation.
+    expect(computed).toBe(1);
+    now += 1000;
+    const third = await fetch(`${base}/api/v1/stream`);
+    await readEvents(third, (seen) => overviews(seen) >= 1);
+    expect(computed).toBe(2);
+  });
+});
+
 describe('ui handler: playground', () => {
   it('streams the answer with its provider and timings and finishes the run once', async () => {
     const { base, finished, runLog, handler } = await start();

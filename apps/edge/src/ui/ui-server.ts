@@ -205,6 +205,21 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     return overview((await deps.rejections?.()) ?? new Map<string, { r429: number; r503: number }>());
   }
 
+  // Every open feed sends the overview each interval: they share one computation and one serialization per
+  // half interval, so viewers cost bytes on the wire, not a fresh walk of the fleet each.
+  let sharedFeed: { atMs: number; frame: Promise<string> } | undefined;
+  function overviewFrame(): Promise<string> {
+    const now = clock();
+    if (!sharedFeed || now - sharedFeed.atMs >= limits.overviewIntervalMs / 2) {
+      const frame = currentOverview().then((value) => sseFrame('overview', value));
+      sharedFeed = { atMs: now, frame };
+      frame.catch(() => {
+        if (sharedFeed?.frame === frame) sharedFeed = undefined;
+      });
+    }
+    return sharedFeed.frame;
+  }
+
   async function listSessions(): Promise<UiNodeSessions[]> {
     const config = deps.config();
     const out: UiNodeSessions[] = [];
@@ -347,14 +362,16 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     startSse(response);
     let ended = false;
     const send = <K extends keyof UiStreamEvents>(event: K, data: UiStreamEvents[K]): void => {
-      if (!ended) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (!ended) response.write(sseFrame(event, data));
     };
     let sending = false;
     const tick = (): void => {
       if (sending || ended) return;
       sending = true;
-      currentOverview()
-        .then((value) => send('overview', value))
+      overviewFrame()
+        .then((frame) => {
+          if (!ended) response.write(frame);
+        })
         .catch((error: unknown) => deps.logger.warn({ error: String(error) }, 'ui: overview failed'))
         .finally(() => (sending = false));
     };
@@ -499,6 +516,10 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       for (const closer of [...closers]) closer();
     },
   };
+}
+
+function sseFrame(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 function startSse(response: http.ServerResponse): void {
