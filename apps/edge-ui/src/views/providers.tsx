@@ -85,7 +85,9 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
               <tr key={model.id} data-model={model.id}>
                 <td>
                   <strong>{model.id}</strong>
-                  {model.display_name && <div class="muted">{model.display_name}</div>}
+                  {model.display_name && model.display_name !== model.id && (
+                    <div class="muted">{model.display_name}</div>
+                  )}
                 </td>
                 <td>
                   {Object.entries(model.providers).map(([provider, served]) => (
