@@ -215,7 +215,9 @@ iop_launchd_plist() {
   <key>ProgramArguments</key>
   <array>
 PLIST_HEAD
-  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" \${7:+--edge-fingerprint "$7"}; do
+  # --replaced-exit-code 0: KeepAlive restarts on any non-zero status, so a node whose identity another process
+  # took (replaced) must exit 0 here or launchd would start it into a replace loop.
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" --replaced-exit-code 0 \${7:+--edge-fingerprint "$7"}; do
     printf '    <string>%s</string>\\n' "$(iop_xml_escape "$word")"
   done
   cat <<PLIST_TAIL

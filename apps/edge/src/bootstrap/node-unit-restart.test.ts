@@ -28,4 +28,22 @@ describe('node service unit', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('makes a replaced node exit 0 under launchd (KeepAlive restarts every non-zero status)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-unit-'));
+    try {
+      const script = path.join(dir, 'install.sh');
+      fs.writeFileSync(script, INSTALL_SH_TEMPLATE);
+      const result = spawnSync(
+        'bash',
+        ['-c', `source "$1"; iop_launchd_plist /bin/iop-node e:1 n /t /d /log`, 'plist', script],
+        { env: { ...process.env, IOP_INSTALL_LIBRARY_ONLY: '1' }, encoding: 'utf8' },
+      );
+      expect(result.status).toBe(0);
+      expect(result.stdout).toContain('<key>SuccessfulExit</key><false/>');
+      expect(result.stdout).toContain('<string>--replaced-exit-code</string>\n    <string>0</string>');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -14,6 +14,7 @@ import {
   DEFAULT_RETRY_INTERVAL_MS,
   describeOutcome,
   exitCodeFor,
+  EXIT_CODE_REPLACED,
 } from '../link/node-link.js';
 import { createLogger, type Logger } from '@iop/logging';
 import { parseEdgeFingerprint } from '@iop/wire';
@@ -42,7 +43,7 @@ export interface RunCommandOverrides {
 const USAGE =
   'run --edge HOST:PORT --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
   '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
-  '[--history-retain N] ' +
+  '[--history-retain N] [--replaced-exit-code N] ' +
   '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
@@ -65,6 +66,9 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         'tls-servername': { type: 'string' },
         'edge-fingerprint': { type: 'string' },
         'history-retain': { type: 'string' },
+        // Exit status when another process took this node's identity (default 3). launchd cannot exempt one
+        // status from KeepAlive, so its agent passes 0 here to avoid a replace loop.
+        'replaced-exit-code': { type: 'string' },
         'log-level': { type: 'string' },
         'log-format': { type: 'string' },
       });
@@ -83,6 +87,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const maxRetries = integerFlag(flags, 'max-retries', DEFAULT_MAX_RETRIES, 0);
       const registerTimeoutMs = integerFlag(flags, 'register-timeout-ms', 10_000, 1);
       const retainRuns = integerFlag(flags, 'history-retain', 1000, 1);
+      const replacedExitCode = integerFlag(flags, 'replaced-exit-code', EXIT_CODE_REPLACED, 0);
       const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
       const tls = tlsOptions(flags, io.cwd);
       const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
@@ -160,7 +165,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         try {
           const outcome = await agent.run();
           if (outcome.kind !== 'stopped') writeLine(io.stderr, `iop-node: ${describeOutcome(outcome)}`);
-          return exitCodeFor(outcome);
+          return exitCodeFor(outcome, replacedExitCode);
         } finally {
           unsubscribe();
           await tracing.shutdown().catch(() => undefined);

@@ -290,6 +290,8 @@ describe('NodeLink against a fake edge over loopback', () => {
     // A dedicated status the service units list in RestartPreventExitStatus= (no restart into a replace loop).
     expect(exitCodeFor(result)).toBe(EXIT_CODE_REPLACED);
     expect(EXIT_CODE_REPLACED).not.toBe(exitCodeFor({ kind: 'closed-by-edge', reason: 'node-removed' }));
+    // --replaced-exit-code (launchd agents pass 0).
+    expect(exitCodeFor(result, 0)).toBe(0);
   });
 
   it('spreads the waits between reconnect attempts by ±retryJitter around the interval', async () => {

@@ -507,10 +507,9 @@ export class NodeLink implements Outbound {
  * Exit code for the process that ran the link: 0 only for a deliberate stop, EXIT_CODE_REPLACED when another
  * process took over the node's identity (a supervisor must not restart it), 1 for every other ending.
  */
-export function exitCodeFor(outcome: LinkOutcome): number {
+export function exitCodeFor(outcome: LinkOutcome, replacedExitCode: number = EXIT_CODE_REPLACED): number {
   if (outcome.kind === 'stopped') return 0;
-  if (outcome.kind === 'closed-by-edge' && outcome.reason === CLOSE_REASONS.replaced)
-    return EXIT_CODE_REPLACED;
+  if (outcome.kind === 'closed-by-edge' && outcome.reason === CLOSE_REASONS.replaced) return replacedExitCode;
   return 1;
 }
 
