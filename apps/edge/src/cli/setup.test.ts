@@ -1,7 +1,10 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import type { SetupExecutor } from '../bootstrap/edge-setup.js';
 import { memoryIo, type MemoryIo } from './test-support/memory-io.js';
-import { createSetupCommand } from './setup.js';
+import { createSetupCommand, hostExecutor } from './setup.js';
 
 /** Records every call; `existing` paths exist (root-owned, 0755), `users` answer getent. */
 function recordingExecutor(existing: string[] = [], users: string[] = [], artifacts: string[] = []) {
@@ -273,5 +276,19 @@ describe('iop-edge setup', () => {
     expect(recorder.files.get('/etc/systemd/system/iop-edge.service')?.content).toContain(
       'ExecStart="/usr/local/lib/iop-edge/iop-edge" serve --config "/etc/iop/edge.yaml"',
     );
+  });
+
+  it('the host executor chmods only a directory it created', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-setup-mkdir-'));
+    try {
+      fs.chmodSync(root, 0o755);
+      await hostExecutor.mkdir(root, 0o700);
+      expect(fs.statSync(root).mode & 0o777).toBe(0o755);
+      const fresh = path.join(root, 'fresh');
+      await hostExecutor.mkdir(fresh, 0o750);
+      expect(fs.statSync(fresh).mode & 0o777).toBe(0o750);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });

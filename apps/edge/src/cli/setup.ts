@@ -51,8 +51,9 @@ export const hostExecutor: SetupExecutor = {
       });
     }),
   mkdir: async (dir, mode) => {
-    await fs.promises.mkdir(dir, { recursive: true, mode });
-    await fs.promises.chmod(dir, mode);
+    // chmod (umask-proof) only when this call created it: an existing directory keeps its mode.
+    const created = await fs.promises.mkdir(dir, { recursive: true, mode });
+    if (created !== undefined) await fs.promises.chmod(dir, mode);
   },
   writeFile: async (file, content, mode) => {
     const temp = `${file}.tmp-${process.pid}`;
