@@ -9,6 +9,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import { create } from '@iop/wire';
+import { createAdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
   repoRoot,
@@ -196,6 +198,23 @@ describe('zero-YAML join: discovery and node adopt', () => {
     const samples = await scrapeMetrics(metrics);
     expect(metricSum(samples, 'iop_node_discovered_models', { node: 'n1', kind: 'ollama' })).toBe(2);
     expect(metricSum(samples, 'iop_node_discovered_clis', { node: 'n1', cli: 'codex' })).toBe(1);
+  }, 40_000);
+
+  it('the admin API runs a fresh discovery pass on request (NodeCommand discover)', async () => {
+    const passes = () => node.logRecords().filter((record) => record['msg'] === 'discovery reported').length;
+    const before = passes();
+    const client = createAdminClient({ address: admin, timeoutMs: 20_000 });
+    try {
+      const response = await client.nodeCommand('n1', create.nodeCommandRequest({ command: 'discover' }));
+      expect(response).toMatchObject({
+        ok: true,
+        result: { backends: 'ollama,vllm', models: '3', reported: 'true' },
+      });
+      expect(response.result['clis']?.split(',')).toEqual(expect.arrayContaining(['claude', 'codex']));
+    } finally {
+      client.close();
+    }
+    await waitUntil(() => passes() > before, 5000, 'the forced pass in the node log');
   }, 40_000);
 
   it('node adopt --dry-run prints the entries and changes nothing', async () => {
