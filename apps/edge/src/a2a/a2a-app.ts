@@ -180,6 +180,7 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
     if (RPC_METHODS.has(rpc.method)) (response.locals as RpcLocals).rpcMethod = rpc.method;
     const tasks = options.tasks;
     const principal = (response.locals as RpcLocals).principal;
+    const traceparent = request.get('traceparent') || undefined;
     switch (rpc.method) {
       case 'message/send': {
         checkContextId(rpc.params);
@@ -187,14 +188,17 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
         const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
         const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
         response.json(
-          jsonRpcResult(id, await tasks.send(rpc.params, { blocking, historyLength, principal })),
+          jsonRpcResult(
+            id,
+            await tasks.send(rpc.params, { blocking, historyLength, principal, traceparent }),
+          ),
         );
         return;
       }
       case 'message/stream': {
         checkContextId(rpc.params);
         const controller = streamController(response);
-        const events = await tasks.stream(rpc.params, controller.signal, principal);
+        const events = await tasks.stream(rpc.params, controller.signal, principal, traceparent);
         await writeStream(response, id, events, controller);
         return;
       }

@@ -50,6 +50,8 @@ export interface SendOptions {
   historyLength?: number;
   /** The caller's key; undefined = anonymous. */
   principal?: Principal;
+  /** The caller's W3C `traceparent`, continued by the task's run. */
+  traceparent?: string;
 }
 
 interface ContextState {
@@ -89,7 +91,7 @@ export class TaskManager {
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
   async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
-    const record = await this.start(params, options.principal);
+    const record = await this.start(params, options.principal, options.traceparent);
     if (options.blocking) await record.finished;
     return snapshot(record.task, options.historyLength);
   }
@@ -99,8 +101,9 @@ export class TaskManager {
     params: Record<string, unknown>,
     signal: AbortSignal,
     principal?: Principal,
+    traceparent?: string,
   ): Promise<AsyncIterable<StreamEvent>> {
-    const record = await this.start(params, principal);
+    const record = await this.start(params, principal, traceparent);
     return this.follow(record, signal);
   }
 
@@ -144,6 +147,7 @@ export class TaskManager {
   private async start(
     params: Record<string, unknown>,
     principal: Principal | undefined,
+    traceparent?: string,
   ): Promise<TaskRecord> {
     const message = parseMessage(params['message']);
     if (message.taskId !== undefined) {
@@ -167,14 +171,14 @@ export class TaskManager {
       if (idle) {
         // Admitted now: a refusal is the caller's JSON-RPC error (toJsonRpcError maps ServiceErrors).
         userTurn = create.chatMessage({ role: 'user', content: prompt });
-        handle = await this.submit(context, userTurn, taskId, contextId);
+        handle = await this.submit(context, userTurn, taskId, contextId, traceparent);
       }
       const userMessage: Message = { ...message, contextId, taskId };
       const record = this.addRecord(taskId, contextId, userMessage);
       record.handle = handle;
       record.owner = principal?.id ?? '';
       context.tail = context.tail
-        .then(() => this.execute(record, context, prompt, handle, userTurn))
+        .then(() => this.execute(record, context, prompt, handle, userTurn, traceparent))
         .catch((error: unknown) => {
           this.deps.logger.error({ taskId, error: String(error) }, 'a2a task failed unexpectedly');
           this.transition(record, 'failed', agentMessage(record.task, `internal error: ${String(error)}`));
@@ -213,6 +217,7 @@ export class TaskManager {
     userTurn: ChatMessage,
     taskId: string,
     contextId: string,
+    traceparent: string | undefined,
   ): Promise<RunHandle> {
     const keepsOwnHistory = this.settings.adapter === 'cli';
     const messages = keepsOwnHistory ? [userTurn] : [...context.history, userTurn];
@@ -230,7 +235,11 @@ export class TaskManager {
         timeoutMs: this.settings.timeoutSec * 1000,
         metadata: { surface: 'a2a', a2a_task_id: taskId, a2a_context_id: contextId },
       },
-      { surface: 'a2a', ...(context.principal ? { principal: context.principal } : {}) },
+      {
+        surface: 'a2a',
+        ...(context.principal ? { principal: context.principal } : {}),
+        ...(traceparent ? { traceparent } : {}),
+      },
     );
     context.nodeId = handle.nodeId;
     return handle;
@@ -277,6 +286,7 @@ export class TaskManager {
     prompt: string,
     admitted: RunHandle | undefined,
     admittedTurn: ChatMessage | undefined,
+    traceparent: string | undefined,
   ): Promise<void> {
     if (this.store.isTerminal(record)) {
       // Canceled before its turn; a run admitted for it is cancelled too (capacity is released when it ends).
@@ -289,7 +299,7 @@ export class TaskManager {
       handle = admitted;
     } else {
       try {
-        handle = await this.submit(context, userTurn, record.task.id, record.task.contextId);
+        handle = await this.submit(context, userTurn, record.task.id, record.task.contextId, traceparent);
       } catch (error) {
         const reason = isServiceError(error)
           ? `${error.code}: ${error.message}`

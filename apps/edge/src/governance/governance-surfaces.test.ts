@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
-import { toWireRunEvent, type Envelope, type RunEventPart } from '@iop/wire';
+import { toWireRunEvent, type Envelope, type RunEventPart, type RunRequest } from '@iop/wire';
 import type express from 'express';
 import { createA2AApp } from '../a2a/a2a-app.js';
 import { TaskManager } from '../a2a/task-manager.js';
@@ -66,6 +66,8 @@ interface Fabric {
   /** Runs the fake node holds open until released (max_concurrent tests). */
   held: (() => void)[];
   hold: boolean;
+  /** RunRequests the fake node received. */
+  requests: RunRequest[];
   close(): Promise<void>;
 }
 
@@ -100,11 +102,13 @@ async function startFabric(dataDir: string, clock: ManualClock): Promise<Fabric>
     governance,
     held: [],
     hold: false,
+    requests: [],
     close: () => Promise.resolve(),
   };
   channel.onSend((envelope: Envelope) => {
     if (envelope.msg?.$case !== 'runRequest') return;
     const runId = envelope.msg.runRequest.runId;
+    fabric.requests.push(envelope.msg.runRequest);
     const parts: RunEventPart[] = [
       { type: 'text-delta', text: 'ok' },
       {
@@ -210,10 +214,11 @@ async function a2aSend(
   fabric: Fabric,
   key: string,
   text: string,
+  extraHeaders: Record<string, string> = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(fabric.a2aUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extraHeaders },
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
@@ -392,5 +397,18 @@ nodes: [{ id: node-1, adapters: { cli: { profiles: { target-a: { command: fake-a
     fabric.governance.applyConfig(next.config);
     expect((await apiError(client(fabric, KEYS.rpm).models.list())).status).toBe(401);
     await client(fabric, 'sk-fresh').chat.completions.create({ model: 'model-a', messages: hi });
+  });
+
+  it("passes a caller's traceparent from OpenAI and A2A to the node when the edge does not trace", async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const openai = new OpenAI({
+      baseURL: `${fabric.openaiUrl}/v1`,
+      apiKey: KEYS.rpm,
+      maxRetries: 0,
+      defaultHeaders: { traceparent },
+    });
+    await openai.chat.completions.create({ model: 'model-a', messages: hi });
+    await a2aSend(fabric, KEYS.rpm, 'traced', { traceparent });
+    expect(fabric.requests.map((request) => request.traceparent)).toEqual([traceparent, traceparent]);
   });
 });
