@@ -1,7 +1,7 @@
 // What the discovery probes may touch, as plain injectable functions: HTTP on loopback or configured URLs
 // (fetch), executables found on PATH (which) and run with a short deadline (exec), the environment the node was
 // started with, and the host's own facts. Tests pass fakes; `systemProbeDeps` is the real thing.
-import { execFile } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { findExecutable } from '../adapters/cli/command-lookup.js';
 
@@ -40,31 +40,67 @@ export interface ProbeDeps {
 /** Output kept from a probed process: a version line or a GPU table is far smaller. */
 export const EXEC_MAX_OUTPUT_BYTES = 64 * 1024;
 
+/**
+ * Spawns without a shell and settles at exit or at the deadline, whichever is first: at the deadline the process
+ * and its group are killed and its pipes dropped, so a grandchild cannot hold the probe open.
+ */
 export const execBounded: ExecFunction = (file, args, options) =>
   new Promise((resolve) => {
-    execFile(
-      file,
-      [...args],
-      {
-        timeout: options.timeoutMs,
-        killSignal: 'SIGKILL',
-        maxBuffer: EXEC_MAX_OUTPUT_BYTES,
+    let stdout = '';
+    let stderr = '';
+    let settled = false;
+    let child: ChildProcess;
+    const finish = (code: number | null, timedOut: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      if (timedOut || code === null) {
+        killTree(child);
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }
+      resolve({ stdout, stderr, code, timedOut });
+    };
+    const onAbort = () => finish(null, false);
+    const timer = setTimeout(() => finish(null, true), options.timeoutMs);
+    timer.unref?.();
+    try {
+      // Its own process group (POSIX), so the deadline kills whatever it started too.
+      child = spawn(file, [...args], {
+        detached: process.platform !== 'win32',
         env: options.env,
-        signal: options.signal,
         windowsHide: true,
-        encoding: 'utf8',
-      },
-      (error, stdout, stderr) => {
-        const failure = error as (NodeJS.ErrnoException & { killed?: boolean; code?: unknown }) | null;
-        resolve({
-          stdout: String(stdout ?? ''),
-          stderr: String(stderr ?? ''),
-          code: failure ? (typeof failure.code === 'number' ? failure.code : null) : 0,
-          timedOut: failure?.killed === true,
-        });
-      },
-    );
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch {
+      // e.g. EINVAL for a .cmd shim on Windows, which cannot run without a shell: found, but no version.
+      settled = true;
+      clearTimeout(timer);
+      resolve({ stdout: '', stderr: '', code: null, timedOut: false });
+      return;
+    }
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    const keep = (current: string, chunk: Buffer) =>
+      current.length >= EXEC_MAX_OUTPUT_BYTES
+        ? current
+        : (current + chunk.toString('utf8')).slice(0, EXEC_MAX_OUTPUT_BYTES);
+    child.stdout?.on('data', (chunk: Buffer) => (stdout = keep(stdout, chunk)));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr = keep(stderr, chunk)));
+    child.once('error', () => finish(null, false));
+    child.once('close', (code) => finish(code, false));
+    if (options.signal.aborted) onAbort();
   });
+
+function killTree(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    if (process.platform !== 'win32') process.kill(-child.pid, 'SIGKILL');
+    else child.kill('SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}
 
 export function systemProbeDeps(env: NodeJS.ProcessEnv, fetchFunction: typeof fetch = fetch): ProbeDeps {
   return {
