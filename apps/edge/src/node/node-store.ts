@@ -58,6 +58,8 @@ export interface NodeStore {
   knows(nodeId: string): Promise<boolean>;
   /** Stored records (config-only nodes excluded), sorted by node id. */
   list(): Promise<NodeStoreRecord[]>;
+  /** Changes whenever the file does (inode, size, mtime; 'missing' without one); throws when unreadable. */
+  revision(): Promise<string>;
 }
 
 export interface NodeStoreOptions {
@@ -228,6 +230,10 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     },
     async list() {
       return [...(await load()).values()].sort(byNodeId);
+    },
+    async revision() {
+      await load();
+      return cache?.stamp ?? 'missing';
     },
   };
 

@@ -62,11 +62,39 @@ describe('token revocation', () => {
     revocation.stop();
   });
 
+  it('costs one stat per pass while nodes.json is unchanged: no link is re-verified', async () => {
+    const a = await store.register('node-a');
+    const link = fakeLink('node-a');
+    let verifications = 0;
+    const counting: Pick<NodeStore, 'verifyDigest' | 'revision'> = {
+      revision: () => store.revision(),
+      verifyDigest: (nodeId, digest) => {
+        verifications += 1;
+        return store.verifyDigest(nodeId, digest);
+      },
+    };
+    const revocation = createTokenRevocation({
+      store: counting,
+      registry: { links: () => [link.link] },
+      logger: silentLogger,
+      intervalMs: 0,
+    });
+    revocation.track(link.link, a.token);
+    await revocation.check();
+    await revocation.check();
+    await revocation.check();
+    expect(verifications).toBe(1);
+    await createNodeStore({ dataDir: dir }).register('node-b');
+    await revocation.check();
+    expect(verifications).toBe(2);
+    expect(link.closes).toEqual([]);
+  });
+
   it('never disconnects because the store cannot be read', async () => {
     const a = await store.register('node-a');
     const link = fakeLink('node-a');
-    const broken: Pick<NodeStore, 'verifyDigest' | 'list'> = {
-      list: () => Promise.reject(new Error('EACCES')),
+    const broken: Pick<NodeStore, 'verifyDigest' | 'revision'> = {
+      revision: () => Promise.reject(new Error('EACCES')),
       verifyDigest: () => Promise.resolve({ ok: false, reason: 'unknown_node' }),
     };
     const revocation = createTokenRevocation({

@@ -2,7 +2,8 @@
 // transport tells this checker the SHA-256 of each accepted connection's token; every `intervalMs` (default
 // 500 ms, so a rotation or `node revoke` takes effect well within 2 s) the checker re-verifies each live link's
 // digest against the node store — which re-reads nodes.json when another process (`iop-edge node register`,
-// `node revoke`) changed it — and closes links whose token no longer verifies with Goodbye `token-revoked`. The
+// `node revoke`) changed it; a pass costs one stat while the file is unchanged — and closes links whose token no
+// longer verifies with Goodbye `token-revoked`. The
 // node then reconnects with its old token and is rejected as `bad_token` (or `unknown_node` after a revoke).
 // An unreadable store never disconnects anyone: that pass is skipped and logged.
 import { CLOSE_REASONS } from '@iop/wire';
@@ -23,7 +24,7 @@ export interface TokenRevocation {
 }
 
 export interface TokenRevocationOptions {
-  store: Pick<NodeStore, 'verifyDigest' | 'list'>;
+  store: Pick<NodeStore, 'verifyDigest' | 'revision'>;
   registry: Pick<NodeRegistry, 'links'>;
   logger: Logger;
   /** 0 = no timer (tests call check()). */
@@ -34,12 +35,15 @@ export function createTokenRevocation(options: TokenRevocationOptions): TokenRev
   const digests = new WeakMap<NodeLink, string>();
   let running: Promise<void> | undefined;
   let storeProblem: string | undefined;
+  // Tokens only change with the store file (config tokens are fixed for the process; every new link was just
+  // verified at registration), so links are re-verified only when the file's revision moved.
+  let verifiedRevision: string | undefined;
 
   async function pass(): Promise<void> {
-    const tracked = options.registry.links().filter((link) => digests.has(link));
-    if (tracked.length === 0) return;
+    let revision: string;
     try {
-      await options.store.list(); // throws when nodes.json cannot be read: decide nothing on a half-known store
+      // Throws when nodes.json cannot be read: decide nothing on a half-known store.
+      revision = await options.store.revision();
       storeProblem = undefined;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -49,6 +53,9 @@ export function createTokenRevocation(options: TokenRevocationOptions): TokenRev
       }
       return;
     }
+    if (revision === verifiedRevision) return;
+    verifiedRevision = revision;
+    const tracked = options.registry.links().filter((link) => digests.has(link));
     const closing: Promise<void>[] = [];
     for (const link of tracked) {
       const digest = digests.get(link);
