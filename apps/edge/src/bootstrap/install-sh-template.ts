@@ -168,7 +168,7 @@ Group=$IOP_SERVICE_USER
 ProtectSystem=full
 ProtectHome=read-only
 PrivateTmp=yes
-PrivateDevices=yes
+# No PrivateDevices: the node reports GPUs (nvidia-smi needs /dev/nvidia*) and its agents may use them.
 ReadWritePaths=$(iop_systemd_quote "$5")
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
