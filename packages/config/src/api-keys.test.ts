@@ -115,6 +115,29 @@ openai:
   });
 });
 
+describe('refresh.admin_keys', () => {
+  it('reads named admin keys with a role, digest-only or clear, and redacts the clear text', () => {
+    const config = load(`
+refresh:
+  admin_keys:
+    - { id: viewer, key_sha256: "${sha('sk-read')}", role: read }
+    - { id: ops, key: sk-operator, role: operator }
+`);
+    expect(config.refresh.admin_keys).toEqual([
+      { id: 'viewer', key: '', key_sha256: sha('sk-read'), role: 'read' },
+      { id: 'ops', key: 'sk-operator', key_sha256: sha('sk-operator'), role: 'operator' },
+    ]);
+    expect(JSON.stringify(redactConfig(config))).not.toContain('sk-operator');
+  });
+
+  it('rejects a key without a secret or with an unknown role', () => {
+    const found = issues('refresh: { admin_keys: [{ id: a, role: read }, { id: b, key: x, role: admin }] }');
+    expect(found.map((issue) => `${issue.path} ${issue.code}`)).toEqual(
+      expect.arrayContaining(['refresh.admin_keys[0] required', 'refresh.admin_keys[1].role enum']),
+    );
+  });
+});
+
 describe('usage and tracing sections', () => {
   it('defaults to 90 days of usage and tracing off', () => {
     const config = load('');

@@ -36,14 +36,14 @@ export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void 
   if (
     refresh.enabled &&
     !isLoopbackListen(refresh.listen) &&
-    refresh.admin_token !== '' &&
+    (refresh.admin_token !== '' || refresh.admin_keys.length > 0) &&
     !edge.tls.enabled
   ) {
     issues.push({
       segments: ['refresh', 'listen'],
       code: 'insecure',
       message:
-        `the admin API on ${refresh.listen} would receive refresh.admin_token in clear: enable edge.tls ` +
+        `the admin API on ${refresh.listen} would receive refresh.admin_token or admin_keys in clear: enable edge.tls ` +
         '(the admin API then uses the edge certificate) or listen on 127.0.0.1',
     });
   }

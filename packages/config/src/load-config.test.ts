@@ -40,7 +40,12 @@ describe('parseConfigText: defaults', () => {
     expect(config.logging).toEqual({ level: 'info', format: 'json' });
     expect(config.metrics).toEqual({ enabled: false, listen: '127.0.0.1:19092' });
     expect(config.ui).toEqual({ enabled: false, listen: '127.0.0.1:19094' });
-    expect(config.refresh).toEqual({ enabled: true, listen: '127.0.0.1:19093', admin_token: '' });
+    expect(config.refresh).toEqual({
+      enabled: true,
+      listen: '127.0.0.1:19093',
+      admin_token: '',
+      admin_keys: [],
+    });
     expect(config.bootstrap).toEqual({
       listen: '0.0.0.0:19091',
       public_url: '',

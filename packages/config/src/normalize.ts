@@ -16,6 +16,8 @@ import {
   LOG_LEVELS,
   PROVIDER_CATEGORIES,
   TOKEN_BUDGET_PERIODS,
+  ADMIN_ROLES,
+  type AdminKeyConfig,
   type AdapterInstanceConfig,
   type ApiKeyConfig,
   type CliAdapterInstanceConfig,
@@ -95,6 +97,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       enabled: bool(refresh.enabled, true),
       listen: str(refresh.listen, DEFAULTS.refresh_listen),
       admin_token: str(refresh.admin_token, ''),
+      admin_keys: list(refresh.admin_keys).map((value, index) => normalizeAdminKey(value, index, context)),
     },
     bootstrap: {
       listen: str(bootstrap.listen, DEFAULTS.bootstrap_listen),
@@ -200,6 +203,26 @@ function normalizeApiKey(value: unknown, index: number, context: Context): ApiKe
     tpm: nullableInt(entry.tpm),
     max_concurrent: nullableInt(entry.max_concurrent),
     token_budget: tokens === null ? null : { tokens, per: oneOf(budget.per, TOKEN_BUDGET_PERIODS, 'day') },
+  };
+}
+
+/** An admin key: id, role and exactly one of `key` / `key_sha256`, like an API key. */
+function normalizeAdminKey(value: unknown, index: number, context: Context): AdminKeyConfig {
+  const entry = record(value);
+  const key = str(entry.key, '');
+  const storedDigest = str(entry.key_sha256, '').toLowerCase();
+  if ((key === '') === (storedDigest === '')) {
+    context.issues.push({
+      segments: ['refresh', 'admin_keys', index],
+      code: 'required',
+      message: 'needs exactly one of key or key_sha256',
+    });
+  }
+  return {
+    id: str(entry.id, ''),
+    key,
+    key_sha256: key !== '' ? sha256Hex(key) : storedDigest,
+    role: oneOf(entry.role, ADMIN_ROLES, 'read'),
   };
 }
 

@@ -14,7 +14,11 @@ const SECRET_ENV_KEY = /key|token|secret|password|passwd|auth|credential|cookie/
 export function redactConfig(config: EdgeConfig): EdgeConfig {
   return {
     ...config,
-    refresh: { ...config.refresh, admin_token: secret(config.refresh.admin_token) },
+    refresh: {
+      ...config.refresh,
+      admin_token: secret(config.refresh.admin_token),
+      admin_keys: config.refresh.admin_keys.map((key) => ({ ...key, key: '' })),
+    },
     bootstrap: { ...config.bootstrap, public_url: redactUrl(config.bootstrap.public_url) },
     openai: {
       ...config.openai,

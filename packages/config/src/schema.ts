@@ -5,6 +5,7 @@
 // schema, the defaults and the contract document share one source.
 import { LIMITS, type Limit } from './limits.js';
 import {
+  ADMIN_ROLES,
   CLI_MODES,
   CLI_OUTPUT_FORMATS,
   LIFECYCLE_CAPABILITIES,
@@ -243,7 +244,24 @@ export const edgeConfigSchema: Schema = extensible({
     format: { type: 'string', enum: [...LOG_FORMATS] },
   }),
   metrics: object({ enabled: bool, listen }),
-  refresh: object({ enabled: bool, listen, admin_token: text }),
+  refresh: object({
+    enabled: bool,
+    listen,
+    admin_token: text,
+    admin_keys: {
+      type: 'array',
+      maxItems: 256,
+      items: object(
+        {
+          id: identifier,
+          key: text,
+          key_sha256: { type: 'string', pattern: '^([0-9A-Fa-f]{64})?$' },
+          role: { type: 'string', enum: [...ADMIN_ROLES] },
+        },
+        ['id', 'role'],
+      ),
+    },
+  }),
   bootstrap: object({
     listen,
     public_url: optionalHttpUrl,

@@ -85,6 +85,24 @@ export interface RefreshConfig {
   readonly listen: string;
   /** Bearer token the admin API requires; '' = no authentication (loopback use only). Secret. */
   readonly admin_token: string;
+  /**
+   * Named admin API keys with a role; `admin_token` stays valid as an operator key. Any key (or the token) makes
+   * the admin API require authentication.
+   */
+  readonly admin_keys: readonly AdminKeyConfig[];
+}
+
+/** What an admin key may do: `read` (list nodes/providers, watch events, usage) or `operator` (everything). */
+export type AdminRole = 'read' | 'operator';
+export const ADMIN_ROLES: readonly AdminRole[] = ['read', 'operator'];
+
+export interface AdminKeyConfig {
+  readonly id: string;
+  /** Lower-case hex SHA-256 of the secret. */
+  readonly key_sha256: string;
+  /** The secret when written in clear; '' when only its digest is stored. Secret. */
+  readonly key: string;
+  readonly role: AdminRole;
 }
 
 export interface BootstrapConfig {

@@ -23,6 +23,7 @@ import {
   type ProviderStatus,
   type RefreshConfigResponse,
 } from '@iop/wire';
+import type { AdminKeyConfig, AdminRole } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import { USAGE_GROUPS, type UsageGroup, type UsageQuery, type UsageRow } from '../governance/usage-store.js';
 import type { Logger } from '../logging.js';
@@ -51,9 +52,14 @@ export interface AdminHandlerDeps {
   refreshEnabled?: boolean;
   /** Usage totals (GetUsage); none = GetUsage answers UNAVAILABLE. */
   usage?: (query: UsageQuery) => UsageRow[];
-  /** Required bearer token; '' or undefined = no authentication. */
+  /** Required bearer token (an operator key); '' or undefined = none. */
   token?: string;
+  /** Named keys with a role (`refresh.admin_keys`); with neither keys nor token the API is open (loopback). */
+  keys?: readonly AdminKeyConfig[];
 }
+
+/** RPCs a `read` key may call; every other RPC needs `operator`. */
+const READ_RPCS: ReadonlySet<string> = new Set(['ListNodes', 'ListProviders', 'WatchEvents', 'GetUsage']);
 
 export interface AdminHandlers {
   implementation: EdgeAdminServer;
@@ -67,17 +73,37 @@ export const DROPPED_EVENTS_TRAILER = 'iop-dropped-events';
 
 export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
   const { service, events, logger } = deps;
-  const expectedDigest = deps.token ? digest(deps.token) : undefined;
+  const credentials: { digest: Buffer; role: AdminRole }[] = [
+    ...(deps.token ? [{ digest: digest(deps.token), role: 'operator' as const }] : []),
+    ...(deps.keys ?? []).map((key) => ({ digest: Buffer.from(key.key_sha256, 'hex'), role: key.role })),
+  ];
   const streams = new Set<AbortController>();
 
-  function authorized(metadata: Metadata): boolean {
-    if (!expectedDigest) return true;
+  /** The caller's role: `operator` when no credential is configured, undefined when the key is missing or wrong. */
+  function roleOf(metadata: Metadata): AdminRole | undefined {
+    if (credentials.length === 0) return 'operator';
     const value = metadata.get('authorization')[0];
     const header = typeof value === 'string' ? value : value?.toString('utf8');
     const match = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
-    if (!match?.[1]) return false;
-    // Compare digests: equal length for timingSafeEqual, and no early exit on the first differing byte.
-    return timingSafeEqual(digest(match[1]), expectedDigest);
+    if (!match?.[1]) return undefined;
+    // Compare digests (equal length for timingSafeEqual) against every credential, without an early exit.
+    const presented = digest(match[1]);
+    let role: AdminRole | undefined;
+    for (const credential of credentials) {
+      if (timingSafeEqual(presented, credential.digest) && role !== 'operator') role = credential.role;
+    }
+    return role;
+  }
+
+  /** The error for a call `name` with this role, or undefined when allowed. */
+  function refusal(name: string, role: AdminRole | undefined): AdminCallError | undefined {
+    if (role === undefined) return unauthenticated();
+    if (role === 'operator' || READ_RPCS.has(name)) return undefined;
+    return new AdminCallError(
+      status.PERMISSION_DENIED,
+      'forbidden',
+      `${name} needs an operator key; this key has the read role`,
+    );
   }
 
   function unauthenticated(): AdminCallError {
@@ -89,9 +115,10 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     handler: (request: Request, call: ServerUnaryCall<Request, Response>) => Promise<Response> | Response,
   ): handleUnaryCall<Request, Response> {
     return (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => {
-      if (!authorized(call.metadata)) {
-        logger.warn({ rpc: name, peer: call.getPeer() }, 'admin call rejected: missing or invalid token');
-        callback(toGrpcStatus(unauthenticated()));
+      const refused = refusal(name, roleOf(call.metadata));
+      if (refused) {
+        logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
+        callback(toGrpcStatus(refused));
         return;
       }
       Promise.resolve()
@@ -114,9 +141,10 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     ) => Promise<Metadata | undefined>,
   ): handleServerStreamingCall<Request, Response> {
     return (call: ServerWritableStream<Request, Response>) => {
-      if (!authorized(call.metadata)) {
-        logger.warn({ rpc: name, peer: call.getPeer() }, 'admin call rejected: missing or invalid token');
-        call.emit('error', toGrpcStatus(unauthenticated()));
+      const refused = refusal(name, roleOf(call.metadata));
+      if (refused) {
+        logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
+        call.emit('error', toGrpcStatus(refused));
         return;
       }
       const controller = new AbortController();

@@ -12,7 +12,7 @@
 // `closeGraceMs`, then forces the server down.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
-import type { RefreshConfig, TlsConfig } from '@iop/config';
+import type { AdminKeyConfig, RefreshConfig, TlsConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -42,7 +42,10 @@ export interface AdminSurfaceOptions {
 /** What the admin surface uses of the runtime's core. */
 export interface AdminSurfaceDeps {
   /** `edge.tls` supplies the certificate the admin API uses beyond loopback. */
-  config: { refresh: RefreshConfig; edge?: { tls: TlsConfig } };
+  config: {
+    refresh: Omit<RefreshConfig, 'admin_keys'> & Partial<Pick<RefreshConfig, 'admin_keys'>>;
+    edge?: { tls: TlsConfig };
+  };
   service: EdgeService;
   events: EventBus;
   logger: Logger;
@@ -61,8 +64,10 @@ export interface AdminSurface {
 
 export interface AdminServerOptions extends AdminSurfaceOptions {
   listen: string;
-  /** '' or undefined = no authentication (loopback only). */
+  /** '' or undefined = no authentication (loopback only) unless `keys` are given. */
   token?: string;
+  /** `refresh.admin_keys`: named keys with a read or operator role. */
+  keys?: readonly AdminKeyConfig[];
   /** The edge's certificate and key (PEM): required beyond loopback, where the token must not travel in clear. */
   tls?: { cert: Buffer; key: Buffer };
   refreshEnabled?: boolean;
@@ -85,6 +90,7 @@ export function createAdminSurface(
         options.usage ?? (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
       listen: refresh.listen,
       token: refresh.admin_token,
+      keys: refresh.admin_keys ?? [],
       tls: await readAdminServerTls(adminTlsFiles(context.config)),
       refreshEnabled: refresh.enabled,
       service: context.service,
@@ -97,13 +103,14 @@ export function createAdminSurface(
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminSurface> {
   const logger = options.logger.child({ component: 'admin' });
   const listen = parseListenAddress(options.listen, (message) => new AdminError('invalid_listen', message));
-  if (!options.token && !isLoopbackHost(listen.host)) {
+  const authenticated = Boolean(options.token) || (options.keys?.length ?? 0) > 0;
+  if (!authenticated && !isLoopbackHost(listen.host)) {
     throw new AdminError(
       'insecure_listen',
       `refusing to serve the admin API on non-loopback address ${options.listen} without refresh.admin_token`,
     );
   }
-  if (options.token && !options.tls && !isLoopbackHost(listen.host)) {
+  if (authenticated && !options.tls && !isLoopbackHost(listen.host)) {
     throw new AdminError(
       'insecure_listen',
       `refusing to send refresh.admin_token in clear on non-loopback address ${options.listen}: enable edge.tls`,
@@ -118,6 +125,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     refreshEnabled: options.refreshEnabled,
     usage: options.usage,
     token: options.token,
+    keys: options.keys,
   });
   const server = new Server();
   server.addService(EdgeAdminService, handlers.implementation);
