@@ -271,6 +271,7 @@ describe('ui handler: authentication', () => {
     const cookie = login.headers.get('set-cookie') ?? '';
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).not.toContain('Secure');
     const withCookie = await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookie.split(';')[0] } });
     expect(withCookie.status).toBe(200);
     // The static app itself needs no token: it holds no data.

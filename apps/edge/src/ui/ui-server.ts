@@ -80,6 +80,8 @@ export interface UiHandlerDeps {
   version: string;
   /** '' = no authentication (the surface only allows that on loopback). */
   token: string;
+  /** Served over HTTPS: the session cookie is marked Secure. */
+  secure?: boolean;
   service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession'>;
   /** Provider status of the shared pool. */
   providers: () => UiProvider[];
@@ -271,7 +273,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       if (deps.token && !sameSecret(token, deps.token)) throw new UiError('unauthorized', 'wrong token');
       response.setHeader(
         'set-cookie',
-        `${UI_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,
+        `${UI_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict${deps.secure ? '; Secure' : ''}`,
       );
       sendJson(response, 200, { authenticated: true, token_required: deps.token !== '' });
       return;

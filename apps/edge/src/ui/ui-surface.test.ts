@@ -106,6 +106,19 @@ describe('ui surface', () => {
         });
       expect(await get({})).toBe(401);
       expect(await get({ authorization: 'Bearer tok' })).toBe(200);
+      const cookie = await new Promise<string>((resolve, reject) => {
+        const request = https.request(
+          new URL('/api/v1/session', url),
+          { method: 'POST', ca: certificate.certificatePem, headers: { 'content-type': 'application/json' } },
+          (response) => {
+            response.resume();
+            resolve(String(response.headers['set-cookie'] ?? ''));
+          },
+        );
+        request.on('error', reject);
+        request.end(JSON.stringify({ token: 'tok' }));
+      });
+      expect(cookie).toContain('; Secure');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

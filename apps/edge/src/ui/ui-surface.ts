@@ -160,6 +160,7 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     edgeId: config.edge.id,
     version: EDGE_VERSION,
     token,
+    secure: tls !== undefined,
     service,
     providers,
     config: currentConfig,
