@@ -45,7 +45,8 @@ describe('no open door', () => {
 
   it('accepts an A2A API beyond loopback guarded by openai.api_keys alone (A2A accepts those keys)', () => {
     const result = check(
-      'openai: { api_keys: [{ id: team, key: k1 }] }\na2a: { enabled: true, listen: "0.0.0.0:18082" }\n' + tls,
+      'openai: { api_keys: [{ id: team, key: k1 }] }\na2a: { enabled: true, listen: "0.0.0.0:18082" }\n' +
+        tls,
     );
     expect(result.ok).toBe(true);
     if (result.ok) expect(securityWarnings(result.config)).toEqual([]);
@@ -57,6 +58,10 @@ describe('no open door', () => {
     if (!plain.ok)
       expect(plain.issues.map((issue) => [issue.path, issue.code])).toEqual([['refresh.listen', 'insecure']]);
     expect(check(`refresh: { listen: "0.0.0.0:19093", admin_token: "secret" }\n${tls}`).ok).toBe(true);
+    // refresh.enabled: false only turns off RefreshConfig; the admin API (and its token) is still served.
+    expect(check('refresh: { enabled: false, listen: "0.0.0.0:19093", admin_token: "secret" }\n').ok).toBe(
+      false,
+    );
   });
 
   it('requires the admin token and edge.tls for a dashboard beyond loopback', () => {

@@ -34,7 +34,8 @@ export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void 
     });
   }
   if (
-    refresh.enabled &&
+    // The admin API listens whenever refresh.listen is set (refresh.enabled gates only RefreshConfig).
+    refresh.listen !== '' &&
     !isLoopbackListen(refresh.listen) &&
     (refresh.admin_token !== '' || refresh.admin_keys.length > 0) &&
     !edge.tls.enabled
