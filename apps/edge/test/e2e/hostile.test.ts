@@ -200,6 +200,7 @@ describe('hostile input against a real edge and node', () => {
     expect(closed.every(Boolean)).toBe(true);
     await sleep(200);
     const growth = residentBytes(pid) - before;
+    process.stdout.write(`[e2e hostile] edge RSS growth after 8 × 16 MiB announcements: ${growth} bytes\n`);
     expect(growth).toBeLessThan(5 * 1024 * 1024);
     expect(edge.logRecords().some((record) => record['reason'] === 'frame_too_large')).toBe(true);
   });
@@ -226,6 +227,9 @@ describe('hostile input against a real edge and node', () => {
         15_000,
         () => `n2 registered\n${edge.describe()}`,
       );
+      process.stdout.write(
+        `[e2e hostile] n2 registered ${Date.now() - started} ms after start with ${idle.length} idle sockets held\n`,
+      );
       expect(Date.now() - started).toBeLessThan(15_000);
       expect(await connections('n1')).toBe(1);
     } finally {
@@ -251,6 +255,9 @@ describe('hostile input against a real edge and node', () => {
     );
     socket.write(Buffer.alloc(64 * 1024, 0x20));
     const answeredAt = await answered;
+    process.stdout.write(
+      `[e2e hostile] unauthenticated A2A 401 after ${(answeredAt - started).toFixed(1)} ms\n`,
+    );
     expect(response).toMatch(/^HTTP\/1\.1 401 /);
     expect(answeredAt - started).toBeLessThan(100);
     // The server closes instead of reading the rest of the declared body.
@@ -290,9 +297,11 @@ describe('hostile input against a real edge and node', () => {
         socket.on('error', () => undefined);
         socket.write('GET / HTTP/1.1\r\nhost: x\r\n');
         const drip = setInterval(() => socket.write('x-drip: 1\r\n'), 1000);
+        const opened = Date.now();
         const closed = await closedWithin(socket, 20_000);
         clearInterval(drip);
         socket.destroy();
+        process.stdout.write(`[e2e hostile] slowloris on ${name} closed after ${Date.now() - opened} ms\n`);
         return [name, closed] as const;
       }),
     );
@@ -338,6 +347,7 @@ describe('hostile input against a real edge and node', () => {
     const flood = await chat('e2e-flood', 'go');
     expect(flood.status).toBeGreaterThanOrEqual(500);
     expect(JSON.stringify(flood.body)).toContain('output_line_too_long');
+    process.stdout.write(`[e2e hostile] 50 MB line run failed after ${Date.now() - started} ms\n`);
     expect(Date.now() - started).toBeLessThan(30_000);
     const after = await chat('e2e-argv', 'iop_after_flood');
     expect(content(after.body)).toContain('IOP_AFTER_FLOOD_OK');
