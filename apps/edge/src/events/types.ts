@@ -46,4 +46,16 @@ export interface RunEventWithMeta {
   seq: number;
   atUnixMs: number;
   part: RunEventPart;
+  /** On the run's first event on the bus only: how the service admitted it (the dashboard's runs table). */
+  admitted?: RunAdmitted;
+}
+
+/** How a run got its capacity: the door it came through, what it asked for, where it went, how long it waited. */
+export interface RunAdmitted {
+  surface: string;
+  /** The models[] id for model destinations; '' for explicit routes. */
+  model: string;
+  /** '' when no provider matched an explicit route. */
+  providerId: string;
+  queueMs: number;
 }

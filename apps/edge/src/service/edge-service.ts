@@ -315,6 +315,12 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       cancelGraceMs,
       signal: options.signal,
       queueMs,
+      admitted: {
+        surface: options.surface,
+        model: destination.kind === 'model' ? destination.model : '',
+        providerId: lease.providerId ?? '',
+        queueMs,
+      },
       onFinished: (finished) => {
         if (runs.get(finished.runId) === finished) runs.delete(finished.runId);
         session.release();

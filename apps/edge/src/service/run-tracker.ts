@@ -11,7 +11,7 @@ import {
   type Usage,
 } from '@iop/wire';
 import type { Clock, ClockTimer } from '../clock.js';
-import type { EventBus } from '../events/types.js';
+import type { EventBus, RunAdmitted } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import { RunEventStream } from './run-event-stream.js';
@@ -31,6 +31,8 @@ export interface RunTrackerOptions {
   signal?: AbortSignal | undefined;
   /** Milliseconds the run waited for capacity before it was sent. */
   queueMs: number;
+  /** How the service admitted the run; attached to its first event on the bus. */
+  admitted?: RunAdmitted;
   /** Called once when the run has ended (its terminal part is published): release capacity and session here. */
   onFinished: (tracker: RunTracker) => void;
 }
@@ -52,6 +54,7 @@ export class RunTracker implements RunObserver {
   private lastUsage: Usage | undefined;
   private finalOutcome: RunOutcome | undefined;
   private finished = false;
+  private admittedPublished = false;
   private cancelRequested = false;
   private deadlineTimer: ClockTimer | undefined;
   private cancelTimer: ClockTimer | undefined;
@@ -171,7 +174,7 @@ export class RunTracker implements RunObserver {
       this.finish(meta);
       return;
     }
-    this.options.events.publish({ type: 'run', event: meta });
+    this.options.events.publish({ type: 'run', event: this.forBus(meta) });
     if (this.stream.push(meta) === 'overflow') {
       this.sendCancel('consumer-overflow');
       this.finishLocally({
@@ -217,11 +220,18 @@ export class RunTracker implements RunObserver {
     this.cancelTimer = undefined;
     this.options.signal?.removeEventListener('abort', this.onAbort);
     this.options.link.releaseRun(this.runId);
-    this.options.events.publish({ type: 'run', event: terminal });
+    this.options.events.publish({ type: 'run', event: this.forBus(terminal) });
     this.stream.end(terminal);
     this.finalOutcome = outcomeOf(terminal.part);
     this.resolveDone(this.finalOutcome);
     this.options.onFinished(this);
+  }
+
+  /** The event as the bus carries it: the run's first one also says how the run was admitted. */
+  private forBus(event: RunEventWithMeta): RunEventWithMeta {
+    if (this.admittedPublished || !this.options.admitted) return event;
+    this.admittedPublished = true;
+    return { ...event, admitted: this.options.admitted };
   }
 
   private sendCancel(reason: string): void {

@@ -121,6 +121,24 @@ describe('run log', () => {
     expect(changes).toHaveLength(3);
   });
 
+  it('takes surface, model, provider and queue wait from how the service admitted the run', () => {
+    const log = createRunLog({ resolveRoute: () => ({ provider: 'guessed', model: 'guessed' }) });
+    log.record({
+      runId: 'r1',
+      nodeId: 'n1',
+      seq: 1,
+      atUnixMs: 1000,
+      part: { type: 'start', sessionId: 's', adapter: 'ollama', target: 'llama3.2:latest' },
+      admitted: { surface: 'openai', model: 'llama', providerId: 'n1-ollama', queueMs: 41.6 },
+    });
+    expect(log.get('r1')?.run).toMatchObject({
+      surface: 'openai',
+      model: 'llama',
+      provider: 'n1-ollama',
+      queue_ms: 42,
+    });
+  });
+
   it('lets a surface annotate a run before or after its first event', () => {
     const log = createRunLog({ clock: () => 500 });
     log.annotate('r1', { surface: 'ui', model: 'm', provider: 'p', queue_ms: 12 });

@@ -5,8 +5,9 @@
 // forgotten first), `maxEventsPerRun` timeline entries per run (later ones are counted in `events_dropped`) and
 // `maxTextChars` characters of answer text per run. Nothing is persisted: the node's own history is durable.
 //
-// A run's provider and model are not on the wire: they are derived from the `start` part (node, adapter instance,
-// target) against the config in force, and a surface that knows better (the playground) annotates the run.
+// A run's surface, model, provider and queue wait come with its first event on the bus (`admitted`, set by the
+// service); without them (a run admitted before the dashboard started) provider and model are derived from the
+// `start` part (node, adapter instance, target) against the config in force.
 // Observers (the live feed) are told about every change of a run's summary; they must not throw.
 import type { RunEventPart } from '@iop/wire';
 import type { RunEventWithMeta } from '../service/types.js';
@@ -176,6 +177,13 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
       }
       const entry = entryFor(event.runId, event.nodeId, event.atUnixMs);
       if (TERMINAL.has(entry.run.status)) return;
+      if (event.admitted) {
+        // What the service knew when it admitted the run beats what the route lookup guesses.
+        entry.run.surface = event.admitted.surface;
+        if (event.admitted.model) entry.run.model = event.admitted.model;
+        if (event.admitted.providerId) entry.run.provider = event.admitted.providerId;
+        entry.run.queue_ms = Math.round(event.admitted.queueMs);
+      }
       if (entry.events.length < maxEvents) {
         entry.events.push({
           seq: event.seq,

@@ -202,6 +202,9 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     await openView('Runs');
     const row = page.locator('tr[data-status="completed"]', { hasText: MODEL_LLAMA }).first();
     await row.waitFor();
+    // The service says how it admitted the run: through the OpenAI surface, onto the ollama provider.
+    expect(await row.locator('td').nth(2).textContent()).toBe('openai');
+    expect(await row.locator('td').nth(4).textContent()).toBe(ollamaProviderId('n1'));
     await row.getByRole('button').click();
     await page.getByTestId('run-text').filter({ hasText: 'slow' }).waitFor();
     expect(await page.locator('.timeline li').count()).toBeGreaterThanOrEqual(3);
