@@ -69,6 +69,7 @@ edge_port=$(free_port)
 bootstrap_port=$(free_port)
 openai_port=$(free_port)
 admin_port=$(free_port)
+ui_port=$(free_port)
 fake_ollama_log="$work/fake-ollama.log"
 node packages/testkit/bin/fake-inference-server.mjs ollama --port 0 --models e2e-model --tokens 5 >"$fake_ollama_log" 2>&1 &
 pids+=($!)
@@ -76,7 +77,7 @@ wait_for 10 grep -q FAKE_OLLAMA_URL= "$fake_ollama_log" || fail "fake Ollama did
 ollama_url="$(sed -n 's/^FAKE_OLLAMA_URL=//p' "$fake_ollama_log")"
 (cd "$bundle" && ./iop-edge config init --public-url "http://127.0.0.1:$bootstrap_port")
 node test/e2e/release/configure-edge.mjs "$bundle/edge.yaml" "$node_id" "$edge_port" "$bootstrap_port" \
-  "$openai_port" "$admin_port" "$ollama_url"
+  "$openai_port" "$admin_port" "$ollama_url" "$ui_port"
 (cd "$bundle" && ./iop-edge config check >/dev/null)
 
 step "iop-edge serve"
@@ -134,6 +135,20 @@ node -e '
   console.log(`    | completion: ${JSON.stringify(text.slice(0, 60))} (${r.usage?.total_tokens} tokens)`);
 ' "$response"
 echo "    | first successful completion after ${run_ms} ms"
+
+step "the ops dashboard, embedded in the executable"
+dashboard="http://127.0.0.1:$ui_port"
+curl -fsS "$dashboard/" -o "$work/ui-index.html" || fail "the dashboard did not answer"
+grep -q '<div id="app">' "$work/ui-index.html" || fail "the dashboard's index.html is not the app"
+script="$(sed -n 's/.*src="\(\/assets\/[^"]*\.js\)".*/\1/p' "$work/ui-index.html" | head -n 1)"
+[ -n "$script" ] || fail "no script in the dashboard's index.html"
+curl -fsS "$dashboard$script" -o "$work/ui-app.js" || fail "the dashboard's $script is missing"
+curl -fsS "$dashboard/api/v1/overview" -o "$work/ui-overview.json" || fail "the dashboard API did not answer"
+node -e '
+  const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  if (!o.nodes.some((n) => n.node_id === process.argv[2])) { console.error("node missing", JSON.stringify(o.nodes)); process.exit(1); }
+  console.log(`    | dashboard: ${o.nodes.length} node(s), ${o.providers.length} provider(s); app ${process.argv[3]} bytes`);
+' "$work/ui-overview.json" "$node_id" "$(wc -c <"$work/ui-app.js")"
 
 step "token file, process list, installed layout"
 home_iop="$work/node-home/.iop"
