@@ -2,15 +2,9 @@
 // unterminated rest is kept until more text arrives or `flush()` hands it out. Each chunk is scanned once (the
 // kept rest is never rescanned), and the rest may grow to `maxLineLength` characters at most: a longer line throws
 // LineTooLongError (a CLI printing one endless line must fail its run, not fill the node's memory).
-export const DEFAULT_MAX_LINE_LENGTH = 8 * 1024 * 1024;
+import { DEFAULT_MAX_LINE_LENGTH, LineTooLongError } from '../line-limits.js';
 
-export class LineTooLongError extends Error {
-  override readonly name = 'LineTooLongError';
-
-  constructor(readonly limit: number) {
-    super(`an output line exceeded ${limit} characters`);
-  }
-}
+export { DEFAULT_MAX_LINE_LENGTH, LineTooLongError };
 
 export class LineSplitter {
   private parts: string[] = [];
