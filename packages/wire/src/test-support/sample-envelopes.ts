@@ -211,6 +211,26 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
     completed: 1_000_000,
   }),
   goodbye: envelope.goodbye('replaced', 'a newer connection authenticated'),
+  nodeDiscovery: envelope.nodeDiscovery({
+    backends: [
+      {
+        kind: 'ollama',
+        baseUrl: 'http://127.0.0.1:11434',
+        models: ['llama3.2', 'qwen3:8b'],
+        version: '0.12.6',
+        loadedModels: ['qwen3:8b'],
+      },
+    ],
+    clis: [{ name: 'codex', path: '/usr/local/bin/codex', version: 'codex-cli 0.46.0' }],
+    host: {
+      os: 'linux',
+      arch: 'x64',
+      cpuCores: 16,
+      memoryBytes: 68_719_476_736,
+      gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 25_757_220_864, vendor: 'nvidia' }],
+    },
+    discoveredAtUnixMs: 1_700_000_000_789,
+  }),
 };
 
 /** Every run event variant, for round-trip tests of the nested oneof. */
