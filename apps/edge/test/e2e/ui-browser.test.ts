@@ -182,7 +182,7 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
 
   it("watches a provider's in_flight rise to 1 for a slow request and fall back to 0", async () => {
     await openView('Providers & models');
-    ollama.setBehavior({ firstTokenDelayMs: 2500 });
+    ollama.setBehavior({ firstTokenDelayMs: 4000 });
     const provider = `tr[data-provider="${ollamaProviderId('n1')}"]`;
     const request = chat(MODEL_LLAMA, 'slow one please');
     try {
