@@ -293,3 +293,47 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     expect((await readFile(path.join(SCREENSHOTS, 'providers-busy.png'))).length).toBeGreaterThan(1000);
   });
 });
+
+suite('ops dashboard with an admin token, in headless Chromium', () => {
+  const tokenGroup = new ProcessGroup();
+  let tokenBrowser: Browser;
+
+  afterAll(async () => {
+    await tokenBrowser?.close();
+    await tokenGroup.close();
+  });
+
+  it('asks for the token, then loads and goes live with the session cookie', async () => {
+    const dir = await tokenGroup.tempDir('iop-e2e-ui-token-');
+    const base = fabricConfig({ dataDir: `${dir}/data`, nodes: [] });
+    const tokened = await startEdgeProcess(tokenGroup, dir, {
+      ...base,
+      refresh: { ...(base.refresh as Record<string, unknown>), admin_token: 'ui-e2e-admin-token' },
+      ui: { enabled: true, listen: '127.0.0.1:0' },
+    });
+    const url = /^ {2}ui\s+(\S+)/m.exec(tokened.stdout())?.[1] ?? '';
+    expect((await fetch(`${url}api/v1/overview`)).status).toBe(401);
+    tokenBrowser = await chromium.launch({
+      executablePath,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      timeout: 30_000,
+    });
+    const tokenPage = await tokenBrowser.newPage({ viewport: { width: 1280, height: 800 } });
+    tokenPage.setDefaultTimeout(20_000);
+    await tokenPage.goto(url);
+    await tokenPage.getByLabel('Admin token').fill('wrong-token');
+    await tokenPage.getByRole('button', { name: 'Sign in' }).click();
+    await tokenPage.getByRole('alert').filter({ hasText: 'wrong token' }).waitFor();
+    await tokenPage.getByLabel('Admin token').fill('ui-e2e-admin-token');
+    await tokenPage.getByRole('button', { name: 'Sign in' }).click();
+    // The live feed (an EventSource, which sends no headers) authenticates with the HttpOnly cookie.
+    await tokenPage.locator('.live.on').waitFor();
+    expect(await tokenPage.getByTestId('totals').textContent()).toContain('0 nodes');
+    const cookies = await tokenPage.context().cookies();
+    expect(cookies.find((cookie) => cookie.name === 'iop_ui_token')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+    });
+  });
+});
