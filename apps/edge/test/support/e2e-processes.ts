@@ -205,6 +205,8 @@ export interface NodeProcessOptions {
   dataDir: string;
   retryIntervalMs?: number;
   maxRetries?: number;
+  /** Extra environment of the node process (e.g. IOP_OTLP_ENDPOINT). */
+  env?: Record<string, string>;
 }
 
 /** Starts `iop-node run` against `edge` (host:port) with JSON logs on stderr. */
@@ -227,7 +229,7 @@ export function startNodeProcess(group: ProcessGroup, options: NodeProcessOption
       '--log-format',
       'json',
     ],
-    { IOP_NODE_TOKEN: options.token },
+    { ...options.env, IOP_NODE_TOKEN: options.token },
   );
 }
 
