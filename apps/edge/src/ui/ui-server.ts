@@ -326,7 +326,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         return;
       }
       case 'GET /api/v1/stream':
-        openStream(request, response);
+        openStream(response);
         return;
       case 'POST /api/v1/playground':
         checkMutation(request);
@@ -357,7 +357,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     response.end(headOnly ? undefined : asset.body);
   }
 
-  function openStream(request: http.IncomingMessage, response: http.ServerResponse): void {
+  function openStream(response: http.ServerResponse): void {
     if (streams >= limits.maxStreams)
       throw new UiError('too_many_streams', 'too many live dashboard feeds open');
     streams += 1;
@@ -394,7 +394,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       if (!response.writableEnded) response.end();
     };
     closers.add(end);
-    request.on('close', end);
+    // The response's close is the reliable signal: the client went away, or the stream was ended here.
     response.on('close', end);
     tick();
     send('charts', deps.charts.snapshot());
