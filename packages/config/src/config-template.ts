@@ -57,7 +57,8 @@ console: { node: "", adapter: "cli", target: "", session_id: "default" }
 openai:
   enabled: false
   listen: ${q(DEFAULTS.openai_listen)}
-  api_keys: []        # bearer keys clients must send; empty = no authentication
+  api_keys: []        # API keys (OpenAI and A2A); empty = no authentication. Add one with limits:
+                      #   iop-edge keys create team-a --models m1 --rpm 60 --budget 1000000/month
   model_routes: []
 
 a2a:
