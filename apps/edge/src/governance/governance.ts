@@ -52,8 +52,10 @@ export function openGovernance(options: GovernanceOptions): Governance {
         metrics?.record(record);
       },
     },
-    onRefused: (principal, error) =>
-      logger.debug({ principal, code: error.code, limit: error.limit }, 'run refused by a key limit'),
+    onRefused: (principal, error) => {
+      metrics?.refused(principal, error.limit);
+      logger.debug({ principal, code: error.code, limit: error.limit }, 'run refused by a key limit');
+    },
   });
   let closed = false;
   return {

@@ -46,6 +46,21 @@ describe('iop_tokens_total', () => {
     );
   });
 
+  it('counts refusals by key and limit', async () => {
+    const registry = new Registry();
+    const metrics = createUsageMetrics(registry);
+    metrics.refused('team-a', 'rpm');
+    metrics.refused('team-a', 'rpm');
+    metrics.refused('team-b', 'token_budget');
+    const metric = (await registry.getMetricsAsJSON()).find(
+      (entry) => entry.name === 'iop_key_refusals_total',
+    );
+    expect(metric?.values.map((value) => [value.labels['key'], value.labels['limit'], value.value])).toEqual([
+      ['team-a', 'rpm', 2],
+      ['team-b', 'token_budget', 1],
+    ]);
+  });
+
   it('keeps the model label set bounded: past 256 models new ones count as "other"', async () => {
     const registry = new Registry();
     const metrics = createUsageMetrics(registry);

@@ -1,7 +1,8 @@
-// `iop_tokens_total{key,model,direction}`: the tokens of finished runs as the backend reported them, on the edge's
-// Prometheus registry. Label sets are bounded whatever callers send: key ids come from edge.yaml (anonymous runs
+// `iop_tokens_total{key,model,direction}`: the tokens of finished runs as the backend reported them, and
+// `iop_key_refusals_total{key,limit}`: requests a key's limits refused, on the edge's Prometheus registry. Label sets are bounded whatever callers send: key ids come from edge.yaml (anonymous runs
 // are `anonymous`), and past MAX_KEYS keys or MAX_MODELS models new values are counted under `other`.
 import { Counter, type Registry } from 'prom-client';
+import type { GovernanceLimit } from './errors.js';
 import type { UsageRecord } from './usage-store.js';
 
 const MAX_KEYS = 1100;
@@ -11,6 +12,8 @@ export const ANONYMOUS_LABEL = 'anonymous';
 
 export interface UsageMetrics {
   record(record: UsageRecord): void;
+  /** A request refused by one of the key's limits (`rpm`, `tpm`, `max_concurrent`, `token_budget`, `models`). */
+  refused(principal: string, limit: GovernanceLimit): void;
 }
 
 export function createUsageMetrics(registry: Registry): UsageMetrics {
@@ -18,6 +21,12 @@ export function createUsageMetrics(registry: Registry): UsageMetrics {
     name: 'iop_tokens_total',
     help: 'Tokens of finished runs as the backend reported them, by API key, model and direction (in/out).',
     labelNames: ['key', 'model', 'direction'],
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: 'iop_key_refusals_total',
+    help: "Requests refused by an API key's limits, by key and limit (rpm, tpm, max_concurrent, token_budget, models).",
+    labelNames: ['key', 'limit'],
     registers: [registry],
   });
   const keys = new BoundedLabel(MAX_KEYS);
@@ -29,6 +38,9 @@ export function createUsageMetrics(registry: Registry): UsageMetrics {
       const model = models.label(record.model);
       if (record.inputTokens > 0) tokens.inc({ key, model, direction: 'in' }, record.inputTokens);
       if (record.outputTokens > 0) tokens.inc({ key, model, direction: 'out' }, record.outputTokens);
+    },
+    refused(principal, limit) {
+      refusals.inc({ key: keys.label(principal), limit });
     },
   };
 }
