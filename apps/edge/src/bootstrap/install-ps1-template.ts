@@ -150,6 +150,9 @@ function Start-IopNode {
   $arguments = @('--disable-warning=ExperimentalWarning', $bundle, 'run', '--edge', $Edge, '--node-id', $NodeId, '--token-file', $tokenFile, '--data-dir', $dataDir)
   if ($EdgeFingerprint) { $arguments += @('--edge-fingerprint', $EdgeFingerprint) }
   if ($Service) {
+    # A node replaced by another process with its identity exits 0 here, so the task's restart settings
+    # never start it into a replace loop.
+    $arguments += @('--replaced-exit-code', '0')
     $argumentLine = ($arguments | ForEach-Object { ConvertTo-IopArgument $_ }) -join ' '
     $action = New-ScheduledTaskAction -Execute $nodeExe -Argument $argumentLine -WorkingDirectory $InstallDir
     $trigger = New-ScheduledTaskTrigger -AtLogOn -User ([System.Security.Principal.WindowsIdentity]::GetCurrent().Name)

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { INSTALL_PS1_TEMPLATE } from './install-ps1-template.js';
 import { INSTALL_SH_TEMPLATE } from './install-sh-template.js';
 
 // iop-node exits with status 3 when the edge closed it as `replaced` (another process registered with its
@@ -45,5 +46,12 @@ describe('node service unit', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('makes a replaced node exit 0 under the Windows scheduled task (its restart settings apply to failures)', () => {
+    const service = INSTALL_PS1_TEMPLATE.slice(INSTALL_PS1_TEMPLATE.indexOf('if ($Service) {'));
+    const argumentsLine = service.indexOf("$arguments += @('--replaced-exit-code', '0')");
+    expect(argumentsLine).toBeGreaterThan(0);
+    expect(argumentsLine).toBeLessThan(service.indexOf('New-ScheduledTaskAction'));
   });
 });
