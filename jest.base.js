@@ -23,7 +23,10 @@ export function jestConfig(packageDir, overrides = {}) {
       ],
     },
     moduleNameMapper: {
-      '^@iop/(proto|wire|config|testkit|logging|cli-kit|tracing)$': path.join(root, 'packages/$1/src/index.ts'),
+      '^@iop/(proto|wire|config|testkit|logging|cli-kit|tracing)$': path.join(
+        root,
+        'packages/$1/src/index.ts',
+      ),
       '^(\\.{1,2}/.*)\\.js$': '$1',
     },
     testTimeout: 20000,

@@ -2,7 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
 import { createProviderPool } from '../pool/provider-pool.js';
-import { FakeNodes, connectAll, modelConfig, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
+import {
+  FakeNodes,
+  connectAll,
+  modelConfig,
+  poolConfig,
+  providerConfig,
+} from '../pool/test-support/pool-fixture.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { createRunStarter } from './run-starter.js';

@@ -3,7 +3,13 @@
 // count everything tests assert on. Given a real ProviderPool it admits `{ kind: 'model' }` runs through it the
 // way the service does (lease held until the run ends, generation policy, session slots), so surface tests see
 // real queueing, 429/503 refusals and provider spread.
-import { create, type ChatMessage, type GenerationParams, type NodeCommandResponse, type RunEventPart } from '@iop/wire';
+import {
+  create,
+  type ChatMessage,
+  type GenerationParams,
+  type NodeCommandResponse,
+  type RunEventPart,
+} from '@iop/wire';
 import { isPoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
@@ -134,7 +140,8 @@ export class FakeEdgeService implements EdgeService {
     let params = spec.params;
     const queuedAt = performance.now();
     if (destination.kind === 'model') {
-      if (!this.pool) throw new ServiceError('model_not_found', `The model '${destination.model}' does not exist`);
+      if (!this.pool)
+        throw new ServiceError('model_not_found', `The model '${destination.model}' does not exist`);
       try {
         lease = await this.pool.acquire(destination.model, { signal: options.signal });
       } catch (error) {
