@@ -84,7 +84,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const store = createNodeStore({
     dataDir: config.edge.data_dir,
     configNodes: config.nodes,
-    clock: clock.now,
+    clock: () => clock.now(),
     onUnreadable: (error) =>
       logger.error({ error: error.message }, 'node store unreadable: accepting only the tokens in edge.yaml'),
   });
