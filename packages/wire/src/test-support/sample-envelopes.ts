@@ -38,6 +38,7 @@ const nodeConfig = {
         },
         maxSessions: 8,
         sessionIdleTtlMs: 900000,
+        workspaceRoots: ['/srv/work'],
       },
     },
     {
