@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../logging.js';
-import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { echoScripter, FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
+import { MAX_LISTENERS_PER_TASK } from './task-subscription.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 
 let surface: RunningA2ASurface | undefined;
@@ -11,7 +12,10 @@ afterEach(async () => {
   surface = undefined;
 });
 
-async function start(bearerToken: string): Promise<{ host: string; port: number }> {
+async function start(
+  bearerToken: string,
+  scripter: Scripter = echoScripter,
+): Promise<{ host: string; port: number }> {
   surface = await startA2ASurface({
     listen: '127.0.0.1:0',
     path: '/a2a',
@@ -28,7 +32,7 @@ async function start(bearerToken: string): Promise<{ host: string; port: number 
       finishedTaskTtlMs: 60_000,
       maxContexts: 10,
     },
-    service: new FakeEdgeService(echoScripter),
+    service: new FakeEdgeService(scripter),
     logger: silentLogger,
   });
   const port = Number(surface.address.slice(surface.address.lastIndexOf(':') + 1));
@@ -120,5 +124,36 @@ describe('A2A app hostile input', () => {
       expect(body.error?.code).toBe(-32602);
       expect(body.error?.message).toMatch(/contextId/);
     }
+  });
+
+  it('refuses a resubscription over the per-task cap while the others stay open', async () => {
+    // A run without a terminal part waits until it is cancelled: the task stays working.
+    const address = await start('', () => ({ parts: [] }));
+    const url = `http://${address.host}:${address.port}/a2a`;
+    const rpc = (method: string, params: unknown, signal?: AbortSignal) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        ...(signal ? { signal } : {}),
+      });
+    const sent = (await (
+      await rpc('message/send', {
+        message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hold' }] },
+        configuration: { blocking: false },
+      })
+    ).json()) as { result: { id: string } };
+    const controller = new AbortController();
+    const open: Response[] = [];
+    for (let index = 0; index < MAX_LISTENERS_PER_TASK; index += 1) {
+      const response = await rpc('tasks/resubscribe', { id: sent.result.id }, controller.signal);
+      expect(response.headers.get('content-type')).toContain('text/event-stream');
+      open.push(response);
+    }
+    const refused = await rpc('tasks/resubscribe', { id: sent.result.id });
+    const body = (await refused.json()) as { error?: { message: string } };
+    expect(body.error?.message).toMatch(/too many subscriptions/);
+    controller.abort();
+    await rpc('tasks/cancel', { id: sent.result.id });
   });
 });

@@ -23,6 +23,7 @@ import {
   type TaskState,
 } from './a2a-types.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
+import { TaskSubscription } from './task-subscription.js';
 import { TaskStore, TaskStoreFullError, type TaskRecord } from './task-store.js';
 
 export interface A2ASettings {
@@ -395,17 +396,13 @@ export class TaskManager {
     for (const listener of record.listeners) listener(event);
   }
 
-  /** The task snapshot, then live events until a final status-update (or the caller goes away). */
+  /**
+   * The task snapshot, then live events until a final status-update (or the caller goes away). The subscription
+   * is bounded (TaskSubscription): a task with too many subscribers refuses another, and a client that falls
+   * too far behind gets an error instead of an unbounded queue.
+   */
   private async *follow(record: TaskRecord, signal: AbortSignal): AsyncGenerator<StreamEvent> {
-    const queue: StreamEvent[] = [];
-    let wake: (() => void) | undefined;
-    const listener = (event: StreamEvent): void => {
-      queue.push(event);
-      wake?.();
-    };
-    const onAbort = (): void => wake?.();
-    record.listeners.add(listener);
-    signal.addEventListener('abort', onAbort);
+    const subscription = new TaskSubscription(record.listeners);
     try {
       yield snapshot(record.task);
       if (this.store.isTerminal(record)) {
@@ -418,21 +415,14 @@ export class TaskManager {
         };
         return;
       }
-      while (!signal.aborted) {
-        const event = queue.shift();
-        if (event) {
-          yield event;
-          if (event.kind === 'status-update' && event.final) return;
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
+      for (;;) {
+        const event = await subscription.next(signal);
+        if (!event) return;
+        yield event;
+        if (event.kind === 'status-update' && event.final) return;
       }
     } finally {
-      record.listeners.delete(listener);
-      signal.removeEventListener('abort', onAbort);
+      subscription.close();
     }
   }
 
