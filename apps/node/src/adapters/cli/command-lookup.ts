@@ -26,11 +26,3 @@ function isExecutable(file: string): boolean {
     return false;
   }
 }
-
-export function isDirectory(directory: string): boolean {
-  try {
-    return statSync(directory).isDirectory();
-  } catch {
-    return false;
-  }
-}
