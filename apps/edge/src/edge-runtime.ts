@@ -22,7 +22,8 @@ import { createProviderPool, type ProviderPool } from './pool/provider-pool.js';
 import { createConfigRefresher, type ConfigRefresher } from './refresh/config-refresher.js';
 import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
 import type { Surface, SurfaceFactory } from './surface.js';
-import { startEdgeTransport, type EdgeTransport } from './transport/edge-transport.js';
+import { startNodeTransport } from './node/node-transport.js';
+import type { EdgeTransport } from './transport/edge-transport.js';
 
 export interface EdgeRuntimeOptions {
   config: EdgeConfig;
@@ -136,7 +137,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
 
   let transport: EdgeTransport;
   try {
-    transport = await startEdgeTransport({
+    transport = await startNodeTransport({
       config,
       store,
       registry,

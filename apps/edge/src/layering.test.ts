@@ -5,11 +5,11 @@
 //   root        edge-runtime.ts, surfaces.ts, surface.ts, run-edge.ts, main.ts, cli/
 //   surfaces    openai/ a2a/ console/ admin/ bootstrap/ ui/          (translate a protocol to service calls)
 //   service     service/                                             (admission and run lifetime)
-//   below it    refresh/ governance/ adopt/ → pool/ metrics/ → transport/ → node/ → events/ → base
+//   below it    refresh/ governance/ adopt/ → pool/ metrics/ → node/ → transport/ → events/ → base
 //   base        logging.ts version.ts clock.ts fault.ts net/ http/ tls/
 //
-// transport/ sits above node/: accepting a connection means authenticating a node and building its NodeLink;
-// node/ (links, registry, token store) never sees a socket listener.
+// transport/ is the listener (TCP/TLS, bounds before registration) and hands each framed connection to a
+// ConnectionHandler; node/ implements it (registration, NodeLink, registry, heartbeats) and never the reverse.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +26,8 @@ const LAYERS: Record<string, number> = {
   http: 0,
   tls: 0,
   events: 1,
-  node: 2,
-  transport: 3,
+  transport: 2,
+  node: 3,
   pool: 4,
   metrics: 4,
   refresh: 5,

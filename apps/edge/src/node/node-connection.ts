@@ -1,4 +1,5 @@
-// One accepted TCP/TLS connection from its first byte to its close.
+// One accepted TCP/TLS connection of a node, from its first frame to its close (the transport accepted the
+// socket and bounds it until registration; this is what the connection becomes).
 //
 // Sequence: the first frame must be a RegisterRequest within `register_timeout_ms` (else close
 // `register-timeout`; any other first frame closes with `protocol_violation`). Until it is accepted the peer may
@@ -24,9 +25,10 @@ import {
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import { NodeLink } from '../node/node-link.js';
-import type { NodeRegistry } from '../node/node-registry.js';
-import type { NodeStore } from '../node/node-store.js';
+import type { AcceptedConnection } from '../transport/connection-handler.js';
+import { NodeLink } from './node-link.js';
+import type { NodeRegistry } from './node-registry.js';
+import type { NodeStore } from './node-store.js';
 import { evaluateRegistration } from './registration.js';
 
 export interface ConnectionContext {
@@ -58,7 +60,7 @@ type FirstFrame =
   | { kind: 'ended' }
   | { kind: 'error'; error: unknown };
 
-export class NodeConnection {
+export class NodeConnection implements AcceptedConnection {
   private link: NodeLink | undefined;
   private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
   private closingReason: string | undefined;
@@ -87,6 +89,10 @@ export class NodeConnection {
 
   get nodeLink(): NodeLink | undefined {
     return this.link;
+  }
+
+  get registered(): boolean {
+    return this.link !== undefined;
   }
 
   /** Closes the connection with a Goodbye; `run()` then finishes the bookkeeping. */

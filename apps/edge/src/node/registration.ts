@@ -4,7 +4,7 @@
 // the node prints when it exits, so it says what to do.
 import { DEFAULTS } from '@iop/config';
 import { PROTOCOL_VERSION, RegisterRejectCode, type RegisterRequest } from '@iop/wire';
-import { isValidNodeId, type NodeStore } from '../node/node-store.js';
+import { isValidNodeId, type NodeStore } from './node-store.js';
 
 export type RegistrationDecision =
   { accepted: true } | { accepted: false; code: RegisterRejectCode; reason: string; logReason: string };

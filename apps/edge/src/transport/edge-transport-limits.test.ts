@@ -8,7 +8,9 @@ import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
 import { createNodeRegistry, type NodeRegistry } from '../node/node-registry.js';
 import { createNodeStore } from '../node/node-store.js';
 import { testEdgeConfig, testNode } from '../node/test-support/config-fixture.js';
-import { startEdgeTransport, type EdgeTransport, type EdgeTransportOptions } from './edge-transport.js';
+import { startNodeTransport } from '../node/node-transport.js';
+import type { EdgeTransport } from './edge-transport.js';
+import type { NodeTransportOptions } from '../node/node-transport.js';
 import {
   connectFakeNode,
   connectSocket,
@@ -35,7 +37,7 @@ afterEach(async () => {
 });
 
 async function start(
-  extra: Partial<EdgeTransportOptions> = {},
+  extra: Partial<NodeTransportOptions> = {},
   edge: { register_timeout_ms?: number } = {},
 ): Promise<{ registry: NodeRegistry; logs: LogEntry[]; token: string; address: string }> {
   const config = testEdgeConfig({ edge: { data_dir: dataDir, ...edge }, nodes: [testNode()] });
@@ -44,7 +46,7 @@ async function start(
   const registry = createNodeRegistry();
   bus = createEventBus({ replaySize: 10, queueSize: 10 });
   const logger = recordingLogger();
-  transport = await startEdgeTransport({
+  transport = await startNodeTransport({
     config,
     store,
     registry,

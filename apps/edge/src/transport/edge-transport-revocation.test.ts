@@ -10,7 +10,8 @@ import { createEventBus } from '../events/event-bus.js';
 import { createNodeRegistry } from '../node/node-registry.js';
 import { createNodeStore } from '../node/node-store.js';
 import { testEdgeConfig } from '../node/test-support/config-fixture.js';
-import { startEdgeTransport, type EdgeTransport } from './edge-transport.js';
+import { startNodeTransport } from '../node/node-transport.js';
+import type { EdgeTransport } from './edge-transport.js';
 import { connectFakeNode, recordingLogger, waitUntil } from './test-support/fake-node.js';
 
 let dataDir: string;
@@ -30,7 +31,7 @@ async function start() {
   const config = testEdgeConfig({ edge: { data_dir: dataDir } });
   const store = createNodeStore({ dataDir });
   const registry = createNodeRegistry();
-  transport = await startEdgeTransport({
+  transport = await startNodeTransport({
     config,
     store,
     registry,

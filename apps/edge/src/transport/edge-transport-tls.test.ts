@@ -7,7 +7,8 @@ import { createEventBus } from '../events/event-bus.js';
 import { createNodeRegistry } from '../node/node-registry.js';
 import { createNodeStore } from '../node/node-store.js';
 import { testEdgeConfig } from '../node/test-support/config-fixture.js';
-import { startEdgeTransport, type EdgeTransport } from './edge-transport.js';
+import { startNodeTransport } from '../node/node-transport.js';
+import type { EdgeTransport } from './edge-transport.js';
 import { connectFakeNode, connectSocket, recordingLogger, waitUntil } from './test-support/fake-node.js';
 
 const tlsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'test-support/tls');
@@ -40,7 +41,7 @@ describe('edge transport over TLS', () => {
     const { token } = await store.register('test-node');
     const logger = recordingLogger();
     const registry = createNodeRegistry();
-    transport = await startEdgeTransport({ config, store, registry, events: createEventBus(), logger });
+    transport = await startNodeTransport({ config, store, registry, events: createEventBus(), logger });
     const ca = await readFile(path.join(tlsDir, 'cert.pem'));
 
     const plain = await connectSocket(transport.address);
@@ -63,7 +64,7 @@ describe('edge transport over TLS', () => {
   it('refuses to start with a typed error when the certificate cannot be read', async () => {
     const config = tlsConfig(path.join(tlsDir, 'missing.pem'));
     await expect(
-      startEdgeTransport({
+      startNodeTransport({
         config,
         store: createNodeStore({ dataDir }),
         registry: createNodeRegistry(),

@@ -18,7 +18,8 @@ import { createNodeStore, type NodeStore } from '../node/node-store.js';
 import { testEdgeConfig, testNode } from '../node/test-support/config-fixture.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
-import { startEdgeTransport, type EdgeTransport } from './edge-transport.js';
+import { startNodeTransport } from '../node/node-transport.js';
+import type { EdgeTransport } from './edge-transport.js';
 import {
   connectFakeNode,
   connectSocket,
@@ -74,7 +75,7 @@ async function start(
     }
   })();
   const logger = recordingLogger();
-  const transport = await startEdgeTransport({
+  const transport = await startNodeTransport({
     config,
     store,
     registry,

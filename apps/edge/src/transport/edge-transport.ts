@@ -1,7 +1,8 @@
 // The node transport: a TCP (or TLS, when edge.tls.enabled) listener on edge.listen. Each accepted socket becomes
-// a FramedConnection driven by a NodeConnection (handshake, heartbeats, frames → NodeLink). A bad connection —
-// garbage, oversize or truncated frames, a wrong token, silence — is closed and logged with its reason; it never
-// affects other connections. `stop(reason)` stops accepting, says Goodbye to every node and closes everything.
+// a FramedConnection handed to the ConnectionHandler (node/: handshake, heartbeats, frames → NodeLink). A bad
+// connection — garbage, oversize or truncated frames, a wrong token, silence — is closed and logged with its
+// reason; it never affects other connections. `stop(reason)` stops accepting, says Goodbye to every connection
+// and closes everything. The transport knows nothing of nodes beyond the handler interface.
 //
 // Until a peer has registered it is held to small bounds: frames of at most `preRegistrationFrameBytes`, a few
 // pending connections per remote address and in total (`admitPending`: at a cap the longest-idle pending
@@ -11,32 +12,21 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { EdgeConfig } from '@iop/config';
-import { CLOSE_REASONS, DEFAULT_MAX_FRAME_BYTES, FramedConnection, type NodeConfigPayload } from '@iop/wire';
-import type { EventBus } from '../events/types.js';
+import { CLOSE_REASONS, DEFAULT_MAX_FRAME_BYTES, FramedConnection } from '@iop/wire';
 import type { Logger } from '../logging.js';
-import { payloadForNode } from '../node/mapper.js';
-import type { NodeRegistry } from '../node/node-registry.js';
-import type { NodeStore } from '../node/node-store.js';
+import type { AcceptedConnection, ConnectionHandler } from './connection-handler.js';
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
-import { NodeConnection } from './node-connection.js';
-import type { NodeLink } from '../node/node-link.js';
-import { createTokenRevocation } from '../node/token-revocation.js';
 import { admitPending } from './pending-admission.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
 export interface EdgeTransportOptions {
   config: EdgeConfig;
-  store: NodeStore;
-  registry: NodeRegistry;
-  events: EventBus;
+  /** What each accepted connection becomes (node/node-transport.ts builds the node handler). */
+  handler: ConnectionHandler;
   logger: Logger;
   clock?: () => number;
-  /** Payload sent to an accepted node; default: mapped from `config.nodes` (default payload for store-only ids). */
-  payloadFor?: (nodeId: string) => NodeConfigPayload;
   maxFrameBytes?: number;
-  /** Timeout of node commands and refreshes on each link. */
-  requestTimeoutMs?: number;
   /** Bound of each close step of a connection (Goodbye flush, peer FIN). */
   closeTimeoutMs?: number;
   /**
@@ -51,10 +41,6 @@ export interface EdgeTransportOptions {
   preRegistrationFrameBytes?: number;
   /** Warning lines per remote address per minute (default 20; the rest go to debug and are counted). */
   warningsPerAddressPerMinute?: number;
-  /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
-  onFrameError?: (code: string) => void;
-  /** How often connected nodes' tokens are re-verified (rotation/revocation); default 500 ms, 0 = never. */
-  tokenCheckIntervalMs?: number;
 }
 
 export interface EdgeTransport {
@@ -85,43 +71,22 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     windowMs: 60_000,
     clock,
   });
-  const connections = new Set<NodeConnection>();
+  interface Tracked {
+    connection: AcceptedConnection;
+    remoteIp: string;
+  }
+  const connections = new Set<Tracked>();
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
-
-  const revocation = createTokenRevocation({
-    store: options.store,
-    registry: options.registry,
-    logger,
-    intervalMs: options.tokenCheckIntervalMs ?? 500,
-  });
-  const context = {
-    edgeId: config.edge.id,
-    store: options.store,
-    registry: options.registry,
-    events: options.events,
-    logger,
-    clock,
-    registerTimeoutMs: config.edge.register_timeout_ms,
-    heartbeatIntervalMs: config.edge.heartbeat_interval_ms,
-    heartbeatTimeoutMs: config.edge.heartbeat_timeout_ms,
-    requestTimeoutMs: options.requestTimeoutMs,
-    payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
-    // agent_kind is restart-only, so the startup config is the one in force.
-    agentKindFor: (nodeId: string) => config.nodes.find((node) => node.id === nodeId)?.agent_kind,
-    isShuttingDown: () => shuttingDown,
-    onFrameError: options.onFrameError ?? (() => undefined),
-    registeredInputLimits: { maxFrameBytes, maxBufferedBytes: REGISTERED_BUFFERED_BYTES },
-    onAuthenticated: (link: NodeLink, token: string) => revocation.track(link, token),
-  };
+  const handler = options.handler;
 
   /** Makes room for a new socket from `address`; false when it must be refused. */
   const admit = (address: string, remote: string): boolean => {
     const pending = [...connections]
-      .filter((connection) => connection.nodeLink === undefined && !closingForRoom.has(connection))
-      .map((connection) => ({
+      .filter(({ connection }) => !connection.registered && !closingForRoom.has(connection))
+      .map(({ connection, remoteIp }) => ({
         handle: connection,
-        address: connection.remoteIp,
+        address: remoteIp,
         acceptedAtMs: connection.acceptedAtMs,
         bytesReceived: connection.bytesReceived,
         registering: connection.registering,
@@ -158,7 +123,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       }
     }
   };
-  const closingForRoom = new Set<NodeConnection>();
+  const closingForRoom = new Set<AcceptedConnection>();
 
   const onSocket = (socket: net.Socket) => {
     if (shuttingDown) {
@@ -178,8 +143,13 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
       logger: connectionLogger,
     });
-    const connection = new NodeConnection(framed, { ...context, logger: connectionLogger }, address);
-    connections.add(connection);
+    const connection = handler.accept(framed, {
+      remoteIp: address,
+      logger: connectionLogger,
+      isShuttingDown: () => shuttingDown,
+    });
+    const tracked: Tracked = { connection, remoteIp: address };
+    connections.add(tracked);
     const task = connection
       .run()
       .catch((error: unknown) => {
@@ -193,7 +163,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
         return framed.close('internal-error');
       })
       .finally(() => {
-        connections.delete(connection);
+        connections.delete(tracked);
         tasks.delete(task);
       });
     tasks.add(task);
@@ -223,7 +193,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const address = boundAddress(server.address());
   logger.info({ address, tls: config.edge.tls.enabled }, 'node transport listening');
 
-  revocation.start();
+  handler.start?.();
   let stopping: Promise<void> | undefined;
   return {
     address,
@@ -233,10 +203,10 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     stop(reason = 'shutdown') {
       stopping ??= (async () => {
         shuttingDown = true;
-        revocation.stop();
+        handler.stop?.();
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         await Promise.all(
-          [...connections].map((connection) => connection.close(reason).catch(() => undefined)),
+          [...connections].map(({ connection }) => connection.close(reason).catch(() => undefined)),
         );
         await Promise.all([...tasks]);
         await serverClosed;
@@ -249,9 +219,6 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
 
 /** Largest frame a peer may send before it has registered (a register request is a few hundred bytes). */
 export const PRE_REGISTRATION_FRAME_BYTES = 64 * 1024;
-
-/** Decoded bytes held for a registered link whose consumer lags (the wire's default). */
-const REGISTERED_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 async function createTlsServer(
   config: EdgeConfig,
