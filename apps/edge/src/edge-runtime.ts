@@ -6,9 +6,11 @@
 // Goodbye `shutdown` (which ends their in-flight runs), and the bus closes its subscriptions.
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
+import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
 import { createTracing, type Tracing } from '@iop/tracing';
+import { CLOSE_REASONS } from '@iop/wire';
 import type { Logger } from './logging.js';
 import { EdgeMetrics } from './metrics/edge-metrics.js';
 import {
@@ -121,7 +123,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       sampleRatio: config.tracing.sample_ratio,
       ...(config.tracing.otlp_endpoint ? { otlpEndpoint: config.tracing.otlp_endpoint } : {}),
     });
-  const service = createEdgeService({
+  const localService = createEdgeService({
     registry,
     pool,
     events,
@@ -153,6 +155,32 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     events.close();
     throw error;
   }
+  // Cluster mode only (`cluster.enabled`): NATS state, node ownership and forwarded runs (cluster/).
+  let cluster: EdgeCluster | undefined;
+  if (config.cluster.enabled) {
+    try {
+      cluster = await startEdgeCluster({
+        config,
+        service: localService,
+        events,
+        connectedNodes: () => registry.links().map((link) => link.nodeId),
+        dropNode: (nodeId) =>
+          void registry
+            .get(nodeId)
+            ?.close(CLOSE_REASONS.replaced, { goodbye: true })
+            .catch(() => undefined),
+        logger: logger.child({ component: 'cluster' }),
+        clock,
+      });
+    } catch (error) {
+      pool.close();
+      await transport.stop('startup-failed');
+      governance.close();
+      events.close();
+      throw error;
+    }
+  }
+  const service = cluster?.service ?? localService;
 
   const applyNodeConfig: ApplyNodeConfig = async (next, applyOptions = {}) => {
     const outcome = await nodeConfigs.apply(next.nodes, applyOptions);
@@ -213,6 +241,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         }
       }
       refresher?.close();
+      await cluster?.close();
       service.shutdown();
       pool.close();
       await transport.stop(reason);

@@ -4,6 +4,7 @@
 //
 //   root        edge-runtime.ts, surfaces.ts, surface.ts, run-edge.ts, main.ts, cli/
 //   surfaces    openai/ a2a/ console/ admin/ bootstrap/ ui/          (translate a protocol to service calls)
+//   cluster     cluster/                       (cluster mode: wraps the service, places and forwards runs over NATS)
 //   service     service/                                             (admission and run lifetime)
 //   below it    refresh/ governance/ adopt/ → pool/ metrics/ → node/ → transport/ → events/ → base
 //   base        logging.ts version.ts clock.ts fault.ts net/ http/ tls/
@@ -34,6 +35,7 @@ const LAYERS: Record<string, number> = {
   governance: 5,
   adopt: 5,
   service: 6,
+  cluster: 6.5,
   openai: 7,
   a2a: 7,
   console: 7,

@@ -41,6 +41,7 @@ const STARTUP_SECTIONS = [
   'ui',
   'usage',
   'tracing',
+  'cluster',
 ] as const;
 /** Adapter settings that change how a run executes; named in reasons so operators see why a restart is needed. */
 const EXECUTION_FIELDS = new Set([

@@ -34,6 +34,8 @@ export const LIMITS = {
   max_concurrent: { min: 1, max: 100_000 },
   budget_tokens: { min: 1, max: 1_000_000_000_000 },
   retention_days: { min: 1, max: 3650 },
+  cluster_heartbeat_ms: { min: 50, max: 60_000 },
+  cluster_state_ttl_ms: { min: 1_000, max: 600_000 },
 } as const satisfies Record<string, Limit>;
 
 export const DEFAULTS = {
@@ -75,4 +77,6 @@ export const DEFAULTS = {
   priority: 0,
   usage_retention_days: 90,
   tracing_sample_ratio: 1,
+  cluster_heartbeat_ms: 500,
+  cluster_state_ttl_ms: 3_000,
 } as const;

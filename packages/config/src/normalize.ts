@@ -65,6 +65,9 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
   const a2a = record(root.a2a);
   const usage = record(root.usage);
   const tracing = record(root.tracing);
+  const cluster = record(root.cluster);
+  const nats = record(cluster.nats);
+  const natsTls = record(nats.tls);
   const ui = record(root.ui);
 
   const instanceSources: PathSegment[][][] = [];
@@ -154,6 +157,21 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       otlp_endpoint: str(tracing.otlp_endpoint, ''),
       sample_ratio:
         typeof tracing.sample_ratio === 'number' ? tracing.sample_ratio : DEFAULTS.tracing_sample_ratio,
+    },
+    cluster: {
+      enabled: bool(cluster.enabled, false),
+      nats: {
+        servers: list(nats.servers).filter((server): server is string => typeof server === 'string'),
+        credentials_file: str(nats.credentials_file, ''),
+        tls: {
+          enabled: bool(natsTls.enabled, false),
+          ca_file: str(natsTls.ca_file, ''),
+          cert_file: str(natsTls.cert_file, ''),
+          key_file: str(natsTls.key_file, ''),
+        },
+      },
+      heartbeat_ms: int(cluster.heartbeat_ms, DEFAULTS.cluster_heartbeat_ms),
+      state_ttl_ms: int(cluster.state_ttl_ms, DEFAULTS.cluster_state_ttl_ms),
     },
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,

@@ -303,6 +303,16 @@ export const edgeConfigSchema: Schema = extensible({
     otlp_endpoint: optionalHttpUrl,
     sample_ratio: { type: 'number', minimum: 0, maximum: 1 },
   }),
+  cluster: object({
+    enabled: bool,
+    nats: object({
+      servers: { type: 'array', items: nonEmptyText, maxItems: 64, uniqueItems: true },
+      credentials_file: text,
+      tls: object({ enabled: bool, ca_file: text, cert_file: text, key_file: text }),
+    }),
+    heartbeat_ms: integer(LIMITS.cluster_heartbeat_ms),
+    state_ttl_ms: integer(LIMITS.cluster_state_ttl_ms),
+  }),
   models: { type: 'array', items: model, maxItems: 4096 },
   nodes: { type: 'array', items: node, maxItems: 4096 },
 });

@@ -207,6 +207,27 @@ export interface TracingConfig {
   readonly sample_ratio: number;
 }
 
+/** `cluster:` — several edges with the same edge.yaml form one fabric over NATS (absent = one edge, no NATS). */
+export interface ClusterConfig {
+  readonly enabled: boolean;
+  readonly nats: {
+    /** NATS server URLs, e.g. nats://10.0.0.5:4222. */
+    readonly servers: readonly string[];
+    /** A NATS .creds file (JWT + nkey seed); '' = none. */
+    readonly credentials_file: string;
+    readonly tls: {
+      readonly enabled: boolean;
+      readonly ca_file: string;
+      readonly cert_file: string;
+      readonly key_file: string;
+    };
+  };
+  /** How often each edge republishes its state (it also publishes on every change). */
+  readonly heartbeat_ms: number;
+  /** An edge's state and node ownership expire this long after its last heartbeat. Always > heartbeat_ms. */
+  readonly state_ttl_ms: number;
+}
+
 export interface A2AConfig {
   readonly enabled: boolean;
   readonly listen: string;
@@ -382,6 +403,7 @@ export interface EdgeConfig {
   readonly ui: UiConfig;
   readonly usage: UsageConfig;
   readonly tracing: TracingConfig;
+  readonly cluster: ClusterConfig;
   readonly models: readonly ModelConfig[];
   readonly nodes: readonly NodeConfig[];
 }

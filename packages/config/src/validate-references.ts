@@ -48,6 +48,7 @@ function checkApiKeys(config: EdgeConfig, issues: PendingIssue[]): void {
 
 function checkEdge(config: EdgeConfig, issues: PendingIssue[]): void {
   const { edge } = config;
+  checkCluster(config, issues);
   if (edge.heartbeat_timeout_ms <= edge.heartbeat_interval_ms) {
     issues.push({
       segments: ['edge', 'heartbeat_timeout_ms'],
@@ -313,4 +314,24 @@ function checkRoutes(config: EdgeConfig, issues: PendingIssue[]): void {
       seen.set(route.model, index);
     }
   });
+}
+
+/** cluster.enabled needs NATS servers, and state must outlive several heartbeats. */
+function checkCluster(config: EdgeConfig, issues: PendingIssue[]): void {
+  const { cluster } = config;
+  if (!cluster.enabled) return;
+  if (cluster.nats.servers.length === 0) {
+    issues.push({
+      segments: ['cluster', 'nats', 'servers'],
+      code: 'required',
+      message: 'is required when cluster.enabled is true',
+    });
+  }
+  if (cluster.state_ttl_ms < 2 * cluster.heartbeat_ms) {
+    issues.push({
+      segments: ['cluster', 'state_ttl_ms'],
+      code: 'conflict',
+      message: `must be at least twice cluster.heartbeat_ms (${cluster.heartbeat_ms})`,
+    });
+  }
 }

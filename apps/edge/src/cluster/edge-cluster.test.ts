@@ -1,0 +1,227 @@
+// Two edges over a real nats-server (skipped with one printed line when it is missing): each edge is the cluster
+// module over a FakeEdgeService with a real ProviderPool, so admission (capacity, queue) is the real one and the
+// fake backends count concurrency per provider.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { parseConfigText, type EdgeConfig } from '@iop/config';
+import { systemClock } from '../clock.js';
+import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
+import { silentLogger } from '../logging.js';
+import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
+import { FakeNodes } from '../pool/test-support/pool-fixture.js';
+import type { EdgeServiceImpl } from '../service/edge-service.js';
+import type { RunEventWithMeta, RunHandle } from '../service/types.js';
+import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
+import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
+import { startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
+
+const available = natsServerAvailable('edge cluster tests');
+const suite = available ? describe : describe.skip;
+
+function config(edgeId: string, url: string): EdgeConfig {
+  const result = parseConfigText(
+    `
+edge: { id: ${edgeId} }
+refresh: { enabled: false, admin_token: "" }
+cluster: { enabled: true, nats: { servers: ["${url}"] }, heartbeat_ms: 100, state_ttl_ms: 1000 }
+models:
+  - { id: m, providers: { pa: "m1", pb: "m1" } }
+nodes:
+  - id: na
+    adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
+    providers:
+      - { id: pa, type: ollama, category: local_inference, adapter: ollama, models: ["m1"], capacity: 1 }
+  - id: nb
+    adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
+    providers:
+      - { id: pb, type: ollama, category: local_inference, adapter: ollama, models: ["m1"], capacity: 1 }
+`,
+    'cluster-test.yaml',
+  );
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.config;
+}
+
+/** Runs whose last message is `hold` wait for a cancel; others answer after 3 × 80 ms. */
+const scripter: Scripter = (input) => ({
+  delayMs: 80,
+  parts: [
+    { type: 'start', sessionId: input.sessionId, adapter: input.adapter, target: input.target },
+    { type: 'text-delta', text: `${input.providerId ?? ''}: ${input.messages.at(-1)?.content ?? ''}` },
+    ...(input.messages.at(-1)?.content === 'hold'
+      ? []
+      : [{ type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 1 }]),
+  ],
+});
+
+interface TestEdge {
+  id: string;
+  nodes: FakeNodes;
+  connected: Set<string>;
+  dropped: string[];
+  pool: ProviderPool;
+  fake: FakeEdgeService;
+  events: ClosableEventBus;
+  cluster: EdgeCluster;
+}
+
+let nats: NatsServer;
+const edges: TestEdge[] = [];
+
+async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
+  const edgeConfig = config(id, nats.url);
+  const nodes = new FakeNodes();
+  nodes.connect(nodeId);
+  const connected = new Set([nodeId]);
+  const pool = createProviderPool({ config: edgeConfig, nodes, pollIntervalMs: 20 });
+  const fake = new FakeEdgeService(scripter, () => nodes.list(), pool);
+  const service = Object.assign(fake, {
+    inFlightRuns: 0,
+    shutdown: () => undefined,
+  }) as unknown as EdgeServiceImpl;
+  const events = createEventBus({ replaySize: 16, queueSize: 256 });
+  const dropped: string[] = [];
+  const cluster = await startEdgeCluster({
+    config: edgeConfig,
+    service,
+    events,
+    connectedNodes: () => [...connected],
+    dropNode: (dropId) => {
+      dropped.push(dropId);
+      connected.delete(dropId);
+    },
+    logger: silentLogger,
+    clock: systemClock,
+  });
+  const edge = { id, nodes, connected, dropped, pool, fake, events, cluster };
+  edges.push(edge);
+  return edge;
+}
+
+async function waitFor(predicate: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function collect(handle: RunHandle): Promise<RunEventWithMeta[]> {
+  const events: RunEventWithMeta[] = [];
+  for await (const event of handle.events) events.push(event);
+  return events;
+}
+
+function submit(edge: TestEdge, text: string, signal?: AbortSignal): Promise<RunHandle> {
+  return edge.cluster.service.submitRun(
+    { kind: 'model', model: 'm' },
+    { session: { kind: 'slot', baseId: 'c' }, messages: [{ role: 'user', content: text }] as never },
+    { surface: 'openai', ...(signal ? { signal } : {}) },
+  );
+}
+
+suite('edge cluster over NATS', () => {
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  });
+  afterEach(async () => {
+    for (const edge of edges.splice(0)) {
+      await edge.cluster.close();
+      edge.pool.close();
+      edge.events.close();
+    }
+  });
+  afterAll(async () => {
+    await nats?.stop();
+  });
+
+  it('shows every edge the whole pool, and spreads runs: local first, then forwarded to the owning edge', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.service.providers().every((provider) => provider.status === 'ready'));
+    expect(b.cluster.service.providers().map((p) => [p.providerId, p.nodeId, p.status])).toEqual([
+      ['pa', 'na', 'ready'],
+      ['pb', 'nb', 'ready'],
+    ]);
+
+    const handles = await Promise.all([submit(a, 'one'), submit(a, 'two')]);
+    const streams = await Promise.all(handles.map(collect));
+    const outcomes = await Promise.all(handles.map((handle) => handle.done));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['completed', 'completed']);
+    expect(handles.map((handle) => handle.providerId).sort()).toEqual(['pa', 'pb']);
+    const forwarded = streams[handles.findIndex((handle) => handle.providerId === 'pb')] ?? [];
+    expect(forwarded.map((event) => event.part.type)).toEqual(['start', 'text-delta', 'complete']);
+    expect(forwarded[1]?.part).toMatchObject({ type: 'text-delta' });
+    // Each backend ran one run at a time: capacity 1 held across edges.
+    expect(a.fake.peakByProvider.get('pa')).toBe(1);
+    expect(b.fake.peakByProvider.get('pb')).toBe(1);
+    expect(a.fake.submitted).toHaveLength(1);
+    expect(b.fake.submitted).toHaveLength(1);
+    await waitFor(() => a.cluster.forwardedRuns === 0 && b.cluster.servedRuns === 0);
+    await a.cluster.publishState();
+    await b.cluster.publishState();
+    await waitFor(() => a.cluster.service.providers().every((p) => p.inFlight === 0 && p.queued === 0));
+    expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+    expect(b.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('carries a cancel and a client abort over to the owning edge', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await submit(a, 'hold');
+    await a.cluster.publishState();
+    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const forwarded = await submit(a, 'hold');
+    expect(forwarded.providerId).toBe('pb');
+    expect(await a.cluster.service.cancelRun(forwarded.runId, 'operator')).toBe(true);
+    expect(await forwarded.done).toMatchObject({ status: 'cancelled' });
+    expect(b.fake.cancelled).toEqual([forwarded.runId]);
+
+    const controller = new AbortController();
+    const second = await submit(a, 'hold', controller.signal);
+    expect(second.providerId).toBe('pb');
+    controller.abort();
+    expect(await second.done).toMatchObject({ status: 'cancelled' });
+    await local.cancel();
+    await local.done;
+    await waitFor(() => a.cluster.forwardedRuns === 0 && b.cluster.servedRuns === 0);
+    expect(b.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('ends runs forwarded to an edge that goes away with a well-formed error, and frees its slots', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1);
+    const local = await submit(a, 'hold');
+    await a.cluster.publishState();
+    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const forwarded = await submit(a, 'hold');
+    expect(forwarded.providerId).toBe('pb');
+    const stream = collect(forwarded);
+    await b.cluster.close();
+    const outcome = await forwarded.done;
+    expect(outcome).toMatchObject({ status: 'error', code: 'node_disconnected' });
+    const events = await stream;
+    expect(events.at(-1)?.part).toMatchObject({ type: 'error', code: 'node_disconnected' });
+    // The owner cancelled what it ran for the requester.
+    await waitFor(() => b.pool.totals().inFlight === 0);
+    expect(a.cluster.forwardedRuns).toBe(0);
+    await local.cancel();
+    await local.done;
+    expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('gives a node to the edge that claimed it last (compare-and-set on its owner key)', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    // nb reconnects to edge-a while edge-b still holds a link to it.
+    a.connected.add('nb');
+    a.events.publish({
+      type: 'node',
+      event: { kind: 'connected', nodeId: 'nb', alias: 'nb', reason: 'registered', atUnixMs: Date.now() },
+    });
+    await waitFor(() => b.dropped.includes('nb'));
+    expect(a.dropped).toEqual([]);
+    expect(b.connected.has('nb')).toBe(false);
+  });
+});

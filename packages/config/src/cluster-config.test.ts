@@ -1,0 +1,72 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseConfigText } from './load-config.js';
+
+function load(text: string) {
+  return parseConfigText(`edge: { id: edge-1 }\n${text}`, 'cluster.yaml');
+}
+
+describe('cluster config', () => {
+  it('is off without a cluster section (one edge, no NATS)', () => {
+    const result = load('');
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    expect(result.config.cluster).toEqual({
+      enabled: false,
+      nats: {
+        servers: [],
+        credentials_file: '',
+        tls: { enabled: false, ca_file: '', cert_file: '', key_file: '' },
+      },
+      heartbeat_ms: 500,
+      state_ttl_ms: 3000,
+    });
+  });
+
+  it('reads servers, credentials, TLS and timings', () => {
+    const result = load(`cluster:
+  enabled: true
+  nats:
+    servers: [nats://10.0.0.5:4222, nats://10.0.0.6:4222]
+    credentials_file: /etc/iop/edge.creds
+    tls: { enabled: true, ca_file: /etc/iop/ca.pem }
+  heartbeat_ms: 200
+  state_ttl_ms: 2000
+`);
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    expect(result.config.cluster).toMatchObject({
+      enabled: true,
+      nats: {
+        servers: ['nats://10.0.0.5:4222', 'nats://10.0.0.6:4222'],
+        credentials_file: '/etc/iop/edge.creds',
+        tls: { enabled: true, ca_file: '/etc/iop/ca.pem', cert_file: '', key_file: '' },
+      },
+      heartbeat_ms: 200,
+      state_ttl_ms: 2000,
+    });
+  });
+
+  it('needs servers when enabled, a TTL of at least two heartbeats, and no unknown keys', () => {
+    const result = load(`cluster: { enabled: true, heartbeat_ms: 1000, state_ttl_ms: 1500, peers: [] }\n`);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.issues.map((issue) => [issue.path, issue.code])).toEqual(
+      expect.arrayContaining([
+        ['cluster.nats.servers', 'required'],
+        ['cluster.state_ttl_ms', 'conflict'],
+        ['cluster.peers', 'unknown_key'],
+      ]),
+    );
+  });
+
+  it('is a restart-only section for config refresh', async () => {
+    const { classifyRefresh } = await import('./classify-refresh.js');
+    const before = load('');
+    const after = load('cluster: { enabled: true, nats: { servers: [nats://127.0.0.1:4222] } }\n');
+    if (!before.ok || !after.ok) throw new Error('configs must load');
+    const classification = classifyRefresh(before.config, after, 'apply');
+    expect(classification.status).toBe('restart_required');
+    expect(classification.reports).toEqual(
+      expect.arrayContaining([expect.objectContaining({ class: 'restart' })]),
+    );
+    expect(classification.reports.every((report) => report.path.startsWith('cluster'))).toBe(true);
+  });
+});
