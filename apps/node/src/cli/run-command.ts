@@ -9,6 +9,7 @@ import { openRunHistory } from '../history/node-sqlite-fallback.js';
 import type { RunHistory } from '../history/run-history.js';
 import { HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
 import { createDialer, parseEdgeAddress, type DialOptions } from '../link/dial.js';
+import { createFailoverDialer } from '../link/failover-dial.js';
 import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_RETRY_INTERVAL_MS,
@@ -41,7 +42,7 @@ export interface RunCommandOverrides {
 }
 
 const USAGE =
-  'run --edge HOST:PORT --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
+  'run --edge HOST:PORT[,HOST:PORT...] --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
   '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
   '[--history-retain N] [--replaced-exit-code N] ' +
   '[--log-level L] [--log-format pretty|json]';
@@ -75,9 +76,10 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
       const edgeFlag = stringFlag(flags, 'edge');
       if (!edgeFlag) throw new UsageError('--edge HOST:PORT is required');
-      let edge: { host: string; port: number };
+      // Several edges of one cluster: `--edge a:19090,b:19090` (each attempt tries them all, last good first).
+      let edges: { host: string; port: number }[];
       try {
-        edge = parseEdgeAddress(edgeFlag);
+        edges = edgeFlag.split(',').map((address) => parseEdgeAddress(address));
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
@@ -135,7 +137,18 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           nodeId,
           token: token.token,
           agentVersion: AGENT_VERSION,
-          connect: createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) }),
+          connect:
+            edges.length === 1
+              ? createDialer({
+                  ...edges[0],
+                  tls,
+                  logger: logger.child({ component: 'wire' }),
+                })
+              : createFailoverDialer(
+                  edges.map((edge) =>
+                    createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) }),
+                  ),
+                ).connect,
           factories: overrides.factories?.(io) ?? defaultAdapterFactories({ cwd: io.cwd, env: io.env }),
           history,
           logger,
