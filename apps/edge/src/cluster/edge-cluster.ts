@@ -554,10 +554,18 @@ class ClusterImpl implements EdgeCluster {
     stream.onEnd(() => options.signal?.removeEventListener('abort', onAbort));
     let reply: ForwardReply;
     try {
-      const response = await this.nc.request(`iop.run.${owner}`, encode(request), {
+      const response = this.nc.request(`iop.run.${owner}`, encode(request), {
         timeout: this.options.forwardAdmitTimeoutMs ?? 120_000,
       });
-      reply = decode<ForwardReply>(response.data);
+      // The owner may go away while the run waits in its queue: the heartbeat sweep ends the stream.
+      const gone = stream.done.then((outcome) => {
+        throw new Error(
+          outcome.status === 'error' ? outcome.message : 'the run ended before it was admitted',
+        );
+      });
+      gone.catch(() => undefined);
+      response.catch(() => undefined);
+      reply = decode<ForwardReply>((await Promise.race([response, gone])).data);
     } catch (error) {
       stream.fail('node_disconnected', `forwarding to edge ${owner} failed: ${errorText(error)}`);
       throw new ServiceError('node_disconnected', `edge ${owner} did not take the run: ${errorText(error)}`, {
