@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Simulates many nodes on one edge, speaking the real wire protocol (packages/wire FramedConnection): each
 // simulated node opens its own TCP connection, registers with its token, answers heartbeat pings and sits idle.
-// Connects at most `--parallel` at a time (the edge bounds connections in the handshake). Prints
+// Connects at most `--parallel` at a time (the edge bounds connections in the handshake: 16 per remote address,
+// and every simulated node comes from 127.0.0.1). Prints
 // `REGISTERED count=<n> ms=<total> p50=<ms> p99=<ms>` once every node is registered, then keeps the connections
 // open until SIGTERM/SIGINT. Needs the built wire package (`pnpm exec turbo run build`).
-// Usage: node-simulator.mjs --edge HOST:PORT --count N [--prefix sim-] [--token-prefix T] [--parallel 128]
+// Usage: node-simulator.mjs --edge HOST:PORT --count N [--prefix sim-] [--token-prefix T] [--parallel 12]
 import net from 'node:net';
 import { parseArgs } from 'node:util';
 import { envelope as build, FramedConnection, PROTOCOL_VERSION } from '../packages/wire/dist/index.js';
@@ -15,7 +16,7 @@ const { values } = parseArgs({
     count: { type: 'string', default: '1000' },
     prefix: { type: 'string', default: 'sim-' },
     'token-prefix': { type: 'string', default: 'bench-token-' },
-    parallel: { type: 'string', default: '128' },
+    parallel: { type: 'string', default: '12' },
   },
 });
 if (!values.edge) {
