@@ -6,7 +6,9 @@
 //   2. saturation throughput of both paths (autocannon, closed loop) and their ratio;
 //   3. streaming: time to first token and tokens/s through one long stream and through 100 concurrent streams;
 //   4. 1,000 simulated nodes (real wire protocol) registering on a fresh edge: its RSS and the register time;
-//   5. the node's run history: events/s written.
+//   5. the node's run history: events/s written;
+//   6. cluster mode: two edges over nats-server, the node on one; a run sent to the other edge is forwarded over
+//      NATS: p50 at 100 req/s of forwarded minus local (skipped when nats-server is missing).
 // Prints one table and writes bench/results/latest.json. Flags: --quick (short phases, for trying changes),
 // --latency-ms N (backend latency, default 10), --out FILE.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -15,12 +17,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measureHistory } from './lib/history-bench.mjs';
+import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
 import { rssMb, startProcess, stopAll, waitUntil } from './lib/processes.mjs';
 import {
   MODEL,
   removeTempDirs,
   repoRoot,
+  startClusterPair,
   startIopPath,
   startManyNodeEdge,
   tempDir,
@@ -191,6 +195,9 @@ async function main() {
     streaming[name] = await streamPhase(url, name);
   }
 
+  log('cluster: forwarded vs local run');
+  const cluster = await clusterPhase(backendUrl);
+
   const overheadHeader = await sampleOverheadHeader(iop.openaiUrl, 50);
   const overheadMetric = await scrapeOverhead(iop.metricsUrl);
   const edgeRssAfterLoadMb = iop.edge.rssMb();
@@ -249,6 +256,7 @@ async function main() {
     nodes_1000_rss_mb: nodesRssMb,
     nodes_1000_register_ms: Number(simulator.match[2]),
     history_events_per_s: history.eventsPerS,
+    cluster_forward_added_p50_ms: cluster ? cluster.forwarded.p50 - cluster.local.p50 : null,
     overhead_header_ms: overheadHeader,
     overhead_metric_mean_ms: overheadMetric.meanMs,
     fixed_rate: rates,
@@ -265,6 +273,7 @@ async function main() {
       register_p99_ms: Number(simulator.match[4]),
     },
     history,
+    cluster,
     rss_after_load_mb: { edge: edgeRssAfterLoadMb, node: nodeRssAfterLoadMb },
   };
   await mkdir(path.dirname(flags.out), { recursive: true });
@@ -355,6 +364,16 @@ function printTable(r) {
     '',
   ]);
   rows.push(['node history (events/s)', '', `${f(r.history.eventsPerS, 0)} (${r.history.backend})`, '']);
+  rows.push(
+    r.cluster
+      ? [
+          'cluster, 100 req/s p50: local / forwarded (ms)',
+          '',
+          `${f(r.cluster.local.p50)} / ${f(r.cluster.forwarded.p50)}`,
+          f(r.cluster_forward_added_p50_ms),
+        ]
+      : ['cluster, forwarded run', '', 'skipped (no nats-server)', ''],
+  );
   const header = ['measure', 'direct', 'IOP', 'added'];
   const widths = header.map((_, column) =>
     Math.max(...[header, ...rows].map((row) => String(row[column]).length)),
@@ -365,6 +384,39 @@ function printTable(r) {
   );
   process.stdout.write(`${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('  ')}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
+}
+
+/**
+ * Two edges in cluster mode, the node on the first: the same fixed-rate load on each; the second forwards every
+ * run over NATS to the first. Undefined when nats-server is missing.
+ */
+async function clusterPhase(backendUrl) {
+  const nats = await startNats();
+  if (!nats) {
+    log('cluster phase skipped: nats-server is not installed');
+    return undefined;
+  }
+  try {
+    const pair = await startClusterPair({ backendUrl, natsUrl: nats.url });
+    await waitServing(pair.localUrl);
+    await waitServing(pair.forwardedUrl);
+    const urls = {
+      local: `${pair.localUrl}/v1/chat/completions`,
+      forwarded: `${pair.forwardedUrl}/v1/chat/completions`,
+    };
+    for (const url of Object.values(urls))
+      await fixedRate({ url, body: chatBody(), rate: 200, durationMs: 1000 });
+    const result = {};
+    for (const [name, url] of Object.entries(urls)) {
+      log(`cluster fixed rate 100 req/s, ${name}`);
+      result[name] = await fixedRate({ url, body: chatBody(), rate: 100, durationMs: phaseMs });
+    }
+    await pair.node.stop();
+    for (const edge of pair.edges) await edge.stop();
+    return result;
+  } finally {
+    await nats.stop();
+  }
 }
 
 try {

@@ -25,9 +25,9 @@ export async function removeTempDirs() {
   for (const dir of tempDirs.splice(0)) await rm(dir, { recursive: true, force: true });
 }
 
-function edgeYaml({ dataDir, nodes, models, logLevel }) {
+function edgeYaml({ dataDir, nodes, models, logLevel, edgeId = 'bench-edge', cluster }) {
   return `edge:
-  id: bench-edge
+  id: ${edgeId}
   listen: '127.0.0.1:0'
   data_dir: '${dataDir}'
 logging: { level: '${logLevel}', format: json }
@@ -38,7 +38,7 @@ openai: { enabled: true, listen: '127.0.0.1:0', timeout_sec: 600 }
 a2a: { enabled: false, listen: '127.0.0.1:0' }
 models: ${JSON.stringify(models)}
 nodes: ${JSON.stringify(nodes)}
-`;
+${cluster ? `cluster: ${JSON.stringify(cluster)}\n` : ''}`;
 }
 
 /** Parses the `iop-edge serve` banner: `  <name>  <address>` lines. */
@@ -63,11 +63,9 @@ async function startEdge(name, yaml, dataDir, nodeOptions = []) {
   return { ...edge, addresses: bannerAddresses(edge.match[0]) };
 }
 
-/** Backend + edge + one node, ready to serve `bench-model`. */
-/** `nodeOptions` go to both processes (e.g. --cpu-prof). */
-export async function startIopPath({ backendUrl, logLevel = 'warn', nodeOptions = [] }) {
-  const dataDir = await tempDir('iop-bench-edge-');
-  const nodes = [
+/** The one bench node with its openai_compat provider on the backend (capacity 1024). */
+function benchNodes(backendUrl) {
+  return [
     {
       id: 'bench-node',
       token: NODE_TOKEN,
@@ -97,17 +95,32 @@ export async function startIopPath({ backendUrl, logLevel = 'warn', nodeOptions 
       ],
     },
   ];
-  const models = [{ id: MODEL, providers: { 'bench-provider': MODEL } }];
+}
+
+const benchModels = [{ id: MODEL, providers: { 'bench-provider': MODEL } }];
+
+/** Backend + edge + one node, ready to serve `bench-model`. */
+/** `nodeOptions` go to both processes (e.g. --cpu-prof). */
+export async function startIopPath({ backendUrl, logLevel = 'warn', nodeOptions = [] }) {
+  const dataDir = await tempDir('iop-bench-edge-');
+  const nodes = benchNodes(backendUrl);
+  const models = benchModels;
   const edge = await startEdge('edge', edgeYaml({ dataDir, nodes, models, logLevel }), dataDir, nodeOptions);
+  const node = await startBenchNode(edge.addresses['node transport'], logLevel, nodeOptions);
+  // `iop-node run` logs to stderr; readiness is checked through the edge (waitServing).
+  return { edge, node, openaiUrl: edge.addresses.openai, metricsUrl: edge.addresses.metrics };
+}
+
+async function startBenchNode(edgeAddress, logLevel, nodeOptions = []) {
   const nodeDir = await tempDir('iop-bench-node-');
-  const node = await startProcess({
+  return startProcess({
     name: 'node',
     script: nodeMain,
     nodeOptions,
     args: [
       'run',
       '--edge',
-      edge.addresses['node transport'],
+      edgeAddress,
       '--node-id',
       'bench-node',
       '--data-dir',
@@ -119,8 +132,29 @@ export async function startIopPath({ backendUrl, logLevel = 'warn', nodeOptions 
     ],
     env: { IOP_NODE_TOKEN: NODE_TOKEN },
   });
-  // `iop-node run` logs to stderr; readiness is checked through the edge (waitServing).
-  return { edge, node, openaiUrl: edge.addresses.openai, metricsUrl: edge.addresses.metrics };
+}
+
+/**
+ * Two edges in cluster mode over `natsUrl` (same config but edge.id) and the bench node on the first: a request
+ * to the first runs locally, one to the second is forwarded over NATS to the first.
+ */
+export async function startClusterPair({ backendUrl, natsUrl, logLevel = 'warn' }) {
+  const cluster = { enabled: true, nats: { servers: [natsUrl] }, heartbeat_ms: 200, state_ttl_ms: 2000 };
+  const edges = [];
+  for (const edgeId of ['bench-edge-a', 'bench-edge-b']) {
+    const dataDir = await tempDir(`iop-bench-${edgeId}-`);
+    const yaml = edgeYaml({
+      dataDir,
+      nodes: benchNodes(backendUrl),
+      models: benchModels,
+      logLevel,
+      edgeId,
+      cluster,
+    });
+    edges.push(await startEdge(edgeId, yaml, dataDir));
+  }
+  const node = await startBenchNode(edges[0].addresses['node transport'], logLevel);
+  return { edges, node, localUrl: edges[0].addresses.openai, forwardedUrl: edges[1].addresses.openai };
 }
 
 /** Waits until the edge answers a chat completion through the node (registration + provider ready). */
