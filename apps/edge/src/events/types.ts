@@ -59,3 +59,9 @@ export interface RunAdmitted {
   providerId: string;
   queueMs: number;
 }
+
+/**
+ * How a run ended — the one outcome vocabulary of the edge (run handles, metrics, usage records, the dashboard):
+ * the node's terminal part `complete` → `completed`, `error` → `error`, `cancelled` → `cancelled`.
+ */
+export type RunOutcomeStatus = 'completed' | 'error' | 'cancelled';

@@ -5,11 +5,12 @@
 // than `retentionDays` are deleted at open and hourly. Budgets read their spent tokens from here, which is how
 // they survive an edge restart.
 import type { Clock, ClockTimer } from '../clock.js';
+import type { RunOutcomeStatus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { SqlDatabase, SqlStatement } from './usage-database.js';
 
 /** How a governed run ended (`rejected`: refused by a limit or by the pool before it started). */
-export type UsageOutcome = 'completed' | 'error' | 'cancelled' | 'rejected';
+export type UsageOutcome = RunOutcomeStatus | 'rejected';
 
 export interface UsageRecord {
   atMs: number;

@@ -8,13 +8,13 @@ import type {
   NodeCommandResponse,
   ToolDefinition,
 } from '@iop/wire';
-import type { RunEventWithMeta } from '../events/types.js';
+import type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
 import type { Principal } from '../governance/principal.js';
 
 export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
-export type { RunEventWithMeta } from '../events/types.js';
+export type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
 export type { ProviderStatus } from '../pool/provider-pool.js';
 
 /** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
@@ -82,9 +82,9 @@ export interface SubmitOptions {
 }
 
 export type RunOutcome =
-  | { status: 'completed'; detail: string; finishReason: string }
-  | { status: 'error'; code: string; message: string }
-  | { status: 'cancelled'; reason: string };
+  | { status: Extract<RunOutcomeStatus, 'completed'>; detail: string; finishReason: string }
+  | { status: Extract<RunOutcomeStatus, 'error'>; code: string; message: string }
+  | { status: Extract<RunOutcomeStatus, 'cancelled'>; reason: string };
 
 export interface RunHandle {
   runId: string;

@@ -85,6 +85,7 @@ export interface UiOverview {
   totals: { in_flight: number; queued: number; runs_running: number };
 }
 
+/** A run in the dashboard: waiting, running, or how it ended (the edge's RunOutcomeStatus, spelled out here). */
 export type UiRunStatus = 'queued' | 'running' | 'completed' | 'error' | 'cancelled';
 
 export interface UiRun {
