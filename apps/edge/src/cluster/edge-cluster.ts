@@ -35,6 +35,8 @@ import type {
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
+/** State changes within this window go out in one put. */
+const PUBLISH_COALESCE_MS = 50;
 export const NODES_BUCKET = 'iop_nodes';
 
 export interface EdgeClusterOptions {
@@ -275,8 +277,11 @@ class ClusterImpl implements EdgeCluster {
         if (event.type === 'node') {
           if (event.event.kind === 'connected') void this.claim(event.event.nodeId);
           else if (event.event.kind === 'disconnected') void this.unclaim(event.event.nodeId);
+          this.schedulePublish();
+        } else if (event.event.part.type === 'start' || isTerminalPart(event.event.part)) {
+          // A run took or released capacity; text deltas change nothing others see.
+          this.schedulePublish();
         }
-        this.schedulePublish();
       }
     })();
     for (const nodeId of this.options.connectedNodes()) await this.claim(nodeId);
@@ -408,7 +413,7 @@ class ClusterImpl implements EdgeCluster {
       this.publishState().catch((error: unknown) =>
         this.logger.warn({ error: errorText(error) }, 'cluster: state publish failed'),
       );
-    }, 20).unref?.();
+    }, PUBLISH_COALESCE_MS).unref?.();
   }
 
   private async heartbeat(): Promise<void> {
@@ -697,7 +702,6 @@ export class ForwardedStream {
   private endedAt: number | undefined;
   private backendMs = 0;
   private lastSeq = 0;
-  private sawTerminal = false;
 
   constructor(
     private readonly capacity: number,
@@ -719,9 +723,9 @@ export class ForwardedStream {
   receive(message: ForwardMessage): void {
     if (this.ended) return;
     if (message.t === 'done') {
+      // Only reached when no terminal part arrived (the owner is shutting down).
       const outcome = message.outcome;
-      if (this.sawTerminal) this.end(outcome);
-      else if (outcome.status === 'error') this.fail(outcome.code, outcome.message);
+      if (outcome.status === 'error') this.fail(outcome.code, outcome.message);
       else if (outcome.status === 'cancelled') {
         this.push({ type: 'cancelled', reason: outcome.reason });
         this.end(outcome);
@@ -744,9 +748,18 @@ export class ForwardedStream {
     }
     this.lastSeq = event.seq;
     if (event.part.type === 'complete' || event.part.type === 'error') this.backendMs = event.part.backendMs;
-    if (isTerminalPart(event.part)) this.sawTerminal = true;
     this.buffer.push(event);
-    this.wake?.();
+    const part = event.part;
+    // The terminal part decides the outcome (as on the owner): no need to wait for its `done`.
+    if (part.type === 'complete') {
+      this.end({ status: 'completed', detail: part.detail, finishReason: part.finishReason });
+    } else if (part.type === 'error') {
+      this.end({ status: 'error', code: part.code, message: part.message });
+    } else if (part.type === 'cancelled') {
+      this.end({ status: 'cancelled', reason: part.reason });
+    } else {
+      this.wake?.();
+    }
   }
 
   /** A part made here (the owner could not send it), after the last one received. */
