@@ -29,6 +29,7 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
     lastHeartbeatUnixMs: node.lastHeartbeatUnixMs,
     adapters: [...node.adapters],
     ...(node.discovered ? { discovered: toWireDiscovery(node.discovered) } : {}),
+    ...(node.edgeId ? { edgeId: node.edgeId } : {}),
     providers: [
       ...node.providers.map((provider) => {
         const pooled = poolStatus.find(

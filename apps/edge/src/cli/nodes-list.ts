@@ -110,6 +110,8 @@ function toJson(node: NodeInfo): Record<string, unknown> {
     last_heartbeat_unix_ms: node.lastHeartbeatUnixMs,
     adapters: node.adapters,
     discovered: node.discovered ? discoveredToJson(fromWireDiscovery(node.discovered)) : null,
+    // Cluster mode only: the edge the node is connected to.
+    ...(node.edgeId ? { edge_id: node.edgeId } : {}),
     providers: node.providers.map((provider) => ({
       provider_id: provider.providerId,
       status: provider.status,
@@ -140,8 +142,12 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     'ADAPTERS',
     'DISCOVERED',
   ];
+  // Cluster mode: an EDGE column (the edge each node is connected to); a single edge prints none.
+  const clustered = nodes.some((node) => node.edgeId !== '');
+  if (clustered) header.splice(1, 0, 'EDGE');
   const rows = nodes.map((node) => [
     node.nodeId,
+    ...(clustered ? [node.edgeId || '-'] : []),
     node.alias || '-',
     node.agentVersion || '-',
     `${node.os || '?'}/${node.arch || '?'}`,

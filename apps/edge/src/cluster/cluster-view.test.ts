@@ -18,9 +18,23 @@ function provider(providerId: string, nodeId: string, patch: Partial<ProviderSta
 }
 
 function state(edgeId: string, providers: ProviderStatus[]): EdgeState {
+  const nodes = [...new Set(providers.map((entry) => entry.nodeId))];
   return {
     edgeId,
-    nodes: [...new Set(providers.map((entry) => entry.nodeId))],
+    nodes,
+    nodeSummaries: nodes.map((nodeId) => ({
+      nodeId,
+      alias: nodeId,
+      agentVersion: 'test',
+      os: 'linux',
+      arch: 'x64',
+      hostname: 'host',
+      remoteAddress: '127.0.0.1:1',
+      connectedSinceUnixMs: 0,
+      lastHeartbeatUnixMs: 0,
+      adapters: [],
+      providers: [],
+    })),
     providers,
     configRevision: 'r',
     sentAtUnixMs: 0,
@@ -40,6 +54,7 @@ describe('ClusterView', () => {
     view.update(state('b', [provider('pb', 'nb')]));
     expect(view.states().map((entry) => entry.edgeId)).toEqual(['b']);
     expect(view.edgeOfNode('nb')).toBe('b');
+    expect(view.remoteNodes().map((node) => [node.nodeId, node.edgeId])).toEqual([['nb', 'b']]);
     advance(400);
     view.update(state('c', [provider('pc', 'nc')]));
     advance(200);

@@ -2,13 +2,15 @@
 // providers on them, with capacity, in_flight, queued and health), stamped with the local time it arrived. An
 // edge whose state has not been refreshed within the state TTL is gone: its providers leave the view and runs
 // forwarded to it end. Pure data and decisions; edge-cluster.ts feeds it from NATS KV.
-import type { ProviderStatus } from '../service/types.js';
+import type { NodeSummary, ProviderStatus } from '../service/types.js';
 
 /** What one edge publishes under its key (JSON). */
 export interface EdgeState {
   edgeId: string;
   /** Node ids connected to this edge. */
   nodes: string[];
+  /** The same nodes as `nodes list` shows them (without their discovery report, which stays on their edge). */
+  nodeSummaries: NodeSummary[];
   /** Providers whose node is connected to this edge. */
   providers: ProviderStatus[];
   /** Revision of the config this edge runs (sha-256 of its edge.yaml as loaded; '' when unknown). */
@@ -70,6 +72,20 @@ export class ClusterView {
       .filter((entry) => entry.receivedAtMs >= limit)
       .map((entry) => entry.state)
       .sort((a, b) => a.edgeId.localeCompare(b.edgeId));
+  }
+
+  /** Every node connected to another live edge, with that edge's id (a node claimed twice: the newer state). */
+  remoteNodes(): NodeSummary[] {
+    const byId = new Map<string, NodeSummary>();
+    for (const state of this.states()) {
+      for (const node of state.nodeSummaries) {
+        const known = byId.get(node.nodeId);
+        if (!known || node.connectedSinceUnixMs >= known.connectedSinceUnixMs) {
+          byId.set(node.nodeId, { ...node, edgeId: state.edgeId });
+        }
+      }
+    }
+    return [...byId.values()];
   }
 
   /** The live remote edge a node is connected to, if any. */

@@ -142,6 +142,12 @@ suite('edge cluster over NATS', () => {
       ['pa', 'na', 'ready'],
       ['pb', 'nb', 'ready'],
     ]);
+    // `nodes list`: every node of the fabric with its edge; listNodes() stays this edge's own.
+    expect(a.cluster.service.clusterNodes?.().map((node) => [node.nodeId, node.edgeId])).toEqual([
+      ['na', 'edge-a'],
+      ['nb', 'edge-b'],
+    ]);
+    expect(a.cluster.service.listNodes().map((node) => node.nodeId)).toEqual(['na']);
 
     const handles = await Promise.all([submit(a, 'one'), submit(a, 'two')]);
     const streams = await Promise.all(handles.map(collect));

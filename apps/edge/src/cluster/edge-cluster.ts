@@ -394,6 +394,10 @@ class ClusterImpl implements EdgeCluster {
     return {
       edgeId: this.edgeId,
       nodes: [...nodes].sort(),
+      nodeSummaries: this.options.service
+        .listNodes()
+        .filter((node) => nodes.has(node.nodeId))
+        .map(({ discovered: _discovered, ...node }) => node),
       providers: this.options.service.providers().filter((provider) => nodes.has(provider.nodeId)),
       configRevision: this.revision,
       sentAtUnixMs: this.options.clock.now(),
@@ -632,6 +636,11 @@ class ClusterImpl implements EdgeCluster {
       nodeCommand: (input) => base.nodeCommand(input),
       usageStatus: (ref) => base.usageStatus(ref),
       listNodes: () => base.listNodes(),
+      clusterNodes: () => {
+        const local = base.listNodes().map((node) => ({ ...node, edgeId: this.edgeId }));
+        const here = new Set(local.map((node) => node.nodeId));
+        return [...local, ...this.view.remoteNodes().filter((node) => !here.has(node.nodeId))];
+      },
       resolveNode: (ref) => base.resolveNode(ref),
       providers: () => this.view.merge(base.providers()),
       models: base.models,

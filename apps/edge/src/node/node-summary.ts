@@ -16,6 +16,8 @@ export interface NodeSummary {
   providers: ProviderHealthSummary[];
   /** What the node reported it can run; absent until it reports (older nodes never do). */
   discovered?: NodeDiscovered;
+  /** Cluster mode: the edge the node is connected to (absent on a single edge). */
+  edgeId?: string;
 }
 
 export interface ProviderHealthSummary {

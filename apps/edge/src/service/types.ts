@@ -158,6 +158,11 @@ export interface EdgeService {
   listNodes(): NodeSummary[];
   /** Explicit id or alias; none given → the single connected node; otherwise a ServiceError. */
   resolveNode(ref?: string): NodeSummary;
+  /**
+   * Cluster mode only: every node of the fabric, each with the edge it is connected to (`nodes list`). Absent on
+   * a single edge, where `listNodes()` is the whole fabric.
+   */
+  clusterNodes?(): NodeSummary[];
   /** Every configured provider with its capacity, in_flight, queued and health. */
   providers(): ProviderStatus[];
   models: ModelCatalog;

@@ -44,7 +44,11 @@ export interface NodeInfo {
   providers: ProviderStatus[];
   remoteAddress: string;
   /** What the node reported it can run; unset until a node that discovers has reported. */
-  discovered?: NodeDiscovery | undefined;
+  discovered?:
+    | NodeDiscovery
+    | undefined;
+  /** Cluster mode: the edge this node is connected to ('' on a single edge). */
+  edgeId: string;
 }
 
 export interface ListNodesResponse {
@@ -248,6 +252,7 @@ function createBaseNodeInfo(): NodeInfo {
     providers: [],
     remoteAddress: "",
     discovered: undefined,
+    edgeId: "",
   };
 }
 
@@ -288,6 +293,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     }
     if (message.discovered !== undefined) {
       NodeDiscovery.encode(message.discovered, writer.uint32(98).fork()).join();
+    }
+    if (message.edgeId !== "") {
+      writer.uint32(106).string(message.edgeId);
     }
     return writer;
   },
@@ -401,6 +409,14 @@ export const NodeInfo: MessageFns<NodeInfo> = {
             message.discovered = NodeDiscovery.decode(reader, reader.uint32());
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.edgeId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -451,6 +467,11 @@ export const NodeInfo: MessageFns<NodeInfo> = {
         ? globalThis.String(object.remote_address)
         : "",
       discovered: isSet(object.discovered) ? NodeDiscovery.fromJSON(object.discovered) : undefined,
+      edgeId: isSet(object.edgeId)
+        ? globalThis.String(object.edgeId)
+        : isSet(object.edge_id)
+        ? globalThis.String(object.edge_id)
+        : "",
     };
   },
 
@@ -492,6 +513,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     if (message.discovered !== undefined) {
       obj.discovered = NodeDiscovery.toJSON(message.discovered);
     }
+    if (message.edgeId !== "") {
+      obj.edgeId = message.edgeId;
+    }
     return obj;
   },
 
@@ -514,6 +538,7 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     message.discovered = (object.discovered !== undefined && object.discovered !== null)
       ? NodeDiscovery.fromPartial(object.discovered)
       : undefined;
+    message.edgeId = object.edgeId ?? "";
     return message;
   },
 };
