@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { AdminKeyConfig } from '@iop/config';
-import { FakeEdgeService, FakeEventBus } from '../console/test-support/fake-edge.js';
+import { FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
 import { createAdminClient, type AdminClient } from './admin-client.js';
 import { startAdminServer, type AdminSurface } from './admin-server.js';
@@ -30,7 +31,7 @@ describe('admin API roles', () => {
       listen: '127.0.0.1:0',
       token,
       keys: KEYS,
-      service: new FakeEdgeService(),
+      service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
       closeGraceMs: 100,
@@ -85,7 +86,7 @@ describe('admin API roles', () => {
       startAdminServer({
         listen: '0.0.0.0:0',
         keys: KEYS,
-        service: new FakeEdgeService(),
+        service: FakeEdgeService.forConsole(),
         events: new FakeEventBus(),
         logger: silentLogger,
       }),

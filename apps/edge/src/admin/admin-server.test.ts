@@ -7,7 +7,8 @@ import {
   type RefreshConfigResponse as Refresh,
 } from '@iop/wire';
 import { silentLogger } from '../logging.js';
-import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { createSelfSignedCertificate } from '../tls/self-signed-certificate.js';
 import { createAdminClient, type AdminClient } from './admin-client.js';
 import type { RefreshHandler } from './admin-handlers.js';
@@ -41,7 +42,7 @@ async function setup(
   clientToken: string | undefined = overrides.token,
 ): Promise<Setup> {
   const bus = new FakeEventBus();
-  const service = new FakeEdgeService(bus);
+  const service = FakeEdgeService.forConsole(bus);
   service.nodes = [node('test-node', 'alias-1')];
   const surface = await startAdminServer({
     listen: '127.0.0.1:0',
@@ -197,7 +198,7 @@ describe('admin API over gRPC', () => {
     await reading;
     expect(seen).toEqual(['start']);
     await until(() => (service.runs[0]?.cancelReasons.length ?? 0) > 0, 'the run to be cancelled');
-    expect(service.runs[0]?.cancelReasons[0]).toMatch(/cancelled/);
+    expect(service.runs[0]?.cancelReasons[0]).toBe('client-disconnected');
     expect(surface.address).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 
@@ -238,7 +239,7 @@ describe('admin API over gRPC', () => {
     expect(await client.cancelRun('r-9')).toBe(true);
     expect((await reading).map((event) => event.event?.event?.$case)).toEqual(['cancelled']);
     expect(await client.cancelRun('r-9')).toBe(false);
-    expect(service.cancelled).toEqual([
+    expect(service.cancelRunCalls).toEqual([
       { runId: 'r-9', reason: 'cancelled by admin API' },
       { runId: 'r-9', reason: 'cancelled by admin API' },
     ]);
@@ -371,7 +372,7 @@ describe('admin API over gRPC', () => {
 
   it('refuses a non-loopback listen address without a token', async () => {
     const bus = new FakeEventBus();
-    const base = { service: new FakeEdgeService(bus), events: bus, logger: silentLogger };
+    const base = { service: FakeEdgeService.forConsole(bus), events: bus, logger: silentLogger };
     for (const listen of ['0.0.0.0:0', '[::]:0', '192.0.2.10:19093']) {
       await expect(startAdminServer({ ...base, listen })).rejects.toMatchObject({ code: 'insecure_listen' });
     }
@@ -387,7 +388,7 @@ describe('admin API over gRPC', () => {
 
   it('beyond loopback serves TLS with the edge certificate: a pinned client works, plaintext and other keys fail', async () => {
     const bus = new FakeEventBus();
-    const service = new FakeEdgeService(bus);
+    const service = FakeEdgeService.forConsole(bus);
     service.nodes = [node('test-node', 'alias-1')];
     const identity = createSelfSignedCertificate({ commonName: 'edge', hosts: ['localhost'] });
     const tls = { cert: Buffer.from(identity.certificatePem), key: Buffer.from(identity.privateKeyPem) };
@@ -452,7 +453,7 @@ describe('admin API over gRPC', () => {
   it('starts as a surface on refresh.listen, or not at all without one', async () => {
     const bus = new FakeEventBus();
     const context = {
-      service: new FakeEdgeService(bus),
+      service: FakeEdgeService.forConsole(bus),
       events: bus,
       logger: silentLogger,
       refresher: undefined,
@@ -500,7 +501,7 @@ function fakeRefresher(answers: (RefreshResult | Error)[]): ConfigRefresher & { 
 describe('admin surface wiring', () => {
   it('is a SurfaceFactory over the core: providers from service.providers() per call, RefreshConfig through the refresher', async () => {
     const bus = new FakeEventBus();
-    const service = new FakeEdgeService(bus);
+    const service = FakeEdgeService.forConsole(bus);
     const refresher = fakeRefresher([
       {
         status: 'applied',
@@ -568,7 +569,7 @@ describe('admin surface wiring', () => {
     const bus = new FakeEventBus();
     const surface = await createAdminSurface({ closeGraceMs: 100 })({
       config: { refresh: { enabled: true, listen: '127.0.0.1:0', admin_token: '' } },
-      service: new FakeEdgeService(bus),
+      service: FakeEdgeService.forConsole(bus),
       events: bus,
       logger: silentLogger,
       refresher: undefined,

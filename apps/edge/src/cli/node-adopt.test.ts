@@ -6,7 +6,8 @@ import { parseConfigText } from '@iop/config';
 import { createAdminClient } from '../admin/admin-client.js';
 import { refreshHandler } from '../admin/admin-refresh.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
-import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
 import type { NodeDiscovered } from '../node/discovered.js';
 import { createConfigRefresher, type ConfigRefresher } from '../refresh/config-refresher.js';
@@ -65,7 +66,7 @@ describe('iop-edge node adopt', () => {
   beforeEach(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'iop-node-adopt-'));
     file = path.join(dir, 'edge.yaml');
-    service = new FakeEdgeService();
+    service = FakeEdgeService.forConsole();
     service.nodes = [{ ...node('gpu-box', 'gpu-box', Date.UTC(2026, 11, 1)), discovered: DISCOVERED }];
   });
 

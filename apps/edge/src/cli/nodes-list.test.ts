@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
-import { FakeEdgeService, FakeEventBus, node } from '../console/test-support/fake-edge.js';
+import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
 import { createAdminClient } from '../admin/admin-client.js';
 import { memoryIo } from './test-support/memory-io.js';
@@ -23,7 +24,7 @@ describe('iop-edge nodes list', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'iop-nodes-list-'));
-    service = new FakeEdgeService();
+    service = FakeEdgeService.forConsole();
     service.nodes = [
       { ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)), lastHeartbeatUnixMs: NOW - 2000 },
     ];

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createAdminClient } from '../admin/admin-client.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
-import { FakeEdgeService, FakeEventBus } from '../console/test-support/fake-edge.js';
+import { FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { ManualClock } from '../governance/test-support/manual-clock.js';
 import { openUsageDatabase } from '../governance/usage-database.js';
 import { UsageStore, type UsageRecord } from '../governance/usage-store.js';
@@ -69,7 +70,7 @@ describe('iop-edge usage', () => {
   async function serve(): Promise<string> {
     surface = await startAdminServer({
       listen: '127.0.0.1:0',
-      service: new FakeEdgeService(),
+      service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
       closeGraceMs: 100,
@@ -126,7 +127,7 @@ describe('iop-edge usage', () => {
   it('answers UNAVAILABLE when the edge records no usage', async () => {
     surface = await startAdminServer({
       listen: '127.0.0.1:0',
-      service: new FakeEdgeService(),
+      service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
       closeGraceMs: 100,

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import type { NodeDiscovered } from '../node/discovered.js';
 import { ConsoleSession } from './console-session.js';
-import { FakeEdgeService, FakeEventBus, node } from './test-support/fake-edge.js';
+import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 
 const DISCOVERED: NodeDiscovered = {
   backends: [
@@ -20,7 +21,7 @@ afterEach(async () => {
 
 function setup() {
   const bus = new FakeEventBus();
-  const service = new FakeEdgeService(bus);
+  const service = FakeEdgeService.forConsole(bus);
   service.nodes = [node('n1', 'n1', 1_700_000_000_000)];
   const lines: string[] = [];
   const session = new ConsoleSession({

@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { PassThrough } from 'node:stream';
 import { ConsolePrompt } from './console-prompt.js';
 import { ConsoleSession } from './console-session.js';
-import { FakeEdgeService, FakeEventBus } from './test-support/fake-edge.js';
+import { FakeEdgeService } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 
 function setup(terminal: boolean): {
   prompt: ConsolePrompt;
@@ -18,7 +19,7 @@ function setup(terminal: boolean): {
   const prompt = new ConsolePrompt({ input, output, terminal });
   const bus = new FakeEventBus();
   const session = new ConsoleSession({
-    service: new FakeEdgeService(bus),
+    service: FakeEdgeService.forConsole(bus),
     events: bus,
     write: prompt.writeLine,
     defaults: { adapter: 'cli', target: 't', sessionId: 's' },

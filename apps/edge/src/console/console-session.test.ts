@@ -7,7 +7,8 @@ import type { EventBus } from '../events/types.js';
 import { ConsolePrompt } from './console-prompt.js';
 import { ConsoleSession, type ConsoleDefaults } from './console-session.js';
 import type { ProviderStatusView } from './console-format.js';
-import { FakeEdgeService, FakeEventBus, node } from './test-support/fake-edge.js';
+import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
+import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { README_TRANSCRIPT_BEFORE_STATUS } from './test-support/readme-transcript.js';
 
 const DEFAULTS: ConsoleDefaults = { node: '', adapter: 'cli', target: 'fake-cli', sessionId: 'default' };
@@ -39,7 +40,7 @@ function harness(
   } = {},
 ): Harness {
   const bus = new FakeEventBus();
-  const service = new FakeEdgeService(bus);
+  const service = FakeEdgeService.forConsole(bus);
   service.nodes =
     options.summaries ?? (options.nodes ?? []).map((id, index) => node(id, id, 1_700_000_000_000 + index));
   const input = new PassThrough();
@@ -588,7 +589,7 @@ describe('ConsoleSession', () => {
       },
     };
     const session = new ConsoleSession({
-      service: new FakeEdgeService(),
+      service: FakeEdgeService.forConsole(),
       events: lossy,
       write: (line) => lines.push(line),
       defaults: DEFAULTS,

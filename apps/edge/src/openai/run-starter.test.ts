@@ -71,7 +71,7 @@ describe('run starter', () => {
       model: 'codex',
       adapter: 'cli',
       target: 'codex',
-      node: 'node-node-p',
+      node: 'node-p',
       workspaceRequired: true,
     };
     await (
@@ -81,7 +81,7 @@ describe('run starter', () => {
       await starter.start({ ...route, kind: 'fallback', node: '' }, spec, new AbortController().signal)
     ).handle.done;
     expect(service.submitted.map((input) => input.destination)).toEqual([
-      { kind: 'route', node: 'node-node-p', adapter: 'cli', target: 'codex' },
+      { kind: 'route', node: 'node-p', adapter: 'cli', target: 'codex' },
       { kind: 'route', adapter: 'cli', target: 'codex' },
     ]);
   });

@@ -1,8 +1,13 @@
-// Test support for the surfaces (OpenAI, A2A, CLI smoke): an EdgeService whose runs stream scripted parts with
-// delays, honour their AbortSignal and cancel(), end with node_disconnected when their node is dropped, and
-// count everything tests assert on. Given a real ProviderPool it admits `{ kind: 'model' }` runs through it the
-// way the service does (lease held until the run ends, generation policy, session slots), so surface tests see
-// real queueing, 429/503 refusals and provider spread.
+// Test support: the one fake EdgeService of the edge's tests (surfaces, console, admin, CLI). It implements the
+// real interface with scripted runs and no transport:
+// - runs play a Scripter's parts with delays (`scripter`), or are driven by the test through `FakeRun.emit`
+//   (`script`, e.g. the fake-cli profile's behaviour for the console);
+// - runs honour their AbortSignal and cancel(), end with node_disconnected when their node is dropped, publish
+//   their events on a bus when one is given, and count everything tests assert on;
+// - given a real ProviderPool it admits `{ kind: 'model' }` runs through it the way the service does (lease held
+//   until the run ends, generation policy, session slots), so surface tests see real queueing, 429/503 refusals
+//   and provider spread;
+// - node commands, usage status and terminate are recorded and answered from settable responses.
 import {
   create,
   type ChatMessage,
@@ -10,6 +15,7 @@ import {
   type NodeCommandResponse,
   type RunEventPart,
 } from '@iop/wire';
+import type { EventBus } from '../events/types.js';
 import { isPoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
@@ -31,6 +37,7 @@ import type {
   SessionRef,
   SubmitOptions,
 } from '../service/types.js';
+import { AsyncQueue } from './fake-event-bus.js';
 
 /** A submitted run as the node would see it: where it went and what it carried. */
 export interface SubmittedRun extends Omit<RunSpec, 'session'> {
@@ -47,7 +54,7 @@ export interface SubmittedRun extends Omit<RunSpec, 'session'> {
   signal: AbortSignal | undefined;
 }
 
-export interface RunScript {
+export interface RunScriptParts {
   /** Parts in order; without a terminal part the run waits for a cancel. */
   parts: RunEventPart[];
   /** Delay before each part. */
@@ -56,7 +63,23 @@ export interface RunScript {
   submitError?: Error;
 }
 
-export type Scripter = (input: SubmittedRun) => RunScript;
+export type Scripter = (input: SubmittedRun) => RunScriptParts;
+
+/** A run the fake started. */
+export interface FakeRun {
+  input: SubmittedRun;
+  runId: string;
+  nodeId: string;
+  /** Reasons of the cancels it received (cancel(), its signal, cancelRun). */
+  cancelReasons: string[];
+  /** Sends a part to the run's reader (and the bus); ignored once a terminal part was sent. */
+  emit(part: RunEventPart): void;
+  readonly ended: boolean;
+  done: Promise<RunOutcome>;
+}
+
+/** A run driven by the test instead of a Scripter: called right after the run is created. */
+export type RunScript = (run: FakeRun) => void;
 
 /** The default script: answers `echo: <last message>`. */
 export const echoScripter: Scripter = (input) => ({
@@ -67,51 +90,124 @@ export const echoScripter: Scripter = (input) => ({
   ],
 });
 
-export function fakeNode(nodeId: string, alias = nodeId): NodeSummary {
+/** The fake-cli profile's behaviour: `<TOKEN>_OK` and `<TOKEN>_TAIL` lines, then an idle-timeout completion. */
+export const fakeCliScript: RunScript = (run) => {
+  const prompt = run.input.messages[0]?.content ?? '';
+  const token = (/\b(iop_\w+)/.exec(prompt)?.[1] ?? 'empty').toUpperCase();
+  setTimeout(() => {
+    run.emit({
+      type: 'start',
+      sessionId: run.input.sessionId,
+      adapter: run.input.adapter,
+      target: run.input.target,
+    });
+    // Split mid-line on purpose: the console must assemble deltas into whole lines.
+    run.emit({ type: 'text-delta', text: `${token}_` });
+    run.emit({ type: 'text-delta', text: `OK\n${token}_TA` });
+    run.emit({ type: 'text-delta', text: 'IL\n' });
+    run.emit({ type: 'complete', detail: 'idle-timeout', finishReason: 'stop', backendMs: 5 });
+  }, 1);
+};
+
+/** A connected node as the service lists it. */
+export function fakeNode(
+  nodeId: string,
+  alias = nodeId,
+  connectedSinceUnixMs = 1_700_000_000_000,
+): NodeSummary {
   return {
     nodeId,
     alias,
     agentVersion: '0.1.0',
     os: 'linux',
     arch: 'x64',
-    hostname: 'host',
-    remoteAddress: '127.0.0.1:1',
-    connectedSinceUnixMs: 0,
-    lastHeartbeatUnixMs: 0,
+    hostname: `${nodeId}-host`,
+    remoteAddress: '127.0.0.1:50000',
+    connectedSinceUnixMs,
+    lastHeartbeatUnixMs: connectedSinceUnixMs + 1000,
     adapters: ['cli'],
     providers: [],
   };
 }
 
-interface FakeRun {
-  nodeId: string;
-  end(part: RunEventPart): void;
+export interface FakeEdgeOptions {
+  /** Publishes every run event (as the real service does). */
+  bus?: EventBus;
+  /**
+   * How a run or command without a node is placed: `first` connected node (default), or `only`: like the real
+   * service, an error when none or several are connected.
+   */
+  nodeFallback?: 'first' | 'only';
 }
 
 export class FakeEdgeService implements EdgeService {
   readonly submitted: SubmittedRun[] = [];
-  /** Ids of runs cancelled on the node (cancel() or an aborted signal), in order. */
+  /** Every run started, in order. */
+  readonly runs: FakeRun[] = [];
+  /** Ids of runs cancelled on the node (cancel(), an aborted signal or cancelRun), in order. */
   readonly cancelled: string[] = [];
+  /** cancelRun() calls, found or not. */
+  readonly cancelRunCalls: { runId: string; reason?: string }[] = [];
   readonly terminated: SessionRef[] = [];
+  readonly commands: NodeCommandInput[] = [];
+  readonly usageCalls: SessionRef[] = [];
+  /** Answers to node commands by command name; unknown commands echo `{ command }` (or fail, see below). */
+  commandResponses: Map<string, NodeCommandResponse | Error> = new Map();
+  /** Answers commands by the whole request (e.g. capabilities per adapter); wins over commandResponses. */
+  commandHandler: ((input: NodeCommandInput) => NodeCommandResponse | undefined) | undefined;
+  /** What `providers()` answers when set (else the pool's status). */
+  providerList: ProviderStatus[] | undefined;
+  /** When set, unknown commands answer `ok: false` "unknown command ..." instead of echoing. */
+  refuseUnknownCommands = false;
+  /** When set, usageStatus answers this instead of running the `status` command. */
+  usageResponse: NodeCommandResponse | Error | undefined;
+  /** When set, runs are driven by this instead of the scripter. */
+  script: RunScript | undefined;
+  /** When set, submitRun rejects with it. */
+  submitError: Error | undefined;
   active = 0;
   peakActive = 0;
   /** Highest number of simultaneous runs seen per provider id. */
   readonly peakByProvider = new Map<string, number>();
   private readonly activeByProvider = new Map<string, number>();
-  private runSeq = 0;
-  private readonly runs = new Map<string, FakeRun>();
-
+  private readonly running = new Map<string, FakeRun>();
   private readonly sessions = new SessionSlots();
+  private nodeList: NodeSummary[] = [];
+  private runSeq = 0;
 
   /**
-   * `nodes` are the connected nodes; a run without a node goes to the first, and fails with none. `pool` admits
-   * model runs (without one, a model destination is `model_not_found`).
+   * `nodes` are the connected nodes (a list the test may change, or a function read on every call). `pool`
+   * admits model runs (without one, a model destination is `model_not_found`).
    */
   constructor(
     public scripter: Scripter = echoScripter,
-    private readonly nodes: () => NodeSummary[] = () => [fakeNode('node-a')],
+    private readonly nodeSource: (() => NodeSummary[]) | NodeSummary[] = () => [fakeNode('node-a')],
     private readonly pool?: ProviderPool,
-  ) {}
+    private readonly options: FakeEdgeOptions = {},
+  ) {
+    if (Array.isArray(nodeSource)) this.nodeList = nodeSource;
+  }
+
+  /** The fake as the console and admin tests use it: test-driven fake-cli runs, no node until one is added. */
+  static forConsole(bus?: EventBus): FakeEdgeService {
+    const service = new FakeEdgeService(echoScripter, [], undefined, {
+      ...(bus ? { bus } : {}),
+      nodeFallback: 'only',
+    });
+    service.script = fakeCliScript;
+    service.refuseUnknownCommands = true;
+    service.usageResponse = create.nodeCommandResponse({ ok: false, error: 'unset' });
+    return service;
+  }
+
+  /** The connected nodes (assignable when the fake was built over a list). */
+  get nodes(): NodeSummary[] {
+    return Array.isArray(this.nodeSource) ? this.nodeList : this.nodeSource();
+  }
+
+  set nodes(list: NodeSummary[]) {
+    this.nodeList = list;
+  }
 
   get models(): ModelCatalog {
     const pool = this.pool;
@@ -123,11 +219,11 @@ export class FakeEdgeService implements EdgeService {
   }
 
   providers(): ProviderStatus[] {
-    return this.pool?.snapshot() ?? [];
+    return this.providerList ?? this.pool?.snapshot() ?? [];
   }
 
   admissionTotals() {
-    return this.pool?.totals() ?? { inFlight: 0, queued: 0 };
+    return this.pool?.totals() ?? { inFlight: this.active, queued: 0 };
   }
 
   /** Runs cancelled on the node. */
@@ -136,6 +232,7 @@ export class FakeEdgeService implements EdgeService {
   }
 
   async submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
+    if (this.submitError) throw this.submitError;
     let lease: Lease | undefined;
     let params = spec.params;
     const queuedAt = performance.now();
@@ -180,95 +277,21 @@ export class FakeEdgeService implements EdgeService {
       slot.release();
       lease?.release();
     };
-    const script = this.scripter(input);
-    if (script.submitError) {
-      release();
-      throw script.submitError;
-    }
+    const scripted = this.script ? undefined : this.scripter(input);
     let nodeId: string;
     try {
-      nodeId = input.node ?? this.resolveNode().nodeId;
+      if (scripted?.submitError) throw scripted.submitError;
+      nodeId = this.resolveNode(input.node).nodeId;
     } catch (error) {
       release();
       throw error instanceof Error ? error : new Error(String(error));
     }
     this.submitted.push(input);
-    const runId = input.runId ?? `run-${++this.runSeq}`;
-    this.active += 1;
-    this.peakActive = Math.max(this.peakActive, this.active);
-    const provider = input.providerId ?? '';
-    const providerActive = (this.activeByProvider.get(provider) ?? 0) + 1;
-    this.activeByProvider.set(provider, providerActive);
-    this.peakByProvider.set(provider, Math.max(this.peakByProvider.get(provider) ?? 0, providerActive));
-
-    // A single-consumer queue fed by the script timer, cancel(), the signal and node disconnects.
-    const queue: RunEventPart[] = [];
-    let wake: (() => void) | undefined;
-    let terminal = false;
-    let settle!: (outcome: RunOutcome) => void;
-    const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
-    // Without a delay, parts follow each other on setImmediate (setTimeout 0 would cap a run at ~1000 parts/s).
-    let cancelTimer: (() => void) | undefined;
-    const schedule = (callback: () => void) => {
-      if (script.delayMs) {
-        const handle = setTimeout(callback, script.delayMs);
-        cancelTimer = () => clearTimeout(handle);
-      } else {
-        const handle = setImmediate(callback);
-        cancelTimer = () => clearImmediate(handle);
-      }
-    };
-    const push = (part: RunEventPart) => {
-      if (terminal) return;
-      queue.push(part);
-      if (part.type === 'complete' || part.type === 'error' || part.type === 'cancelled') {
-        terminal = true;
-        cancelTimer?.();
-        this.active -= 1;
-        this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
-        this.runs.delete(runId);
-        input.signal?.removeEventListener('abort', onAbort);
-        release();
-        settle(outcomeOf(part));
-      }
-      wake?.();
-    };
-    // Like the real service, an aborted signal sends CANCEL_RUN to the node.
-    const onAbort = () => {
-      if (!terminal) this.cancelled.push(runId);
-      push({ type: 'cancelled', reason: 'client disconnected' });
-    };
-    input.signal?.addEventListener('abort', onAbort, { once: true });
-    this.runs.set(runId, { nodeId, end: push });
-
-    let index = 0;
-    const step = () => {
-      const part = script.parts[index++];
-      if (!part) return;
-      push(part);
-      if (!terminal) schedule(step);
-    };
-    schedule(step);
-
-    let seq = 0;
-    const events: AsyncIterable<RunEventWithMeta> = {
-      [Symbol.asyncIterator]: () => ({
-        next: async (): Promise<IteratorResult<RunEventWithMeta>> => {
-          for (;;) {
-            const part = queue.shift();
-            if (part) {
-              return { value: { runId, nodeId, seq: ++seq, atUnixMs: Date.now(), part }, done: false };
-            }
-            if (terminal) return { value: undefined, done: true };
-            await new Promise<void>((resolve) => (wake = resolve));
-            wake = undefined;
-          }
-        },
-        return: () => Promise.resolve({ value: undefined, done: true }),
-      }),
-    };
+    const { run, events } = this.startRun(input, nodeId, release);
+    if (this.script) this.script(run);
+    else if (scripted) this.play(run, scripted);
     return {
-      runId,
+      runId: run.runId,
       nodeId,
       adapter,
       target,
@@ -277,76 +300,169 @@ export class FakeEdgeService implements EdgeService {
       queueMs: lease ? performance.now() - queuedAt : 0,
       submittedAt: performance.now(),
       events,
-      done,
+      done: run.done,
       cancel: (reason?: string) => {
-        if (!terminal) this.cancelled.push(runId);
-        push({ type: 'cancelled', reason: reason ?? 'cancelled' });
+        this.cancelOnNode(run, reason ?? 'cancelled');
         return Promise.resolve();
       },
-      overheadMs: () => (terminal ? 1.25 : undefined),
+      overheadMs: () => (run.ended ? 1.25 : undefined),
     };
   }
 
   /** Every run on the node ends with a node_disconnected error, as the real service does. */
   disconnectNode(nodeId: string): void {
-    for (const run of [...this.runs.values()]) {
-      if (run.nodeId === nodeId) {
-        run.end({
-          type: 'error',
-          code: 'node_disconnected',
-          message: `node ${nodeId} disconnected`,
-          retryable: true,
-          backendMs: 0,
-        });
-      }
+    for (const run of [...this.running.values()]) {
+      if (run.nodeId !== nodeId) continue;
+      run.emit({
+        type: 'error',
+        code: 'node_disconnected',
+        message: `node ${nodeId} disconnected`,
+        retryable: true,
+        backendMs: 0,
+      });
     }
   }
 
-  cancelRun(runId: string): Promise<boolean> {
-    const run = this.runs.get(runId);
-    run?.end({ type: 'cancelled', reason: 'operator' });
+  cancelRun(runId: string, reason?: string): Promise<boolean> {
+    this.cancelRunCalls.push({ runId, reason });
+    const run = this.running.get(runId);
+    if (run) this.cancelOnNode(run, reason ?? 'cancelled');
     return Promise.resolve(run !== undefined);
   }
 
   terminateSession(ref: SessionRef): Promise<string> {
-    this.terminated.push(ref);
     try {
-      return Promise.resolve(this.resolveNode(ref.node).nodeId);
+      const nodeId = this.resolveNode(ref.node).nodeId;
+      this.terminated.push(ref);
+      return Promise.resolve(nodeId);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
   }
 
   nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
+    this.commands.push(input);
     try {
       this.resolveNode(input.node);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
+    const command = input.request.command;
+    const response = this.commandHandler?.(input) ?? this.commandResponses.get(command);
+    if (response instanceof Error) return Promise.reject(response);
+    if (response) return Promise.resolve(response);
     return Promise.resolve(
-      create.nodeCommandResponse({ ok: true, result: { command: input.request.command } }),
+      this.refuseUnknownCommands
+        ? create.nodeCommandResponse({ ok: false, error: `unknown command ${command}` })
+        : create.nodeCommandResponse({ ok: true, result: { command } }),
     );
   }
 
   usageStatus(ref: SessionRef): Promise<NodeCommandResponse> {
-    return this.nodeCommand({ node: ref.node, request: create.nodeCommandRequest({ command: 'status' }) });
+    this.usageCalls.push(ref);
+    const response = this.usageResponse;
+    if (response instanceof Error) return Promise.reject(response);
+    if (response) return Promise.resolve(response);
+    return this.nodeCommand({
+      ...(ref.node !== undefined ? { node: ref.node } : {}),
+      request: create.nodeCommandRequest({ command: 'status' }),
+    });
   }
 
   listNodes(): NodeSummary[] {
-    return this.nodes();
+    return [...this.nodes];
   }
 
-  /** By id or alias; without a ref the first connected node. */
+  /** By id or alias; without a ref the first connected node (or, with nodeFallback `only`, the only one). */
   resolveNode(ref?: string): NodeSummary {
-    const nodes = this.nodes();
+    const nodes = this.nodes;
     if (ref) {
-      const node = nodes.find((candidate) => candidate.nodeId === ref || candidate.alias === ref);
-      if (!node) throw new ServiceError('node_not_found', `node ${ref} is not connected`);
-      return node;
+      const found = nodes.find((candidate) => candidate.nodeId === ref || candidate.alias === ref);
+      if (!found) throw new ServiceError('node_not_found', `node ${ref} is not connected`);
+      return found;
     }
-    const [node] = nodes;
-    if (!node) throw new ServiceError('no_nodes', 'no node is connected');
-    return node;
+    const [first] = nodes;
+    if (!first) throw new ServiceError('no_nodes', 'no node is connected');
+    if (this.options.nodeFallback === 'only' && nodes.length > 1) {
+      throw new ServiceError(
+        'node_ambiguous',
+        'several nodes are connected; choose one with /node <id|alias>',
+      );
+    }
+    return first;
+  }
+
+  private startRun(
+    input: SubmittedRun,
+    nodeId: string,
+    release: () => void,
+  ): { run: FakeRun; events: AsyncIterable<RunEventWithMeta> } {
+    const runId = input.runId ?? `run-${++this.runSeq}`;
+    const provider = input.providerId ?? '';
+    this.active += 1;
+    this.peakActive = Math.max(this.peakActive, this.active);
+    const providerActive = (this.activeByProvider.get(provider) ?? 0) + 1;
+    this.activeByProvider.set(provider, providerActive);
+    this.peakByProvider.set(provider, Math.max(this.peakByProvider.get(provider) ?? 0, providerActive));
+    const queue = new AsyncQueue<RunEventWithMeta>();
+    let settle!: (outcome: RunOutcome) => void;
+    const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
+    let seq = 0;
+    let ended = false;
+    // Like the real service, an aborted signal sends CANCEL_RUN to the node (reason `client-disconnected`).
+    const onAbort = () => this.cancelOnNode(run, 'client-disconnected');
+    const run: FakeRun = {
+      input,
+      runId,
+      nodeId,
+      cancelReasons: [],
+      done,
+      get ended() {
+        return ended;
+      },
+      emit: (part) => {
+        if (ended) return;
+        const event: RunEventWithMeta = { runId, nodeId, seq: ++seq, atUnixMs: Date.now(), part };
+        queue.push(event);
+        this.options.bus?.publish({ type: 'run', event });
+        if (part.type !== 'complete' && part.type !== 'error' && part.type !== 'cancelled') return;
+        ended = true;
+        this.active -= 1;
+        this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
+        this.running.delete(runId);
+        input.signal?.removeEventListener('abort', onAbort);
+        release();
+        queue.end();
+        settle(outcomeOf(part));
+      },
+    };
+    this.running.set(runId, run);
+    this.runs.push(run);
+    input.signal?.addEventListener('abort', onAbort, { once: true });
+    return { run, events: queue };
+  }
+
+  /** Plays a Scripter's parts: with `delayMs` before each, else one per setImmediate (no 1 ms timer floor). */
+  private play(run: FakeRun, script: RunScriptParts): void {
+    let index = 0;
+    const step = () => {
+      const part = script.parts[index++];
+      if (!part || run.ended) return;
+      run.emit(part);
+      if (!run.ended) schedule();
+    };
+    const schedule = () => {
+      if (script.delayMs) setTimeout(step, script.delayMs);
+      else setImmediate(step);
+    };
+    schedule();
+  }
+
+  private cancelOnNode(run: FakeRun, reason: string): void {
+    if (run.ended) return;
+    run.cancelReasons.push(reason);
+    this.cancelled.push(run.runId);
+    run.emit({ type: 'cancelled', reason });
   }
 }
 
