@@ -171,6 +171,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
             .catch(() => undefined),
         logger: logger.child({ component: 'cluster' }),
         clock,
+        registry: metrics.registry,
       });
     } catch (error) {
       pool.close();

@@ -3,6 +3,7 @@
 // fake backends count concurrency per provider.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
+import { Registry } from 'prom-client';
 import { systemClock } from '../clock.js';
 import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
@@ -62,6 +63,7 @@ interface TestEdge {
   fake: FakeEdgeService;
   events: ClosableEventBus;
   cluster: EdgeCluster;
+  registry: Registry;
 }
 
 let nats: NatsServer;
@@ -80,7 +82,9 @@ async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
   }) as unknown as EdgeServiceImpl;
   const events = createEventBus({ replaySize: 16, queueSize: 256 });
   const dropped: string[] = [];
+  const registry = new Registry();
   const cluster = await startEdgeCluster({
+    registry,
     config: edgeConfig,
     service,
     events,
@@ -92,7 +96,7 @@ async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
     logger: silentLogger,
     clock: systemClock,
   });
-  const edge = { id, nodes, connected, dropped, pool, fake, events, cluster };
+  const edge = { id, nodes, connected, dropped, pool, fake, events, cluster, registry };
   edges.push(edge);
   return edge;
 }
@@ -168,6 +172,13 @@ suite('edge cluster over NATS', () => {
     await waitFor(() => a.cluster.service.providers().every((p) => p.inFlight === 0 && p.queued === 0));
     expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
     expect(b.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+    // Per-edge and cluster-wide figures on /metrics.
+    const metricsA = await a.registry.metrics();
+    expect(metricsA).toMatch(/^iop_cluster_edges 2$/m);
+    expect(metricsA).toMatch(/^iop_cluster_capacity\{edge="edge-b"\} 1$/m);
+    expect(metricsA).toMatch(/^iop_cluster_in_flight\{edge="edge-a"\} 0$/m);
+    expect(metricsA).toMatch(/^iop_cluster_forwarded_runs_total\{to="edge-b"\} 1$/m);
+    expect(await b.registry.metrics()).toMatch(/^iop_cluster_served_runs_total\{from="edge-a"\} 1$/m);
   });
 
   it('carries a cancel and a client abort over to the owning edge', async () => {

@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import { connect, credsAuthenticator, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import type { Registry } from 'prom-client';
 import type { ClusterConfig, EdgeConfig } from '@iop/config';
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Clock } from '../clock.js';
@@ -32,6 +33,7 @@ import type {
   RunSurface,
   SubmitOptions,
 } from '../service/types.js';
+import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
@@ -55,6 +57,8 @@ export interface EdgeClusterOptions {
   forwardAdmitTimeoutMs?: number;
   /** Events buffered per forwarded run before it is ended as a stuck reader (default 4096). */
   forwardBufferSize?: number;
+  /** Where the iop_cluster_* metrics go (the edge's /metrics registry); none = not exported. */
+  registry?: Registry;
 }
 
 export interface EdgeCluster {
@@ -200,6 +204,7 @@ class ClusterImpl implements EdgeCluster {
   private publishScheduled = false;
   private closing: Promise<void> | undefined;
   private stopWatches: (() => void)[] = [];
+  private readonly metrics: ClusterMetrics | undefined;
 
   private constructor(
     private readonly options: EdgeClusterOptions,
@@ -211,6 +216,9 @@ class ClusterImpl implements EdgeCluster {
     this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
     this.revision = configRevision(options.config);
     this.service = this.wrap(options.service);
+    this.metrics = options.registry
+      ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
+      : undefined;
   }
 
   static async start(options: EdgeClusterOptions, nc: NatsConnection, edgesKv: KV, nodesKv: KV) {
@@ -494,6 +502,7 @@ class ClusterImpl implements EdgeCluster {
       return;
     }
     served.handle = handle;
+    this.metrics?.served(request.from);
     const reply: ForwardReply = {
       ok: true,
       runId: handle.runId,
@@ -587,6 +596,7 @@ class ClusterImpl implements EdgeCluster {
         ...(reply.retryAfterSeconds !== null ? { retryAfterSeconds: reply.retryAfterSeconds } : {}),
       });
     }
+    this.metrics?.forwarded(owner);
     if (options.signal?.aborted) stream.cancel('client disconnected');
     stream.runId = reply.runId;
     if (!stream.ended) this.forwardedByRunId.set(reply.runId, forward);
