@@ -2,7 +2,7 @@
 // unterminated rest is kept until more text arrives or `flush()` hands it out. Each chunk is scanned once (the
 // kept rest is never rescanned), and the rest may grow to `maxLineLength` characters at most: a longer line throws
 // LineTooLongError (a CLI printing one endless line must fail its run, not fill the node's memory).
-import { DEFAULT_MAX_LINE_LENGTH, LineTooLongError } from '../line-limits.js';
+import { DEFAULT_MAX_LINE_LENGTH, LineTooLongError } from './line-limits.js';
 
 export { DEFAULT_MAX_LINE_LENGTH, LineTooLongError };
 

@@ -7,7 +7,7 @@ import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
 import { stripAnsi } from './ansi.js';
 import { CliAdapterError } from './errors.js';
-import { LineSplitter, LineTooLongError } from './line-splitter.js';
+import { LineSplitter, LineTooLongError } from '../line-splitter.js';
 import { OutputFlow } from './output-flow.js';
 import { createOutputParser, type ParsedOutput, type ParserState } from './output-parser.js';
 import { expandArgs, usesBackendSessionId, usesPlaceholder } from './placeholders.js';

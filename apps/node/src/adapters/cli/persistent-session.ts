@@ -6,7 +6,7 @@ import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
 import { stripAnsi } from './ansi.js';
 import { CliAdapterError } from './errors.js';
-import { LineSplitter, LineTooLongError } from './line-splitter.js';
+import { LineSplitter, LineTooLongError } from '../line-splitter.js';
 import { OutputFlow } from './output-flow.js';
 import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
 import { toSingleLine, toTerminalText } from './prompt.js';
