@@ -18,7 +18,11 @@ export async function listenHttp(
   limits: Partial<HttpServerLimits> = {},
 ): Promise<HttpListener> {
   const { host, port } = parseListenAddress(listen);
-  const server = createHttpServer(handler, limits);
+  return listenServer(createHttpServer(handler, limits), host, port);
+}
+
+/** Binds an already built server (e.g. an HTTPS one with the same limits) and wraps it as an HttpListener. */
+export async function listenServer(server: http.Server, host: string, port: number): Promise<HttpListener> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

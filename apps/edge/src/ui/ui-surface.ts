@@ -19,8 +19,8 @@ import { NodeLabels } from '../node/node-labels.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { DEFAULT_HTTP_SERVER_LIMITS } from '../http/http-server.js';
-import { listenHttp, type HttpListener } from '../http/listen-http.js';
-import { boundAddress, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
+import { listenHttp, listenServer, type HttpListener } from '../http/listen-http.js';
+import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
@@ -318,20 +318,5 @@ async function listenHttps(
     handler,
   );
   server.maxConnections = limits.maxConnections;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return {
-    address: boundAddress(server.address()),
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenServer(server, host, port);
 }
