@@ -13,6 +13,7 @@ import {
   stringFlag,
   UsageError,
   writeLine,
+  writeTable,
   type CliCommand,
   type CliIo,
 } from './command.js';
@@ -160,18 +161,7 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     node.adapters.length > 0 ? node.adapters.join(',') : '-',
     discoverySummary(node.discovered ? fromWireDiscovery(node.discovered) : undefined),
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  for (const row of [header, ...rows]) {
-    writeLine(
-      io.stdout,
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
-  }
+  writeTable(io.stdout, header, rows);
 }
 
 function isoTime(unixMs: number): string | null {

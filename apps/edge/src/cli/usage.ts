@@ -10,6 +10,7 @@ import {
   stringFlag,
   UsageError,
   writeLine,
+  writeTable,
   type CliCommand,
   type CliIo,
 } from './command.js';
@@ -115,18 +116,7 @@ function printTable(io: CliIo, by: string, groups: UsageGroup[]): void {
     String(group.rejected),
     group.runs > 0 ? round(group.durationMsTotal / group.runs).toFixed(0) : '0',
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  for (const row of [header, ...rows]) {
-    writeLine(
-      io.stdout,
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
-  }
+  writeTable(io.stdout, header, rows);
 }
 
 function round(value: number): number {
