@@ -211,6 +211,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         nodeTimeoutMs: options.refresh?.nodeTimeoutMs,
       })
     : undefined;
+  // Cluster mode: a refresh asked of this edge is applied on every edge, all or nothing.
+  const servedRefresher =
+    cluster && refresher ? cluster.attachRefresher(refresher, options.configPath) : refresher;
 
   let ready = false;
   const surfaces: Surface[] = [];
@@ -226,7 +229,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     service,
     metrics,
     governance,
-    refresher,
+    refresher: servedRefresher,
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;

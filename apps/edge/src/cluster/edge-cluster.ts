@@ -33,7 +33,9 @@ import type {
   RunSurface,
   SubmitOptions,
 } from '../service/types.js';
+import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
+import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
@@ -72,6 +74,11 @@ export interface EdgeCluster {
   readonly servedRuns: number;
   /** Publishes this edge's state now (tests; normally coalesced on change and on the heartbeat). */
   publishState(): Promise<void>;
+  /**
+   * The edge's config refresher made cluster-wide (cluster-refresh.ts): a refresh asked here is dry-run on every
+   * live edge and applied on all or none. `configPath` is the file this edge started from.
+   */
+  attachRefresher(local: ConfigRefresher, configPath: string): ConfigRefresher;
   /** Ends forwarded runs, deletes this edge's state and node claims, closes the connection; idempotent. */
   close(): Promise<void>;
 }
@@ -199,7 +206,8 @@ class ClusterImpl implements EdgeCluster {
   /** Revision of this edge's claim per node id. */
   private readonly claims = new Map<string, number>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
-  private readonly revision: string;
+  private currentConfig: () => EdgeConfig;
+  private clusterRefresher: ClusterRefresher | undefined;
   private subscription: EventSubscription | undefined;
   private publishScheduled = false;
   private closing: Promise<void> | undefined;
@@ -214,7 +222,7 @@ class ClusterImpl implements EdgeCluster {
   ) {
     this.edgeId = options.config.edge.id;
     this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
-    this.revision = configRevision(options.config);
+    this.currentConfig = () => options.config;
     this.service = this.wrap(options.service);
     this.metrics = options.registry
       ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
@@ -307,10 +315,7 @@ class ClusterImpl implements EdgeCluster {
         forward.stream.fail('node_disconnected', 'the edge lost its NATS connection');
       }
     });
-    this.logger.info(
-      { edgeId: this.edgeId, servers: cluster.nats.servers, revision: this.revision },
-      'cluster: joined',
-    );
+    this.logger.info({ edgeId: this.edgeId, servers: cluster.nats.servers }, 'cluster: joined');
   }
 
   private async follow(
@@ -338,9 +343,10 @@ class ClusterImpl implements EdgeCluster {
       return;
     }
     const state = entry.json<EdgeState>();
-    if (state.configRevision !== this.revision) {
+    const ours = configRevision(this.currentConfig());
+    if (state.configRevision !== ours) {
       this.logger.warn(
-        { edgeId: state.edgeId, revision: state.configRevision, ours: this.revision },
+        { edgeId: state.edgeId, revision: state.configRevision, ours },
         'cluster: an edge runs a different config revision',
       );
     }
@@ -407,9 +413,32 @@ class ClusterImpl implements EdgeCluster {
         .filter((node) => nodes.has(node.nodeId))
         .map(({ discovered: _discovered, ...node }) => node),
       providers: this.options.service.providers().filter((provider) => nodes.has(provider.nodeId)),
-      configRevision: this.revision,
+      configRevision: configRevision(this.currentConfig()),
       sentAtUnixMs: this.options.clock.now(),
     };
+  }
+
+  attachRefresher(local: ConfigRefresher, configPath: string): ConfigRefresher {
+    let initialYaml = '';
+    try {
+      initialYaml = fs.readFileSync(configPath, 'utf8');
+    } catch (error) {
+      this.logger.warn(
+        { error: errorText(error) },
+        'cluster: config file unreadable; refreshes from peers keep their edge keys',
+      );
+    }
+    this.currentConfig = () => local.current();
+    this.clusterRefresher = createClusterRefresher({
+      edgeId: this.edgeId,
+      nc: this.nc,
+      liveEdges: () => this.view.states().map(({ edgeId, configRevision }) => ({ edgeId, configRevision })),
+      revision: () => configRevision(local.current()),
+      local,
+      initialYaml,
+      logger: this.logger,
+    });
+    return this.clusterRefresher.refresher;
   }
 
   async publishState(): Promise<void> {
@@ -663,6 +692,7 @@ class ClusterImpl implements EdgeCluster {
       for (const timer of this.timers) clearInterval(timer);
       this.subscription?.close();
       for (const stop of this.stopWatches) stop();
+      this.clusterRefresher?.close();
       for (const forward of [...this.forwarded.values()]) {
         forward.stream.fail('shutting_down', 'the edge is shutting down');
       }

@@ -1,0 +1,265 @@
+// `config refresh` in cluster mode: a refresh asked of one edge applies to every live edge, all or nothing.
+//
+//   1. dry-run on this edge and on every other live edge (request `iop.refresh.<edge>`); each edge classifies the
+//      candidate against its own running config, keeping its own `edge.id`, `edge.data_dir` and `edge.listen`
+//      (they differ per edge by design; any other change of the candidate is classified as it is);
+//   2. mode dry-run: the merged result; mode apply: nothing is applied unless every edge would apply;
+//   3. apply here, then on the others; when one refuses, every edge that applied goes back to the text it ran
+//      before (its own previous edge.yaml text), and the result is `rejected` naming the edge.
+//
+// The merged result is this edge's, with one report per other edge (`cluster.edges.<id>`), their node results,
+// and the worst status. Edges whose published config revision differs from this one are reported too.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { parseDocument } from 'yaml';
+import type { Logger } from '../logging.js';
+import type { ConfigRefresher } from '../refresh/config-refresher.js';
+import type { RefreshResult } from '../refresh/refresh-result.js';
+
+export interface ClusterRefreshDeps {
+  edgeId: string;
+  nc: NatsConnection;
+  /** Live remote edges with the config revision each published. */
+  liveEdges(): { edgeId: string; configRevision: string }[];
+  /** This edge's config revision now. */
+  revision(): string;
+  local: ConfigRefresher;
+  /** The edge.yaml text this edge started from ('' when it did not start from a file). */
+  initialYaml: string;
+  logger: Logger;
+  /** How long another edge may take to answer one step (default 30 s). */
+  timeoutMs?: number;
+}
+
+type RefreshOp =
+  | { op: 'refresh'; id: string; mode: string; yaml: string }
+  | { op: 'rollback'; id: string }
+  | { op: 'commit'; id: string };
+
+type RefreshReply = { ok: true; result: RefreshResult } | { ok: false; error: string };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** Applied-but-uncommitted refreshes kept for a rollback. */
+const MAX_PENDING = 16;
+
+const STATUS_RANK: Record<RefreshResult['status'], number> = { applied: 0, restart_required: 1, rejected: 2 };
+
+/** The keys of `edge:` each edge keeps from its own file when it takes another edge's candidate. */
+export const PER_EDGE_KEYS = ['id', 'data_dir', 'listen'] as const;
+
+/** `candidate` with `edge.id`, `edge.data_dir` and `edge.listen` taken from `own` (where `own` sets them). */
+export function withOwnEdgeSection(candidate: string, own: string): string {
+  if (own === '') return candidate;
+  const ownDocument = parseDocument(own);
+  const document = parseDocument(candidate);
+  if (document.errors.length > 0 || ownDocument.errors.length > 0) return candidate;
+  for (const key of PER_EDGE_KEYS) {
+    const value: unknown = ownDocument.getIn(['edge', key], true);
+    if (value === undefined) document.deleteIn(['edge', key]);
+    else document.setIn(['edge', key], value);
+  }
+  return document.toString({ lineWidth: 0 });
+}
+
+export interface ClusterRefresher {
+  readonly refresher: ConfigRefresher;
+  close(): void;
+}
+
+export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresher {
+  const { nc, local, logger } = deps;
+  const timeoutMs = deps.timeoutMs ?? 30_000;
+  /** The text this edge runs now (its own edge section). */
+  let ownYaml = deps.initialYaml;
+  const pending = new Map<string, string>();
+  let seq = 0;
+
+  /** Refreshes this edge; `fromPeer`: the candidate came from another edge (keep this edge's own keys). */
+  async function applyHere(
+    id: string,
+    mode: string,
+    yaml: string,
+    fromPeer: boolean,
+    sourcePath = '',
+  ): Promise<RefreshResult> {
+    const candidate = fromPeer ? withOwnEdgeSection(yaml, ownYaml) : yaml;
+    const result = await local.refresh(mode, candidate, sourcePath);
+    if (mode === 'apply' && result.status === 'applied') {
+      pending.set(id, ownYaml);
+      while (pending.size > MAX_PENDING) pending.delete(pending.keys().next().value as string);
+      ownYaml = candidate;
+    }
+    return result;
+  }
+
+  async function rollbackHere(id: string): Promise<RefreshResult | undefined> {
+    const previous = pending.get(id);
+    pending.delete(id);
+    if (previous === undefined || previous === '') return undefined;
+    const result = await local.refresh('apply', previous, '');
+    if (result.status === 'applied') ownYaml = previous;
+    return result;
+  }
+
+  const subscription = nc.subscribe(`iop.refresh.${deps.edgeId}`, {
+    callback: (error, msg) => {
+      if (error) return;
+      void (async () => {
+        let reply: RefreshReply;
+        try {
+          const op = JSON.parse(decoder.decode(msg.data)) as RefreshOp;
+          if (op.op === 'refresh')
+            reply = { ok: true, result: await applyHere(op.id, op.mode, op.yaml, true) };
+          else if (op.op === 'rollback') {
+            const result = await rollbackHere(op.id);
+            reply = result ? { ok: true, result } : { ok: false, error: 'nothing to roll back' };
+          } else {
+            pending.delete(op.id);
+            reply = { ok: false, error: 'committed' };
+          }
+        } catch (caught) {
+          reply = { ok: false, error: caught instanceof Error ? caught.message : String(caught) };
+        }
+        msg.respond(encoder.encode(JSON.stringify(reply)));
+      })();
+    },
+  });
+
+  async function ask(edgeId: string, op: RefreshOp): Promise<RefreshReply> {
+    try {
+      const response = await nc.request(`iop.refresh.${edgeId}`, encoder.encode(JSON.stringify(op)), {
+        timeout: timeoutMs,
+      });
+      return JSON.parse(decoder.decode(response.data)) as RefreshReply;
+    } catch (error) {
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  function merge(
+    here: RefreshResult,
+    others: { edgeId: string; reply: RefreshReply }[],
+    extraStatus?: RefreshResult['status'],
+  ): RefreshResult {
+    const merged: RefreshResult = {
+      ...here,
+      reports: [...here.reports],
+      node_results: [...here.node_results],
+    };
+    for (const { edgeId, reply } of others) {
+      const path = `cluster.edges.${edgeId}`;
+      if (!reply.ok) {
+        merged.status = 'rejected';
+        merged.reports.push({
+          path,
+          change: 'modified',
+          class: 'invalid',
+          reason: `${path}: edge ${edgeId} did not answer (${reply.error}); nothing was applied there`,
+        });
+        continue;
+      }
+      const { result } = reply;
+      if (STATUS_RANK[result.status] > STATUS_RANK[merged.status]) merged.status = result.status;
+      merged.node_results.push(...result.node_results);
+      const first = result.reports.find((report) => report.class !== 'live')?.reason;
+      merged.reports.push({
+        path,
+        change: 'modified',
+        class:
+          result.status === 'applied' ? 'live' : result.status === 'restart_required' ? 'restart' : 'invalid',
+        reason: `${path}: edge ${edgeId} ${result.mode === 'apply' ? '' : 'would be '}${result.status}${first ? ` (${first})` : ''}`,
+      });
+    }
+    if (extraStatus && STATUS_RANK[extraStatus] > STATUS_RANK[merged.status]) merged.status = extraStatus;
+    return merged;
+  }
+
+  function revisionReports(result: RefreshResult, edges: { edgeId: string; configRevision: string }[]) {
+    const ours = deps.revision();
+    for (const edge of edges) {
+      if (edge.configRevision === ours) continue;
+      result.reports.push({
+        path: `cluster.edges.${edge.edgeId}`,
+        change: 'modified',
+        class: 'live',
+        reason: `cluster.edges.${edge.edgeId}: runs config revision ${edge.configRevision}, this edge ${ours}`,
+      });
+    }
+  }
+
+  async function refresh(mode: string, yaml: string, sourcePath: string): Promise<RefreshResult> {
+    const edges = deps.liveEdges();
+    const id = `${deps.edgeId}-${Date.now().toString(36)}-${++seq}`;
+    if ((mode !== 'dry-run' && mode !== 'apply') || edges.length === 0) {
+      const result = await applyHere(id, mode, yaml, false, sourcePath);
+      pending.delete(id);
+      return result;
+    }
+    const dryHere = await applyHere(id, 'dry-run', yaml, false, sourcePath);
+    const dryOthers = await Promise.all(
+      edges.map(async (edge) => ({
+        edgeId: edge.edgeId,
+        reply: await ask(edge.edgeId, { op: 'refresh', id, mode: 'dry-run', yaml }),
+      })),
+    );
+    const dry = merge(dryHere, dryOthers);
+    revisionReports(dry, edges);
+    if (mode === 'dry-run' || dry.status !== 'applied') return { ...dry, mode };
+
+    const here = await applyHere(id, 'apply', yaml, false, sourcePath);
+    if (here.status !== 'applied')
+      return merge(
+        here,
+        dryOthers.map(({ edgeId }) => skipped(edgeId)),
+      );
+    const applied: { edgeId: string; reply: RefreshReply }[] = [];
+    for (const edge of edges) {
+      applied.push({ edgeId: edge.edgeId, reply: await ask(edge.edgeId, { op: 'refresh', id, mode, yaml }) });
+    }
+    const failed = applied.filter(({ reply }) => !reply.ok || reply.result.status !== 'applied');
+    if (failed.length === 0) {
+      pending.delete(id);
+      for (const edge of edges) nc.publish(`iop.refresh.${edge.edgeId}`, encodeOp({ op: 'commit', id }));
+      return merge(here, applied);
+    }
+    // All or nothing: every edge that applied goes back to what it ran before.
+    logger.warn(
+      { edges: failed.map(({ edgeId }) => edgeId) },
+      'cluster refresh: an edge refused; rolling back',
+    );
+    const back = await rollbackHere(id);
+    for (const { edgeId, reply } of applied) {
+      if (reply.ok && reply.result.status === 'applied') await ask(edgeId, { op: 'rollback', id });
+    }
+    const result = merge(here, applied, 'rejected');
+    result.reports.push({
+      path: 'cluster',
+      change: 'modified',
+      class: 'invalid',
+      reason: `cluster: ${failed.map(({ edgeId }) => edgeId).join(', ')} did not apply; every edge went back to its previous config${back && back.status !== 'applied' ? ' (this edge could not)' : ''}`,
+    });
+    return result;
+  }
+
+  return {
+    refresher: {
+      current: () => local.current(),
+      refresh,
+      get applied() {
+        return local.applied;
+      },
+      close: () => local.close(),
+    },
+    close() {
+      subscription.unsubscribe();
+    },
+  };
+}
+
+function encodeOp(op: RefreshOp): Uint8Array {
+  return encoder.encode(JSON.stringify(op));
+}
+
+function skipped(edgeId: string): { edgeId: string; reply: RefreshReply } {
+  return { edgeId, reply: { ok: false, error: 'not asked: this edge did not apply' } };
+}
