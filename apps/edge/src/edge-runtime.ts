@@ -7,6 +7,7 @@
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
+import type { PeerCalls } from './cluster/peer-calls.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
 import { createTracing, type Tracing } from '@iop/tracing';
@@ -61,6 +62,8 @@ export interface EdgeCore {
   governance: Governance;
   /** Live config refresh; undefined when `refresh.enabled` is false. */
   refresher: ConfigRefresher | undefined;
+  /** Cluster mode only: calls to the other edges (A2A tasks held by another edge); undefined on one edge. */
+  peers?: PeerCalls;
   /** True once every surface started, false again when stopping (/readyz). */
   ready(): boolean;
 }
@@ -230,6 +233,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     metrics,
     governance,
     refresher: servedRefresher,
+    ...(cluster ? { peers: cluster.peers } : {}),
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;

@@ -29,6 +29,8 @@ import {
   type JsonRpcRequest,
 } from './json-rpc.js';
 import type { TaskManager } from './task-manager.js';
+import type { PeerCalls } from '../cluster/peer-calls.js';
+import { toWirePrincipal, type WirePrincipal } from '../cluster/wire-principal.js';
 
 export interface A2AAppOptions {
   path: string;
@@ -50,6 +52,8 @@ export interface A2AAppOptions {
   maxBodyBytes?: number;
   /** Request counts, durations and time to first artifact chunk (default: not recorded). */
   metrics?: HttpMetricsRecorder;
+  /** Cluster mode: a task this edge does not hold is asked of the other edges (tasks/get, tasks/cancel). */
+  peers?: PeerCalls;
 }
 
 /** Largest JSON-RPC body read (well under what one frame to a node carries). */
@@ -205,12 +209,25 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       case 'tasks/get': {
         const taskId = readTaskId(rpc.params);
         const historyLength = readCount(rpc.params['historyLength'], 'params.historyLength');
-        response.json(jsonRpcResult(id, tasks.get(taskId, historyLength, principal)));
+        const task = await orPeers(options.peers, () => tasks.get(taskId, historyLength, principal), {
+          method: 'tasks/get',
+          taskId,
+          ...(historyLength !== undefined ? { historyLength } : {}),
+          ...(principal ? { principal: toWirePrincipal(principal) } : {}),
+        });
+        response.json(jsonRpcResult(id, task));
         return;
       }
-      case 'tasks/cancel':
-        response.json(jsonRpcResult(id, await tasks.cancel(readTaskId(rpc.params), principal)));
+      case 'tasks/cancel': {
+        const taskId = readTaskId(rpc.params);
+        const task = await orPeers(options.peers, () => tasks.cancel(taskId, principal), {
+          method: 'tasks/cancel',
+          taskId,
+          ...(principal ? { principal: toWirePrincipal(principal) } : {}),
+        });
+        response.json(jsonRpcResult(id, task));
         return;
+      }
       case 'tasks/resubscribe': {
         const controller = streamController(response);
         const events = tasks.resubscribe(readTaskId(rpc.params), controller.signal, principal);
@@ -352,4 +369,34 @@ function readTaskId(params: Record<string, unknown>): string {
     throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.id must be a non-empty string');
   }
   return id;
+}
+
+/** The peer-call topic of A2A task look-ups (cluster mode), and its payload. */
+export const A2A_TASKS_TOPIC = 'a2a-tasks';
+export interface A2ATaskCall {
+  method: 'tasks/get' | 'tasks/cancel';
+  taskId: string;
+  historyLength?: number;
+  principal?: WirePrincipal;
+}
+
+/**
+ * This edge's answer; when it does not hold the task and other edges exist, the first edge that does (its
+ * JSON-RPC error, e.g. not cancelable, is passed on); otherwise this edge's task-not-found.
+ */
+async function orPeers<T>(
+  peers: PeerCalls | undefined,
+  here: () => T | Promise<T>,
+  call: A2ATaskCall,
+): Promise<T> {
+  try {
+    return await here();
+  } catch (error) {
+    if (!peers || !(error instanceof JsonRpcError) || error.code !== JSON_RPC_ERRORS.taskNotFound)
+      throw error;
+    const answer = await peers.ask(A2A_TASKS_TOPIC, call);
+    if (!answer) throw error;
+    if ('error' in answer) throw new JsonRpcError(answer.error.code, answer.error.message);
+    return answer.value as T;
+  }
 }

@@ -9,7 +9,10 @@ import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
 import type { Governance } from '../governance/governance.js';
 import type { PrincipalResolver } from '../governance/principal.js';
-import { createA2AApp } from './a2a-app.js';
+import type { PeerCalls } from '../cluster/peer-calls.js';
+import { fromWirePrincipal } from '../cluster/wire-principal.js';
+import { A2A_TASKS_TOPIC, createA2AApp, type A2ATaskCall } from './a2a-app.js';
+import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
 export interface A2ASurfaceOptions {
@@ -26,6 +29,8 @@ export interface A2ASurfaceOptions {
   logger: Logger;
   now?: () => number;
   metrics?: HttpMetricsRecorder;
+  /** Cluster mode: tasks/get and tasks/cancel of a task another edge holds are asked of it (and answered here). */
+  peers?: PeerCalls;
 }
 
 export interface RunningA2ASurface {
@@ -54,10 +59,34 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     tasks,
     logger,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.peers ? { peers: options.peers } : {}),
+  });
+  // Other edges ask for the tasks this edge holds; a task it does not hold is not its answer.
+  const stopServing = options.peers?.serve(A2A_TASKS_TOPIC, async (payload) => {
+    const call = payload as A2ATaskCall;
+    const principal = call.principal ? fromWirePrincipal(call.principal) : undefined;
+    try {
+      const value =
+        call.method === 'tasks/get'
+          ? tasks.get(call.taskId, call.historyLength, principal)
+          : await tasks.cancel(call.taskId, principal);
+      return { value };
+    } catch (error) {
+      if (!(error instanceof JsonRpcError)) throw error;
+      if (error.code === JSON_RPC_ERRORS.taskNotFound) return undefined;
+      return { error: { code: error.code, message: error.message } };
+    }
   });
   const listener = await listenHttp(options.listen, app);
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
-  return { name: 'a2a', address: listener.address, close: () => listener.close() };
+  return {
+    name: 'a2a',
+    address: listener.address,
+    close: () => {
+      stopServing?.();
+      return listener.close();
+    },
+  };
 }
 
 /** Task store and context bounds (documented in agent-contract/outer/a2a-json-rpc-api.md). */
@@ -72,6 +101,8 @@ export interface A2ASurfaceDeps {
   metrics: EdgeMetrics;
   /** API keys (the same principals as the OpenAI surface). */
   governance?: Pick<Governance, 'keys'>;
+  /** Cluster mode: the other edges (tasks another edge holds). */
+  peers?: PeerCalls;
 }
 
 export function createA2ASurface() {
@@ -97,6 +128,7 @@ export function createA2ASurface() {
       service: context.service,
       logger: context.logger,
       metrics: edgeHttpMetrics(context.metrics, 'a2a'),
+      ...(context.peers ? { peers: context.peers } : {}),
     });
   };
 }

@@ -21,7 +21,6 @@ import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Clock } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import type { Principal } from '../governance/principal.js';
 import type { EdgeServiceImpl } from '../service/edge-service.js';
 import { ServiceError, type ServiceErrorCode } from '../service/errors.js';
 import type {
@@ -36,6 +35,8 @@ import type {
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
+import { createPeerCalls, type PeerCalls } from './peer-calls.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
@@ -79,17 +80,10 @@ export interface EdgeCluster {
    * live edge and applied on all or none. `configPath` is the file this edge started from.
    */
   attachRefresher(local: ConfigRefresher, configPath: string): ConfigRefresher;
+  /** Calls to the other live edges for state one edge holds (A2A tasks). */
+  readonly peers: PeerCalls;
   /** Ends forwarded runs, deletes this edge's state and node claims, closes the connection; idempotent. */
   close(): Promise<void>;
-}
-
-interface WirePrincipal {
-  id: string;
-  models: string[] | null;
-  rpm: number | null;
-  tpm: number | null;
-  maxConcurrent: number | null;
-  tokenBudget: Principal['tokenBudget'];
 }
 
 interface ForwardRequest {
@@ -207,6 +201,7 @@ class ClusterImpl implements EdgeCluster {
   private readonly claims = new Map<string, number>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
   private currentConfig: () => EdgeConfig;
+  readonly peers: PeerCalls;
   private clusterRefresher: ClusterRefresher | undefined;
   private subscription: EventSubscription | undefined;
   private publishScheduled = false;
@@ -223,6 +218,11 @@ class ClusterImpl implements EdgeCluster {
     this.edgeId = options.config.edge.id;
     this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
     this.currentConfig = () => options.config;
+    this.peers = createPeerCalls({
+      nc,
+      edgeId: this.edgeId,
+      liveEdges: () => this.view.states().map((state) => state.edgeId),
+    });
     this.service = this.wrap(options.service);
     this.metrics = options.registry
       ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
@@ -894,28 +894,6 @@ export class ForwardedStream {
         this.endedAt === undefined ? undefined : this.endedAt - this.submittedAt - this.backendMs,
     };
   }
-}
-
-function toWirePrincipal(principal: Principal): WirePrincipal {
-  return {
-    id: principal.id,
-    models: principal.models ? [...principal.models] : null,
-    rpm: principal.rpm,
-    tpm: principal.tpm,
-    maxConcurrent: principal.maxConcurrent,
-    tokenBudget: principal.tokenBudget,
-  };
-}
-
-function fromWirePrincipal(principal: WirePrincipal): Principal {
-  return {
-    id: principal.id,
-    models: principal.models ? new Set(principal.models) : undefined,
-    rpm: principal.rpm,
-    tpm: principal.tpm,
-    maxConcurrent: principal.maxConcurrent,
-    tokenBudget: principal.tokenBudget,
-  };
 }
 
 function errorText(error: unknown): string {

@@ -1,0 +1,118 @@
+// A2A tasks across edges over a real nats-server (skipped with one printed line when it is missing): two A2A
+// surfaces, each with its own task store, joined by peer calls; a task created on one edge is read and
+// cancelled through the other.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { startA2ASurface, type RunningA2ASurface } from '../a2a/a2a-surface.js';
+import type { A2ASettings } from '../a2a/task-manager.js';
+import { silentLogger } from '../logging.js';
+import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
+import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
+import { createPeerCalls } from './peer-calls.js';
+
+const available = natsServerAvailable('cluster peer-call tests');
+const suite = available ? describe : describe.skip;
+
+const settings: A2ASettings = {
+  node: '',
+  adapter: 'cli',
+  target: 'fake-cli',
+  sessionId: 'a2a',
+  timeoutSec: 30,
+  maxTasks: 100,
+  finishedTaskTtlMs: 60_000,
+  maxContexts: 100,
+};
+
+/** `hold` waits for a cancel; anything else is answered at once. */
+const scripter: Scripter = (input) => ({
+  parts: [
+    { type: 'start', sessionId: input.sessionId, adapter: input.adapter, target: input.target },
+    { type: 'text-delta', text: 'working' },
+    ...(input.messages.at(-1)?.content === 'hold'
+      ? []
+      : [{ type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 0 }]),
+  ],
+});
+
+let nats: NatsServer;
+const connections: NatsConnection[] = [];
+const surfaces: RunningA2ASurface[] = [];
+
+async function edge(edgeId: string, others: string[]): Promise<{ url: string; service: FakeEdgeService }> {
+  const nc = await connect({ servers: nats.url });
+  connections.push(nc);
+  const service = new FakeEdgeService(scripter);
+  const surface = await startA2ASurface({
+    listen: '127.0.0.1:0',
+    path: '/a2a',
+    bearerToken: '',
+    edgeId,
+    version: '0.1.0',
+    settings,
+    service,
+    logger: silentLogger,
+    peers: createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 }),
+  });
+  await nc.flush();
+  surfaces.push(surface);
+  return { url: `http://${surface.address}/a2a`, service };
+}
+
+let rpcId = 0;
+async function rpc(url: string, method: string, params: Record<string, unknown>) {
+  rpcId += 1;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: rpcId, method, params }),
+  });
+  return (await response.json()) as {
+    result?: { id: string; status: { state: string } };
+    error?: { code: number; message: string };
+  };
+}
+
+function send(url: string, text: string, blocking: boolean) {
+  return rpc(url, 'message/send', {
+    message: { kind: 'message', messageId: `m-${rpcId}`, role: 'user', parts: [{ kind: 'text', text }] },
+    configuration: { blocking },
+  });
+}
+
+suite('A2A tasks on any edge (peer calls over NATS)', () => {
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  });
+  afterEach(async () => {
+    for (const surface of surfaces.splice(0)) await surface.close();
+    for (const nc of connections.splice(0)) await nc.close();
+  });
+  afterAll(async () => {
+    await nats?.stop();
+  });
+
+  it('reads and cancels on one edge a task another edge holds; an unknown task is not found anywhere', async () => {
+    const a = await edge('edge-a', ['edge-b']);
+    const b = await edge('edge-b', ['edge-a']);
+
+    const done = await send(a.url, 'hello', true);
+    const doneId = done.result?.id as string;
+    expect(done.result?.status.state).toBe('completed');
+    const read = await rpc(b.url, 'tasks/get', { id: doneId });
+    expect(read.result).toMatchObject({ id: doneId, status: { state: 'completed' } });
+    // Not cancelable on its edge: the owner's error comes back as it is.
+    const late = await rpc(b.url, 'tasks/cancel', { id: doneId });
+    expect(late.error?.code).toBe(-32002);
+
+    const running = await send(a.url, 'hold', false);
+    const runningId = running.result?.id as string;
+    const cancelled = await rpc(b.url, 'tasks/cancel', { id: runningId });
+    expect(cancelled.result).toMatchObject({ id: runningId, status: { state: 'canceled' } });
+    expect(a.service.cancelled).toHaveLength(1);
+    expect(b.service.submitted).toHaveLength(0);
+
+    const missing = await rpc(b.url, 'tasks/get', { id: 'no-such-task' });
+    expect(missing.error?.code).toBe(-32001);
+  });
+});
