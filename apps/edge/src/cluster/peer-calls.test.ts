@@ -2,11 +2,17 @@
 // surfaces, each with its own task store, joined by peer calls; a task created on one edge is read and
 // cancelled through the other.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { closeOpenAIApp, createOpenAIApp } from '../openai/openai-app.js';
+import { harnessConfig } from '../openai/test-support/openai-harness.js';
+import { createProviderPool } from '../pool/provider-pool.js';
+import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { startA2ASurface, type RunningA2ASurface } from '../a2a/a2a-surface.js';
 import type { A2ASettings } from '../a2a/task-manager.js';
 import { silentLogger } from '../logging.js';
-import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
+import { FakeEdgeService, textRun, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createPeerCalls } from './peer-calls.js';
 
@@ -38,6 +44,42 @@ const scripter: Scripter = (input) => ({
 let nats: NatsServer;
 const connections: NatsConnection[] = [];
 const surfaces: RunningA2ASurface[] = [];
+const closers: (() => Promise<void>)[] = [];
+
+/** An OpenAI app of one edge (its own background-response store) with peer calls to `others`. */
+async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
+  const nc = await connect({ servers: nats.url });
+  connections.push(nc);
+  const config = harnessConfig();
+  const nodes = new FakeNodes();
+  nodes.connect('node-1');
+  nodes.connect('node-2');
+  const pool = createProviderPool({ config, nodes, pollIntervalMs: 50 });
+  const service = new FakeEdgeService(
+    () => ({ parts: hold ? textRun(['x']).slice(0, 1) : textRun(['done']) }),
+    nodes.list,
+    pool,
+  );
+  const app = createOpenAIApp({
+    config,
+    service,
+    logger: silentLogger,
+    peers: createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 }),
+  });
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await nc.flush();
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        closeOpenAIApp(app);
+        pool.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, service };
+}
 
 async function edge(edgeId: string, others: string[]): Promise<{ url: string; service: FakeEdgeService }> {
   const nc = await connect({ servers: nats.url });
@@ -85,6 +127,7 @@ suite('A2A tasks on any edge (peer calls over NATS)', () => {
     nats = await startNatsServer();
   });
   afterEach(async () => {
+    for (const close of closers.splice(0)) await close();
     for (const surface of surfaces.splice(0)) await surface.close();
     for (const nc of connections.splice(0)) await nc.close();
   });
@@ -114,5 +157,26 @@ suite('A2A tasks on any edge (peer calls over NATS)', () => {
 
     const missing = await rpc(b.url, 'tasks/get', { id: 'no-such-task' });
     expect(missing.error?.code).toBe(-32001);
+  });
+
+  it('retrieves and cancels on one edge a background response another edge holds', async () => {
+    const a = await openaiEdge('edge-a', ['edge-b'], true);
+    const b = await openaiEdge('edge-b', ['edge-a'], false);
+    const created = await fetch(`${a.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pooled', input: 'work', background: true }),
+    });
+    const queued = (await created.json()) as { id: string; status: string };
+    expect(queued.status).toBe('queued');
+    const read = await fetch(`${b.url}/v1/responses/${queued.id}`);
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { id: string }).id).toBe(queued.id);
+    const cancelled = await fetch(`${b.url}/v1/responses/${queued.id}/cancel`, { method: 'POST' });
+    expect(((await cancelled.json()) as { status: string }).status).toBe('cancelled');
+    const again = await fetch(`${a.url}/v1/responses/${queued.id}`);
+    expect(((await again.json()) as { status: string }).status).toBe('cancelled');
+    expect(b.service.submitted).toHaveLength(0);
+    expect((await fetch(`${b.url}/v1/responses/resp_missing`)).status).toBe(404);
   });
 });

@@ -41,6 +41,7 @@ import { bufferRun, collectRun, type CollectedRun, type OutputOptions } from './
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
+import type { PeerCalls } from '../cluster/peer-calls.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -54,6 +55,16 @@ export interface OpenAIAppOptions {
    * The keys in force, asked on every request (live key changes); default: `openai.api_keys` of `config`.
    */
   principals?: () => PrincipalResolver;
+  /** Cluster mode: a background response this edge does not hold is asked of the other edges (and answered here). */
+  peers?: PeerCalls;
+}
+
+/** The peer-call topic of background-response look-ups (cluster mode), and its payload. */
+export const OPENAI_RESPONSES_TOPIC = 'openai-responses';
+interface ResponseCall {
+  method: 'get' | 'cancel';
+  id: string;
+  owner: string;
 }
 
 /** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
@@ -61,9 +72,11 @@ export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
 const BACKGROUND_KEY = 'iopBackgroundResponses';
+const STOP_PEERS_KEY = 'iopStopPeerCalls';
 
 /** Cancels the app's running background responses (surface shutdown). */
 export function closeOpenAIApp(app: express.Express): void {
+  (app.locals[STOP_PEERS_KEY] as (() => void) | undefined)?.();
   const background = app.locals[BACKGROUND_KEY] as BackgroundResponses | undefined;
   background?.close();
 }
@@ -107,6 +120,29 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
 
   const app = express();
   app.locals[BACKGROUND_KEY] = background;
+  // Other edges ask for the background responses this edge holds; one it does not hold is not its answer.
+  app.locals[STOP_PEERS_KEY] = options.peers?.serve(OPENAI_RESPONSES_TOPIC, (payload) => {
+    const call = payload as ResponseCall;
+    try {
+      const body =
+        call.method === 'get' ? background.get(call.id, call.owner) : background.cancel(call.id, call.owner);
+      return Promise.resolve({ value: body });
+    } catch (error) {
+      if (error instanceof OpenAIHttpError && error.status === 404) return Promise.resolve(undefined);
+      throw error;
+    }
+  });
+  /** This edge's background response, else (cluster mode) the first other edge that holds it, else 404. */
+  const backgroundBody = async (method: 'get' | 'cancel', id: string, owner: string | undefined) => {
+    try {
+      return method === 'get' ? background.get(id, owner) : background.cancel(id, owner);
+    } catch (error) {
+      if (!options.peers || !(error instanceof OpenAIHttpError) || error.status !== 404) throw error;
+      const answer = await options.peers.ask(OPENAI_RESPONSES_TOPIC, { method, id, owner: owner ?? '' });
+      if (!answer || 'error' in answer) throw error;
+      return answer.value as Record<string, unknown>;
+    }
+  };
   app.disable('x-powered-by');
   app.set('etag', false);
   const fixedPrincipals = createPrincipalResolver({ keys: openai.api_keys });
@@ -242,14 +278,16 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     });
   }
 
-  app.get('/v1/responses/:id', (request, response) => {
-    const body = background.get(String(request.params['id']), (response.locals as Timing).principal?.id);
+  app.get('/v1/responses/:id', async (request, response) => {
+    const owner = (response.locals as Timing).principal?.id;
+    const body = await backgroundBody('get', String(request.params['id']), owner);
     setOverhead(response);
     response.json(body);
   });
 
-  app.post('/v1/responses/:id/cancel', (request, response) => {
-    const body = background.cancel(String(request.params['id']), (response.locals as Timing).principal?.id);
+  app.post('/v1/responses/:id/cancel', async (request, response) => {
+    const owner = (response.locals as Timing).principal?.id;
+    const body = await backgroundBody('cancel', String(request.params['id']), owner);
     setOverhead(response);
     response.json(body);
   });

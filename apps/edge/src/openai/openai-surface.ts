@@ -12,6 +12,7 @@ import { createHttpServer } from '../http/http-server.js';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
+import type { PeerCalls } from '../cluster/peer-calls.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -25,6 +26,8 @@ export interface OpenAISurfaceDeps {
   metrics?: EdgeMetrics;
   /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
   governance?: Pick<Governance, 'keys'>;
+  /** Cluster mode: the other edges (background responses another edge holds). */
+  peers?: PeerCalls;
 }
 
 export interface OpenAISurface {
@@ -56,6 +59,7 @@ export async function createOpenAISurface(
     clock: context.clock,
     metrics,
     ...(context.governance ? { principals: context.governance.keys.openai } : {}),
+    ...(context.peers ? { peers: context.peers } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
   const server = createHttpServer(app);
