@@ -181,6 +181,32 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
     for (const edgeId of EDGE_IDS) await waitUntil(() => idle(edgeId), 10_000, `${edgeId} idle`);
   });
 
+  it('answers a background response on any edge, and lists every node with its edge', async () => {
+    const created = await fetch(`${(edges.get('e2') as EdgeProcess).addresses.openai}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL_LLAMA, input: 'background hello', background: true }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    let status = '';
+    await waitUntil(
+      async () => {
+        const read = await fetch(`${(edges.get('e3') as EdgeProcess).addresses.openai}/v1/responses/${id}`);
+        status = ((await read.json()) as { status?: string }).status ?? `http ${read.status}`;
+        return status === 'completed';
+      },
+      10_000,
+      () => `background response ${id} completed as seen from e3 (last: ${status})`,
+    );
+    const listed = await (admins.get('e1') as AdminClient).listNodes();
+    expect(listed.map((node) => [node.nodeId, node.edgeId]).sort()).toEqual([
+      ['n1', 'e1'],
+      ['n2', 'e2'],
+      ['n3', 'e3'],
+    ]);
+    for (const edgeId of EDGE_IDS) await waitUntil(() => idle(edgeId), 10_000, `${edgeId} idle`);
+  });
+
   it('when an edge dies mid-run, its node moves to another edge, forwarded runs end with an error, and nothing leaks', async () => {
     for (const server of backends.values()) server.setBehavior({ tokenCount: 400, tokenDelayMs: 20 });
     const fromN1 = chats(backends.get('n1') as FakeServer).length;
@@ -233,6 +259,16 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
         () => `${edgeId} idle\n${describeAll()}`,
       );
     }
+    // n1 is listed once, on the edge it moved to.
+    await waitUntil(
+      async () => {
+        const listed = await (admins.get('e2') as AdminClient).listNodes();
+        const n1Entries = listed.filter((node) => node.nodeId === 'n1');
+        return n1Entries.length === 1 && ['e2', 'e3'].includes(n1Entries[0]?.edgeId ?? '');
+      },
+      10_000,
+      'n1 listed once, on e2 or e3',
+    );
     // n1 serves again through the surviving edges.
     const after = await Promise.all(
       Array.from({ length: 9 }, (_, index) => chat(index % 2 ? 'e2' : 'e3', `again ${index}`)),
