@@ -57,6 +57,15 @@ describe('cluster config', () => {
     );
   });
 
+  it('lets bootstrap.edge_address list every edge of the cluster (what the one-liner carries)', () => {
+    const listed = load(`bootstrap: { edge_address: 'edge-a.example:19090,edge-b.example:19090' }\n`);
+    if (!listed.ok) throw new Error(JSON.stringify(listed.issues));
+    expect(listed.config.bootstrap.edge_address).toBe('edge-a.example:19090,edge-b.example:19090');
+    const bad = load(`bootstrap: { edge_address: 'edge-a.example:19090,nowhere' }\n`);
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.issues.map((issue) => issue.path)).toContain('bootstrap.edge_address');
+  });
+
   it('is a restart-only section for config refresh', async () => {
     const { classifyRefresh } = await import('./classify-refresh.js');
     const before = load('');

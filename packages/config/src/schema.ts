@@ -266,7 +266,7 @@ export const edgeConfigSchema: Schema = extensible({
     listen,
     public_url: optionalHttpUrl,
     artifact_dir: nonEmptyText,
-    edge_address: { type: 'string', anyOf: [{ maxLength: 0 }, { format: 'listen-address' }] },
+    edge_address: { type: 'string', anyOf: [{ maxLength: 0 }, { format: 'listen-address-list' }] },
   }),
   console: object({ node: text, adapter: text, target: text, session_id: text }),
   openai: object({

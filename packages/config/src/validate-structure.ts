@@ -20,6 +20,14 @@ function validator(): ValidateFunction {
       allowUnionTypes: true,
     });
     ajv.addFormat('listen-address', { type: 'string', validate: isListenAddress });
+    // Several edges of one cluster: `a:19090,b:19090` (a single address is a list of one).
+    ajv.addFormat('listen-address-list', {
+      type: 'string',
+      validate: (value: string) => {
+        const addresses = value.split(',');
+        return addresses.length <= 16 && addresses.every((address) => isListenAddress(address));
+      },
+    });
     ajv.addFormat('http-url', { type: 'string', validate: isHttpUrl });
     ajv.addFormat('optional-http-url', {
       type: 'string',
@@ -153,6 +161,8 @@ function describeFormat(format: string): string {
   switch (format) {
     case 'listen-address':
       return 'must be host:port with a port from 0 to 65535';
+    case 'listen-address-list':
+      return 'must be host:port, or up to 16 of them separated by commas (the edges of a cluster)';
     case 'http-url':
       return 'must be an http:// or https:// URL';
     case 'optional-http-url':
