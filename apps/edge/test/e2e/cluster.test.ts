@@ -4,9 +4,11 @@
 // backends count what each provider ran.
 //   1. 36 chats spread over the three edges are all answered, by providers on all three nodes (an edge forwards
 //      what its own node has no room for), and no backend ever sees more than 2 at once.
-//   2. Killing one edge (SIGKILL) mid-run: its node registers with another edge within one retry interval, the
-//      runs other edges had forwarded to it end with a well-formed error, and afterwards every provider's
-//      in_flight and queued are 0 on every surviving edge.
+//   2. A background response created on one edge is read on another; `nodes list` shows each node with its edge.
+//   3. Killing one edge (SIGKILL) mid-run: its node registers with another edge within one retry interval, the
+//      runs other edges had forwarded to it end with a well-formed error, the runs it had forwarded to others are
+//      cancelled there (their backends see them end long before their natural end), and afterwards every
+//      provider's in_flight and queued are 0 on every surviving edge.
 // Skipped with one printed line when nats-server is missing (`.ci/run` installs it).
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
@@ -208,8 +210,25 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
   });
 
   it('when an edge dies mid-run, its node moves to another edge, forwarded runs end with an error, and nothing leaks', async () => {
-    for (const server of backends.values()) server.setBehavior({ tokenCount: 400, tokenDelayMs: 20 });
+    // Runs of 12 s: whatever ends before that was ended by the cluster, not by its backend.
+    for (const server of backends.values()) server.setBehavior({ tokenCount: 600, tokenDelayMs: 20 });
     const fromN1 = chats(backends.get('n1') as FakeServer).length;
+    // e1 (the edge that will die) forwards runs to n2/n3 first: 2 run on its own n1, the others go to e2/e3.
+    const forwardedByE1 = () =>
+      ['n2', 'n3'].flatMap((id) =>
+        chats(backends.get(id) as FakeServer).filter((request) => request.rawBody.includes('from-e1')),
+      );
+    const fromE1 = Array.from({ length: 4 }, (_, index) =>
+      chat('e1', `from-e1 ${index}`).then(
+        (response) => response.status,
+        () => 0,
+      ),
+    );
+    await waitUntil(
+      () => forwardedByE1().length >= 2,
+      20_000,
+      () => `e1 forwarding\n${describeAll()}`,
+    );
     // Fill n1 (owned by e1) from e2 and e3: the first runs there go local, the rest are forwarded.
     const pending = Array.from({ length: 12 }, (_, index) =>
       chat(EDGE_IDS[1 + (index % 2)] as string, `long ${index}`).then(
@@ -232,6 +251,15 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
     expect(registeredElsewhere()).toBe(false);
     await waitUntil(registeredElsewhere, 10_000, () => `n1 registered with e2 or e3\n${n1.describe()}`);
     const reconnectMs = Date.now() - killedAt;
+    // The edges running what e1 forwarded cancel it once e1 is gone (state TTL 1.5 s), long before its 12 s end.
+    await waitUntil(
+      () => forwardedByE1().every((request) => request.closedAt !== undefined),
+      8_000,
+      () => `runs e1 forwarded ended\n${describeAll()}`,
+    );
+    for (const request of forwardedByE1()) expect((request.closedAt ?? 0) - killedAt).toBeLessThan(8_000);
+    // e1's own clients lost their connection with it.
+    expect((await Promise.all(fromE1)).every((status) => status === 0)).toBe(true);
     process.stdout.write(`cluster e2e: n1 registered with another edge ${reconnectMs} ms after e1 died\n`);
     expect(reconnectMs).toBeLessThan(RETRY_INTERVAL_MS * 2 + 2_000);
 
