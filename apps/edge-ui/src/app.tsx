@@ -96,6 +96,18 @@ export function App() {
             queued
           </span>
         )}
+        {overview?.cluster && (
+          // Cluster mode: the figures above are cluster-wide; each edge's share.
+          <span class="totals" data-testid="cluster-edges">
+            {overview.cluster.edges.length} edges:{' '}
+            {overview.cluster.edges
+              .map(
+                (edge) =>
+                  `${edge.edge_id} ${edge.nodes} nodes ${edge.in_flight}/${edge.capacity} in flight ${edge.queued} queued`,
+              )
+              .join(' · ')}
+          </span>
+        )}
       </header>
       <nav class="tabs" aria-label="Dashboard views">
         {TABS.map(([id, label]) => (

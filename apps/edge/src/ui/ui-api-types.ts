@@ -83,6 +83,17 @@ export interface UiOverview {
   /** The OpenAI fallback route: adapter '' = none. */
   fallback: { adapter: string; target: string; models: string[] };
   totals: { in_flight: number; queued: number; runs_running: number };
+  /** Cluster mode only: per-edge figures (providers and totals above are already cluster-wide). */
+  cluster?: { edges: UiClusterEdge[] };
+}
+
+/** One edge of the cluster: its connected nodes and its providers' figures. */
+export interface UiClusterEdge {
+  edge_id: string;
+  nodes: number;
+  capacity: number;
+  in_flight: number;
+  queued: number;
 }
 
 /** A run in the dashboard: waiting, running, or how it ended (the edge's RunOutcomeStatus, spelled out here). */

@@ -20,6 +20,7 @@ import type { EdgeService } from '../service/types.js';
 import type { ChartSeries } from './chart-series.js';
 import type { RunLog, RunFilter } from './run-log.js';
 import type {
+  UiClusterEdge,
   UiDeparture,
   UiDiscovered,
   UiModel,
@@ -85,6 +86,8 @@ export interface UiHandlerDeps {
   service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession'>;
   /** Provider status of the shared pool. */
   providers: () => UiProvider[];
+  /** Cluster mode only: per-edge figures for the overview. */
+  clusterEdges?: () => UiClusterEdge[];
   /** The config in force (after live refreshes). */
   config: () => EdgeConfig;
   /** Classifies / applies a candidate edge.yaml (the same path as `iop-edge config refresh`); none = disabled. */
@@ -200,6 +203,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         queued: models.reduce((sum, model) => sum + model.queued, 0),
         runs_running: deps.runLog.running(),
       },
+      ...(deps.clusterEdges ? { cluster: { edges: deps.clusterEdges() } } : {}),
     };
   }
 

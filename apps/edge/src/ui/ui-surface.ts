@@ -25,7 +25,7 @@ import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import { createRunLog, type RunLog } from './run-log.js';
-import type { UiDeparture, UiProvider, UiRefreshResult } from './ui-api-types.js';
+import type { UiClusterEdge, UiDeparture, UiProvider, UiRefreshResult } from './ui-api-types.js';
 import { loadEmbeddedAssets, type UiAssets } from './ui-assets.js';
 import { createUiHandler, type PlaygroundStarter, type UiHandler, type UiLimits } from './ui-server.js';
 
@@ -150,6 +150,32 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
       priority: provider.priority,
       served_models: [...provider.servedModels],
     }));
+  // Cluster mode: per-edge figures from the cluster-wide pool and where each node is connected.
+  const clusterNodes = service.clusterNodes?.bind(service);
+  const clusterEdges = clusterNodes
+    ? (): UiClusterEdge[] => {
+        const edgeOf = new Map(clusterNodes().map((node) => [node.nodeId, node.edgeId ?? '']));
+        const edges = new Map<string, UiClusterEdge>();
+        const edge = (edgeId: string): UiClusterEdge => {
+          let entry = edges.get(edgeId);
+          if (!entry) {
+            entry = { edge_id: edgeId, nodes: 0, capacity: 0, in_flight: 0, queued: 0 };
+            edges.set(edgeId, entry);
+          }
+          return entry;
+        };
+        for (const edgeId of edgeOf.values()) edge(edgeId).nodes += 1;
+        for (const provider of providers()) {
+          const edgeId = edgeOf.get(provider.node_id);
+          if (edgeId === undefined) continue;
+          const entry = edge(edgeId);
+          entry.capacity += provider.capacity;
+          entry.in_flight += provider.in_flight;
+          entry.queued += provider.queued;
+        }
+        return [...edges.values()].sort((a, b) => a.edge_id.localeCompare(b.edge_id));
+      }
+    : undefined;
   const sampler = setInterval(() => {
     const totals = service.admissionTotals();
     charts.sample(totals.queued, totals.inFlight);
@@ -163,6 +189,7 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     secure: tls !== undefined,
     service,
     providers,
+    ...(clusterEdges ? { clusterEdges } : {}),
     config: currentConfig,
     refresh: refresher
       ? (mode, yaml): Promise<UiRefreshResult> => refresher.refresh(mode, yaml, '')
