@@ -208,6 +208,7 @@ class ClusterImpl implements EdgeCluster {
   private closing: Promise<void> | undefined;
   private stopWatches: (() => void)[] = [];
   private readonly metrics: ClusterMetrics | undefined;
+  private claimsRefreshedAt = 0;
 
   private constructor(
     private readonly options: EdgeClusterOptions,
@@ -465,7 +466,12 @@ class ClusterImpl implements EdgeCluster {
     }
     try {
       await this.publishState();
-      await this.refreshClaims();
+      // Claims only need to outlive the TTL: refreshed about three times per TTL, not on every heartbeat.
+      const now = this.options.clock.now();
+      if (now - this.claimsRefreshedAt >= this.options.config.cluster.state_ttl_ms / 3) {
+        this.claimsRefreshedAt = now;
+        await this.refreshClaims();
+      }
     } catch (error) {
       this.logger.warn({ error: errorText(error) }, 'cluster: heartbeat failed');
     }
