@@ -40,6 +40,8 @@ import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-p
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
+/** Events per message at most (a message stays far below NATS' payload limit). */
+const MAX_EVENT_BATCH = 64;
 /** State changes within this window go out in one put. */
 const PUBLISH_COALESCE_MS = 50;
 export const NODES_BUCKET = 'iop_nodes';
@@ -110,7 +112,8 @@ type ForwardReply =
     }
   | { ok: false; code: ServiceErrorCode; message: string; retryAfterSeconds: number | null };
 
-type ForwardMessage = { t: 'event'; event: RunEventWithMeta } | { t: 'done'; outcome: RunOutcome };
+/** Events go in batches: what the run produced within one turn of the event loop, a terminal part at once. */
+type ForwardMessage = { t: 'events'; events: RunEventWithMeta[] } | { t: 'done'; outcome: RunOutcome };
 
 interface NodeClaim {
   edgeId: string;
@@ -551,9 +554,18 @@ class ClusterImpl implements EdgeCluster {
     msg.respond(encode(reply));
     const subject = served.subject;
     try {
+      let batch: RunEventWithMeta[] = [];
+      const flush = (): void => {
+        if (batch.length === 0) return;
+        this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
+        batch = [];
+      };
       for await (const event of handle.events) {
-        this.nc.publish(subject, encode({ t: 'event', event } satisfies ForwardMessage));
+        batch.push(event);
+        if (isTerminalPart(event.part) || batch.length >= MAX_EVENT_BATCH) flush();
+        else if (batch.length === 1) setImmediate(flush);
       }
+      flush();
     } catch (error) {
       this.logger.warn(
         { runId: handle.runId, error: errorText(error) },
@@ -776,6 +788,10 @@ export class ForwardedStream {
   }
 
   receive(message: ForwardMessage): void {
+    if (message.t === 'events') {
+      for (const event of message.events) this.receiveEvent(event);
+      return;
+    }
     if (this.ended) return;
     if (message.t === 'done') {
       // Only reached when no terminal part arrived (the owner is shutting down).
@@ -795,7 +811,10 @@ export class ForwardedStream {
       }
       return;
     }
-    const { event } = message;
+  }
+
+  private receiveEvent(event: RunEventWithMeta): void {
+    if (this.ended) return;
     if (this.buffer.length >= this.capacity) {
       this.cancel('reader too slow');
       this.fail('node_error', 'the forwarded run produced events faster than they were read');
