@@ -228,6 +228,40 @@ suite('edge cluster over NATS', () => {
     expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
   });
 
+  it('admits a run here when the edge it was placed on does not answer', async () => {
+    const a = await startEdge('edge-a', 'na');
+    // An edge that published its state and then vanished without a word (its state not yet expired).
+    a.cluster.view.update({
+      edgeId: 'edge-ghost',
+      nodes: ['nb'],
+      nodeSummaries: [],
+      providers: [
+        {
+          providerId: 'pb',
+          nodeId: 'nb',
+          status: 'ready',
+          health: 'healthy',
+          capacity: 1,
+          inFlight: 0,
+          queued: 0,
+          servedModels: ['m1'],
+          priority: 0,
+        },
+      ],
+      configRevision: '',
+      sentAtUnixMs: Date.now(),
+    });
+    const first = await submit(a, 'hold');
+    expect(first.providerId).toBe('pa');
+    const second = submit(a, 'two');
+    await waitFor(() => a.pool.totals().queued === 1);
+    await first.cancel();
+    const handle = await second;
+    expect(handle.providerId).toBe('pa');
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect(a.cluster.forwardedRuns).toBe(0);
+  });
+
   it('gives a node to the edge that claimed it last (compare-and-set on its owner key)', async () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');

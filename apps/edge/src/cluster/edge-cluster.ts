@@ -178,6 +178,9 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
   }
 }
 
+/** Forward failures before the owner answered (no responder, timeout, owner gone): retried on this edge. */
+const unreachableOwners = new WeakSet<ServiceError>();
+
 interface Forwarded {
   forwardId: string;
   owner: string;
@@ -633,9 +636,13 @@ class ClusterImpl implements EdgeCluster {
       reply = decode<ForwardReply>((await Promise.race([response, gone])).data);
     } catch (error) {
       stream.fail('node_disconnected', `forwarding to edge ${owner} failed: ${errorText(error)}`);
-      throw new ServiceError('node_disconnected', `edge ${owner} did not take the run: ${errorText(error)}`, {
-        cause: error,
-      });
+      const unreachable = new ServiceError(
+        'node_disconnected',
+        `edge ${owner} did not take the run: ${errorText(error)}`,
+        { cause: error },
+      );
+      unreachableOwners.add(unreachable);
+      throw unreachable;
     }
     if (!reply.ok) {
       stream.fail(reply.code, reply.message);
@@ -677,11 +684,20 @@ class ClusterImpl implements EdgeCluster {
         return base.inFlightRuns;
       },
       shutdown: () => base.shutdown(),
-      submitRun: (destination, spec, options) => {
+      submitRun: async (destination, spec, options) => {
         const owner = this.closing ? undefined : place(destination);
-        return owner === undefined
-          ? base.submitRun(destination, spec, options)
-          : this.forward(owner, destination, spec, options);
+        if (owner === undefined) return base.submitRun(destination, spec, options);
+        try {
+          return await this.forward(owner, destination, spec, options);
+        } catch (error) {
+          // The owner never took it (gone, or went away while the run waited there): admission here decides.
+          if (!(error instanceof ServiceError) || !unreachableOwners.has(error)) throw error;
+          this.logger.warn(
+            { edgeId: owner, error: error.message },
+            'cluster: forward failed; admitting here',
+          );
+          return base.submitRun(destination, spec, options);
+        }
       },
       cancelRun: (runId, reason) => {
         const forward = this.forwardedByRunId.get(runId);
