@@ -261,7 +261,8 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
     // e1's own clients lost their connection with it.
     expect((await Promise.all(fromE1)).map((result) => result.status)).toEqual([0, 0]);
     process.stdout.write(`cluster e2e: n1 registered with another edge ${reconnectMs} ms after e1 died\n`);
-    expect(reconnectMs).toBeLessThan(RETRY_INTERVAL_MS * 2 + 2_000);
+    // One retry interval (±20 % jitter) after the link dropped, plus a register handshake on a loaded machine.
+    expect(reconnectMs).toBeLessThan(RETRY_INTERVAL_MS * 1.2 + 1_200);
 
     // The runs e2 had forwarded to e1 end with a well-formed error (JSON, 5xx); e2's local runs complete.
     const failed = await Promise.all(forwardedToE1);
