@@ -90,7 +90,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const store = createNodeStore({
     dataDir: config.edge.data_dir,
     configNodes: config.nodes,
-    clock: () => clock.now(),
+    clock,
     onUnreadable: (error) =>
       logger.error({ error: error.message }, 'node store unreadable: accepting only the tokens in edge.yaml'),
   });
@@ -148,7 +148,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       registry,
       events,
       logger: logger.child({ component: 'transport' }),
-      clock: () => clock.now(),
+      clock,
       payloadFor: (nodeId) => nodeConfigs.payloadFor(nodeId),
       onFrameError: (code) => metrics.frameErrors.inc({ code }),
     });

@@ -24,6 +24,7 @@ import {
   type RegisterRequest,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { AcceptedConnection } from '../transport/connection-handler.js';
 import { NodeLink } from './node-link.js';
@@ -37,7 +38,7 @@ export interface ConnectionContext {
   registry: NodeRegistry;
   events: EventBus;
   logger: Logger;
-  clock: () => number;
+  clock: Clock;
   registerTimeoutMs: number;
   heartbeatIntervalMs: number;
   heartbeatTimeoutMs: number;
@@ -74,7 +75,7 @@ export class NodeConnection implements AcceptedConnection {
     /** Remote IP address (no port), the key of the per-address limits. */
     readonly remoteIp: string = 'unknown',
   ) {
-    this.acceptedAtMs = context.clock();
+    this.acceptedAtMs = context.clock.now();
   }
 
   /** Bytes the peer has sent so far. */
@@ -225,7 +226,7 @@ export class NodeConnection implements AcceptedConnection {
 
   private async accept(request: RegisterRequest, remoteAddress: string, logger: Logger): Promise<boolean> {
     const payload = this.context.payloadFor(request.nodeId);
-    const now = this.context.clock();
+    const now = this.context.clock.now();
     const link = new NodeLink({
       channel: this.connection,
       info: {
@@ -320,10 +321,10 @@ export class NodeConnection implements AcceptedConnection {
     const { heartbeatIntervalMs, heartbeatTimeoutMs, clock } = this.context;
     // Check often enough that a silent node is noticed close to its deadline, ping once per interval.
     const tickMs = Math.max(10, Math.min(heartbeatIntervalMs, Math.floor(heartbeatTimeoutMs / 4)));
-    let lastPingAt = clock();
+    let lastPingAt = clock.now();
     let seq = 0;
     this.heartbeatTimer = setInterval(() => {
-      const now = clock();
+      const now = clock.now();
       if (link.closed) {
         this.stopHeartbeat();
         return;
@@ -371,7 +372,13 @@ export class NodeConnection implements AcceptedConnection {
   private publish(kind: 'connected' | 'disconnected' | 'discovered', link: NodeLink, reason: string): void {
     this.context.events.publish({
       type: 'node',
-      event: { kind, nodeId: link.nodeId, alias: link.info.alias, reason, atUnixMs: this.context.clock() },
+      event: {
+        kind,
+        nodeId: link.nodeId,
+        alias: link.info.alias,
+        reason,
+        atUnixMs: this.context.clock.now(),
+      },
     });
   }
 }

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { describe, it, expect } from '@jest/globals';
 import { create, ProviderHealth, toWireRunEvent, type Envelope, type RunEventEnvelope } from '@iop/wire';
 import { silentLogger } from '../logging.js';
@@ -14,7 +15,7 @@ function makeLink(nodeId = 'n1', channel = new FakeChannel()) {
     info: linkInfo(nodeId),
     payload: mapNodeConfig(testNode({ id: nodeId, alias: `${nodeId}-alias` })),
     logger: silentLogger,
-    clock: () => now,
+    clock: { ...systemClock, now: () => now },
     requestTimeoutMs: 200,
   });
   return { link, channel, advance: (ms: number) => (now += ms) };

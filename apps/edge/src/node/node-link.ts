@@ -23,6 +23,7 @@ import {
   type RunEventEnvelope,
   type RunRequest,
 } from '@iop/wire';
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { NodeSummary, ProviderHealthSummary } from './node-summary.js';
 import { fromWireDiscovery, type NodeDiscovered } from './discovered.js';
@@ -65,7 +66,7 @@ export interface NodeLinkOptions {
   info: NodeLinkInfo;
   payload: NodeConfigPayload;
   logger: Logger;
-  clock?: () => number;
+  clock?: Clock;
   /** Default request timeout for commands and refreshes. */
   requestTimeoutMs?: number;
 }
@@ -91,7 +92,7 @@ export class NodeLink {
   private currentPayload: NodeConfigPayload;
   private readonly channel: LinkChannel;
   private readonly logger: Logger;
-  private readonly clock: () => number;
+  private readonly clock: Clock;
   private readonly requestTimeoutMs: number;
   private readonly runs = new Map<string, RunObserver>();
   private readonly pending = new Map<string, PendingRequest>();
@@ -110,9 +111,9 @@ export class NodeLink {
     this.info = options.info;
     this.currentPayload = options.payload;
     this.logger = options.logger;
-    this.clock = options.clock ?? Date.now;
+    this.clock = options.clock ?? systemClock;
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.lastHeartbeatUnixMs = this.clock();
+    this.lastHeartbeatUnixMs = this.clock.now();
     this.lastSeenUnixMs = this.lastHeartbeatUnixMs;
   }
 
@@ -252,7 +253,7 @@ export class NodeLink {
   async sendHeartbeatPing(seq: number): Promise<void> {
     await this.send({
       requestId: '',
-      msg: { $case: 'heartbeatPing', heartbeatPing: { seq, sentAtUnixMs: this.clock() } },
+      msg: { $case: 'heartbeatPing', heartbeatPing: { seq, sentAtUnixMs: this.clock.now() } },
     });
   }
 
@@ -261,7 +262,7 @@ export class NodeLink {
    * (a newer peer may send kinds we do not know); the connection stays up.
    */
   handle(envelope: Envelope): void {
-    const now = this.clock();
+    const now = this.clock.now();
     this.lastSeenUnixMs = now;
     const msg = envelope.msg;
     if (!msg) {

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,7 @@ afterEach(async () => {
 describe('createNodeStore', () => {
   it('registers a node with a fresh iop_ token, stores only its digest with mode 0600, and verifies it', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
-    const store = createNodeStore({ dataDir, clock: () => now });
+    const store = createNodeStore({ dataDir, clock: { ...systemClock, now: () => now } });
     const result = await store.register('node-a');
     expect(result.token).toMatch(/^iop_[A-Za-z0-9_-]{43}$/);
     expect(result.rotated).toBe(false);

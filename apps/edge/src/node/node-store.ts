@@ -17,6 +17,7 @@
 import { createHash, randomBytes as defaultRandomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
 import { NodeStoreError } from './errors.js';
 
 export interface NodeStoreRecord {
@@ -65,7 +66,7 @@ export interface NodeStore {
 export interface NodeStoreOptions {
   dataDir: string;
   configNodes?: readonly ConfiguredNodeSecret[];
-  clock?: () => number;
+  clock?: Clock;
   randomBytes?: (size: number) => Buffer;
   /**
    * The store file exists but cannot be read or parsed; verification then uses the config's secrets only.
@@ -98,7 +99,7 @@ export function digestsEqual(leftHex: string, rightHex: string): boolean {
 
 export function createNodeStore(options: NodeStoreOptions): NodeStore {
   const filePath = path.join(options.dataDir, NODE_STORE_FILE);
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const random = options.randomBytes ?? defaultRandomBytes;
   const configNodes = new Map((options.configNodes ?? []).map((node) => [node.id, node]));
   let cache: { stamp: string; records: Map<string, NodeStoreRecord> } | undefined;
@@ -191,7 +192,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
         cache = undefined; // always re-read before a write: another process may have written meanwhile
         const records = new Map(await load());
         const token = `iop_${random(32).toString('base64url')}`;
-        const now = new Date(clock()).toISOString();
+        const now = new Date(clock.now()).toISOString();
         const previous = records.get(nodeId);
         const record: NodeStoreRecord = {
           node_id: nodeId,
@@ -242,7 +243,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
       return await load();
     } catch (error) {
       if (!(error instanceof NodeStoreError) || options.onUnreadable === undefined) throw error;
-      const now = clock();
+      const now = clock.now();
       if (lastReported?.message !== error.message || now - lastReported.at >= 60_000) {
         lastReported = { message: error.message, at: now };
         options.onUnreadable(error);

@@ -3,6 +3,7 @@
 // registry, heartbeats, node events, and the periodic token re-check that disconnects rotated or revoked nodes.
 import type { EdgeConfig } from '@iop/config';
 import { DEFAULT_MAX_FRAME_BYTES, type NodeConfigPayload } from '@iop/wire';
+import { systemClock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { ConnectionHandler } from '../transport/connection-handler.js';
 import {
@@ -41,7 +42,7 @@ export function startNodeTransport(options: NodeTransportOptions): Promise<EdgeT
 /** Turns accepted connections into registered nodes (or closes them with the reason). */
 export function nodeConnectionHandler(options: NodeTransportOptions): ConnectionHandler {
   const { config, logger } = options;
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const revocation = createTokenRevocation({
     store: options.store,
     registry: options.registry,

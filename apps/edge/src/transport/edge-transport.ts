@@ -13,6 +13,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { EdgeConfig } from '@iop/config';
 import { CLOSE_REASONS, DEFAULT_MAX_FRAME_BYTES, FramedConnection } from '@iop/wire';
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { AcceptedConnection, ConnectionHandler } from './connection-handler.js';
 import { TransportError } from './errors.js';
@@ -25,7 +26,7 @@ export interface EdgeTransportOptions {
   /** What each accepted connection becomes (node/node-transport.ts builds the node handler). */
   handler: ConnectionHandler;
   logger: Logger;
-  clock?: () => number;
+  clock?: Clock;
   maxFrameBytes?: number;
   /** Bound of each close step of a connection (Goodbye flush, peer FIN). */
   closeTimeoutMs?: number;
@@ -58,7 +59,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     config.edge.listen,
     (message) => new TransportError('invalid_address', message),
   );
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxPending = options.maxPendingConnections ?? 256;
   const maxPendingPerAddress = options.maxPendingPerAddress ?? 16;
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../logging.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
@@ -5,7 +6,11 @@ import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 describe('WarningLimiter', () => {
   it('allows perWindow lines per address per window and reports how many were dropped', () => {
     let now = 0;
-    const limiter = new WarningLimiter({ perWindow: 2, windowMs: 1000, clock: () => now });
+    const limiter = new WarningLimiter({
+      perWindow: 2,
+      windowMs: 1000,
+      clock: { ...systemClock, now: () => now },
+    });
     expect(limiter.take('a')).toEqual({ allowed: true, suppressed: 0 });
     expect(limiter.take('a').allowed).toBe(true);
     expect(limiter.take('a').allowed).toBe(false);

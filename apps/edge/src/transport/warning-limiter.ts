@@ -1,13 +1,14 @@
 // Bounds the warning lines one peer address can make the edge write: at most `perWindow` per `windowMs` per
 // address; the rest are counted and the count rides on the next line that is written. The table of addresses is
 // itself bounded (oldest entry dropped), so a scan from many addresses cannot grow it.
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 
 export interface WarningLimiterOptions {
   perWindow?: number;
   windowMs?: number;
   maxAddresses?: number;
-  clock?: () => number;
+  clock?: Clock;
 }
 
 export interface WarningPermit {
@@ -26,14 +27,14 @@ export class WarningLimiter {
   readonly #perWindow: number;
   readonly #windowMs: number;
   readonly #maxAddresses: number;
-  readonly #clock: () => number;
+  readonly #clock: Clock;
   readonly #windows = new Map<string, Window>();
 
   constructor(options: WarningLimiterOptions = {}) {
     this.#perWindow = options.perWindow ?? 20;
     this.#windowMs = options.windowMs ?? 60_000;
     this.#maxAddresses = options.maxAddresses ?? 1024;
-    this.#clock = options.clock ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** Addresses currently tracked. */
@@ -42,7 +43,7 @@ export class WarningLimiter {
   }
 
   take(address: string): WarningPermit {
-    const now = this.#clock();
+    const now = this.#clock.now();
     let window = this.#windows.get(address);
     if (window && now - window.startedAtMs >= this.#windowMs) {
       window = { startedAtMs: now, written: 0, suppressed: window.suppressed };
