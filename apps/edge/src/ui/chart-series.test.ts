@@ -1,10 +1,15 @@
+import { systemClock } from '../clock.js';
 import { describe, expect, it } from '@jest/globals';
 import { createChartSeries, percentile } from './chart-series.js';
 
 describe('chart series', () => {
   it('puts finished runs and samples into their time buckets and computes percentiles', () => {
     let now = 105_000;
-    const series = createChartSeries({ bucketMs: 10_000, buckets: 6, clock: () => now });
+    const series = createChartSeries({
+      bucketMs: 10_000,
+      buckets: 6,
+      clock: { ...systemClock, now: () => now },
+    });
     for (let index = 1; index <= 100; index += 1) series.addRun(now - 1, index, index / 10);
     series.sample(3, 5);
     series.sample(1, 7);
@@ -29,7 +34,11 @@ describe('chart series', () => {
 
   it('forgets buckets older than the window and ignores runs outside it', () => {
     let now = 0;
-    const series = createChartSeries({ bucketMs: 1000, buckets: 3, clock: () => now });
+    const series = createChartSeries({
+      bucketMs: 1000,
+      buckets: 3,
+      clock: { ...systemClock, now: () => now },
+    });
     series.addRun(500, 10, null);
     now = 5000;
     series.addRun(500, 10, null); // outside the window
@@ -38,7 +47,12 @@ describe('chart series', () => {
   });
 
   it('bounds the samples kept per bucket but keeps counting', () => {
-    const series = createChartSeries({ bucketMs: 1000, buckets: 2, maxSamplesPerBucket: 2, clock: () => 0 });
+    const series = createChartSeries({
+      bucketMs: 1000,
+      buckets: 2,
+      maxSamplesPerBucket: 2,
+      clock: { ...systemClock, now: () => 0 },
+    });
     series.addRun(0, 1, null);
     series.addRun(0, 2, null);
     series.addRun(0, 1000, null);

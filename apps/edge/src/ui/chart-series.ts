@@ -3,13 +3,14 @@
 // samples); `sample()` records queue depth and in-flight (the maximum seen in the bucket). Percentiles come from
 // at most `maxSamplesPerBucket` samples per bucket (reservoir-free: later samples beyond the cap are dropped, the
 // count still grows), so memory is bounded whatever the load.
+import { systemClock, type Clock } from '../clock.js';
 import type { UiChartPoint, UiCharts } from './ui-api-types.js';
 
 export interface ChartSeriesOptions {
   bucketMs?: number;
   buckets?: number;
   maxSamplesPerBucket?: number;
-  clock?: () => number;
+  clock?: Clock;
 }
 
 export interface ChartSeries {
@@ -34,14 +35,14 @@ export function createChartSeries(options: ChartSeriesOptions = {}): ChartSeries
   const bucketMs = options.bucketMs ?? 10_000;
   const size = options.buckets ?? 360;
   const maxSamples = options.maxSamplesPerBucket ?? 512;
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   if (!Number.isInteger(bucketMs) || bucketMs < 1) throw new RangeError('bucketMs must be an integer ≥ 1');
   if (!Number.isInteger(size) || size < 1) throw new RangeError('buckets must be an integer ≥ 1');
   const ring: (Bucket | undefined)[] = new Array<Bucket | undefined>(size).fill(undefined);
 
   function bucketAt(atMs: number): Bucket | undefined {
     const start = Math.floor(atMs / bucketMs) * bucketMs;
-    const newest = Math.floor(clock() / bucketMs) * bucketMs;
+    const newest = Math.floor(clock.now() / bucketMs) * bucketMs;
     if (start <= newest - size * bucketMs || start > newest) return undefined;
     const index = Math.floor(start / bucketMs) % size;
     let bucket = ring[index];
@@ -61,13 +62,13 @@ export function createChartSeries(options: ChartSeriesOptions = {}): ChartSeries
       if (overheadMs !== null && bucket.overheads.length < maxSamples) bucket.overheads.push(overheadMs);
     },
     sample(queued, inFlight) {
-      const bucket = bucketAt(clock());
+      const bucket = bucketAt(clock.now());
       if (!bucket) return;
       bucket.queued = Math.max(bucket.queued, queued);
       bucket.inFlight = Math.max(bucket.inFlight, inFlight);
     },
     snapshot() {
-      const newest = Math.floor(clock() / bucketMs) * bucketMs;
+      const newest = Math.floor(clock.now() / bucketMs) * bucketMs;
       const points: UiChartPoint[] = [];
       for (let offset = size - 1; offset >= 0; offset -= 1) {
         const start = newest - offset * bucketMs;

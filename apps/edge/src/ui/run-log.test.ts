@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { describe, expect, it } from '@jest/globals';
 import type { RunEventPart } from '@iop/wire';
 import { createRunLog } from './run-log.js';
@@ -140,7 +141,7 @@ describe('run log', () => {
   });
 
   it('lets a surface annotate a run before or after its first event', () => {
-    const log = createRunLog({ clock: () => 500 });
+    const log = createRunLog({ clock: { ...systemClock, now: () => 500 } });
     log.annotate('r1', { surface: 'ui', model: 'm', provider: 'p', queue_ms: 12 });
     fullRun(log, 'r1');
     expect(log.get('r1')?.run).toMatchObject({ surface: 'ui', model: 'm', provider: 'p', queue_ms: 12 });

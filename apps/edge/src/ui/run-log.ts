@@ -9,6 +9,7 @@
 // service); without them (a run admitted before the dashboard started) provider and model are derived from the
 // `start` part (node, adapter instance, target) against the config in force.
 // Observers (the live feed) are told about every change of a run's summary; they must not throw.
+import { systemClock, type Clock } from '../clock.js';
 import type { RunEventPart } from '@iop/wire';
 import type { RunEventWithMeta } from '../service/types.js';
 import type { UiRun, UiRunDetail, UiRunEvent, UiRunStatus } from './ui-api-types.js';
@@ -22,7 +23,7 @@ export interface RunLogOptions {
   maxTextChars?: number;
   /** Provider and model of a run routed to (node, adapter, target); '' when none matches. */
   resolveRoute?: (nodeId: string, adapter: string, target: string) => { provider: string; model: string };
-  clock?: () => number;
+  clock?: Clock;
 }
 
 export interface RunFilter {
@@ -69,7 +70,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
   const capacity = positive(options.capacity ?? 500, 'capacity');
   const maxEvents = positive(options.maxEventsPerRun ?? 200, 'maxEventsPerRun');
   const maxText = Math.max(0, options.maxTextChars ?? 65_536);
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const resolveRoute = options.resolveRoute ?? (() => ({ provider: '', model: '' }));
   // Map iteration order is insertion order: the first key is the oldest run.
   const entries = new Map<string, Entry>();
@@ -196,7 +197,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
       if (changed) notify(entry, TERMINAL.has(entry.run.status));
     },
     annotate(runId, annotation) {
-      const entry = entryFor(runId, '', clock());
+      const entry = entryFor(runId, '', clock.now());
       const run = entry.run;
       if (annotation.surface !== undefined) run.surface = annotation.surface;
       if (annotation.model !== undefined) run.model = annotation.model;

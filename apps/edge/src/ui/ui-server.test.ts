@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -182,12 +183,12 @@ async function start(overrides: Partial<UiHandlerDeps> = {}): Promise<Harness> {
     nodeLabel: () => 'node0',
     departures: () => [{ node_id: 'n9', alias: 'gone', reason: 'heartbeat-timeout', at_ms: 500 }],
     runLog,
-    charts: createChartSeries({ clock: () => 10_000 }),
+    charts: createChartSeries({ clock: { ...systemClock, now: () => 10_000 } }),
     assets: new Map([
       ['/index.html', { contentType: 'text/html; charset=utf-8', body: Buffer.from('<html>app</html>') }],
       ['/assets/app-1.js', { contentType: 'text/javascript', body: Buffer.from('console.log(1)') }],
     ]),
-    clock: () => 10_000,
+    clock: { ...systemClock, now: () => 10_000 },
     logger: silentLogger,
     limits: { overviewIntervalMs: 20, maxStreams: 2, maxPlaygrounds: 1, maxBodyBytes: 4096 },
     ...overrides,
@@ -537,7 +538,7 @@ describe('ui handler: live feed sharing', () => {
     let now = 50_000;
     let computed = 0;
     const { base } = await start({
-      clock: () => now,
+      clock: { ...systemClock, now: () => now },
       providers: () => {
         computed += 1;
         return [provider];

@@ -9,6 +9,7 @@
 //
 // Bounds: live feeds and playground runs have caps (503 over them); request bodies have a byte limit (413); node
 // commands have a timeout; every feed ends when its client goes away or the handler closes.
+import { systemClock, type Clock } from '../clock.js';
 import { timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
 import { create, type RunEventPart } from '@iop/wire';
@@ -101,7 +102,7 @@ export interface UiHandlerDeps {
   runLog: RunLog;
   charts: ChartSeries;
   assets: UiAssets;
-  clock?: () => number;
+  clock?: Clock;
   logger: Logger;
   limits?: Partial<UiLimits>;
 }
@@ -126,7 +127,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 
 export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   const limits: UiLimits = { ...DEFAULT_UI_LIMITS, ...deps.limits };
-  const clock = deps.clock ?? Date.now;
+  const clock = deps.clock ?? systemClock;
   const closers = new Set<() => void>();
   let playgrounds = 0;
   let streams = 0;
@@ -182,7 +183,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     return {
       edge_id: deps.edgeId,
       version: deps.version,
-      now_ms: clock(),
+      now_ms: clock.now(),
       nodes,
       departures: deps.departures(),
       providers,
@@ -215,7 +216,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   // half interval, so viewers cost bytes on the wire, not a fresh walk of the fleet each.
   let sharedFeed: { atMs: number; frame: Promise<string> } | undefined;
   function overviewFrame(): Promise<string> {
-    const now = clock();
+    const now = clock.now();
     if (!sharedFeed || now - sharedFeed.atMs >= limits.overviewIntervalMs / 2) {
       const frame = currentOverview().then((value) => sseFrame('overview', value));
       sharedFeed = { atMs: now, frame };
@@ -423,7 +424,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     closers.add(onClose);
     let run: PlaygroundRun | undefined;
     try {
-      const started = clock();
+      const started = clock.now();
       run = await deps.playground(
         { model, prompt, maxTokens: maxTokens as number | undefined },
         abort.signal,
@@ -457,7 +458,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
           case 'complete':
           case 'error':
           case 'cancelled': {
-            const duration = clock() - started;
+            const duration = clock.now() - started;
             const backend = part.type === 'cancelled' ? 0 : part.backendMs;
             send('done', {
               status: part.type === 'complete' ? 'completed' : part.type,

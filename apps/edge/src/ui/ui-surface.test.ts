@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
@@ -127,7 +128,7 @@ describe('ui surface', () => {
   it('follows the event bus into the run ring, the charts and the departures, and lets go of it on close', async () => {
     const service = new FakeEdgeService(undefined, () => [fakeNode('n1')]);
     const uiCore = core(config(), service);
-    const surface = await startUiSurface(uiCore, { assets, clock: () => 10_000 });
+    const surface = await startUiSurface(uiCore, { assets, clock: { ...systemClock, now: () => 10_000 } });
     expect(events.subscriberCount).toBe(1);
     events.publish({
       type: 'run',

@@ -7,6 +7,7 @@
 //
 // Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and
 // playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
+import { systemClock, type Clock } from '../clock.js';
 import { readFile } from 'node:fs/promises';
 import type http from 'node:http';
 import https from 'node:https';
@@ -43,7 +44,7 @@ export interface UiSurfaceOptions {
   /** The dashboard files; default: the ones embedded in this build (@iop/edge-ui). */
   assets?: UiAssets;
   limits?: Partial<UiLimits>;
-  clock?: () => number;
+  clock?: Clock;
   /** How often queue depth and in-flight are sampled into the charts. Default 1000 ms. */
   sampleIntervalMs?: number;
 }
@@ -70,7 +71,7 @@ export function createUiSurface(options: UiSurfaceOptions = {}) {
 export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {}): Promise<UiSurface> {
   const logger = core.logger.child({ component: 'ui' });
   const { config, service } = core;
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const assets = options.assets ?? (await loadEmbeddedAssets());
   const listen = parseListenAddress(config.ui.listen, (message) => new UiError('invalid_request', message));
   const token = config.refresh.admin_token;
