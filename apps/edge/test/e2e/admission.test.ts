@@ -23,6 +23,7 @@ import {
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
+import { peakConcurrency } from '../support/peak-concurrency.js';
 import {
   FABRIC_TOKEN,
   OLLAMA_SERVED,
@@ -76,24 +77,6 @@ function admissionConfig(dataDir: string): Record<string, unknown> {
     },
     console: { node: 'n2', adapter: 'vllm', target: VLLM_SERVED, session_id: 'console' },
   };
-}
-
-/** The largest number of requests of `requests` that were open at the same moment (exact, from timestamps). */
-function peakConcurrency(requests: RecordedRequest[]): number {
-  const points: [number, number][] = [];
-  for (const request of requests) {
-    points.push([request.receivedAt, 1]);
-    points.push([request.closedAt ?? Number.MAX_SAFE_INTEGER, -1]);
-  }
-  // At equal times an end counts before a start (a slot freed and reused in the same millisecond).
-  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let open = 0;
-  let peak = 0;
-  for (const [, delta] of points) {
-    open += delta;
-    peak = Math.max(peak, open);
-  }
-  return peak;
 }
 
 const chatPaths = new Set(['/api/chat', '/v1/chat/completions']);

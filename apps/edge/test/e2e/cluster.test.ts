@@ -22,6 +22,7 @@ import {
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
+import { peakConcurrency } from '../support/peak-concurrency.js';
 import {
   FABRIC_TOKEN,
   MODEL_LLAMA,
@@ -65,22 +66,6 @@ function clusterConfig(edgeId: string, dataDir: string): Record<string, unknown>
     edge: { ...(base.edge as Record<string, unknown>), id: edgeId },
     cluster: { enabled: true, nats: { servers: [nats.url] }, heartbeat_ms: 200, state_ttl_ms: 1500 },
   };
-}
-
-function peakConcurrency(requests: RecordedRequest[]): number {
-  const points: [number, number][] = [];
-  for (const request of requests) {
-    points.push([request.receivedAt, 1]);
-    points.push([request.closedAt ?? Number.MAX_SAFE_INTEGER, -1]);
-  }
-  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let open = 0;
-  let peak = 0;
-  for (const [, delta] of points) {
-    open += delta;
-    peak = Math.max(peak, open);
-  }
-  return peak;
 }
 
 function chats(server: FakeServer): RecordedRequest[] {
