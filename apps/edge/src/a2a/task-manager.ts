@@ -72,9 +72,6 @@ interface ContextState {
 const MAX_CONTEXT_HISTORY = 50;
 const CANCEL_WAIT_MS = 10_000;
 
-/** A message whose turn has not come yet: admitted later, in `execute`. */
-const NOT_ADMITTED = undefined;
-
 export class TaskManager {
   private readonly store: TaskStore;
   private readonly contexts = new Map<string, ContextState>();
@@ -166,7 +163,8 @@ export class TaskManager {
     const context = this.context(contextId, principal);
     const idle = context.busy === 0;
     context.busy += 1;
-    let handle: RunHandle | undefined = NOT_ADMITTED;
+    // Undefined while the message waits behind an earlier turn: it is admitted later, in `execute`.
+    let handle: RunHandle | undefined;
     let userTurn: ChatMessage | undefined;
     try {
       if (idle) {

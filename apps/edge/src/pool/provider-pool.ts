@@ -327,13 +327,14 @@ class ProviderPoolImpl implements ProviderPool {
     const queueKey = queueKeyOf(demand);
     const queue = this.queues.get(queueKey);
     const nodes = this.options.nodes;
-    const blocked = this.blocked(demand, nodes);
-    if (blocked) return Promise.reject(blocked);
-    // FIFO: a newcomer never overtakes someone already waiting in the same queue.
+    // FIFO: a newcomer never overtakes someone already waiting in the same queue. A free slot means the demand
+    // is servable, so the "can it ever be served" check only runs for those about to wait.
     if (!queue || queue.length === 0) {
       const lease = this.tryDispatch(demand, nodes);
       if (lease) return Promise.resolve(lease);
     }
+    const blocked = this.blocked(demand, nodes);
+    if (blocked) return Promise.reject(blocked);
     const { limit, timeoutMs } = this.queuePolicy(demand);
     if (this.waitingFor(demand, queue) >= limit) {
       return Promise.reject(
