@@ -64,10 +64,3 @@ export class ServiceError extends Error {
 export function isServiceError(error: unknown): error is ServiceError {
   return error instanceof ServiceError;
 }
-
-/** Capacity refusals: the caller may retry later (OpenAI 429/503, A2A's capacity JSON-RPC errors). */
-export function isCapacityError(error: ServiceError): boolean {
-  return (
-    error.code === 'queue_full' || error.code === 'queue_timeout' || error.code === 'no_provider_available'
-  );
-}
