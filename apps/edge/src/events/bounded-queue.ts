@@ -2,14 +2,18 @@
 // subscribers, run handles): memory stays bounded and push/shift are O(1).
 
 export class BoundedQueue<T> {
-  private readonly items: (T | undefined)[];
+  /**
+   * Backing ring, grown on demand (doubling) up to `capacity`: most queues (one per run handle, capacity 4096)
+   * hold a handful of items, so allocating the full capacity per queue would be pure garbage.
+   */
+  private items: (T | undefined)[];
   private head = 0;
   private count = 0;
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError(`capacity must be ≥ 1, got ${capacity}`);
-    this.items = new Array<T | undefined>(capacity);
+    this.items = new Array<T | undefined>(Math.min(capacity, INITIAL_SLOTS));
   }
 
   get size(): number {
@@ -23,7 +27,9 @@ export class BoundedQueue<T> {
   /** Appends; returns false (and stores nothing) when full. */
   push(item: T): boolean {
     if (this.count === this.capacity) return false;
-    this.items[(this.head + this.count) % this.capacity] = item;
+    if (this.count === this.items.length) this.grow();
+    const slots = this.items.length;
+    this.items[(this.head + this.count) % slots] = item;
     this.count += 1;
     return true;
   }
@@ -43,22 +49,36 @@ export class BoundedQueue<T> {
     if (this.count === 0) return undefined;
     const item = this.items[this.head];
     this.items[this.head] = undefined;
-    this.head = (this.head + 1) % this.capacity;
+    this.head = (this.head + 1) % this.items.length;
     this.count -= 1;
     return item;
   }
 
   toArray(): T[] {
     const result: T[] = [];
+    const slots = this.items.length;
     for (let index = 0; index < this.count; index += 1) {
-      result.push(this.items[(this.head + index) % this.capacity] as T);
+      result.push(this.items[(this.head + index) % slots] as T);
     }
     return result;
   }
 
   clear(): void {
-    this.items.fill(undefined);
+    // Only the occupied slots hold references.
+    const slots = this.items.length;
+    for (let index = 0; index < this.count; index += 1) this.items[(this.head + index) % slots] = undefined;
     this.head = 0;
     this.count = 0;
   }
+
+  /** Doubles the ring (capped at capacity), laying the items out from slot 0. */
+  private grow(): void {
+    const next = new Array<T | undefined>(Math.min(this.capacity, this.items.length * 2));
+    const slots = this.items.length;
+    for (let index = 0; index < this.count; index += 1) next[index] = this.items[(this.head + index) % slots];
+    this.items = next;
+    this.head = 0;
+  }
 }
+
+const INITIAL_SLOTS = 8;
