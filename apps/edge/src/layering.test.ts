@@ -7,7 +7,7 @@
 //   cluster     cluster/                       (cluster mode: wraps the service, places and forwards runs over NATS)
 //   service     service/                                             (admission and run lifetime)
 //   below it    refresh/ governance/ adopt/ → pool/ metrics/ → node/ → transport/ → events/ → base
-//   base        logging.ts version.ts clock.ts fault.ts net/ http/ tls/
+//   base        logging.ts version.ts clock.ts random-ids.ts fault.ts net/ http/ tls/
 //
 // transport/ is the listener (TCP/TLS, bounds before registration) and hands each framed connection to a
 // ConnectionHandler; node/ implements it (registration, NodeLink, registry, heartbeats) and never the reverse.
@@ -22,6 +22,7 @@ const LAYERS: Record<string, number> = {
   'logging.ts': 0,
   'version.ts': 0,
   'clock.ts': 0,
+  'random-ids.ts': 0,
   'fault.ts': 0,
   net: 0,
   http: 0,

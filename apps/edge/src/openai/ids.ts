@@ -1,7 +1,7 @@
 // Identifiers for responses, messages and tool calls: URL- and JSON-safe so they can be spliced into SSE lines
 // without escaping.
-import { randomBytes } from 'node:crypto';
+import { randomBase64Url } from '../random-ids.js';
 
 export function randomId(bytes = 12): string {
-  return randomBytes(bytes).toString('base64url').replace(/[-_]/g, 'x');
+  return randomBase64Url(bytes).replace(/[-_]/g, 'x');
 }

@@ -10,7 +10,6 @@
 // disconnect, the one deadline, an unconfirmed cancel after the one grace period, a stuck reader) and then the
 // service releases the lease and the session, once. A caller's abort signal is the one cancel path for client
 // disconnects. Errors are ServiceErrors; PoolErrors and NodeLinkErrors are translated here, in one place.
-import { randomBytes } from 'node:crypto';
 import { create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
@@ -24,6 +23,7 @@ import { isGovernanceError, type GovernanceError } from '../governance/errors.js
 import { estimateTokens } from '../governance/estimate-tokens.js';
 import type { Admission, Governor, RunEnd } from '../governance/governor.js';
 import { disabledTracing, type TraceSpan, type Tracing } from '@iop/tracing';
+import { randomHex } from '../random-ids.js';
 import { ServiceError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
@@ -98,8 +98,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const sessions = deps.sessions ?? new SessionSlots();
   const metrics = deps.metrics ?? noAdmissionMetrics;
   const runs = new Map<string, RunTracker>();
-  const generateRunId =
-    deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomBytes(6).toString('hex')}`);
+  const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const bufferSize = deps.runBufferSize ?? 4096;
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   const deadlineGraceMs = deps.deadlineGraceMs ?? 2_000;
