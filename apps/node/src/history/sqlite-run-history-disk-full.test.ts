@@ -87,17 +87,28 @@ describe('SqliteRunHistory on a full disk', () => {
       // One failed attempt, then the backoff holds further attempts (not one per event).
       expect(failures).toHaveLength(1);
       expect(failures[0]).toMatchObject({ pendingEvents: 4, retryInMs: 10 });
-      // A run's end is reported to the caller (the runner logs it and carries on).
-      expect(() => history.finish('r1', { status: 'completed', endedAt: now, detail: 'done' })).toThrow(
-        HistoryError,
-      );
-      expect(failures.at(-1)?.retryInMs).toBe(20);
+      // A run's end waits with the events (the runner never hears of the disk); an explicit flush reports.
+      history.finish('r1', { status: 'completed', endedAt: now, detail: 'done' });
+      expect(history.pendingRuns).toBe(2);
+      expect(() => history.flush()).toThrow(HistoryError);
+      expect(failures.at(-1)).toMatchObject({ pendingRuns: 2, retryInMs: 20 });
+      // Run starts and ends are bounded too.
+      for (let index = 0; index < 30; index += 1)
+        history.finish('r1', { status: 'completed', endedAt: now, detail: 'x' });
+      expect(history.pendingRuns).toBe(20);
+      expect(history.droppedRuns).toBe(12);
       state.full = false;
       now += 1_000;
-      history.finish('r1', { status: 'completed', endedAt: now, detail: 'done' });
+      history.flush();
       expect(history.pendingEvents).toBe(0);
+      expect(history.pendingRuns).toBe(0);
       expect(history.events('r1')).toHaveLength(20);
-      expect(history.list()[0]).toMatchObject({ runId: 'r1', status: 'completed', eventCount: 20 });
+      expect(history.list()[0]).toMatchObject({
+        runId: 'r1',
+        status: 'completed',
+        eventCount: 20,
+        detail: 'x',
+      });
     } finally {
       history.close();
     }

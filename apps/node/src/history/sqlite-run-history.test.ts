@@ -8,9 +8,13 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { HistoryError } from './history-error.js';
 import { INTERRUPTED_DETAIL, SqliteRunHistory } from './sqlite-run-history.js';
 import type { RunStartRecord } from './run-history.js';
+import { betterSqliteDriver, type SqliteDriver } from './sqlite-driver.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const supportDir = path.resolve(here, '../../test/support');
+
+/** Lets the end-of-turn commit of queued run starts/ends run. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function start(runId: string, startedAt: number): RunStartRecord {
   return {
@@ -22,6 +26,34 @@ function start(runId: string, startedAt: number): RunStartRecord {
     background: false,
     startedAt,
   };
+}
+
+/** better-sqlite3, counting the transactions begun. */
+function countingDriver(): { driver: SqliteDriver; transactions: () => number } {
+  let begun = 0;
+  const driver: SqliteDriver = {
+    backend: betterSqliteDriver.backend,
+    open(file, readonly) {
+      const db = betterSqliteDriver.open(file, readonly);
+      return {
+        exec: (sql) => db.exec(sql),
+        close: () => db.close(),
+        prepare(sql) {
+          const statement = db.prepare(sql);
+          if (!/^\s*BEGIN/i.test(sql)) return statement;
+          return {
+            run: (...parameters) => {
+              begun += 1;
+              return statement.run(...parameters);
+            },
+            all: (...parameters) => statement.all(...parameters),
+            get: (...parameters) => statement.get(...parameters),
+          };
+        },
+      };
+    },
+  };
+  return { driver, transactions: () => begun };
 }
 
 describe('SqliteRunHistory', () => {
@@ -99,7 +131,63 @@ describe('SqliteRunHistory', () => {
     expect(count()).toBe(3);
     history.appendEvent({ runId: 'run-1', seq: 4, type: 'complete', payload: {}, at: 1 });
     history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    history.flush();
     expect(count()).toBe(4);
+    history.close();
+  });
+
+  it('commits the starts, events and ends of every run of one event-loop turn in one transaction', async () => {
+    const counted = countingDriver();
+    const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 }, counted.driver);
+    const outside = () => {
+      const db = new Database(databasePath, { readonly: true });
+      try {
+        return db.prepare('SELECT id, status FROM runs ORDER BY id').all() as {
+          id: string;
+          status: string;
+        }[];
+      } finally {
+        db.close();
+      }
+    };
+    const before = counted.transactions();
+    for (let index = 1; index <= 5; index += 1) {
+      history.recordStart(start(`run-${index}`, index));
+      history.appendEvent({
+        runId: `run-${index}`,
+        seq: 1,
+        type: 'text-delta',
+        payload: { index },
+        at: index,
+      });
+      if (index % 2 === 1)
+        history.finish(`run-${index}`, { status: 'completed', endedAt: 9, detail: 'stop' });
+    }
+    // Nothing is written during the turn that recorded it.
+    expect(outside()).toEqual([]);
+    expect(history.pendingRuns).toBe(8);
+    await nextTurn();
+    expect(counted.transactions() - before).toBe(1);
+    expect(history.pendingRuns).toBe(0);
+    expect(history.pendingEvents).toBe(0);
+    expect(outside()).toEqual([
+      { id: 'run-1', status: 'completed' },
+      { id: 'run-2', status: 'running' },
+      { id: 'run-3', status: 'completed' },
+      { id: 'run-4', status: 'running' },
+      { id: 'run-5', status: 'completed' },
+    ]);
+    expect(history.events('run-4').map((event) => event.payload)).toEqual([{ index: 4 }]);
+    history.close();
+  });
+
+  it('reads through the same object see writes not committed yet', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
+    history.recordStart(start('run-1', 1));
+    history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'a' }, at: 1 });
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    expect(history.list()[0]).toMatchObject({ runId: 'run-1', status: 'completed', eventCount: 1 });
+    expect(history.events('run-1')).toHaveLength(1);
     history.close();
   });
 
@@ -119,11 +207,12 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
-  it('marks runs left running by a crashed process as interrupted on open', () => {
+  it('marks runs left running by a crashed process as interrupted on open', async () => {
     const first = SqliteRunHistory.open({ path: databasePath });
     first.recordStart(start('finished', 1));
     first.finish('finished', { status: 'completed', endedAt: 2, detail: 'stop' });
     first.recordStart(start('in-flight', 3));
+    await nextTurn();
     // Simulated crash: the process goes away without finish() or close().
     const second = SqliteRunHistory.open({ path: databasePath, now: () => 9999 });
     expect(second.recoveredRuns).toBe(1);
@@ -191,9 +280,10 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
-  it('read-only opening neither recovers nor writes, and refuses a missing file with open_failed', () => {
+  it('read-only opening neither recovers nor writes, and refuses a missing file with open_failed', async () => {
     const writer = SqliteRunHistory.open({ path: databasePath });
     writer.recordStart(start('live', 1));
+    await nextTurn();
     const reader = SqliteRunHistory.open({ path: databasePath, readonly: true });
     expect(reader.recoveredRuns).toBe(0);
     expect(reader.list()[0]?.status).toBe('running');
@@ -245,11 +335,20 @@ describe('SqliteRunHistory', () => {
     const check = new Database(databasePath);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
-    const history = SqliteRunHistory.open({ path: databasePath });
+    const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 1_000_000 });
     expect(history.recoveredRuns).toBe(1);
-    const [run] = history.list();
+    const runs = history.list({ limit: 1_000_000 });
+    const run = runs.find((candidate) => candidate.runId === 'crash-run');
     expect(run).toMatchObject({ runId: 'crash-run', status: 'interrupted' });
-    expect(run.eventCount).toBeGreaterThanOrEqual(64);
+    // Run starts and ends commit in order, whole: the short runs found are turn-1..turn-k, each ended with its
+    // event (at most the turn in progress was lost), and at least the turns before `ready`.
+    const turns = runs.filter((candidate) => candidate.runId.startsWith('turn-'));
+    expect(turns.length).toBeGreaterThanOrEqual(7);
+    expect(new Set(turns.map((candidate) => candidate.runId))).toEqual(
+      new Set(Array.from({ length: turns.length }, (_, index) => `turn-${index + 1}`)),
+    );
+    for (const turn of turns) expect(turn).toMatchObject({ status: 'completed', eventCount: 1 });
+    expect(run?.eventCount).toBeGreaterThanOrEqual(64);
     const seqs = history.events('crash-run').map((event) => event.seq);
     // Batches commit whole: the surviving events are exactly 1..n without gaps.
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, index) => index + 1));

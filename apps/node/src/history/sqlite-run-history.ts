@@ -2,16 +2,25 @@
 // in the release runtime): same file format, so either opens the other's database. WAL journal so `iop-node
 // history` can read while the node writes, and so a killed process leaves a consistent database.
 //
-// Durability model: a run's row is written synchronously when it starts and when it ends; its events are
-// buffered and written in one transaction per batch (every `batchSize` events, every `flushIntervalMs`, at
-// `finish` and at `close`). A crash loses at most the unflushed events; the run itself is found `running` on
-// the next open and marked `interrupted`. Retention keeps the newest `retainRuns` finished runs (with their
+// Durability model: every write (a run's start, its events, its end) joins one in-memory queue, committed in
+// order in one transaction. Run starts and ends are committed at the end of the event-loop turn that recorded
+// them (setImmediate), together with every other run's starts, events and ends of that turn: one WAL commit per
+// turn instead of two per run. Events alone wait for a full batch (`batchSize` events, written at once), for
+// `flushIntervalMs`, or for the next turn's commit. Reads through this object (`list`, `events`) and `close`
+// commit the queue first, so they see everything recorded.
+//
+// What a kill -9 can lose: the writes still queued, i.e. the run starts and ends recorded during the event-loop
+// turn in progress, and events younger than `flushIntervalMs` (at most `batchSize` of them) of runs that have
+// not ended. Commits apply the queue in order and whole, so the database always holds a prefix of what was
+// recorded: a run is absent, `running` (marked `interrupted` on the next open, with its committed events
+// 1..n), or ended with all its events. Retention keeps the newest `retainRuns` finished runs (with their
 // events); running runs are never pruned.
 //
 // A write that keeps failing (disk full, database locked by a stuck reader) must not stop runs or grow memory:
-// at most `maxPendingEvents` events wait in memory (later ones are dropped and counted), a failed background
-// flush is retried only after a backoff (doubling up to 30 s), and `onWriteFailure` hears of each failed attempt
-// with the counts, so the node logs one line per attempt rather than one per event.
+// at most `maxPendingEvents` events and `maxPendingEvents` run starts/ends wait in memory (later ones are
+// dropped and counted), a failed background commit is retried only after a backoff (doubling up to 30 s), and
+// `onWriteFailure` hears of each failed attempt with the counts, so the node logs one line per attempt rather
+// than one per event.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Usage } from '@iop/wire';
@@ -47,7 +56,10 @@ export interface SqliteRunHistoryOptions {
   now?: () => number;
   /** Open for reading only (the `history` command): no crash recovery, no writes. */
   readonly?: boolean;
-  /** Events kept in memory while writes fail; further events are dropped and counted (default 10,000). */
+  /**
+   * Events kept in memory while writes fail; further events are dropped and counted (default 10,000). Run starts
+   * and ends waiting for a commit have a bound of the same size of their own.
+   */
   maxPendingEvents?: number;
   /** Told of every failed write attempt (for the log). */
   onWriteFailure?: (failure: HistoryWriteFailure) => void;
@@ -57,11 +69,20 @@ export interface HistoryWriteFailure {
   error: string;
   pendingEvents: number;
   droppedEvents: number;
+  /** Run starts and ends waiting for a write, and those dropped because too many were waiting. */
+  pendingRuns: number;
+  droppedRuns: number;
   /** When the next background flush will be attempted. */
   retryInMs: number;
 }
 
 const MAX_RETRY_BACKOFF_MS = 30_000;
+
+/** One recorded write waiting for its commit; the queue is applied in order. */
+type QueuedWrite =
+  | { kind: 'start'; run: RunStartRecord }
+  | { kind: 'event'; event: RunEventRecord }
+  | { kind: 'finish'; runId: string; outcome: RunOutcome };
 
 interface RunRow {
   id: string;
@@ -130,15 +151,23 @@ export class SqliteRunHistory implements RunHistory {
   private finishesSincePrune = 0;
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
-  private pending: RunEventRecord[] = [];
+  /** Writes not committed yet, in the order they were recorded. */
+  private queue: QueuedWrite[] = [];
+  /** Events and run starts/ends in `queue`. */
+  private queuedEvents = 0;
+  private queuedRuns = 0;
   private readonly maxPendingEvents: number;
   private readonly onWriteFailure: ((failure: HistoryWriteFailure) => void) | undefined;
   private readonly now: () => number;
   /** Events not recorded because too many were waiting for a failing write. */
   droppedEvents = 0;
+  /** Run starts and ends not recorded because too many were waiting for a failing write. */
+  droppedRuns = 0;
   private retryAt = 0;
   private backoffMs = 0;
   private flushTimer: NodeJS.Timeout | undefined;
+  /** The end-of-turn commit of queued run starts/ends, when one is scheduled. */
+  private commitImmediate: NodeJS.Immediate | undefined;
   private closed = false;
   private readonly statements: ReturnType<typeof prepare> | undefined;
 
@@ -217,48 +246,68 @@ export class SqliteRunHistory implements RunHistory {
     return String(row?.journal_mode ?? '');
   }
 
+  /**
+   * Queues the run's start, committed at the end of this event-loop turn. A run id seen before (an edge retry)
+   * starts over: the commit deletes its old events first. Never throws for a failing write (see the class).
+   */
   recordStart(run: RunStartRecord): void {
-    const statements = this.writable();
-    this.write(() => {
-      // A run id seen before (an edge retry) starts over: its old events would interleave with the new ones.
-      this.pending = this.pending.filter((event) => event.runId !== run.runId);
-      this.transaction(() => {
-        statements.deleteEvents.run(run.runId);
-        statements.upsertRun.run({
-          id: run.runId,
-          adapter: run.adapter,
-          target: run.target,
-          session_id: run.sessionId,
-          provider_id: run.providerId,
-          background: run.background ? 1 : 0,
-          started_at: run.startedAt,
-        });
-      });
-    });
+    this.writable();
+    this.queueRunWrite({ kind: 'start', run });
   }
 
-  /** Buffers an event; never throws for a failing write (the events wait, bounded, for the next attempt). */
+  /** Queues an event; never throws for a failing write (the events wait, bounded, for the next attempt). */
   appendEvent(event: RunEventRecord): void {
     this.writable();
-    if (this.pending.length >= this.maxPendingEvents) {
+    if (this.queuedEvents >= this.maxPendingEvents) {
       this.droppedEvents += 1;
       return;
     }
-    this.pending.push(event);
-    if (this.pending.length >= this.batchSize && this.now() >= this.retryAt) {
+    this.queue.push({ kind: 'event', event });
+    this.queuedEvents += 1;
+    if (this.queuedEvents >= this.batchSize && this.now() >= this.retryAt) {
       this.backgroundFlush();
       return;
     }
     this.scheduleFlush();
   }
 
+  /** Queues the run's end, committed (with its events) at the end of this event-loop turn. Never throws. */
+  finish(runId: string, outcome: RunOutcome): void {
+    this.writable();
+    this.queueRunWrite({ kind: 'finish', runId, outcome });
+  }
+
   /** Events waiting in memory for a write. */
   get pendingEvents(): number {
-    return this.pending.length;
+    return this.queuedEvents;
+  }
+
+  /** Run starts and ends waiting in memory for a write. */
+  get pendingRuns(): number {
+    return this.queuedRuns;
+  }
+
+  private queueRunWrite(write: QueuedWrite): void {
+    if (this.queuedRuns >= this.maxPendingEvents) {
+      this.droppedRuns += 1;
+      return;
+    }
+    this.queue.push(write);
+    this.queuedRuns += 1;
+    if (this.commitImmediate) return;
+    if (this.now() < this.retryAt) {
+      // Writes are failing: the backoff timer retries; a commit per turn would hammer a full disk.
+      this.scheduleFlush();
+      return;
+    }
+    this.commitImmediate = setImmediate(() => {
+      this.commitImmediate = undefined;
+      this.backgroundFlush();
+    });
   }
 
   private scheduleFlush(): void {
-    if (this.flushTimer || this.pending.length === 0) return;
+    if (this.flushTimer || this.queue.length === 0) return;
     const delay = Math.max(this.flushIntervalMs, this.retryAt - this.now());
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
@@ -277,53 +326,86 @@ export class SqliteRunHistory implements RunHistory {
     this.scheduleFlush();
   }
 
-  finish(runId: string, outcome: RunOutcome): void {
-    const statements = this.writable();
-    // The pending events and the run's end commit together: one WAL commit per finished run instead of two.
-    const batch = this.pending;
-    this.write(() => {
-      this.transaction(() => {
-        this.insertEvents(statements, batch);
-        statements.finishRun.run({
-          id: runId,
-          status: outcome.status,
-          ended_at: outcome.endedAt,
-          detail: outcome.detail,
-          error_code: outcome.errorCode ?? null,
-          error_message: outcome.errorMessage ?? null,
-          usage_json: outcome.usage ? JSON.stringify(outcome.usage) : null,
-        });
-        if (this.pruneDue()) this.pruneIn(statements);
-      });
-    });
-    this.pending = this.pending.slice(batch.length);
-  }
-
+  /** Commits every queued write now, in one transaction. Throws HistoryError `write_failed` when it fails. */
   flush(): void {
-    if (this.closed || this.readonly || this.pending.length === 0) return;
+    if (this.closed || this.readonly || this.queue.length === 0) return;
     const statements = this.writable();
-    const batch = this.pending;
+    const batch = this.queue;
     this.write(() => {
-      this.transaction(() => this.insertEvents(statements, batch));
+      this.transaction(statements, () => this.apply(statements, batch));
     });
-    // Only drop the batch once it is committed, so a failed write can be retried.
-    this.pending = this.pending.slice(batch.length);
+    // Only drop the batch once it is committed, so a failed write can be retried. Nothing is queued while the
+    // synchronous commit runs.
+    this.queue = [];
+    this.queuedEvents = 0;
+    this.queuedRuns = 0;
   }
 
-  private insertEvents(statements: ReturnType<typeof prepare>, batch: RunEventRecord[]): void {
-    for (const event of batch) {
-      statements.insertEvent.run({
-        run_id: event.runId,
-        seq: event.seq,
-        type: event.type,
-        payload_json: JSON.stringify(event.payload ?? null),
-        at: event.at,
-      });
+  private apply(statements: ReturnType<typeof prepare>, batch: QueuedWrite[]): void {
+    let prune = false;
+    for (const write of batch) {
+      switch (write.kind) {
+        case 'start': {
+          const { run } = write;
+          statements.deleteEvents.run(run.runId);
+          statements.upsertRun.run({
+            id: run.runId,
+            adapter: run.adapter,
+            target: run.target,
+            session_id: run.sessionId,
+            provider_id: run.providerId,
+            background: run.background ? 1 : 0,
+            started_at: run.startedAt,
+          });
+          break;
+        }
+        case 'event': {
+          const { event } = write;
+          statements.insertEvent.run({
+            run_id: event.runId,
+            seq: event.seq,
+            type: event.type,
+            payload_json: JSON.stringify(event.payload ?? null),
+            at: event.at,
+          });
+          break;
+        }
+        case 'finish': {
+          const { outcome } = write;
+          statements.finishRun.run({
+            id: write.runId,
+            status: outcome.status,
+            ended_at: outcome.endedAt,
+            detail: outcome.detail,
+            error_code: outcome.errorCode ?? null,
+            error_message: outcome.errorMessage ?? null,
+            usage_json: outcome.usage ? JSON.stringify(outcome.usage) : null,
+          });
+          if (this.pruneDue()) prune = true;
+          break;
+        }
+        default: {
+          const unreachable: never = write;
+          throw new Error(`unknown history write ${JSON.stringify(unreachable)}`);
+        }
+      }
+    }
+    if (prune) this.pruneIn(statements);
+  }
+
+  /** Reads see every write recorded so far: commit the queue first (a failing write is reported, not thrown). */
+  private commitBeforeRead(): void {
+    if (this.readonly || this.queue.length === 0) return;
+    try {
+      this.flush();
+    } catch {
+      // Reported through onWriteFailure; the read shows what is committed.
     }
   }
 
   list(options: { limit?: number } = {}): RunSummary[] {
     this.open();
+    this.commitBeforeRead();
     const limit = Math.max(1, Math.floor(options.limit ?? 20));
     try {
       const rows = this.db
@@ -340,6 +422,7 @@ export class SqliteRunHistory implements RunHistory {
 
   events(runId: string): RunEventRecord[] {
     this.open();
+    this.commitBeforeRead();
     try {
       const rows = this.db
         .prepare(`SELECT * FROM run_events WHERE run_id = ? ORDER BY seq`)
@@ -360,6 +443,8 @@ export class SqliteRunHistory implements RunHistory {
     if (this.closed) return;
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
+    if (this.commitImmediate) clearImmediate(this.commitImmediate);
+    this.commitImmediate = undefined;
     try {
       this.flush();
     } finally {
@@ -388,15 +473,18 @@ export class SqliteRunHistory implements RunHistory {
     statements.prune.run(this.retainRuns);
   }
 
-  /** BEGIN IMMEDIATE … COMMIT, rolled back when the body throws (node:sqlite has no transaction helper). */
-  private transaction(body: () => void): void {
-    this.db.exec('BEGIN IMMEDIATE');
+  /**
+   * BEGIN IMMEDIATE … COMMIT, rolled back when the body throws (node:sqlite has no transaction helper). Prepared
+   * statements: `exec` parses the SQL text on every call.
+   */
+  private transaction(statements: ReturnType<typeof prepare>, body: () => void): void {
+    statements.begin.run();
     try {
       body();
-      this.db.exec('COMMIT');
+      statements.commit.run();
     } catch (error) {
       try {
-        this.db.exec('ROLLBACK');
+        statements.rollback.run();
       } catch {
         // SQLite already rolled back (some errors end the transaction themselves): report the first error.
       }
@@ -422,8 +510,10 @@ export class SqliteRunHistory implements RunHistory {
       this.retryAt = this.now() + this.backoffMs;
       this.onWriteFailure?.({
         error: message(error),
-        pendingEvents: this.pending.length,
+        pendingEvents: this.queuedEvents,
         droppedEvents: this.droppedEvents,
+        pendingRuns: this.queuedRuns,
+        droppedRuns: this.droppedRuns,
         retryInMs: this.backoffMs,
       });
       throw new HistoryError('write_failed', `cannot write run history: ${message(error)}`, { cause: error });
@@ -435,6 +525,9 @@ export class SqliteRunHistory implements RunHistory {
 
 function prepare(db: SqlDatabase) {
   return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
     upsertRun: db.prepare(
       `INSERT INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
        VALUES (@id, @adapter, @target, @session_id, @provider_id, @background, 'running', @started_at)

@@ -1,5 +1,7 @@
 // Child process for the crash test: starts a run, streams events into the history without end and prints
-// `ready` once some are committed, so the parent can SIGKILL it in the middle of writing.
+// `ready` once some are committed, so the parent can SIGKILL it in the middle of writing. Every turn also runs
+// one short run (`turn-N`: start, one event, end), so the parent can check that run starts and ends survive as
+// a prefix.
 import { SqliteRunHistory } from '../../src/history/sqlite-run-history.js';
 
 const databasePath = process.argv[2];
@@ -26,6 +28,24 @@ const write = (): void => {
       at: Date.now(),
     });
   }
+  const turn = seq / 8;
+  history.recordStart({
+    runId: `turn-${turn}`,
+    adapter: 'cli',
+    target: 'fake-cli',
+    sessionId: 'default',
+    providerId: '',
+    background: false,
+    startedAt: Date.now(),
+  });
+  history.appendEvent({
+    runId: `turn-${turn}`,
+    seq: 1,
+    type: 'text-delta',
+    payload: { turn },
+    at: Date.now(),
+  });
+  history.finish(`turn-${turn}`, { status: 'completed', endedAt: Date.now(), detail: 'stop' });
   if (seq === 64) process.stdout.write('ready\n');
   setImmediate(write);
 };
