@@ -22,15 +22,23 @@ export class LineSplitter {
       this.afterCarriageReturn = false;
       if (chunk.charCodeAt(0) === 10) start = 1;
     }
-    for (let index = start; index < chunk.length; index += 1) {
-      const code = chunk.charCodeAt(index);
-      if (code !== 10 && code !== 13) continue;
-      lines.push(this.takeLine(chunk.slice(start, index)));
-      if (code === 13) {
-        if (index === chunk.length - 1) this.afterCarriageReturn = true;
-        else if (chunk.charCodeAt(index + 1) === 10) index += 1;
+    if (chunk.indexOf('\r', start) === -1) {
+      // No CR in this chunk (SSE and NDJSON from HTTP servers): let the engine's indexOf find the line ends.
+      for (let end = chunk.indexOf('\n', start); end !== -1; end = chunk.indexOf('\n', start)) {
+        lines.push(this.takeLine(chunk.slice(start, end)));
+        start = end + 1;
       }
-      start = index + 1;
+    } else {
+      for (let index = start; index < chunk.length; index += 1) {
+        const code = chunk.charCodeAt(index);
+        if (code !== 10 && code !== 13) continue;
+        lines.push(this.takeLine(chunk.slice(start, index)));
+        if (code === 13) {
+          if (index === chunk.length - 1) this.afterCarriageReturn = true;
+          else if (chunk.charCodeAt(index + 1) === 10) index += 1;
+        }
+        start = index + 1;
+      }
     }
     if (start < chunk.length) {
       const rest = chunk.slice(start);

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 
 import { readLines } from './line-reader.js';
 import { readNdjson } from './ndjson-reader.js';
-import { readSse } from './sse-reader.js';
+import { readSse, readSseBatches } from './sse-reader.js';
 import { UpstreamError } from './upstream-error.js';
 
 /** Delivers pieces as separate chunks, each after a macrotask, like a socket would. */
@@ -53,6 +53,20 @@ describe('readSse', () => {
   it('dispatches an event still pending at EOF and ignores blank-only separators', async () => {
     const events = await all(readSse(bytes('\n\nevent: x\n\ndata: [DONE]')));
     expect(events).toEqual([{ event: 'message', data: '[DONE]' }]);
+  });
+});
+
+describe('readSseBatches', () => {
+  it('hands out the events completed by each read together, and the one pending at EOF last', async () => {
+    const batches = await all(
+      readSseBatches(bytes('data: 1\n\ndata: 2\n\ndata: 3', '\n\n: ping\n', 'data: 4\n\ndata: 5')),
+    );
+    expect(batches.map((batch) => batch.map((event) => event.data))).toEqual([
+      ['1', '2'],
+      ['3'],
+      ['4'],
+      ['5'],
+    ]);
   });
 });
 

@@ -1,7 +1,7 @@
 // Server-sent events as the HTML spec reads them: `field: value` lines, `data` lines joined with "\n", a blank
 // line dispatches, `:` lines are comments. An event still pending at EOF is dispatched too (servers that close
 // right after the last `data:` line lose nothing).
-import { readLines } from './line-reader.js';
+import { readLineBatches } from './line-reader.js';
 
 export interface SseEvent {
   /** `message` when the server named none. */
@@ -10,45 +10,85 @@ export interface SseEvent {
   id?: string;
 }
 
-export async function* readSse(chunks: AsyncIterable<Uint8Array>): AsyncIterable<SseEvent> {
-  let event = '';
-  let data: string[] = [];
-  let id: string | undefined;
-  const take = (): SseEvent => {
-    const result: SseEvent = {
-      event: event || 'message',
-      data: data.join('\n'),
-      ...(id === undefined ? {} : { id }),
-    };
-    event = '';
-    data = [];
-    return result;
-  };
-  for await (const line of readLines(chunks)) {
+/** Turns SSE lines into events, synchronously; the readers below feed it. */
+export class SseParser {
+  #event = '';
+  /** The event's data lines joined with "\n"; undefined while it has none. */
+  #data: string | undefined;
+  #id: string | undefined;
+
+  /** Takes one line (without its line end); returns the event a blank line dispatches. */
+  line(line: string): SseEvent | undefined {
     if (line === '') {
-      if (data.length > 0) yield take();
-      else event = '';
-      continue;
+      if (this.#data !== undefined) return this.#take();
+      this.#event = '';
+      return undefined;
     }
-    if (line.startsWith(':')) continue;
+    // The hot case (every streamed token): `data: <value>`.
+    if (line.startsWith('data: ')) {
+      this.#addData(line.slice(6));
+      return undefined;
+    }
+    if (line.startsWith(':')) return undefined;
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
     switch (field) {
       case 'data':
-        data.push(value);
+        this.#addData(value);
         break;
       case 'event':
-        event = value;
+        this.#event = value;
         break;
       case 'id':
-        id = value;
+        this.#id = value;
         break;
       default:
         // `retry` and unknown fields do not matter to a one-shot request.
         break;
     }
+    return undefined;
   }
-  if (data.length > 0) yield take();
+
+  /** The event still pending at EOF, if any. */
+  end(): SseEvent | undefined {
+    return this.#data === undefined ? undefined : this.#take();
+  }
+
+  #addData(value: string): void {
+    this.#data = this.#data === undefined ? value : `${this.#data}\n${value}`;
+  }
+
+  #take(): SseEvent {
+    const result: SseEvent =
+      this.#id === undefined
+        ? { event: this.#event || 'message', data: this.#data ?? '' }
+        : { event: this.#event || 'message', data: this.#data ?? '', id: this.#id };
+    this.#event = '';
+    this.#data = undefined;
+    return result;
+  }
+}
+
+export async function* readSse(chunks: AsyncIterable<Uint8Array>): AsyncIterable<SseEvent> {
+  for await (const events of readSseBatches(chunks)) yield* events;
+}
+
+/**
+ * The same events, one array per upstream read that completed any (never empty), so a consumer handles a read's
+ * tokens in one synchronous pass.
+ */
+export async function* readSseBatches(chunks: AsyncIterable<Uint8Array>): AsyncIterable<SseEvent[]> {
+  const parser = new SseParser();
+  for await (const lines of readLineBatches(chunks)) {
+    const events: SseEvent[] = [];
+    for (const line of lines) {
+      const event = parser.line(line);
+      if (event) events.push(event);
+    }
+    if (events.length > 0) yield events;
+  }
+  const last = parser.end();
+  if (last) yield [last];
 }

@@ -43,11 +43,13 @@ describe('openai_compat adapter', () => {
     server.setBehavior({ tokenCount: 3 });
     const parts = await collect(adapter.run(userRun(MODEL, 'hi there'), { signal: never }));
     expect(parts[0]).toEqual({ type: 'start', sessionId: 'session-1', adapter: 'vllm-a', target: MODEL });
-    expect(parts.filter((part) => part.type === 'text-delta').map((part) => part.text)).toEqual([
-      'hi',
-      ' there',
-      ' hi',
-    ]);
+    // Deltas that arrive in one upstream read leave as one part: the text is what counts.
+    expect(
+      parts
+        .filter((part) => part.type === 'text-delta')
+        .map((part) => part.text)
+        .join(''),
+    ).toBe('hi there hi');
     expect(parts.find((part) => part.type === 'usage')).toEqual({
       type: 'usage',
       usage: create.usage({ promptTokens: 2, completionTokens: 3, totalTokens: 5 }),

@@ -24,7 +24,7 @@ import { commandFailedLogged, commandOk, commandUnsupported, displayUrl } from '
 import { probeByListing } from '../http/health-probe.js';
 import { probeTimeoutMs, readHttpSettings } from '../http/http-settings.js';
 import { InflightSet } from '../http/inflight-set.js';
-import { readSse } from '../http/sse-reader.js';
+import { readSseBatches } from '../http/sse-reader.js';
 import { callUpstream } from '../http/upstream-call.js';
 import { runUpstream } from '../http/upstream-run.js';
 import { listOpenAIModels, toModelInfo } from './openai-models.js';
@@ -114,7 +114,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
           if (response.header('content-type')?.includes('application/json')) {
             return yield* openAICompletionParts(await exchange.json(response), request.runId);
           }
-          return yield* openAIChatParts(readSse(exchange.chunks(response)), request.runId);
+          return yield* openAIChatParts(readSseBatches(exchange.chunks(response)), request.runId);
         },
       });
     },

@@ -5,14 +5,28 @@ import type { SseEvent } from '../http/sse-reader.js';
 import { UpstreamError } from '../http/upstream-error.js';
 import { openAIChatParts } from './openai-stream.js';
 
-async function* events(...data: unknown[]): AsyncIterable<SseEvent> {
+const toEvent = (item: unknown): SseEvent => ({
+  event: 'message',
+  data: typeof item === 'string' ? item : JSON.stringify(item),
+});
+
+/** Each data item as its own upstream read. */
+async function* events(...data: unknown[]): AsyncIterable<SseEvent[]> {
   for (const item of data) {
     await Promise.resolve();
-    yield { event: 'message', data: typeof item === 'string' ? item : JSON.stringify(item) };
+    yield [toEvent(item)];
   }
 }
 
-async function run(source: AsyncIterable<SseEvent>): Promise<{ parts: RunEventPart[]; finish: string }> {
+/** Each argument is one upstream read holding those events. */
+async function* reads(...batches: unknown[][]): AsyncIterable<SseEvent[]> {
+  for (const batch of batches) {
+    await Promise.resolve();
+    yield batch.map(toEvent);
+  }
+}
+
+async function run(source: AsyncIterable<SseEvent[]>): Promise<{ parts: RunEventPart[]; finish: string }> {
   const parts: RunEventPart[] = [];
   const generator = openAIChatParts(source, 'r1');
   for (;;) {
@@ -81,6 +95,40 @@ describe('openAIChatParts', () => {
 
   it('rejects non-JSON data', async () => {
     await expect(run(events('{oops'))).rejects.toThrow('invalid SSE data');
+  });
+
+  it('joins the deltas of one read per kind, keeping the order of kinds and the text', async () => {
+    const result = await run(
+      reads(
+        [choice({ content: 'a' }), choice({ content: 'b' }), choice({ reasoning: 'r1' })],
+        [choice({ reasoning: 'r2' }), choice({ content: 'c' }), choice({ content: 'd' }, 'stop')],
+        ['[DONE]', choice({ content: 'after done' })],
+      ),
+    );
+    expect(result.finish).toBe('stop');
+    expect(result.parts).toEqual([
+      { type: 'text-delta', text: 'ab' },
+      { type: 'reasoning-delta', text: 'r1' },
+      { type: 'reasoning-delta', text: 'r2' },
+      { type: 'text-delta', text: 'cd' },
+    ]);
+  });
+
+  it('yields the text of a read before the error event that ends it', async () => {
+    const seen: RunEventPart[] = [];
+    const generator = openAIChatParts(
+      reads([choice({ content: 'a' }), choice({ content: 'b' }), { error: { message: 'kv cache full' } }]),
+      'r1',
+    );
+    const error = await (async () => {
+      for (;;) {
+        const next = await generator.next();
+        if (next.done) return undefined;
+        seen.push(next.value);
+      }
+    })().catch((caught: unknown) => caught);
+    expect(seen).toEqual([{ type: 'text-delta', text: 'ab' }]);
+    expect((error as UpstreamError).message).toBe('kv cache full');
   });
 
   it('flushes tool calls at [DONE] when a server never sends a finish_reason', async () => {

@@ -47,23 +47,75 @@ function usageOf(usage: NonNullable<Chunk['usage']>): Usage {
   });
 }
 
+/**
+ * Parts of a chat-completions SSE stream, read one upstream read (a batch of events) at a time. Consecutive
+ * deltas of one kind within a read leave as one part with their concatenated text (one upstream read often
+ * carries dozens of tokens): the run's consumer sees the same text in the same order of kinds, for a fraction of
+ * the per-part cost. Parts of a read that ends in a failure are yielded before the failure is thrown.
+ */
 export async function* openAIChatParts(
-  events: AsyncIterable<SseEvent>,
+  batches: AsyncIterable<readonly SseEvent[]>,
   runId: string,
 ): AsyncGenerator<RunEventPart, string, undefined> {
-  const calls = new ToolCallAssembler();
-  let finishReason: string | undefined;
-  let usage: Usage | undefined;
-  let done = false;
-  const flushCalls = function* (): Generator<RunEventPart> {
-    for (const call of calls.drain((index) => `call_${runId}_${index}`)) yield { type: 'tool-call', call };
+  const state: ChatStreamState = {
+    calls: new ToolCallAssembler(),
+    runId,
+    finishReason: undefined,
+    usage: undefined,
+    done: false,
   };
+  for await (const events of batches) {
+    const parts: RunEventPart[] = [];
+    try {
+      chatEventsParts(events, state, parts);
+    } catch (error) {
+      yield* parts;
+      throw error;
+    }
+    yield* parts;
+    if (state.done) break;
+  }
+  if (!state.done && state.finishReason === undefined) {
+    throw new UpstreamError('upstream_error', 'upstream stream ended before a finish_reason or [DONE]', {
+      retryable: true,
+    });
+  }
+  const assembled = state.calls.size > 0;
+  const rest: RunEventPart[] = [];
+  flushCalls(state, rest);
+  yield* rest;
+  if (state.usage) yield { type: 'usage', usage: state.usage };
+  return state.finishReason ?? (assembled ? 'tool_calls' : 'stop');
+}
 
-  for await (const event of events) {
+interface ChatStreamState {
+  readonly calls: ToolCallAssembler;
+  readonly runId: string;
+  finishReason: string | undefined;
+  usage: Usage | undefined;
+  /** `[DONE]` was read: nothing after it counts. */
+  done: boolean;
+}
+
+function flushCalls(state: ChatStreamState, parts: RunEventPart[]): void {
+  for (const call of state.calls.drain((index) => `call_${state.runId}_${index}`))
+    parts.push({ type: 'tool-call', call });
+}
+
+/** Appends a delta, joining it to the previous part when that is a delta of the same kind. */
+function pushDelta(parts: RunEventPart[], type: 'text-delta' | 'reasoning-delta', text: string): void {
+  const last = parts.length > 0 ? parts[parts.length - 1] : undefined;
+  if (last !== undefined && last.type === type) parts[parts.length - 1] = { type, text: last.text + text };
+  else parts.push({ type, text });
+}
+
+/** The parts of one read's events, appended to `parts`; stops at `[DONE]`. Throws UpstreamError. */
+function chatEventsParts(events: readonly SseEvent[], state: ChatStreamState, parts: RunEventPart[]): void {
+  for (const event of events) {
     const data = event.data.trim();
     if (data === '[DONE]') {
-      done = true;
-      break;
+      state.done = true;
+      return;
     }
     if (data === '') continue;
     let chunk: unknown;
@@ -79,7 +131,7 @@ export async function* openAIChatParts(
     if (failure !== undefined) throw new UpstreamError('upstream_error', failure, { retryable: false });
     if (typeof chunk !== 'object' || chunk === null) continue;
     const { choices, usage: chunkUsage } = chunk as Chunk;
-    if (chunkUsage) usage = usageOf(chunkUsage);
+    if (chunkUsage) state.usage = usageOf(chunkUsage);
     if (!Array.isArray(choices)) continue;
     for (const raw of choices as unknown[]) {
       const choice = raw as ChunkChoice;
@@ -88,27 +140,17 @@ export async function* openAIChatParts(
       const delta = choice.delta ?? {};
       const reasoning =
         typeof delta.reasoning_content === 'string' ? delta.reasoning_content : delta.reasoning;
-      if (typeof reasoning === 'string' && reasoning !== '')
-        yield { type: 'reasoning-delta', text: reasoning };
+      if (typeof reasoning === 'string' && reasoning !== '') pushDelta(parts, 'reasoning-delta', reasoning);
       if (typeof delta.content === 'string' && delta.content !== '')
-        yield { type: 'text-delta', text: delta.content };
+        pushDelta(parts, 'text-delta', delta.content);
       if (Array.isArray(delta.tool_calls))
-        for (const call of delta.tool_calls as ToolCallDelta[]) calls.add(call);
+        for (const call of delta.tool_calls as ToolCallDelta[]) state.calls.add(call);
       if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') {
-        finishReason = choice.finish_reason;
-        yield* flushCalls();
+        state.finishReason = choice.finish_reason;
+        flushCalls(state, parts);
       }
     }
   }
-  if (!done && finishReason === undefined) {
-    throw new UpstreamError('upstream_error', 'upstream stream ended before a finish_reason or [DONE]', {
-      retryable: true,
-    });
-  }
-  const assembled = calls.size > 0;
-  yield* flushCalls();
-  if (usage) yield { type: 'usage', usage };
-  return finishReason ?? (assembled ? 'tool_calls' : 'stop');
 }
 
 interface CompletionBody {
