@@ -2,7 +2,7 @@
 // HTTP on 127.0.0.1 → the real EdgeService with the governor → a fake node link that reports usage. The
 // governor's clock is a ManualClock, so the rolling minute is stepped, not waited for.
 import fs from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +10,6 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { toWireRunEvent, type Envelope, type RunEventPart, type RunRequest } from '@iop/wire';
-import type express from 'express';
 import { createA2AApp } from '../a2a/a2a-app.js';
 import { TaskManager } from '../a2a/task-manager.js';
 import { createEventBus } from '../events/event-bus.js';
@@ -163,7 +162,7 @@ async function startFabric(dataDir: string, clock: ManualClock): Promise<Fabric>
     logger: silentLogger,
   });
   const servers: Server[] = [];
-  const listen = async (app: express.Express): Promise<string> => {
+  const listen = async (app: RequestListener): Promise<string> => {
     const server = createServer(app);
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

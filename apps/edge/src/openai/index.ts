@@ -1,4 +1,10 @@
-export { closeOpenAIApp, createOpenAIApp, MAX_BODY_BYTES, type OpenAIAppOptions } from './openai-app.js';
+export {
+  closeOpenAIApp,
+  createOpenAIApp,
+  MAX_BODY_BYTES,
+  type OpenAIApp,
+  type OpenAIAppOptions,
+} from './openai-app.js';
 export {
   createOpenAISurface,
   type OpenAISurface,

@@ -26,6 +26,8 @@ export function isPlainJsonRequest(request: IncomingMessage): boolean {
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return false;
   const contentType = request.headers['content-type'];
   if (contentType === undefined) return false;
+  // What clients send almost always: decided without splitting.
+  if (contentType === 'application/json') return true;
   const [mediaType, ...parameters] = contentType.split(';');
   if (mediaType.trim().toLowerCase() !== 'application/json') return false;
   for (const parameter of parameters) {

@@ -128,8 +128,13 @@ describe('chat completions', () => {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
       expect(response.headers.get('x-iop-overhead-ms')).not.toBeNull();
+      expect(response.headers.get('x-iop-run-id')).not.toBeNull();
+      expect(response.headers.get('x-iop-queue-ms')).not.toBeNull();
+      expect(response.headers.get('x-iop-provider')).toBe(hot.headers.get('x-iop-provider'));
+      expect(response.headers.get('content-length')).toBe(hot.headers.get('content-length'));
       expect(response.json()['choices']).toEqual(hot.json()['choices']);
     }
+    expect(hot.headers.get('x-iop-provider')).not.toBeNull();
     const hotBad = await post(url, '/v1/chat/completions', '"text"');
     const routedBad = await post(url, '/v1/chat/completions', '"text"', {
       'content-type': 'application/vnd.iop+json',

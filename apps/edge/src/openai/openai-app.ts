@@ -9,9 +9,12 @@
 // HTTP trailer of the same name.
 //
 // Hot path: `POST /v1/chat/completions` and `POST /v1/responses` with a plain UTF-8 JSON body are answered by
-// the first middleware directly (own body reader, auth check, handler, the same error handler), skipping the
-// router's layer chain and body-parser: those were ~35 % of the edge's CPU per request. Other requests (and
-// those routes with another content type or encoding) take the ordinary express routes, with identical results.
+// the surface's node:http request listener itself (own body reader, auth check, handler, the same error
+// handler), before express sees the request: express's request/response setup, router and body-parser were
+// the largest share of the edge's CPU per request. Other requests (and those routes with another content type
+// or encoding) are handed to the express app, with identical results. Every JSON answer of both paths is
+// written by one function (`sendJson`).
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
@@ -71,14 +74,18 @@ interface ResponseCall {
 export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
-const BACKGROUND_KEY = 'iopBackgroundResponses';
-const STOP_PEERS_KEY = 'iopStopPeerCalls';
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** Cancels the app's running background responses (surface shutdown). */
-export function closeOpenAIApp(app: express.Express): void {
-  (app.locals[STOP_PEERS_KEY] as (() => void) | undefined)?.();
-  const background = app.locals[BACKGROUND_KEY] as BackgroundResponses | undefined;
-  background?.close();
+/**
+ * The OpenAI surface as a node:http request listener (give it to `http.createServer`): serves the hot routes
+ * itself and hands everything else to its express app.
+ */
+export type OpenAIApp = RequestListener & { readonly [CLOSE]: () => void };
+const CLOSE = Symbol('closeOpenAIApp');
+
+/** Cancels the app's running background responses and stops answering peers (surface shutdown). */
+export function closeOpenAIApp(app: OpenAIApp): void {
+  app[CLOSE]();
 }
 
 /** Metric route labels: only known routes, so unknown paths cannot grow the label set. */
@@ -97,13 +104,19 @@ const HOT_ROUTES = new Map([
   ['/v1/responses', '/v1/responses'],
 ]);
 
-interface Timing {
-  arrivedAt: number;
+/** One request as the handlers see it, whichever path serves it (express keeps it in `response.locals`). */
+interface Exchange {
+  readonly request: IncomingMessage;
+  readonly response: ServerResponse;
+  /** performance.now() when the request arrived. */
+  readonly arrivedAt: number;
   /** The request's principal once authenticated; undefined = anonymous. */
-  principal?: Principal;
+  principal?: Principal | undefined;
+  /** Aborted when the client goes away before the response finished (made by the first run it serves). */
+  disconnect?: AbortController | undefined;
 }
 
-export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
+export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   const { config, service, logger } = options;
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics ?? noMetrics;
@@ -119,9 +132,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   const background = new BackgroundResponses({ runs, clock, logger, ...options.background });
 
   const app = express();
-  app.locals[BACKGROUND_KEY] = background;
   // Other edges ask for the background responses this edge holds; one it does not hold is not its answer.
-  app.locals[STOP_PEERS_KEY] = options.peers?.serve(OPENAI_RESPONSES_TOPIC, (payload) => {
+  const stopPeers = options.peers?.serve(OPENAI_RESPONSES_TOPIC, (payload) => {
     const call = payload as ResponseCall;
     try {
       const body =
@@ -147,49 +159,53 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.set('etag', false);
   const fixedPrincipals = createPrincipalResolver({ keys: openai.api_keys });
   const principals = options.principals ?? (() => fixedPrincipals);
-  /** Sets the response's principal; returns the 401 to answer with when the key is missing or wrong. */
-  const authorize = (request: Request, response: Response): OpenAIHttpError | undefined => {
-    const result = authenticate(principals(), request.headers.authorization);
+  /** Sets the exchange's principal; returns the 401 to answer with when the key is missing or wrong. */
+  const authorize = (exchange: Exchange): OpenAIHttpError | undefined => {
+    const result = authenticate(principals(), exchange.request.headers.authorization);
     if (result instanceof OpenAIHttpError) return result;
-    (response.locals as Timing).principal = result;
+    exchange.principal = result;
     return undefined;
   };
-  app.use((request, response, next) => {
-    const arrivedAt = performance.now();
-    (response.locals as Timing).arrivedAt = arrivedAt;
-    const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url) : undefined;
+
+  /** The surface's request listener: the hot routes here, the rest through express. */
+  const listener = (request: IncomingMessage, response: ServerResponse): void => {
+    const exchange: Exchange = { request, response, arrivedAt: performance.now() };
+    const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url ?? '') : undefined;
     const fast = hot !== undefined && isPlainJsonRequest(request);
+    // One close listener per request: aborts the request's run when the client left early, and records it.
     response.once('close', () => {
-      const route = fast
-        ? hot
-        : ROUTE_LABELS.get(
-            `${request.method} ${request.route ? String((request.route as { path: unknown }).path) : ''}`,
-          );
-      metrics.requestFinished(route ?? 'other', response.statusCode, (performance.now() - arrivedAt) / 1000);
+      if (!response.writableFinished) exchange.disconnect?.abort(new Error('client disconnected'));
+      const route = fast ? hot : expressRouteLabel(response);
+      metrics.requestFinished(
+        route ?? 'other',
+        response.statusCode,
+        (performance.now() - exchange.arrivedAt) / 1000,
+      );
     });
     if (!fast) {
-      next();
+      (response as ServerResponse & { locals?: Record<string, unknown> }).locals = { exchange };
+      app(request, response);
       return;
     }
-    const denied = authorize(request, response);
+    const denied = authorize(exchange);
     if (denied) {
       request.resume();
-      handleError(denied, request, response);
+      handleError(denied, exchange);
       return;
     }
     const handle = hot === '/v1/chat/completions' ? chatCompletions : responses;
     readJsonBody(request, MAX_BODY_BYTES)
-      .then((body) => handle(body, response))
-      .catch((error: unknown) => handleError(error, request, response));
-  });
-  app.use((request, response, next) => next(authorize(request, response)));
+      .then((body) => handle(body, exchange))
+      .catch((error: unknown) => handleError(error, exchange));
+  };
+  app.use((_request, response, next) => next(authorize(exchangeOf(response))));
   const json = express.json({ limit: MAX_BODY_BYTES, type: ['application/json', 'application/*+json'] });
 
   app.get('/v1/models', (_request, response) => {
-    setOverhead(response);
-    response.json({
+    const exchange = exchangeOf(response);
+    sendJson(exchange, 200, {
       object: 'list',
-      data: visibleModels(response).map((id) => modelEntry(id, catalogueCreated)),
+      data: visibleModels(exchange).map((id) => modelEntry(id, catalogueCreated)),
     });
   });
 
@@ -197,41 +213,43 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   app.get('/v1/models/*model', (request, response) => {
     const segments = (request.params as Record<string, string | string[]>)['model'] ?? [];
     const model = Array.isArray(segments) ? segments.join('/') : segments;
-    if (!visibleModels(response).includes(model)) throw modelNotFound(model);
-    setOverhead(response);
-    response.json(modelEntry(model, catalogueCreated));
+    const exchange = exchangeOf(response);
+    if (!visibleModels(exchange).includes(model)) throw modelNotFound(model);
+    sendJson(exchange, 200, modelEntry(model, catalogueCreated));
   });
 
-  app.post('/v1/chat/completions', json, (request, response) => chatCompletions(request.body, response));
-  app.post('/v1/responses', json, (request, response) => responses(request.body, response));
+  app.post('/v1/chat/completions', json, (request, response) =>
+    chatCompletions(request.body, exchangeOf(response)),
+  );
+  app.post('/v1/responses', json, (request, response) => responses(request.body, exchangeOf(response)));
 
   /** The catalogue as the request's key sees it: models outside its allow-list do not exist for it. */
-  function visibleModels(response: Response): string[] {
-    const principal = (response.locals as Timing).principal;
+  function visibleModels(exchange: Exchange): string[] {
+    const principal = exchange.principal;
     const catalogue = resolver.catalogue();
     return principal ? catalogue.filter((model) => allowsModel(principal, model)) : catalogue;
   }
 
   /** Who is asking and in which trace: the key's principal and the request's `traceparent` header. */
-  function callerOf(response: Response): Pick<RunSpec, 'principal' | 'traceparent'> {
-    const traceparent = response.req.headers.traceparent;
+  function callerOf(exchange: Exchange): Pick<RunSpec, 'principal' | 'traceparent'> {
+    const traceparent = exchange.request.headers.traceparent;
     return {
-      principal: (response.locals as Timing).principal,
+      principal: exchange.principal,
       ...(typeof traceparent === 'string' && traceparent !== '' ? { traceparent } : {}),
     };
   }
 
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
-  function resolveFor(response: Response, model: string): ResolvedRoute {
-    const principal = (response.locals as Timing).principal;
+  function resolveFor(exchange: Exchange, model: string): ResolvedRoute {
+    const principal = exchange.principal;
     if (principal && !allowsModel(principal, model)) throw modelNotFound(model);
     return resolver.resolve(model);
   }
 
-  async function chatCompletions(requestBody: unknown, response: Response): Promise<void> {
+  async function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateChatRequest(requestBody);
-    const route = resolveFor(response, body.model);
-    const spec = { ...chatRunSpec(body), ...callerOf(response) };
+    const route = resolveFor(exchange, body.model);
+    const spec = { ...chatRunSpec(body), ...callerOf(exchange) };
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -241,13 +259,13 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       includeUsage: body.stream_options?.include_usage === true,
       output,
     };
-    await serveRun(response, route, spec, body.stream === true, {
+    await serveRun(exchange, route, spec, body.stream === true, {
       json: (run) => chatCompletionBody(context, run),
       stream: (parts, sink) => streamChatCompletion(parts, sink, context),
     });
   }
 
-  async function responses(requestBody: unknown, response: Response): Promise<void> {
+  async function responses(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateResponsesRequest(requestBody);
     if (body.background === true && body.stream === true) {
       throw invalidRequest(
@@ -256,8 +274,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
         'unsupported_field',
       );
     }
-    const route = resolveFor(response, body.model);
-    const spec = { ...responsesRunSpec(body), ...callerOf(response) };
+    const route = resolveFor(exchange, body.model);
+    const spec = { ...responsesRunSpec(body), ...callerOf(exchange) };
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
@@ -268,28 +286,25 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
     };
     if (body.background === true) {
       const queued = background.start(context, route, spec, outputOptions(spec));
-      setOverhead(response);
-      response.json(queued);
+      sendJson(exchange, 200, queued);
       return;
     }
-    await serveRun(response, route, spec, body.stream === true, {
+    await serveRun(exchange, route, spec, body.stream === true, {
       json: (run) => responsesBody(context, run),
       stream: (parts, sink) => streamResponse(parts, sink, context),
     });
   }
 
   app.get('/v1/responses/:id', async (request, response) => {
-    const owner = (response.locals as Timing).principal?.id;
-    const body = await backgroundBody('get', String(request.params['id']), owner);
-    setOverhead(response);
-    response.json(body);
+    const exchange = exchangeOf(response);
+    const body = await backgroundBody('get', String(request.params['id']), exchange.principal?.id);
+    sendJson(exchange, 200, body);
   });
 
   app.post('/v1/responses/:id/cancel', async (request, response) => {
-    const owner = (response.locals as Timing).principal?.id;
-    const body = await backgroundBody('cancel', String(request.params['id']), owner);
-    setOverhead(response);
-    response.json(body);
+    const exchange = exchangeOf(response);
+    const body = await backgroundBody('cancel', String(request.params['id']), exchange.principal?.id);
+    sendJson(exchange, 200, body);
   });
 
   app.use((request, _response, next) => {
@@ -304,36 +319,39 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   });
 
   // The one error handler: every failure of every route ends here (the hot path calls it directly).
-  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) =>
-    handleError(error, request, response),
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>
+    handleError(error, exchangeOf(response)),
   );
 
-  return app;
+  return Object.assign(listener, {
+    [CLOSE]: () => {
+      stopPeers?.();
+      background.close();
+    },
+  });
 
-  function handleError(error: unknown, request: Request, response: Response): void {
+  function handleError(error: unknown, exchange: Exchange): void {
     const mapped = mapOpenAIError(error);
+    const { request, response } = exchange;
+    const path = (request.url ?? '').split('?', 1)[0];
     if (response.destroyed) {
-      logger.debug({ code: mapped.body.error.code, path: request.path }, 'openai client went away');
+      logger.debug({ code: mapped.body.error.code, path }, 'openai client went away');
       return;
     }
     if (mapped.status >= 500) {
       logger.warn(
-        { err: error, status: mapped.status, code: mapped.body.error.code, path: request.path },
+        { err: error, status: mapped.status, code: mapped.body.error.code, path },
         'openai request failed',
       );
     } else {
-      logger.debug(
-        { status: mapped.status, code: mapped.body.error.code, path: request.path },
-        'openai request rejected',
-      );
+      logger.debug({ status: mapped.status, code: mapped.body.error.code, path }, 'openai request rejected');
     }
     if (response.headersSent) {
       if (!response.writableEnded) response.end();
       return;
     }
     for (const [name, value] of Object.entries(mapped.headers)) response.setHeader(name, value);
-    setOverhead(response);
-    response.status(mapped.status).json(mapped.body);
+    sendJson(exchange, mapped.status, mapped.body);
   }
 
   function outputOptions(spec: RunSpec): OutputOptions {
@@ -341,7 +359,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
   }
 
   async function serveRun(
-    response: Response,
+    exchange: Exchange,
     route: ResolvedRoute,
     spec: RunSpec,
     stream: boolean,
@@ -350,40 +368,74 @@ export function createOpenAIApp(options: OpenAIAppOptions): express.Express {
       stream: (parts: AsyncIterable<RunEventPart>, sink: SseSink) => Promise<void>;
     },
   ): Promise<void> {
-    const disconnect = abortOnDisconnect(response);
+    const response = exchange.response;
+    exchange.disconnect ??= new AbortController();
+    const signal = exchange.disconnect.signal;
+    const run = await runs.start(route, spec, signal);
     try {
-      const run = await runs.start(route, spec, disconnect.signal);
-      try {
-        setRunHeaders(response, run);
-        if (!stream) {
-          const collected = await collectRun(run.parts(), outputOptions(spec));
-          metrics.overhead(overheadOf(response, run, true) / 1000);
-          setOverhead(response, run);
-          response.json(writers.json(collected));
-          return;
+      if (!stream) {
+        let collected: CollectedRun;
+        try {
+          collected = await collectRun(run.parts(), outputOptions(spec));
+        } catch (error) {
+          setRunHeaders(response, run);
+          throw error;
         }
-        const buffered = openai.strict_stream_buffer;
-        const parts = buffered ? replay(await bufferRun(run.parts())) : run.parts();
-        const sink = new SseSink(
-          response,
-          disconnect.signal,
-          () => {
-            metrics.firstToken((performance.now() - (response.locals as Timing).arrivedAt) / 1000);
-            return { [OVERHEAD_HEADER]: formatMs(overheadOf(response, run, buffered)) };
-          },
-          buffered ? [] : [OVERHEAD_HEADER],
-        );
-        await writers.stream(parts, sink);
-        const overhead = overheadOf(response, run, true);
-        if (run.handle.overheadMs() !== undefined) metrics.overhead(overhead / 1000);
-        sink.end(buffered ? {} : { [OVERHEAD_HEADER]: formatMs(overhead) });
-      } finally {
-        run.finish('client disconnected');
+        const overhead = overheadOf(exchange, run, true);
+        metrics.overhead(overhead / 1000);
+        sendJson(exchange, 200, writers.json(collected), runHeaders(run, overhead));
+        return;
       }
+      setRunHeaders(response, run);
+      const buffered = openai.strict_stream_buffer;
+      const parts = buffered ? replay(await bufferRun(run.parts())) : run.parts();
+      const sink = new SseSink(
+        response,
+        signal,
+        () => {
+          metrics.firstToken((performance.now() - exchange.arrivedAt) / 1000);
+          return { [OVERHEAD_HEADER]: formatMs(overheadOf(exchange, run, buffered)) };
+        },
+        buffered ? [] : [OVERHEAD_HEADER],
+      );
+      await writers.stream(parts, sink);
+      const overhead = overheadOf(exchange, run, true);
+      if (run.handle.overheadMs() !== undefined) metrics.overhead(overhead / 1000);
+      sink.end(buffered ? {} : { [OVERHEAD_HEADER]: formatMs(overhead) });
     } finally {
-      disconnect.dispose();
+      run.finish('client disconnected');
     }
   }
+}
+
+/** The exchange express carries for the listener (set before the app is called). */
+function exchangeOf(response: Response): Exchange {
+  return (response.locals as { exchange: Exchange }).exchange;
+}
+
+/** The metric label of the express route that answered, if a known one did. */
+function expressRouteLabel(response: ServerResponse): string | undefined {
+  const request = response.req as Partial<Request>;
+  const route = request.route as { path: unknown } | undefined;
+  return ROUTE_LABELS.get(`${request.method ?? ''} ${route ? String(route.path) : ''}`);
+}
+
+/**
+ * Writes a whole JSON answer: status, the headers set so far plus `headers` (flat name/value list), the
+ * content type and length, `x-iop-overhead-ms` unless given, and the body in one write.
+ */
+function sendJson(exchange: Exchange, status: number, body: unknown, headers?: (string | number)[]): void {
+  const text = JSON.stringify(body);
+  const response = exchange.response;
+  const list: (string | number)[] = headers ?? [
+    OVERHEAD_HEADER,
+    formatMs(performance.now() - exchange.arrivedAt),
+  ];
+  list.push('content-type', JSON_CONTENT_TYPE, 'content-length', Buffer.byteLength(text));
+  response.writeHead(status, list as string[]);
+  // write() then end(): the headers and body leave in one socket write (end(body) adds an empty second one).
+  response.write(text);
+  response.end();
 }
 
 function requireWorkspace(route: ResolvedRoute, spec: RunSpec): void {
@@ -400,25 +452,31 @@ function modelEntry(id: string, created: number) {
   return { id, object: 'model', created, owned_by: 'iop' };
 }
 
-function setRunHeaders(response: Response, run: StartedRun): void {
+function setRunHeaders(response: ServerResponse, run: StartedRun): void {
   response.setHeader('x-iop-run-id', run.handle.runId);
   response.setHeader('x-iop-queue-ms', formatMs(run.handle.queueMs));
   if (run.handle.providerId) response.setHeader('x-iop-provider', run.handle.providerId);
 }
 
-/** Edge time before the run was submitted (excluding queue wait), plus the run's own overhead when complete. */
-function overheadOf(response: Response, run: StartedRun, complete: boolean): number {
-  const arrivedAt = (response.locals as Timing).arrivedAt;
-  const beforeSubmit = Math.max(0, run.handle.submittedAt - arrivedAt - run.handle.queueMs);
-  const runOverhead = complete ? (run.handle.overheadMs() ?? 0) : 0;
-  return beforeSubmit + runOverhead;
+/** The run's headers and its overhead figure as a flat name/value list (for `sendJson`). */
+function runHeaders(run: StartedRun, overheadMs: number): (string | number)[] {
+  const list: (string | number)[] = [
+    'x-iop-run-id',
+    run.handle.runId,
+    'x-iop-queue-ms',
+    formatMs(run.handle.queueMs),
+    OVERHEAD_HEADER,
+    formatMs(overheadMs),
+  ];
+  if (run.handle.providerId) list.push('x-iop-provider', run.handle.providerId);
+  return list;
 }
 
-function setOverhead(response: Response, run?: StartedRun): void {
-  const value = run
-    ? overheadOf(response, run, true)
-    : performance.now() - ((response.locals as Partial<Timing>).arrivedAt ?? performance.now());
-  response.setHeader(OVERHEAD_HEADER, formatMs(value));
+/** Edge time before the run was submitted (excluding queue wait), plus the run's own overhead when complete. */
+function overheadOf(exchange: Exchange, run: StartedRun, complete: boolean): number {
+  const beforeSubmit = Math.max(0, run.handle.submittedAt - exchange.arrivedAt - run.handle.queueMs);
+  const runOverhead = complete ? (run.handle.overheadMs() ?? 0) : 0;
+  return beforeSubmit + runOverhead;
 }
 
 function formatMs(value: number): string {
@@ -439,18 +497,5 @@ function replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
           ),
       };
     },
-  };
-}
-
-/** Aborts when the client goes away before the response finished (the response closes unfinished). */
-function abortOnDisconnect(response: Response): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!response.writableFinished) controller.abort(new Error('client disconnected'));
-  };
-  response.on('close', onClose);
-  return {
-    signal: controller.signal,
-    dispose: () => response.off('close', onClose),
   };
 }
