@@ -75,46 +75,18 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
 }
 
 class StartedRunImpl implements StartedRun {
-  private ended = false;
+  /** The run's terminal part was read. */
+  ended = false;
   private finished = false;
 
   constructor(
     readonly handle: RunHandle,
-    private readonly signal: AbortSignal,
-    private readonly logger: Logger,
+    readonly signal: AbortSignal,
+    readonly logger: Logger,
   ) {}
 
-  async *parts(): AsyncIterable<RunEventPart> {
-    const iterator = this.handle.events[Symbol.asyncIterator]();
-    // One abort listener for the whole run that settles whichever read is pending. (Promise.race against a
-    // long-lived abort promise would pile up one reaction per part on it for the length of the stream.)
-    let settlePending: ((value: typeof ABORTED) => void) | undefined;
-    const onAbort = () => settlePending?.(ABORTED);
-    this.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      for (;;) {
-        if (this.signal.aborted) return;
-        const pending = iterator.next();
-        const next = await new Promise<IteratorResult<RunEventWithMeta> | typeof ABORTED>(
-          (resolve, reject) => {
-            settlePending = resolve;
-            pending.then(resolve, reject);
-          },
-        );
-        settlePending = undefined;
-        if (next === ABORTED || next.done) return;
-        const part = next.value.part;
-        if (isTerminalPart(part)) this.ended = true;
-        yield part;
-        if (this.ended) return;
-      }
-    } finally {
-      this.signal.removeEventListener('abort', onAbort);
-      // Ends this consumer's view of the run's event stream; the run itself is cancelled in finish().
-      iterator.return?.().catch((error: unknown) => {
-        this.logger.debug({ err: error, run_id: this.handle.runId }, 'closing a run event stream failed');
-      });
-    }
+  parts(): AsyncIterable<RunEventPart> {
+    return { [Symbol.asyncIterator]: () => new PartsIterator(this) };
   }
 
   finish(reason: string): void {
@@ -126,4 +98,58 @@ class StartedRunImpl implements StartedRun {
   }
 }
 
-const ABORTED = Symbol('aborted');
+/**
+ * The run's parts, read straight off its event stream (a hand-written iterator: an async generator with a
+ * per-part race against the abort signal cost several promises per part). It ends after the terminal part, on
+ * return(), or as soon as the signal aborts: one abort listener closes the event stream, which settles a pending
+ * read as done.
+ */
+class PartsIterator implements AsyncIterator<RunEventPart> {
+  private readonly events: AsyncIterator<RunEventWithMeta>;
+  private closed = false;
+  private readonly onAbort = () => this.close();
+
+  constructor(private readonly run: StartedRunImpl) {
+    this.events = run.handle.events[Symbol.asyncIterator]();
+    run.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  next(): Promise<IteratorResult<RunEventPart>> {
+    if (this.closed || this.run.signal.aborted) {
+      this.close();
+      return Promise.resolve(DONE);
+    }
+    return this.events.next().then((result) => {
+      if (result.done || this.closed) {
+        this.close();
+        return DONE;
+      }
+      const part = result.value.part;
+      if (isTerminalPart(part)) {
+        this.run.ended = true;
+        this.close();
+      }
+      return { value: part, done: false };
+    });
+  }
+
+  return(): Promise<IteratorResult<RunEventPart>> {
+    this.close();
+    return Promise.resolve(DONE);
+  }
+
+  /** Once: stops listening and ends this consumer's view of the run's events (the run is cancelled in finish()). */
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.run.signal.removeEventListener('abort', this.onAbort);
+    this.events.return?.().catch((error: unknown) => {
+      this.run.logger.debug(
+        { err: error, run_id: this.run.handle.runId },
+        'closing a run event stream failed',
+      );
+    });
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
