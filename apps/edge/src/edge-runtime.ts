@@ -291,8 +291,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
 function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
   return {
     dispatched: (surface, providerId, nodeId) => {
-      metrics.runsAdmitted.inc({ surface });
-      if (providerId !== undefined) metrics.providerDispatches.inc({ provider: providerId, node: nodeId });
+      metrics.cells.runsAdmitted.cell(surface).inc();
+      if (providerId !== undefined) metrics.cells.providerDispatches.cell(providerId, nodeId).inc();
     },
     rejected: (surface, model, reason) => {
       metrics.runsRejected.inc({ surface, reason });

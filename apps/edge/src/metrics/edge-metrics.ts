@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventBus } from '../events/types.js';
 import type { NodeDiscovered } from '../node/discovered.js';
+import { cellCounter, type CounterCells } from './counter-cells.js';
 
 export interface ProviderGaugeSample {
   providerId: string;
@@ -51,17 +52,25 @@ export class EdgeMetrics {
   readonly nodeDisconnects: Counter<'node' | 'reason'>;
   readonly runOutcomes: Counter<'outcome'>;
   readonly frameErrors: Counter<'code'>;
+  /** Hot-path cells of the per-request counters (same series as the counters above; see counter-cells.ts). */
+  readonly cells: {
+    readonly httpRequests: CounterCells<'surface' | 'route' | 'status'>;
+    readonly providerDispatches: CounterCells<'provider' | 'node'>;
+    readonly runsAdmitted: CounterCells<'surface'>;
+    readonly runOutcomes: CounterCells<'outcome'>;
+  };
 
   constructor(options: EdgeMetricsOptions = {}) {
     const registers = [this.registry];
     if (options.processMetrics)
       collectDefaultMetrics({ register: this.registry, prefix: 'iop_edge_process_' });
-    this.httpRequests = new Counter({
+    const httpRequests = cellCounter({
       name: 'iop_http_requests_total',
       help: 'HTTP requests answered, by surface, route and status code.',
-      labelNames: ['surface', 'route', 'status'],
+      labelNames: ['surface', 'route', 'status'] as const,
       registers,
     });
+    this.httpRequests = httpRequests.counter;
     this.httpRequestSeconds = new Histogram({
       name: 'iop_http_request_duration_seconds',
       help: 'Time from request to the end of the response (whole stream for streaming responses).',
@@ -83,24 +92,26 @@ export class EdgeMetrics {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
-    this.providerDispatches = new Counter({
+    const providerDispatches = cellCounter({
       name: 'iop_provider_dispatches_total',
       help: 'Runs dispatched to a provider.',
-      labelNames: ['provider', 'node'],
+      labelNames: ['provider', 'node'] as const,
       registers,
     });
+    this.providerDispatches = providerDispatches.counter;
     this.providerRejections = new Counter({
       name: 'iop_provider_rejections_total',
       help: 'Requests the pool could not place, by model and reason (queue_full, queue_timeout, no_provider).',
       labelNames: ['model', 'reason'],
       registers,
     });
-    this.runsAdmitted = new Counter({
+    const runsAdmitted = cellCounter({
       name: 'iop_runs_admitted_total',
       help: 'Runs admitted and sent to a node, by surface (openai, a2a, console, admin, ui).',
-      labelNames: ['surface'],
+      labelNames: ['surface'] as const,
       registers,
     });
+    this.runsAdmitted = runsAdmitted.counter;
     this.runsRejected = new Counter({
       name: 'iop_runs_rejected_total',
       help: 'Runs admission refused for lack of capacity, by surface and reason (queue_full, queue_timeout, no_provider).',
@@ -119,12 +130,19 @@ export class EdgeMetrics {
       labelNames: ['node', 'reason'],
       registers,
     });
-    this.runOutcomes = new Counter({
+    const runOutcomes = cellCounter({
       name: 'iop_run_outcomes_total',
       help: 'Finished runs by outcome (completed, error, cancelled).',
-      labelNames: ['outcome'],
+      labelNames: ['outcome'] as const,
       registers,
     });
+    this.runOutcomes = runOutcomes.counter;
+    this.cells = {
+      httpRequests: httpRequests.cells,
+      providerDispatches: providerDispatches.cells,
+      runsAdmitted: runsAdmitted.cells,
+      runOutcomes: runOutcomes.cells,
+    };
     this.frameErrors = new Counter({
       name: 'iop_frame_errors_total',
       help: 'Connections closed for bad frames, by wire error code.',
@@ -245,6 +263,9 @@ export class EdgeMetrics {
   /** Counts node lifecycle and run outcomes from the event bus; returns the unsubscribe function. */
   followEvents(events: EventBus): () => void {
     const subscription = events.subscribe();
+    const completed = this.cells.runOutcomes.cell('completed');
+    const failed = this.cells.runOutcomes.cell('error');
+    const cancelled = this.cells.runOutcomes.cell('cancelled');
     void (async () => {
       for await (const event of subscription) {
         if (event.type === 'node') {
@@ -254,9 +275,9 @@ export class EdgeMetrics {
           continue;
         }
         const part = event.event.part;
-        if (part.type === 'complete') this.runOutcomes.inc({ outcome: 'completed' });
-        else if (part.type === 'error') this.runOutcomes.inc({ outcome: 'error' });
-        else if (part.type === 'cancelled') this.runOutcomes.inc({ outcome: 'cancelled' });
+        if (part.type === 'complete') completed.inc();
+        else if (part.type === 'error') failed.inc();
+        else if (part.type === 'cancelled') cancelled.inc();
       }
     })();
     return () => subscription.close();

@@ -21,7 +21,7 @@ export const noHttpMetrics: HttpMetricsRecorder = {
 export function edgeHttpMetrics(metrics: EdgeMetrics, surface: string): HttpMetricsRecorder {
   return {
     requestFinished: (route, status, seconds) => {
-      metrics.httpRequests.inc({ surface, route, status: String(status) });
+      metrics.cells.httpRequests.cell(surface, route, String(status)).inc();
       metrics.httpRequestSeconds.observe({ surface, route }, seconds);
     },
     firstToken: (seconds) => metrics.timeToFirstTokenSeconds.observe({ surface }, seconds),

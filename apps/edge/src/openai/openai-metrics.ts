@@ -20,7 +20,7 @@ export const noMetrics: OpenAIMetrics = {
 export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
   return {
     requestFinished: (route, status, seconds) => {
-      metrics.httpRequests.inc({ surface: 'openai', route, status: String(status) });
+      metrics.cells.httpRequests.cell('openai', route, String(status)).inc();
       metrics.httpRequestSeconds.observe({ surface: 'openai', route }, seconds);
     },
     firstToken: (seconds) => metrics.timeToFirstTokenSeconds.observe({ surface: 'openai' }, seconds),
