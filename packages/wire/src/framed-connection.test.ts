@@ -71,6 +71,38 @@ describe('FramedConnection', () => {
     expect(await echoed).toEqual(samples);
   });
 
+  it('writes the frames sent during one event-loop turn with one socket write', async () => {
+    const { client, server, sockets } = await connected();
+    // Count the stream's writes to the kernel (Writable's _write/_writev, which net.Socket implements).
+    const socket = sockets.client as unknown as {
+      _write: (...args: unknown[]) => void;
+      _writev: (...args: unknown[]) => void;
+    };
+    let writes = 0;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = socket[method].bind(socket);
+      socket[method] = (...args: unknown[]) => {
+        writes += 1;
+        original(...args);
+      };
+    }
+    const samples = Object.values(sampleEnvelopes).slice(0, 3);
+    const received = collect(server.messages(), samples.length);
+    // Three callbacks of one turn (immediates queued together), as three upstream reads would be.
+    const sent = await new Promise<Promise<void>[]>((resolve) => {
+      const sends: Promise<void>[] = [];
+      for (const [index, sample] of samples.entries()) {
+        setImmediate(() => {
+          sends.push(client.send(sample));
+          if (index === samples.length - 1) resolve(sends);
+        });
+      }
+    });
+    await Promise.all(sent);
+    expect(writes).toBe(1);
+    expect(await received).toEqual(samples);
+  });
+
   it('reports the remote address as host:port', async () => {
     const { client, sockets } = await connected();
     expect(client.remoteAddress).toBe(`127.0.0.1:${sockets.server.localPort}`);

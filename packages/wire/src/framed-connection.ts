@@ -96,6 +96,10 @@ export class FramedConnection {
   #outgoing: PendingWrite[] = [];
   #outgoingHead = 0;
   #flushScheduled = false;
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    this.#pump();
+  };
   #lastWrite: Promise<void> = Promise.resolve();
 
   // Closing.
@@ -402,15 +406,13 @@ export class FramedConnection {
   #enqueueWrite(frame: Buffer): Promise<void> {
     const written = new Promise<void>((resolve, reject) => {
       this.#outgoing.push({ frame, resolve, reject });
-      // Frames sent in the same tick (a burst of deltas) go out together as one corked writev. process.nextTick
-      // runs once the microtask queue has drained, so a burst produced across promise steps (an async generator
-      // yielding the parts of one upstream read) still leaves in one write; a microtask would flush after each.
+      // Frames sent during one event-loop turn go out together as one corked writev, at the end of the turn's I/O
+      // callbacks (setImmediate): under load one turn handles many upstream reads and run requests, and their
+      // frames (every run's events, not just one burst of deltas) share a syscall instead of one write each. A
+      // frame waits at most for the callbacks of the turn in progress, never for a timer or for more input.
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
-        process.nextTick(() => {
-          this.#flushScheduled = false;
-          this.#pump();
-        });
+        setImmediate(this.#flush);
       }
     });
     // Writes complete in order, so the newest one settling means every earlier one has too.
