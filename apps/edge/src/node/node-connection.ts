@@ -9,8 +9,9 @@
 // becomes a NodeLink in the registry (replacing — and closing with `replaced` — an older connection of the same
 // node), and is announced as a `connected` EdgeNodeEvent. From then on frames go to the link; the edge pings
 // every heartbeat interval and closes with `heartbeat-timeout` when nothing at all arrived for the heartbeat
-// timeout. Whatever ends the connection, `run()` resolves after the link was marked closed (ending its runs and
-// requests), removed from the registry, and a `disconnected` event with the reason was published.
+// timeout (one HeartbeatSweeper does this for every connection of the transport). Whatever ends the connection,
+// `run()` resolves after the link was marked closed (ending its runs and requests), removed from the registry,
+// and a `disconnected` event with the reason was published.
 import type { RegisterRejectCode } from '@iop/wire';
 import {
   CLOSE_REASONS,
@@ -27,6 +28,7 @@ import type { EventBus } from '../events/types.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { AcceptedConnection } from '../transport/connection-handler.js';
+import type { HeartbeatHandle, HeartbeatSweeper, HeartbeatTarget } from './heartbeat-sweeper.js';
 import { NodeLink } from './node-link.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { NodeStore } from './node-store.js';
@@ -42,6 +44,8 @@ export interface ConnectionContext {
   registerTimeoutMs: number;
   heartbeatIntervalMs: number;
   heartbeatTimeoutMs: number;
+  /** Pings every registered connection and times silent ones out (one timer for all; heartbeat-sweeper.ts). */
+  heartbeats: HeartbeatSweeper;
   requestTimeoutMs: number | undefined;
   payloadFor(nodeId: string): NodeConfigPayload;
   /** `nodes[].agent_kind` for a configured node id; undefined = not configured. */
@@ -63,9 +67,11 @@ type FirstFrame =
 
 export class NodeConnection implements AcceptedConnection {
   private link: NodeLink | undefined;
-  private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
+  private heartbeat: HeartbeatHandle | undefined;
   private closingReason: string | undefined;
   private firstFrameReceived = false;
+  /** When the node's own last heartbeat_ping arrived (the heartbeat sweeper then need not ping it). */
+  private nodePingAtMs: number | undefined;
   /** When the socket was accepted (for oldest-idle eviction). */
   readonly acceptedAtMs: number;
 
@@ -249,22 +255,20 @@ export class NodeConnection implements AcceptedConnection {
     });
     // The node may send large frames (run events, command results) from its first frame after this response.
     this.connection.setInputLimits(this.context.registeredInputLimits);
-    try {
-      await this.connection.send(
-        build.registerResponse({
-          accepted: true,
-          edgeId: this.context.edgeId,
-          protocolVersion: PROTOCOL_VERSION,
-          heartbeatIntervalMs: this.context.heartbeatIntervalMs,
-          heartbeatTimeoutMs: this.context.heartbeatTimeoutMs,
-          config: payload,
-        }),
-      );
-    } catch (error) {
-      logger.warn({ nodeId: request.nodeId, error: errorText(error) }, 'register response not delivered');
-      return false;
-    }
     if (this.closingReason !== undefined) return false;
+    // Queued before the link is added, delivered after: the node is in the registry (and announced) by the time
+    // it learns it was accepted, so whatever it or anyone does next finds it there. A response that cannot be
+    // delivered ends the connection, and `finish` then removes the link and announces it gone.
+    const responseSent = this.connection.send(
+      build.registerResponse({
+        accepted: true,
+        edgeId: this.context.edgeId,
+        protocolVersion: PROTOCOL_VERSION,
+        heartbeatIntervalMs: this.context.heartbeatIntervalMs,
+        heartbeatTimeoutMs: this.context.heartbeatTimeoutMs,
+        config: payload,
+      }),
+    );
     this.link = link;
     this.context.onAuthenticated?.(link, request.token);
     const previous = this.context.registry.add(link);
@@ -279,6 +283,13 @@ export class NodeConnection implements AcceptedConnection {
     }
     this.publish('connected', link, 'registered');
     link.onDiscovered(() => this.publish('discovered', link, 'reported'));
+    try {
+      await responseSent;
+    } catch (error) {
+      logger.warn({ nodeId: request.nodeId, error: errorText(error) }, 'register response not delivered');
+      return false;
+    }
+    if (this.closingReason !== undefined) return false;
     logger.info(
       {
         nodeId: request.nodeId,
@@ -302,6 +313,7 @@ export class NodeConnection implements AcceptedConnection {
       for (;;) {
         const result = await iterator.next();
         if (result.done) return;
+        if (result.value.msg?.$case === 'heartbeatPing') this.nodePingAtMs = this.context.clock.now();
         link.handle(result.value);
       }
     } catch (error) {
@@ -318,38 +330,31 @@ export class NodeConnection implements AcceptedConnection {
   }
 
   private startHeartbeat(link: NodeLink, logger: Logger): void {
-    const { heartbeatIntervalMs, heartbeatTimeoutMs, clock } = this.context;
-    // Check often enough that a silent node is noticed close to its deadline, ping once per interval.
-    const tickMs = Math.max(10, Math.min(heartbeatIntervalMs, Math.floor(heartbeatTimeoutMs / 4)));
-    let lastPingAt = clock.now();
-    let seq = 0;
-    this.heartbeatTimer = setInterval(() => {
-      const now = clock.now();
-      if (link.closed) {
-        this.stopHeartbeat();
-        return;
-      }
-      if (now - link.lastSeenUnixMs > heartbeatTimeoutMs) {
-        logger.warn(
-          { nodeId: link.nodeId, silentMs: now - link.lastSeenUnixMs, timeoutMs: heartbeatTimeoutMs },
-          'node missed its heartbeat deadline',
-        );
-        this.stopHeartbeat();
-        this.close(CLOSE_REASONS.heartbeatTimeout).catch(() => undefined);
-        return;
-      }
-      if (now - lastPingAt >= heartbeatIntervalMs) {
-        lastPingAt = now;
-        seq += 1;
-        link.sendHeartbeatPing(seq).catch(() => undefined);
-      }
-    }, tickMs);
-    this.heartbeatTimer.unref?.();
+    const nodePingAt = (): number | undefined => this.nodePingAtMs;
+    const target: HeartbeatTarget = {
+      get closed() {
+        return link.closed;
+      },
+      get lastSeenUnixMs() {
+        return link.lastSeenUnixMs;
+      },
+      get lastPingReceivedUnixMs() {
+        return nodePingAt();
+      },
+      sendHeartbeatPing: (seq) => link.sendHeartbeatPing(seq),
+    };
+    this.heartbeat = this.context.heartbeats.add(target, (silentMs) => {
+      logger.warn(
+        { nodeId: link.nodeId, silentMs, timeoutMs: this.context.heartbeatTimeoutMs },
+        'node missed its heartbeat deadline',
+      );
+      this.close(CLOSE_REASONS.heartbeatTimeout).catch(() => undefined);
+    });
   }
 
   private stopHeartbeat(): void {
-    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-    this.heartbeatTimer = undefined;
+    this.heartbeat?.remove();
+    this.heartbeat = undefined;
   }
 
   private async finish(logger: Logger): Promise<void> {

@@ -1,5 +1,6 @@
 import { systemClock } from '../clock.js';
-import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { describe, it, expect, beforeEach, afterEach, jest } from '@jest/globals';
+import { promises as fsPromises } from 'node:fs';
 import { chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,6 +83,29 @@ describe('createNodeStore', () => {
     const rotated = await cli.register('late');
     await expect(running.verify('late', token)).resolves.toEqual({ ok: false, reason: 'bad_token' });
     await expect(running.verify('late', rotated.token)).resolves.toEqual({ ok: true, source: 'store' });
+  });
+
+  it('serves verifications that arrive together from one read of nodes.json, and later ones from a new one', async () => {
+    const cli = createNodeStore({ dataDir });
+    const tokens = await Promise.all(['a', 'b', 'c'].map(async (id) => (await cli.register(id)).token));
+    const running = createNodeStore({ dataDir });
+    const stats = jest.spyOn(fsPromises, 'stat');
+    try {
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, (_, index) =>
+          running.verify(['a', 'b', 'c'][index % 3], tokens[index % 3]),
+        ),
+      );
+      expect(burst.every((verdict) => verdict.ok)).toBe(true);
+      expect(stats).toHaveBeenCalledTimes(1);
+      // A verification after the burst reads again: a node registered meanwhile is seen.
+      const { token } = await cli.register('d');
+      stats.mockClear();
+      await expect(running.verify('d', token)).resolves.toEqual({ ok: true, source: 'store' });
+      expect(stats).toHaveBeenCalledTimes(1);
+    } finally {
+      stats.mockRestore();
+    }
   });
 
   it('accepts the config dev token and the config digest as well as the stored token', async () => {

@@ -4,7 +4,7 @@
 // atomic (temp file in the same directory, fsync, rename) so a crash never leaves a half-written file and a
 // running edge never reads one. `iop-edge node register` writes the file from another process; the running edge
 // notices through the file's mtime/size/inode and re-reads it before verifying, so a freshly registered node can
-// connect without an edge restart.
+// connect without an edge restart (verifications that arrive together share one stat).
 //
 // Tokens are never stored or logged: only their SHA-256. A node may also be declared in config with a dev token
 // (`nodes[].token`) or a digest (`nodes[].token_sha256`); any of the known secrets is accepted. Comparisons use
@@ -103,6 +103,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
   const random = options.randomBytes ?? defaultRandomBytes;
   const configNodes = new Map((options.configNodes ?? []).map((node) => [node.id, node]));
   let cache: { stamp: string; records: Map<string, NodeStoreRecord> } | undefined;
+  let reading: Promise<Map<string, NodeStoreRecord>> | undefined;
   // Serializes this process's writes; other processes are covered by re-reading right before each write.
   let writeChain: Promise<unknown> = Promise.resolve();
   let lastReported: { message: string; at: number } | undefined;
@@ -110,7 +111,21 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
   const chown =
     options.chown ?? ((file: string, owner: number, group: number) => fs.chown(file, owner, group));
 
-  async function load(): Promise<Map<string, NodeStoreRecord>> {
+  /**
+   * The records as the file holds them now. Calls made while a read is in flight share it (one stat, and one
+   * parse when the file changed, for a burst of registrations instead of one each).
+   */
+  function load(): Promise<Map<string, NodeStoreRecord>> {
+    if (reading) return reading;
+    const current = readStore().finally(() => {
+      if (reading === current) reading = undefined;
+    });
+    reading = current;
+    return current;
+  }
+
+  /** Stats the file and re-parses it when its stamp moved; a caller that must not share a read calls this. */
+  async function readStore(): Promise<Map<string, NodeStoreRecord>> {
     let stamp: string;
     try {
       const stat = await fs.stat(filePath);
@@ -127,7 +142,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     try {
       text = await fs.readFile(filePath, 'utf8');
     } catch (error) {
-      if (isNotFound(error)) return load();
+      if (isNotFound(error)) return readStore();
       throw new NodeStoreError('store_unreadable', `cannot read node store ${filePath}`, { cause: error });
     }
     cache = { stamp, records: parseStore(text, filePath) };
@@ -190,7 +205,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
           );
         }
         cache = undefined; // always re-read before a write: another process may have written meanwhile
-        const records = new Map(await load());
+        const records = new Map(await readStore());
         const token = `iop_${random(32).toString('base64url')}`;
         const now = new Date(clock.now()).toISOString();
         const previous = records.get(nodeId);
@@ -217,7 +232,7 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     revoke(nodeId) {
       const task = writeChain.then(async (): Promise<boolean> => {
         cache = undefined;
-        const records = new Map(await load());
+        const records = new Map(await readStore());
         if (!records.delete(nodeId)) return false;
         await write(records);
         cache = undefined;

@@ -1,6 +1,7 @@
 // The edge's node transport as the runtime starts it: the transport's listener (transport/) with the node
 // connection handler of this layer — registration against the token store, a NodeLink per accepted node in the
-// registry, heartbeats, node events, and the periodic token re-check that disconnects rotated or revoked nodes.
+// registry, heartbeats (one sweeping timer for every connection), node events, and the periodic token re-check
+// that disconnects rotated or revoked nodes.
 import type { EdgeConfig } from '@iop/config';
 import { DEFAULT_MAX_FRAME_BYTES, type NodeConfigPayload } from '@iop/wire';
 import { systemClock } from '../clock.js';
@@ -11,6 +12,7 @@ import {
   type EdgeTransport,
   type EdgeTransportOptions,
 } from '../transport/edge-transport.js';
+import { createHeartbeatSweeper } from './heartbeat-sweeper.js';
 import { payloadForNode } from './mapper.js';
 import { NodeConnection } from './node-connection.js';
 import type { NodeLink } from './node-link.js';
@@ -49,6 +51,11 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
     logger,
     intervalMs: options.tokenCheckIntervalMs ?? 500,
   });
+  const heartbeats = createHeartbeatSweeper({
+    clock,
+    intervalMs: config.edge.heartbeat_interval_ms,
+    timeoutMs: config.edge.heartbeat_timeout_ms,
+  });
   const settings = {
     edgeId: config.edge.id,
     store: options.store,
@@ -58,6 +65,7 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
     registerTimeoutMs: config.edge.register_timeout_ms,
     heartbeatIntervalMs: config.edge.heartbeat_interval_ms,
     heartbeatTimeoutMs: config.edge.heartbeat_timeout_ms,
+    heartbeats,
     requestTimeoutMs: options.requestTimeoutMs,
     payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
     agentKindFor: agentKinds(config),
@@ -76,11 +84,15 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
         context.remoteIp,
       ),
     start: () => revocation.start(),
-    stop: () => revocation.stop(),
+    stop: () => {
+      revocation.stop();
+      heartbeats.stop();
+    },
   };
 }
 
 /** `nodes[].agent_kind` by node id (restart-only, so the startup config is the one in force). */
 function agentKinds(config: EdgeConfig): (nodeId: string) => string | undefined {
-  return (nodeId) => config.nodes.find((node) => node.id === nodeId)?.agent_kind;
+  const byId = new Map(config.nodes.map((node) => [node.id, node.agent_kind]));
+  return (nodeId) => byId.get(nodeId);
 }

@@ -90,6 +90,40 @@ describe('token revocation', () => {
     expect(link.closes).toEqual([]);
   });
 
+  it('re-verifies every link of a pass at once (the store serves them from one read)', async () => {
+    const links = await Promise.all(
+      Array.from({ length: 20 }, async (_, index) => {
+        const { token } = await store.register(`node-${index}`);
+        return { ...fakeLink(`node-${index}`), token };
+      }),
+    );
+    let inFlight = 0;
+    let peak = 0;
+    const concurrent: Pick<NodeStore, 'verifyDigest' | 'revision'> = {
+      revision: () => store.revision(),
+      verifyDigest: async (nodeId, digest) => {
+        inFlight += 1;
+        peak = Math.max(peak, inFlight);
+        try {
+          return await store.verifyDigest(nodeId, digest);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+    };
+    const revocation = createTokenRevocation({
+      store: concurrent,
+      registry: { links: () => links.map((entry) => entry.link) },
+      logger: silentLogger,
+      intervalMs: 0,
+    });
+    for (const entry of links) revocation.track(entry.link, entry.token);
+    await createNodeStore({ dataDir: dir }).revoke('node-7');
+    await revocation.check();
+    expect(peak).toBe(20);
+    expect(links.map((entry) => entry.closes.length)).toEqual(links.map((_, index) => (index === 7 ? 1 : 0)));
+  });
+
   it('never disconnects because the store cannot be read', async () => {
     const a = await store.register('node-a');
     const link = fakeLink('node-a');

@@ -56,12 +56,18 @@ export function createTokenRevocation(options: TokenRevocationOptions): TokenRev
     if (revision === verifiedRevision) return;
     verifiedRevision = revision;
     const tracked = options.registry.links().filter((link) => digests.has(link));
+    // All at once: the store serves verifications that arrive together from one read of its file, so a pass
+    // over 10,000 links costs one stat, not 10,000 in a row.
+    const verdicts = await Promise.all(
+      tracked.map(async (link) => {
+        const digest = digests.get(link);
+        return digest === undefined ? undefined : options.store.verifyDigest(link.nodeId, digest);
+      }),
+    );
     const closing: Promise<void>[] = [];
-    for (const link of tracked) {
-      const digest = digests.get(link);
-      if (digest === undefined) continue;
-      const verdict = await options.store.verifyDigest(link.nodeId, digest);
-      if (verdict.ok) continue;
+    for (const [index, link] of tracked.entries()) {
+      const verdict = verdicts[index];
+      if (verdict === undefined || verdict.ok) continue;
       digests.delete(link);
       options.logger.warn(
         { nodeId: link.nodeId, reason: verdict.reason, remoteAddress: link.info.remoteAddress },

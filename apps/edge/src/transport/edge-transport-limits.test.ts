@@ -132,6 +132,25 @@ describe('edge transport before registration', () => {
     await node.close();
   });
 
+  it('counts only connections still in the handshake: a registered fleet far above the caps stays', async () => {
+    const { address, registry, logs } = await start({ maxPendingConnections: 3, maxPendingPerAddress: 2 });
+    const store = createNodeStore({ dataDir });
+    const nodes = [];
+    for (let index = 0; index < 8; index += 1) {
+      const nodeId = `fleet-${index}`;
+      const { token } = await store.register(nodeId);
+      nodes.push(await connectFakeNode(address, { nodeId, token }));
+    }
+    expect(nodes.every((node) => node.response.accepted)).toBe(true);
+    // New handshakes still get their own room, and none of the registered nodes is taken for one.
+    const idle = [await open(address), await open(address)];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(idle.every((socket) => !socket.destroyed)).toBe(true);
+    expect(registry.size).toBe(8);
+    expect(logs.some((entry) => entry.fields['reason'] === 'evicted')).toBe(false);
+    for (const node of nodes) await node.close();
+  });
+
   it('rate-limits the warning lines one address can cause', async () => {
     const { logs, address } = await start({ warningsPerAddressPerMinute: 3 });
     for (let index = 0; index < 10; index += 1) {

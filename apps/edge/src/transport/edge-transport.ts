@@ -18,7 +18,7 @@ import type { Logger } from '../logging.js';
 import type { AcceptedConnection, ConnectionHandler } from './connection-handler.js';
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
-import { admitPending } from './pending-admission.js';
+import { admitPending, type PendingConnectionView } from './pending-admission.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
 export interface EdgeTransportOptions {
@@ -77,21 +77,31 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     remoteIp: string;
   }
   const connections = new Set<Tracked>();
+  // Connections that may still be in the handshake: a subset of `connections`, pruned as they are seen
+  // registered, so admitting a socket costs the number of handshakes in flight, not the number of nodes.
+  const unregistered = new Set<Tracked>();
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
   const handler = options.handler;
 
   /** Makes room for a new socket from `address`; false when it must be refused. */
   const admit = (address: string, remote: string): boolean => {
-    const pending = [...connections]
-      .filter(({ connection }) => !connection.registered && !closingForRoom.has(connection))
-      .map(({ connection, remoteIp }) => ({
+    const pending: PendingConnectionView<AcceptedConnection>[] = [];
+    for (const tracked of unregistered) {
+      const { connection, remoteIp } = tracked;
+      if (connection.registered) {
+        unregistered.delete(tracked); // registered for good: a connection never goes back to the handshake
+        continue;
+      }
+      if (closingForRoom.has(connection)) continue;
+      pending.push({
         handle: connection,
         address: remoteIp,
         acceptedAtMs: connection.acceptedAtMs,
         bytesReceived: connection.bytesReceived,
         registering: connection.registering,
-      }));
+      });
+    }
     const decision = admitPending(pending, address, {
       maxTotal: maxPending,
       maxPerAddress: maxPendingPerAddress,
@@ -151,6 +161,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     });
     const tracked: Tracked = { connection, remoteIp: address };
     connections.add(tracked);
+    unregistered.add(tracked);
     const task = connection
       .run()
       .catch((error: unknown) => {
@@ -165,6 +176,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       })
       .finally(() => {
         connections.delete(tracked);
+        unregistered.delete(tracked);
         tasks.delete(task);
       });
     tasks.add(task);
