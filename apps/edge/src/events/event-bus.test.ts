@@ -59,6 +59,20 @@ describe('createEventBus', () => {
     expect(ids(await take(noReplay, 1))).toEqual(['n6']);
   });
 
+  it('gives a filtered subscriber only the events it accepts, replay included, and never counts the rest as dropped', async () => {
+    const bus = createEventBus({ replaySize: 4, queueSize: 2 });
+    bus.publish(nodeEvent(1));
+    bus.publish(nodeEvent(2));
+    const even = (event: EdgeEvent) => event.type === 'node' && Number(event.event.nodeId.slice(1)) % 2 === 0;
+    const filtered = bus.subscribe({ replay: true, filter: even });
+    const all = bus.subscribe();
+    for (let index = 3; index < 9; index += 1) bus.publish(nodeEvent(index));
+    // Queue size 2: the filtered subscriber queued n2 (replay), n4, n6, n8 and lost the two oldest of those only.
+    expect(ids(await take(filtered, 2))).toEqual(['n6', 'n8']);
+    expect(filtered.dropped).toBe(2);
+    expect(ids(await take(all, 2))).toEqual(['n7', 'n8']);
+  });
+
   it('drops the oldest events of a slow subscriber and counts them, without affecting a fast one', async () => {
     const bus = createEventBus({ replaySize: 0, queueSize: 3 });
     const slow = bus.subscribe();

@@ -51,7 +51,11 @@ export function createEventBus(options: EventBusOptions = DEFAULT_EVENT_BUS_OPTI
       for (const subscriber of subscribers) subscriber.offer(event);
     },
     subscribe(subscribeOptions: SubscribeOptions = {}) {
-      const subscriber = new Subscriber(options.queueSize, () => subscribers.delete(subscriber));
+      const subscriber = new Subscriber(
+        options.queueSize,
+        () => subscribers.delete(subscriber),
+        subscribeOptions.filter,
+      );
       if (closed) {
         subscriber.close();
         return subscriber;
@@ -86,7 +90,11 @@ class Subscriber implements EventSubscription {
   private droppedCount = 0;
   private closed = false;
 
-  constructor(queueSize: number, detach: () => void) {
+  constructor(
+    queueSize: number,
+    detach: () => void,
+    private readonly filter: ((event: EdgeEvent) => boolean) | undefined,
+  ) {
     this.queue = new BoundedQueue(queueSize);
     this.closeHooks.push(detach);
   }
@@ -98,6 +106,7 @@ class Subscriber implements EventSubscription {
   /** Delivers to a waiting reader or queues; `countDrops` is false for replay, which is best effort. */
   offer(event: EdgeEvent, countDrops = true): void {
     if (this.closed) return;
+    if (this.filter && !this.filter(event)) return;
     const waiter = this.waiter;
     if (waiter) {
       this.waiter = undefined;

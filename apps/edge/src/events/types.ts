@@ -22,6 +22,11 @@ export interface SubscribeOptions {
   replay?: boolean;
   /** Ends the subscription. */
   signal?: AbortSignal;
+  /**
+   * Only events this accepts reach the subscriber (replay included); the rest cost it nothing — no queueing, no
+   * wake-up. Called synchronously on every publish, so it must be cheap and must not throw.
+   */
+  filter?: (event: EdgeEvent) => boolean;
 }
 
 export interface EventBus {

@@ -2,6 +2,7 @@
 // observe histograms; per-provider gauges are read from the pool's snapshot at scrape time, so dispatch code
 // never updates them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { isTerminalPart } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
 import type { NodeDiscovered } from '../node/discovered.js';
 import { cellCounter, type CounterCells } from './counter-cells.js';
@@ -262,7 +263,10 @@ export class EdgeMetrics {
 
   /** Counts node lifecycle and run outcomes from the event bus; returns the unsubscribe function. */
   followEvents(events: EventBus): () => void {
-    const subscription = events.subscribe();
+    // Only what is counted: node lifecycle and each run's terminal event, not every streamed part.
+    const subscription = events.subscribe({
+      filter: (event) => event.type === 'node' || isTerminalPart(event.event.part),
+    });
     const completed = this.cells.runOutcomes.cell('completed');
     const failed = this.cells.runOutcomes.cell('error');
     const cancelled = this.cells.runOutcomes.cell('cancelled');

@@ -1,0 +1,27 @@
+import { describe, expect, it } from '@jest/globals';
+import type { RunEventPart } from '@iop/wire';
+import { createEventBus } from '../events/event-bus.js';
+import { EdgeMetrics } from './edge-metrics.js';
+
+describe('EdgeMetrics run outcomes', () => {
+  it('counts each run by its terminal event and nothing for the parts before it', async () => {
+    const events = createEventBus();
+    const metrics = new EdgeMetrics();
+    const stop = metrics.followEvents(events);
+    let seq = 0;
+    const publish = (runId: string, part: RunEventPart) =>
+      events.publish({ type: 'run', event: { runId, nodeId: 'n1', seq: (seq += 1), atUnixMs: 0, part } });
+    for (let index = 0; index < 50; index += 1) publish('r1', { type: 'text-delta', text: 'x' });
+    publish('r1', { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 });
+    publish('r2', { type: 'error', code: 'boom', message: 'boom', retryable: false, backendMs: 0 });
+    publish('r3', { type: 'cancelled', reason: 'client' });
+    publish('r4', { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 });
+    // The subscription reads asynchronously.
+    await new Promise((resolve) => setImmediate(resolve));
+    const body = (await metrics.render()).body;
+    expect(body).toContain('iop_run_outcomes_total{outcome="completed"} 2');
+    expect(body).toContain('iop_run_outcomes_total{outcome="error"} 1');
+    expect(body).toContain('iop_run_outcomes_total{outcome="cancelled"} 1');
+    stop();
+  });
+});
