@@ -422,7 +422,7 @@ function expressRouteLabel(response: ServerResponse): string | undefined {
 
 /**
  * Writes a whole JSON answer: status, the headers set so far plus `headers` (flat name/value list), the
- * content type and length, `x-iop-overhead-ms` unless given, and the body in one write.
+ * content type and length, `x-iop-overhead-ms` unless given, and the body.
  */
 function sendJson(exchange: Exchange, status: number, body: unknown, headers?: (string | number)[]): void {
   const text = JSON.stringify(body);
@@ -433,9 +433,8 @@ function sendJson(exchange: Exchange, status: number, body: unknown, headers?: (
   ];
   list.push('content-type', JSON_CONTENT_TYPE, 'content-length', Buffer.byteLength(text));
   response.writeHead(status, list as string[]);
-  // write() then end(): the headers and body leave in one socket write (end(body) adds an empty second one).
-  response.write(text);
-  response.end();
+  // end(body), not write() + end(): write() corks the socket and schedules an uncork on a tick of its own.
+  response.end(text);
 }
 
 function requireWorkspace(route: ResolvedRoute, spec: RunSpec): void {
