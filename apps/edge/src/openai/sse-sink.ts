@@ -36,7 +36,8 @@ export class SseSink {
     response.setHeader('x-accel-buffering', 'no');
     if (this.trailerNames.length > 0) response.setHeader('trailer', this.trailerNames.join(', '));
     for (const [name, value] of Object.entries(this.headers())) response.setHeader(name, value);
-    response.flushHeaders();
+    // No flushHeaders(): start() always precedes a write or the end, and node:http sends the headers with that
+    // first data in one socket write (one write less per stream, sooner first token).
   }
 
   async write(chunk: string): Promise<void> {
