@@ -2,6 +2,7 @@
 // `iop_key_refusals_total{key,limit}`: requests a key's limits refused, on the edge's Prometheus registry. Label sets are bounded whatever callers send: key ids come from edge.yaml (anonymous runs
 // are `anonymous`), and past MAX_KEYS keys or MAX_MODELS models new values are counted under `other`.
 import { Counter, type Registry } from 'prom-client';
+import { cellCounter } from '../metrics/counter-cells.js';
 import type { GovernanceLimit } from './errors.js';
 import type { UsageRecord } from './usage-store.js';
 
@@ -17,12 +18,13 @@ export interface UsageMetrics {
 }
 
 export function createUsageMetrics(registry: Registry): UsageMetrics {
-  const tokens = new Counter({
+  // Counted per run: through cached label cells (moved into the counter at scrape), not prom-client's inc.
+  const tokens = cellCounter({
     name: 'iop_tokens_total',
     help: 'Tokens of finished runs as the backend reported them, by API key, model and direction (in/out).',
-    labelNames: ['key', 'model', 'direction'],
+    labelNames: ['key', 'model', 'direction'] as const,
     registers: [registry],
-  });
+  }).cells;
   const refusals = new Counter({
     name: 'iop_key_refusals_total',
     help: "Requests refused by an API key's limits, by key and limit (rpm, tpm, max_concurrent, token_budget, models).",
@@ -36,8 +38,8 @@ export function createUsageMetrics(registry: Registry): UsageMetrics {
       if (record.inputTokens === 0 && record.outputTokens === 0) return;
       const key = keys.label(record.principal === '' ? ANONYMOUS_LABEL : record.principal);
       const model = models.label(record.model);
-      if (record.inputTokens > 0) tokens.inc({ key, model, direction: 'in' }, record.inputTokens);
-      if (record.outputTokens > 0) tokens.inc({ key, model, direction: 'out' }, record.outputTokens);
+      if (record.inputTokens > 0) tokens.cell(key, model, 'in').inc(record.inputTokens);
+      if (record.outputTokens > 0) tokens.cell(key, model, 'out').inc(record.outputTokens);
     },
     refused(principal, limit) {
       refusals.inc({ key: keys.label(principal), limit });
