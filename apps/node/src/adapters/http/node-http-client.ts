@@ -30,6 +30,9 @@ export interface NodeHttpClient extends HttpClient {
   readonly connectionsOpened: number;
 }
 
+/** Parsed request URLs kept (see `request`). */
+const MAX_PARSED_URLS = 64;
+
 /** Errors of a pooled socket the server closed just before reuse: the request never reached the server. */
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
@@ -151,13 +154,19 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
     });
   }
 
+  // An adapter calls the same few URLs on every run: parse each once. Bounded: cleared when it outgrows its size.
+  const parsed = new Map<string, URL>();
   return {
     request(url, init) {
-      let target: URL;
-      try {
-        target = new URL(url);
-      } catch (error) {
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      let target = parsed.get(url);
+      if (target === undefined) {
+        try {
+          target = new URL(url);
+        } catch (error) {
+          return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+        }
+        if (parsed.size >= MAX_PARSED_URLS) parsed.clear();
+        parsed.set(url, target);
       }
       return send(target, init, false);
     },

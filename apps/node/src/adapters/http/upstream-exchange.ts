@@ -239,8 +239,12 @@ export class UpstreamExchange {
   }
 
   private touch(): void {
-    this.clearTimer();
-    if (this.options.idleTimeoutMs <= 0) return;
+    if (this.options.idleTimeoutMs <= 0 || this.finished) return;
+    // Re-armed on every body chunk: refreshing the one timer is much cheaper than a new one per chunk.
+    if (this.timer !== undefined) {
+      this.timer.refresh();
+      return;
+    }
     this.timer = setTimeout(() => {
       this.timedOut = true;
       this.controller.abort(new Error('upstream inactivity timeout'));

@@ -39,6 +39,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
   const inflight = new InflightSet();
   const headers = { accept: 'application/json', ...settings.headers };
   const modelsUrl = joinUrl(apiBase, '/models');
+  const chatUrl = joinUrl(apiBase, '/chat/completions');
   let knownModels: string[] = [];
   const listModels = (signal: AbortSignal, idleTimeoutMs: number) =>
     callUpstream({ deps, inflight, signal, idleTimeoutMs }, (exchange) =>
@@ -106,7 +107,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
         idleTimeoutMs: settings.requestTimeoutMs,
         stream: async function* (exchange) {
           const body = toOpenAIChatRequest(request, { provider: settings.provider });
-          const response = await exchange.send(joinUrl(apiBase, '/chat/completions'), {
+          const response = await exchange.send(chatUrl, {
             method: 'POST',
             headers: { ...headers, accept: 'text/event-stream', ...traceHeaders(options) },
             body,
