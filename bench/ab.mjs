@@ -4,12 +4,14 @@
 // long stream. CPU per unit of work is steadier than throughput on a shared machine (other processes change how
 // much CPU we get, not how much a request costs). To compare two builds, run this script from each tree
 // (e.g. a copy with the old apps/node/dist) alternately, a few times.
-// Usage: node bench/ab.mjs [--connections 16] [--seconds 6] [--tokens 50000] [--label NAME]
+// With --rate N it also measures the CPU per request at a fixed open-loop rate of N req/s, which compares builds
+// at the same load (closed-loop CPU per request changes with the throughput a busy machine allows).
+// Usage: node bench/ab.mjs [--connections 16] [--seconds 6] [--tokens 50000] [--rate N] [--label NAME]
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { maxThroughput, stream } from './lib/load.mjs';
-import { cpuMs, startProcess, stopAll } from './lib/processes.mjs';
+import { fixedRate, maxThroughput, stream } from './lib/load.mjs';
+import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
 import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
 
 const { values } = parseArgs({
@@ -17,19 +19,10 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     seconds: { type: 'string', default: '6' },
     tokens: { type: 'string', default: '50000' },
+    rate: { type: 'string' },
     label: { type: 'string', default: path.basename(repoRoot) },
   },
 });
-
-/** CPU ms of each process spent while `work` runs. */
-async function cpuDuring(processes, work) {
-  const before = Object.fromEntries(Object.entries(processes).map(([role, pid]) => [role, cpuMs(pid)]));
-  const result = await work();
-  const spent = Object.fromEntries(
-    Object.entries(processes).map(([role, pid]) => [role, cpuMs(pid) - before[role]]),
-  );
-  return { result, spent };
-}
 
 try {
   const backend = await startProcess({
@@ -59,6 +52,23 @@ try {
     }),
   );
   const perRequest = (role) => (requests.spent[role] / Math.max(1, requests.result.total)).toFixed(2);
+  const rate = values.rate === undefined ? undefined : Number(values.rate);
+  const fixed =
+    rate === undefined
+      ? undefined
+      : await cpuDuring(pids, () =>
+          fixedRate({
+            url,
+            body: JSON.stringify({
+              model: MODEL,
+              messages: [{ role: 'user', content: 'x' }],
+              max_tokens: 16,
+            }),
+            rate,
+            durationMs: Number(values.seconds) * 1000,
+          }),
+        );
+  const perFixed = (role) => (fixed.spent[role] / Math.max(1, fixed.result.completed)).toFixed(3);
   const streamed = await cpuDuring(pids, () =>
     stream({
       url,
@@ -76,6 +86,12 @@ try {
       `label ${values.label}  load average ${os.loadavg()[0].toFixed(1)}`,
       `requests: ${requests.result.requestsPerS.toFixed(0)} req/s (${requests.result.non2xx} non-2xx), ` +
         `CPU ms/request node ${perRequest('node')} edge ${perRequest('edge')} backend ${perRequest('backend')}`,
+      ...(fixed
+        ? [
+            `fixed ${rate} req/s: ${fixed.result.completed} answered, ` +
+              `CPU ms/request node ${perFixed('node')} edge ${perFixed('edge')} backend ${perFixed('backend')}`,
+          ]
+        : []),
       `stream: ${streamed.result.tokens} tokens, ${streamed.result.tokensPerS.toFixed(0)} tokens/s, ` +
         `CPU µs/token node ${perToken('node')} edge ${perToken('edge')}`,
     ].join('\n') + '\n',
