@@ -82,9 +82,8 @@ try {
   await edgeProfiled.edge.stop();
   void nodeDir;
   for (const file of await readdir(edgeDir)) {
-    const pid = Number(
-      /\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1] ?? /^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1],
-    );
+    // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile
+    const pid = Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1]);
     const role = pid === pids.edge ? 'edge' : pid === pids.node ? 'node' : `pid ${pid}`;
     const profile = JSON.parse(await readFile(path.join(edgeDir, file), 'utf8'));
     process.stdout.write(
