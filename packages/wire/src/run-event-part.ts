@@ -35,27 +35,36 @@ export function toWireRunEvent(
   part: RunEventPart,
   atUnixMs = Date.now(),
 ): RunEvent {
-  const base = { runId, seq, atUnixMs };
+  // Fields listed, not spread from a shared object: this runs once per event sent.
   switch (part.type) {
     case 'start':
       return {
-        ...base,
+        runId,
+        seq,
+        atUnixMs,
         event: {
           $case: 'start',
           start: { sessionId: part.sessionId, adapter: part.adapter, target: part.target },
         },
       };
     case 'text-delta':
-      return { ...base, event: { $case: 'textDelta', textDelta: { text: part.text } } };
+      return { runId, seq, atUnixMs, event: { $case: 'textDelta', textDelta: { text: part.text } } };
     case 'reasoning-delta':
-      return { ...base, event: { $case: 'reasoningDelta', reasoningDelta: { text: part.text } } };
+      return {
+        runId,
+        seq,
+        atUnixMs,
+        event: { $case: 'reasoningDelta', reasoningDelta: { text: part.text } },
+      };
     case 'tool-call':
-      return { ...base, event: { $case: 'toolCall', toolCall: part.call } };
+      return { runId, seq, atUnixMs, event: { $case: 'toolCall', toolCall: part.call } };
     case 'usage':
-      return { ...base, event: { $case: 'usage', usage: part.usage } };
+      return { runId, seq, atUnixMs, event: { $case: 'usage', usage: part.usage } };
     case 'progress':
       return {
-        ...base,
+        runId,
+        seq,
+        atUnixMs,
         event: {
           $case: 'progress',
           progress: { kind: part.kind, message: part.message, fields: part.fields },
@@ -63,7 +72,9 @@ export function toWireRunEvent(
       };
     case 'complete':
       return {
-        ...base,
+        runId,
+        seq,
+        atUnixMs,
         event: {
           $case: 'complete',
           complete: { detail: part.detail, finishReason: part.finishReason, backendMs: part.backendMs },
@@ -71,7 +82,9 @@ export function toWireRunEvent(
       };
     case 'error':
       return {
-        ...base,
+        runId,
+        seq,
+        atUnixMs,
         event: {
           $case: 'error',
           error: {
@@ -83,7 +96,7 @@ export function toWireRunEvent(
         },
       };
     case 'cancelled':
-      return { ...base, event: { $case: 'cancelled', cancelled: { reason: part.reason } } };
+      return { runId, seq, atUnixMs, event: { $case: 'cancelled', cancelled: { reason: part.reason } } };
     default: {
       const unreachable: never = part;
       throw new Error(`unknown run event part ${JSON.stringify(unreachable)}`);
