@@ -27,7 +27,7 @@ import {
 import type { EventBus } from '../events/types.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
-import type { AcceptedConnection } from '../transport/connection-handler.js';
+import type { AcceptContext, AcceptedConnection } from '../transport/connection-handler.js';
 import type { HeartbeatHandle, HeartbeatSweeper, HeartbeatTarget } from './heartbeat-sweeper.js';
 import { NodeLink } from './node-link.js';
 import type { NodeRegistry } from './node-registry.js';
@@ -39,7 +39,6 @@ export interface ConnectionContext {
   store: NodeStore;
   registry: NodeRegistry;
   events: EventBus;
-  logger: Logger;
   clock: Clock;
   registerTimeoutMs: number;
   heartbeatIntervalMs: number;
@@ -50,7 +49,6 @@ export interface ConnectionContext {
   payloadFor(nodeId: string): NodeConfigPayload;
   /** `nodes[].agent_kind` for a configured node id; undefined = not configured. */
   agentKindFor?(nodeId: string): string | undefined;
-  isShuttingDown(): boolean;
   /** Called with each accepted link and the token it registered with (live revocation re-checks it). */
   onAuthenticated?(link: NodeLink, token: string): void;
   /** A connection is being closed because the peer sent bad frames (`frame_too_large`, `malformed_frame`, ...). */
@@ -70,18 +68,25 @@ export class NodeConnection implements AcceptedConnection {
   private heartbeat: HeartbeatHandle | undefined;
   private closingReason: string | undefined;
   private firstFrameReceived = false;
-  /** When the node's own last heartbeat_ping arrived (the heartbeat sweeper then need not ping it). */
   private nodePingAtMs: number | undefined;
   /** When the socket was accepted (for oldest-idle eviction). */
   readonly acceptedAtMs: number;
 
+  /**
+   * `context` is shared by every connection of the transport; `peer` is what the transport knows of this one
+   * (its address, logger, and whether the transport is stopping).
+   */
   constructor(
     private readonly connection: FramedConnection,
     private readonly context: ConnectionContext,
-    /** Remote IP address (no port), the key of the per-address limits. */
-    readonly remoteIp: string = 'unknown',
+    private readonly peer: AcceptContext,
   ) {
     this.acceptedAtMs = context.clock.now();
+  }
+
+  /** Remote IP address (no port), the key of the per-address limits. */
+  get remoteIp(): string {
+    return this.peer.remoteIp;
   }
 
   /** Bytes the peer has sent so far. */
@@ -92,6 +97,11 @@ export class NodeConnection implements AcceptedConnection {
   /** The first frame is complete and the registration is being decided (not idle: never evicted). */
   get registering(): boolean {
     return this.firstFrameReceived && this.link === undefined && this.closingReason === undefined;
+  }
+
+  /** When the node's own last heartbeat_ping arrived (the heartbeat sweeper then need not ping it). */
+  get lastPingReceivedUnixMs(): number | undefined {
+    return this.nodePingAtMs;
   }
 
   get nodeLink(): NodeLink | undefined {
@@ -111,7 +121,7 @@ export class NodeConnection implements AcceptedConnection {
 
   async run(): Promise<void> {
     const remoteAddress = this.connection.remoteAddress;
-    const logger = this.context.logger.child({ remoteAddress });
+    const logger = this.peer.logger.child({ remoteAddress });
     const iterator = this.connection.messages()[Symbol.asyncIterator]();
     try {
       const first = await this.firstFrame(iterator);
@@ -136,7 +146,7 @@ export class NodeConnection implements AcceptedConnection {
       const request = first.envelope.msg.registerRequest;
       const decision = await evaluateRegistration(request, {
         store: this.context.store,
-        shuttingDown: this.context.isShuttingDown() || this.closingReason !== undefined,
+        shuttingDown: this.peer.isShuttingDown() || this.closingReason !== undefined,
         expectedAgentKind: (nodeId) => this.context.agentKindFor?.(nodeId),
       });
       if (!decision.accepted) {
@@ -330,20 +340,7 @@ export class NodeConnection implements AcceptedConnection {
   }
 
   private startHeartbeat(link: NodeLink, logger: Logger): void {
-    const nodePingAt = (): number | undefined => this.nodePingAtMs;
-    const target: HeartbeatTarget = {
-      get closed() {
-        return link.closed;
-      },
-      get lastSeenUnixMs() {
-        return link.lastSeenUnixMs;
-      },
-      get lastPingReceivedUnixMs() {
-        return nodePingAt();
-      },
-      sendHeartbeatPing: (seq) => link.sendHeartbeatPing(seq),
-    };
-    this.heartbeat = this.context.heartbeats.add(target, (silentMs) => {
+    this.heartbeat = this.context.heartbeats.add(new LinkHeartbeat(link, this), (silentMs) => {
       logger.warn(
         { nodeId: link.nodeId, silentMs, timeoutMs: this.context.heartbeatTimeoutMs },
         'node missed its heartbeat deadline',
@@ -385,6 +382,30 @@ export class NodeConnection implements AcceptedConnection {
         atUnixMs: this.context.clock.now(),
       },
     });
+  }
+}
+
+/** A registered connection as the heartbeat sweeper sees it (one object, no closures: there are 10,000s). */
+class LinkHeartbeat implements HeartbeatTarget {
+  constructor(
+    private readonly link: NodeLink,
+    private readonly connection: NodeConnection,
+  ) {}
+
+  get closed(): boolean {
+    return this.link.closed;
+  }
+
+  get lastSeenUnixMs(): number {
+    return this.link.lastSeenUnixMs;
+  }
+
+  get lastPingReceivedUnixMs(): number | undefined {
+    return this.connection.lastPingReceivedUnixMs;
+  }
+
+  sendHeartbeatPing(seq: number): Promise<void> {
+    return this.link.sendHeartbeatPing(seq);
   }
 }
 

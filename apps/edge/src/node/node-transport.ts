@@ -77,12 +77,7 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
     onAuthenticated: (link: NodeLink, token: string) => revocation.track(link, token),
   };
   return {
-    accept: (connection, context) =>
-      new NodeConnection(
-        connection,
-        { ...settings, logger: context.logger, isShuttingDown: () => context.isShuttingDown() },
-        context.remoteIp,
-      ),
+    accept: (connection, peer) => new NodeConnection(connection, settings, peer),
     start: () => revocation.start(),
     stop: () => {
       revocation.stop();

@@ -82,6 +82,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const unregistered = new Set<Tracked>();
   const tasks = new Set<Promise<void>>();
   let shuttingDown = false;
+  const isShuttingDown = (): boolean => shuttingDown;
   const handler = options.handler;
 
   /** Makes room for a new socket from `address`; false when it must be refused. */
@@ -157,7 +158,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     const connection = handler.accept(framed, {
       remoteIp: address,
       logger: connectionLogger,
-      isShuttingDown: () => shuttingDown,
+      isShuttingDown,
     });
     const tracked: Tracked = { connection, remoteIp: address };
     connections.add(tracked);

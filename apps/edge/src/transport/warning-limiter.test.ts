@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.js';
 import { describe, expect, it } from '@jest/globals';
-import { silentLogger } from '../logging.js';
+import { silentLogger, type Logger } from '../logging.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
 describe('WarningLimiter', () => {
@@ -38,5 +38,49 @@ describe('WarningLimiter', () => {
     logger.warn({}, 'one');
     logger.child({ x: 1 }).warn({}, 'two');
     expect(lines).toEqual(['warn one', 'debug two']);
+  });
+
+  it('limitWarnings children write their bindings as fields of each line, without children of the logger', () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const record =
+      (level: string) =>
+      (fields: Record<string, unknown>, message: string): void => {
+        lines.push({ level, fields, message });
+      };
+    let children = 0;
+    const base: Logger = {
+      debug: record('debug'),
+      info: record('info'),
+      warn: record('warn'),
+      error: record('error'),
+      child: () => {
+        children += 1;
+        return base;
+      },
+    };
+    const logger = limitWarnings(base, new WarningLimiter({ perWindow: 1 }), '10.0.0.1');
+    const connection = logger.child({ remoteAddress: '10.0.0.1:5000' });
+    const node = connection.child({ nodeId: 'n1' });
+    node.info({ revision: 'r1' }, 'node registered');
+    node.warn({ nodeId: 'field wins' }, 'first warning');
+    connection.warn({}, 'second warning');
+    connection.error({ code: 'x' }, 'failed');
+    logger.debug({}, 'plain');
+    expect(children).toBe(0);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        fields: { remoteAddress: '10.0.0.1:5000', nodeId: 'n1', revision: 'r1' },
+        message: 'node registered',
+      },
+      {
+        level: 'warn',
+        fields: { remoteAddress: '10.0.0.1:5000', nodeId: 'field wins' },
+        message: 'first warning',
+      },
+      { level: 'debug', fields: { remoteAddress: '10.0.0.1:5000' }, message: 'second warning' },
+      { level: 'error', fields: { remoteAddress: '10.0.0.1:5000', code: 'x' }, message: 'failed' },
+      { level: 'debug', fields: {}, message: 'plain' },
+    ]);
   });
 });

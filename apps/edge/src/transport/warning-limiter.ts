@@ -71,23 +71,67 @@ export class WarningLimiter {
 /**
  * A logger whose warnings (its children's too) go through `limiter` under `address`; a suppressed warning is
  * written at debug level instead, and the next written one carries `suppressedWarnings`.
+ *
+ * Its children do not make children of `logger`: they keep their bindings and write them as fields of each line
+ * (a field of the line wins over a binding of the same name). A pino child per node connection — two or three
+ * per connection — cost kilobytes of heap each and its set-up on every registration, for lines that are written
+ * rarely: at 10,000 nodes that was a large share of the edge's memory and of each registration's CPU.
  */
 export function limitWarnings(logger: Logger, limiter: WarningLimiter, address: string): Logger {
-  return {
-    debug: (fields, message) => logger.debug(fields, message),
-    info: (fields, message) => logger.info(fields, message),
-    error: (fields, message) => logger.error(fields, message),
-    warn: (fields, message) => {
-      const permit = limiter.take(address);
-      if (!permit.allowed) {
-        logger.debug(fields, message);
-        return;
-      }
-      logger.warn(
-        permit.suppressed > 0 ? { ...fields, suppressedWarnings: permit.suppressed } : fields,
-        message,
-      );
-    },
-    child: (bindings) => limitWarnings(logger.child(bindings), limiter, address),
-  };
+  return new WarningLimitedLogger(logger, limiter, address, undefined);
+}
+
+class WarningLimitedLogger implements Logger {
+  readonly #logger: Logger;
+  readonly #limiter: WarningLimiter;
+  readonly #address: string;
+  readonly #bindings: Record<string, unknown> | undefined;
+
+  constructor(
+    logger: Logger,
+    limiter: WarningLimiter,
+    address: string,
+    bindings: Record<string, unknown> | undefined,
+  ) {
+    this.#logger = logger;
+    this.#limiter = limiter;
+    this.#address = address;
+    this.#bindings = bindings;
+  }
+
+  debug(fields: Record<string, unknown>, message: string): void {
+    this.#logger.debug(this.#fields(fields), message);
+  }
+
+  info(fields: Record<string, unknown>, message: string): void {
+    this.#logger.info(this.#fields(fields), message);
+  }
+
+  error(fields: Record<string, unknown>, message: string): void {
+    this.#logger.error(this.#fields(fields), message);
+  }
+
+  warn(fields: Record<string, unknown>, message: string): void {
+    const permit = this.#limiter.take(this.#address);
+    if (!permit.allowed) {
+      this.#logger.debug(this.#fields(fields), message);
+      return;
+    }
+    const line = this.#fields(fields);
+    this.#logger.warn(
+      permit.suppressed > 0 ? { ...line, suppressedWarnings: permit.suppressed } : line,
+      message,
+    );
+  }
+
+  child(bindings: Record<string, unknown>): Logger {
+    return new WarningLimitedLogger(this.#logger, this.#limiter, this.#address, {
+      ...this.#bindings,
+      ...bindings,
+    });
+  }
+
+  #fields(fields: Record<string, unknown>): Record<string, unknown> {
+    return this.#bindings === undefined ? fields : { ...this.#bindings, ...fields };
+  }
 }
