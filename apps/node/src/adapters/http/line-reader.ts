@@ -20,15 +20,35 @@ export async function* readLineBatches(
   chunks: AsyncIterable<Uint8Array>,
   maxLineLength = DEFAULT_MAX_LINE_LENGTH,
 ): AsyncIterable<string[]> {
-  const decoder = new TextDecoder('utf-8');
-  const splitter = new LineSplitter(maxLineLength);
+  const decoder = new ChunkLineDecoder(maxLineLength);
   for await (const chunk of chunks) {
-    const lines = splitter.push(decoder.decode(chunk, { stream: true }));
+    const lines = decoder.push(chunk);
     if (lines.length > 0) yield lines;
   }
-  const tail = decoder.decode();
-  const lines = tail === '' ? [] : splitter.push(tail);
-  const rest = splitter.flush();
-  if (rest !== undefined) lines.push(rest);
+  const lines = decoder.end();
   if (lines.length > 0) yield lines;
+}
+
+/** Bytes to lines, synchronously: UTF-8 decoding across chunk boundaries, then the LineSplitter. */
+export class ChunkLineDecoder {
+  readonly #decoder = new TextDecoder('utf-8');
+  readonly #splitter: LineSplitter;
+
+  constructor(maxLineLength = DEFAULT_MAX_LINE_LENGTH) {
+    this.#splitter = new LineSplitter(maxLineLength);
+  }
+
+  /** The lines completed by this chunk. Throws LineTooLongError. */
+  push(chunk: Uint8Array): string[] {
+    return this.#splitter.push(this.#decoder.decode(chunk, { stream: true }));
+  }
+
+  /** The lines left at EOF (the last one unterminated). */
+  end(): string[] {
+    const tail = this.#decoder.decode();
+    const lines = tail === '' ? [] : this.#splitter.push(tail);
+    const rest = this.#splitter.flush();
+    if (rest !== undefined) lines.push(rest);
+    return lines;
+  }
 }

@@ -1,7 +1,7 @@
 // Server-sent events as the HTML spec reads them: `field: value` lines, `data` lines joined with "\n", a blank
 // line dispatches, `:` lines are comments. An event still pending at EOF is dispatched too (servers that close
 // right after the last `data:` line lose nothing).
-import { readLineBatches } from './line-reader.js';
+import { ChunkLineDecoder } from './line-reader.js';
 
 export interface SseEvent {
   /** `message` when the server named none. */
@@ -51,6 +51,16 @@ export class SseParser {
     return undefined;
   }
 
+  /** The events these lines dispatch, in order. */
+  lines(lines: readonly string[]): SseEvent[] {
+    const events: SseEvent[] = [];
+    for (const line of lines) {
+      const event = this.line(line);
+      if (event) events.push(event);
+    }
+    return events;
+  }
+
   /** The event still pending at EOF, if any. */
   end(): SseEvent | undefined {
     return this.#data === undefined ? undefined : this.#take();
@@ -80,15 +90,15 @@ export async function* readSse(chunks: AsyncIterable<Uint8Array>): AsyncIterable
  * tokens in one synchronous pass.
  */
 export async function* readSseBatches(chunks: AsyncIterable<Uint8Array>): AsyncIterable<SseEvent[]> {
+  // Decoding and line splitting inline (not through readLineBatches): one async step per upstream read.
+  const lines = new ChunkLineDecoder();
   const parser = new SseParser();
-  for await (const lines of readLineBatches(chunks)) {
-    const events: SseEvent[] = [];
-    for (const line of lines) {
-      const event = parser.line(line);
-      if (event) events.push(event);
-    }
+  for await (const chunk of chunks) {
+    const events = parser.lines(lines.push(chunk));
     if (events.length > 0) yield events;
   }
+  const events = parser.lines(lines.end());
   const last = parser.end();
-  if (last) yield [last];
+  if (last) events.push(last);
+  if (events.length > 0) yield events;
 }
