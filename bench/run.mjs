@@ -5,7 +5,8 @@
 //      the latency the IOP path adds;
 //   2. saturation throughput of both paths (autocannon, closed loop) and their ratio;
 //   3. streaming: time to first token and tokens/s through one long stream and through 100 concurrent streams;
-//   4. 1,000 simulated nodes (real wire protocol) registering on a fresh edge: its RSS and the register time;
+//   4. 10,000 simulated nodes (real wire protocol, --nodes N) on a fresh edge with the bench node: register time,
+//      RSS, a minute of heartbeats with requests through the real node (x-iop-overhead-ms), nobody dropped;
 //   5. the node's run history: events/s written;
 //   6. cluster mode: two edges over nats-server, the node on one; a run sent to the other edge is forwarded over
 //      NATS: p50 at 100 req/s of forwarded minus local (skipped when nats-server is missing).
@@ -19,14 +20,14 @@ import { parseArgs } from 'node:util';
 import { measureHistory } from './lib/history-bench.mjs';
 import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
-import { rssMb, startProcess, stopAll, waitUntil } from './lib/processes.mjs';
+import { manyNodesPhase } from './lib/many-nodes.mjs';
+import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
 import {
   MODEL,
   removeTempDirs,
   repoRoot,
   startClusterPair,
   startIopPath,
-  startManyNodeEdge,
   tempDir,
   waitServing,
 } from './lib/topology.mjs';
@@ -37,7 +38,7 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '10' },
     out: { type: 'string', default: path.join(repoRoot, 'bench/results/latest.json') },
-    nodes: { type: 'string', default: '1000' },
+    nodes: { type: 'string', default: '10000' },
   },
 });
 const quick = flags.quick;
@@ -172,20 +173,12 @@ async function main() {
   const processesOf = { direct: { backend }, iop: { backend, edge: iop.edge, node: iop.node } };
   for (const [name, url] of Object.entries(paths)) {
     log(`max throughput, ${name}`);
-    const before = Object.fromEntries(
-      Object.entries(processesOf[name]).map(([role, p]) => [role, p.cpuMs()]),
+    const { result, spent } = await cpuDuring(processesOf[name], () =>
+      maxThroughput({ url, body: chatBody(), connections: 64, durationS: throughputS }),
     );
-    throughput[name] = await maxThroughput({
-      url,
-      body: chatBody(),
-      connections: 64,
-      durationS: throughputS,
-    });
+    throughput[name] = result;
     throughput[name].cpuMsPerRequest = Object.fromEntries(
-      Object.entries(processesOf[name]).map(([role, p]) => [
-        role,
-        (p.cpuMs() - before[role]) / Math.max(1, throughput[name].total),
-      ]),
+      Object.entries(spent).map(([role, ms]) => [role, ms / Math.max(1, result.total)]),
     );
   }
 
@@ -204,27 +197,17 @@ async function main() {
   const nodeRssAfterLoadMb = iop.node.rssMb();
   await iop.node.stop();
   await iop.edge.stop();
-  await backend.stop();
 
   log(`${nodeCount} simulated nodes`);
-  const manyEdge = await startManyNodeEdge(nodeCount);
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const idleRssMb = manyEdge.rssMb();
-  const simulator = await startProcess({
-    name: 'node-simulator',
-    script: path.join(repoRoot, 'bench/node-simulator.mjs'),
-    args: ['--edge', manyEdge.addresses['node transport'], '--count', String(nodeCount)],
-    ready: /REGISTERED count=(\d+) ms=(\S+) p50=(\S+) p99=(\S+)/,
-    timeoutMs: 120_000,
+  const nodes = await manyNodesPhase({
+    count: nodeCount,
+    backendUrl,
+    holdMs: quick ? 10_000 : 60_000,
+    baselineMs: quick ? 2000 : 5000,
+    rate: 100,
+    log,
   });
-  const registered = Number(simulator.match[1]);
-  // Let heartbeats run once over every connection before reading memory.
-  await new Promise((resolve) => setTimeout(resolve, quick ? 1000 : 6000));
-  const metricsText = await scrape(manyEdge.addresses.metrics);
-  const connectedGauge = Number(/^iop_nodes_connected (\S+)$/m.exec(metricsText)?.[1] ?? NaN);
-  const nodesRssMb = manyEdge.rssMb();
-  await simulator.stop();
-  await manyEdge.stop();
+  await backend.stop();
 
   log('node history');
   const history = measureHistory({
@@ -253,8 +236,18 @@ async function main() {
     stream_tokens_per_s: streaming.iop.single.tokensPerS,
     stream_tokens_per_s_100: streaming.iop.concurrent.tokensPerS,
     ttft_added_ms: streaming.iop.ttft.p50 - streaming.direct.ttft.p50,
-    nodes_1000_rss_mb: nodesRssMb,
-    nodes_1000_register_ms: Number(simulator.match[2]),
+    // The many-node phase's keys carry its node count (`--nodes`, default 10,000): nodes_10000_rss_mb, ...
+    [`nodes_${nodeCount}_rss_mb`]: nodes.edge_rss_max_mb,
+    [`nodes_${nodeCount}_register_ms`]: nodes.register_total_ms,
+    [`nodes_${nodeCount}_dispatch_p50_ms`]: nodes.requests_with_nodes.overhead.p50,
+    [`nodes_${nodeCount}_dispatch_p99_ms`]: nodes.requests_with_nodes.overhead.p99,
+    [`nodes_${nodeCount}_added_p50_ms`]: nodes.requests_with_nodes.added.p50,
+    [`nodes_${nodeCount}_connected_after_${Math.round(nodes.hold_ms / 1000)}s`]: nodes.simulator_open,
+    [`nodes_${nodeCount}_all_connected`]: nodes.all_connected,
+    cpu_ms_per_request: {
+      edge: throughput.iop.cpuMsPerRequest.edge,
+      node: throughput.iop.cpuMsPerRequest.node,
+    },
     history_events_per_s: history.eventsPerS,
     cluster_forward_added_p50_ms: cluster ? cluster.forwarded.p50 - cluster.local.p50 : null,
     overhead_header_ms: overheadHeader,
@@ -262,16 +255,7 @@ async function main() {
     fixed_rate: rates,
     max_throughput: throughput,
     streaming,
-    nodes: {
-      count: nodeCount,
-      registered,
-      connected_gauge: connectedGauge,
-      edge_idle_rss_mb: idleRssMb,
-      edge_rss_mb: nodesRssMb,
-      register_total_ms: Number(simulator.match[2]),
-      register_p50_ms: Number(simulator.match[3]),
-      register_p99_ms: Number(simulator.match[4]),
-    },
+    nodes,
     history,
     cluster,
     rss_after_load_mb: { edge: edgeRssAfterLoadMb, node: nodeRssAfterLoadMb },
@@ -309,7 +293,7 @@ function printTable(r) {
       .map(([role, ms]) => `${role} ${f(ms, 2)}`)
       .join(', ');
   rows.push([
-    'CPU ms per request (saturated)',
+    'CPU ms per request (saturated; cpu_ms_per_request)',
     cpu(t.direct.cpuMsPerRequest),
     cpu(t.iop.cpuMsPerRequest),
     '',
@@ -351,16 +335,44 @@ function printTable(r) {
     '',
   ]);
   rows.push(['iop_overhead_seconds mean (ms, all load)', '', f(r.overhead_metric_mean_ms, 3), '']);
+  const n = r.nodes;
   rows.push([
-    `${r.nodes.count} nodes: edge RSS (MB)`,
+    `${n.count} nodes: edge RSS max (MB)`,
     '',
-    `${f(r.nodes.edge_rss_mb, 1)} (idle ${f(r.nodes.edge_idle_rss_mb, 1)})`,
+    `${f(n.edge_rss_max_mb, 1)} (idle ${f(n.edge_idle_rss_mb, 1)})`,
+    'target < 1024',
+  ]);
+  rows.push([
+    `${n.count} nodes: register all (ms) / p99 each`,
+    '',
+    `${f(n.register_total_ms, 0)} / ${f(n.register_p99_ms)}`,
+    'target < 10000',
+  ]);
+  rows.push([
+    `${n.count} nodes: connected after ${Math.round(n.hold_ms / 1000)} s`,
+    '',
+    `${n.simulator_open} open, ${n.simulator_closed} closed, gauge ${n.connected_gauge}`,
+    `${n.all_connected ? 'all' : 'NOT all'}; ≥ ${n.node_pongs_min_per_node} pongs each`,
+  ]);
+  const without = n.requests_without_nodes.overhead;
+  const held = n.requests_with_nodes.overhead;
+  rows.push([
+    `x-iop-overhead-ms p50 / p99, ${n.request_rate} req/s (0 → ${n.count} nodes)`,
+    '',
+    `${f(without.p50)} / ${f(without.p99)} → ${f(held.p50)} / ${f(held.p99)}`,
+    'target p50 < 2',
+  ]);
+  rows.push([
+    `IOP − direct p50 / p99, ${n.request_rate} req/s (0 → ${n.count} nodes)`,
+    '',
+    `${f(n.requests_without_nodes.added.p50)} / ${f(n.requests_without_nodes.added.p99)} → ` +
+      `${f(n.requests_with_nodes.added.p50)} / ${f(n.requests_with_nodes.added.p99)}`,
     '',
   ]);
   rows.push([
-    `${r.nodes.count} nodes: register all (ms) / p99 each`,
+    `edge CPU ms/s at that rate (0 → ${n.count} nodes) / to register all`,
     '',
-    `${f(r.nodes.register_total_ms, 0)} / ${f(r.nodes.register_p99_ms)}`,
+    `${f(n.edge_cpu_ms_per_s_baseline, 0)} → ${f(n.edge_cpu_ms_per_s_held, 0)} / ${f(n.edge_cpu_ms_register, 0)}`,
     '',
   ]);
   rows.push(['node history (events/s)', '', `${f(r.history.eventsPerS, 0)} (${r.history.backend})`, '']);

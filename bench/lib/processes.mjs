@@ -9,13 +9,19 @@ const running = new Set();
  * Starts `node <script> ...args` and resolves once a stdout line matches `ready` (with the match), or rejects
  * when the process exits first or `timeoutMs` passes.
  * Without `ready` it resolves at once.
+ * `openFiles` raises the child's soft open-files limit to that many (through `sh -c 'ulimit -n'`, which `exec`s
+ * node, so the pid is node's); the hard limit must allow it.
  * @param {{ name: string, script: string, args?: string[], env?: Record<string,string>, ready?: RegExp,
- *   timeoutMs?: number, nodeOptions?: string[], cwd?: string }} options
+ *   timeoutMs?: number, nodeOptions?: string[], cwd?: string, openFiles?: number }} options
  */
 export function startProcess(options) {
+  const argv = [...(options.nodeOptions ?? []), options.script, ...(options.args ?? [])];
+  const raise = options.openFiles !== undefined && openFilesLimit().soft < options.openFiles;
   const child = spawn(
-    process.execPath,
-    [...(options.nodeOptions ?? []), options.script, ...(options.args ?? [])],
+    raise ? '/bin/sh' : process.execPath,
+    raise
+      ? ['-c', `ulimit -n ${Number(options.openFiles)} && exec "$0" "$@"`, process.execPath, ...argv]
+      : argv,
     {
       cwd: options.cwd,
       env: { ...process.env, ...options.env },
@@ -96,6 +102,31 @@ export function cpuMs(pid) {
   // Fields after the command name (which may contain spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU ms each process spent while `work` runs: `processes` maps a role to a pid (or to a handle with `pid`).
+ * Resolves with `{ result, spent }`, `spent` by role.
+ */
+export async function cpuDuring(processes, work) {
+  const pidOf = (entry) => (typeof entry === 'number' ? entry : entry.pid);
+  const entries = Object.entries(processes);
+  const before = Object.fromEntries(entries.map(([role, entry]) => [role, cpuMs(pidOf(entry))]));
+  const result = await work();
+  const spent = Object.fromEntries(
+    entries.map(([role, entry]) => [role, cpuMs(pidOf(entry)) - before[role]]),
+  );
+  return { result, spent };
+}
+
+/** This process's open-files limit (soft and hard; `Infinity` for unlimited), from /proc/self/limits. */
+export function openFilesLimit() {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((text) => text.startsWith('Max open files'));
+  const [soft, hard] = (line ?? '').split(/\s{2,}/).slice(1, 3);
+  const parse = (text) => (text === 'unlimited' ? Infinity : Number(text));
+  return { soft: parse(soft), hard: parse(hard) };
 }
 
 /** Waits until `check()` is true, polling every `intervalMs`, failing after `timeoutMs`. */

@@ -1,6 +1,7 @@
 // The processes a benchmark run measures: the fixed-latency backend, an edge (`iop-edge serve`, real config) and
 // one node (`iop-node run`) whose openai_compat provider points at the backend; and, separately, an edge with
 // many configured nodes for the simulated-node phase. Everything listens on 127.0.0.1 with ports chosen by the OS.
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,7 +50,7 @@ function bannerAddresses(output) {
   return addresses;
 }
 
-async function startEdge(name, yaml, dataDir, nodeOptions = []) {
+async function startEdge(name, yaml, dataDir, nodeOptions = [], openFiles = undefined) {
   const configPath = path.join(dataDir, 'edge.yaml');
   await writeFile(configPath, yaml);
   const edge = await startProcess({
@@ -59,6 +60,7 @@ async function startEdge(name, yaml, dataDir, nodeOptions = []) {
     args: ['serve', '--config', configPath],
     ready: /iop-edge serving[\s\S]*\n {2}openai\s+\S+\n/,
     timeoutMs: 30_000,
+    openFiles,
   });
   return { ...edge, addresses: bannerAddresses(edge.match[0]) };
 }
@@ -183,12 +185,42 @@ export async function waitServing(openaiUrl) {
   );
 }
 
-/** An edge with `count` configured nodes (token `bench-token-<i>`, no providers) for the simulated-node phase. */
-export async function startManyNodeEdge(count) {
+/**
+ * An edge for the many-node phase: `count` nodes pre-registered in its node store (`<data_dir>/nodes.json`, the
+ * file `iop-edge node register` writes: node id `sim-<i>`, only the SHA-256 of token `<tokenPrefix><i>`), as a
+ * fleet too large for `nodes[]` in edge.yaml is registered; with `backendUrl`, also the bench node and its
+ * provider in the config (a real node to send requests through while the simulated ones are connected).
+ * `tokenPrefix` is fresh per run, so the tokens are not guessable from the source. `nodeOptions` go to the edge;
+ * `openFiles` raises its open-files limit (one descriptor per connection).
+ */
+export async function startManyNodeEdge(
+  count,
+  { backendUrl, tokenPrefix, nodeOptions = [], openFiles } = {},
+) {
   const dataDir = await tempDir('iop-bench-many-');
-  const nodes = Array.from({ length: count }, (_, index) => ({
-    id: `sim-${index}`,
-    token: `bench-token-${index}`,
+  const now = new Date().toISOString();
+  const prefix = tokenPrefix ?? `bench-${randomBytes(8).toString('hex')}-`;
+  const records = Array.from({ length: count }, (_, index) => ({
+    node_id: `sim-${index}`,
+    token_sha256: createHash('sha256').update(`${prefix}${index}`, 'utf8').digest('hex'),
+    created_at: now,
+    rotated_at: now,
   }));
-  return startEdge('edge-1000', edgeYaml({ dataDir, nodes, models: [], logLevel: 'warn' }), dataDir);
+  await writeFile(path.join(dataDir, 'nodes.json'), `${JSON.stringify({ version: 1, nodes: records })}\n`, {
+    mode: 0o600,
+  });
+  const yaml = edgeYaml({
+    dataDir,
+    nodes: backendUrl ? benchNodes(backendUrl) : [],
+    models: backendUrl ? benchModels : [],
+    logLevel: 'warn',
+    edgeId: 'bench-edge-many',
+  });
+  const edge = await startEdge(`edge-${count}-nodes`, yaml, dataDir, nodeOptions, openFiles);
+  return { ...edge, tokenPrefix: prefix };
+}
+
+/** Starts the bench node (`iop-node run`) on an edge started with startManyNodeEdge({ backendUrl }). */
+export function startBenchNodeOn(edge) {
+  return startBenchNode(edge.addresses['node transport'], 'warn');
 }
