@@ -175,6 +175,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         logger: logger.child({ component: 'cluster' }),
         clock,
         registry: metrics.registry,
+        // API-key limits are counted cluster-wide, each key on its home edge (cluster/cluster-limits.ts).
+        governor: governance.governor,
       });
     } catch (error) {
       pool.close();

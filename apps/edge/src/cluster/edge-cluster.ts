@@ -8,6 +8,7 @@
 //   iop.run.<edge>                  request/reply: a forwarded run; the owner does the exact admission.
 //   iop.events.<edge>.<forward id>  the owner streams the run's events, then `done`, to the requesting edge.
 //   iop.cancel.<edge>               a requester cancels (or its client left) a run it forwarded to <edge>.
+//   iop.limits.<edge>               a key's limits, counted on its home edge (cluster-limits.ts).
 //
 // Both buckets have a TTL of cluster.state_ttl_ms. Liveness uses the receiver's clock: an edge silent for longer
 // than the TTL is gone; runs forwarded to it end with an error, runs it forwarded here are cancelled.
@@ -33,6 +34,17 @@ import type {
   SubmitOptions,
 } from '../service/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
+import { estimateTokens } from '../governance/estimate-tokens.js';
+import { isGovernanceError } from '../governance/errors.js';
+import type { Governor } from '../governance/governor.js';
+import { allowsModel } from '../governance/principal.js';
+import {
+  ClusterLease,
+  createClusterLimits,
+  hasLimits,
+  type ClusterLimits,
+  type LeaseRef,
+} from './cluster-limits.js';
 import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
@@ -64,6 +76,8 @@ export interface EdgeClusterOptions {
   forwardBufferSize?: number;
   /** Where the iop_cluster_* metrics go (the edge's /metrics registry); none = not exported. */
   registry?: Registry;
+  /** This edge's governor: with it, API-key limits are counted cluster-wide on each key's home edge. */
+  governor?: Governor;
 }
 
 export interface EdgeCluster {
@@ -84,6 +98,8 @@ export interface EdgeCluster {
   attachRefresher(local: ConfigRefresher, configPath: string): ConfigRefresher;
   /** Calls to the other live edges for state one edge holds (A2A tasks). */
   readonly peers: PeerCalls;
+  /** Cluster-wide key limits; undefined without a governor. */
+  readonly limits: ClusterLimits | undefined;
   /** Ends forwarded runs, deletes this edge's state and node claims, closes the connection; idempotent. */
   close(): Promise<void>;
 }
@@ -97,6 +113,8 @@ interface ForwardRequest {
   model?: string;
   traceparent?: string;
   principal?: WirePrincipal;
+  /** The principal's limits, reserved on its home edge by the requester. */
+  lease?: LeaseRef;
 }
 
 type ForwardReply =
@@ -112,7 +130,11 @@ type ForwardReply =
     }
   | { ok: false; code: ServiceErrorCode; message: string; retryAfterSeconds: number | null };
 
-/** Events go in batches: what the run produced within one turn of the event loop, a terminal part at once. */
+/**
+ * On a run's events subject: first the owner's ForwardReply (the answer to the forward, sent to its reply
+ * subject), then events in batches (what the run produced within one turn of the event loop, a terminal part at
+ * once), and `done` only when the run ended without a terminal part.
+ */
 type ForwardMessage = { t: 'events'; events: RunEventWithMeta[] } | { t: 'done'; outcome: RunOutcome };
 
 interface NodeClaim {
@@ -137,6 +159,8 @@ export function natsConnectOptions(cluster: ClusterConfig, name: string): Parame
   return {
     servers: [...cluster.nats.servers],
     name,
+    // No stack captured up front for every request and timeout (KV puts, peer calls): a cost per message.
+    noAsyncTraces: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     ...(cluster.nats.credentials_file !== ''
@@ -154,12 +178,20 @@ export function natsConnectOptions(cluster: ClusterConfig, name: string): Parame
   };
 }
 
+const revisions = new WeakMap<EdgeConfig, string>();
+
 /** A digest of the routing-relevant config (models and nodes): edges whose revisions differ are reported. */
 export function configRevision(config: EdgeConfig): string {
-  return createHash('sha256')
-    .update(JSON.stringify({ models: config.models, nodes: config.nodes }))
-    .digest('hex')
-    .slice(0, 16);
+  // Configs are immutable once loaded (a refresh makes a new object): one digest per config.
+  let revision = revisions.get(config);
+  if (revision === undefined) {
+    revision = createHash('sha256')
+      .update(JSON.stringify({ models: config.models, nodes: config.nodes }))
+      .digest('hex')
+      .slice(0, 16);
+    revisions.set(config, revision);
+  }
+  return revision;
 }
 
 export async function startEdgeCluster(options: EdgeClusterOptions): Promise<EdgeCluster> {
@@ -208,6 +240,7 @@ class ClusterImpl implements EdgeCluster {
   private readonly timers: ReturnType<typeof setInterval>[] = [];
   private currentConfig: () => EdgeConfig;
   readonly peers: PeerCalls;
+  readonly limits: ClusterLimits | undefined;
   private clusterRefresher: ClusterRefresher | undefined;
   private subscription: EventSubscription | undefined;
   private publishScheduled = false;
@@ -230,6 +263,15 @@ class ClusterImpl implements EdgeCluster {
       edgeId: this.edgeId,
       liveEdges: () => this.view.states().map((state) => state.edgeId),
     });
+    this.limits = options.governor
+      ? createClusterLimits({
+          nc,
+          edgeId: this.edgeId,
+          liveEdges: () => this.view.states().map((state) => state.edgeId),
+          governor: options.governor,
+          logger: options.logger,
+        })
+      : undefined;
     this.service = this.wrap(options.service);
     this.metrics = options.registry
       ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
@@ -284,8 +326,13 @@ class ClusterImpl implements EdgeCluster {
         const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
         const forward = this.forwarded.get(forwardId);
         if (!forward) return;
+        if (msg.headers?.code === 503) {
+          // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
+          forward.stream.admit(new Error(`no responders on iop.run.${forward.owner}`));
+          return;
+        }
         try {
-          forward.stream.receive(decode<ForwardMessage>(msg.data));
+          forward.stream.receive(decode<ForwardMessage | ForwardReply>(msg.data));
         } catch {
           forward.stream.fail('node_error', 'malformed event from the owning edge');
         }
@@ -486,6 +533,7 @@ class ClusterImpl implements EdgeCluster {
   /** An edge left or went silent: end what it owned for us and what we run for it. */
   private edgeGone(edgeId: string): void {
     this.endForwardsTo(edgeId);
+    this.limits?.edgeGone(edgeId);
     for (const [forwardId, served] of this.served) {
       if (served.from === edgeId) this.cancelServed(forwardId, `edge ${edgeId} is gone`);
     }
@@ -525,7 +573,7 @@ class ClusterImpl implements EdgeCluster {
         surface: request.surface,
         ...(request.model !== undefined ? { model: request.model } : {}),
         ...(request.traceparent !== undefined ? { traceparent: request.traceparent } : {}),
-        ...(request.principal ? { principal: fromWirePrincipal(request.principal) } : {}),
+        ...(request.principal ? { principal: this.principalOf(request.principal, request.lease) } : {}),
         signal: served.controller.signal,
       });
     } catch (error) {
@@ -556,6 +604,7 @@ class ClusterImpl implements EdgeCluster {
     };
     msg.respond(encode(reply));
     const subject = served.subject;
+    let terminalSent = false;
     try {
       let batch: RunEventWithMeta[] = [];
       const flush = (): void => {
@@ -565,7 +614,9 @@ class ClusterImpl implements EdgeCluster {
       };
       for await (const event of handle.events) {
         batch.push(event);
-        if (isTerminalPart(event.part) || batch.length >= MAX_EVENT_BATCH) flush();
+        const terminal = isTerminalPart(event.part);
+        terminalSent ||= terminal;
+        if (terminal || batch.length >= MAX_EVENT_BATCH) flush();
         else if (batch.length === 1) setImmediate(flush);
       }
       flush();
@@ -576,9 +627,16 @@ class ClusterImpl implements EdgeCluster {
       );
     }
     const outcome = await handle.done;
-    // Runs ended by this edge's own stop were already reported to the requester as an error.
-    if (!this.served.delete(request.forwardId) || this.nc.isClosed()) return;
+    // Runs ended by this edge's own stop were already reported to the requester as an error; a terminal part
+    // already decided the outcome there (the requester ends on it), so `done` goes only when none was sent.
+    if (!this.served.delete(request.forwardId) || terminalSent || this.nc.isClosed()) return;
     this.nc.publish(subject, encode({ t: 'done', outcome } satisfies ForwardMessage));
+  }
+
+  /** A forwarded run's principal, with the lease its requester reserved (released here when the run ends). */
+  private principalOf(wire: WirePrincipal, lease: LeaseRef | undefined) {
+    const principal = fromWirePrincipal(wire);
+    return lease && this.limits ? this.limits.withLease(principal, lease) : principal;
   }
 
   private cancelServed(forwardId: string, reason: string): void {
@@ -616,24 +674,20 @@ class ClusterImpl implements EdgeCluster {
       ...(options.model !== undefined ? { model: options.model } : {}),
       ...(options.traceparent !== undefined ? { traceparent: options.traceparent } : {}),
       ...(options.principal ? { principal: toWirePrincipal(options.principal) } : {}),
+      ...(options.principal?.lease instanceof ClusterLease ? { lease: options.principal.lease.ref } : {}),
     };
     const onAbort = () => stream.cancel('client disconnected');
     options.signal?.addEventListener('abort', onAbort, { once: true });
     stream.onEnd(() => options.signal?.removeEventListener('abort', onAbort));
     let reply: ForwardReply;
     try {
-      const response = this.nc.request(`iop.run.${owner}`, encode(request), {
-        timeout: this.options.forwardAdmitTimeoutMs ?? 120_000,
+      // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
+      // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
+      const admission = stream.admission(this.options.forwardAdmitTimeoutMs ?? 120_000);
+      this.nc.publish(`iop.run.${owner}`, encode(request), {
+        reply: `iop.events.${this.edgeId}.${forwardId}`,
       });
-      // The owner may go away while the run waits in its queue: the heartbeat sweep ends the stream.
-      const gone = stream.done.then((outcome) => {
-        throw new Error(
-          outcome.status === 'error' ? outcome.message : 'the run ended before it was admitted',
-        );
-      });
-      gone.catch(() => undefined);
-      response.catch(() => undefined);
-      reply = decode<ForwardReply>((await Promise.race([response, gone])).data);
+      reply = await admission;
     } catch (error) {
       stream.fail('node_disconnected', `forwarding to edge ${owner} failed: ${errorText(error)}`);
       const unreachable = new ServiceError(
@@ -651,6 +705,9 @@ class ClusterImpl implements EdgeCluster {
       });
     }
     this.metrics?.forwarded(owner);
+    // A run that ends here (the owner went away) was never finished by the owner's governor: release its lease.
+    const lease = options.principal?.lease;
+    if (lease) stream.onEnd(() => stream.endedHere && lease.finish(0));
     if (options.signal?.aborted) stream.cancel('client disconnected');
     stream.runId = reply.runId;
     if (!stream.ended) this.forwardedByRunId.set(reply.runId, forward);
@@ -679,24 +736,54 @@ class ClusterImpl implements EdgeCluster {
       const local = base.listNodes().some((node) => node.nodeId === ref || node.alias === ref);
       return local ? undefined : this.view.edgeOfNode(ref);
     };
+    const route = async (
+      destination: RunDestination,
+      spec: RunSpec,
+      options: SubmitOptions,
+    ): Promise<RunHandle> => {
+      const owner = this.closing ? undefined : place(destination);
+      if (owner === undefined) return base.submitRun(destination, spec, options);
+      try {
+        return await this.forward(owner, destination, spec, options);
+      } catch (error) {
+        // The owner never took it (gone, or went away while the run waited there): admission here decides.
+        if (!(error instanceof ServiceError) || !unreachableOwners.has(error)) throw error;
+        this.logger.warn({ edgeId: owner, error: error.message }, 'cluster: forward failed; admitting here');
+        return base.submitRun(destination, spec, options);
+      }
+    };
     return {
       get inFlightRuns() {
         return base.inFlightRuns;
       },
       shutdown: () => base.shutdown(),
       submitRun: async (destination, spec, options) => {
-        const owner = this.closing ? undefined : place(destination);
-        if (owner === undefined) return base.submitRun(destination, spec, options);
+        const principal = options.principal;
+        if (!this.limits || !principal || principal.lease || !hasLimits(principal)) {
+          return route(destination, spec, options);
+        }
+        const model =
+          options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
+        // A model outside the allow-list takes nothing: the admitting governor refuses it as usual.
+        if (!allowsModel(principal, model)) return route(destination, spec, options);
+        let leased;
         try {
-          return await this.forward(owner, destination, spec, options);
+          leased = await this.limits.reserve(principal, estimateTokens(spec.messages));
         } catch (error) {
-          // The owner never took it (gone, or went away while the run waited there): admission here decides.
-          if (!(error instanceof ServiceError) || !unreachableOwners.has(error)) throw error;
-          this.logger.warn(
-            { edgeId: owner, error: error.message },
-            'cluster: forward failed; admitting here',
-          );
-          return base.submitRun(destination, spec, options);
+          if (!isGovernanceError(error)) throw error;
+          // reserve checks no allow-list, so the code is one of the limits' (ServiceError has the same codes).
+          const code = error.code === 'model_not_allowed' ? 'model_not_found' : error.code;
+          throw new ServiceError(code, error.message, {
+            cause: error,
+            ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+          });
+        }
+        try {
+          return await route(destination, spec, { ...options, principal: leased });
+        } catch (error) {
+          // Refused before or during admission: a governor that took the lease already finished it (idempotent).
+          leased.lease?.finish(0);
+          throw error;
         }
       },
       cancelRun: (runId, reason) => {
@@ -725,6 +812,7 @@ class ClusterImpl implements EdgeCluster {
     this.closing ??= (async () => {
       for (const timer of this.timers) clearInterval(timer);
       this.subscription?.close();
+      this.limits?.close();
       for (const stop of this.stopWatches) stop();
       this.clusterRefresher?.close();
       for (const forward of [...this.forwarded.values()]) {
@@ -785,6 +873,7 @@ export class ForwardedStream {
   private endedAt: number | undefined;
   private backendMs = 0;
   private lastSeq = 0;
+  private admitted: ((reply: ForwardReply | Error) => void) | undefined;
 
   constructor(
     private readonly capacity: number,
@@ -803,7 +892,43 @@ export class ForwardedStream {
     else this.endListeners.push(listener);
   }
 
-  receive(message: ForwardMessage): void {
+  /**
+   * The owner's answer to the forward: resolves with its reply, rejects when it says nothing within `timeoutMs`,
+   * when nothing listens on its subject, or when the stream ends first (the owner went away while the run
+   * waited in its queue: the heartbeat sweep ends the stream).
+   */
+  admission(timeoutMs: number): Promise<ForwardReply> {
+    return new Promise<ForwardReply>((resolve, reject) => {
+      const timer = setTimeout(() => settle(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      timer.unref?.();
+      const settle = (reply: ForwardReply | Error): void => {
+        if (this.admitted === undefined) return;
+        this.admitted = undefined;
+        clearTimeout(timer);
+        if (reply instanceof Error) reject(reply);
+        else resolve(reply);
+      };
+      this.admitted = settle;
+      this.onEnd(() =>
+        settle(
+          new Error(
+            this.outcome?.status === 'error' ? this.outcome.message : 'the run ended before it was admitted',
+          ),
+        ),
+      );
+    });
+  }
+
+  /** Settles a pending admission (the owner's reply, or why there is none); later calls are ignored. */
+  admit(reply: ForwardReply | Error): void {
+    this.admitted?.(reply);
+  }
+
+  receive(message: ForwardMessage | ForwardReply): void {
+    if ('ok' in message) {
+      this.admit(message);
+      return;
+    }
     if (message.t === 'events') {
       for (const event of message.events) this.receiveEvent(event);
       return;
@@ -864,9 +989,13 @@ export class ForwardedStream {
     this.wake?.();
   }
 
+  /** True when the run ended here rather than on the owner's word (owner gone, deadline, overflow, stop). */
+  endedHere = false;
+
   /** Ends the run here with an error part (the owner is gone or never took it); idempotent. */
   fail(code: string, message: string): void {
     if (this.ended) return;
+    this.endedHere = true;
     this.push({ type: 'error', code, message, retryable: true, backendMs: 0 });
     this.end({ status: 'error', code, message });
   }

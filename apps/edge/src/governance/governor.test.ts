@@ -179,4 +179,55 @@ describe('governor', () => {
     expect(periodAt(at, 'day')).toEqual({ startMs: Date.UTC(2026, 1, 28), endMs: Date.UTC(2026, 2, 1) });
     expect(periodAt(at, 'month')).toEqual({ startMs: Date.UTC(2026, 1, 1), endMs: Date.UTC(2026, 2, 1) });
   });
+
+  it('reserve takes only the limits (no usage record); the lease returns the slot and corrects the tokens', () => {
+    const { governor, records, clock } = setup();
+    const principal = key({ max_concurrent: 1, tpm: 100 });
+    const lease = governor.reserve(principal, 60);
+    expect(refusal(() => governor.reserve(principal, 1)).limit).toBe('max_concurrent');
+    lease.finish(10);
+    lease.finish(10);
+    expect(records).toEqual([]);
+    expect(governor.snapshot()).toEqual([
+      {
+        principal: 'team-a',
+        inFlight: 0,
+        requestsLastMinute: 1,
+        tokensLastMinute: 10,
+        budgetSpent: undefined,
+      },
+    ]);
+    clock.advance(1000);
+    governor.reserve(principal, 1).finish(1);
+  });
+
+  it('a principal carrying a lease (limits taken on its home edge) is not counted here, only recorded', () => {
+    const home = setup();
+    const here = setup();
+    const principal = key({ max_concurrent: 1, models: ['model-a'] });
+    const lease = home.governor.reserve(principal, 5);
+    const admission = here.governor.admit({
+      principal: { ...principal, lease },
+      surface: 'openai',
+      model: 'model-a',
+      estimatedTokens: 5,
+    });
+    // Counted on the home edge only: here, the same key is still free.
+    expect(here.governor.snapshot()).toEqual([]);
+    expect(refusal(() => home.governor.reserve(principal, 1)).limit).toBe('max_concurrent');
+    // The allow-list is still checked where the run is admitted.
+    expect(
+      refusal(() =>
+        here.governor.admit({
+          principal: { ...principal, lease },
+          surface: 'openai',
+          model: 'x',
+          estimatedTokens: 1,
+        }),
+      ).code,
+    ).toBe('model_not_allowed');
+    admission.finish(end(3, 4));
+    expect(here.records).toMatchObject([{ principal: 'team-a', inputTokens: 3, outputTokens: 4 }]);
+    expect(home.governor.snapshot()[0]).toMatchObject({ inFlight: 0, tokensLastMinute: 7 });
+  });
 });

@@ -3,6 +3,9 @@
 // its estimated tokens). The returned Admission is the run's handle on those: `finish` (exactly once, later calls
 // ignored) returns the slot, corrects tpm and the budget from the estimate to the tokens the backend reported,
 // and records the run's usage. Limits live in this process: one edge is one counter (no per-replica drift).
+// In cluster mode a key's limits are counted on its home edge (cluster/cluster-limits.ts): that edge calls
+// `reserve`, and the run's principal carries the resulting lease (`Principal.lease`), so the governor that admits
+// the run checks only the allow-list, hands the tokens the run used back to the lease, and records its usage.
 //
 // Budgets count prompt + completion tokens per UTC day or month; the spent figure of the current period is read
 // from the usage store the first time a key is seen in that period, so a restart keeps what was spent. A budget
@@ -36,6 +39,12 @@ export interface RunEnd {
   node: string;
   queueMs: number;
   durationMs: number;
+}
+
+/** A key's limits taken for one run (a slot, one request, the estimated tokens). */
+export interface LimitLease {
+  /** Returns the slot and corrects tpm and the budget from the estimate to `actualTokens`. Idempotent. */
+  finish(actualTokens: number): void;
 }
 
 export interface Admission {
@@ -74,6 +83,11 @@ export interface GovernorSnapshot {
 export interface Governor {
   /** Checks and takes the principal's limits; throws GovernanceError when a limit refuses. */
   admit(request: AdmissionRequest): Admission;
+  /**
+   * Checks and takes only the principal's limits in this process's counters (no allow-list, no usage record):
+   * what a key's home edge does for a run admitted elsewhere. Throws GovernanceError when a limit refuses.
+   */
+  reserve(principal: Principal, estimatedTokens: number): LimitLease;
   /** Current counters per principal seen (tests, dashboard). */
   snapshot(): GovernorSnapshot[];
 }
@@ -127,75 +141,99 @@ export function createGovernor(options: GovernorOptions): Governor {
     throw error;
   }
 
+  /** Checks and takes the principal's limits (max_concurrent, rpm, tpm, budget) at `now`. */
+  function take(principal: Principal, estimate: number, now: number): LimitLease {
+    const state = stateOf(principal.id);
+    if (principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
+      refuse(
+        principal,
+        new GovernanceError(
+          'concurrency_limited',
+          'max_concurrent',
+          `key '${principal.id}' already has ${state.inFlight} run(s) in flight (max_concurrent ${principal.maxConcurrent})`,
+          1,
+        ),
+      );
+    }
+    if (principal.rpm !== null) {
+      const waitMs = state.requests.waitMs(now, principal.rpm, 1);
+      if (waitMs > 0) {
+        refuse(
+          principal,
+          new GovernanceError(
+            'rate_limited',
+            'rpm',
+            `key '${principal.id}' is over its limit of ${principal.rpm} requests per minute`,
+            seconds(waitMs),
+          ),
+        );
+      }
+    }
+    if (principal.tpm !== null) {
+      const used = state.tokens.total(now);
+      if (used >= principal.tpm) {
+        refuse(
+          principal,
+          new GovernanceError(
+            'rate_limited',
+            'tpm',
+            `key '${principal.id}' is over its limit of ${principal.tpm} tokens per minute`,
+            seconds(state.tokens.waitMs(now, principal.tpm - 1, 0)),
+          ),
+        );
+      }
+    }
+    const budget = budgetOf(principal, state, now);
+    if (budget && principal.tokenBudget && budget.spent + budget.reserved >= principal.tokenBudget.tokens) {
+      refuse(
+        principal,
+        new GovernanceError(
+          'budget_exhausted',
+          'token_budget',
+          `key '${principal.id}' has used its budget of ${principal.tokenBudget.tokens} tokens per ${principal.tokenBudget.per}`,
+          seconds(budget.endMs - now),
+        ),
+      );
+    }
+    state.inFlight += 1;
+    state.requests.add(now, 1);
+    state.tokens.add(now, estimate);
+    /** What this run reserved against the budget (0 when the key had no budget at admission). */
+    const reserved = budget ? estimate : 0;
+    if (budget) budget.reserved += estimate;
+    let finished = false;
+    return {
+      finish(actualTokens) {
+        if (finished) return;
+        finished = true;
+        state.inFlight -= 1;
+        state.tokens.add(now, actualTokens - estimate);
+        // The run's usage is recorded now, so its tokens count in the period current now (reservations carry
+        // over a period change).
+        if (state.budget) {
+          state.budget.reserved = Math.max(0, state.budget.reserved - reserved);
+          state.budget.spent += actualTokens;
+        }
+      },
+    };
+  }
+
   return {
     admit(request) {
       const { principal } = request;
       const estimate = Math.max(0, Math.ceil(request.estimatedTokens));
-      const now = clock.now();
-      if (!principal) return openAdmission('', request, undefined, estimate, now, 0);
+      if (!principal) return openAdmission('', request, undefined);
       if (!allowsModel(principal, request.model)) {
         refuse(
           principal,
           new GovernanceError('model_not_allowed', 'models', `The model '${request.model}' does not exist`),
         );
       }
-      const state = stateOf(principal.id);
-      if (principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
-        refuse(
-          principal,
-          new GovernanceError(
-            'concurrency_limited',
-            'max_concurrent',
-            `key '${principal.id}' already has ${state.inFlight} run(s) in flight (max_concurrent ${principal.maxConcurrent})`,
-            1,
-          ),
-        );
-      }
-      if (principal.rpm !== null) {
-        const waitMs = state.requests.waitMs(now, principal.rpm, 1);
-        if (waitMs > 0) {
-          refuse(
-            principal,
-            new GovernanceError(
-              'rate_limited',
-              'rpm',
-              `key '${principal.id}' is over its limit of ${principal.rpm} requests per minute`,
-              seconds(waitMs),
-            ),
-          );
-        }
-      }
-      if (principal.tpm !== null) {
-        const used = state.tokens.total(now);
-        if (used >= principal.tpm) {
-          refuse(
-            principal,
-            new GovernanceError(
-              'rate_limited',
-              'tpm',
-              `key '${principal.id}' is over its limit of ${principal.tpm} tokens per minute`,
-              seconds(state.tokens.waitMs(now, principal.tpm - 1, 0)),
-            ),
-          );
-        }
-      }
-      const budget = budgetOf(principal, state, now);
-      if (budget && principal.tokenBudget && budget.spent + budget.reserved >= principal.tokenBudget.tokens) {
-        refuse(
-          principal,
-          new GovernanceError(
-            'budget_exhausted',
-            'token_budget',
-            `key '${principal.id}' has used its budget of ${principal.tokenBudget.tokens} tokens per ${principal.tokenBudget.per}`,
-            seconds(budget.endMs - now),
-          ),
-        );
-      }
-      state.inFlight += 1;
-      state.requests.add(now, 1);
-      state.tokens.add(now, estimate);
-      if (budget) budget.reserved += estimate;
-      return openAdmission(principal.id, request, state, estimate, now, budget ? estimate : 0);
+      // Limits taken on the key's home edge (cluster mode) travel with the principal.
+      return openAdmission(principal.id, request, principal.lease ?? take(principal, estimate, clock.now()));
+    },
+    reserve(principal, estimatedTokens) {
+      return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now());
     },
     snapshot() {
       const now = clock.now();
@@ -212,11 +250,8 @@ export function createGovernor(options: GovernorOptions): Governor {
   function openAdmission(
     principal: string,
     request: AdmissionRequest,
-    state: PrincipalState | undefined,
-    estimate: number,
-    admittedAt: number,
-    /** What this run reserved against the budget (0 when the key had no budget at admission). */
-    reserved: number,
+    /** The principal's limits taken for this run; undefined for an anonymous run. */
+    lease: LimitLease | undefined,
   ): Admission {
     let finished = false;
     return {
@@ -224,17 +259,9 @@ export function createGovernor(options: GovernorOptions): Governor {
       finish(end) {
         if (finished) return;
         finished = true;
-        const actual = Math.max(0, end.usage.inputTokens) + Math.max(0, end.usage.outputTokens);
-        if (state) {
-          state.inFlight -= 1;
-          state.tokens.add(admittedAt, actual - estimate);
-          // The record below is stamped now, so its tokens count in the period current now (reservations carry
-          // over a period change).
-          if (state.budget) {
-            state.budget.reserved = Math.max(0, state.budget.reserved - reserved);
-            state.budget.spent += actual;
-          }
-        }
+        const inputTokens = Math.max(0, end.usage.inputTokens);
+        const outputTokens = Math.max(0, end.usage.outputTokens);
+        lease?.finish(inputTokens + outputTokens);
         options.sink.record({
           atMs: clock.now(),
           runId: end.runId,
@@ -243,8 +270,8 @@ export function createGovernor(options: GovernorOptions): Governor {
           model: request.model,
           provider: end.provider,
           node: end.node,
-          inputTokens: Math.max(0, end.usage.inputTokens),
-          outputTokens: Math.max(0, end.usage.outputTokens),
+          inputTokens,
+          outputTokens,
           queueMs: end.queueMs,
           durationMs: end.durationMs,
           outcome: end.outcome,

@@ -3,6 +3,7 @@
 // against every known key without an early exit, so timing reveals neither which key nor how much of one matched.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyConfig, TokenBudgetConfig } from '@iop/config';
+import type { LimitLease } from './governor.js';
 
 export interface Principal {
   /** The key id (never the secret): usage records, metrics and logs name it. */
@@ -13,6 +14,11 @@ export interface Principal {
   readonly tpm: number | null;
   readonly maxConcurrent: number | null;
   readonly tokenBudget: TokenBudgetConfig | null;
+  /**
+   * Cluster mode: this run's share of the key's limits, already taken on the key's home edge. The governor that
+   * admits the run then counts nothing itself and hands the run's tokens to the lease when it ends.
+   */
+  readonly lease?: LimitLease;
 }
 
 /** Id of the principal the A2A `bearer_token` shortcut resolves to. */

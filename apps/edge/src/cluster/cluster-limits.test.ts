@@ -1,0 +1,203 @@
+// Cluster-wide key limits over a real nats-server (skipped with one printed line when it is missing): three edges,
+// each with its own governor, agree on one home per key and count the key there, whichever edge asks.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { GovernanceError } from '../governance/errors.js';
+import { createGovernor, type Governor } from '../governance/governor.js';
+import { principalOf, type Principal } from '../governance/principal.js';
+import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { silentLogger } from '../logging.js';
+import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
+import { createClusterLimits, rendezvousHome, type ClusterLimits } from './cluster-limits.js';
+
+const available = natsServerAvailable('cluster limits tests');
+const suite = available ? describe : describe.skip;
+
+function key(overrides: Partial<Parameters<typeof principalOf>[0]> = {}): Principal {
+  return principalOf({
+    id: 'team-a',
+    key: 'sk',
+    key_sha256: '',
+    models: [],
+    rpm: null,
+    tpm: null,
+    max_concurrent: null,
+    token_budget: null,
+    ...overrides,
+  });
+}
+
+interface TestEdge {
+  id: string;
+  governor: Governor;
+  limits: ClusterLimits;
+  nc: NatsConnection;
+}
+
+let nats: NatsServer;
+const edges: TestEdge[] = [];
+const clock = new ManualClock();
+
+async function startEdges(ids: string[], live: () => string[] = () => ids): Promise<TestEdge[]> {
+  const started: TestEdge[] = [];
+  for (const id of ids) {
+    const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+    const governor = createGovernor({
+      clock,
+      sink: { record: () => undefined },
+      spent: { tokensSince: () => 0 },
+    });
+    const limits = createClusterLimits({
+      nc,
+      edgeId: id,
+      liveEdges: () => live().filter((other) => other !== id),
+      governor,
+      logger: silentLogger,
+      timeoutMs: 1000,
+    });
+    await nc.flush();
+    const edge = { id, governor, limits, nc };
+    edges.push(edge);
+    started.push(edge);
+  }
+  return started;
+}
+
+async function refusal(run: () => Promise<unknown>): Promise<GovernanceError> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof GovernanceError) return error;
+    throw error;
+  }
+  throw new Error('expected a GovernanceError');
+}
+
+async function waitFor(predicate: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('rendezvousHome', () => {
+  it('picks one edge per key whatever the order, and moves only the keys of an edge that leaves', () => {
+    const all = ['edge-a', 'edge-b', 'edge-c'];
+    const keys = Array.from({ length: 300 }, (_, index) => `key-${index}`);
+    const homes = keys.map((id) => rendezvousHome(all, id));
+    expect(keys.map((id) => rendezvousHome([...all].reverse(), id))).toEqual(homes);
+    // Spread over every edge.
+    for (const edgeId of all) expect(homes.filter((home) => home === edgeId).length).toBeGreaterThan(50);
+    const without = keys.map((id) => rendezvousHome(['edge-a', 'edge-c'], id));
+    keys.forEach((_, index) => {
+      if (homes[index] !== 'edge-b') expect(without[index]).toBe(homes[index]);
+    });
+  });
+});
+
+suite('cluster-wide key limits over NATS', () => {
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  });
+  afterEach(async () => {
+    for (const edge of edges.splice(0)) {
+      edge.limits.close();
+      await edge.nc.close();
+    }
+  });
+  afterAll(async () => {
+    await nats?.stop();
+  });
+
+  it('admits max_concurrent 2 cluster-wide across three edges, and frees the slot when a run ends', async () => {
+    const all = await startEdges(['edge-a', 'edge-b', 'edge-c']);
+    const principal = key({ max_concurrent: 2 });
+    const home = all[0]?.limits.homeOf(principal.id);
+    for (const edge of all) expect(edge.limits.homeOf(principal.id)).toBe(home);
+    const [a, b, c] = all as [TestEdge, TestEdge, TestEdge];
+    const first = await a.limits.reserve(principal, 10);
+    const second = await b.limits.reserve(principal, 10);
+    expect(first.lease).toBeDefined();
+    expect(second.lease).toBeDefined();
+    const refused = await refusal(() => c.limits.reserve(principal, 10));
+    expect(refused).toMatchObject({
+      code: 'concurrency_limited',
+      limit: 'max_concurrent',
+      retryAfterSeconds: 1,
+    });
+    expect(await refusal(() => a.limits.reserve(principal, 10))).toMatchObject({
+      code: 'concurrency_limited',
+    });
+    const homeEdge = all.find((edge) => edge.id === home) as TestEdge;
+    expect(homeEdge.limits.held).toBe(2);
+    // Only the home counts the key.
+    for (const edge of all) {
+      expect(edge.governor.snapshot().length).toBe(edge.id === home ? 1 : 0);
+    }
+    first.lease?.finish(7);
+    first.lease?.finish(7);
+    await waitFor(() => homeEdge.limits.held === 1);
+    expect(homeEdge.governor.snapshot()[0]).toMatchObject({ inFlight: 1, tokensLastMinute: 17 });
+    const third = await c.limits.reserve(principal, 1);
+    expect(third.lease).toBeDefined();
+  });
+
+  it('counts rpm cluster-wide: the limit is reached whichever edge the requests arrive at', async () => {
+    const all = await startEdges(['edge-a', 'edge-b']);
+    const principal = key({ rpm: 3 });
+    const admitted: boolean[] = [];
+    for (let index = 0; index < 6; index += 1) {
+      const edge = all[index % 2];
+      try {
+        const leased = await edge.limits.reserve(principal, 1);
+        leased.lease?.finish(1);
+        admitted.push(true);
+      } catch (error) {
+        expect(error).toMatchObject({ code: 'rate_limited', limit: 'rpm' });
+        expect((error as GovernanceError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+        admitted.push(false);
+      }
+    }
+    expect(admitted).toEqual([true, true, true, false, false, false]);
+  });
+
+  it('a run forwarded with a lease releases it on the home from the edge that ran it', async () => {
+    const all = await startEdges(['edge-a', 'edge-b', 'edge-c']);
+    const principal = key({ max_concurrent: 1 });
+    const home = all[0]?.limits.homeOf(principal.id);
+    const homeEdge = all.find((edge) => edge.id === home) as TestEdge;
+    const [requester, owner] = all.filter((edge) => edge.id !== home) as [TestEdge, TestEdge];
+    const leased = await requester.limits.reserve(principal, 4);
+    const lease = leased.lease as unknown as { ref: { home: string; id: string } };
+    expect(lease.ref.home).toBe(home);
+    // The owner rebuilds the principal from the wire and finishes the lease when the run ends.
+    const atOwner = owner.limits.withLease(principal, lease.ref);
+    atOwner.lease?.finish(9);
+    await waitFor(() => homeEdge.limits.held === 0);
+    // The requester's own release (e.g. after a refusal) changes nothing: releases are idempotent per lease.
+    leased.lease?.finish(0);
+    await owner.nc.flush();
+    await requester.nc.flush();
+    expect(homeEdge.governor.snapshot()[0]).toMatchObject({ inFlight: 0, tokensLastMinute: 9 });
+  });
+
+  it('releases the leases of an edge that left, and counts locally while a home does not answer', async () => {
+    let live = ['edge-a', 'edge-b', 'edge-ghost'];
+    const [a, b] = await startEdges(['edge-a', 'edge-b'], () => live);
+    const limitsA = a.limits;
+    // A key whose home is the edge that is not there (its state not yet expired): this edge counts the run.
+    const ids = Array.from({ length: 50 }, (_, index) => `key-${index}`);
+    const ghostKey = ids.find((id) => limitsA.homeOf(id) === 'edge-ghost') as string;
+    const orphan = await limitsA.reserve(key({ id: ghostKey, max_concurrent: 1 }), 1);
+    expect(orphan.lease).toBeUndefined();
+    live = ['edge-a', 'edge-b'];
+    const homeB = ids.find((id) => limitsA.homeOf(id) === 'edge-b') as string;
+    const principal = key({ id: homeB, max_concurrent: 1 });
+    await limitsA.reserve(principal, 1);
+    expect(b.limits.held).toBe(1);
+    b.limits.edgeGone('edge-a');
+    expect(b.limits.held).toBe(0);
+    expect((await limitsA.reserve(principal, 1)).lease).toBeDefined();
+  });
+});

@@ -1,0 +1,261 @@
+// Cluster-wide key limits (cluster mode). Every key with a limit (max_concurrent, rpm, tpm, token_budget) has one
+// home edge: the live edge with the highest rendezvous hash of (edge id, key id), which every edge computes alike
+// from its view of the live edges. The home's governor counts the key for the whole cluster: the edge a request
+// reaches asks the home to reserve (request `iop.limits.<home>`, or a direct call when it is the home itself), and
+// the run's principal carries the lease (`Principal.lease`) to the edge that admits it, here or forwarded. When
+// the run ends, that edge's governor hands the run's tokens to the lease, which tells the home (publish
+// `iop.limits.<home>` `release`; releases are idempotent per lease id). agent-contract/inner/edge-cluster.md
+// lists what is exact and where the overshoot is bounded (home changes, an unreachable home).
+//
+// Keys without limits, anonymous runs and single edges never come here: no NATS message on their path.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { GovernanceError, type GovernanceErrorCode, type GovernanceLimit } from '../governance/errors.js';
+import type { Governor, LimitLease } from '../governance/governor.js';
+import type { Principal } from '../governance/principal.js';
+import type { Logger } from '../logging.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
+
+/** Where a lease is held: its home edge and its id there. */
+export interface LeaseRef {
+  home: string;
+  id: string;
+}
+
+type LimitsMessage =
+  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number }
+  | { op: 'release'; id: string; tokens: number };
+
+type ReserveReply =
+  | { ok: true; id: string }
+  /** The home could not count (e.g. its usage store failed): the run is counted where it is admitted. */
+  | { ok: false; failed: string }
+  | {
+      ok: false;
+      code: GovernanceErrorCode;
+      limit: GovernanceLimit;
+      message: string;
+      retryAfterSeconds: number | null;
+    };
+
+/** A run's share of a key's limits, held on the key's home edge. */
+export class ClusterLease implements LimitLease {
+  private finished = false;
+
+  constructor(
+    readonly ref: LeaseRef,
+    private readonly release: (ref: LeaseRef, tokens: number) => void,
+  ) {}
+
+  finish(actualTokens: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.release(this.ref, actualTokens);
+  }
+}
+
+export interface ClusterLimitsOptions {
+  nc: NatsConnection;
+  edgeId: string;
+  /** The other live edges (this one excluded). */
+  liveEdges(): string[];
+  /** This edge's governor: counts the keys this edge is home to. */
+  governor: Governor;
+  logger: Logger;
+  /** How long a reserve may wait for the home's answer before this edge counts the run itself (default 5 s). */
+  timeoutMs?: number;
+}
+
+export interface ClusterLimits {
+  /** The home edge of a key id among the live edges. */
+  homeOf(principalId: string): string;
+  /**
+   * Reserves the key's limits for one run on its home edge. Resolves the principal the run is admitted with: a
+   * copy carrying the lease, or the principal itself when it has no limit or the home did not answer (then the
+   * edge that admits the run counts it locally). Throws GovernanceError when the home refuses.
+   */
+  reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+  /** The principal of a run forwarded here with a lease another edge reserved. */
+  withLease(principal: Principal, ref: LeaseRef): Principal;
+  /** Leases this edge holds as a home (tests, metrics). */
+  readonly held: number;
+  /** Releases the leases an edge that left had reserved here (their runs ended with it). */
+  edgeGone(edgeId: string): void;
+  close(): void;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function hasLimits(principal: Principal): boolean {
+  return (
+    principal.maxConcurrent !== null ||
+    principal.rpm !== null ||
+    principal.tpm !== null ||
+    principal.tokenBudget !== null
+  );
+}
+
+/** FNV-1a over the UTF-16 code units: a cheap, stable 32-bit hash (rendezvous scores). */
+function score(edgeId: string, principalId: string): number {
+  let hash = 0x811c9dc5;
+  const text = `${edgeId}\u0000${principalId}`;
+  for (let index = 0; index < text.length; index += 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  // A final avalanche so that ids differing only at the end spread over the edges.
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  return hash >>> 0;
+}
+
+/** The edge with the highest score; ties go to the smaller id (every edge decides alike). */
+export function rendezvousHome(edges: readonly string[], principalId: string): string {
+  let best = '';
+  let bestScore = -1;
+  for (const edgeId of edges) {
+    const value = score(edgeId, principalId);
+    if (value > bestScore || (value === bestScore && edgeId < best)) {
+      best = edgeId;
+      bestScore = value;
+    }
+  }
+  return best;
+}
+
+export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimits {
+  const { nc, edgeId, governor, logger } = options;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  /** Leases this edge holds as the home, by id. */
+  const held = new Map<string, { from: string; estimate: number; lease: LimitLease }>();
+  let sequence = 0;
+
+  function releaseHeld(id: string, tokens: number): void {
+    const entry = held.get(id);
+    if (!entry) return;
+    held.delete(id);
+    entry.lease.finish(tokens);
+  }
+
+  function release(ref: LeaseRef, tokens: number): void {
+    if (ref.home === edgeId) {
+      releaseHeld(ref.id, tokens);
+      return;
+    }
+    if (nc.isClosed()) return;
+    nc.publish(
+      `iop.limits.${ref.home}`,
+      encoder.encode(JSON.stringify({ op: 'release', id: ref.id, tokens } satisfies LimitsMessage)),
+    );
+  }
+
+  /** Reserves on this edge (it is the key's home): throws GovernanceError on refusal. */
+  function reserveHere(principal: Principal, estimate: number, from: string): LeaseRef {
+    const lease = governor.reserve(principal, estimate);
+    const id = `${edgeId}.${(sequence += 1).toString(36)}`;
+    held.set(id, { from, estimate, lease });
+    return { home: edgeId, id };
+  }
+
+  const subscription = nc.subscribe(`iop.limits.${edgeId}`, {
+    callback: (error, msg) => {
+      if (error) return;
+      let message: LimitsMessage;
+      try {
+        message = JSON.parse(decoder.decode(msg.data)) as LimitsMessage;
+      } catch {
+        logger.warn({}, 'cluster: malformed limits message ignored');
+        return;
+      }
+      if (message.op === 'release') {
+        releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
+        return;
+      }
+      if (message.op !== 'reserve') return;
+      let reply: ReserveReply;
+      try {
+        const ref = reserveHere(
+          fromWirePrincipal(message.principal),
+          Math.max(0, Number(message.estimate) || 0),
+          message.from,
+        );
+        reply = { ok: true, id: ref.id };
+      } catch (caught) {
+        if (!(caught instanceof GovernanceError)) {
+          const text = caught instanceof Error ? caught.message : String(caught);
+          logger.warn({ error: text }, 'cluster: reserving a key’s limits failed');
+          msg.respond(encoder.encode(JSON.stringify({ ok: false, failed: text } satisfies ReserveReply)));
+          return;
+        }
+        reply = {
+          ok: false,
+          code: caught.code,
+          limit: caught.limit,
+          message: caught.message,
+          retryAfterSeconds: caught.retryAfterSeconds ?? null,
+        };
+      }
+      msg.respond(encoder.encode(JSON.stringify(reply)));
+    },
+  });
+
+  const homeOf = (principalId: string): string =>
+    rendezvousHome([edgeId, ...options.liveEdges()], principalId);
+
+  return {
+    homeOf,
+    async reserve(principal, estimatedTokens) {
+      if (!hasLimits(principal)) return principal;
+      const estimate = Math.max(0, Math.ceil(estimatedTokens));
+      const home = homeOf(principal.id);
+      if (home === edgeId) {
+        return { ...principal, lease: new ClusterLease(reserveHere(principal, estimate, edgeId), release) };
+      }
+      let reply: ReserveReply;
+      try {
+        const message: LimitsMessage = {
+          op: 'reserve',
+          from: edgeId,
+          principal: toWirePrincipal(principal),
+          estimate,
+        };
+        const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
+          timeout: timeoutMs,
+        });
+        reply = JSON.parse(decoder.decode(response.data)) as ReserveReply;
+        if (!reply.ok && 'failed' in reply) throw new Error(reply.failed);
+      } catch (caught) {
+        // The home went away (its state not yet expired) or is stuck: this run is counted where it is admitted.
+        logger.warn(
+          { principal: principal.id, home, error: caught instanceof Error ? caught.message : String(caught) },
+          'cluster: the key’s home edge did not answer; counting this run locally',
+        );
+        return principal;
+      }
+      if (!reply.ok && !('failed' in reply)) {
+        throw new GovernanceError(
+          reply.code,
+          reply.limit,
+          reply.message,
+          reply.retryAfterSeconds ?? undefined,
+        );
+      }
+      return reply.ok
+        ? { ...principal, lease: new ClusterLease({ home, id: reply.id }, release) }
+        : principal;
+    },
+    withLease(principal, ref) {
+      return { ...principal, lease: new ClusterLease(ref, release) };
+    },
+    get held() {
+      return held.size;
+    },
+    edgeGone(gone) {
+      for (const [id, entry] of held) if (entry.from === gone) releaseHeld(id, entry.estimate);
+    },
+    close() {
+      subscription.unsubscribe();
+    },
+  };
+}
