@@ -10,7 +10,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { fixedRate, maxThroughput, stream } from './lib/load.mjs';
+import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
 import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
 import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
 
@@ -80,6 +80,25 @@ try {
       }),
     }),
   );
+  // Time to first token, IOP minus direct: medians of 30 sequential short streams through each.
+  const ttftMedian = async (base) => {
+    const values = [];
+    for (let index = 0; index < 30; index += 1) {
+      const result = await stream({
+        url: `${base}/v1/chat/completions`,
+        body: JSON.stringify({
+          model: MODEL,
+          messages: [{ role: 'user', content: 'x' }],
+          stream: true,
+          max_tokens: 16,
+        }),
+      });
+      values.push(result.ttftMs);
+    }
+    return summarize(values).p50;
+  };
+  const ttftIop = await ttftMedian(iop.openaiUrl);
+  const ttftDirect = await ttftMedian(backend.match[1]);
   const perToken = (role) => ((streamed.spent[role] * 1000) / Math.max(1, streamed.result.tokens)).toFixed(1);
   process.stdout.write(
     [
@@ -94,6 +113,7 @@ try {
         : []),
       `stream: ${streamed.result.tokens} tokens, ${streamed.result.tokensPerS.toFixed(0)} tokens/s, ` +
         `CPU µs/token node ${perToken('node')} edge ${perToken('edge')}`,
+      `TTFT p50: IOP ${ttftIop.toFixed(2)} ms, direct ${ttftDirect.toFixed(2)} ms, added ${(ttftIop - ttftDirect).toFixed(2)} ms`,
     ].join('\n') + '\n',
   );
 } finally {
