@@ -108,7 +108,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           onWriteFailure: (failure) =>
             logger.warn(
               { ...failure },
-              'run history write failed; events wait in memory (bounded) for a retry',
+              'run history write failed; events and run starts/ends wait in memory (bounded) for a retry',
             ),
         });
         history = opened.history;
