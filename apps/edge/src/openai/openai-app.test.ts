@@ -1,3 +1,6 @@
+import { getEventListeners } from 'node:events';
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import type { RunEventPart } from '@iop/wire';
@@ -9,6 +12,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from './test-support/openai-harness.js';
+import { disconnectSignal } from './openai-app.js';
 
 let harness: Harness | undefined;
 
@@ -460,6 +464,37 @@ describe('more shapes', () => {
     controller.abort();
     await pending;
     await eventually(() => expect(service.cancels).toBe(1));
+  });
+});
+
+describe('connection reuse', () => {
+  it('serves many requests on one keep-alive connection without piling up disconnect listeners', async () => {
+    const { url, server } = await start();
+    const serverSockets: Socket[] = [];
+    server.on('connection', (socket: Socket) => serverSockets.push(socket));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let index = 0; index < 30; index += 1) {
+        const status = await new Promise<number>((resolve, reject) => {
+          const request = http.request(
+            `${url}/v1/chat/completions`,
+            { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+            (response) => {
+              response.resume();
+              response.on('end', () => resolve(response.statusCode ?? 0));
+            },
+          );
+          request.on('error', reject);
+          request.end(JSON.stringify({ model: 'pooled', messages: user('x') }));
+        });
+        expect(status).toBe(200);
+      }
+      expect(serverSockets).toHaveLength(1);
+      const socket = serverSockets[0];
+      await eventually(() => expect(getEventListeners(disconnectSignal(socket), 'abort')).toHaveLength(0));
+    } finally {
+      agent.destroy();
+    }
   });
 });
 

@@ -15,6 +15,7 @@
 // or encoding) are handed to the express app, with identical results. Every JSON answer of both paths is
 // written by one function (`sendJson`).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
@@ -112,8 +113,6 @@ interface Exchange {
   readonly arrivedAt: number;
   /** The request's principal once authenticated; undefined = anonymous. */
   principal?: Principal | undefined;
-  /** Aborted when the client goes away before the response finished (made by the first run it serves). */
-  disconnect?: AbortController | undefined;
 }
 
 export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
@@ -172,9 +171,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const exchange: Exchange = { request, response, arrivedAt: performance.now() };
     const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url ?? '') : undefined;
     const fast = hot !== undefined && isPlainJsonRequest(request);
-    // One close listener per request: aborts the request's run when the client left early, and records it.
     response.once('close', () => {
-      if (!response.writableFinished) exchange.disconnect?.abort(new Error('client disconnected'));
       const route = fast ? hot : expressRouteLabel(response);
       metrics.requestFinished(
         route ?? 'other',
@@ -369,8 +366,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     },
   ): Promise<void> {
     const response = exchange.response;
-    exchange.disconnect ??= new AbortController();
-    const signal = exchange.disconnect.signal;
+    const signal = disconnectSignal(exchange.request.socket);
     const run = await runs.start(route, spec, signal);
     try {
       if (!stream) {
@@ -406,6 +402,27 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       run.finish('client disconnected');
     }
   }
+}
+
+const DISCONNECT = Symbol('iopDisconnect');
+
+/**
+ * The run-cancel signal of a client connection, aborted when the connection closes. One per connection, not per
+ * request (an AbortController costs ~2 µs to make): a connection closes between responses only when idle, with
+ * no run attached, so an abort always means a client that left before its response finished — the same cases
+ * as aborting when the response closes unfinished. Every run removes its listeners when it ends, so a
+ * keep-alive connection does not accumulate them.
+ */
+export function disconnectSignal(socket: Socket): AbortSignal {
+  const holder = socket as Socket & { [DISCONNECT]?: AbortController };
+  let controller = holder[DISCONNECT];
+  if (!controller) {
+    const created = new AbortController();
+    controller = created;
+    holder[DISCONNECT] = created;
+    socket.once('close', () => created.abort(new Error('client disconnected')));
+  }
+  return controller.signal;
 }
 
 /** The exchange express carries for the listener (set before the app is called). */

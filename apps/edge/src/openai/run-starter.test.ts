@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
@@ -97,6 +98,18 @@ describe('run starter', () => {
     await expect(run.handle.done).resolves.toMatchObject({ status: 'cancelled' });
     expect(service.cancels).toBe(1);
     expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('leaves no listener on the signal once its runs were read to the end (one signal serves a whole connection)', async () => {
+    const { starter } = setup(textRun(['a', 'b']));
+    const signal = new AbortController().signal;
+    for (let index = 0; index < 5; index += 1) {
+      const run = await starter.start(poolRoute, spec, signal);
+      expect(await drain(run.parts())).toBe(textRun(['a', 'b']).length);
+      run.finish('client disconnected');
+      await run.handle.done;
+    }
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('finish() cancels a run its reader abandoned, once', async () => {

@@ -71,6 +71,7 @@ export interface Harness {
   pool: ProviderPool;
   nodes: FakeNodes;
   config: EdgeConfig;
+  server: Server;
   close(): Promise<void>;
 }
 
@@ -98,6 +99,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     pool,
     nodes,
     config,
+    server,
     close: () =>
       new Promise<void>((resolve) => {
         closeOpenAIApp(app);
