@@ -85,26 +85,30 @@ describe('createNodeStore', () => {
     await expect(running.verify('late', rotated.token)).resolves.toEqual({ ok: true, source: 'store' });
   });
 
-  it('serves verifications that arrive together from one read of nodes.json, and later ones from a new one', async () => {
+  it('reads nodes.json again only when it changed, once for verifications that arrive together', async () => {
     const cli = createNodeStore({ dataDir });
     const tokens = await Promise.all(['a', 'b', 'c'].map(async (id) => (await cli.register(id)).token));
     const running = createNodeStore({ dataDir });
-    const stats = jest.spyOn(fsPromises, 'stat');
+    const reads = jest.spyOn(fsPromises, 'readFile');
     try {
-      const burst = await Promise.all(
-        Array.from({ length: 30 }, (_, index) =>
-          running.verify(['a', 'b', 'c'][index % 3], tokens[index % 3]),
-        ),
-      );
-      expect(burst.every((verdict) => verdict.ok)).toBe(true);
-      expect(stats).toHaveBeenCalledTimes(1);
-      // A verification after the burst reads again: a node registered meanwhile is seen.
+      const verifyBurst = () =>
+        Promise.all(
+          Array.from({ length: 30 }, (_, index) =>
+            running.verify(['a', 'b', 'c'][index % 3], tokens[index % 3]),
+          ),
+        );
+      expect((await verifyBurst()).every((verdict) => verdict.ok)).toBe(true);
+      expect(reads).toHaveBeenCalledTimes(1);
+      // Unchanged file: no read at all.
+      expect((await verifyBurst()).every((verdict) => verdict.ok)).toBe(true);
+      expect(reads).toHaveBeenCalledTimes(1);
+      // Changed by another process: the very next verification sees it.
       const { token } = await cli.register('d');
-      stats.mockClear();
+      reads.mockClear();
       await expect(running.verify('d', token)).resolves.toEqual({ ok: true, source: 'store' });
-      expect(stats).toHaveBeenCalledTimes(1);
+      expect(reads).toHaveBeenCalledTimes(1);
     } finally {
-      stats.mockRestore();
+      reads.mockRestore();
     }
   });
 
