@@ -10,6 +10,7 @@ import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
 import type { PeerCalls } from './cluster/peer-calls.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
+import type { UsageQuery, UsageRow } from './governance/usage-store.js';
 import { createTracing, type Tracing } from '@iop/tracing';
 import { CLOSE_REASONS } from '@iop/wire';
 import type { Logger } from './logging.js';
@@ -64,6 +65,8 @@ export interface EdgeCore {
   refresher: ConfigRefresher | undefined;
   /** Cluster mode only: calls to the other edges (A2A tasks held by another edge); undefined on one edge. */
   peers?: PeerCalls;
+  /** Cluster mode only: usage totals of every live edge added up (GetUsage); undefined on one edge. */
+  clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
   /** True once every surface started, false again when stopping (/readyz). */
   ready(): boolean;
 }
@@ -177,6 +180,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         registry: metrics.registry,
         // API-key limits are counted cluster-wide, each key on its home edge (cluster/cluster-limits.ts).
         governor: governance.governor,
+        usage: (query) => governance.usage(query),
       });
     } catch (error) {
       pool.close();
@@ -236,6 +240,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     governance,
     refresher: servedRefresher,
     ...(cluster ? { peers: cluster.peers } : {}),
+    ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;

@@ -51,7 +51,7 @@ export interface AdminHandlerDeps {
   refreshHandler?: () => RefreshHandler | undefined;
   refreshEnabled?: boolean;
   /** Usage totals (GetUsage); none = GetUsage answers UNAVAILABLE. */
-  usage?: (query: UsageQuery) => UsageRow[];
+  usage?: (query: UsageQuery) => UsageRow[] | Promise<UsageRow[]>;
   /** Required bearer token (an operator key); '' or undefined = none. */
   token?: string;
   /** Named keys with a role (`refresh.admin_keys`); with neither keys nor token the API is open (loopback). */
@@ -260,7 +260,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       return handler(request.mode, request.configYaml, request.configPath);
     }),
 
-    getUsage: unary('GetUsage', (request) => {
+    getUsage: unary('GetUsage', async (request) => {
       if (!deps.usage)
         throw new AdminCallError(status.UNAVAILABLE, 'usage_disabled', 'usage is not recorded');
       const by = request.by === '' ? 'key' : request.by;
@@ -271,7 +271,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
           `by must be one of ${USAGE_GROUPS.join(', ')}, not '${by}'`,
         );
       }
-      const rows = deps.usage({ by: by as UsageGroup, sinceMs: request.sinceUnixMs });
+      const rows = await deps.usage({ by: by as UsageGroup, sinceMs: request.sinceUnixMs });
       return GetUsageResponse.fromPartial({
         groups: rows.map((row) => ({
           group: row.group,

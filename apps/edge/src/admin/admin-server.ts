@@ -36,7 +36,7 @@ export interface AdminSurfaceOptions {
   /** How long close() lets running unary calls finish before forcing the server down. Default 2000 ms. */
   closeGraceMs?: number;
   /** Usage totals (GetUsage). Default: the runtime's governance; none = GetUsage answers UNAVAILABLE. */
-  usage?: (query: UsageQuery) => UsageRow[];
+  usage?: (query: UsageQuery) => UsageRow[] | Promise<UsageRow[]>;
 }
 
 /** What the admin surface uses of the runtime's core. */
@@ -53,6 +53,8 @@ export interface AdminSurfaceDeps {
   refresher: ConfigRefresher | undefined;
   /** Recorded usage (GetUsage); none = GetUsage answers UNAVAILABLE. */
   governance?: Pick<Governance, 'usage'>;
+  /** Cluster mode: usage of every live edge added up (GetUsage answers with it instead of this edge's own). */
+  clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
 }
 
 export interface AdminSurface {
@@ -87,7 +89,9 @@ export function createAdminSurface(
       ...options,
       refreshHandler: options.refreshHandler ?? (refresher ? refreshHandler(refresher) : undefined),
       usage:
-        options.usage ?? (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
+        options.usage ??
+        context.clusterUsage ??
+        (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
       listen: refresh.listen,
       token: refresh.admin_token,
       keys: refresh.admin_keys ?? [],

@@ -48,6 +48,8 @@ import {
 import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
+import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
+import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
@@ -78,6 +80,8 @@ export interface EdgeClusterOptions {
   registry?: Registry;
   /** This edge's governor: with it, API-key limits are counted cluster-wide on each key's home edge. */
   governor?: Governor;
+  /** This edge's usage totals (its usage store): with it, usage is answered cluster-wide. */
+  usage?: (query: UsageQuery) => UsageRow[];
 }
 
 export interface EdgeCluster {
@@ -100,6 +104,8 @@ export interface EdgeCluster {
   readonly peers: PeerCalls;
   /** Cluster-wide key limits; undefined without a governor. */
   readonly limits: ClusterLimits | undefined;
+  /** Usage totals of every live edge added up (GetUsage); undefined without `usage`. */
+  readonly usage: ((query: UsageQuery) => Promise<UsageRow[]>) | undefined;
   /** Ends forwarded runs, deletes this edge's state and node claims, closes the connection; idempotent. */
   close(): Promise<void>;
 }
@@ -241,6 +247,7 @@ class ClusterImpl implements EdgeCluster {
   private currentConfig: () => EdgeConfig;
   readonly peers: PeerCalls;
   readonly limits: ClusterLimits | undefined;
+  private readonly clusterUsage: ClusterUsage | undefined;
   private clusterRefresher: ClusterRefresher | undefined;
   private subscription: EventSubscription | undefined;
   private publishScheduled = false;
@@ -272,6 +279,9 @@ class ClusterImpl implements EdgeCluster {
           logger: options.logger,
         })
       : undefined;
+    this.clusterUsage = options.usage
+      ? createClusterUsage({ peers: this.peers, local: options.usage })
+      : undefined;
     this.service = this.wrap(options.service);
     this.metrics = options.registry
       ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
@@ -282,6 +292,11 @@ class ClusterImpl implements EdgeCluster {
     const impl = new ClusterImpl(options, nc, edgesKv, nodesKv);
     await impl.begin();
     return impl;
+  }
+
+  get usage(): ((query: UsageQuery) => Promise<UsageRow[]>) | undefined {
+    const clusterUsage = this.clusterUsage;
+    return clusterUsage ? (query) => clusterUsage.usage(query) : undefined;
   }
 
   get forwardedRuns(): number {
@@ -813,6 +828,7 @@ class ClusterImpl implements EdgeCluster {
       for (const timer of this.timers) clearInterval(timer);
       this.subscription?.close();
       this.limits?.close();
+      this.clusterUsage?.close();
       for (const stop of this.stopWatches) stop();
       this.clusterRefresher?.close();
       for (const forward of [...this.forwarded.values()]) {

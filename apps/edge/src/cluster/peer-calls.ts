@@ -14,6 +14,8 @@ export interface PeerCalls {
   serve(topic: string, handler: PeerHandler): () => void;
   /** The first answer of a live edge other than this one; undefined when none had it (or none answered). */
   ask(topic: string, payload: unknown): Promise<PeerAnswer | undefined>;
+  /** Every answer of the live edges other than this one, by edge id (edges that did not answer are left out). */
+  gather(topic: string, payload: unknown): Promise<Map<string, PeerAnswer>>;
 }
 
 const encoder = new TextEncoder();
@@ -26,6 +28,22 @@ export function createPeerCalls(deps: {
   timeoutMs?: number;
 }): PeerCalls {
   const timeoutMs = deps.timeoutMs ?? 10_000;
+  const askEvery = (topic: string, payload: unknown): Promise<[string, PeerAnswer | null][]> => {
+    const data = encoder.encode(JSON.stringify(payload));
+    return Promise.all(
+      deps.liveEdges().map(async (edgeId): Promise<[string, PeerAnswer | null]> => {
+        try {
+          const response = await deps.nc.request(`iop.call.${topic}.${edgeId}`, data, { timeout: timeoutMs });
+          return [
+            edgeId,
+            (JSON.parse(decoder.decode(response.data)) as { answer: PeerAnswer | null }).answer,
+          ];
+        } catch {
+          return [edgeId, null];
+        }
+      }),
+    );
+  };
   return {
     serve(topic, handler) {
       const subscription = deps.nc.subscribe(`iop.call.${topic}.${deps.edgeId}`, {
@@ -47,20 +65,12 @@ export function createPeerCalls(deps: {
       return () => subscription.unsubscribe();
     },
     async ask(topic, payload) {
-      const data = encoder.encode(JSON.stringify(payload));
-      const answers = await Promise.all(
-        deps.liveEdges().map(async (edgeId) => {
-          try {
-            const response = await deps.nc.request(`iop.call.${topic}.${edgeId}`, data, {
-              timeout: timeoutMs,
-            });
-            return (JSON.parse(decoder.decode(response.data)) as { answer: PeerAnswer | null }).answer;
-          } catch {
-            return null;
-          }
-        }),
-      );
-      return answers.find((answer): answer is PeerAnswer => answer !== null);
+      const answers = await askEvery(topic, payload);
+      return answers.find((answer): answer is [string, PeerAnswer] => answer[1] !== null)?.[1];
+    },
+    async gather(topic, payload) {
+      const answers = await askEvery(topic, payload);
+      return new Map(answers.filter((answer): answer is [string, PeerAnswer] => answer[1] !== null));
     },
   };
 }
