@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { GovernanceError } from '../governance/errors.js';
-import { createGovernor, type Governor } from '../governance/governor.js';
+import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { principalOf, type Principal } from '../governance/principal.js';
 import { ManualClock } from '../governance/test-support/manual-clock.js';
 import { silentLogger } from '../logging.js';
@@ -38,7 +38,11 @@ let nats: NatsServer;
 const edges: TestEdge[] = [];
 const clock = new ManualClock();
 
-async function startEdges(ids: string[], live: () => string[] = () => ids): Promise<TestEdge[]> {
+async function startEdges(
+  ids: string[],
+  live: () => string[] = () => ids,
+  spentElsewhere?: (principalId: string, sinceMs: number) => Promise<number>,
+): Promise<TestEdge[]> {
   const started: TestEdge[] = [];
   for (const id of ids) {
     const nc = await connect({ servers: nats.url, noAsyncTraces: true });
@@ -54,6 +58,8 @@ async function startEdges(ids: string[], live: () => string[] = () => ids): Prom
       governor,
       logger: silentLogger,
       timeoutMs: 1000,
+      now: () => clock.now(),
+      ...(spentElsewhere ? { spentElsewhere } : {}),
     });
     await nc.flush();
     const edge = { id, governor, limits, nc };
@@ -199,5 +205,26 @@ suite('cluster-wide key limits over NATS', () => {
     b.limits.edgeGone('edge-a');
     expect(b.limits.held).toBe(0);
     expect((await limitsA.reserve(principal, 1)).lease).toBeDefined();
+  });
+
+  it('a budget counts what the other edges spent this period (asked once per key), then what the runs report', async () => {
+    const asked: [string, number][] = [];
+    const all = await startEdges(['edge-a', 'edge-b'], undefined, (principalId, sinceMs) => {
+      asked.push([principalId, sinceMs]);
+      return Promise.resolve(90);
+    });
+    const principal = key({ token_budget: { tokens: 100, per: 'day' } });
+    const [a, b] = all as [TestEdge, TestEdge];
+    const leases = await Promise.all([a.limits.reserve(principal, 2), b.limits.reserve(principal, 2)]);
+    expect(asked).toEqual([['team-a', periodAt(clock.now(), 'day').startMs]]);
+    for (const leased of leases) leased.lease?.finish(6);
+    const home = all.find((edge) => edge.id === a.limits.homeOf(principal.id)) as TestEdge;
+    await waitFor(() => home.limits.held === 0);
+    // 90 spent elsewhere + 12 reported here ≥ 100.
+    expect(await refusal(() => b.limits.reserve(principal, 1))).toMatchObject({
+      code: 'budget_exhausted',
+      limit: 'token_budget',
+    });
+    expect(asked).toHaveLength(1);
   });
 });

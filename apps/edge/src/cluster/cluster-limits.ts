@@ -8,9 +8,9 @@
 // lists what is exact and where the overshoot is bounded (home changes, an unreachable home).
 //
 // Keys without limits, anonymous runs and single edges never come here: no NATS message on their path.
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { GovernanceError, type GovernanceErrorCode, type GovernanceLimit } from '../governance/errors.js';
-import type { Governor, LimitLease } from '../governance/governor.js';
+import { periodAt, type Governor, type LimitLease, type SpentTokens } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
 import type { Logger } from '../logging.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
@@ -63,6 +63,13 @@ export interface ClusterLimitsOptions {
   logger: Logger;
   /** How long a reserve may wait for the home's answer before this edge counts the run itself (default 5 s). */
   timeoutMs?: number;
+  /**
+   * Tokens a key spent since a time in the other edges' usage stores (each edge records the runs it ran). Asked
+   * once per key and budget period by its home, so a budget counts what the whole cluster spent.
+   */
+  spentElsewhere?: (principalId: string, sinceMs: number) => Promise<number>;
+  /** Epoch ms (the edge's clock): budget periods. */
+  now?: () => number;
 }
 
 export interface ClusterLimits {
@@ -130,6 +137,33 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   /** Leases this edge holds as the home, by id. */
   const held = new Map<string, { from: string; estimate: number; lease: LimitLease }>();
   let sequence = 0;
+  const now = options.now ?? Date.now;
+  /** What the other edges had spent per key and budget period, asked once (the promise is shared). */
+  const seeds = new Map<string, Promise<number>>();
+
+  /** The other stores' spending of this budget period (undefined: the key has no budget). */
+  async function spentBefore(principal: Principal): Promise<SpentTokens | undefined> {
+    const budget = principal.tokenBudget;
+    const ask = options.spentElsewhere;
+    if (!budget || !ask) return undefined;
+    const { startMs } = periodAt(now(), budget.per);
+    const seedKey = `${principal.id}\u0000${startMs}`;
+    let pending = seeds.get(seedKey);
+    if (!pending) {
+      // Bounded: one entry per key and period; a new period starts the map over.
+      if (seeds.size >= 10_000) seeds.clear();
+      pending = ask(principal.id, startMs).catch((error: unknown) => {
+        logger.warn(
+          { principal: principal.id, error: error instanceof Error ? error.message : String(error) },
+          'cluster: other edges’ budget spending unknown; counting this edge’s',
+        );
+        return 0;
+      });
+      seeds.set(seedKey, pending);
+    }
+    const spent = await pending;
+    return { tokensSince: () => spent };
+  }
 
   function releaseHeld(id: string, tokens: number): void {
     const entry = held.get(id);
@@ -151,8 +185,13 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   }
 
   /** Reserves on this edge (it is the key's home): throws GovernanceError on refusal. */
-  function reserveHere(principal: Principal, estimate: number, from: string): LeaseRef {
-    const lease = governor.reserve(principal, estimate);
+  function reserveHere(
+    principal: Principal,
+    estimate: number,
+    from: string,
+    elsewhere: SpentTokens | undefined,
+  ): LeaseRef {
+    const lease = governor.reserve(principal, estimate, elsewhere);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
     held.set(id, { from, estimate, lease });
     return { home: edgeId, id };
@@ -173,32 +212,42 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         return;
       }
       if (message.op !== 'reserve') return;
-      let reply: ReserveReply;
-      try {
-        const ref = reserveHere(
-          fromWirePrincipal(message.principal),
-          Math.max(0, Number(message.estimate) || 0),
-          message.from,
-        );
-        reply = { ok: true, id: ref.id };
-      } catch (caught) {
-        if (!(caught instanceof GovernanceError)) {
-          const text = caught instanceof Error ? caught.message : String(caught);
-          logger.warn({ error: text }, 'cluster: reserving a key’s limits failed');
-          msg.respond(encoder.encode(JSON.stringify({ ok: false, failed: text } satisfies ReserveReply)));
-          return;
-        }
-        reply = {
-          ok: false,
-          code: caught.code,
-          limit: caught.limit,
-          message: caught.message,
-          retryAfterSeconds: caught.retryAfterSeconds ?? null,
-        };
+      const principal = fromWirePrincipal(message.principal);
+      if (principal.tokenBudget) {
+        void spentBefore(principal).then((elsewhere) => answerReserve(msg, message, principal, elsewhere));
+      } else {
+        answerReserve(msg, message, principal, undefined);
       }
-      msg.respond(encoder.encode(JSON.stringify(reply)));
     },
   });
+
+  function answerReserve(
+    msg: Msg,
+    message: Extract<LimitsMessage, { op: 'reserve' }>,
+    principal: Principal,
+    elsewhere: SpentTokens | undefined,
+  ): void {
+    let reply: ReserveReply;
+    try {
+      const ref = reserveHere(principal, Math.max(0, Number(message.estimate) || 0), message.from, elsewhere);
+      reply = { ok: true, id: ref.id };
+    } catch (caught) {
+      if (!(caught instanceof GovernanceError)) {
+        const text = caught instanceof Error ? caught.message : String(caught);
+        logger.warn({ error: text }, 'cluster: reserving a key’s limits failed');
+        msg.respond(encoder.encode(JSON.stringify({ ok: false, failed: text } satisfies ReserveReply)));
+        return;
+      }
+      reply = {
+        ok: false,
+        code: caught.code,
+        limit: caught.limit,
+        message: caught.message,
+        retryAfterSeconds: caught.retryAfterSeconds ?? null,
+      };
+    }
+    msg.respond(encoder.encode(JSON.stringify(reply)));
+  }
 
   const homeOf = (principalId: string): string =>
     rendezvousHome([edgeId, ...options.liveEdges()], principalId);
@@ -210,7 +259,11 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
       const estimate = Math.max(0, Math.ceil(estimatedTokens));
       const home = homeOf(principal.id);
       if (home === edgeId) {
-        return { ...principal, lease: new ClusterLease(reserveHere(principal, estimate, edgeId), release) };
+        const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
+        return {
+          ...principal,
+          lease: new ClusterLease(reserveHere(principal, estimate, edgeId, elsewhere), release),
+        };
       }
       let reply: ReserveReply;
       try {

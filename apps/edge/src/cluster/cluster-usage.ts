@@ -37,6 +37,8 @@ export function mergeUsage(lists: readonly (readonly UsageRow[])[]): UsageRow[] 
 export interface ClusterUsage {
   /** This edge's totals plus every other live edge's. */
   usage(query: UsageQuery): Promise<UsageRow[]>;
+  /** Tokens (prompt + completion) a key spent since a time in the other live edges' stores. */
+  spentElsewhere(principalId: string, sinceMs: number): Promise<number>;
   close(): void;
 }
 
@@ -62,6 +64,16 @@ export function createClusterUsage(deps: {
         'value' in answer && Array.isArray(answer.value) ? [answer.value as UsageRow[]] : [],
       );
       return mergeUsage([local, ...remote]);
+    },
+    async spentElsewhere(principalId, sinceMs) {
+      const answers = await deps.peers.gather(USAGE_TOPIC, { by: 'key', sinceMs } satisfies UsageQuery);
+      let spent = 0;
+      for (const answer of answers.values()) {
+        if (!('value' in answer) || !Array.isArray(answer.value)) continue;
+        const row = (answer.value as UsageRow[]).find((entry) => entry.group === principalId);
+        if (row) spent += row.inputTokens + row.outputTokens;
+      }
+      return spent;
     },
     close: stop,
   };

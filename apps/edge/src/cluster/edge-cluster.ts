@@ -277,6 +277,10 @@ class ClusterImpl implements EdgeCluster {
           liveEdges: () => this.view.states().map((state) => state.edgeId),
           governor: options.governor,
           logger: options.logger,
+          now: () => options.clock.now(),
+          // Budgets count every edge's usage store (created below; asked only once a key is used).
+          spentElsewhere: (principalId, sinceMs) =>
+            this.clusterUsage?.spentElsewhere(principalId, sinceMs) ?? Promise.resolve(0),
         })
       : undefined;
     this.clusterUsage = options.usage

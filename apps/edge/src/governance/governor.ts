@@ -86,8 +86,9 @@ export interface Governor {
   /**
    * Checks and takes only the principal's limits in this process's counters (no allow-list, no usage record):
    * what a key's home edge does for a run admitted elsewhere. Throws GovernanceError when a limit refuses.
+   * `spentElsewhere`: what other stores recorded, added to this one's when a budget period is first seen here.
    */
-  reserve(principal: Principal, estimatedTokens: number): LimitLease;
+  reserve(principal: Principal, estimatedTokens: number, spentElsewhere?: SpentTokens): LimitLease;
   /** Current counters per principal seen (tests, dashboard). */
   snapshot(): GovernorSnapshot[];
 }
@@ -120,7 +121,12 @@ export function createGovernor(options: GovernorOptions): Governor {
     return state;
   }
 
-  function budgetOf(principal: Principal, state: PrincipalState, now: number): BudgetPeriod | undefined {
+  function budgetOf(
+    principal: Principal,
+    state: PrincipalState,
+    now: number,
+    elsewhere: SpentTokens | undefined,
+  ): BudgetPeriod | undefined {
     const config = principal.tokenBudget;
     if (!config) return undefined;
     const { startMs, endMs } = periodAt(now, config.per);
@@ -129,7 +135,9 @@ export function createGovernor(options: GovernorOptions): Governor {
       state.budget = {
         startMs,
         endMs,
-        spent: options.spent.tokensSince(principal.id, startMs),
+        spent:
+          options.spent.tokensSince(principal.id, startMs) +
+          (elsewhere?.tokensSince(principal.id, startMs) ?? 0),
         reserved: state.budget?.reserved ?? 0,
       };
     }
@@ -142,7 +150,7 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 
   /** Checks and takes the principal's limits (max_concurrent, rpm, tpm, budget) at `now`. */
-  function take(principal: Principal, estimate: number, now: number): LimitLease {
+  function take(principal: Principal, estimate: number, now: number, elsewhere?: SpentTokens): LimitLease {
     const state = stateOf(principal.id);
     if (principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
       refuse(
@@ -183,7 +191,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         );
       }
     }
-    const budget = budgetOf(principal, state, now);
+    const budget = budgetOf(principal, state, now, elsewhere);
     if (budget && principal.tokenBudget && budget.spent + budget.reserved >= principal.tokenBudget.tokens) {
       refuse(
         principal,
@@ -232,8 +240,8 @@ export function createGovernor(options: GovernorOptions): Governor {
       // Limits taken on the key's home edge (cluster mode) travel with the principal.
       return openAdmission(principal.id, request, principal.lease ?? take(principal, estimate, clock.now()));
     },
-    reserve(principal, estimatedTokens) {
-      return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now());
+    reserve(principal, estimatedTokens, spentElsewhere) {
+      return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now(), spentElsewhere);
     },
     snapshot() {
       const now = clock.now();
