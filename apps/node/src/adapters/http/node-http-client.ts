@@ -42,6 +42,39 @@ function abortError(): Error {
   return error;
 }
 
+/**
+ * The request's headers as a raw name/value list. node:http validates each pair either way, but an object costs a
+ * setHeader call per header (and a getHeader lookup for Host and Authorization) on every request; a list is
+ * written as given, so Host and the URL's credentials are added here.
+ */
+function rawHeaders(target: URL, headers: Record<string, string>, body: Buffer | undefined): string[] {
+  const list: string[] = [];
+  // Names differing only in case are one header, the last one wins (as with setHeader).
+  const positions = new Map<string, number>();
+  for (const name in headers) {
+    const lower = name.toLowerCase();
+    if (lower === 'content-length') continue;
+    const position = positions.get(lower);
+    if (position === undefined) {
+      positions.set(lower, list.length);
+      list.push(name, headers[name]);
+    } else {
+      list[position] = name;
+      list[position + 1] = headers[name];
+    }
+  }
+  const host = positions.has('host');
+  const authorization = positions.has('authorization');
+  // URL.host already brackets IPv6 and leaves out the scheme's default port.
+  if (!host) list.push('Host', target.host);
+  if (!authorization && (target.username || target.password)) {
+    const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
+    list.push('Authorization', `Basic ${Buffer.from(credentials).toString('base64')}`);
+  }
+  if (body !== undefined) list.push('content-length', String(body.length));
+  return list;
+}
+
 export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeHttpClient {
   const agentOptions: http.AgentOptions = {
     keepAlive: true,
@@ -60,23 +93,15 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
         return;
       }
       const secure = target.protocol === 'https:';
-      const headers: Record<string, string | number> = { ...init.headers };
       let body: Buffer | undefined;
-      if (init.body !== undefined) {
-        body = Buffer.from(init.body, 'utf8');
-        headers['content-length'] = body.length;
-      }
+      if (init.body !== undefined) body = Buffer.from(init.body, 'utf8');
       const request = (secure ? https : http).request({
         protocol: target.protocol,
         hostname: target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname,
         port: target.port || undefined,
         path: `${target.pathname}${target.search}`,
         method: init.method,
-        headers,
-        auth:
-          target.username || target.password
-            ? `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`
-            : undefined,
+        headers: rawHeaders(target, init.headers, body),
         agent: secure ? httpsAgent : httpAgent,
       });
       let answered = false;
