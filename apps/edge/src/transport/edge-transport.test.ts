@@ -263,6 +263,40 @@ describe('edge transport connections', () => {
     expect(h.registry.get('test-node')?.lastHeartbeatUnixMs).toBeGreaterThan(0);
   });
 
+  it('answers a node that pings on its own and does not ping it back every interval, keeping it connected', async () => {
+    const h = await start({ heartbeat_interval_ms: 50, heartbeat_timeout_ms: 200 });
+    const chatty = await connectFakeNode(h.transport.address, {
+      nodeId: 'test-node',
+      token: token(h, 'test-node'),
+    });
+    const quiet = await connectFakeNode(h.transport.address, { nodeId: 'dev-node', token: 'iop_dev_token' });
+    // Like an iop-node: a ping every interval.
+    let seq = 0;
+    const timer = setInterval(
+      () => void chatty.send(build.heartbeatPing((seq += 1))).catch(() => undefined),
+      50,
+    );
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+    } finally {
+      clearInterval(timer);
+    }
+    const kinds = (node: typeof chatty) => node.frames.map((frame) => frame.msg?.$case);
+    const pongs = kinds(chatty).filter((kind) => kind === 'heartbeatPong').length;
+    const pingsToChatty = kinds(chatty).filter((kind) => kind === 'heartbeatPing').length;
+    const pingsToQuiet = kinds(quiet).filter((kind) => kind === 'heartbeatPing').length;
+    expect(pongs).toBeGreaterThanOrEqual(seq - 1);
+    // The node that answers only is pinged every interval; the one that pings gets at most the first round's.
+    expect(pingsToQuiet).toBeGreaterThanOrEqual(4);
+    expect(pingsToChatty).toBeLessThanOrEqual(2);
+    expect(
+      h.registry
+        .list()
+        .map((node) => node.nodeId)
+        .sort(),
+    ).toEqual(['dev-node', 'test-node']);
+  });
+
   it.each([
     ['garbage payload', Buffer.from([0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff]), 'malformed_frame', false],
     ['oversize length prefix', Buffer.from([0x7f, 0xff, 0xff, 0xff, 1, 2, 3]), 'frame_too_large', false],
