@@ -1,10 +1,11 @@
 // Prometheus metrics of the edge (prom-client, one registry per edge). Hot paths only increment counters and
 // observe histograms; per-provider gauges are read from the pool's snapshot at scrape time, so dispatch code
 // never updates them.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { isTerminalPart } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
 import type { NodeDiscovered } from '../node/discovered.js';
+import { CellHistogram } from './cell-histogram.js';
 import { cellCounter, type CounterCells } from './counter-cells.js';
 
 export interface ProviderGaugeSample {
@@ -42,9 +43,10 @@ const LATENCY_BUCKETS = [
 export class EdgeMetrics {
   readonly registry = new Registry();
   readonly httpRequests: Counter<'surface' | 'route' | 'status'>;
-  readonly httpRequestSeconds: Histogram<'surface' | 'route'>;
-  readonly timeToFirstTokenSeconds: Histogram<'surface'>;
-  readonly overheadSeconds: Histogram<'surface'>;
+  /** Per-request histograms: CellHistograms (same exposition as prom-client's; see cell-histogram.ts). */
+  readonly httpRequestSeconds: CellHistogram<'surface' | 'route'>;
+  readonly timeToFirstTokenSeconds: CellHistogram<'surface'>;
+  readonly overheadSeconds: CellHistogram<'surface'>;
   readonly providerDispatches: Counter<'provider' | 'node'>;
   readonly providerRejections: Counter<'model' | 'reason'>;
   readonly runsAdmitted: Counter<'surface'>;
@@ -72,24 +74,24 @@ export class EdgeMetrics {
       registers,
     });
     this.httpRequests = httpRequests.counter;
-    this.httpRequestSeconds = new Histogram({
+    this.httpRequestSeconds = new CellHistogram({
       name: 'iop_http_request_duration_seconds',
       help: 'Time from request to the end of the response (whole stream for streaming responses).',
-      labelNames: ['surface', 'route'],
+      labelNames: ['surface', 'route'] as const,
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.timeToFirstTokenSeconds = new Histogram({
+    this.timeToFirstTokenSeconds = new CellHistogram({
       name: 'iop_time_to_first_token_seconds',
       help: 'Time from request to the first generated token sent to the client.',
-      labelNames: ['surface'],
+      labelNames: ['surface'] as const,
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.overheadSeconds = new Histogram({
+    this.overheadSeconds = new CellHistogram({
       name: 'iop_overhead_seconds',
       help: 'Time spent inside the edge and node for a request, excluding the backend (x-iop-overhead-ms).',
-      labelNames: ['surface'],
+      labelNames: ['surface'] as const,
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });

@@ -18,12 +18,14 @@ export const noMetrics: OpenAIMetrics = {
 };
 
 export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
+  const firstToken = metrics.timeToFirstTokenSeconds.cell('openai');
+  const overhead = metrics.overheadSeconds.cell('openai');
   return {
     requestFinished: (route, status, seconds) => {
       metrics.cells.httpRequests.cell('openai', route, String(status)).inc();
-      metrics.httpRequestSeconds.observe({ surface: 'openai', route }, seconds);
+      metrics.httpRequestSeconds.cell('openai', route).observe(seconds);
     },
-    firstToken: (seconds) => metrics.timeToFirstTokenSeconds.observe({ surface: 'openai' }, seconds),
-    overhead: (seconds) => metrics.overheadSeconds.observe({ surface: 'openai' }, seconds),
+    firstToken: (seconds) => firstToken.observe(seconds),
+    overhead: (seconds) => overhead.observe(seconds),
   };
 }
