@@ -243,6 +243,18 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
+  it('keeps exactly retainRuns finished runs when their start times tie (the last recorded are the newest)', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 3 });
+    history.recordStart(start('running-tied', 100));
+    for (let index = 1; index <= 6; index += 1) {
+      history.recordStart(start(`run-${index}`, 100));
+      history.finish(`run-${index}`, { status: 'completed', endedAt: 101, detail: 'stop' });
+    }
+    const ids = history.list({ limit: 100 }).map((run) => run.runId);
+    expect(ids.sort()).toEqual(['run-4', 'run-5', 'run-6', 'running-tied']);
+    history.close();
+  });
+
   it('applies retention once per tenth of retainRuns finishes on large histories, exact at each pass', () => {
     const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 30 });
     const finished = () => history.list({ limit: 1000 }).length;
