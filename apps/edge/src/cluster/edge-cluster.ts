@@ -255,6 +255,8 @@ class ClusterImpl implements EdgeCluster {
   private stopWatches: (() => void)[] = [];
   private readonly metrics: ClusterMetrics | undefined;
   private claimsRefreshedAt = 0;
+  private readonly forwardPrefix = randomBytes(6).toString('hex');
+  private forwardSequence = 0;
 
   private constructor(
     private readonly options: EdgeClusterOptions,
@@ -533,8 +535,10 @@ class ClusterImpl implements EdgeCluster {
   private async heartbeat(): Promise<void> {
     if (this.closing) return;
     for (const gone of this.view.sweep()) this.edgeGone(gone);
+    const now = performance.now();
     for (const forward of [...this.forwarded.values()]) {
       if (!this.view.isLive(forward.owner)) this.endForwardsTo(forward.owner);
+      else forward.stream.expire(now);
     }
     try {
       await this.publishState();
@@ -673,7 +677,8 @@ class ClusterImpl implements EdgeCluster {
     spec: RunSpec,
     options: SubmitOptions,
   ): Promise<RunHandle> {
-    const forwardId = randomBytes(8).toString('hex');
+    // Unique per requester (its subject) and, with this process's random prefix, at every owner.
+    const forwardId = `${this.forwardPrefix}${(this.forwardSequence += 1).toString(36)}`;
     const stream = new ForwardedStream(
       this.options.forwardBufferSize ?? 4096,
       (reason) => this.nc.publish(`iop.cancel.${owner}`, encode({ forwardId, reason })),
@@ -888,12 +893,16 @@ export class ForwardedStream {
   readonly done: Promise<RunOutcome> = new Promise((resolve) => (this.resolveDone = resolve));
   private readonly endListeners: (() => void)[] = [];
   private cancelSent = false;
-  private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly submittedAt = performance.now();
   private endedAt: number | undefined;
   private backendMs = 0;
   private lastSeq = 0;
   private admitted: ((reply: ForwardReply | Error) => void) | undefined;
+  /** performance.now() by which the owner must answer, and by which the run must end (deadline). */
+  private admitBy = Infinity;
+  private admitTimeoutMs = 0;
+  private endBy = Infinity;
+  private endTimeoutMs = 0;
 
   constructor(
     private readonly capacity: number,
@@ -918,13 +927,13 @@ export class ForwardedStream {
    * waited in its queue: the heartbeat sweep ends the stream).
    */
   admission(timeoutMs: number): Promise<ForwardReply> {
+    // No timer per run: the heartbeat's expire() checks the time.
+    this.admitBy = performance.now() + timeoutMs;
+    this.admitTimeoutMs = timeoutMs;
     return new Promise<ForwardReply>((resolve, reject) => {
-      const timer = setTimeout(() => settle(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      timer.unref?.();
       const settle = (reply: ForwardReply | Error): void => {
         if (this.admitted === undefined) return;
         this.admitted = undefined;
-        clearTimeout(timer);
         if (reply instanceof Error) reject(reply);
         else resolve(reply);
       };
@@ -1030,19 +1039,27 @@ export class ForwardedStream {
     }
   }
 
+  /** The run must end within `ms` (checked by expire(), on every heartbeat: no timer per run). */
   deadline(ms: number): void {
     if (this.ended) return;
-    this.timer = setTimeout(() => {
+    this.endBy = performance.now() + ms;
+    this.endTimeoutMs = ms;
+  }
+
+  /** Ends what overran its time: an owner that never answered, a run past its deadline. */
+  expire(now: number): void {
+    if (this.admitted !== undefined && now >= this.admitBy) {
+      this.admit(new Error(`no answer within ${this.admitTimeoutMs} ms`));
+    }
+    if (!this.ended && now >= this.endBy) {
       this.cancel('deadline');
-      this.fail('timeout', `the forwarded run did not end within ${ms} ms`);
-    }, ms);
-    this.timer.unref?.();
+      this.fail('timeout', `the forwarded run did not end within ${this.endTimeoutMs} ms`);
+    }
   }
 
   private end(outcome: RunOutcome): void {
     this.outcome = outcome;
     this.endedAt = performance.now();
-    if (this.timer) clearTimeout(this.timer);
     for (const listener of this.endListeners.splice(0)) listener();
     this.resolveDone(outcome);
     this.wake?.();
