@@ -13,7 +13,7 @@ import type { EdgeServiceImpl } from '../service/edge-service.js';
 import type { RunEventWithMeta, RunHandle } from '../service/types.js';
 import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
-import { startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
+import { ForwardedStream, startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
 
 const available = natsServerAvailable('edge cluster tests');
 const suite = available ? describe : describe.skip;
@@ -274,5 +274,37 @@ suite('edge cluster over NATS', () => {
     await waitFor(() => b.dropped.includes('nb'));
     expect(a.dropped).toEqual([]);
     expect(b.connected.has('nb')).toBe(false);
+  });
+});
+
+describe('ForwardedStream time limits (checked on the heartbeat, no timer per run)', () => {
+  it('rejects an admission the owner never answered, and ends a run past its deadline with a cancel sent', async () => {
+    const cancels: string[] = [];
+    const stream = new ForwardedStream(
+      16,
+      (reason) => cancels.push(reason),
+      () => undefined,
+    );
+    const admission = stream.admission(50);
+    stream.expire(performance.now());
+    stream.expire(performance.now() + 100);
+    await expect(admission).rejects.toThrow('no answer within 50 ms');
+
+    const running = new ForwardedStream(
+      16,
+      (reason) => cancels.push(reason),
+      () => undefined,
+    );
+    running.deadline(1000);
+    running.expire(performance.now());
+    expect(running.ended).toBe(false);
+    running.expire(performance.now() + 2000);
+    expect(await running.done).toEqual({
+      status: 'error',
+      code: 'timeout',
+      message: 'the forwarded run did not end within 1000 ms',
+    });
+    expect(running.endedHere).toBe(true);
+    expect(cancels).toEqual(['deadline']);
   });
 });
