@@ -15,6 +15,31 @@ describe('SessionSlots', () => {
     expect(slots.held).toBe(4);
   });
 
+  it('always hands out the lowest free slot, whatever order slots are released in', () => {
+    const slots = new SessionSlots();
+    const held = new Map<number, { release(): void }>();
+    const slotOf = (sessionId: string) => (sessionId === 's' ? 0 : Number(sessionId.slice(2)) - 1);
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let step = 0; step < 2000; step += 1) {
+      if (held.size > 0 && random() < 0.45) {
+        const keys = [...held.keys()];
+        const victim = keys[Math.floor(random() * keys.length)];
+        held.get(victim)?.release();
+        held.delete(victim);
+        continue;
+      }
+      const expected = [...Array(held.size + 1).keys()].find((slot) => !held.has(slot));
+      const slot = slots.acquire('n', 'cli', 'codex', 's');
+      expect(slotOf(slot.sessionId)).toBe(expected);
+      held.set(slotOf(slot.sessionId), slot);
+    }
+    expect(slots.held).toBe(held.size);
+  });
+
   it('forgets a target once all its slots are free', () => {
     const slots = new SessionSlots();
     const only = slots.acquire('', 'ollama', 'llama3', 's');

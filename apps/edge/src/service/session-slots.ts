@@ -11,18 +11,18 @@ export interface SessionSlot {
 }
 
 export class SessionSlots {
-  private readonly busy = new Map<string, Set<number>>();
+  private readonly busy = new Map<string, TargetSlots>();
 
   acquire(node: string, adapter: string, target: string, base: string): SessionSlot {
     const key = `${node}\u0000${adapter}\u0000${target}`;
     let slots = this.busy.get(key);
     if (!slots) {
-      slots = new Set();
+      slots = { next: 0, free: [], held: 0 };
       this.busy.set(key, slots);
     }
-    let slot = 0;
-    while (slots.has(slot)) slot += 1;
-    slots.add(slot);
+    // The lowest free slot: every freed slot is below `next`, so the heap's minimum when it has one.
+    const slot = slots.free.length > 0 ? popMin(slots.free) : slots.next++;
+    slots.held += 1;
     let released = false;
     const held = slots;
     return {
@@ -30,8 +30,9 @@ export class SessionSlots {
       release: () => {
         if (released) return;
         released = true;
-        held.delete(slot);
-        if (held.size === 0 && this.busy.get(key) === held) this.busy.delete(key);
+        held.held -= 1;
+        if (held.held > 0) pushHeap(held.free, slot);
+        else if (this.busy.get(key) === held) this.busy.delete(key);
       },
     };
   }
@@ -39,7 +40,44 @@ export class SessionSlots {
   /** Slots held across all targets (tests). */
   get held(): number {
     let count = 0;
-    for (const slots of this.busy.values()) count += slots.size;
+    for (const slots of this.busy.values()) count += slots.held;
     return count;
   }
+}
+
+/** One target's slots: handed out up to `next`, the freed ones below it in a min-heap (O(log n) per run). */
+interface TargetSlots {
+  next: number;
+  free: number[];
+  held: number;
+}
+
+function pushHeap(heap: number[], value: number): void {
+  heap.push(value);
+  let index = heap.length - 1;
+  while (index > 0) {
+    const parent = (index - 1) >> 1;
+    if ((heap[parent]) <= value) break;
+    heap[index] = heap[parent];
+    index = parent;
+  }
+  heap[index] = value;
+}
+
+function popMin(heap: number[]): number {
+  const min = heap[0];
+  const last = heap.pop() as number;
+  if (heap.length === 0) return min;
+  let index = 0;
+  for (;;) {
+    const left = index * 2 + 1;
+    if (left >= heap.length) break;
+    const right = left + 1;
+    const child = right < heap.length && (heap[right]) < (heap[left]) ? right : left;
+    if ((heap[child]) >= last) break;
+    heap[index] = heap[child];
+    index = child;
+  }
+  heap[index] = last;
+  return min;
 }
