@@ -91,10 +91,11 @@ export function readJsonBody(request: IncomingMessage, limit: number): Promise<u
     const onError = (error: Error) =>
       fail(new JsonBodyError('request aborted', 'request.aborted', 400, { cause: error }));
     const onAborted = () => fail(new JsonBodyError('request aborted', 'request.aborted', 400));
+    // `on`, not `once` (no wrapper per listener): cleanup() removes all four, `settled` makes repeats no-ops.
     request.on('data', onData);
-    request.once('end', onEnd);
-    request.once('error', onError);
-    request.once('aborted', onAborted);
+    request.on('end', onEnd);
+    request.on('error', onError);
+    request.on('aborted', onAborted);
   });
 }
 

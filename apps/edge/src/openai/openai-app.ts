@@ -171,7 +171,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const exchange: Exchange = { request, response, arrivedAt: performance.now() };
     const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url ?? '') : undefined;
     const fast = hot !== undefined && isPlainJsonRequest(request);
-    response.once('close', () => {
+    // A response closes once (`on`: no once-wrapper per request).
+    response.on('close', () => {
       const route = fast ? hot : expressRouteLabel(response);
       metrics.requestFinished(
         route ?? 'other',
