@@ -30,6 +30,7 @@ import {
 } from './json-rpc.js';
 import type { TaskManager } from './task-manager.js';
 import type { PeerCalls } from '../cluster/peer-calls.js';
+import { PeerStreamError } from '../cluster/peer-streams.js';
 import { toWirePrincipal, type WirePrincipal } from '../cluster/wire-principal.js';
 
 export interface A2AAppOptions {
@@ -229,8 +230,18 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
         return;
       }
       case 'tasks/resubscribe': {
+        const taskId = readTaskId(rpc.params);
         const controller = streamController(response);
-        const events = tasks.resubscribe(readTaskId(rpc.params), controller.signal, principal);
+        const events = await orPeerStream(
+          options.peers,
+          () => tasks.resubscribe(taskId, controller.signal, principal),
+          {
+            method: 'tasks/resubscribe',
+            taskId,
+            ...(principal ? { principal: toWirePrincipal(principal) } : {}),
+          },
+          controller.signal,
+        );
         await writeStream(response, id, events, controller);
         return;
       }
@@ -373,11 +384,50 @@ function readTaskId(params: Record<string, unknown>): string {
 
 /** The peer-call topic of A2A task look-ups (cluster mode), and its payload. */
 export const A2A_TASKS_TOPIC = 'a2a-tasks';
+/** Peer streams: `tasks/resubscribe` of a task another edge holds. */
+export const A2A_RESUBSCRIBE_TOPIC = 'a2a-resubscribe';
 export interface A2ATaskCall {
-  method: 'tasks/get' | 'tasks/cancel';
+  /** tasks/resubscribe goes as a peer stream (A2A_RESUBSCRIBE_TOPIC), the others as calls (A2A_TASKS_TOPIC). */
+  method: 'tasks/get' | 'tasks/cancel' | 'tasks/resubscribe';
   taskId: string;
   historyLength?: number;
   principal?: WirePrincipal;
+}
+
+/**
+ * This edge's stream of a task; when it does not hold the task and other edges exist, the stream of the edge that
+ * does (relayed over NATS, ended with it); otherwise this edge's task-not-found.
+ */
+async function orPeerStream(
+  peers: PeerCalls | undefined,
+  here: () => AsyncIterable<StreamEvent>,
+  call: A2ATaskCall,
+  signal: AbortSignal,
+): Promise<AsyncIterable<StreamEvent>> {
+  try {
+    return here();
+  } catch (error) {
+    if (!peers || !(error instanceof JsonRpcError) || error.code !== JSON_RPC_ERRORS.taskNotFound)
+      throw error;
+    let remote: AsyncIterable<unknown> | undefined;
+    try {
+      remote = await peers.open(A2A_RESUBSCRIBE_TOPIC, call, signal);
+    } catch (caught) {
+      if (caught instanceof PeerStreamError) throw new JsonRpcError(caught.code, caught.message);
+      throw caught;
+    }
+    if (!remote) throw error;
+    return relayPeerStream(remote);
+  }
+}
+
+async function* relayPeerStream(remote: AsyncIterable<unknown>): AsyncIterable<StreamEvent> {
+  try {
+    for await (const event of remote) yield event as StreamEvent;
+  } catch (error) {
+    if (error instanceof PeerStreamError) throw new JsonRpcError(error.code, error.message);
+    throw error;
+  }
 }
 
 /**

@@ -11,7 +11,8 @@ import type { Governance } from '../governance/governance.js';
 import type { PrincipalResolver } from '../governance/principal.js';
 import type { PeerCalls } from '../cluster/peer-calls.js';
 import { fromWirePrincipal } from '../cluster/wire-principal.js';
-import { A2A_TASKS_TOPIC, createA2AApp, type A2ATaskCall } from './a2a-app.js';
+import { A2A_RESUBSCRIBE_TOPIC, A2A_TASKS_TOPIC, createA2AApp, type A2ATaskCall } from './a2a-app.js';
+import { PeerStreamError } from '../cluster/peer-streams.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
@@ -65,6 +66,9 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
   const stopServing = options.peers?.serve(A2A_TASKS_TOPIC, async (payload) => {
     const call = payload as A2ATaskCall;
     const principal = call.principal ? fromWirePrincipal(call.principal) : undefined;
+    if (call.method !== 'tasks/get' && call.method !== 'tasks/cancel') {
+      return { error: { code: JSON_RPC_ERRORS.methodNotFound, message: `method ${call.method} not found` } };
+    }
     try {
       const value =
         call.method === 'tasks/get'
@@ -77,6 +81,18 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
       return { error: { code: error.code, message: error.message } };
     }
   });
+  // ... and resubscribe to them: this edge streams a task it holds to the edge the client reached.
+  const stopStreaming = options.peers?.serveStream(A2A_RESUBSCRIBE_TOPIC, (payload, signal) => {
+    const call = payload as A2ATaskCall;
+    const principal = call.principal ? fromWirePrincipal(call.principal) : undefined;
+    try {
+      return tasks.resubscribe(call.taskId, signal, principal);
+    } catch (error) {
+      if (!(error instanceof JsonRpcError)) throw error;
+      if (error.code === JSON_RPC_ERRORS.taskNotFound) return undefined;
+      throw new PeerStreamError(error.code, error.message);
+    }
+  });
   const listener = await listenHttp(options.listen, app);
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
   return {
@@ -84,6 +100,7 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     address: listener.address,
     close: () => {
       stopServing?.();
+      stopStreaming?.();
       return listener.close();
     },
   };

@@ -159,6 +159,65 @@ suite('A2A tasks on any edge (peer calls over NATS)', () => {
     expect(missing.error?.code).toBe(-32001);
   });
 
+  it('resubscribes on one edge to a task another edge holds: its events are relayed until it ends', async () => {
+    const a = await edge('edge-a', ['edge-b']);
+    const b = await edge('edge-b', ['edge-a']);
+    const running = await send(a.url, 'hold', false);
+    const runningId = running.result?.id as string;
+    const stream = await fetch(b.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'r',
+        method: 'tasks/resubscribe',
+        params: { id: runningId },
+      }),
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+    // The stream is open (its first event, the task, went out): cancel the task on the edge that holds it.
+    const cancelled = await rpc(a.url, 'tasks/cancel', { id: runningId });
+    expect(cancelled.result?.status.state).toBe('canceled');
+    const events = (await stream.text())
+      .split('\n\n')
+      .filter((chunk) => chunk.startsWith('data: '))
+      .map(
+        (chunk) =>
+          (
+            JSON.parse(chunk.slice(6)) as {
+              result: {
+                kind: string;
+                id?: string;
+                taskId?: string;
+                status: { state: string };
+                final?: boolean;
+              };
+            }
+          ).result,
+      );
+    expect(events[0]).toMatchObject({ kind: 'task', id: runningId });
+    expect(events.at(-1)).toMatchObject({
+      kind: 'status-update',
+      taskId: runningId,
+      status: { state: 'canceled' },
+      final: true,
+    });
+    expect(b.service.submitted).toHaveLength(0);
+
+    const missing = await fetch(b.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'm',
+        method: 'tasks/resubscribe',
+        params: { id: 'no-such-task' },
+      }),
+    });
+    expect(((await missing.json()) as { error: { code: number } }).error.code).toBe(-32001);
+  });
+
   it('retrieves and cancels on one edge a background response another edge holds', async () => {
     const a = await openaiEdge('edge-a', ['edge-b'], true);
     const b = await openaiEdge('edge-b', ['edge-a'], false);

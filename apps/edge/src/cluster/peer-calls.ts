@@ -1,7 +1,9 @@
 // Calls a surface makes to the other edges of the cluster for state only one edge holds (A2A tasks): `ask` sends
 // a topic's payload to every live edge (request `iop.call.<topic>.<edge>`) and resolves the first edge that had
-// an answer; `serve` answers them here. JSON both ways; each request is bounded by a timeout.
+// an answer; `serve` answers them here. JSON both ways; each request is bounded by a timeout. Streams (A2A
+// `tasks/resubscribe`) go through peer-streams.ts: `open` / `serveStream`.
 import type { NatsConnection } from '@nats-io/transport-node';
+import { createPeerStreams, type PeerStreams } from './peer-streams.js';
 
 /** One edge's answer: a value, or a typed error of the surface (e.g. a JSON-RPC code). */
 export type PeerAnswer = { value: unknown } | { error: { code: number; message: string } };
@@ -9,7 +11,7 @@ export type PeerAnswer = { value: unknown } | { error: { code: number; message: 
 /** A handler's answer: undefined = this edge does not have it. */
 export type PeerHandler = (payload: unknown) => Promise<PeerAnswer | undefined>;
 
-export interface PeerCalls {
+export interface PeerCalls extends PeerStreams {
   /** Answers `topic` from other edges until the returned function is called. */
   serve(topic: string, handler: PeerHandler): () => void;
   /** The first answer of a live edge other than this one; undefined when none had it (or none answered). */
@@ -28,6 +30,7 @@ export function createPeerCalls(deps: {
   timeoutMs?: number;
 }): PeerCalls {
   const timeoutMs = deps.timeoutMs ?? 10_000;
+  const streams = createPeerStreams({ ...deps, timeoutMs });
   const askEvery = (topic: string, payload: unknown): Promise<[string, PeerAnswer | null][]> => {
     const data = encoder.encode(JSON.stringify(payload));
     return Promise.all(
@@ -45,6 +48,8 @@ export function createPeerCalls(deps: {
     );
   };
   return {
+    open: (topic, payload, signal) => streams.open(topic, payload, signal),
+    serveStream: (topic, handler) => streams.serveStream(topic, handler),
     serve(topic, handler) {
       const subscription = deps.nc.subscribe(`iop.call.${topic}.${deps.edgeId}`, {
         callback: (error, msg) => {
