@@ -370,6 +370,12 @@ function printTable(r) {
     '',
   ]);
   rows.push([
+    `${n.count} nodes: /metrics every 15 s (ms each)`,
+    '',
+    n.metrics_scrape_ms.map((ms) => f(ms, 0)).join(', ') || 'none (hold < 15 s)',
+    '',
+  ]);
+  rows.push([
     `edge CPU ms/s at that rate (0 → ${n.count} nodes) / to register all`,
     '',
     `${f(n.edge_cpu_ms_per_s_baseline, 0)} → ${f(n.edge_cpu_ms_per_s_held, 0)} / ${f(n.edge_cpu_ms_register, 0)}`,

@@ -6,7 +6,7 @@
 //      source addresses): time to register all;
 //   3. the nodes stay connected for `holdMs` (60 s in a full run) answering the edge's heartbeat pings, while the
 //      same requests go through the bench node: x-iop-overhead-ms and IOP − direct latency with every node
-//      connected; the edge's RSS is sampled every 5 s;
+//      connected; the edge's RSS is sampled every 5 s and /metrics fetched every 15 s (as Prometheus would);
 //   4. at the end: `iop_nodes_connected`, the edge's disconnect counter, and the simulator's own count of open and
 //      closed connections, of the edge's pings each node answered and of the pongs each got to its own pings
 //      (none may have been dropped: a simulated node never reconnects, so a drop shows as a closed connection).
@@ -146,11 +146,19 @@ export async function manyNodesPhase(options) {
     );
     const holdCpuBefore = edge.cpuMs();
     const rssSamples = [rssAfterRegisterMb];
+    const scrapeMs = [];
     let sampling = true;
     const sampler = (async () => {
-      while (sampling) {
+      for (let tick = 1; sampling; tick += 1) {
         await sleep(5000);
-        if (sampling) rssSamples.push(edge.rssMb());
+        if (!sampling) break;
+        rssSamples.push(edge.rssMb());
+        // Every 15 s, as a Prometheus server with its default interval would: the page holds every node's series.
+        if (tick % 3 === 0) {
+          const started = performance.now();
+          await scrape(edge.addresses.metrics);
+          scrapeMs.push(performance.now() - started);
+        }
       }
     })();
     const connected = await sideBySide({ ...load, durationMs: holdMs });
@@ -174,6 +182,8 @@ export async function manyNodesPhase(options) {
       edge_idle_rss_mb: idleRssMb,
       edge_rss_after_register_mb: rssAfterRegisterMb,
       edge_rss_max_mb: Math.max(...rssSamples),
+      // /metrics fetched every 15 s during the hold (ms each).
+      metrics_scrape_ms: scrapeMs,
       hold_ms: holdMs,
       // Edge CPU per second with the same request rate: without the simulated nodes, and while they are held.
       edge_cpu_ms_per_s_baseline: baselineCpuMs / (options.baselineMs / 1000),
