@@ -228,13 +228,13 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return principal ? catalogue.filter((model) => allowsModel(principal, model)) : catalogue;
   }
 
-  /** Who is asking and in which trace: the key's principal and the request's `traceparent` header. */
-  function callerOf(exchange: Exchange): Pick<RunSpec, 'principal' | 'traceparent'> {
+  /** Adds who is asking and in which trace: the key's principal and the request's `traceparent` header. */
+  function withCaller(spec: RunSpec, exchange: Exchange): RunSpec {
+    // `spec` was just built for this request: filled in place rather than copied.
+    spec.principal = exchange.principal;
     const traceparent = exchange.request.headers.traceparent;
-    return {
-      principal: exchange.principal,
-      ...(typeof traceparent === 'string' && traceparent !== '' ? { traceparent } : {}),
-    };
+    if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
+    return spec;
   }
 
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
@@ -247,7 +247,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   async function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
-    const spec = { ...chatRunSpec(body), ...callerOf(exchange) };
+    const spec = withCaller(chatRunSpec(body), exchange);
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -273,7 +273,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const route = resolveFor(exchange, body.model);
-    const spec = { ...responsesRunSpec(body), ...callerOf(exchange) };
+    const spec = withCaller(responsesRunSpec(body), exchange);
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,

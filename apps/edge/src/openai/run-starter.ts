@@ -10,6 +10,7 @@ import type {
   RunEventWithMeta,
   RunHandle,
   RunSpec as ServiceRunSpec,
+  SubmitOptions,
 } from '../service/types.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunSpec } from './run-spec.js';
@@ -38,13 +39,10 @@ export interface RunStarter {
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   return {
     async start(route, spec, signal) {
-      const handle = await deps.service.submitRun(destinationOf(route), serviceSpec(spec, deps), {
-        surface: 'openai',
-        signal,
-        model: route.model,
-        ...(spec.principal ? { principal: spec.principal } : {}),
-        ...(spec.traceparent ? { traceparent: spec.traceparent } : {}),
-      });
+      const options: SubmitOptions = { surface: 'openai', signal, model: route.model };
+      if (spec.principal) options.principal = spec.principal;
+      if (spec.traceparent) options.traceparent = spec.traceparent;
+      const handle = await deps.service.submitRun(destinationOf(route), serviceSpec(spec, deps), options);
       return new StartedRunImpl(handle, signal, deps.logger);
     },
   };
