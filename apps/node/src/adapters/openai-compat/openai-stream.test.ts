@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { create, type RunEventPart } from '@iop/wire';
 
 import type { SseEvent } from '../http/sse-reader.js';
@@ -26,9 +26,24 @@ async function* reads(...batches: unknown[][]): AsyncIterable<SseEvent[]> {
   }
 }
 
+/** Each argument is one upstream read holding those raw data strings. */
+async function* readsOf(batches: string[][]): AsyncIterable<SseEvent[]> {
+  for (const batch of batches) {
+    await Promise.resolve();
+    yield batch.map((data) => ({ event: 'message', data }));
+  }
+}
+
 async function run(source: AsyncIterable<SseEvent[]>): Promise<{ parts: RunEventPart[]; finish: string }> {
+  return runWith(source, {});
+}
+
+async function runWith(
+  source: AsyncIterable<SseEvent[]>,
+  options: { fastPath?: boolean },
+): Promise<{ parts: RunEventPart[]; finish: string }> {
   const parts: RunEventPart[] = [];
-  const generator = openAIChatParts(source, 'r1');
+  const generator = openAIChatParts(source, 'r1', options);
   for (;;) {
     const next = await generator.next();
     if (next.done) return { parts, finish: next.value };
@@ -129,6 +144,78 @@ describe('openAIChatParts', () => {
     })().catch((caught: unknown) => caught);
     expect(seen).toEqual([{ type: 'text-delta', text: 'ab' }]);
     expect((error as UpstreamError).message).toBe('kv cache full');
+  });
+
+  it('gives the same parts with and without the content fast path (seeded mixed streams)', async () => {
+    let seed = 7;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
+    const contents = [
+      'tok ',
+      '',
+      'é',
+      '"quoted"',
+      'back\\slash',
+      'line\nbreak',
+      '日本',
+      '\u0001',
+      'content',
+      '🙂',
+    ];
+    const parse = jest.spyOn(JSON, 'parse');
+    let fastParses = 0;
+    let slowParses = 0;
+    const head = (id: string) =>
+      `{"id":"${id}","object":"chat.completion.chunk","created":1,"model":"m","choices":[`;
+    for (let round = 0; round < 40; round += 1) {
+      const reads: string[][] = [];
+      let id = 'chatcmpl-a';
+      for (let read = 0; read < 12; read += 1) {
+        const batch: string[] = [];
+        for (let event = 0; event < 1 + Math.floor(random() * 8); event += 1) {
+          const roll = random();
+          if (random() < 0.02) id = `chatcmpl-${Math.floor(random() * 3)}`;
+          const content = JSON.stringify(pick(contents));
+          if (roll < 0.85)
+            batch.push(`${head(id)}{"index":0,"delta":{"content":${content}},"finish_reason":null}]}`);
+          else if (roll < 0.87)
+            batch.push(
+              `${head(id)}{"index":0,"delta":{"content":${content}},"finish_reason":null}],"usage":null}`,
+            );
+          else if (roll < 0.89)
+            batch.push(`${head(id)}{"index":0,"delta":{"role":"assistant","content":${content}}}]}`);
+          else if (roll < 0.91)
+            batch.push(`${head(id)}{"index":0,"delta":{"reasoning_content":${content}}}]}`);
+          else if (roll < 0.93) batch.push(`${head(id)}{"index":1,"delta":{"content":${content}}}]}`);
+          else if (roll < 0.95) batch.push(`${head(id)}{"index":0,"delta":{"content" : ${content}}}]}`);
+          else if (roll < 0.96)
+            batch.push(`${head(id)}{"index":0,"delta":{"content":${content}},"finish_reason":"length"}]}`);
+          else if (roll < 0.98)
+            batch.push(
+              `{"id":"${id}","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":${event}}}`,
+            );
+          else
+            batch.push(
+              `${head(id)}{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
+            );
+        }
+        reads.push(batch);
+      }
+      reads.push(['[DONE]']);
+      const before = parse.mock.calls.length;
+      const fast = await run(readsOf(reads));
+      const middle = parse.mock.calls.length;
+      const slow = await runWith(readsOf(reads), { fastPath: false });
+      fastParses += middle - before;
+      slowParses += parse.mock.calls.length - middle;
+      expect(fast).toEqual(slow);
+    }
+    parse.mockRestore();
+    // The fast path was taken (for a good share of the chunks), not just equal by falling back every time.
+    expect(fastParses).toBeLessThan(slowParses * 0.8);
   });
 
   it('flushes tool calls at [DONE] when a server never sends a finish_reason', async () => {

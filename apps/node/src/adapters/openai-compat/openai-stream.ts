@@ -7,6 +7,7 @@ import { create, type RunEventPart, type Usage } from '@iop/wire';
 import { errorMessageFromEvent } from '../http/error-body.js';
 import type { SseEvent } from '../http/sse-reader.js';
 import { UpstreamError } from '../http/upstream-error.js';
+import { ContentChunkTemplate } from './content-chunk-template.js';
 import { ToolCallAssembler, type ToolCallDelta } from './tool-call-assembler.js';
 
 interface ChunkChoice {
@@ -56,9 +57,11 @@ function usageOf(usage: NonNullable<Chunk['usage']>): Usage {
 export async function* openAIChatParts(
   batches: AsyncIterable<readonly SseEvent[]>,
   runId: string,
+  options: { fastPath?: boolean } = {},
 ): AsyncGenerator<RunEventPart, string, undefined> {
   const state: ChatStreamState = {
     calls: new ToolCallAssembler(),
+    template: options.fastPath === false ? undefined : new ContentChunkTemplate(),
     runId,
     finishReason: undefined,
     usage: undefined,
@@ -90,6 +93,8 @@ export async function* openAIChatParts(
 
 interface ChatStreamState {
   readonly calls: ToolCallAssembler;
+  /** Reads plain content chunks without JSON.parse (see ContentChunkTemplate); undefined when turned off. */
+  readonly template: ContentChunkTemplate | undefined;
   readonly runId: string;
   finishReason: string | undefined;
   usage: Usage | undefined;
@@ -105,8 +110,26 @@ function flushCalls(state: ChatStreamState, parts: RunEventPart[]): void {
 /** Appends a delta, joining it to the previous part when that is a delta of the same kind. */
 function pushDelta(parts: RunEventPart[], type: 'text-delta' | 'reasoning-delta', text: string): void {
   const last = parts.length > 0 ? parts[parts.length - 1] : undefined;
-  if (last !== undefined && last.type === type) parts[parts.length - 1] = { type, text: last.text + text };
+  // The parts of a read are this function's own until they are yielded: extend the last one in place.
+  if (last !== undefined && last.type === type) last.text += text;
   else parts.push({ type, text });
+}
+
+/**
+ * The content of a chunk that carries nothing else the parts depend on (one choice at index 0 whose delta has only
+ * `content`, no finish reason, no usage), or undefined. Only such chunks teach the fast path its template.
+ */
+function plainContent(usage: Chunk['usage'], choices: unknown[]): string | undefined {
+  if (usage || choices.length !== 1) return undefined;
+  const choice = choices[0] as ChunkChoice | null;
+  if (typeof choice !== 'object' || choice === null) return undefined;
+  if (choice.index !== undefined && choice.index !== 0) return undefined;
+  if (choice.finish_reason !== undefined && choice.finish_reason !== null && choice.finish_reason !== '')
+    return undefined;
+  const delta = choice.delta;
+  if (typeof delta !== 'object' || delta === null || typeof delta.content !== 'string') return undefined;
+  for (const key in delta) if (key !== 'content') return undefined;
+  return delta.content;
 }
 
 /** The parts of one read's events, appended to `parts`; stops at `[DONE]`. Throws UpstreamError. */
@@ -118,6 +141,11 @@ function chatEventsParts(events: readonly SseEvent[], state: ChatStreamState, pa
       return;
     }
     if (data === '') continue;
+    const fast = state.template?.match(data);
+    if (fast !== undefined) {
+      if (fast !== '') pushDelta(parts, 'text-delta', fast);
+      continue;
+    }
     let chunk: unknown;
     try {
       chunk = JSON.parse(data) as unknown;
@@ -133,6 +161,8 @@ function chatEventsParts(events: readonly SseEvent[], state: ChatStreamState, pa
     const { choices, usage: chunkUsage } = chunk as Chunk;
     if (chunkUsage) state.usage = usageOf(chunkUsage);
     if (!Array.isArray(choices)) continue;
+    const plain = state.template === undefined ? undefined : plainContent(chunkUsage, choices);
+    if (plain !== undefined) state.template?.learn(data, plain);
     for (const raw of choices as unknown[]) {
       const choice = raw as ChunkChoice;
       // One run is one completion: only the first choice counts (n > 1 is never requested).
