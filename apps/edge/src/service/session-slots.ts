@@ -57,7 +57,7 @@ function pushHeap(heap: number[], value: number): void {
   let index = heap.length - 1;
   while (index > 0) {
     const parent = (index - 1) >> 1;
-    if ((heap[parent]) <= value) break;
+    if (heap[parent] <= value) break;
     heap[index] = heap[parent];
     index = parent;
   }
@@ -73,8 +73,8 @@ function popMin(heap: number[]): number {
     const left = index * 2 + 1;
     if (left >= heap.length) break;
     const right = left + 1;
-    const child = right < heap.length && (heap[right]) < (heap[left]) ? right : left;
-    if ((heap[child]) >= last) break;
+    const child = right < heap.length && heap[right] < heap[left] ? right : left;
+    if (heap[child] >= last) break;
     heap[index] = heap[child];
     index = child;
   }
