@@ -59,6 +59,7 @@ async function startEdges(
       logger: silentLogger,
       timeoutMs: 1000,
       now: () => clock.now(),
+      leaseTtlMs: 6000,
       ...(spentElsewhere ? { spentElsewhere } : {}),
     });
     await nc.flush();
@@ -226,5 +227,32 @@ suite('cluster-wide key limits over NATS', () => {
       limit: 'token_budget',
     });
     expect(asked).toHaveLength(1);
+  });
+
+  it('keeps a lease its holder still reports open, and releases one nobody holds any more (a lost release)', async () => {
+    const all = await startEdges(['edge-a', 'edge-b']);
+    const ids = Array.from({ length: 50 }, (_, index) => `key-${index}`);
+    const [a, b] = all as [TestEdge, TestEdge];
+    const principal = key({
+      id: ids.find((id) => a.limits.homeOf(id) === 'edge-b') as string,
+      max_concurrent: 2,
+    });
+    const kept = await a.limits.reserve(principal, 3);
+    const lost = await a.limits.reserve(principal, 3);
+    // As if the run was handed to an edge that then lost the release: nobody reports it any more.
+    (lost.lease as unknown as { handOff(): void }).handOff();
+    expect(b.limits.held).toBe(2);
+    for (let step = 0; step < 8; step += 1) {
+      clock.advance(1000);
+      a.limits.tick();
+      await a.nc.flush();
+      // Let edge-b read the report before it sweeps.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      b.limits.tick();
+    }
+    expect(b.limits.held).toBe(1);
+    expect(b.governor.snapshot()[0]).toMatchObject({ inFlight: 1 });
+    kept.lease?.finish(3);
+    await waitFor(() => b.limits.held === 0);
   });
 });

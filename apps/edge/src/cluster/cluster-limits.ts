@@ -23,7 +23,9 @@ export interface LeaseRef {
 
 type LimitsMessage =
   | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number }
-  | { op: 'release'; id: string; tokens: number };
+  | { op: 'release'; id: string; tokens: number }
+  /** The leases of this home that runs on `from` still hold (sent periodically; see tick()). */
+  | { op: 'open'; from: string; ids: string[] };
 
 type ReserveReply =
   | { ok: true; id: string }
@@ -44,12 +46,43 @@ export class ClusterLease implements LimitLease {
   constructor(
     readonly ref: LeaseRef,
     private readonly release: (ref: LeaseRef, tokens: number) => void,
-  ) {}
+    /** This edge's open leases (reported to their homes until finished or handed off). */
+    private readonly open: OpenLeases,
+  ) {
+    open.add(ref);
+  }
 
   finish(actualTokens: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.open.delete(this.ref);
     this.release(this.ref, actualTokens);
+  }
+
+  /** Another edge took the run (forwarded): that edge reports the lease open and finishes it. */
+  handOff(): void {
+    this.open.delete(this.ref);
+  }
+}
+
+/** Lease ids per home that runs on this edge still hold. */
+class OpenLeases {
+  readonly byHome = new Map<string, Set<string>>();
+
+  add(ref: LeaseRef): void {
+    let ids = this.byHome.get(ref.home);
+    if (!ids) {
+      ids = new Set();
+      this.byHome.set(ref.home, ids);
+    }
+    ids.add(ref.id);
+  }
+
+  delete(ref: LeaseRef): void {
+    const ids = this.byHome.get(ref.home);
+    if (!ids) return;
+    ids.delete(ref.id);
+    if (ids.size === 0) this.byHome.delete(ref.home);
   }
 }
 
@@ -68,8 +101,13 @@ export interface ClusterLimitsOptions {
    * once per key and budget period by its home, so a budget counts what the whole cluster spent.
    */
   spentElsewhere?: (principalId: string, sinceMs: number) => Promise<number>;
-  /** Epoch ms (the edge's clock): budget periods. */
+  /** Epoch ms (the edge's clock): budget periods, lease reports. */
   now?: () => number;
+  /**
+   * A lease no edge reported open for this long is released by its home (default 6 s). Open leases are reported
+   * at most every sixth of it (tick()).
+   */
+  leaseTtlMs?: number;
 }
 
 export interface ClusterLimits {
@@ -87,6 +125,11 @@ export interface ClusterLimits {
   readonly held: number;
   /** Releases the leases an edge that left had reserved here (their runs ended with it). */
   edgeGone(edgeId: string): void;
+  /**
+   * Called on the heartbeat: reports this edge's open leases to their homes, and (as a home) releases leases no
+   * edge has reported open for `leaseTtlMs` (their release was lost).
+   */
+  tick(): void;
   close(): void;
 }
 
@@ -135,7 +178,10 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   const { nc, edgeId, governor, logger } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
   /** Leases this edge holds as the home, by id. */
-  const held = new Map<string, { from: string; estimate: number; lease: LimitLease }>();
+  const held = new Map<string, { from: string; estimate: number; lease: LimitLease; seenAt: number }>();
+  const open = new OpenLeases();
+  const leaseTtlMs = options.leaseTtlMs ?? 6000;
+  let reportedAt = Number.NEGATIVE_INFINITY;
   let sequence = 0;
   const now = options.now ?? Date.now;
   /** What the other edges had spent per key and budget period, asked once (the promise is shared). */
@@ -172,6 +218,14 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     entry.lease.finish(tokens);
   }
 
+  function markOpen(ids: readonly unknown[]): void {
+    const at = now();
+    for (const id of ids) {
+      const entry = typeof id === 'string' ? held.get(id) : undefined;
+      if (entry) entry.seenAt = at;
+    }
+  }
+
   function release(ref: LeaseRef, tokens: number): void {
     if (ref.home === edgeId) {
       releaseHeld(ref.id, tokens);
@@ -193,7 +247,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   ): LeaseRef {
     const lease = governor.reserve(principal, estimate, elsewhere);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
-    held.set(id, { from, estimate, lease });
+    held.set(id, { from, estimate, lease, seenAt: now() });
     return { home: edgeId, id };
   }
 
@@ -209,6 +263,10 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
       }
       if (message.op === 'release') {
         releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
+        return;
+      }
+      if (message.op === 'open') {
+        if (Array.isArray(message.ids)) markOpen(message.ids);
         return;
       }
       if (message.op !== 'reserve') return;
@@ -262,7 +320,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
         return {
           ...principal,
-          lease: new ClusterLease(reserveHere(principal, estimate, edgeId, elsewhere), release),
+          lease: new ClusterLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
         };
       }
       let reply: ReserveReply;
@@ -295,17 +353,36 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         );
       }
       return reply.ok
-        ? { ...principal, lease: new ClusterLease({ home, id: reply.id }, release) }
+        ? { ...principal, lease: new ClusterLease({ home, id: reply.id }, release, open) }
         : principal;
     },
     withLease(principal, ref) {
-      return { ...principal, lease: new ClusterLease(ref, release) };
+      return { ...principal, lease: new ClusterLease(ref, release, open) };
     },
     get held() {
       return held.size;
     },
     edgeGone(gone) {
       for (const [id, entry] of held) if (entry.from === gone) releaseHeld(id, entry.estimate);
+    },
+    tick() {
+      const at = now();
+      if (at - reportedAt >= leaseTtlMs / 6) {
+        reportedAt = at;
+        for (const [home, ids] of open.byHome) {
+          if (home === edgeId) markOpen([...ids]);
+          else if (!nc.isClosed()) {
+            const message: LimitsMessage = { op: 'open', from: edgeId, ids: [...ids] };
+            nc.publish(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)));
+          }
+        }
+      }
+      for (const [id, entry] of held) {
+        if (at - entry.seenAt > leaseTtlMs) {
+          logger.warn({ lease: id, from: entry.from }, 'cluster: a lease no edge holds any more is released');
+          releaseHeld(id, entry.estimate);
+        }
+      }
     },
     close() {
       subscription.unsubscribe();

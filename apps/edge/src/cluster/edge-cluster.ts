@@ -280,6 +280,7 @@ class ClusterImpl implements EdgeCluster {
           governor: options.governor,
           logger: options.logger,
           now: () => options.clock.now(),
+          leaseTtlMs: 2 * options.config.cluster.state_ttl_ms,
           // Budgets count every edge's usage store (created below; asked only once a key is used).
           spentElsewhere: (principalId, sinceMs) =>
             this.clusterUsage?.spentElsewhere(principalId, sinceMs) ?? Promise.resolve(0),
@@ -535,6 +536,7 @@ class ClusterImpl implements EdgeCluster {
   private async heartbeat(): Promise<void> {
     if (this.closing) return;
     for (const gone of this.view.sweep()) this.edgeGone(gone);
+    this.limits?.tick();
     const now = performance.now();
     for (const forward of [...this.forwarded.values()]) {
       if (!this.view.isLive(forward.owner)) this.endForwardsTo(forward.owner);
@@ -590,17 +592,20 @@ class ClusterImpl implements EdgeCluster {
       handle: undefined,
     };
     this.served.set(request.forwardId, served);
+    const principal = request.principal ? this.principalOf(request.principal, request.lease) : undefined;
     let handle: RunHandle;
     try {
       handle = await this.options.service.submitRun(request.destination, request.spec, {
         surface: request.surface,
         ...(request.model !== undefined ? { model: request.model } : {}),
         ...(request.traceparent !== undefined ? { traceparent: request.traceparent } : {}),
-        ...(request.principal ? { principal: this.principalOf(request.principal, request.lease) } : {}),
+        ...(principal ? { principal } : {}),
         signal: served.controller.signal,
       });
     } catch (error) {
       this.served.delete(request.forwardId);
+      // Refused before the governor took the lease (or it already finished it: idempotent).
+      principal?.lease?.finish(0);
       const reply: ForwardReply =
         error instanceof ServiceError
           ? {
@@ -729,8 +734,10 @@ class ClusterImpl implements EdgeCluster {
       });
     }
     this.metrics?.forwarded(owner);
-    // A run that ends here (the owner went away) was never finished by the owner's governor: release its lease.
+    // The owner holds the lease now (it reports it open and finishes it); a run that ends here (the owner went
+    // away) was never finished by the owner's governor: release it from here.
     const lease = options.principal?.lease;
+    if (lease instanceof ClusterLease) lease.handOff();
     if (lease) stream.onEnd(() => stream.endedHere && lease.finish(0));
     if (options.signal?.aborted) stream.cancel('client disconnected');
     stream.runId = reply.runId;
