@@ -670,6 +670,19 @@ describe('errors', () => {
     expect(error.code).toBe('invalid_api_key');
     const missing = await post(url, '/v1/chat/completions', { model: 'pooled', messages: user('hi') });
     expect(missing.status).toBe(401);
+    // The express path (another JSON media type) refuses the same way.
+    const routed = await post(
+      url,
+      '/v1/chat/completions',
+      { model: 'pooled', messages: user('hi') },
+      {
+        'content-type': 'application/vnd.iop+json',
+      },
+    );
+    expect(routed.status).toBe(401);
+    expect(routed.json()).toEqual(missing.json());
+    expect(routed.headers.get('content-type')).toBe(missing.headers.get('content-type'));
+    expect(routed.headers.get('x-iop-overhead-ms')).not.toBeNull();
   });
 
   it('404 model_not_found for an unknown model without a fallback route', async () => {
