@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { measureHistory } from './lib/history-bench.mjs';
 import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
-import { manyNodesPhase } from './lib/many-nodes.mjs';
+import { checkOpenFiles, manyNodesPhase } from './lib/many-nodes.mjs';
 import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
 import {
   MODEL,
@@ -139,6 +139,8 @@ async function streamPhase(baseUrl, label) {
 }
 
 async function main() {
+  // Before anything else: the many-node phase needs a descriptor per node in the edge and in the simulator.
+  checkOpenFiles(nodeCount);
   const startedAt = new Date();
   const loadAverageAtStart = os.loadavg()[0];
   log(`backend latency ${latencyMs} ms, ${quick ? 'quick' : 'full'} run`);

@@ -9,7 +9,7 @@ const running = new Set();
  * Starts `node <script> ...args` and resolves once a stdout line matches `ready` (with the match), or rejects
  * when the process exits first or `timeoutMs` passes.
  * Without `ready` it resolves at once.
- * `openFiles` raises the child's soft open-files limit to that many (through `sh -c 'ulimit -n'`, which `exec`s
+ * `openFiles` raises the child's soft open-files limit to that many (through `sh -c 'ulimit -S -n'`, which `exec`s
  * node, so the pid is node's); the hard limit must allow it.
  * @param {{ name: string, script: string, args?: string[], env?: Record<string,string>, ready?: RegExp,
  *   timeoutMs?: number, nodeOptions?: string[], cwd?: string, openFiles?: number }} options
@@ -20,7 +20,7 @@ export function startProcess(options) {
   const child = spawn(
     raise ? '/bin/sh' : process.execPath,
     raise
-      ? ['-c', `ulimit -n ${Number(options.openFiles)} && exec "$0" "$@"`, process.execPath, ...argv]
+      ? ['-c', `ulimit -S -n ${Number(options.openFiles)} && exec "$0" "$@"`, process.execPath, ...argv]
       : argv,
     {
       cwd: options.cwd,
