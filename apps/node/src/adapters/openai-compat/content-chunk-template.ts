@@ -1,20 +1,24 @@
-// The fast path for the chunk that makes up almost all of a chat-completions stream: one token of content and
-// nothing else that counts. Servers send it as the same bytes every time except the content string (same id,
+// The fast path for the chunk that makes up almost all of a chat-completions stream: one token of content (or of
+// reasoning: `reasoning_content` / `reasoning`) and nothing else that counts. Servers send it as the same bytes every time except the content string (same id,
 // model, created, index and `"finish_reason":null`), so once one such chunk has been parsed in full, the next ones
 // are recognised by that prefix and suffix and their content is read straight out of the text, without
 // JSON.parse (which was most of the node's CPU per streamed token).
 //
 // Soundness: a chunk is taken on the fast path only when it is the learned chunk with exactly one JSON string
-// literal swapped in at the place of `delta.content` (the literal is checked to hold no quote, backslash or
+// literal swapped in at the place of the delta's text field (the literal is checked to hold no quote, backslash or
 // control character, so it is one complete, valid literal and its text is its value). Such a document parses to
 // the learned one with another content: the same parts follow from it. The place is verified when learning by
 // parsing the template with a probe string, and learning stops for a stream whose chunks keep differing (an id
 // per chunk) so it never costs more than a second parse now and then.
 
-/** Learned prefix/suffix of a plain content chunk, per stream. */
+/** The delta fields the fast path reads, and the part each one becomes. */
+export type DeltaTextField = 'content' | 'reasoning_content' | 'reasoning';
+
+/** Learned prefix/suffix of a plain content (or reasoning) chunk, per stream. */
 export class ContentChunkTemplate {
   #prefix: string | undefined;
   #suffix: string | undefined;
+  #type: 'text-delta' | 'reasoning-delta' = 'text-delta';
   /** The learned template has matched a chunk since it was learned. */
   #matched = false;
   /** The last chunk tried did not have the template's prefix and suffix. */
@@ -22,7 +26,12 @@ export class ContentChunkTemplate {
   /** Learned templates that missed before matching anything; learning stops at MAX_MISSES. */
   #misses = 0;
 
-  /** The content of `data` when it is the learned chunk with another plain string, else undefined. */
+  /** The part a matched chunk's text becomes. */
+  get type(): 'text-delta' | 'reasoning-delta' {
+    return this.#type;
+  }
+
+  /** The text of `data` when it is the learned chunk with another plain string, else undefined. */
   match(data: string): string | undefined {
     const prefix = this.#prefix;
     const suffix = this.#suffix;
@@ -52,26 +61,28 @@ export class ContentChunkTemplate {
   }
 
   /**
-   * Learns from a chunk that was parsed in full and is a plain content chunk (the caller checks: one choice, index
-   * 0, a delta whose only key is `content`, no finish reason, no usage, no error). Only when no template is
+   * Learns from a chunk that was parsed in full and is a plain delta chunk (the caller checks: one choice, index
+   * 0, a delta whose only key is `field`, no finish reason, no usage, no error). Only when no template is
    * learned or the last chunk missed it, and not once learning stopped; keeps the old template when the
-   * content's place cannot be found and verified.
+   * text's place cannot be found and verified.
    */
-  learn(data: string, content: string): void {
+  learn(data: string, field: DeltaTextField, text: string): void {
     if (this.#misses >= MAX_MISSES) return;
     if (this.#prefix !== undefined && !this.#lastMissed) return;
-    const needle = `${CONTENT_KEY}${JSON.stringify(content)}`;
+    const key = `"${field}":`;
+    const needle = `${key}${JSON.stringify(text)}`;
     const at = data.indexOf(needle);
     // Not found (the server escapes differently, or spaces after the colon) or ambiguous: no fast path.
     if (at === -1 || data.indexOf(needle, at + 1) !== -1) return;
-    const prefix = data.slice(0, at + CONTENT_KEY.length);
+    const prefix = data.slice(0, at + key.length);
     const suffix = data.slice(at + needle.length);
-    if (!isProbeAtContent(prefix, suffix, content)) {
+    if (!isProbeAtField(prefix, suffix, field, text)) {
       this.#misses += 1;
       return;
     }
     this.#prefix = prefix;
     this.#suffix = suffix;
+    this.#type = field === 'content' ? 'text-delta' : 'reasoning-delta';
     this.#matched = false;
     this.#lastMissed = false;
   }
@@ -84,18 +95,17 @@ export class ContentChunkTemplate {
 
 const QUOTE = 34;
 const BACKSLASH = 92;
-const CONTENT_KEY = '"content":';
 /** After this many learned templates that did not match the next chunk, a stream stops learning. */
 const MAX_MISSES = 3;
 
-/** The template with a probe string in place of the content parses to that probe at choices[0].delta.content. */
-function isProbeAtContent(prefix: string, suffix: string, content: string): boolean {
-  const probe = content === 'iop-probe' ? 'iop-probe-2' : 'iop-probe';
+/** The template with a probe string in place of the text parses to that probe at choices[0].delta[field]. */
+function isProbeAtField(prefix: string, suffix: string, field: DeltaTextField, text: string): boolean {
+  const probe = text === 'iop-probe' ? 'iop-probe-2' : 'iop-probe';
   try {
     const parsed = JSON.parse(`${prefix}"${probe}"${suffix}`) as {
-      choices?: { delta?: { content?: unknown } }[];
+      choices?: { delta?: Partial<Record<DeltaTextField, unknown>> }[];
     };
-    return parsed.choices?.[0]?.delta?.content === probe;
+    return parsed.choices?.[0]?.delta?.[field] === probe;
   } catch {
     return false;
   }

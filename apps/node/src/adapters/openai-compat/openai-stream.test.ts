@@ -173,14 +173,17 @@ describe('openAIChatParts', () => {
     for (let round = 0; round < 40; round += 1) {
       const reads: string[][] = [];
       let id = 'chatcmpl-a';
+      // Some streams think first (reasoning chunks), then answer.
+      const thinking = pick(['content', 'reasoning_content', 'reasoning']);
       for (let read = 0; read < 12; read += 1) {
         const batch: string[] = [];
+        const field = read < 4 ? thinking : 'content';
         for (let event = 0; event < 1 + Math.floor(random() * 8); event += 1) {
           const roll = random();
           if (random() < 0.02) id = `chatcmpl-${Math.floor(random() * 3)}`;
           const content = JSON.stringify(pick(contents));
           if (roll < 0.85)
-            batch.push(`${head(id)}{"index":0,"delta":{"content":${content}},"finish_reason":null}]}`);
+            batch.push(`${head(id)}{"index":0,"delta":{"${field}":${content}},"finish_reason":null}]}`);
           else if (roll < 0.87)
             batch.push(
               `${head(id)}{"index":0,"delta":{"content":${content}},"finish_reason":null}],"usage":null}`,

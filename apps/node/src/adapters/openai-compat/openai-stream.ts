@@ -7,7 +7,7 @@ import { create, type RunEventPart, type Usage } from '@iop/wire';
 import { errorMessageFromEvent } from '../http/error-body.js';
 import type { SseEvent } from '../http/sse-reader.js';
 import { UpstreamError } from '../http/upstream-error.js';
-import { ContentChunkTemplate } from './content-chunk-template.js';
+import { ContentChunkTemplate, type DeltaTextField } from './content-chunk-template.js';
 import { ToolCallAssembler, type ToolCallDelta } from './tool-call-assembler.js';
 
 interface ChunkChoice {
@@ -116,10 +116,11 @@ function pushDelta(parts: RunEventPart[], type: 'text-delta' | 'reasoning-delta'
 }
 
 /**
- * The content of a chunk that carries nothing else the parts depend on (one choice at index 0 whose delta has only
- * `content`, no finish reason, no usage), or undefined. Only such chunks teach the fast path its template.
+ * The one text field of a chunk that carries nothing else the parts depend on (one choice at index 0 whose delta
+ * has only `content`, `reasoning_content` or `reasoning`, no finish reason, no usage), or undefined. Only such
+ * chunks teach the fast path its template.
  */
-function plainContent(usage: Chunk['usage'], choices: unknown[]): string | undefined {
+function plainDeltaField(usage: Chunk['usage'], choices: unknown[]): DeltaTextField | undefined {
   if (usage || choices.length !== 1) return undefined;
   const choice = choices[0] as ChunkChoice | null;
   if (typeof choice !== 'object' || choice === null) return undefined;
@@ -127,9 +128,14 @@ function plainContent(usage: Chunk['usage'], choices: unknown[]): string | undef
   if (choice.finish_reason !== undefined && choice.finish_reason !== null && choice.finish_reason !== '')
     return undefined;
   const delta = choice.delta;
-  if (typeof delta !== 'object' || delta === null || typeof delta.content !== 'string') return undefined;
-  for (const key in delta) if (key !== 'content') return undefined;
-  return delta.content;
+  if (typeof delta !== 'object' || delta === null) return undefined;
+  let field: DeltaTextField | undefined;
+  for (const key in delta) {
+    if (field !== undefined || (key !== 'content' && key !== 'reasoning_content' && key !== 'reasoning'))
+      return undefined;
+    field = key;
+  }
+  return field !== undefined && typeof delta[field] === 'string' ? field : undefined;
 }
 
 /** The parts of one read's events, appended to `parts`; stops at `[DONE]`. Throws UpstreamError. */
@@ -143,7 +149,7 @@ function chatEventsParts(events: readonly SseEvent[], state: ChatStreamState, pa
     if (data === '') continue;
     const fast = state.template?.match(data);
     if (fast !== undefined) {
-      if (fast !== '') pushDelta(parts, 'text-delta', fast);
+      if (fast !== '') pushDelta(parts, state.template?.type ?? 'text-delta', fast);
       continue;
     }
     let chunk: unknown;
@@ -161,8 +167,9 @@ function chatEventsParts(events: readonly SseEvent[], state: ChatStreamState, pa
     const { choices, usage: chunkUsage } = chunk as Chunk;
     if (chunkUsage) state.usage = usageOf(chunkUsage);
     if (!Array.isArray(choices)) continue;
-    const plain = state.template === undefined ? undefined : plainContent(chunkUsage, choices);
-    if (plain !== undefined) state.template?.learn(data, plain);
+    const field = state.template === undefined ? undefined : plainDeltaField(chunkUsage, choices);
+    if (field !== undefined)
+      state.template?.learn(data, field, (choices[0] as ChunkChoice).delta?.[field] as string);
     for (const raw of choices as unknown[]) {
       const choice = raw as ChunkChoice;
       // One run is one completion: only the first choice counts (n > 1 is never requested).
