@@ -297,6 +297,8 @@ export class NodeConnection implements AcceptedConnection {
       await responseSent;
     } catch (error) {
       logger.warn({ nodeId: request.nodeId, error: errorText(error) }, 'register response not delivered');
+      this.closingReason ??= errorCode(error);
+      await this.connection.close(errorCode(error));
       return false;
     }
     if (this.closingReason !== undefined) return false;
