@@ -630,16 +630,23 @@ class ClusterImpl implements EdgeCluster {
       providerId: handle.providerId ?? null,
       queueMs: handle.queueMs,
     };
-    msg.respond(encode(reply));
     const subject = served.subject;
     let terminalSent = false;
+    // The answer goes at the end of this turn (after the run's frame to the node, which is written then too, so
+    // that write comes first), and always before the run's first events: every flush sends it first.
+    let replied = false;
+    let batch: RunEventWithMeta[] = [];
+    const flush = (): void => {
+      if (!replied) {
+        replied = true;
+        msg.respond(encode(reply));
+      }
+      if (batch.length === 0) return;
+      this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
+      batch = [];
+    };
+    setImmediate(flush);
     try {
-      let batch: RunEventWithMeta[] = [];
-      const flush = (): void => {
-        if (batch.length === 0) return;
-        this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
-        batch = [];
-      };
       for await (const event of handle.events) {
         batch.push(event);
         const terminal = isTerminalPart(event.part);
@@ -647,13 +654,13 @@ class ClusterImpl implements EdgeCluster {
         if (terminal || batch.length >= MAX_EVENT_BATCH) flush();
         else if (batch.length === 1) setImmediate(flush);
       }
-      flush();
     } catch (error) {
       this.logger.warn(
         { runId: handle.runId, error: errorText(error) },
         'cluster: forwarded run stream failed',
       );
     }
+    flush();
     const outcome = await handle.done;
     // Runs ended by this edge's own stop were already reported to the requester as an error; a terminal part
     // already decided the outcome there (the requester ends on it), so `done` goes only when none was sent.
