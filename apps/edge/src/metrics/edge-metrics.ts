@@ -7,6 +7,7 @@ import type { EventBus } from '../events/types.js';
 import type { NodeDiscovered } from '../node/discovered.js';
 import { CellHistogram } from './cell-histogram.js';
 import { cellCounter, type CounterCells } from './counter-cells.js';
+import { LineCachedCounter } from './line-cached-counter.js';
 
 export interface ProviderGaugeSample {
   providerId: string;
@@ -42,16 +43,6 @@ const LATENCY_BUCKETS = [
 
 export class EdgeMetrics {
   readonly registry = new Registry();
-  /**
-   * The per-node counters (iop_node_connections_total, iop_node_disconnects_total): a series for every node that
-   * ever connected, 10,000s on a large fleet. prom-client renders ~10 µs per series, so at 10,000 nodes every
-   * scrape blocked the event loop for ~100 ms, for figures that move only when a node connects or disconnects.
-   * They live in this registry, counted only from node events (followEvents), and its text is rendered again
-   * only after one of them moved.
-   */
-  private readonly perNode = new Registry();
-  private perNodeVersion = 0;
-  private perNodeText: { version: number; text: string } | undefined;
   readonly httpRequests: Counter<'surface' | 'route' | 'status'>;
   /** Per-request histograms: CellHistograms (same exposition as prom-client's; see cell-histogram.ts). */
   readonly httpRequestSeconds: CellHistogram<'surface' | 'route'>;
@@ -61,8 +52,13 @@ export class EdgeMetrics {
   readonly providerRejections: Counter<'model' | 'reason'>;
   readonly runsAdmitted: Counter<'surface'>;
   readonly runsRejected: Counter<'surface' | 'reason'>;
-  readonly nodeConnections: Counter<'node'>;
-  readonly nodeDisconnects: Counter<'node' | 'reason'>;
+  /**
+   * Per-node counters: a series for every node that ever connected, 10,000s on a large fleet. They keep their
+   * exposition lines (line-cached-counter.ts) and are appended to the registry's page, so a scrape does not spend
+   * ~10 µs per unchanged series on them.
+   */
+  readonly nodeConnections: LineCachedCounter<'node'>;
+  readonly nodeDisconnects: LineCachedCounter<'node' | 'reason'>;
   readonly runOutcomes: Counter<'outcome'>;
   readonly frameErrors: Counter<'code'>;
   /** Hot-path cells of the per-request counters (same series as the counters above; see counter-cells.ts). */
@@ -131,17 +127,15 @@ export class EdgeMetrics {
       labelNames: ['surface', 'reason'],
       registers,
     });
-    this.nodeConnections = new Counter({
+    this.nodeConnections = new LineCachedCounter({
       name: 'iop_node_connections_total',
       help: 'Accepted node registrations.',
       labelNames: ['node'],
-      registers: [this.perNode],
     });
-    this.nodeDisconnects = new Counter({
+    this.nodeDisconnects = new LineCachedCounter({
       name: 'iop_node_disconnects_total',
       help: 'Node disconnections by reason.',
       labelNames: ['node', 'reason'],
-      registers: [this.perNode],
     });
     const runOutcomes = cellCounter({
       name: 'iop_run_outcomes_total',
@@ -288,8 +282,6 @@ export class EdgeMetrics {
           const { kind, nodeId, reason } = event.event;
           if (kind === 'connected') this.nodeConnections.inc({ node: nodeId });
           else if (kind === 'disconnected') this.nodeDisconnects.inc({ node: nodeId, reason });
-          else continue;
-          this.perNodeVersion += 1;
           continue;
         }
         const part = event.event.part;
@@ -303,14 +295,12 @@ export class EdgeMetrics {
 
   /** The text exposition format. */
   async render(): Promise<{ contentType: string; body: string }> {
-    const version = this.perNodeVersion;
-    let perNode = this.perNodeText?.version === version ? this.perNodeText.text : undefined;
-    if (perNode === undefined) {
-      perNode = await this.perNode.metrics();
-      // Kept only if nothing moved while it was rendered.
-      if (this.perNodeVersion === version) this.perNodeText = { version, text: perNode };
-    }
-    // Each registry's text ends with a newline; a blank line separates metrics, as within one registry.
-    return { contentType: this.registry.contentType, body: `${await this.registry.metrics()}\n${perNode}` };
+    // Each part ends with a newline; a blank line separates metrics, as within the registry's page.
+    const body = [
+      await this.registry.metrics(),
+      this.nodeConnections.render(),
+      this.nodeDisconnects.render(),
+    ].join('\n');
+    return { contentType: this.registry.contentType, body };
   }
 }
