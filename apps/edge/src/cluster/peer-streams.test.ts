@@ -32,7 +32,8 @@ async function edge(
 
 async function serve(streams: PeerStreams, handler: PeerStreamHandler): Promise<void> {
   stops.push(streams.serveStream('topic', handler));
-  await connections.at(-1)?.flush();
+  // The holder's subscription is on the server before anyone asks.
+  for (const nc of connections) await nc.flush();
 }
 
 async function drain(items: AsyncIterable<unknown>): Promise<unknown[]> {
