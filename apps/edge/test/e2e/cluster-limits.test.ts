@@ -143,8 +143,14 @@ suite('edge cluster: API-key limits and usage count cluster-wide', () => {
       expect(answer).toMatchObject({ status: 429, code: 'concurrency_limited' });
       expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
     }
-    // Once they ended, the slots are free again on every edge.
-    for (const edgeId of EDGE_IDS) expect((await chat(edgeId, KEY_CONCURRENT)).status).toBe(200);
+    // Once they ended, the slots are free again on every edge (the releases travel over NATS: allow them a moment).
+    for (const edgeId of EDGE_IDS) {
+      await waitUntil(
+        async () => (await chat(edgeId, KEY_CONCURRENT)).status === 200,
+        5000,
+        () => `a chat with the max_concurrent key admitted on ${edgeId}\n${describeAll()}`,
+      );
+    }
   });
 
   it('rpm 3: six chats alternating between the edges admit exactly three, then 429 rate_limited', async () => {
@@ -161,13 +167,18 @@ suite('edge cluster: API-key limits and usage count cluster-wide', () => {
 
   it('usage asked of either edge is the cluster-wide total of what both edges ran', async () => {
     const byEdge = new Map<string, Map<string, { runs: number; completed: number }>>();
-    for (const edgeId of EDGE_IDS) {
-      const rows = await (admins.get(edgeId) as AdminClient).getUsage({ by: 'key', sinceUnixMs: 0 });
-      byEdge.set(
-        edgeId,
-        new Map(rows.map((row) => [row.group, { runs: row.runs, completed: row.completed }])),
-      );
-    }
+    const read = async (): Promise<boolean> => {
+      for (const edgeId of EDGE_IDS) {
+        const rows = await (admins.get(edgeId) as AdminClient).getUsage({ by: 'key', sinceUnixMs: 0 });
+        byEdge.set(
+          edgeId,
+          new Map(rows.map((row) => [row.group, { runs: row.runs, completed: row.completed }])),
+        );
+      }
+      return EDGE_IDS.every((edgeId) => byEdge.get(edgeId)?.get('rpm-3')?.runs === 3);
+    };
+    // The last run's record is written as it ends, which may be just after its response.
+    await waitUntil(read, 5000, 'usage of the last run recorded');
     for (const edgeId of EDGE_IDS) {
       const rows = byEdge.get(edgeId) as Map<string, { runs: number; completed: number }>;
       // 2 at once + one more per edge; 3 within the minute.
