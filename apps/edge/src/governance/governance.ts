@@ -13,6 +13,7 @@ import { createKeyDirectory, type KeyDirectory } from './key-directory.js';
 import { openUsageDatabase } from './usage-database.js';
 import { createUsageMetrics } from './usage-metrics.js';
 import { UsageStore, type UsageQuery, type UsageRow } from './usage-store.js';
+import { startWalCheckpointer } from './wal-checkpointer.js';
 
 export const USAGE_DATABASE_FILE = 'usage.db';
 
@@ -39,7 +40,14 @@ export function openGovernance(options: GovernanceOptions): Governance {
   fs.mkdirSync(config.edge.data_dir, { recursive: true, mode: 0o700 });
   const file = path.join(config.edge.data_dir, USAGE_DATABASE_FILE);
   const { db, engine } = openUsageDatabase(file);
-  const store = new UsageStore({ db, clock, logger, retentionDays: config.usage.retention_days });
+  const checkpointer = startWalCheckpointer({ db, file, engine, logger });
+  const store = new UsageStore({
+    db,
+    checkpointer,
+    clock,
+    logger,
+    retentionDays: config.usage.retention_days,
+  });
   logger.info({ file, engine, retention_days: config.usage.retention_days }, 'usage store open');
   const metrics = options.registry ? createUsageMetrics(options.registry) : undefined;
   const keys = createKeyDirectory(config);

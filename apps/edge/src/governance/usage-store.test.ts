@@ -121,4 +121,36 @@ describe('UsageStore', () => {
     store.close();
     expect(clock.pending).toBe(0);
   });
+
+  it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', () => {
+    const clock = new ManualClock();
+    const calls: string[] = [];
+    const { db } = openUsageDatabase(file);
+    const store = new UsageStore({
+      db,
+      clock,
+      logger: silentLogger,
+      retentionDays: 1,
+      batchSize: 2,
+      flushIntervalMs: 1000,
+      checkpointer: {
+        committed: () => calls.push('committed'),
+        close: () => calls.push(`close (database open: ${String((db as { open?: boolean }).open)})`),
+      },
+    });
+    expect(calls).toEqual([]); // nothing to prune at open: no commit
+    store.record(record({ atMs: clock.now() }));
+    store.flush();
+    store.flush(); // nothing buffered: no commit
+    store.record(record({ atMs: clock.now() }));
+    store.record(record({ atMs: clock.now() })); // full batch
+    expect(calls).toEqual(['committed', 'committed']);
+    clock.advance(2 * 86_400_000); // the hourly prune deletes the three records: a commit
+    expect(calls).toEqual(['committed', 'committed', 'committed']);
+    expect(store.prune()).toBe(0); // nothing deleted: no commit
+    store.close();
+    store.close();
+    expect(calls.at(-1)).toBe('close (database open: false)');
+    expect(calls).toHaveLength(4);
+  });
 });

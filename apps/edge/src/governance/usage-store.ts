@@ -2,12 +2,15 @@
 // (surface, model, provider, node), how much (tokens in/out as the backend reported them), how long (queue ms,
 // duration) and how it ended. Writes are buffered and committed in one transaction per batch (every `batchSize`
 // records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
-// than `retentionDays` are deleted at open and hourly. Budgets read their spent tokens from here, which is how
+// than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (wal-checkpointer.ts):
+// the store only tells its checkpointer after each commit. What a kill -9 loses: the buffered records, i.e. at
+// most `flushIntervalMs` (and fewer than `batchSize`) of runs that ended; every committed batch is kept. Budgets read their spent tokens from here, which is how
 // they survive an edge restart.
 import type { Clock, ClockTimer } from '../clock.js';
 import type { RunOutcomeStatus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { SqlDatabase, SqlStatement } from './usage-database.js';
+import type { WalCheckpointer } from './wal-checkpointer.js';
 
 /** How a governed run ended (`rejected`: refused by a limit or by the pool before it started). */
 export type UsageOutcome = RunOutcomeStatus | 'rejected';
@@ -58,6 +61,11 @@ export interface UsageStoreOptions {
   batchSize?: number;
   /** Longest a record waits in the buffer; default 1000 ms. */
   flushIntervalMs?: number;
+  /**
+   * Checkpoints the WAL off the event loop (startWalCheckpointer), told after each commit and closed after the
+   * database; none = SQLite's automatic checkpoint in the commit (an in-memory database in tests).
+   */
+  checkpointer?: WalCheckpointer;
 }
 
 const SCHEMA_VERSION = 1;
@@ -165,7 +173,9 @@ export class UsageStore {
       }
     } catch (error) {
       this.options.logger.error({ err: error, records: batch.length }, 'writing usage records failed');
+      return;
     }
+    this.options.checkpointer?.committed();
   }
 
   /** Totals grouped by key, model, node, provider or surface, largest token use first. */
@@ -232,6 +242,7 @@ export class UsageStore {
     if (this.closed) return 0;
     const cutoff = this.options.clock.now() - this.options.retentionDays * DAY_MS;
     const result = this.db.prepare('DELETE FROM usage WHERE at_ms < ?').run(cutoff);
+    if (Number(result.changes) > 0) this.options.checkpointer?.committed();
     return Number(result.changes);
   }
 
@@ -243,6 +254,7 @@ export class UsageStore {
     if (this.pruneTimer !== undefined) this.options.clock.clearTimeout(this.pruneTimer);
     this.pruneTimer = undefined;
     this.db.close();
+    this.options.checkpointer?.close();
   }
 
   private schedulePrune(): void {
