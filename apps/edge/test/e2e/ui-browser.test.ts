@@ -261,6 +261,8 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
 
   it("charts the last hour's finished runs", async () => {
     await openView('Charts');
+    // The view renders its figures after the URL changes: wait for the fourth before counting.
+    await page.locator('figure.chart').nth(3).waitFor();
     expect(await page.locator('figure.chart').count()).toBe(4);
     // The latency chart gets its first point once a chart push (every 5 s) carries the runs finished above.
     // Empty buckets draw nothing; a finished run's bucket draws a dot or a line.
