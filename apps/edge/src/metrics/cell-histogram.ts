@@ -4,6 +4,7 @@
 // up by it on every call; here a caller caches the series' cell once and observe() is a bucket search and
 // three additions. Label sets are as bounded as the values callers pass (the same bounded route labels).
 import type { Registry } from 'prom-client';
+import { LabelTree } from './label-tree.js';
 
 export interface HistogramCell {
   observe(value: number): void;
@@ -47,8 +48,7 @@ export class CellHistogram<L extends string> {
   readonly help: string;
   readonly labelNames: readonly L[];
   private readonly upperBounds: readonly number[];
-  private root = new Map<string, unknown>();
-  private series: Series[] = [];
+  private readonly series: LabelTree<Series>;
 
   constructor(config: {
     name: string;
@@ -61,6 +61,8 @@ export class CellHistogram<L extends string> {
     this.help = config.help;
     this.labelNames = config.labelNames;
     this.upperBounds = [...config.buckets].sort((a, b) => a - b);
+    const upperBounds = this.upperBounds;
+    this.series = new LabelTree(config.labelNames, (labels) => new Series(labels, upperBounds));
     // Registry only needs name/help/type and get(); the cast is the registry's structural contract.
     for (const registry of config.registers) {
       registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
@@ -69,31 +71,7 @@ export class CellHistogram<L extends string> {
 
   /** The series of these label values (one per label name, in order), cached: keep it for hot paths. */
   cell(...values: string[]): HistogramCell {
-    if (values.length !== this.labelNames.length) {
-      throw new RangeError(`expected ${this.labelNames.length} label values, got ${values.length}`);
-    }
-    let level = this.root;
-    for (let index = 0; index < values.length - 1; index += 1) {
-      const key = values[index];
-      let next = level.get(key) as Map<string, unknown> | undefined;
-      if (!next) {
-        next = new Map();
-        level.set(key, next);
-      }
-      level = next;
-    }
-    const last = values[values.length - 1] ?? '';
-    let series = level.get(last) as Series | undefined;
-    if (!series) {
-      const labels: Record<string, string> = {};
-      this.labelNames.forEach((name, index) => {
-        labels[name] = values[index];
-      });
-      series = new Series(labels, this.upperBounds);
-      level.set(last, series);
-      this.series.push(series);
-    }
-    return series;
+    return this.series.get(values);
   }
 
   /** prom-client's call shape, for code off the hot path. */
@@ -102,8 +80,7 @@ export class CellHistogram<L extends string> {
   }
 
   reset(): void {
-    this.root = new Map();
-    this.series = [];
+    this.series.clear();
   }
 
   /** What the registry renders (the same values, labels and order as prom-client's Histogram). */
@@ -116,7 +93,7 @@ export class CellHistogram<L extends string> {
   }> {
     const values: ExportedValue[] = [];
     const bucketName = `${this.name}_bucket`;
-    for (const series of this.series) {
+    for (const series of this.series.items) {
       let cumulative = 0;
       this.upperBounds.forEach((bound, index) => {
         cumulative += series.counts[index];

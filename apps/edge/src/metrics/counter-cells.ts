@@ -4,6 +4,7 @@
 // counts into the counter, so what is exported is unchanged. Label sets are as bounded as the counter's own
 // (callers pass the same bounded label values they would pass to `inc`).
 import { Counter, type Registry } from 'prom-client';
+import { LabelTree } from './label-tree.js';
 
 export interface CounterCell {
   /** Adds `value` (default 1) to this label set's count. */
@@ -21,11 +22,12 @@ class Cell implements CounterCell {
 
 /** The cells of one counter, looked up by label values in the counter's `labelNames` order. */
 export class CounterCells<L extends string> {
-  private readonly root = new Map<string, unknown>();
-  private readonly cells: Cell[] = [];
+  private readonly cells: LabelTree<Cell>;
   private counter: Counter<L> | undefined;
 
-  constructor(private readonly labelNames: readonly L[]) {}
+  constructor(labelNames: readonly L[]) {
+    this.cells = new LabelTree(labelNames, (labels) => new Cell(labels));
+  }
 
   /** Binds the counter the cells flush into; call from the counter's construction (its `collect`). */
   bind(counter: Counter<L>): void {
@@ -34,38 +36,14 @@ export class CounterCells<L extends string> {
 
   /** The cell of these label values (one per label name, in order). */
   cell(...values: string[]): CounterCell {
-    if (values.length !== this.labelNames.length) {
-      throw new RangeError(`expected ${this.labelNames.length} label values, got ${values.length}`);
-    }
-    let level = this.root;
-    for (let index = 0; index < values.length - 1; index += 1) {
-      const key = values[index];
-      let next = level.get(key) as Map<string, unknown> | undefined;
-      if (!next) {
-        next = new Map();
-        level.set(key, next);
-      }
-      level = next;
-    }
-    const last = values[values.length - 1];
-    let cell = level.get(last) as Cell | undefined;
-    if (!cell) {
-      const labels: Record<string, string> = {};
-      this.labelNames.forEach((name, index) => {
-        labels[name] = values[index];
-      });
-      cell = new Cell(labels);
-      level.set(last, cell);
-      this.cells.push(cell);
-    }
-    return cell;
+    return this.cells.get(values);
   }
 
   /** Moves every pending count into the counter (prom-client calls this through the counter's collect()). */
   flush(): void {
     const counter = this.counter;
     if (!counter) return;
-    for (const cell of this.cells) {
+    for (const cell of this.cells.items) {
       if (cell.pending === 0) continue;
       const value = cell.pending;
       cell.pending = 0;
