@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
-import { principalOf, type Principal } from '../governance/principal.js';
+import { testPrincipal as key } from '../governance/test-support/test-principal.js';
 import { ManualClock } from '../governance/test-support/manual-clock.js';
 import { silentLogger } from '../logging.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
@@ -12,20 +12,6 @@ import { createClusterLimits, rendezvousHome, type ClusterLimits } from './clust
 
 const available = natsServerAvailable('cluster limits tests');
 const suite = available ? describe : describe.skip;
-
-function key(overrides: Partial<Parameters<typeof principalOf>[0]> = {}): Principal {
-  return principalOf({
-    id: 'team-a',
-    key: 'sk',
-    key_sha256: '',
-    models: [],
-    rpm: null,
-    tpm: null,
-    max_concurrent: null,
-    token_budget: null,
-    ...overrides,
-  });
-}
 
 interface TestEdge {
   id: string;

@@ -1,23 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { GovernanceError } from './errors.js';
 import { createGovernor, periodAt, type Admission, type RunEnd } from './governor.js';
-import { principalOf, type Principal } from './principal.js';
+import { testPrincipal as key } from './test-support/test-principal.js';
 import { ManualClock } from './test-support/manual-clock.js';
 import type { UsageRecord } from './usage-store.js';
-
-function key(overrides: Partial<Parameters<typeof principalOf>[0]> = {}): Principal {
-  return principalOf({
-    id: 'team-a',
-    key: 'sk',
-    key_sha256: '',
-    models: [],
-    rpm: null,
-    tpm: null,
-    max_concurrent: null,
-    token_budget: null,
-    ...overrides,
-  });
-}
 
 function setup(spentOnDisk: Record<string, number> = {}) {
   const clock = new ManualClock();
