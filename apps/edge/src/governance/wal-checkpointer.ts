@@ -53,7 +53,7 @@ const { file, engine, betterSqlitePath } = workerData;
 let db;
 if (engine === 'better-sqlite3') {
   const Database = require(betterSqlitePath);
-  db = new Database(file);
+  db = new Database(file, { fileMustExist: true });
 } else {
   const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
   db = new DatabaseSync(file);

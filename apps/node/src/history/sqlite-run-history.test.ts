@@ -366,4 +366,34 @@ describe('SqliteRunHistory', () => {
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, index) => index + 1));
     history.close();
   });
+
+  it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', async () => {
+    const calls: string[] = [];
+    let hotConnection: unknown;
+    const history = SqliteRunHistory.open({
+      path: databasePath,
+      startCheckpointer: (options) => {
+        expect(options.file).toBe(databasePath);
+        expect(options.backend).toBe('better-sqlite3');
+        hotConnection = options.db;
+        return {
+          committed: () => calls.push('committed'),
+          close: () =>
+            calls.push(`close (database open: ${String((hotConnection as { open?: boolean }).open)})`),
+        };
+      },
+    });
+    const afterOpen = calls.length; // the retention pass at open
+    history.recordStart(start('run-1', 1));
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    expect(calls).toHaveLength(afterOpen);
+    await nextTurn();
+    expect(calls).toHaveLength(afterOpen + 1);
+    history.flush(); // nothing queued: no commit
+    expect(calls).toHaveLength(afterOpen + 1);
+    history.close();
+    history.close();
+    expect(calls.at(-1)).toBe('close (database open: false)');
+    expect(calls).toHaveLength(afterOpen + 2);
+  });
 });

@@ -9,6 +9,10 @@
 // `flushIntervalMs`, or for the next turn's commit. Reads through this object (`list`, `events`) and `close`
 // commit the queue first, so they see everything recorded.
 //
+// WAL checkpoints run in a worker thread (wal-checkpointer.ts), told after each commit: the writer's automatic
+// checkpoint is off, so no commit on the event loop copies the WAL into the database file. A committed write is
+// in the WAL either way, so this changes nothing of what a kill -9 can lose.
+//
 // What a kill -9 can lose: the writes still queued, i.e. the run starts and ends recorded during the event-loop
 // turn in progress, and events younger than `flushIntervalMs` (at most `batchSize` of them) of runs that have
 // not ended. Commits apply the queue in order and whole, so the database always holds a prefix of what was
@@ -25,6 +29,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Usage } from '@iop/wire';
 import { HistoryError } from './history-error.js';
+import {
+  startWalCheckpointer,
+  type WalCheckpointer,
+  type WalCheckpointerOptions,
+} from './wal-checkpointer.js';
 import type {
   RunEventRecord,
   RunHistory,
@@ -63,6 +72,13 @@ export interface SqliteRunHistoryOptions {
   maxPendingEvents?: number;
   /** Told of every failed write attempt (for the log). */
   onWriteFailure?: (failure: HistoryWriteFailure) => void;
+  /**
+   * Starts the WAL checkpointer of a writable history, told after each commit and closed after the database
+   * (default startWalCheckpointer: a worker thread, so no checkpoint runs in a commit on the event loop).
+   */
+  startCheckpointer?: (options: WalCheckpointerOptions) => WalCheckpointer;
+  /** Told when the checkpoint worker fails; the writer then checkpoints itself again (for the log). */
+  onCheckpointFailure?: (error: unknown) => void;
 }
 
 export interface HistoryWriteFailure {
@@ -176,6 +192,7 @@ export class SqliteRunHistory implements RunHistory {
     backend: HistoryBackend,
     options: SqliteRunHistoryOptions,
     recoveredRuns: number,
+    private readonly checkpointer?: WalCheckpointer,
   ) {
     this.db = db;
     this.backend = backend;
@@ -199,6 +216,7 @@ export class SqliteRunHistory implements RunHistory {
   static open(options: SqliteRunHistoryOptions, driver: SqliteDriver = betterSqliteDriver): SqliteRunHistory {
     const readonly = options.readonly ?? false;
     let db: SqlDatabase;
+    let checkpointer: WalCheckpointer | undefined;
     try {
       if (!readonly) fs.mkdirSync(path.dirname(options.path), { recursive: true, mode: 0o700 });
       db = driver.open(options.path, readonly);
@@ -224,11 +242,18 @@ export class SqliteRunHistory implements RunHistory {
           )
           .run(now, INTERRUPTED_DETAIL).changes,
       );
-      const history = new SqliteRunHistory(db, driver.backend, options, recovered);
+      checkpointer = (options.startCheckpointer ?? startWalCheckpointer)({
+        db,
+        file: options.path,
+        backend: driver.backend,
+        onFailure: options.onCheckpointFailure,
+      });
+      const history = new SqliteRunHistory(db, driver.backend, options, recovered, checkpointer);
       history.prune();
       return history;
     } catch (error) {
       db.close();
+      checkpointer?.close();
       if (error instanceof HistoryError) throw error;
       throw new HistoryError(
         'open_failed',
@@ -449,6 +474,7 @@ export class SqliteRunHistory implements RunHistory {
     } finally {
       this.closed = true;
       this.db.close();
+      this.checkpointer?.close();
     }
   }
 
@@ -517,6 +543,7 @@ export class SqliteRunHistory implements RunHistory {
       });
       throw new HistoryError('write_failed', `cannot write run history: ${message(error)}`, { cause: error });
     }
+    this.checkpointer?.committed();
     this.backoffMs = 0;
     this.retryAt = 0;
   }

@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { betterSqliteDriver, type SqlDatabase } from './sqlite-driver.js';
+import {
+  DEFAULT_AUTOCHECKPOINT_PAGES,
+  startWalCheckpointer,
+  type CheckpointResult,
+} from './wal-checkpointer.js';
+
+function autocheckpoint(db: SqlDatabase): number {
+  const row = db.prepare('PRAGMA wal_autocheckpoint').get() as Record<string, number>;
+  return Number(Object.values(row)[0]);
+}
+
+function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const poll = (): void => {
+      if (predicate()) resolve();
+      else if (Date.now() > deadline) reject(new Error(`timed out waiting for ${what}`));
+      else setTimeout(poll, 10);
+    };
+    poll();
+  });
+}
+
+describe('startWalCheckpointer', () => {
+  let dir: string;
+  let file: string;
+  let db: SqlDatabase;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-history-wal-'));
+    file = path.join(dir, 'history.db');
+    db = betterSqliteDriver.open(file, false);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+  });
+  afterEach(() => {
+    try {
+      db.close();
+    } catch {
+      // closed by the test
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function commit(rows: number): void {
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    db.exec('BEGIN');
+    for (let row = 0; row < rows; row += 1) insert.run('x'.repeat(200));
+    db.exec('COMMIT');
+  }
+
+  it('turns the writer’s automatic checkpoint off and checkpoints every committed frame in the worker', async () => {
+    const results: CheckpointResult[] = [];
+    const checkpointer = startWalCheckpointer({
+      db,
+      file,
+      backend: 'better-sqlite3',
+      onCheckpoint: (result) => results.push(result),
+    });
+    expect(autocheckpoint(db)).toBe(0);
+    for (let batch = 0; batch < 20; batch += 1) {
+      commit(200);
+      checkpointer.committed();
+    }
+    // 20 commits, at most one checkpoint in flight: the rest coalesce into one that follows it.
+    await until(
+      () => results.some((result) => result.log > 0 && result.checkpointed === result.log),
+      'a complete checkpoint',
+    );
+    expect(results.length).toBeLessThan(20);
+    const last = results.at(-1);
+    expect(last?.busy).toBe(0);
+    expect(autocheckpoint(db)).toBe(0);
+    // Without a checkpoint in the writer, the frames committed after the worker's last pass stay in the WAL until
+    // the worker's next one: the writer itself never copies them.
+    db.close();
+    const before = results.length;
+    checkpointer.close();
+    checkpointer.close();
+    await until(() => results.length === before + 1, 'the last checkpoint');
+    // The worker held the last connection: its close checkpointed and removed the WAL.
+    await until(() => !fs.existsSync(`${file}-wal`), 'the WAL to be removed');
+    const reopened = betterSqliteDriver.open(file, false);
+    expect(reopened.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 4000 });
+    reopened.close();
+  });
+
+  it('gives the writer its automatic checkpoint back when the worker fails', async () => {
+    const failures: unknown[] = [];
+    const checkpointer = startWalCheckpointer({
+      db,
+      file,
+      backend: 'better-sqlite3',
+      onFailure: (error) => failures.push(error),
+      betterSqlitePath: path.join(dir, 'no-such-module.js'),
+    });
+    await until(() => failures.length > 0, 'the failure');
+    expect(failures).toHaveLength(1);
+    expect(String(failures[0])).toMatch(/no-such-module/);
+    expect(autocheckpoint(db)).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
+    checkpointer.committed();
+    checkpointer.close();
+  });
+});
