@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// What two hops cost on this machine at the least: the same client measures, in alternating rounds, the direct
+// path, one and two `bench/plain-relay.mjs` processes (an HTTP relay with no parsing or bookkeeping at all) and
+// the IOP path (edge + node, two processes as well). Reported per path: TTFT p50 of sequential streams and the
+// p50/p99 of non-streaming requests at a fixed open-loop rate, and what each adds to direct. The gap between
+// "2 relays" and "IOP" is what IOP's own work costs; "2 relays" minus direct is the floor any two-process
+// relay pays here (process wake-ups and loopback hops), which no change inside IOP can remove.
+// Usage: node bench/floor.mjs [--rounds N] [--rate N] [--seconds N] [--latency-ms N]
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fixedRate, stream, summarize } from './lib/load.mjs';
+import { startProcess, stopAll } from './lib/processes.mjs';
+import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    rate: { type: 'string', default: '100' },
+    seconds: { type: 'string', default: '4' },
+    'latency-ms': { type: 'string', default: '10' },
+  },
+});
+const rounds = Number(values.rounds);
+const rate = Number(values.rate);
+const durationMs = Number(values.seconds) * 1000;
+
+const chat = (extra) =>
+  JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], ...extra });
+
+async function ttftP50(baseUrl) {
+  const values = [];
+  for (let index = 0; index < 40; index += 1) {
+    const result = await stream({
+      url: `${baseUrl}/v1/chat/completions`,
+      body: chat({ stream: true, max_tokens: 16 }),
+    });
+    values.push(result.ttftMs);
+  }
+  return summarize(values).p50;
+}
+
+try {
+  const backend = await startProcess({
+    name: 'backend',
+    script: path.join(repoRoot, 'bench/fake-backend.mjs'),
+    args: ['--latency-ms', values['latency-ms']],
+    ready: /BACKEND_URL=(\S+)/,
+  });
+  const relay = (target, name) =>
+    startProcess({
+      name,
+      script: path.join(repoRoot, 'bench/plain-relay.mjs'),
+      args: ['--target', target],
+      ready: /RELAY_URL=(\S+)/,
+    });
+  const relayOne = await relay(backend.match[1], 'relay-1');
+  const relayTwo = await relay(relayOne.match[1], 'relay-2');
+  const iop = await startIopPath({ backendUrl: backend.match[1] });
+  await waitServing(iop.openaiUrl);
+  const paths = {
+    direct: backend.match[1],
+    '1 relay': relayOne.match[1],
+    '2 relays': relayTwo.match[1],
+    IOP: iop.openaiUrl,
+  };
+  const results = Object.fromEntries(
+    Object.keys(paths).map((name) => [name, { ttft: [], p50: [], p99: [] }]),
+  );
+  for (let round = 0; round < rounds; round += 1) {
+    for (const [name, url] of Object.entries(paths)) {
+      results[name].ttft.push(await ttftP50(url));
+      const load = await fixedRate({
+        url: `${url}/v1/chat/completions`,
+        body: chat({ max_tokens: 16 }),
+        rate,
+        durationMs,
+      });
+      results[name].p50.push(load.p50);
+      results[name].p99.push(load.p99);
+    }
+  }
+  const median = (list) => summarize(list).p50;
+  const direct = results.direct;
+  const lines = [
+    `floor: ${rounds} rounds, ${rate} req/s for ${durationMs / 1000} s per path and round, load average ${os
+      .loadavg()[0]
+      .toFixed(2)} (medians over rounds; added = path − direct)`,
+    'path       TTFT p50 (added)     latency p50 (added)   latency p99 (added)',
+  ];
+  for (const [name, result] of Object.entries(results)) {
+    const cell = (key) =>
+      `${median(result[key]).toFixed(2)} (${(median(result[key]) - median(direct[key])).toFixed(2)})`.padEnd(
+        22,
+      );
+    lines.push(`${name.padEnd(11)}${cell('ttft')}${cell('p50')}${cell('p99')}`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await stopAll();
+  await removeTempDirs();
+}
