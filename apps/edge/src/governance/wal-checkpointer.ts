@@ -2,7 +2,10 @@
 // that crosses `wal_autocheckpoint` pages: it copies the WAL into the database file and fsyncs it, which blocked
 // the edge's event loop 8-16 ms every ~50 usage flushes (bench/README.md, "the latency tail"). Here the hot
 // connection's automatic checkpoint is off, and a worker thread with its own connection to the same file runs a
-// PASSIVE checkpoint (it never blocks the writer) after each commit the store reports, at most one at a time.
+// PASSIVE checkpoint (it never blocks the writer) `intervalMs` after the first commit that follows
+// the last checkpoint (so at most one per `intervalMs`, and none while idle). A checkpoint's fsyncs stay in the
+// worker; what is left in the writer is the fsync of the WAL header when the first commit after a complete
+// checkpoint restarts the WAL, once per checkpoint instead of the whole copy.
 // Durability is unchanged: a committed transaction is in the WAL whether or not it was checkpointed, and the next
 // open of the file recovers the WAL after a kill -9. If the worker cannot start or dies, the hot connection gets
 // SQLite's default automatic checkpoint back, so the WAL never grows without bound.
@@ -39,6 +42,12 @@ export interface WalCheckpointerOptions {
   logger: Logger;
   /** Hears each checkpoint's result (tests, diagnostics). */
   onCheckpoint?: (result: CheckpointResult) => void;
+  /**
+   * Least time between two checkpoints; default 2000 ms. Not after every commit: the first commit after a complete
+   * checkpoint restarts the WAL, and a restart fsyncs the WAL header in the writer's commit (synchronous=NORMAL),
+   * so restarts must stay rare. The WAL holds at most what is committed in this time.
+   */
+  intervalMs?: number;
   /** Where the worker loads better-sqlite3 from (tests inject a bad one); default: the edge's own. */
   betterSqlitePath?: string;
 }
@@ -85,8 +94,10 @@ type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint' | 'closed'; result
 export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckpointer {
   const { db, logger } = options;
   let worker: Worker | undefined;
+  const intervalMs = options.intervalMs ?? 2000;
   let inFlight = false;
   let dirty = false;
+  let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
   const fallBack = (error: unknown): void => {
@@ -100,10 +111,16 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
       logger.warn({ err: restoreError }, 'restoring the usage database automatic checkpoint failed');
     }
   };
-  const send = (message: 'checkpoint' | 'close'): void => {
-    inFlight = true;
-    dirty = false;
-    worker?.postMessage(message);
+  const schedule = (): void => {
+    if (timer !== undefined || inFlight || !dirty || closed) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (closed || worker === undefined) return;
+      inFlight = true;
+      dirty = false;
+      worker.postMessage('checkpoint');
+    }, intervalMs);
+    timer.unref();
   };
 
   try {
@@ -131,7 +148,7 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     if (message.kind !== 'ready') options.onCheckpoint?.(message.result);
     if (message.kind === 'closed') return;
     inFlight = false;
-    if (dirty && !closed) send('checkpoint');
+    schedule();
   });
   started.on('error', fallBack);
   started.on('exit', (code) => {
@@ -141,15 +158,14 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
   return {
     committed() {
       if (closed || worker === undefined) return;
-      if (inFlight) {
-        dirty = true;
-        return;
-      }
-      send('checkpoint');
+      dirty = true;
+      schedule();
     },
     close() {
       if (closed) return;
       closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
       // The worker answers messages in order: an in-flight checkpoint finishes first, then the last one.
       worker?.postMessage('close');
     },
