@@ -3,7 +3,9 @@
 // recorded in (`<edge.data_dir>/usage.db`) with its Prometheus counter. `close()` writes what is buffered and
 // closes the database; call it after the service stopped (runs that end while stopping are still recorded).
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { startWalCheckpointer } from '@iop/sqlite-wal';
 import type { EdgeConfig } from '@iop/config';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
@@ -13,7 +15,6 @@ import { createKeyDirectory, type KeyDirectory } from './key-directory.js';
 import { openUsageDatabase } from './usage-database.js';
 import { createUsageMetrics } from './usage-metrics.js';
 import { UsageStore, type UsageQuery, type UsageRow } from './usage-store.js';
-import { startWalCheckpointer } from './wal-checkpointer.js';
 
 export const USAGE_DATABASE_FILE = 'usage.db';
 
@@ -40,7 +41,20 @@ export function openGovernance(options: GovernanceOptions): Governance {
   fs.mkdirSync(config.edge.data_dir, { recursive: true, mode: 0o700 });
   const file = path.join(config.edge.data_dir, USAGE_DATABASE_FILE);
   const { db, engine } = openUsageDatabase(file);
-  const checkpointer = startWalCheckpointer({ db, file, engine, logger });
+  const checkpointer = startWalCheckpointer({
+    db,
+    file,
+    engine,
+    betterSqlitePath:
+      engine === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined,
+    onFailure: (error, when) =>
+      logger.warn(
+        { err: error, when },
+        when === 'restore'
+          ? 'restoring the usage database automatic checkpoint failed'
+          : 'usage database checkpoint worker failed; checkpointing in the writer',
+      ),
+  });
   const store = new UsageStore({
     db,
     checkpointer,

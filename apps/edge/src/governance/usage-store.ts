@@ -2,7 +2,7 @@
 // (surface, model, provider, node), how much (tokens in/out as the backend reported them), how long (queue ms,
 // duration) and how it ended. Writes are buffered and committed in one transaction per batch (every `batchSize`
 // records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
-// than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (wal-checkpointer.ts):
+// than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (@iop/sqlite-wal):
 // the store only tells its checkpointer after each commit. What a kill -9 loses: the buffered records, i.e. at
 // most `flushIntervalMs` (and fewer than `batchSize`) of runs that ended; every committed batch is kept. Budgets read their spent tokens from here, which is how
 // they survive an edge restart.
@@ -10,7 +10,7 @@ import type { Clock, ClockTimer } from '../clock.js';
 import type { RunOutcomeStatus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { SqlDatabase, SqlStatement } from './usage-database.js';
-import type { WalCheckpointer } from './wal-checkpointer.js';
+import type { WalCheckpointer } from '@iop/sqlite-wal';
 
 /** How a governed run ended (`rejected`: refused by a limit or by the pool before it started). */
 export type UsageOutcome = RunOutcomeStatus | 'rejected';

@@ -110,6 +110,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
               { ...failure },
               'run history write failed; events and run starts/ends wait in memory (bounded) for a retry',
             ),
+          onCheckpointFailure: (error) =>
+            logger.warn({ err: error }, 'run history checkpoint worker failed; checkpointing in the writer'),
         });
         history = opened.history;
         if (opened.fallbackReason !== undefined) {

@@ -374,7 +374,7 @@ describe('SqliteRunHistory', () => {
       path: databasePath,
       startCheckpointer: (options) => {
         expect(options.file).toBe(databasePath);
-        expect(options.backend).toBe('better-sqlite3');
+        expect(options.engine).toBe('better-sqlite3');
         hotConnection = options.db;
         return {
           committed: () => calls.push('committed'),

@@ -9,8 +9,8 @@
 // `flushIntervalMs`, or for the next turn's commit. Reads through this object (`list`, `events`) and `close`
 // commit the queue first, so they see everything recorded.
 //
-// WAL checkpoints run in a worker thread (wal-checkpointer.ts), told after each commit: the writer's automatic
-// checkpoint is off, so no commit on the event loop copies the WAL into the database file. A committed write is
+// WAL checkpoints run in a worker thread (@iop/sqlite-wal, at most one per 2 s while commits come): the writer's
+// automatic checkpoint is off, so no commit on the event loop copies the WAL into the database file. A committed write is
 // in the WAL either way, so this changes nothing of what a kill -9 can lose.
 //
 // What a kill -9 can lose: the writes still queued, i.e. the run starts and ends recorded during the event-loop
@@ -26,14 +26,11 @@
 // `onWriteFailure` hears of each failed attempt with the counts, so the node logs one line per attempt rather
 // than one per event.
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { startWalCheckpointer, type WalCheckpointer, type WalCheckpointerOptions } from '@iop/sqlite-wal';
 import type { Usage } from '@iop/wire';
 import { HistoryError } from './history-error.js';
-import {
-  startWalCheckpointer,
-  type WalCheckpointer,
-  type WalCheckpointerOptions,
-} from './wal-checkpointer.js';
 import type {
   RunEventRecord,
   RunHistory,
@@ -245,7 +242,11 @@ export class SqliteRunHistory implements RunHistory {
       checkpointer = (options.startCheckpointer ?? startWalCheckpointer)({
         db,
         file: options.path,
-        backend: driver.backend,
+        engine: driver.backend,
+        betterSqlitePath:
+          driver.backend === 'better-sqlite3'
+            ? createRequire(import.meta.url).resolve('better-sqlite3')
+            : undefined,
         onFailure: options.onCheckpointFailure,
       });
       const history = new SqliteRunHistory(db, driver.backend, options, recovered, checkpointer);

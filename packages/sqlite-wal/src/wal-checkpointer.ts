@@ -1,21 +1,19 @@
-// WAL checkpoints of the run history off the event loop. SQLite's automatic checkpoint runs inside the COMMIT
-// that crosses `wal_autocheckpoint` pages: it copies the WAL into the database file and fsyncs it, a stall of the
-// node's event loop of several ms (up to tens under load; bench/README.md, "the latency tail"). Here the hot
-// connection's automatic checkpoint is off, and a worker thread with its own connection to the same file runs a
-// PASSIVE checkpoint (it never blocks the writer) `intervalMs` after the first commit that follows
-// the last checkpoint (so at most one per `intervalMs`, and none while idle). A checkpoint's fsyncs stay in the
-// worker; what is left in the writer is the fsync of the WAL header when the first commit after a complete
-// checkpoint restarts the WAL, once per checkpoint instead of the whole copy.
-// The edge's usage store does the same (apps/edge/src/governance/wal-checkpointer.ts; apps never import each
-// other).
+// WAL checkpoints of a hot SQLite connection off its event loop. SQLite's automatic checkpoint runs inside the
+// COMMIT that crosses `wal_autocheckpoint` pages: it copies the WAL into the database file and fsyncs it, which
+// blocked the edge's event loop 8-16 ms every ~50 usage flushes and the node's for several ms under load
+// (bench/README.md, "the latency tail"). Here the hot connection's automatic checkpoint is off, and a worker thread
+// with its own connection to the same file runs a PASSIVE checkpoint (it never blocks the writer) `intervalMs`
+// after the first commit that follows the last checkpoint (so at most one per `intervalMs`, and none while idle).
+// A checkpoint's fsyncs stay in the worker; what is left in the writer is the fsync of the WAL header when the
+// first commit after a complete checkpoint restarts the WAL, once per checkpoint instead of the whole copy.
 // Durability is unchanged: a committed transaction is in the WAL whether or not it was checkpointed, and the next
 // open of the file recovers the WAL after a kill -9. If the worker cannot start or dies, the hot connection gets
 // SQLite's default automatic checkpoint back, so the WAL never grows without bound.
-import { createRequire } from 'node:module';
+// Used by the edge's usage store and the node's run history; this package resolves no module itself (the caller
+// passes where better-sqlite3 is), so it works the same in the workspace and in the bundled release.
 import { Worker } from 'node:worker_threads';
-import type { HistoryBackend, SqlDatabase } from './sqlite-driver.js';
 
-/** What the run history tells its checkpointer after each commit and at close. */
+/** What the writer tells its checkpointer after each commit and at close. */
 export interface WalCheckpointer {
   /** The hot connection committed a transaction: checkpoint the WAL soon, off the caller's thread. */
   committed(): void;
@@ -35,13 +33,27 @@ export interface CheckpointResult {
   ms: number;
 }
 
+/** The SQLite engine the writer uses; the worker opens the file with the same one. */
+export type SqliteEngine = 'better-sqlite3' | 'node:sqlite';
+
+/** When the checkpointer reports a failure: the writer checkpoints by itself from then on. */
+export type CheckpointerFailure =
+  /** The worker could not be started. */
+  | 'start'
+  /** The worker failed or exited. */
+  | 'worker'
+  /** Giving the writer its automatic checkpoint back failed (the database fails as a whole). */
+  | 'restore';
+
 export interface WalCheckpointerOptions {
-  /** The history's connection; its automatic checkpoint is switched off while the worker runs. */
-  db: SqlDatabase;
+  /** The writer's connection; its automatic checkpoint is switched off while the worker runs. */
+  db: { exec(sql: string): unknown };
   file: string;
-  backend: HistoryBackend;
-  /** Told when the worker fails and the writer checkpoints again (for the log). */
-  onFailure?: (error: unknown) => void;
+  engine: SqliteEngine;
+  /** Where the worker loads better-sqlite3 from (the caller's own resolution); needed for that engine. */
+  betterSqlitePath?: string;
+  /** Told when the worker fails and the writer checkpoints again (for the caller's log). */
+  onFailure?: (error: unknown, when: CheckpointerFailure) => void;
   /** Hears each checkpoint's result (tests, diagnostics). */
   onCheckpoint?: (result: CheckpointResult) => void;
   /**
@@ -50,8 +62,6 @@ export interface WalCheckpointerOptions {
    * so restarts must stay rare. The WAL holds at most what is committed in this time.
    */
   intervalMs?: number;
-  /** Where the worker loads better-sqlite3 from (tests inject a bad one); default: the node's own. */
-  betterSqlitePath?: string;
 }
 
 /** SQLite's default `wal_autocheckpoint`, given back to the hot connection when the worker fails. */
@@ -60,9 +70,9 @@ export const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 // Plain JavaScript run by the worker (eval: the release edge is one bundled file, there is no worker file to load).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { file, backend, betterSqlitePath } = workerData;
+const { file, engine, betterSqlitePath } = workerData;
 let db;
-if (backend === 'better-sqlite3') {
+if (engine === 'better-sqlite3') {
   const Database = require(betterSqlitePath);
   db = new Database(file, { fileMustExist: true });
 } else {
@@ -91,7 +101,8 @@ type WorkerMessage = { kind: 'ready' } | { kind: 'checkpoint' | 'closed'; result
 
 /**
  * Starts the checkpoint worker for `file` and switches the hot connection's automatic checkpoint off. Never
- * throws for a worker that fails: the hot connection keeps (or gets back) SQLite's automatic checkpoint.
+ * throws for a worker that fails (it reports it to `onFailure`): the hot connection keeps (or gets back) SQLite's
+ * automatic checkpoint. Throws a TypeError only for a better-sqlite3 writer without `betterSqlitePath`.
  */
 export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckpointer {
   const { db } = options;
@@ -106,11 +117,11 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     if (worker === undefined) return;
     worker = undefined;
     if (closed) return;
-    options.onFailure?.(error);
+    options.onFailure?.(error, 'worker');
     try {
       db.exec(`PRAGMA wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
-    } catch {
-      // A database failing as a whole reports it through its writes (onWriteFailure).
+    } catch (restoreError) {
+      options.onFailure?.(restoreError, 'restore');
     }
   };
   const schedule = (): void => {
@@ -125,17 +136,17 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     timer.unref();
   };
 
+  const betterSqlitePath = options.betterSqlitePath;
+  if (options.engine === 'better-sqlite3' && betterSqlitePath === undefined) {
+    throw new TypeError('startWalCheckpointer: betterSqlitePath is needed for the better-sqlite3 engine');
+  }
   try {
-    const betterSqlitePath =
-      options.backend === 'better-sqlite3'
-        ? (options.betterSqlitePath ?? createRequire(import.meta.url).resolve('better-sqlite3'))
-        : undefined;
     worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { file: options.file, backend: options.backend, betterSqlitePath },
+      workerData: { file: options.file, engine: options.engine, betterSqlitePath },
     });
   } catch (error) {
-    options.onFailure?.(error);
+    options.onFailure?.(error, 'start');
     return { committed() {}, close() {} };
   }
   const started = worker;

@@ -1,17 +1,20 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { betterSqliteDriver, type SqlDatabase } from './sqlite-driver.js';
+import Database from 'better-sqlite3';
 import {
   DEFAULT_AUTOCHECKPOINT_PAGES,
   startWalCheckpointer,
+  type CheckpointerFailure,
   type CheckpointResult,
 } from './wal-checkpointer.js';
 
-function autocheckpoint(db: SqlDatabase): number {
-  const row = db.prepare('PRAGMA wal_autocheckpoint').get() as Record<string, number>;
-  return Number(Object.values(row)[0]);
+const betterSqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
+
+function autocheckpoint(db: Database.Database): number {
+  return Number(db.pragma('wal_autocheckpoint', { simple: true }));
 }
 
 function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -29,28 +32,25 @@ function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Prom
 describe('startWalCheckpointer', () => {
   let dir: string;
   let file: string;
-  let db: SqlDatabase;
+  let db: Database.Database;
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-history-wal-'));
-    file = path.join(dir, 'history.db');
-    db = betterSqliteDriver.open(file, false);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-wal-'));
+    file = path.join(dir, 'data.db');
+    db = new Database(file);
     db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA synchronous = NORMAL');
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
   });
   afterEach(() => {
-    try {
-      db.close();
-    } catch {
-      // closed by the test
-    }
+    if (db.open) db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   function commit(rows: number): void {
     const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
-    db.exec('BEGIN');
-    for (let row = 0; row < rows; row += 1) insert.run('x'.repeat(200));
-    db.exec('COMMIT');
+    db.transaction(() => {
+      for (let row = 0; row < rows; row += 1) insert.run('x'.repeat(200));
+    })();
   }
 
   it('turns the writer’s automatic checkpoint off and checkpoints every committed frame in the worker', async () => {
@@ -58,7 +58,8 @@ describe('startWalCheckpointer', () => {
     const checkpointer = startWalCheckpointer({
       db,
       file,
-      backend: 'better-sqlite3',
+      engine: 'better-sqlite3',
+      betterSqlitePath,
       onCheckpoint: (result) => results.push(result),
       intervalMs: 50,
     });
@@ -67,7 +68,8 @@ describe('startWalCheckpointer', () => {
       commit(200);
       checkpointer.committed();
     }
-    // 20 commits within one interval: one checkpoint, of every frame, after the interval.
+    // 20 commits within one interval: one checkpoint, of every frame, after the interval (not one per commit:
+    // each complete checkpoint makes the next commit restart the WAL, which fsyncs in the writer).
     expect(results).toEqual([]);
     await until(() => results.length > 0, 'a checkpoint');
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -76,8 +78,6 @@ describe('startWalCheckpointer', () => {
     expect(results[0]?.log).toBeGreaterThan(0);
     expect(results[0]?.checkpointed).toBe(results[0]?.log);
     expect(autocheckpoint(db)).toBe(0);
-    // Without a checkpoint in the writer, the frames committed after the worker's last pass stay in the WAL until
-    // the worker's next one: the writer itself never copies them.
     db.close();
     const before = results.length;
     checkpointer.close();
@@ -85,25 +85,45 @@ describe('startWalCheckpointer', () => {
     await until(() => results.length === before + 1, 'the last checkpoint');
     // The worker held the last connection: its close checkpointed and removed the WAL.
     await until(() => !fs.existsSync(`${file}-wal`), 'the WAL to be removed');
-    const reopened = betterSqliteDriver.open(file, false);
+    const reopened = new Database(file);
     expect(reopened.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 4000 });
     reopened.close();
   });
 
-  it('gives the writer its automatic checkpoint back when the worker fails', async () => {
-    const failures: unknown[] = [];
+  it('does not checkpoint while nothing was committed', async () => {
+    const results: CheckpointResult[] = [];
     const checkpointer = startWalCheckpointer({
       db,
       file,
-      backend: 'better-sqlite3',
-      onFailure: (error) => failures.push(error),
-      betterSqlitePath: path.join(dir, 'no-such-module.js'),
+      engine: 'better-sqlite3',
+      betterSqlitePath,
+      onCheckpoint: (result) => results.push(result),
+      intervalMs: 20,
     });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(results).toEqual([]);
+    checkpointer.close();
+  });
+
+  it('gives the writer its automatic checkpoint back when the worker fails, and says so', async () => {
+    const failures: CheckpointerFailure[] = [];
+    const checkpointer = startWalCheckpointer({
+      db,
+      file,
+      engine: 'better-sqlite3',
+      betterSqlitePath: path.join(dir, 'no-such-module.js'),
+      onFailure: (_error, when) => failures.push(when),
+    });
+    expect(autocheckpoint(db)).toBe(0);
     await until(() => failures.length > 0, 'the failure');
-    expect(failures).toHaveLength(1);
-    expect(String(failures[0])).toMatch(/no-such-module/);
+    expect(failures).toEqual(['worker']);
     expect(autocheckpoint(db)).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
     checkpointer.committed();
     checkpointer.close();
+  });
+
+  it('refuses a better-sqlite3 writer without the module’s path', () => {
+    expect(() => startWalCheckpointer({ db, file, engine: 'better-sqlite3' })).toThrow(TypeError);
+    expect(autocheckpoint(db)).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
   });
 });
