@@ -4,6 +4,7 @@ import { silentLogger } from '../logging.js';
 import { echoScripter, FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
 import { MAX_LISTENERS_PER_TASK } from './task-subscription.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
+import { TEST_A2A_SETTINGS } from './test-support/a2a-settings.js';
 
 let surface: RunningA2ASurface | undefined;
 
@@ -22,16 +23,7 @@ async function start(
     bearerToken,
     edgeId: 'edge-test',
     version: '0.1.0',
-    settings: {
-      node: '',
-      adapter: 'cli',
-      target: 'fake-cli',
-      sessionId: 'a2a',
-      timeoutSec: 30,
-      maxTasks: 10,
-      finishedTaskTtlMs: 60_000,
-      maxContexts: 10,
-    },
+    settings: { ...TEST_A2A_SETTINGS, maxTasks: 10, maxContexts: 10 },
     service: new FakeEdgeService(scripter),
     logger: silentLogger,
   });

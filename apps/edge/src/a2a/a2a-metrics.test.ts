@@ -6,6 +6,7 @@ import { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { edgeHttpMetrics } from '../metrics/http-metrics.js';
 import { FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
+import { TEST_A2A_SETTINGS } from './test-support/a2a-settings.js';
 
 let surface: RunningA2ASurface | undefined;
 
@@ -21,16 +22,7 @@ async function start(metrics: EdgeMetrics, service = new FakeEdgeService()): Pro
     bearerToken: 'a2a-secret',
     edgeId: 'edge-test',
     version: '0.1.0',
-    settings: {
-      node: '',
-      adapter: 'cli',
-      target: 'fake-cli',
-      sessionId: 'a2a',
-      timeoutSec: 30,
-      maxTasks: 100,
-      finishedTaskTtlMs: 60_000,
-      maxContexts: 100,
-    },
+    settings: TEST_A2A_SETTINGS,
     service,
     logger: silentLogger,
     metrics: edgeHttpMetrics(metrics, 'a2a'),

@@ -18,17 +18,9 @@ import { ServiceError } from '../service/errors.js';
 import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 import type { A2ASettings } from './task-manager.js';
+import { TEST_A2A_SETTINGS } from './test-support/a2a-settings.js';
 
-const settings: A2ASettings = {
-  node: '',
-  adapter: 'cli',
-  target: 'fake-cli',
-  sessionId: 'a2a',
-  timeoutSec: 30,
-  maxTasks: 100,
-  finishedTaskTtlMs: 60_000,
-  maxContexts: 100,
-};
+const settings = TEST_A2A_SETTINGS;
 
 let surface: RunningA2ASurface | undefined;
 

@@ -10,25 +10,16 @@ import { harnessConfig } from '../openai/test-support/openai-harness.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { startA2ASurface, type RunningA2ASurface } from '../a2a/a2a-surface.js';
-import type { A2ASettings } from '../a2a/task-manager.js';
 import { silentLogger } from '../logging.js';
 import { FakeEdgeService, textRun, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createPeerCalls } from './peer-calls.js';
+import { TEST_A2A_SETTINGS } from '../a2a/test-support/a2a-settings.js';
 
 const available = natsServerAvailable('cluster peer-call tests');
 const suite = available ? describe : describe.skip;
 
-const settings: A2ASettings = {
-  node: '',
-  adapter: 'cli',
-  target: 'fake-cli',
-  sessionId: 'a2a',
-  timeoutSec: 30,
-  maxTasks: 100,
-  finishedTaskTtlMs: 60_000,
-  maxContexts: 100,
-};
+const settings = TEST_A2A_SETTINGS;
 
 /** `hold` waits for a cancel; anything else is answered at once. */
 const scripter: Scripter = (input) => ({

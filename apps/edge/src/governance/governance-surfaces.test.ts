@@ -23,6 +23,7 @@ import { createProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { openGovernance, type Governance } from './governance.js';
 import { ManualClock } from './test-support/manual-clock.js';
+import { TEST_A2A_SETTINGS } from '../a2a/test-support/a2a-settings.js';
 
 const KEYS = {
   modelA: 'sk-only-model-a',
@@ -133,16 +134,7 @@ async function startFabric(dataDir: string, clock: ManualClock): Promise<Fabric>
     principals: governance.keys.openai,
   });
   const tasks = new TaskManager(
-    {
-      node: '',
-      adapter: 'cli',
-      target: 'target-a',
-      sessionId: 'a2a',
-      timeoutSec: 30,
-      maxTasks: 100,
-      finishedTaskTtlMs: 60_000,
-      maxContexts: 100,
-    },
+    { ...TEST_A2A_SETTINGS, target: 'target-a' },
     {
       service,
       logger: silentLogger,
