@@ -884,15 +884,11 @@ class ClusterImpl implements EdgeCluster {
   }
 }
 
-interface HandleInfo {
-  runId: string;
-  nodeId: string;
-  adapter: string;
-  target: string;
-  sessionId: string;
-  providerId: string | undefined;
-  queueMs: number;
-}
+/** What the owner's answer says of the run; the rest of a RunHandle is the requesting edge's own. */
+type HandleInfo = Pick<
+  RunHandle,
+  'runId' | 'nodeId' | 'adapter' | 'target' | 'sessionId' | 'providerId' | 'queueMs'
+>;
 
 /**
  * The requesting edge's side of a forwarded run: a bounded single-consumer event queue, the outcome, one cancel
