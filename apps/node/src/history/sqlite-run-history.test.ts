@@ -181,6 +181,36 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
+  it('commits run starts and ends at most every commitIntervalMs, each turn when idle longer', async () => {
+    const counted = countingDriver();
+    const history = SqliteRunHistory.open(
+      { path: databasePath, flushIntervalMs: 60_000, commitIntervalMs: 150 },
+      counted.driver,
+    );
+    const before = counted.transactions();
+    history.recordStart(start('run-1', 1));
+    await nextTurn();
+    // The first commit after a quiet spell is not delayed.
+    expect(counted.transactions() - before).toBe(1);
+    const committedAt = performance.now();
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    history.recordStart(start('run-2', 3));
+    await nextTurn();
+    history.finish('run-2', { status: 'completed', endedAt: 4, detail: 'stop' });
+    await nextTurn();
+    expect(counted.transactions() - before).toBe(1);
+    expect(history.pendingRuns).toBe(3);
+    while (history.pendingRuns > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // One commit for everything recorded within the interval, once the interval had passed.
+    expect(performance.now() - committedAt).toBeGreaterThanOrEqual(145);
+    expect(counted.transactions() - before).toBe(2);
+    expect(history.list().map((run) => [run.runId, run.status])).toEqual([
+      ['run-2', 'completed'],
+      ['run-1', 'completed'],
+    ]);
+    history.close();
+  });
+
   it('reads through the same object see writes not committed yet', () => {
     const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
     history.recordStart(start('run-1', 1));
