@@ -5,11 +5,13 @@
 // Durability model: every write (a run's start, its events, its end) joins one in-memory queue, committed in
 // order in one transaction. Run starts and ends are committed at the end of the event-loop turn that recorded
 // them (setImmediate), together with every other run's starts, events and ends of that turn, unless the previous
-// commit is younger than `commitIntervalMs` (default 10 ms): then at that age (a timer). An idle or lightly loaded
-// node commits each turn as it comes; a busy one commits at most every `commitIntervalMs`, so a commit (the WAL
-// write, ~45 µs of CPU, the larger part of the history's cost) carries many runs instead of one or two (under load
-// the runs' starts and ends mostly arrive on separate turns). Events alone wait for a full batch (`batchSize`
-// events, written at once), for `flushIntervalMs`, or for the next commit. Reads through this object (`list`,
+// commit is younger than `commitIntervalMs` (default 50 ms): then at that age (a timer). An idle or lightly loaded
+// node commits each turn as it comes; a busy one commits about every `commitIntervalMs`, so a commit carries many
+// runs instead of one or two (under load a run's start and end arrive on separate turns). A commit's cost is
+// mostly the pages it writes to the WAL, and with random run ids each run dirties leaf pages of the id indexes all
+// over them: at a few hundred runs per second most index pages are dirty in every commit, so fewer commits is
+// what makes a run cheaper. Events alone wait for a full batch (`batchSize` events, default 256, written at once:
+// at ~5,000 events/s that is about one commit per 50 ms too), for `flushIntervalMs`, or for the next commit. Reads through this object (`list`,
 // `events`) and `close` commit the queue first, so they see everything recorded.
 //
 // WAL checkpoints run in a worker thread (@iop/sqlite-wal, at most one per 2 s while commits come): the writer's
@@ -62,7 +64,7 @@ export interface SqliteRunHistoryOptions {
   retainRuns?: number;
   batchSize?: number;
   flushIntervalMs?: number;
-  /** Least time between two commits of run starts/ends (see the durability model); default 10 ms. */
+  /** Least time between two commits of run starts/ends (see the durability model); default 50 ms. */
   commitIntervalMs?: number;
   /** Clock for the `ended_at` of runs marked interrupted at open. */
   now?: () => number;
@@ -212,9 +214,9 @@ export class SqliteRunHistory implements RunHistory {
     this.readonly = options.readonly ?? false;
     this.retainRuns = Math.max(1, options.retainRuns ?? DEFAULT_RETAIN_RUNS);
     this.pruneEvery = pruneInterval(this.retainRuns);
-    this.batchSize = Math.max(1, options.batchSize ?? 64);
+    this.batchSize = Math.max(1, options.batchSize ?? 256);
     this.flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200);
-    this.commitIntervalMs = Math.max(0, options.commitIntervalMs ?? 10);
+    this.commitIntervalMs = Math.max(0, options.commitIntervalMs ?? 50);
     this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
     this.onWriteFailure = options.onWriteFailure;
     this.now = options.now ?? Date.now;
