@@ -147,7 +147,9 @@ CREATE TABLE IF NOT EXISTS runs (
   usage_json TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
+-- No index on status: every run would update it twice (start, end) for queries that do not use it (recovery at
+-- open scans the few retained runs; retention's status != 'running' cannot use it). Older versions created it.
+DROP INDEX IF EXISTS runs_by_status;
 CREATE TABLE IF NOT EXISTS run_events (
   run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   seq INTEGER NOT NULL,
@@ -387,6 +389,9 @@ export class SqliteRunHistory implements RunHistory {
 
   private apply(statements: ReturnType<typeof prepare>, batch: QueuedWrite[]): void {
     let prune = false;
+    // Runs that start and end within this batch (most of them under load) are inserted ended: one statement
+    // instead of an insert and an update. Only the first start of a run id in the batch is folded.
+    const ends = endsOfRunsStartedIn(batch);
     for (const write of batch) {
       switch (write.kind) {
         case 'start': {
@@ -394,6 +399,24 @@ export class SqliteRunHistory implements RunHistory {
           const { run } = write;
           const background = run.background ? 1 : 0;
           const values = [run.runId, run.adapter, run.target, run.sessionId, run.providerId, background];
+          const end = ends?.get(run.runId);
+          if (end !== undefined && end.start === write) {
+            const { outcome } = end.finish;
+            const inserted = statements.insertEndedRun.run(
+              ...values,
+              run.startedAt,
+              outcome.status,
+              outcome.endedAt,
+              outcome.detail,
+              outcome.errorCode ?? null,
+              outcome.errorMessage ?? null,
+              outcome.usage ? JSON.stringify(outcome.usage) : null,
+            );
+            if (Number(inserted.changes) === 1) {
+              end.folded = true;
+              break;
+            }
+          }
           if (Number(statements.insertRun.run(...values, run.startedAt).changes) === 0) {
             // A run id seen before (an edge retry) starts over: its old events would interleave with the new
             // ones. Rare, so the common start is one statement.
@@ -415,6 +438,9 @@ export class SqliteRunHistory implements RunHistory {
         }
         case 'finish': {
           const { outcome } = write;
+          if (this.pruneDue()) prune = true;
+          // Already written with its start (see above).
+          if (ends?.get(write.runId)?.finish === write && ends.get(write.runId)?.folded) break;
           statements.finishRun.run(
             outcome.status,
             outcome.endedAt,
@@ -424,7 +450,6 @@ export class SqliteRunHistory implements RunHistory {
             outcome.usage ? JSON.stringify(outcome.usage) : null,
             write.runId,
           );
-          if (this.pruneDue()) prune = true;
           break;
         }
         default: {
@@ -575,6 +600,10 @@ function prepare(db: SqlDatabase) {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    insertEndedRun: db.prepare(
+      `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, started_at, status,
+         ended_at, detail, error_code, error_message, usage_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     insertRun: db.prepare(
       `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
        VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`,
@@ -600,6 +629,32 @@ function prepare(db: SqlDatabase) {
          ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?)`,
     ),
   };
+}
+
+interface FoldedEnd {
+  /** The run's first start in the batch and its first end after it. */
+  start: QueuedWrite & { kind: 'start' };
+  finish: QueuedWrite & { kind: 'finish' };
+  /** The start was written with the end's outcome. */
+  folded: boolean;
+}
+
+/** The runs whose start and end are both in `batch` (the end after the start); undefined when there are none. */
+function endsOfRunsStartedIn(batch: QueuedWrite[]): Map<string, FoldedEnd> | undefined {
+  let starts: Map<string, QueuedWrite & { kind: 'start' }> | undefined;
+  let ends: Map<string, FoldedEnd> | undefined;
+  for (const write of batch) {
+    if (write.kind === 'start') {
+      starts ??= new Map();
+      if (!starts.has(write.run.runId)) starts.set(write.run.runId, write);
+    } else if (write.kind === 'finish') {
+      const start = starts?.get(write.runId);
+      if (start === undefined || ends?.has(write.runId)) continue;
+      ends ??= new Map();
+      ends.set(write.runId, { start, finish: write, folded: false });
+    }
+  }
+  return ends;
 }
 
 function toSummary(row: RunRow): RunSummary {
