@@ -115,6 +115,8 @@ describe('A2A surface', () => {
     expect(task.history?.map((message) => message.role)).toEqual(['user', 'agent']);
     expect(service.submitted[0]).toMatchObject({ adapter: 'cli', target: 'fake-cli' });
     expect(service.submitted[0]?.sessionId).toBe(`a2a-${task.contextId}`);
+    // The caller waits for the whole answer: the node may fetch it from the backend in one piece.
+    expect(service.submitted[0]?.collect).toBe(true);
   });
 
   it('non-blocking send returns a working task at once; tasks/get later shows it completed', async () => {
@@ -138,6 +140,8 @@ describe('A2A surface', () => {
     }
     expect(task.status.state).toBe('completed');
     expect(outputText(task)).toBe('slow answer');
+    // A working task can be followed (tasks/resubscribe) as it streams.
+    expect(service.submitted[0]?.collect).toBeUndefined();
     const trimmed = await a2a.getTask({ id: first.id, historyLength: 1 });
     expect(trimmed.history).toHaveLength(1);
     expect(trimmed.history?.[0]?.role).toBe('agent');
@@ -238,6 +242,7 @@ describe('A2A surface', () => {
     expect(kinds).toContain('artifact-update');
     expect(text).toBe('one two');
     expect(final).toBe(true);
+    expect(service.submitted[0]?.collect).toBeUndefined();
   });
 
   it('resubscribes to a running task and sees it finish', async () => {

@@ -89,7 +89,8 @@ export class TaskManager {
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
   async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
-    const record = await this.start(params, options.principal, options.traceparent);
+    // A blocking send answers with the finished task: the node may fetch the whole answer at once.
+    const record = await this.start(params, options.principal, options.traceparent, options.blocking);
     if (options.blocking) await record.finished;
     return snapshot(record.task, options.historyLength);
   }
@@ -146,6 +147,7 @@ export class TaskManager {
     params: Record<string, unknown>,
     principal: Principal | undefined,
     traceparent?: string,
+    collect = false,
   ): Promise<TaskRecord> {
     const message = parseMessage(params['message']);
     if (message.taskId !== undefined) {
@@ -170,14 +172,14 @@ export class TaskManager {
       if (idle) {
         // Admitted now: a refusal is the caller's JSON-RPC error (toJsonRpcError maps ServiceErrors).
         userTurn = create.chatMessage({ role: 'user', content: prompt });
-        handle = await this.submit(context, userTurn, taskId, contextId, traceparent);
+        handle = await this.submit(context, userTurn, taskId, contextId, traceparent, collect);
       }
       const userMessage: Message = { ...message, contextId, taskId };
       const record = this.addRecord(taskId, contextId, userMessage);
       record.handle = handle;
       record.owner = principal?.id ?? '';
       context.tail = context.tail
-        .then(() => this.execute(record, context, prompt, handle, userTurn, traceparent))
+        .then(() => this.execute(record, context, prompt, handle, userTurn, traceparent, collect))
         .catch((error: unknown) => {
           this.deps.logger.error({ taskId, error: String(error) }, 'a2a task failed unexpectedly');
           this.transition(record, 'failed', agentMessage(record.task, `internal error: ${String(error)}`));
@@ -217,6 +219,7 @@ export class TaskManager {
     taskId: string,
     contextId: string,
     traceparent: string | undefined,
+    collect: boolean,
   ): Promise<RunHandle> {
     const keepsOwnHistory = this.settings.adapter === 'cli';
     const messages = keepsOwnHistory ? [userTurn] : [...context.history, userTurn];
@@ -233,6 +236,7 @@ export class TaskManager {
         messages,
         timeoutMs: this.settings.timeoutSec * 1000,
         metadata: { surface: 'a2a', a2a_task_id: taskId, a2a_context_id: contextId },
+        ...(collect ? { collect } : {}),
       },
       {
         surface: 'a2a',
@@ -286,6 +290,7 @@ export class TaskManager {
     admitted: RunHandle | undefined,
     admittedTurn: ChatMessage | undefined,
     traceparent: string | undefined,
+    collect: boolean,
   ): Promise<void> {
     if (this.store.isTerminal(record)) {
       // Canceled before its turn; a run admitted for it is cancelled too (capacity is released when it ends).
@@ -298,7 +303,14 @@ export class TaskManager {
       handle = admitted;
     } else {
       try {
-        handle = await this.submit(context, userTurn, record.task.id, record.task.contextId, traceparent);
+        handle = await this.submit(
+          context,
+          userTurn,
+          record.task.id,
+          record.task.contextId,
+          traceparent,
+          collect,
+        );
       } catch (error) {
         const reason = isServiceError(error)
           ? `${error.code}: ${error.message}`

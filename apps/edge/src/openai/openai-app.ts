@@ -368,6 +368,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   ): Promise<void> {
     const response = exchange.response;
     const signal = disconnectSignal(exchange.request.socket);
+    // A non-streaming answer is written once the run ended: the node may fetch it whole from the backend.
+    spec.collect = !stream;
     const run = await runs.start(route, spec, signal);
     try {
       if (!stream) {

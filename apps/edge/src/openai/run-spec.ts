@@ -23,6 +23,8 @@ export interface RunSpec {
   principal?: Principal;
   /** The request's W3C `traceparent` header, continued by the run's spans. */
   traceparent?: string;
+  /** The answer is one JSON body (a non-streaming, non-background request): see RunRequest.collect. */
+  collect?: boolean;
 }
 
 export function generationParams(

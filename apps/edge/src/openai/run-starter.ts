@@ -69,6 +69,7 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     workspace: spec.workspace,
     timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
     metadata: spec.metadata,
+    collect: spec.collect,
   };
 }
 

@@ -302,6 +302,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       timeoutMs: spec.timeoutMs ?? 0,
       providerId: lease.providerId ?? '',
       metadata: spec.metadata ?? {},
+      collect: spec.collect ?? false,
     });
     const tracker = new RunTracker({
       request,

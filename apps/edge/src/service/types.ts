@@ -55,6 +55,11 @@ export interface RunSpec {
   background?: boolean;
   /** Run id to use; generated when omitted. */
   runId?: string;
+  /**
+   * The caller reads the run as one result, not as it streams (RunRequest.collect): the node may ask its backend
+   * for the whole answer at once. The run's events carry the same content either way.
+   */
+  collect?: boolean;
 }
 
 /** Which door a run came through (metrics, logs, usage). */

@@ -295,7 +295,10 @@ describe('openai client → edge process → node process → fake backends', ()
       expect(midStream).toBeInstanceOf(OpenAI.APIError);
       expect(String((midStream as Error).message)).toContain('gpu fell over');
 
-      fake.setBehavior({ failure: { kind: 'drop', afterTokens: 2, times: 1 } });
+      // A non-streaming request gets one JSON answer from the backend (RunRequest.collect), so the drop comes
+      // before the response headers, where a reset on a reused keep-alive socket is taken for a stale pooled
+      // socket and sent once more on another connection: both attempts are dropped here.
+      fake.setBehavior({ failure: { kind: 'drop', afterTokens: 2, times: 2 } });
       const dropped = await client.chat.completions
         .create({ model, messages: [{ role: 'user', content: 'x' }] })
         .catch((error: unknown) => error);

@@ -181,6 +181,36 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
+  it('commits run starts and ends at most every commitIntervalMs, each turn when idle longer', async () => {
+    const counted = countingDriver();
+    const history = SqliteRunHistory.open(
+      { path: databasePath, flushIntervalMs: 60_000, commitIntervalMs: 150 },
+      counted.driver,
+    );
+    const before = counted.transactions();
+    history.recordStart(start('run-1', 1));
+    await nextTurn();
+    // The first commit after a quiet spell is not delayed.
+    expect(counted.transactions() - before).toBe(1);
+    const committedAt = performance.now();
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    history.recordStart(start('run-2', 3));
+    await nextTurn();
+    history.finish('run-2', { status: 'completed', endedAt: 4, detail: 'stop' });
+    await nextTurn();
+    expect(counted.transactions() - before).toBe(1);
+    expect(history.pendingRuns).toBe(3);
+    while (history.pendingRuns > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // One commit for everything recorded within the interval, once the interval had passed.
+    expect(performance.now() - committedAt).toBeGreaterThanOrEqual(145);
+    expect(counted.transactions() - before).toBe(2);
+    expect(history.list().map((run) => [run.runId, run.status])).toEqual([
+      ['run-2', 'completed'],
+      ['run-1', 'completed'],
+    ]);
+    history.close();
+  });
+
   it('reads through the same object see writes not committed yet', () => {
     const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
     history.recordStart(start('run-1', 1));
@@ -275,6 +305,64 @@ describe('SqliteRunHistory', () => {
     history.close();
   });
 
+  it('writes a run that starts and ends in one commit as one ended row, restarts included', () => {
+    const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
+    const usage = {
+      promptTokens: 1,
+      completionTokens: 2,
+      totalTokens: 3,
+      reasoningTokens: 0,
+      cachedTokens: 0,
+      costUsd: 0,
+    };
+    // Committed earlier: run-2 exists when its retry starts and ends within the next commit.
+    history.recordStart(start('run-2', 1));
+    history.appendEvent({ runId: 'run-2', seq: 1, type: 'text-delta', payload: { text: 'old' }, at: 1 });
+    history.flush();
+    history.recordStart(start('run-1', 10));
+    history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'a' }, at: 11 });
+    history.finish('run-1', { status: 'completed', endedAt: 12, detail: 'stop', usage });
+    history.recordStart(start('run-2', 20));
+    history.appendEvent({ runId: 'run-2', seq: 1, type: 'text-delta', payload: { text: 'new' }, at: 21 });
+    history.finish('run-2', {
+      status: 'failed',
+      endedAt: 22,
+      detail: '',
+      errorCode: 'x',
+      errorMessage: 'boom',
+    });
+    // run-3 ends, then starts over within the same commit.
+    history.recordStart(start('run-3', 30));
+    history.finish('run-3', { status: 'cancelled', endedAt: 31, detail: 'gone' });
+    history.recordStart(start('run-3', 32));
+    history.appendEvent({ runId: 'run-3', seq: 1, type: 'text-delta', payload: { text: 'again' }, at: 33 });
+    history.flush();
+    const runs = new Map(history.list({ limit: 10 }).map((run) => [run.runId, run]));
+    expect(runs.get('run-1')).toMatchObject({
+      status: 'completed',
+      startedAt: 10,
+      endedAt: 12,
+      eventCount: 1,
+    });
+    expect(runs.get('run-1')?.usage?.totalTokens).toBe(3);
+    expect(runs.get('run-2')).toMatchObject({
+      status: 'failed',
+      startedAt: 20,
+      endedAt: 22,
+      errorCode: 'x',
+      errorMessage: 'boom',
+      eventCount: 1,
+    });
+    expect(history.events('run-2').map((event) => event.payload)).toEqual([{ text: 'new' }]);
+    expect(runs.get('run-3')).toMatchObject({
+      status: 'running',
+      startedAt: 32,
+      endedAt: null,
+      eventCount: 1,
+    });
+    history.close();
+  });
+
   it('starts a repeated run id over, dropping its old events', () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     history.recordStart(start('run-1', 1));
@@ -348,18 +436,24 @@ describe('SqliteRunHistory', () => {
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
     const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 1_000_000 });
-    expect(history.recoveredRuns).toBe(1);
     const runs = history.list({ limit: 1_000_000 });
     const run = runs.find((candidate) => candidate.runId === 'crash-run');
     expect(run).toMatchObject({ runId: 'crash-run', status: 'interrupted' });
     // Run starts and ends commit in order, whole: the short runs found are turn-1..turn-k, each ended with its
-    // event (at most the turn in progress was lost), and at least the turns before `ready`.
-    const turns = runs.filter((candidate) => candidate.runId.startsWith('turn-'));
+    // event, and at least the turns before `ready`. Only the newest may have been cut after its start: a full
+    // event batch (its own event) committed the start, and the kill came before the commit of its end.
+    const turns = runs
+      .filter((candidate) => candidate.runId.startsWith('turn-'))
+      .sort((a, b) => Number(a.runId.slice(5)) - Number(b.runId.slice(5)));
     expect(turns.length).toBeGreaterThanOrEqual(7);
-    expect(new Set(turns.map((candidate) => candidate.runId))).toEqual(
-      new Set(Array.from({ length: turns.length }, (_, index) => `turn-${index + 1}`)),
+    expect(turns.map((candidate) => candidate.runId)).toEqual(
+      Array.from({ length: turns.length }, (_, index) => `turn-${index + 1}`),
     );
-    for (const turn of turns) expect(turn).toMatchObject({ status: 'completed', eventCount: 1 });
+    for (const turn of turns.slice(0, -1)) expect(turn).toMatchObject({ status: 'completed', eventCount: 1 });
+    const newest = turns[turns.length - 1];
+    expect(['completed', 'interrupted']).toContain(newest?.status);
+    expect(newest?.eventCount).toBe(1);
+    expect(history.recoveredRuns).toBe(newest?.status === 'interrupted' ? 2 : 1);
     expect(run?.eventCount).toBeGreaterThanOrEqual(64);
     const seqs = history.events('crash-run').map((event) => event.seq);
     // Batches commit whole: the surviving events are exactly 1..n without gaps.

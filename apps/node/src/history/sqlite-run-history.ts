@@ -4,17 +4,23 @@
 //
 // Durability model: every write (a run's start, its events, its end) joins one in-memory queue, committed in
 // order in one transaction. Run starts and ends are committed at the end of the event-loop turn that recorded
-// them (setImmediate), together with every other run's starts, events and ends of that turn: one WAL commit per
-// turn instead of two per run. Events alone wait for a full batch (`batchSize` events, written at once), for
-// `flushIntervalMs`, or for the next turn's commit. Reads through this object (`list`, `events`) and `close`
-// commit the queue first, so they see everything recorded.
+// them (setImmediate), together with every other run's starts, events and ends of that turn, unless the previous
+// commit is younger than `commitIntervalMs` (default 50 ms): then at that age (a timer). An idle or lightly loaded
+// node commits each turn as it comes; a busy one commits about every `commitIntervalMs`, so a commit carries many
+// runs instead of one or two (under load a run's start and end arrive on separate turns). A commit's cost is
+// mostly the pages it writes to the WAL, and with random run ids each run dirties leaf pages of the id indexes all
+// over them: at a few hundred runs per second most index pages are dirty in every commit, so fewer commits is
+// what makes a run cheaper. Events alone wait for a full batch (`batchSize` events, default 256, written at once:
+// at ~5,000 events/s that is about one commit per 50 ms too), for `flushIntervalMs`, or for the next commit. Reads through this object (`list`,
+// `events`) and `close` commit the queue first, so they see everything recorded.
 //
 // WAL checkpoints run in a worker thread (@iop/sqlite-wal, at most one per 2 s while commits come): the writer's
 // automatic checkpoint is off, so no commit on the event loop copies the WAL into the database file. A committed write is
 // in the WAL either way, so this changes nothing of what a kill -9 can lose.
 //
 // What a kill -9 can lose: the writes still queued, i.e. the run starts and ends recorded during the event-loop
-// turn in progress, and events younger than `flushIntervalMs` (at most `batchSize` of them) of runs that have
+// turn in progress (within `commitIntervalMs` of the previous commit: during that interval), and events younger
+// than `flushIntervalMs` (at most `batchSize` of them) of runs that have
 // not ended. Commits apply the queue in order and whole, so the database always holds a prefix of what was
 // recorded: a run is absent, `running` (marked `interrupted` on the next open, with its committed events
 // 1..n), or ended with all its events. Retention keeps the newest `retainRuns` finished runs (with their
@@ -58,6 +64,8 @@ export interface SqliteRunHistoryOptions {
   retainRuns?: number;
   batchSize?: number;
   flushIntervalMs?: number;
+  /** Least time between two commits of run starts/ends (see the durability model); default 50 ms. */
+  commitIntervalMs?: number;
   /** Clock for the `ended_at` of runs marked interrupted at open. */
   now?: () => number;
   /** Open for reading only (the `history` command): no crash recovery, no writes. */
@@ -139,7 +147,9 @@ CREATE TABLE IF NOT EXISTS runs (
   usage_json TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
+-- No index on status: every run would update it twice (start, end) for queries that do not use it (recovery at
+-- open scans the few retained runs; retention's status != 'running' cannot use it). Older versions created it.
+DROP INDEX IF EXISTS runs_by_status;
 CREATE TABLE IF NOT EXISTS run_events (
   run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   seq INTEGER NOT NULL,
@@ -164,6 +174,9 @@ export class SqliteRunHistory implements RunHistory {
   private finishesSincePrune = 0;
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
+  private readonly commitIntervalMs: number;
+  /** performance.now() of the last commit (a monotonic clock: `now` may be a test's fixed clock). */
+  private lastCommitAt = -Infinity;
   /** Writes not committed yet, in the order they were recorded. */
   private queue: QueuedWrite[] = [];
   /** Events and run starts/ends in `queue`. */
@@ -179,8 +192,14 @@ export class SqliteRunHistory implements RunHistory {
   private retryAt = 0;
   private backoffMs = 0;
   private flushTimer: NodeJS.Timeout | undefined;
-  /** The end-of-turn commit of queued run starts/ends, when one is scheduled. */
+  /** The commit of queued run starts/ends, when one is scheduled: at the end of this turn, or on a timer. */
   private commitImmediate: NodeJS.Immediate | undefined;
+  private commitTimer: NodeJS.Timeout | undefined;
+  private readonly commitQueued = (): void => {
+    this.commitImmediate = undefined;
+    this.commitTimer = undefined;
+    this.backgroundFlush();
+  };
   private closed = false;
   private readonly statements: ReturnType<typeof prepare> | undefined;
 
@@ -197,8 +216,9 @@ export class SqliteRunHistory implements RunHistory {
     this.readonly = options.readonly ?? false;
     this.retainRuns = Math.max(1, options.retainRuns ?? DEFAULT_RETAIN_RUNS);
     this.pruneEvery = pruneInterval(this.retainRuns);
-    this.batchSize = Math.max(1, options.batchSize ?? 64);
+    this.batchSize = Math.max(1, options.batchSize ?? 256);
     this.flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200);
+    this.commitIntervalMs = Math.max(0, options.commitIntervalMs ?? 50);
     this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
     this.onWriteFailure = options.onWriteFailure;
     this.now = options.now ?? Date.now;
@@ -320,16 +340,15 @@ export class SqliteRunHistory implements RunHistory {
     }
     this.queue.push(write);
     this.queuedRuns += 1;
-    if (this.commitImmediate) return;
+    if (this.commitImmediate || this.commitTimer) return;
     if (this.now() < this.retryAt) {
       // Writes are failing: the backoff timer retries; a commit per turn would hammer a full disk.
       this.scheduleFlush();
       return;
     }
-    this.commitImmediate = setImmediate(() => {
-      this.commitImmediate = undefined;
-      this.backgroundFlush();
-    });
+    const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
+    if (wait <= 0) this.commitImmediate = setImmediate(this.commitQueued);
+    else this.commitTimer = setTimeout(this.commitQueued, Math.ceil(wait));
   }
 
   private scheduleFlush(): void {
@@ -362,6 +381,7 @@ export class SqliteRunHistory implements RunHistory {
     });
     // Only drop the batch once it is committed, so a failed write can be retried. Nothing is queued while the
     // synchronous commit runs.
+    this.lastCommitAt = performance.now();
     this.queue = [];
     this.queuedEvents = 0;
     this.queuedRuns = 0;
@@ -369,6 +389,9 @@ export class SqliteRunHistory implements RunHistory {
 
   private apply(statements: ReturnType<typeof prepare>, batch: QueuedWrite[]): void {
     let prune = false;
+    // Runs that start and end within this batch (most of them under load) are inserted ended: one statement
+    // instead of an insert and an update. Only the first start of a run id in the batch is folded.
+    const ends = endsOfRunsStartedIn(batch);
     for (const write of batch) {
       switch (write.kind) {
         case 'start': {
@@ -376,6 +399,24 @@ export class SqliteRunHistory implements RunHistory {
           const { run } = write;
           const background = run.background ? 1 : 0;
           const values = [run.runId, run.adapter, run.target, run.sessionId, run.providerId, background];
+          const end = ends?.get(run.runId);
+          if (end !== undefined && end.start === write) {
+            const { outcome } = end.finish;
+            const inserted = statements.insertEndedRun.run(
+              ...values,
+              run.startedAt,
+              outcome.status,
+              outcome.endedAt,
+              outcome.detail,
+              outcome.errorCode ?? null,
+              outcome.errorMessage ?? null,
+              outcome.usage ? JSON.stringify(outcome.usage) : null,
+            );
+            if (Number(inserted.changes) === 1) {
+              end.folded = true;
+              break;
+            }
+          }
           if (Number(statements.insertRun.run(...values, run.startedAt).changes) === 0) {
             // A run id seen before (an edge retry) starts over: its old events would interleave with the new
             // ones. Rare, so the common start is one statement.
@@ -397,6 +438,9 @@ export class SqliteRunHistory implements RunHistory {
         }
         case 'finish': {
           const { outcome } = write;
+          if (this.pruneDue()) prune = true;
+          // Already written with its start (see above).
+          if (ends?.get(write.runId)?.finish === write && ends.get(write.runId)?.folded) break;
           statements.finishRun.run(
             outcome.status,
             outcome.endedAt,
@@ -406,7 +450,6 @@ export class SqliteRunHistory implements RunHistory {
             outcome.usage ? JSON.stringify(outcome.usage) : null,
             write.runId,
           );
-          if (this.pruneDue()) prune = true;
           break;
         }
         default: {
@@ -470,6 +513,8 @@ export class SqliteRunHistory implements RunHistory {
     this.flushTimer = undefined;
     if (this.commitImmediate) clearImmediate(this.commitImmediate);
     this.commitImmediate = undefined;
+    if (this.commitTimer) clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
     try {
       this.flush();
     } finally {
@@ -555,6 +600,10 @@ function prepare(db: SqlDatabase) {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    insertEndedRun: db.prepare(
+      `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, started_at, status,
+         ended_at, detail, error_code, error_message, usage_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     insertRun: db.prepare(
       `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
        VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`,
@@ -580,6 +629,32 @@ function prepare(db: SqlDatabase) {
          ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?)`,
     ),
   };
+}
+
+interface FoldedEnd {
+  /** The run's first start in the batch and its first end after it. */
+  start: QueuedWrite & { kind: 'start' };
+  finish: QueuedWrite & { kind: 'finish' };
+  /** The start was written with the end's outcome. */
+  folded: boolean;
+}
+
+/** The runs whose start and end are both in `batch` (the end after the start); undefined when there are none. */
+function endsOfRunsStartedIn(batch: QueuedWrite[]): Map<string, FoldedEnd> | undefined {
+  let starts: Map<string, QueuedWrite & { kind: 'start' }> | undefined;
+  let ends: Map<string, FoldedEnd> | undefined;
+  for (const write of batch) {
+    if (write.kind === 'start') {
+      starts ??= new Map();
+      if (!starts.has(write.run.runId)) starts.set(write.run.runId, write);
+    } else if (write.kind === 'finish') {
+      const start = starts?.get(write.runId);
+      if (start === undefined || ends?.has(write.runId)) continue;
+      ends ??= new Map();
+      ends.set(write.runId, { start, finish: write, folded: false });
+    }
+  }
+  return ends;
 }
 
 function toSummary(row: RunRow): RunSummary {

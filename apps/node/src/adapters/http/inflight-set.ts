@@ -1,13 +1,13 @@
-// Everything an adapter has in flight (runs, commands, probes), so `close()` can abort it all at once. Each
-// entry links the caller's signal to its own controller; `release()` is idempotent and drops the entry.
-export interface InflightEntry {
-  /** Aborted when the caller aborts or the adapter closes. */
-  readonly signal: AbortSignal;
-  release(): void;
+// Everything an adapter has in flight (runs, commands, probes: their upstream exchanges), so `close()` can cancel
+// it all at once. The set holds the exchanges themselves: no controller or listener of its own per call (a run
+// already links its caller's signal to the exchange's controller once).
+export interface Cancellable {
+  /** Aborts the call with `reason`, as the caller's own abort would. */
+  cancel(reason: string): void;
 }
 
 export class InflightSet {
-  private readonly entries = new Set<AbortController>();
+  private readonly entries = new Set<Cancellable>();
   private closedReason: string | undefined;
 
   get size(): number {
@@ -18,28 +18,20 @@ export class InflightSet {
     return this.closedReason !== undefined;
   }
 
-  track(callerSignal: AbortSignal): InflightEntry {
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort(callerSignal.reason);
-    if (this.closedReason !== undefined) controller.abort(this.closedReason);
-    else if (callerSignal.aborted) controller.abort(callerSignal.reason);
-    else callerSignal.addEventListener('abort', onAbort, { once: true });
-    this.entries.add(controller);
-    let released = false;
-    return {
-      signal: controller.signal,
-      release: () => {
-        if (released) return;
-        released = true;
-        callerSignal.removeEventListener('abort', onAbort);
-        this.entries.delete(controller);
-      },
-    };
+  /** Tracks `item` until `release(item)`; once closed, an item is cancelled at once instead. */
+  add(item: Cancellable): void {
+    if (this.closedReason !== undefined) item.cancel(this.closedReason);
+    else this.entries.add(item);
   }
 
-  /** Aborts every entry with `reason`; later entries start aborted. */
+  /** Stops tracking `item` (idempotent). */
+  release(item: Cancellable): void {
+    this.entries.delete(item);
+  }
+
+  /** Cancels every tracked item with `reason`; later ones are cancelled as they are added. */
   closeAll(reason: string): void {
     this.closedReason ??= reason;
-    for (const controller of this.entries) controller.abort(reason);
+    for (const item of this.entries) item.cancel(reason);
   }
 }

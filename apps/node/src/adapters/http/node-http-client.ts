@@ -47,7 +47,7 @@ function abortError(): Error {
  * setHeader call per header (and a getHeader lookup for Host and Authorization) on every request; a list is
  * written as given, so Host and the URL's credentials are added here.
  */
-function rawHeaders(target: URL, headers: Record<string, string>, body: Buffer | undefined): string[] {
+function rawHeaders(target: URL, headers: Record<string, string>, body: string | undefined): string[] {
   const list: string[] = [];
   // Names differing only in case are one header, the last one wins (as with setHeader).
   const positions = new Map<string, number>();
@@ -71,7 +71,7 @@ function rawHeaders(target: URL, headers: Record<string, string>, body: Buffer |
     const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
     list.push('Authorization', `Basic ${Buffer.from(credentials).toString('base64')}`);
   }
-  if (body !== undefined) list.push('content-length', String(body.length));
+  if (body !== undefined) list.push('content-length', String(Buffer.byteLength(body, 'utf8')));
   return list;
 }
 
@@ -93,8 +93,9 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
         return;
       }
       const secure = target.protocol === 'https:';
-      let body: Buffer | undefined;
-      if (init.body !== undefined) body = Buffer.from(init.body, 'utf8');
+      // Kept a string: node:http writes a string body in one write with the headers (a Buffer body goes out as a
+      // second buffer of a writev).
+      const body = init.body;
       const request = (secure ? https : http).request({
         protocol: target.protocol,
         hostname: target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname,

@@ -16,17 +16,17 @@ export async function callUpstream<T>(
   options: UpstreamCallOptions,
   call: (exchange: UpstreamExchange) => Promise<T>,
 ): Promise<T> {
-  const entry = options.inflight.track(options.signal);
   const exchange = new UpstreamExchange({
     http: options.deps.http ?? fetchHttpClient(options.deps.fetch),
     now: options.deps.now,
-    signal: entry.signal,
+    signal: options.signal,
     idleTimeoutMs: options.idleTimeoutMs,
   });
+  options.inflight.add(exchange);
   try {
     return await call(exchange);
   } finally {
     exchange.dispose();
-    entry.release();
+    options.inflight.release(exchange);
   }
 }

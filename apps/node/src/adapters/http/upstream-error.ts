@@ -47,7 +47,11 @@ export class UpstreamCancelled extends Error {
 
 /** A readable reason from an AbortSignal's `reason` (string, Error or anything else). */
 export function abortReason(signal: AbortSignal): string {
-  const reason: unknown = signal.reason;
+  return reasonText(signal.reason);
+}
+
+/** A readable abort reason (string, Error or anything else). */
+export function reasonText(reason: unknown): string {
   if (typeof reason === 'string' && reason !== '') return reason;
   // Duck-typed: a reason may be an Error (or DOMException) from another realm.
   if (typeof reason === 'object' && reason !== null) {

@@ -221,28 +221,61 @@ describe('node:http keep-alive client', () => {
 });
 
 describe('InflightSet', () => {
-  it('aborts tracked entries on closeAll, starts later ones aborted, and releases once', () => {
+  const exchangeFor = (signal: AbortSignal): UpstreamExchange =>
+    new UpstreamExchange({ http: nodeClient, now: () => 0, signal, idleTimeoutMs: 1000 });
+
+  it('cancels tracked exchanges on closeAll, cancels later ones at once, and releases idempotently', () => {
     const set = new InflightSet();
-    const caller = new AbortController();
-    const first = set.track(caller.signal);
+    const first = exchangeFor(new AbortController().signal);
+    set.add(first);
     expect(set.size).toBe(1);
     set.closeAll('shutdown');
-    expect(first.signal.aborted).toBe(true);
-    expect(first.signal.reason).toBe('shutdown');
-    const late = set.track(new AbortController().signal);
-    expect(late.signal.aborted).toBe(true);
-    first.release();
-    first.release();
-    late.release();
+    expect(first.cancelled).toBe(true);
+    expect(first.cancelReason).toBe('shutdown');
+    const late = exchangeFor(new AbortController().signal);
+    set.add(late);
+    expect(late.cancelled).toBe(true);
+    expect(set.size).toBe(1);
+    set.release(first);
+    set.release(first);
+    set.release(late);
     expect(set.size).toBe(0);
+    first.dispose();
+    late.dispose();
   });
+});
 
-  it('follows the caller signal', () => {
-    const set = new InflightSet();
+describe('UpstreamExchange cancellation', () => {
+  it("follows the caller's signal, and tells a cancel from its own timeout", async () => {
     const caller = new AbortController();
-    const entry = set.track(caller.signal);
+    const followed = new UpstreamExchange({
+      http: nodeClient,
+      now: () => 0,
+      signal: caller.signal,
+      idleTimeoutMs: 1000,
+    });
     caller.abort('cancel');
-    expect(entry.signal.reason).toBe('cancel');
-    entry.release();
+    expect(followed.cancelled).toBe(true);
+    expect(followed.cancelReason).toBe('cancel');
+    followed.dispose();
+    // An exchange that timed out is not cancelled: its failure is upstream_timeout (a server that never answers).
+    const timedOut = new UpstreamExchange({
+      http: {
+        request: (_url, init) =>
+          new Promise((_, reject) =>
+            init.signal.addEventListener('abort', () => reject(new Error('aborted'))),
+          ),
+      },
+      now: () => 0,
+      signal: new AbortController().signal,
+      idleTimeoutMs: 20,
+    });
+    const error = await timedOut
+      .send('http://127.0.0.1:9/x', { method: 'GET', headers: {} })
+      .catch((caught: unknown) => caught);
+    expect(timedOut.cancelled).toBe(false);
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect((error as UpstreamError).code).toBe('upstream_timeout');
+    timedOut.dispose();
   });
 });

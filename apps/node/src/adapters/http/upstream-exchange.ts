@@ -1,5 +1,6 @@
 // One HTTP exchange with an inference server, from the request to the last body byte. It owns an
-// AbortController linked to the caller's signal (cancel, run deadline, node shutdown) and an inactivity timer
+// AbortController linked to the caller's signal (cancel, run deadline, node shutdown) and to `cancel()` (the
+// adapter closing: InflightSet), and an inactivity timer
 // (request_timeout_ms of silence before the headers or between body chunks aborts with `upstream_timeout`, so a
 // long generation that keeps streaming is never cut). Every failure leaves as an UpstreamError or
 // UpstreamCancelled, and `dispose()` (call it in `finally`) aborts whatever is still open.
@@ -9,7 +10,8 @@
 // (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
 import { errorMessageFromBody } from './error-body.js';
 import type { HttpClient, HttpClientResponse } from './http-client.js';
-import { UpstreamCancelled, UpstreamError, abortReason } from './upstream-error.js';
+import type { Cancellable } from './inflight-set.js';
+import { UpstreamCancelled, UpstreamError, reasonText } from './upstream-error.js';
 
 export interface UpstreamExchangeOptions {
   http: HttpClient;
@@ -56,10 +58,12 @@ function describeCause(error: unknown): string {
   return description;
 }
 
-export class UpstreamExchange {
+export class UpstreamExchange implements Cancellable {
   private readonly options: UpstreamExchangeOptions;
   private readonly controller = new AbortController();
   private readonly onCallerAbort: () => void;
+  /** The caller aborted or `cancel()` was called (not a timeout or dispose): the run is cancelled. */
+  private cancelledWith: { reason: unknown } | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timedOut = false;
   /** Sum of the finished waits on the backend. */
@@ -73,9 +77,26 @@ export class UpstreamExchange {
 
   constructor(options: UpstreamExchangeOptions) {
     this.options = options;
-    this.onCallerAbort = () => this.controller.abort(options.signal.reason);
-    if (options.signal.aborted) this.controller.abort(options.signal.reason);
+    this.onCallerAbort = () => this.cancel(options.signal.reason);
+    if (options.signal.aborted) this.cancel(options.signal.reason);
     else options.signal.addEventListener('abort', this.onCallerAbort, { once: true });
+  }
+
+  /** Cancels the exchange (the caller's abort does the same): whatever is open is aborted with `reason`. */
+  cancel(reason: unknown): void {
+    if (this.cancelledWith) return;
+    this.cancelledWith = { reason };
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  /** The caller aborted or the exchange was cancelled. */
+  get cancelled(): boolean {
+    return this.cancelledWith !== undefined;
+  }
+
+  /** Why it was cancelled, readable ('cancelled' when no reason was given). */
+  get cancelReason(): string {
+    return reasonText(this.cancelledWith?.reason);
   }
 
   /**
@@ -200,7 +221,7 @@ export class UpstreamExchange {
   /** Turns any failure into UpstreamCancelled / UpstreamError. */
   classify(error: unknown, phase: Phase): UpstreamError | UpstreamCancelled {
     if (error instanceof UpstreamError || error instanceof UpstreamCancelled) return error;
-    if (this.options.signal.aborted) return new UpstreamCancelled(abortReason(this.options.signal));
+    if (this.cancelledWith) return new UpstreamCancelled(this.cancelReason);
     if (this.timedOut) {
       return new UpstreamError(
         'upstream_timeout',
@@ -235,7 +256,7 @@ export class UpstreamExchange {
   }
 
   private checkCancelled(): void {
-    if (this.options.signal.aborted) throw new UpstreamCancelled(abortReason(this.options.signal));
+    if (this.cancelledWith) throw new UpstreamCancelled(this.cancelReason);
   }
 
   private touch(): void {

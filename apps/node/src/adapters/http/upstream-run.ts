@@ -7,7 +7,7 @@ import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
 import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
-import { UpstreamCancelled, UpstreamError, abortReason } from './upstream-error.js';
+import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 
 /** Parts a backend stream yields; it returns the finish reason when the upstream completed normally. */
 export type BackendStream = AsyncGenerator<RunEventPart, string, undefined>;
@@ -28,13 +28,14 @@ export async function* runUpstream(
 ): AsyncGenerator<RunEventPart, void, undefined> {
   const { request, deps } = options;
   yield { type: 'start', sessionId: request.sessionId, adapter: options.adapterName, target: request.target };
-  const entry = options.inflight.track(options.signal);
   const exchange = new UpstreamExchange({
     http: deps.http ?? fetchHttpClient(deps.fetch),
     now: deps.now,
-    signal: entry.signal,
+    signal: options.signal,
     idleTimeoutMs: options.idleTimeoutMs,
   });
+  // close() of the adapter cancels it like the caller's abort.
+  options.inflight.add(exchange);
   let produced = false;
   let parts: BackendStream | undefined;
   let partsDone = false;
@@ -51,7 +52,7 @@ export async function* runUpstream(
     }
     parts = options.stream(exchange);
     let finishReason: string | undefined;
-    while (finishReason === undefined && !entry.signal.aborted) {
+    while (finishReason === undefined && !exchange.cancelled) {
       const next = await parts.next();
       if (next.done) {
         partsDone = true;
@@ -65,7 +66,7 @@ export async function* runUpstream(
       // Aborted between two parts: stop the backend stream (its finally closes the response body).
       partsDone = true;
       await parts.return('cancelled');
-      yield { type: 'cancelled', reason: abortReason(entry.signal) };
+      yield { type: 'cancelled', reason: exchange.cancelReason };
       return;
     }
     exchange.finish();
@@ -74,8 +75,8 @@ export async function* runUpstream(
     // A backend stream that threw has finished.
     partsDone = true;
     exchange.finish();
-    if (error instanceof UpstreamCancelled || entry.signal.aborted) {
-      yield { type: 'cancelled', reason: abortReason(entry.signal) };
+    if (error instanceof UpstreamCancelled || exchange.cancelled) {
+      yield { type: 'cancelled', reason: exchange.cancelReason };
       return;
     }
     const failure =
@@ -101,6 +102,6 @@ export async function* runUpstream(
     exchange.dispose();
     // The consumer left while a part was out (break / return()): run the backend stream's own cleanup too.
     if (parts && !partsDone) await parts.return('abandoned').catch(() => undefined);
-    entry.release();
+    options.inflight.release(exchange);
   }
 }

@@ -1,7 +1,13 @@
 // The ollama adapter against the fake Ollama from @iop/testkit (in-process, real HTTP on 127.0.0.1).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { startFakeOllama, type FakeServer } from '@iop/testkit';
-import { create, isTerminalPart, type ProviderLifecycleProgress, type RunEventPart } from '@iop/wire';
+import { startFakeOllama, type FakeBehavior, type FakeServer } from '@iop/testkit';
+import {
+  create,
+  isTerminalPart,
+  type ProviderLifecycleProgress,
+  type RunEventPart,
+  type RunRequest,
+} from '@iop/wire';
 
 import type { Adapter } from '../adapter.js';
 import {
@@ -61,7 +67,7 @@ describe('ollama adapter', () => {
     expect(parts.filter(isTerminalPart)).toHaveLength(1);
   });
 
-  it('sends the mapped request with configured headers, always streaming', async () => {
+  it('sends the mapped request with configured headers, streaming unless the run is collected', async () => {
     await collect(
       adapter.run(
         userRun('llama3.2', 'x', {
@@ -143,6 +149,66 @@ describe('ollama adapter', () => {
     if (complete.type !== 'complete') throw new Error(`expected complete, got ${complete.type}`);
     expect(complete.backendMs).toBeGreaterThanOrEqual(75);
     expect(complete.backendMs).toBeLessThan(1000);
+  });
+
+  describe('a collected run (RunRequest.collect)', () => {
+    /** The parts as the edge sees them: the runner joins adjacent deltas of one kind; backendMs is timing. */
+    function edgeView(parts: RunEventPart[]): unknown[] {
+      const out: Record<string, unknown>[] = [];
+      for (const part of parts) {
+        const last = out[out.length - 1];
+        if ((part.type === 'text-delta' || part.type === 'reasoning-delta') && last?.type === part.type)
+          last.text = `${last.text as string}${part.text}`;
+        else if (part.type === 'complete' || part.type === 'error') out.push({ ...part, backendMs: 0 });
+        else out.push({ ...part });
+      }
+      return out;
+    }
+
+    it('asks for one JSON body (stream false)', async () => {
+      await collect(adapter.run(userRun('llama3.2', 'x', { collect: true }), { signal: never }));
+      expect(server.requests[0].body).toMatchObject({ model: 'llama3.2', stream: false });
+      expect(server.requests[0].headers.accept).toBe('application/json');
+    });
+
+    const answers: [string, Partial<FakeBehavior>, Partial<RunRequest>][] = [
+      ['text and usage', { tokenCount: 4 }, {}],
+      [
+        'thinking then text',
+        { reasoning: 'let me think', tokenCount: 2 },
+        {
+          params: create.generationParams({ think: true }),
+        },
+      ],
+      ['finish reason length', { tokenCount: 4 }, { params: create.generationParams({ maxTokens: 2 }) }],
+      [
+        'tool calls',
+        { tokenCount: 1, toolCalls: [{ id: 'call_a', name: 'f', arguments: { a: 1 } }] },
+        { tools: [{ name: 'f', description: '', parametersJson: '{"type":"object"}' }] },
+      ],
+    ];
+    it.each(answers)(
+      'gives the edge the same parts as the streamed run: %s',
+      async (_name, behavior, fields) => {
+        server.setBehavior(behavior);
+        const run = userRun('llama3.2', 'one two three', fields);
+        const streamed = edgeView(await collect(adapter.run(run, { signal: never })));
+        const collected = edgeView(await collect(adapter.run({ ...run, collect: true }, { signal: never })));
+        expect(collected).toEqual(streamed);
+        expect(
+          terminalOf(await collect(adapter.run({ ...run, collect: true }, { signal: never }))).type,
+        ).toBe('complete');
+      },
+    );
+
+    it('maps an HTTP error as a streamed run does', async () => {
+      server.setBehavior({ failure: { kind: 'http', status: 500, message: 'boom', times: 2 } });
+      const streamed = edgeView(await collect(adapter.run(userRun('llama3.2', 'x'), { signal: never })));
+      const run = userRun('llama3.2', 'x', { collect: true });
+      const collected = edgeView(await collect(adapter.run(run, { signal: never })));
+      expect(collected).toEqual(streamed);
+      expect(collected[collected.length - 1]).toMatchObject({ type: 'error', code: 'upstream_http_500' });
+    });
   });
 
   describe('errors', () => {

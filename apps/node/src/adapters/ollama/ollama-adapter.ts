@@ -1,6 +1,8 @@
-// The `ollama` adapter: runs chat requests against Ollama's native API (always streaming NDJSON upstream) and
-// exposes its model lifecycle (list/load/unload/pull) as node commands. Settings come from `instance.http`;
-// the factory does no I/O. Every upstream call is tracked so `close()` aborts them all.
+// The `ollama` adapter: runs chat requests against Ollama's native API (streaming NDJSON upstream, or one JSON
+// body with `stream: false` for a run whose caller collects the whole answer, `RunRequest.collect`; that body is
+// the stream's final line with the whole message, read by the same parser, and the whole generation is then one
+// request_timeout_ms wait) and exposes its model lifecycle (list/load/unload/pull) as node commands. Settings come
+// from `instance.http`; the factory does no I/O. Every upstream call is tracked so `close()` aborts them all.
 import type {
   AdapterInstance,
   NodeCommandRequest,
@@ -167,7 +169,11 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
           const body = toOllamaChatRequest(request, { contextSize: settings.contextSize });
           const response = await exchange.send(endpoint.url('/api/chat'), {
             method: 'POST',
-            headers: { ...endpoint.headers, accept: 'application/x-ndjson', ...traceHeaders(options) },
+            headers: {
+              ...endpoint.headers,
+              accept: request.collect ? 'application/json' : 'application/x-ndjson',
+              ...traceHeaders(options),
+            },
             body,
           });
           return yield* ollamaChatParts(readNdjson(exchange.chunks(response)), request.runId);

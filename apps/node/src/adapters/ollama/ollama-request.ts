@@ -103,7 +103,8 @@ export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequest
   const body: OllamaChatRequest = {
     model: request.target,
     messages: request.messages.map((source) => message(source, toolNames)),
-    stream: true,
+    // A collected run asks for the whole answer in one body.
+    stream: !request.collect,
   };
   if (request.tools.length > 0 && !toolChoiceIsNone(request.toolChoiceJson)) {
     body.tools = request.tools.map((tool) => ({

@@ -1,7 +1,7 @@
 // The openai_compat adapter against the fake vLLM server from @iop/testkit (in-process, real HTTP).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
-import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
+import { startFakeOpenAI, type FakeBehavior, type FakeServer } from '@iop/testkit';
+import { create, isTerminalPart, type RunEventPart, type RunRequest } from '@iop/wire';
 
 import type { Adapter } from '../adapter.js';
 import {
@@ -58,7 +58,7 @@ describe('openai_compat adapter', () => {
     expect(parts.filter(isTerminalPart)).toHaveLength(1);
   });
 
-  it('sends headers and the mapped body to /v1/chat/completions, streaming even for non-streaming clients', async () => {
+  it('sends headers and the mapped body to /v1/chat/completions, streaming unless the run is collected', async () => {
     await collect(
       adapter.run(
         userRun(MODEL, 'x', {
@@ -174,6 +174,120 @@ describe('openai_compat adapter', () => {
     expect(parts.find((part) => part.type === 'usage')).toMatchObject({ usage: { completionTokens: 4 } });
     expect(terminalOf(parts)).toMatchObject({ type: 'complete', finishReason: 'tool_calls' });
     await plain.close();
+  });
+
+  describe('a collected run (RunRequest.collect: the caller wants the whole answer)', () => {
+    /** The parts as the edge sees them: the runner joins adjacent deltas of one kind; backendMs is timing. */
+    function edgeView(parts: RunEventPart[]): unknown[] {
+      const out: Record<string, unknown>[] = [];
+      for (const part of parts) {
+        const last = out[out.length - 1];
+        if ((part.type === 'text-delta' || part.type === 'reasoning-delta') && last?.type === part.type)
+          last.text = `${last.text as string}${part.text}`;
+        else if (part.type === 'complete' || part.type === 'error') out.push({ ...part, backendMs: 0 });
+        else out.push({ ...part });
+      }
+      return out;
+    }
+
+    async function bothWays(run: RunRequest): Promise<[unknown[], unknown[]]> {
+      const streamed = await collect(adapter.run(run, { signal: never }));
+      const collected = await collect(adapter.run({ ...run, collect: true }, { signal: never }));
+      return [edgeView(streamed), edgeView(collected)];
+    }
+
+    it('asks for the whole answer as JSON: stream false, no stream_options, accept application/json', async () => {
+      await collect(
+        adapter.run(userRun(MODEL, 'x', { collect: true, traceparent: 'ignored-by-the-adapter' }), {
+          signal: never,
+          traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+        }),
+      );
+      const recorded = server.requests[0];
+      expect(recorded.headers.accept).toBe('application/json');
+      expect(recorded.headers.authorization).toBe('Bearer vllm-key');
+      expect(recorded.headers.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+      expect(recorded.body).toMatchObject({ model: MODEL, stream: false });
+      expect(recorded.body).not.toHaveProperty('stream_options');
+    });
+
+    const answers: [string, Partial<FakeBehavior>, string, Partial<RunRequest>][] = [
+      ['text and usage', { tokenCount: 5 }, 'one two three four five six', {}],
+      ['reasoning then text', { reasoning: 'think about it', tokenCount: 3 }, 'a b c d', {}],
+      ['finish reason length', {}, 'a b c d e', { params: create.generationParams({ maxTokens: 2 }) }],
+      [
+        'tool calls',
+        {
+          tokenCount: 1,
+          toolCalls: [
+            { id: 'call_a', name: 'f', arguments: { a: 1 } },
+            { id: 'call_b', name: 'g', arguments: { b: [2, 3] } },
+          ],
+        },
+        'use tools',
+        {},
+      ],
+    ];
+    it.each(answers)(
+      'gives the edge the same parts as the streamed run: %s',
+      async (name, behavior, prompt, fields) => {
+        server.setBehavior(behavior);
+        const [streamed, collected] = await bothWays(userRun(MODEL, prompt, fields));
+        expect(collected).toEqual(streamed);
+        expect(JSON.stringify(streamed)).toContain(name.includes('length') ? '"length"' : '"usage"');
+        expect(server.requests.map((request) => (request.body as { stream: boolean }).stream)).toEqual([
+          true,
+          false,
+        ]);
+      },
+    );
+
+    it('maps an HTTP error body as a streamed run does', async () => {
+      const [streamed, collected] = await bothWays(userRun('ghost', 'x'));
+      expect(collected).toEqual(streamed);
+      expect(collected[collected.length - 1]).toMatchObject({ type: 'error', code: 'upstream_http_404' });
+    });
+
+    it('maps a backend failure during the generation (an HTTP 500) to upstream_http_500', async () => {
+      server.setBehavior({ failure: { kind: 'mid-stream', afterTokens: 1, message: 'engine dead' } });
+      const parts = await collect(adapter.run(userRun(MODEL, 'x y', { collect: true }), { signal: never }));
+      expect(parts.some((part) => part.type === 'text-delta')).toBe(false);
+      expect(terminalOf(parts)).toMatchObject({
+        type: 'error',
+        code: 'upstream_http_500',
+        message: 'engine dead',
+        retryable: true,
+      });
+    });
+
+    it('times out when the whole answer takes longer than request_timeout_ms', async () => {
+      const quick = createOpenAICompatAdapter(
+        httpInstance('openai_compat', 'quick', { baseUrl: server.url, requestTimeoutMs: 120 }),
+        testDeps(),
+      );
+      // Tokens every 50 ms keep a streamed run alive; the whole answer (about 500 ms) is one silent wait.
+      server.setBehavior({ tokenCount: 10, tokenDelayMs: 50 });
+      const parts = await collect(quick.run(userRun(MODEL, 'x', { collect: true }), { signal: never }));
+      expect(terminalOf(parts)).toMatchObject({ type: 'error', code: 'upstream_timeout' });
+      await server.waitForIdle(200);
+      await quick.close();
+    });
+
+    it('aborts the upstream request within 100 ms of a cancel while the backend generates', async () => {
+      server.setBehavior({ tokenCount: 200, tokenDelayMs: 20 });
+      const controller = new AbortController();
+      const running = collect(
+        adapter.run(userRun(MODEL, 'x', { collect: true }), { signal: controller.signal }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const abortedAt = Date.now();
+      controller.abort('client went away');
+      const parts = await running;
+      expect(terminalOf(parts)).toEqual({ type: 'cancelled', reason: 'client went away' });
+      await server.waitForIdle(100);
+      expect(server.requests[0].outcome).toBe('client-closed');
+      expect(server.requests[0].closedAt! - abortedAt).toBeLessThan(100);
+    });
   });
 
   describe('errors', () => {

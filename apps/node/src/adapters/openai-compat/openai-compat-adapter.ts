@@ -1,5 +1,9 @@
 // The `openai_compat` adapter: runs chat requests against an OpenAI-compatible server (vLLM or generic) over
-// `/v1/chat/completions`, always streaming SSE upstream with usage, and lists served models via `/v1/models`.
+// `/v1/chat/completions` and lists served models via `/v1/models`. A run streams SSE upstream (with usage), except
+// one whose caller collects the whole answer (`RunRequest.collect`: a non-streaming OpenAI request, a blocking A2A
+// message/send), which asks for `stream: false` and turns the one JSON body into the same parts: no SSE framing
+// and parsing on either side for an answer nobody reads incrementally. For such a run the whole generation is one
+// silent wait, so request_timeout_ms bounds the whole answer (for a streamed run it bounds each gap).
 // Configured headers (e.g. Authorization) go on every call. The factory does no I/O; `close()` aborts every
 // upstream call in flight.
 import type {
@@ -38,6 +42,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
   const apiBase = openAIApiBase(settings.baseUrl);
   const inflight = new InflightSet();
   const headers = { accept: 'application/json', ...settings.headers };
+  const sseHeaders = { ...headers, accept: 'text/event-stream' };
   const modelsUrl = joinUrl(apiBase, '/models');
   const chatUrl = joinUrl(apiBase, '/chat/completions');
   let knownModels: string[] = [];
@@ -107,11 +112,14 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
         idleTimeoutMs: settings.requestTimeoutMs,
         stream: async function* (exchange) {
           const body = toOpenAIChatRequest(request, { provider: settings.provider });
+          const base = request.collect ? headers : sseHeaders;
           const response = await exchange.send(chatUrl, {
             method: 'POST',
-            headers: { ...headers, accept: 'text/event-stream', ...traceHeaders(options) },
+            // send() copies the headers: the shared object is never changed.
+            headers: options.traceparent ? { ...base, ...traceHeaders(options) } : base,
             body,
           });
+          // Whatever was asked, the answer's content type decides how it is read (some servers ignore `stream`).
           if (response.header('content-type')?.includes('application/json')) {
             return yield* openAICompletionParts(await exchange.json(response), request.runId);
           }

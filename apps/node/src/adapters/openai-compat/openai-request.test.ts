@@ -6,7 +6,7 @@ import { ToolCallAssembler } from './tool-call-assembler.js';
 import { imageMimeType, toOpenAIChatRequest } from './openai-request.js';
 
 describe('toOpenAIChatRequest', () => {
-  it('always streams with usage and passes standard fields through at the top level', () => {
+  it('streams with usage and passes standard fields through at the top level', () => {
     const body = toOpenAIChatRequest(
       userRun('served-model', 'hi', {
         params: create.generationParams({
@@ -36,6 +36,12 @@ describe('toOpenAIChatRequest', () => {
       ],
       tool_choice: { type: 'function', function: { name: 'f' } },
     });
+  });
+
+  it('asks for one JSON answer (stream false, no stream_options) when the run is collected', () => {
+    const body = toOpenAIChatRequest(userRun('m', 'hi', { collect: true }), { provider: 'vllm' });
+    expect(body.stream).toBe(false);
+    expect(body).not.toHaveProperty('stream_options');
   });
 
   it('maps tool calls, tool results and images', () => {

@@ -1,4 +1,5 @@
-// Maps a RunRequest to an OpenAI `/v1/chat/completions` body (always streamed, with usage). Standard top-level
+// Maps a RunRequest to an OpenAI `/v1/chat/completions` body: streamed with usage, or (for a run whose caller
+// collects the whole answer, `RunRequest.collect`) `stream: false`, which answers one JSON body. Standard top-level
 // fields pass through as OpenAI names them: max_tokens, temperature, top_p, stop, tools, tool_choice,
 // reasoning_effort, stream_options. Images become data-URL `image_url` parts; assistant tool calls and tool
 // results keep their ids. For `provider: vllm`, `think` becomes chat_template_kwargs.enable_thinking (the switch
@@ -79,9 +80,13 @@ export function toOpenAIChatRequest(request: RunRequest, settings: OpenAIRequest
   const body: Json = {
     model: request.target,
     messages: request.messages.map(toMessage),
-    stream: true,
-    stream_options: { include_usage: true },
   };
+  // A whole answer carries its usage; stream_options is only valid on a streamed request.
+  if (request.collect) body.stream = false;
+  else {
+    body.stream = true;
+    body.stream_options = { include_usage: true };
+  }
   const params = request.params;
   if (params?.maxTokens !== undefined) body.max_tokens = params.maxTokens;
   if (params?.temperature !== undefined) body.temperature = params.temperature;

@@ -352,6 +352,12 @@ export interface RunRequest {
    * node continues the trace and passes it on to HTTP backends. Older nodes ignore it.
    */
   traceparent: string;
+  /**
+   * The caller consumes the run as one result (a non-streaming OpenAI request, a blocking A2A message/send): an
+   * adapter may ask its backend for the whole answer at once instead of a stream. The run's events are the same
+   * parts either way (text may arrive as one delta). Older nodes ignore it and stream.
+   */
+  collect: boolean;
 }
 
 export interface RunRequest_MetadataEntry {
@@ -3434,6 +3440,7 @@ function createBaseRunRequest(): RunRequest {
     providerId: "",
     metadata: {},
     traceparent: "",
+    collect: false,
   };
 }
 
@@ -3480,6 +3487,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     });
     if (message.traceparent !== "") {
       writer.uint32(114).string(message.traceparent);
+    }
+    if (message.collect !== false) {
+      writer.uint32(120).bool(message.collect);
     }
     return writer;
   },
@@ -3612,6 +3622,14 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.traceparent = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.collect = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3677,6 +3695,7 @@ export const RunRequest: MessageFns<RunRequest> = {
         )
         : {},
       traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      collect: isSet(object.collect) ? globalThis.Boolean(object.collect) : false,
     };
   },
 
@@ -3730,6 +3749,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.traceparent !== "") {
       obj.traceparent = message.traceparent;
     }
+    if (message.collect !== false) {
+      obj.collect = message.collect;
+    }
     return obj;
   },
 
@@ -3762,6 +3784,7 @@ export const RunRequest: MessageFns<RunRequest> = {
       {},
     );
     message.traceparent = object.traceparent ?? "";
+    message.collect = object.collect ?? false;
     return message;
   },
 };
