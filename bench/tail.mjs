@@ -10,7 +10,7 @@
 // process, what it was executing during its event-loop stalls (self time by function, and how much of the stalls'
 // wall time had samples at all: the rest the process was off the CPU, i.e. waiting for a core).
 // Usage: node bench/tail.mjs [--rate 500] [--seconds 10] [--direct] [--top 12] [--json FILE] [--cpu-prof]
-//        [--node-options="--max-semi-space-size=32"]
+//        [--node-options="--max-semi-space-size=32"] [--tree OTHER_CHECKOUT]
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fixedRate, summarize } from './lib/load.mjs';
 import { startProcess, stopAll } from './lib/processes.mjs';
-import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
+import { MODEL, removeTempDirs, repoRoot } from './lib/topology.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -29,11 +29,17 @@ const { values } = parseArgs({
     json: { type: 'string' },
     'node-options': { type: 'string', default: '' },
     'cpu-prof': { type: 'boolean', default: false },
+    tree: { type: 'string' },
   },
 });
 const rate = Number(values.rate);
 const durationMs = Number(values.seconds) * 1000;
 const probe = path.join(repoRoot, 'bench/lib/probe.cjs');
+// --tree DIR: start the edge and the node of another checkout's build (its bench/lib/topology.mjs), for an A/B
+// with the same probe and report; the backend and the load generator stay this tree's.
+const { startIopPath, waitServing } = await import(
+  values.tree ? path.join(path.resolve(values.tree), 'bench/lib/topology.mjs') : './lib/topology.mjs'
+);
 // Extra node/V8 options for the edge and the node (e.g. "--max-semi-space-size=32"), to try flags.
 const extraOptions = values['node-options'].split(' ').filter(Boolean);
 const probeDir = await mkdtemp(path.join(os.tmpdir(), 'iop-tail-'));
