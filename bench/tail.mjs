@@ -221,6 +221,36 @@ function report(label, result) {
     }
     lines.push(`  ${groupName.padEnd(12)} ${parts.join(' | ')}`);
   }
+  // One cause per slow request, the first that applies: the whole machine (the backend or the load generator,
+  // which do almost nothing, stalled >= 5 ms meanwhile: CPU taken by something else), else the IOP process whose
+  // stalls overlapped it most (scavenge / mark-compact when a GC was most of that), else none seen.
+  const verdicts = new Map();
+  for (const record of slow) {
+    const c = causes(record);
+    const outside = ['backend', 'loadgen'].some(
+      (name) => (c[name]?.stall ?? 0) + (c[name]?.gcMinor ?? 0) >= 5,
+    );
+    let verdict = 'none seen (> 2 ms)';
+    if (outside) verdict = 'machine-wide stall';
+    else {
+      const worst = ['edge', 'node']
+        .filter((name) => c[name])
+        .map((name) => [name, c[name]])
+        .sort((a, b) => b[1].stall - a[1].stall)[0];
+      if (worst && worst[1].stall > 0) {
+        const gc = worst[1].gcMajor + worst[1].gcMinor;
+        const kind = worst[1].gcMajor > 0 ? 'mark-compact' : 'scavenge';
+        verdict = `${worst[0]} ${gc >= worst[1].stall / 2 ? kind : 'stall (not GC)'}`;
+      }
+    }
+    verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1);
+  }
+  lines.push(
+    `slowest 1% by cause: ${[...verdicts]
+      .sort((a, b) => b[1] - a[1])
+      .map(([verdict, n]) => `${verdict} ${n}`)
+      .join(', ')}`,
+  );
   // The slowest requests one by one.
   const top = Number(values.top);
   lines.push(
