@@ -29,8 +29,12 @@ export function summarize(values) {
 }
 
 /**
- * Sends `rate` requests per second for `durationMs`, open loop.
- * @param {{ url: string, body: string, rate: number, durationMs: number, headers?: Record<string,string> }} options
+ * Sends `rate` requests per second for `durationMs`, open loop. With `records` (an array), each finished request
+ * is also pushed to it as `{ due, sent, headers, end, overhead }`: epoch ms (performance.timeOrigin based, so
+ * comparable with other processes' clocks) when it was due, sent, had its response headers and ended, and its
+ * x-iop-overhead-ms.
+ * @param {{ url: string, body: string, rate: number, durationMs: number, headers?: Record<string,string>,
+ *   records?: object[] }} options
  */
 export async function fixedRate(options) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
@@ -45,8 +49,11 @@ export async function fixedRate(options) {
   let lateMax = 0;
   const start = performance.now();
   const body = Buffer.from(options.body);
+  const origin = performance.timeOrigin;
   const send = (dueAt) =>
     new Promise((resolve) => {
+      const sentAt = performance.now();
+      let headersAt;
       const request = http.request(
         {
           host: target.hostname,
@@ -57,6 +64,7 @@ export async function fixedRate(options) {
           headers: { 'content-type': 'application/json', 'content-length': body.length, ...options.headers },
         },
         (response) => {
+          headersAt = performance.now();
           const overhead = response.headers['x-iop-overhead-ms'];
           if (overhead !== undefined) {
             withOverhead += 1;
@@ -64,7 +72,15 @@ export async function fixedRate(options) {
           }
           response.on('data', () => undefined);
           response.on('end', () => {
-            latencies.push(performance.now() - dueAt);
+            const endAt = performance.now();
+            latencies.push(endAt - dueAt);
+            options.records?.push({
+              due: origin + dueAt,
+              sent: origin + sentAt,
+              headers: origin + headersAt,
+              end: origin + endAt,
+              overhead: overhead === undefined ? undefined : Number(overhead),
+            });
             statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
             completed += 1;
             resolve();
