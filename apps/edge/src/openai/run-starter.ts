@@ -4,6 +4,7 @@
 // run's cancel path inside the service.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
+import { unwatchAbort, watchAbort } from '../service/abort-watchers.js';
 import type {
   EdgeService,
   RunDestination,
@@ -110,7 +111,7 @@ class PartsIterator implements AsyncIterator<RunEventPart> {
 
   constructor(private readonly run: StartedRunImpl) {
     this.events = run.handle.events[Symbol.asyncIterator]();
-    run.signal.addEventListener('abort', this.onAbort, { once: true });
+    watchAbort(run.signal, this.onAbort);
   }
 
   next(): Promise<IteratorResult<RunEventPart>> {
@@ -141,7 +142,7 @@ class PartsIterator implements AsyncIterator<RunEventPart> {
   private close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.run.signal.removeEventListener('abort', this.onAbort);
+    unwatchAbort(this.run.signal, this.onAbort);
     this.events.return?.().catch((error: unknown) => {
       this.run.logger.debug(
         { err: error, run_id: this.run.handle.runId },
