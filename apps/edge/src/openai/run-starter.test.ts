@@ -88,6 +88,32 @@ describe('run starter', () => {
     ]);
   });
 
+  it('collect() reads the whole run into its answer and leaves nothing to cancel', async () => {
+    const { pool, service, starter } = setup(textRun(['a', 'b']), 5);
+    const signal = new AbortController().signal;
+    const run = await starter.start(poolRoute, spec, signal);
+    const collected = await run.collect({ includeReasoning: false, inlineReasoning: true });
+    expect(collected).toMatchObject({ text: 'ab', finishReason: 'stop', toolCalls: [] });
+    run.finish('done');
+    expect(service.cancels).toBe(0);
+    await run.handle.done;
+    expect(abortWatcherCount(signal)).toBe(0);
+    expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('collect() stops when the client goes away: run_incomplete, and finish() cancels the run once', async () => {
+    const { service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
+    const controller = new AbortController();
+    const run = await starter.start(poolRoute, spec, controller.signal);
+    const collecting = run.collect({ includeReasoning: false, inlineReasoning: true });
+    setTimeout(() => controller.abort(), 30);
+    await expect(collecting).rejects.toMatchObject({ code: 'run_incomplete' });
+    expect(abortWatcherCount(controller.signal)).toBe(0);
+    run.finish('client disconnected');
+    await expect(run.handle.done).resolves.toMatchObject({ status: 'cancelled' });
+    expect(service.cancels).toBe(1);
+  });
+
   it('stops reading when the client goes away (the same signal cancels the run in the service)', async () => {
     const { pool, service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
     const controller = new AbortController();

@@ -13,7 +13,9 @@ import type {
   RunSpec as ServiceRunSpec,
   SubmitOptions,
 } from '../service/types.js';
+import { RunEventStream } from '../service/run-event-stream.js';
 import type { ResolvedRoute } from './route-resolver.js';
+import { collectRun, RunCollector, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 
 export interface RunStarterDeps {
@@ -29,6 +31,11 @@ export interface StartedRun {
   readonly handle: RunHandle;
   /** The run's parts up to and including the terminal one; ends early (without a terminal part) on abort. */
   parts(): AsyncIterable<RunEventPart>;
+  /**
+   * Reads the whole run into its collected answer (`collectRun` of `parts()`, without a promise per part when
+   * the run's events are the service's stream); throws like collectRun. Either this or parts(), once.
+   */
+  collect(options: OutputOptions): Promise<CollectedRun>;
   /** Call once when done reading (finally): cancels the run if it has not ended (the caller stopped early). */
   finish(reason: string): void;
 }
@@ -87,6 +94,25 @@ class StartedRunImpl implements StartedRun {
 
   parts(): AsyncIterable<RunEventPart> {
     return { [Symbol.asyncIterator]: () => new PartsIterator(this) };
+  }
+
+  collect(options: OutputOptions): Promise<CollectedRun> {
+    const events = this.handle.events;
+    const signal = this.signal;
+    if (!(events instanceof RunEventStream) || signal.aborted) return collectRun(this.parts(), options);
+    const collector = new RunCollector(options);
+    const reading = events.forEach((event) => {
+      // Nothing is read once the client left (its abort may end the run before this reader hears of it).
+      if (signal.aborted) return;
+      if (collector.add(event.part) && isTerminalPart(event.part)) this.ended = true;
+    });
+    // The client leaving stops the reading (the run is cancelled in finish()), as in the parts iterator.
+    const onAbort = reading.stop;
+    watchAbort(signal, onAbort);
+    return reading.done.then(() => {
+      unwatchAbort(signal, onAbort);
+      return collector.result();
+    });
   }
 
   finish(reason: string): void {
