@@ -94,6 +94,54 @@ describe('UsageStore', () => {
     reader.close();
   });
 
+  it('writes a batch larger than one multi-row INSERT whole and in order, every field intact', () => {
+    const clock = new ManualClock();
+    const store = open(clock, { batchSize: 500 });
+    for (let index = 0; index < 123; index += 1) {
+      store.record(
+        record({
+          atMs: 1000 + index,
+          runId: `run-${index}`,
+          principal: `k${index % 3}`,
+          inputTokens: index,
+          outputTokens: 2 * index,
+          queueMs: index / 4,
+          durationMs: index / 2,
+          outcome: index % 2 ? 'error' : 'completed',
+        }),
+      );
+    }
+    store.flush();
+    const reader = openUsageDatabase(file).db;
+    const rows = reader
+      .prepare(
+        'SELECT run_id, principal, input_tokens, output_tokens, queue_ms, duration_ms, outcome FROM usage ORDER BY id',
+      )
+      .all() as {
+      run_id: string;
+      principal: string;
+      input_tokens: number;
+      output_tokens: number;
+      queue_ms: number;
+      duration_ms: number;
+      outcome: string;
+    }[];
+    reader.close();
+    expect(rows).toHaveLength(123);
+    rows.forEach((row, index) =>
+      expect(row).toEqual({
+        run_id: `run-${index}`,
+        principal: `k${index % 3}`,
+        input_tokens: index,
+        output_tokens: 2 * index,
+        queue_ms: index / 4,
+        duration_ms: index / 2,
+        outcome: index % 2 ? 'error' : 'completed',
+      }),
+    );
+    expect(store.summary({ by: 'key', sinceMs: 0 }).reduce((sum, row) => sum + row.runs, 0)).toBe(123);
+  });
+
   it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', () => {
     const clock = new ManualClock();
     const first = open(clock);

@@ -11,7 +11,7 @@ import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunStarter } from './run-starter.js';
-import { collectRun, type OutputOptions } from './run-output.js';
+import type { OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -108,7 +108,7 @@ export class BackgroundResponses {
           entry.status = 'in_progress';
           entry.body = withStatus(entry.body, 'in_progress');
         }
-        const collected = await collectRun(run.parts(), output);
+        const collected = await run.collect(output);
         const body = responsesBody(entry.context, collected);
         this.finish(entry, body['status'] as BackgroundStatus, { ...body, background: true });
       } finally {

@@ -41,7 +41,7 @@ import { responsesRunSpec } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
 import { createRunStarter, type StartedRun } from './run-starter.js';
-import { bufferRun, collectRun, type CollectedRun, type OutputOptions } from './run-output.js';
+import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
@@ -375,7 +375,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       if (!stream) {
         let collected: CollectedRun;
         try {
-          collected = await collectRun(run.parts(), outputOptions(spec));
+          collected = await run.collect(outputOptions(spec));
         } catch (error) {
           setRunHeaders(response, run);
           throw error;

@@ -83,55 +83,89 @@ export interface OutputOptions {
   inlineReasoning: boolean;
 }
 
+/**
+ * Accumulates a run's parts into its collected result, one part at a time: `collectRun` feeds it from an async
+ * iterable, `StartedRun.collect` straight from the run's event stream (no promise per part).
+ */
+export class RunCollector {
+  private text = '';
+  private reasoning = '';
+  private usage: Usage | undefined;
+  private readonly tools = new ToolCallTracker();
+  private outcome: { result: CollectedRun } | { error: Error } | undefined;
+
+  constructor(private readonly options: OutputOptions) {}
+
+  /** Takes one part; true once the run's terminal part was taken (later parts are ignored). Never throws. */
+  add(part: RunEventPart): boolean {
+    if (this.outcome) return true;
+    switch (part.type) {
+      case 'text-delta':
+        this.text += part.text;
+        return false;
+      case 'reasoning-delta':
+        this.reasoning += part.text;
+        return false;
+      case 'tool-call':
+        this.tools.add(part.call);
+        return false;
+      case 'usage':
+        this.usage = part.usage;
+        return false;
+      case 'start':
+      case 'progress':
+        return false;
+      case 'complete': {
+        const { includeReasoning, inlineReasoning } = this.options;
+        const calls = this.tools.calls;
+        this.outcome = {
+          result: {
+            text:
+              inlineReasoning && !includeReasoning && this.reasoning
+                ? `<think>${this.reasoning}</think>${this.text}`
+                : this.text,
+            reasoning: includeReasoning ? this.reasoning : '',
+            toolCalls: calls,
+            usage: usageTotals(this.usage),
+            finishReason: finishReasonOf(part.finishReason, calls.length > 0),
+          },
+        };
+        return true;
+      }
+      case 'error':
+        this.outcome = { error: runFailed(part.code, part.message) };
+        return true;
+      case 'cancelled':
+        this.outcome = { error: runFailed('run_cancelled', `The run was cancelled: ${part.reason}`) };
+        return true;
+      default: {
+        const unreachable: never = part;
+        this.outcome = { error: new Error(`unknown run part ${JSON.stringify(unreachable)}`) };
+        return true;
+      }
+    }
+  }
+
+  /** The collected run; throws the run's failure, or `run_incomplete` when no terminal part came (aborted). */
+  result(): CollectedRun {
+    const outcome = this.outcome;
+    // The parts ended without a terminal part: the caller aborted.
+    if (!outcome) throw runFailed('run_incomplete', 'The run ended without a result');
+    if ('error' in outcome) throw outcome.error;
+    return outcome.result;
+  }
+}
+
 /** Reads a run to its end; an error or cancelled part throws the matching OpenAIHttpError. */
 export async function collectRun(
   parts: AsyncIterable<RunEventPart>,
   options: OutputOptions,
 ): Promise<CollectedRun> {
-  let text = '';
-  let reasoning = '';
-  let usage: Usage | undefined;
-  const tools = new ToolCallTracker();
+  const collector = new RunCollector(options);
   for await (const part of parts) {
-    switch (part.type) {
-      case 'text-delta':
-        text += part.text;
-        break;
-      case 'reasoning-delta':
-        reasoning += part.text;
-        break;
-      case 'tool-call':
-        tools.add(part.call);
-        break;
-      case 'usage':
-        usage = part.usage;
-        break;
-      case 'start':
-      case 'progress':
-        break;
-      case 'complete':
-        return {
-          text:
-            options.inlineReasoning && !options.includeReasoning && reasoning
-              ? `<think>${reasoning}</think>${text}`
-              : text,
-          reasoning: options.includeReasoning ? reasoning : '',
-          toolCalls: tools.calls,
-          usage: usageTotals(usage),
-          finishReason: finishReasonOf(part.finishReason, tools.calls.length > 0),
-        };
-      case 'error':
-        throw runFailed(part.code, part.message);
-      case 'cancelled':
-        throw runFailed('run_cancelled', `The run was cancelled: ${part.reason}`);
-      default: {
-        const unreachable: never = part;
-        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
-      }
-    }
+    if (collector.add(part)) break;
   }
-  // The parts ended without a terminal part: the caller aborted.
-  throw runFailed('run_incomplete', 'The run ended without a result');
+  return collector.result();
 }
 
 /** Buffers a whole run (strict_stream_buffer), throwing before anything is sent if it fails. */

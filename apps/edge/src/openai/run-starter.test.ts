@@ -2,6 +2,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
+import { abortWatcherCount } from '../service/abort-watchers.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import {
   FakeNodes,
@@ -87,6 +88,32 @@ describe('run starter', () => {
     ]);
   });
 
+  it('collect() reads the whole run into its answer and leaves nothing to cancel', async () => {
+    const { pool, service, starter } = setup(textRun(['a', 'b']), 5);
+    const signal = new AbortController().signal;
+    const run = await starter.start(poolRoute, spec, signal);
+    const collected = await run.collect({ includeReasoning: false, inlineReasoning: true });
+    expect(collected).toMatchObject({ text: 'ab', finishReason: 'stop', toolCalls: [] });
+    run.finish('done');
+    expect(service.cancels).toBe(0);
+    await run.handle.done;
+    expect(abortWatcherCount(signal)).toBe(0);
+    expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('collect() stops when the client goes away: run_incomplete, and finish() cancels the run once', async () => {
+    const { service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
+    const controller = new AbortController();
+    const run = await starter.start(poolRoute, spec, controller.signal);
+    const collecting = run.collect({ includeReasoning: false, inlineReasoning: true });
+    setTimeout(() => controller.abort(), 30);
+    await expect(collecting).rejects.toMatchObject({ code: 'run_incomplete' });
+    expect(abortWatcherCount(controller.signal)).toBe(0);
+    run.finish('client disconnected');
+    await expect(run.handle.done).resolves.toMatchObject({ status: 'cancelled' });
+    expect(service.cancels).toBe(1);
+  });
+
   it('stops reading when the client goes away (the same signal cancels the run in the service)', async () => {
     const { pool, service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
     const controller = new AbortController();
@@ -100,7 +127,7 @@ describe('run starter', () => {
     expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
   });
 
-  it('leaves no listener on the signal once its runs were read to the end (one signal serves a whole connection)', async () => {
+  it('leaves no watcher on the signal once its runs were read to the end (one signal serves a whole connection)', async () => {
     const { starter } = setup(textRun(['a', 'b']));
     const signal = new AbortController().signal;
     for (let index = 0; index < 5; index += 1) {
@@ -109,7 +136,9 @@ describe('run starter', () => {
       run.finish('client disconnected');
       await run.handle.done;
     }
-    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    // One listener for the signal's life, no run left watching it.
+    expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
+    expect(abortWatcherCount(signal)).toBe(0);
   });
 
   it('finish() cancels a run its reader abandoned, once', async () => {

@@ -4,6 +4,7 @@
 // run's cancel path inside the service.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
+import { unwatchAbort, watchAbort } from '../service/abort-watchers.js';
 import type {
   EdgeService,
   RunDestination,
@@ -12,7 +13,9 @@ import type {
   RunSpec as ServiceRunSpec,
   SubmitOptions,
 } from '../service/types.js';
+import { RunEventStream } from '../service/run-event-stream.js';
 import type { ResolvedRoute } from './route-resolver.js';
+import { collectRun, RunCollector, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
 
 export interface RunStarterDeps {
@@ -28,6 +31,11 @@ export interface StartedRun {
   readonly handle: RunHandle;
   /** The run's parts up to and including the terminal one; ends early (without a terminal part) on abort. */
   parts(): AsyncIterable<RunEventPart>;
+  /**
+   * Reads the whole run into its collected answer (`collectRun` of `parts()`, without a promise per part when
+   * the run's events are the service's stream); throws like collectRun. Either this or parts(), once.
+   */
+  collect(options: OutputOptions): Promise<CollectedRun>;
   /** Call once when done reading (finally): cancels the run if it has not ended (the caller stopped early). */
   finish(reason: string): void;
 }
@@ -88,6 +96,25 @@ class StartedRunImpl implements StartedRun {
     return { [Symbol.asyncIterator]: () => new PartsIterator(this) };
   }
 
+  collect(options: OutputOptions): Promise<CollectedRun> {
+    const events = this.handle.events;
+    const signal = this.signal;
+    if (!(events instanceof RunEventStream) || signal.aborted) return collectRun(this.parts(), options);
+    const collector = new RunCollector(options);
+    const reading = events.forEach((event) => {
+      // Nothing is read once the client left (its abort may end the run before this reader hears of it).
+      if (signal.aborted) return;
+      if (collector.add(event.part) && isTerminalPart(event.part)) this.ended = true;
+    });
+    // The client leaving stops the reading (the run is cancelled in finish()), as in the parts iterator.
+    const onAbort = reading.stop;
+    watchAbort(signal, onAbort);
+    return reading.done.then(() => {
+      unwatchAbort(signal, onAbort);
+      return collector.result();
+    });
+  }
+
   finish(reason: string): void {
     if (this.finished || this.ended) return;
     this.finished = true;
@@ -110,7 +137,7 @@ class PartsIterator implements AsyncIterator<RunEventPart> {
 
   constructor(private readonly run: StartedRunImpl) {
     this.events = run.handle.events[Symbol.asyncIterator]();
-    run.signal.addEventListener('abort', this.onAbort, { once: true });
+    watchAbort(run.signal, this.onAbort);
   }
 
   next(): Promise<IteratorResult<RunEventPart>> {
@@ -141,7 +168,7 @@ class PartsIterator implements AsyncIterator<RunEventPart> {
   private close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.run.signal.removeEventListener('abort', this.onAbort);
+    unwatchAbort(this.run.signal, this.onAbort);
     this.events.return?.().catch((error: unknown) => {
       this.run.logger.debug(
         { err: error, run_id: this.run.handle.runId },

@@ -32,6 +32,53 @@ describe('RunEventStream', () => {
     expect(await reading).toEqual([1, 2, 3]);
   });
 
+  it('forEach hands buffered events at once, then each as pushed, and settles after the terminal one', async () => {
+    const stream = new RunEventStream(2, false);
+    stream.push(event(1));
+    stream.push(event(2));
+    const seen: number[] = [];
+    const { done } = stream.forEach((item) => seen.push(item.seq));
+    expect(seen).toEqual([1, 2]);
+    // A forEach consumer never falls behind: no overflow past the capacity.
+    expect(stream.push(event(3))).toBe('ok');
+    expect(stream.push(event(4))).toBe('ok');
+    expect(stream.push(event(5))).toBe('ok');
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    stream.end(event(6, true));
+    stream.push(event(7));
+    await done;
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('forEach on an ended stream delivers everything and is already done; stop() discards later events', async () => {
+    const ended = new RunEventStream(4, false);
+    ended.push(event(1));
+    ended.end(event(2, true));
+    const seen: number[] = [];
+    await ended.forEach((item) => seen.push(item.seq)).done;
+    expect(seen).toEqual([1, 2]);
+
+    const live = new RunEventStream(4, false);
+    const later: number[] = [];
+    const reading = live.forEach((item) => later.push(item.seq));
+    live.push(event(1));
+    reading.stop();
+    await reading.done;
+    live.push(event(2));
+    live.end(event(3, true));
+    expect(later).toEqual([1]);
+    expect(live.buffered).toBe(0);
+  });
+
+  it('has a single consumer whichever way it is read', () => {
+    const iterated = new RunEventStream(4, false);
+    iterated[Symbol.asyncIterator]();
+    expect(() => iterated.forEach(() => undefined)).toThrow('single consumer');
+    const pushed = new RunEventStream(4, false);
+    pushed.forEach(() => undefined);
+    expect(() => pushed[Symbol.asyncIterator]()).toThrow('single consumer');
+  });
+
   it('reports overflow for a foreground stream but always keeps the terminal event', async () => {
     const stream = new RunEventStream(2, false);
     expect(stream.push(event(1))).toBe('ok');

@@ -18,6 +18,9 @@ export class RunEventStream implements AsyncIterable<RunEventWithMeta> {
   private detached = false;
   private iterating = false;
   private waiter: ((result: IteratorResult<RunEventWithMeta>) => void) | undefined;
+  /** The `forEach` consumer and the settling of its `done`. */
+  private sink: ((event: RunEventWithMeta) => void) | undefined;
+  private settleSink: (() => void) | undefined;
 
   constructor(
     capacity: number,
@@ -33,6 +36,10 @@ export class RunEventStream implements AsyncIterable<RunEventWithMeta> {
 
   push(event: RunEventWithMeta): PushResult {
     if (this.ended || this.detached) return 'ok';
+    if (this.sink) {
+      this.sink(event);
+      return 'ok';
+    }
     if (this.deliver(event)) return 'ok';
     if (this.dropOldest) {
       this.queue.pushDropOldest(event);
@@ -46,7 +53,39 @@ export class RunEventStream implements AsyncIterable<RunEventWithMeta> {
     if (this.ended) return;
     this.ended = true;
     if (this.detached) return;
+    const sink = this.sink;
+    if (sink) {
+      sink(event);
+      this.detach();
+      return;
+    }
     if (!this.deliver(event)) this.terminal = event;
+  }
+
+  /**
+   * The other way to consume the events (single consumer either way): calls `each` synchronously with every
+   * event — the buffered ones now, later ones as they are pushed — so a consumer that reads the whole run (a
+   * collected answer) pays no promise per event and never falls behind (no overflow). `done` settles after the
+   * terminal event, or when `stop()` detaches the stream (later events are then discarded, as after an
+   * iterator's return()). `each` must not throw.
+   */
+  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void } {
+    if (this.iterating) throw new Error('run events have a single consumer');
+    this.iterating = true;
+    const stop = () => this.detach();
+    for (let event = this.queue.shift(); event !== undefined; event = this.queue.shift()) each(event);
+    const terminal = this.terminal;
+    if (terminal) {
+      this.terminal = undefined;
+      this.detached = true;
+      each(terminal);
+    }
+    if (this.ended || this.detached) return { done: Promise.resolve(), stop };
+    const done = new Promise<void>((resolve) => {
+      this.settleSink = resolve;
+    });
+    this.sink = each;
+    return { done, stop };
   }
 
   private deliver(event: RunEventWithMeta): boolean {
@@ -90,5 +129,9 @@ export class RunEventStream implements AsyncIterable<RunEventWithMeta> {
     const waiter = this.waiter;
     this.waiter = undefined;
     waiter?.({ value: undefined, done: true });
+    this.sink = undefined;
+    const settle = this.settleSink;
+    this.settleSink = undefined;
+    settle?.();
   }
 }

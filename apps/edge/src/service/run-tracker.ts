@@ -14,6 +14,7 @@ import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus, RunAdmitted } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
+import { unwatchAbort, watchAbort } from './abort-watchers.js';
 import { RunEventStream } from './run-event-stream.js';
 import type { RunEventWithMeta, RunHandle, RunOutcome } from './types.js';
 
@@ -97,7 +98,7 @@ export class RunTracker implements RunObserver {
     const signal = this.options.signal;
     if (signal) {
       if (signal.aborted) this.onAbort();
-      else signal.addEventListener('abort', this.onAbort, { once: true });
+      else watchAbort(signal, this.onAbort);
     }
   }
 
@@ -218,7 +219,7 @@ export class RunTracker implements RunObserver {
     if (this.cancelTimer !== undefined) this.options.clock.clearTimeout(this.cancelTimer);
     this.deadlineTimer = undefined;
     this.cancelTimer = undefined;
-    this.options.signal?.removeEventListener('abort', this.onAbort);
+    if (this.options.signal) unwatchAbort(this.options.signal, this.onAbort);
     this.options.link.releaseRun(this.runId);
     this.options.events.publish({ type: 'run', event: this.forBus(terminal) });
     this.stream.end(terminal);

@@ -21,6 +21,7 @@ import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
 import { ServiceError } from '../service/errors.js';
 import { applyGenerationPolicy } from '../service/generation-policy.js';
+import { RunEventStream } from '../service/run-event-stream.js';
 import { SessionSlots, type SessionSlot } from '../service/session-slots.js';
 import type {
   EdgeService,
@@ -37,7 +38,6 @@ import type {
   SessionRef,
   SubmitOptions,
 } from '../service/types.js';
-import { AsyncQueue } from './fake-event-bus.js';
 
 /** A submitted run as the node would see it: where it went and what it carried. */
 export interface SubmittedRun extends Omit<RunSpec, 'session'> {
@@ -404,7 +404,8 @@ export class FakeEdgeService implements EdgeService {
     const providerActive = (this.activeByProvider.get(provider) ?? 0) + 1;
     this.activeByProvider.set(provider, providerActive);
     this.peakByProvider.set(provider, Math.max(this.peakByProvider.get(provider) ?? 0, providerActive));
-    const queue = new AsyncQueue<RunEventWithMeta>();
+    // The service's own stream (unbounded here): surfaces read it both ways (iterating, or forEach).
+    const queue = new RunEventStream(Number.MAX_SAFE_INTEGER, false);
     let settle!: (outcome: RunOutcome) => void;
     const done = new Promise<RunOutcome>((resolve) => (settle = resolve));
     let seq = 0;
@@ -423,16 +424,18 @@ export class FakeEdgeService implements EdgeService {
       emit: (part) => {
         if (ended) return;
         const event: RunEventWithMeta = { runId, nodeId, seq: ++seq, atUnixMs: Date.now(), part };
-        queue.push(event);
         this.options.bus?.publish({ type: 'run', event });
-        if (part.type !== 'complete' && part.type !== 'error' && part.type !== 'cancelled') return;
+        if (part.type !== 'complete' && part.type !== 'error' && part.type !== 'cancelled') {
+          queue.push(event);
+          return;
+        }
         ended = true;
         this.active -= 1;
         this.activeByProvider.set(provider, (this.activeByProvider.get(provider) ?? 0) - 1);
         this.running.delete(runId);
         input.signal?.removeEventListener('abort', onAbort);
         release();
-        queue.end();
+        queue.end(event);
         settle(outcomeOf(part));
       },
     };
