@@ -108,7 +108,11 @@ export class TestProcess {
   }
 }
 
-/** Owns processes and temp dirs of a suite; `close()` kills and removes them all (call in afterAll). */
+/**
+ * Owns processes and temp dirs of a suite; `close()` stops and removes them all (call in afterAll). Processes get
+ * SIGTERM first: a node stops the CLI sessions and servers it started on SIGTERM, while a SIGKILLed node leaves
+ * them running as orphans (an opencode server outlived every e2e run that way).
+ */
 export class ProcessGroup {
   private readonly processes: TestProcess[] = [];
   private readonly dirs: string[] = [];
@@ -138,7 +142,7 @@ export class ProcessGroup {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.processes.splice(0).map((entry) => entry.stop('SIGKILL', 2000)));
+    await Promise.all(this.processes.splice(0).map((entry) => entry.stop('SIGTERM', 3000)));
     await Promise.all(this.dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
   }
 }
