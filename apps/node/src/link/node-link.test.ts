@@ -238,7 +238,8 @@ describe('NodeLink against a fake edge over loopback', () => {
   it('gives up after maxRetries attempts with a non-zero exit code', async () => {
     const edge = await startEdge();
     const handler = new RecordingHandler();
-    const link = createLink(edge, handler, { retryIntervalMs: 20, maxRetries: 3 });
+    // No jitter: with the default ±20 % three waits of 20 ms may take 48 ms, and the bound below is exact.
+    const link = createLink(edge, handler, { retryIntervalMs: 20, maxRetries: 3, retryJitter: 0 });
     const outcome = link.run();
     await waitFor(() => link.state === 'registered', 3000, 'registration');
     const started = Date.now();
