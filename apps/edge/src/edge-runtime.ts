@@ -159,7 +159,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     });
   } catch (error) {
     pool.close();
-    governance.close();
+    await governance.close();
     events.close();
     throw error;
   }
@@ -187,7 +187,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     } catch (error) {
       pool.close();
       await transport.stop('startup-failed');
-      governance.close();
+      await governance.close();
       events.close();
       throw error;
     }
@@ -263,7 +263,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       pool.close();
       await transport.stop(reason);
       // After the transport: runs ended by the nodes' Goodbye are recorded before the store closes.
-      governance.close();
+      await governance.close();
       await tracing.shutdown().catch((error: unknown) => {
         logger.warn({ error: errorText(error) }, 'exporting the last spans failed');
       });

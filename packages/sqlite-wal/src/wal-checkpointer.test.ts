@@ -80,11 +80,13 @@ describe('startWalCheckpointer', () => {
     expect(autocheckpoint(db)).toBe(0);
     db.close();
     const before = results.length;
-    checkpointer.close();
-    checkpointer.close();
-    await until(() => results.length === before + 1, 'the last checkpoint');
-    // The worker held the last connection: its close checkpointed and removed the WAL.
-    await until(() => !fs.existsSync(`${file}-wal`), 'the WAL to be removed');
+    const closing = checkpointer.close();
+    expect(checkpointer.close()).toBe(closing);
+    await closing;
+    // Resolved only once the worker is done: its last checkpoint is reported and, as it held the last
+    // connection, its close checkpointed and removed the WAL (the files may be removed now).
+    expect(results).toHaveLength(before + 1);
+    expect(fs.existsSync(`${file}-wal`)).toBe(false);
     const reopened = new Database(file);
     expect(reopened.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 4000 });
     reopened.close();
@@ -102,7 +104,7 @@ describe('startWalCheckpointer', () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(results).toEqual([]);
-    checkpointer.close();
+    await checkpointer.close();
   });
 
   it('gives the writer its automatic checkpoint back when the worker fails, and says so', async () => {
@@ -119,7 +121,7 @@ describe('startWalCheckpointer', () => {
     expect(failures).toEqual(['worker']);
     expect(autocheckpoint(db)).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
     checkpointer.committed();
-    checkpointer.close();
+    await checkpointer.close();
   });
 
   it('refuses a better-sqlite3 writer without the module’s path', () => {

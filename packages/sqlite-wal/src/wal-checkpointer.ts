@@ -17,9 +17,16 @@ import { Worker } from 'node:worker_threads';
 export interface WalCheckpointer {
   /** The hot connection committed a transaction: checkpoint the WAL soon, off the caller's thread. */
   committed(): void;
-  /** Runs a last checkpoint and stops. Call after the hot connection is closed. Idempotent. */
-  close(): void;
+  /**
+   * Runs a last checkpoint and stops. Call after the hot connection is closed. Idempotent. Resolves once the
+   * worker has closed its connection and exited (at most CLOSE_TIMEOUT_MS, then the worker is terminated), so the
+   * caller may remove the files afterwards: until then the worker's close may still write or delete the WAL.
+   */
+  close(): Promise<void>;
 }
+
+/** Longest wait for the worker's last checkpoint and exit before it is terminated. */
+export const CLOSE_TIMEOUT_MS = 5000;
 
 /** One checkpoint's result, as `PRAGMA wal_checkpoint` reports it. */
 export interface CheckpointResult {
@@ -147,7 +154,7 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     });
   } catch (error) {
     options.onFailure?.(error, 'start');
-    return { committed() {}, close() {} };
+    return { committed() {}, close: () => Promise.resolve() };
   }
   const started = worker;
   started.unref();
@@ -161,9 +168,17 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     schedule();
   });
   started.on('error', fallBack);
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    started.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
   started.on('exit', (code) => {
     if (worker === started && !closed) fallBack(new Error(`checkpoint worker exited with code ${code}`));
   });
+  let closing: Promise<void> | undefined;
 
   return {
     committed() {
@@ -172,12 +187,23 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
       schedule();
     },
     close() {
-      if (closed) return;
-      closed = true;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      // The worker answers messages in order: an in-flight checkpoint finishes first, then the last one.
-      worker?.postMessage('close');
+      closing ??= (async () => {
+        closed = true;
+        if (timer !== undefined) clearTimeout(timer);
+        timer = undefined;
+        if (exited) return;
+        // The worker answers messages in order: an in-flight checkpoint finishes first, then the last one. A
+        // worker that failed (fallen back) may still be running: it is stopped the same way.
+        started.postMessage('close');
+        let bound: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<'timeout'>((resolve) => {
+          bound = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+        });
+        const outcome = await Promise.race([exit.then(() => 'exited' as const), timedOut]);
+        clearTimeout(bound);
+        if (outcome === 'timeout') await started.terminate();
+      })();
+      return closing;
     },
   };
 }

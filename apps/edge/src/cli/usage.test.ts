@@ -63,7 +63,7 @@ describe('iop-edge usage', () => {
   afterEach(async () => {
     await surface?.close();
     surface = undefined;
-    store.close();
+    await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

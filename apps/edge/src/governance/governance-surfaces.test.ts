@@ -171,7 +171,7 @@ async function startFabric(dataDir: string, clock: ManualClock): Promise<Fabric>
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
-    governance.close();
+    await governance.close();
     events.close();
   };
   return fabric;

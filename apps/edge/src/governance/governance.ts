@@ -25,7 +25,8 @@ export interface Governance {
   usage(query: UsageQuery): UsageRow[];
   /** Takes the API keys of an applied config refresh. */
   applyConfig(config: EdgeConfig): void;
-  close(): void;
+  /** Closes the usage store; resolves once its files are no longer in use. Idempotent. */
+  close(): Promise<void>;
 }
 
 export interface GovernanceOptions {
@@ -79,16 +80,11 @@ export function openGovernance(options: GovernanceOptions): Governance {
       logger.debug({ principal, code: error.code, limit: error.limit }, 'run refused by a key limit');
     },
   });
-  let closed = false;
   return {
     keys,
     governor,
     usage: (query) => store.summary(query),
     applyConfig: (next) => keys.applyConfig(next),
-    close() {
-      if (closed) return;
-      closed = true;
-      store.close();
-    },
+    close: () => store.close(),
   };
 }

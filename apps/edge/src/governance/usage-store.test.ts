@@ -33,8 +33,8 @@ describe('UsageStore', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-usage-'));
     file = path.join(dir, 'usage.db');
   });
-  afterEach(() => {
-    for (const store of stores.splice(0)) store.close();
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -142,11 +142,11 @@ describe('UsageStore', () => {
     expect(store.summary({ by: 'key', sinceMs: 0 }).reduce((sum, row) => sum + row.runs, 0)).toBe(123);
   });
 
-  it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', () => {
+  it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', async () => {
     const clock = new ManualClock();
     const first = open(clock);
     first.record(record({ atMs: clock.now(), principal: 'a', inputTokens: 60, outputTokens: 50 }));
-    first.close();
+    await first.close();
     const second = open(clock);
     expect(second.tokensSince('a', clock.now() - 1000)).toBe(110);
     expect(second.tokensSince('a', clock.now() + 1)).toBe(0);
@@ -158,7 +158,7 @@ describe('UsageStore', () => {
     reader.close();
   });
 
-  it('deletes records older than the retention at open and hourly', () => {
+  it('deletes records older than the retention at open and hourly', async () => {
     const clock = new ManualClock();
     const store = open(clock, { retentionDays: 1 });
     store.record(record({ atMs: clock.now() - 2 * 86_400_000, runId: 'old' }));
@@ -166,11 +166,11 @@ describe('UsageStore', () => {
     store.flush();
     clock.advance(3_600_000);
     expect(store.summary({ by: 'key', sinceMs: 0 })[0]?.runs).toBe(1);
-    store.close();
+    await store.close();
     expect(clock.pending).toBe(0);
   });
 
-  it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', () => {
+  it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', async () => {
     const clock = new ManualClock();
     const calls: string[] = [];
     const { db } = openUsageDatabase(file);
@@ -183,7 +183,10 @@ describe('UsageStore', () => {
       flushIntervalMs: 1000,
       checkpointer: {
         committed: () => calls.push('committed'),
-        close: () => calls.push(`close (database open: ${String((db as { open?: boolean }).open)})`),
+        close: () => {
+          calls.push(`close (database open: ${String((db as { open?: boolean }).open)})`);
+          return Promise.resolve();
+        },
       },
     });
     expect(calls).toEqual([]); // nothing to prune at open: no commit
@@ -196,8 +199,8 @@ describe('UsageStore', () => {
     clock.advance(2 * 86_400_000); // the hourly prune deletes the three records: a commit
     expect(calls).toEqual(['committed', 'committed', 'committed']);
     expect(store.prune()).toBe(0); // nothing deleted: no commit
-    store.close();
-    store.close();
+    await store.close();
+    await store.close();
     expect(calls.at(-1)).toBe('close (database open: false)');
     expect(calls).toHaveLength(4);
   });

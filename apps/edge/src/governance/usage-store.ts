@@ -96,6 +96,7 @@ export class UsageStore {
   private flushTimer: ClockTimer | undefined;
   private pruneTimer: ClockTimer | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(options: UsageStoreOptions) {
     this.options = options;
@@ -268,15 +269,19 @@ export class UsageStore {
     return Number(result.changes);
   }
 
-  /** Writes what is buffered and closes the database. Idempotent. */
-  close(): void {
-    if (this.closed) return;
+  /**
+   * Writes what is buffered and closes the database. Idempotent. Resolves once the checkpoint worker has finished
+   * with the file too (the data directory may be removed then).
+   */
+  close(): Promise<void> {
+    if (this.closed) return this.closing ?? Promise.resolve();
     this.flush();
     this.closed = true;
     if (this.pruneTimer !== undefined) this.options.clock.clearTimeout(this.pruneTimer);
     this.pruneTimer = undefined;
     this.db.close();
-    this.options.checkpointer?.close();
+    this.closing = this.options.checkpointer?.close() ?? Promise.resolve();
+    return this.closing;
   }
 
   private schedulePrune(): void {

@@ -9,7 +9,7 @@ import { memoryIo } from './test-support/memory-io.js';
 
 describe('iop-node history', () => {
   let dir: string;
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-history-cmd-'));
     const history = SqliteRunHistory.open({ path: path.join(dir, 'history.db') });
     const start = Date.UTC(2026, 0, 2, 3, 4, 5);
@@ -40,7 +40,7 @@ describe('iop-node history', () => {
       errorCode: 'node_busy',
       errorMessage: 'busy',
     });
-    history.close();
+    await history.close();
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 

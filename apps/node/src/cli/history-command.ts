@@ -20,7 +20,7 @@ export const historyCommand: CliCommand = {
   path: ['history'],
   summary: 'list recent runs from the local run history',
   usage: 'history [--json] [--limit N] [--data-dir D]',
-  run(argv, io) {
+  async run(argv, io) {
     const flags = parseFlags(argv, {
       json: { type: 'boolean' },
       limit: { type: 'string' },
@@ -34,7 +34,7 @@ export const historyCommand: CliCommand = {
     if (!fs.existsSync(file)) {
       if (json) writeLine(io.stdout, '[]');
       else writeLine(io.stdout, `no run history in ${dataDir}`);
-      return Promise.resolve(0);
+      return 0;
     }
     const { history } = openRunHistory({ path: file, readonly: true });
     try {
@@ -43,9 +43,9 @@ export const historyCommand: CliCommand = {
       else if (runs.length === 0) writeLine(io.stdout, `no runs recorded in ${dataDir}`);
       else printTable(io.stdout, runs);
     } finally {
-      history.close();
+      await history.close();
     }
-    return Promise.resolve(0);
+    return 0;
   },
 };
 

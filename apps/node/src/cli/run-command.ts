@@ -186,7 +186,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           await tracing.shutdown().catch(() => undefined);
         }
       } finally {
-        history?.close();
+        // The data-dir lock is released only once no thread of this process uses the history file.
+        await history?.close();
         lock.release();
       }
     },

@@ -15,7 +15,7 @@ describe('openRunHistory', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('uses better-sqlite3 when its addon loads in this process', () => {
+  it('uses better-sqlite3 when its addon loads in this process', async () => {
     expect(defaultHistoryProbes.betterSqliteError()).toBeUndefined();
     const opened = openRunHistory({ path: path.join(dir, 'history.db') });
     expect(opened.backend).toBe('better-sqlite3');
@@ -30,7 +30,7 @@ describe('openRunHistory', () => {
       startedAt: 1,
     });
     expect(opened.history.list()[0]?.runId).toBe('r1');
-    opened.history.close();
+    await opened.history.close();
   });
 
   it('names both causes when better-sqlite3 does not load and node:sqlite is missing', () => {
@@ -51,7 +51,7 @@ describe('openRunHistory', () => {
     expect((thrown as Error).message).toContain('node:sqlite needs Node 22.13');
   });
 
-  it('falls back to node:sqlite when better-sqlite3 does not load (the release runtime)', () => {
+  it('falls back to node:sqlite when better-sqlite3 does not load (the release runtime)', async () => {
     const probes = { betterSqliteError: () => new Error('wrong ABI'), nodeSqliteAvailable: () => true };
     if (!isNodeSqliteAvailable()) {
       // On Node 20 the node:sqlite backend itself refuses with a typed error (the release e2e runs it on 22).
@@ -64,6 +64,6 @@ describe('openRunHistory', () => {
     expect(opened.backend).toBe('node:sqlite');
     expect(opened.fallbackReason).toBe('wrong ABI');
     expect(opened.history).toMatchObject({ backend: 'node:sqlite' });
-    opened.history.close();
+    await opened.history.close();
   });
 });

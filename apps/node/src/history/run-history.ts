@@ -65,5 +65,6 @@ export interface RunHistory {
   events(runId: string): RunEventRecord[];
   /** Writes buffered events now. */
   flush(): void;
-  close(): void;
+  /** Commits what is queued and closes; resolves once no thread uses the file any more. Idempotent. */
+  close(): Promise<void>;
 }

@@ -51,7 +51,7 @@ describe('SqliteRunHistory on a full disk', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps at most maxPendingEvents, counts drops, backs off and recovers', () => {
+  it('keeps at most maxPendingEvents, counts drops, backs off and recovers', async () => {
     const state = { full: false };
     let now = 1_000;
     const failures: HistoryWriteFailure[] = [];
@@ -110,7 +110,7 @@ describe('SqliteRunHistory on a full disk', () => {
         detail: 'x',
       });
     } finally {
-      history.close();
+      await history.close();
     }
   });
 });

@@ -68,7 +68,7 @@ describe('SqliteRunHistory', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('records a run with its events, outcome and usage, in WAL mode', () => {
+  it('records a run with its events, outcome and usage, in WAL mode', async () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     expect(history.journalMode()).toBe('wal');
     history.recordStart(start('run-1', 1000));
@@ -109,10 +109,10 @@ describe('SqliteRunHistory', () => {
       [1, 'start', { sessionId: 'default' }],
       [2, 'text-delta', { text: 'hi' }],
     ]);
-    history.close();
+    await history.close();
   });
 
-  it('batches event writes: nothing is written before a flush trigger, a full batch writes at once', () => {
+  it('batches event writes: nothing is written before a flush trigger, a full batch writes at once', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, batchSize: 3, flushIntervalMs: 60_000 });
     const reader = () => new Database(databasePath, { readonly: true });
     history.recordStart(start('run-1', 1));
@@ -133,7 +133,7 @@ describe('SqliteRunHistory', () => {
     history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
     history.flush();
     expect(count()).toBe(4);
-    history.close();
+    await history.close();
   });
 
   it('commits the starts, events and ends of every run of one event-loop turn in one transaction', async () => {
@@ -178,7 +178,7 @@ describe('SqliteRunHistory', () => {
       { id: 'run-5', status: 'completed' },
     ]);
     expect(history.events('run-4').map((event) => event.payload)).toEqual([{ index: 4 }]);
-    history.close();
+    await history.close();
   });
 
   it('commits run starts and ends at most every commitIntervalMs, each turn when idle longer', async () => {
@@ -208,17 +208,17 @@ describe('SqliteRunHistory', () => {
       ['run-2', 'completed'],
       ['run-1', 'completed'],
     ]);
-    history.close();
+    await history.close();
   });
 
-  it('reads through the same object see writes not committed yet', () => {
+  it('reads through the same object see writes not committed yet', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
     history.recordStart(start('run-1', 1));
     history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'a' }, at: 1 });
     history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
     expect(history.list()[0]).toMatchObject({ runId: 'run-1', status: 'completed', eventCount: 1 });
     expect(history.events('run-1')).toHaveLength(1);
-    history.close();
+    await history.close();
   });
 
   it('flushes pending events after flushIntervalMs', async () => {
@@ -234,7 +234,7 @@ describe('SqliteRunHistory', () => {
     }
     db.close();
     expect(count).toBe(1);
-    history.close();
+    await history.close();
   });
 
   it('marks runs left running by a crashed process as interrupted on open', async () => {
@@ -253,11 +253,11 @@ describe('SqliteRunHistory', () => {
       detail: INTERRUPTED_DETAIL,
     });
     expect(runs.find((run) => run.runId === 'finished')?.status).toBe('completed');
-    second.close();
-    first.close();
+    await second.close();
+    await first.close();
   });
 
-  it('keeps only the newest retainRuns finished runs and deletes the events of pruned runs', () => {
+  it('keeps only the newest retainRuns finished runs and deletes the events of pruned runs', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 3 });
     history.recordStart(start('running-old', 0));
     for (let index = 1; index <= 6; index += 1) {
@@ -270,10 +270,10 @@ describe('SqliteRunHistory', () => {
     expect(ids).toEqual(['run-6', 'run-5', 'run-4', 'running-old']);
     expect(history.events('run-1')).toEqual([]);
     expect(history.events('run-6')).toHaveLength(1);
-    history.close();
+    await history.close();
   });
 
-  it('keeps exactly retainRuns finished runs when their start times tie (the last recorded are the newest)', () => {
+  it('keeps exactly retainRuns finished runs when their start times tie (the last recorded are the newest)', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 3 });
     history.recordStart(start('running-tied', 100));
     for (let index = 1; index <= 6; index += 1) {
@@ -282,10 +282,10 @@ describe('SqliteRunHistory', () => {
     }
     const ids = history.list({ limit: 100 }).map((run) => run.runId);
     expect(ids.sort()).toEqual(['run-4', 'run-5', 'run-6', 'running-tied']);
-    history.close();
+    await history.close();
   });
 
-  it('applies retention once per tenth of retainRuns finishes on large histories, exact at each pass', () => {
+  it('applies retention once per tenth of retainRuns finishes on large histories, exact at each pass', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, retainRuns: 30 });
     const finished = () => history.list({ limit: 1000 }).length;
     for (let index = 1; index <= 35; index += 1) {
@@ -302,10 +302,10 @@ describe('SqliteRunHistory', () => {
     expect(ids).toHaveLength(30);
     expect(ids[0]).toBe('run-36');
     expect(ids.at(-1)).toBe('run-7');
-    history.close();
+    await history.close();
   });
 
-  it('writes a run that starts and ends in one commit as one ended row, restarts included', () => {
+  it('writes a run that starts and ends in one commit as one ended row, restarts included', async () => {
     const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
     const usage = {
       promptTokens: 1,
@@ -360,10 +360,10 @@ describe('SqliteRunHistory', () => {
       endedAt: null,
       eventCount: 1,
     });
-    history.close();
+    await history.close();
   });
 
-  it('starts a repeated run id over, dropping its old events', () => {
+  it('starts a repeated run id over, dropping its old events', async () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     history.recordStart(start('run-1', 1));
     history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'old' }, at: 1 });
@@ -377,7 +377,7 @@ describe('SqliteRunHistory', () => {
     history.recordStart(start('run-1', 5));
     expect(history.list()).toHaveLength(1);
     expect(history.list()[0]).toMatchObject({ status: 'running', errorCode: null, eventCount: 0 });
-    history.close();
+    await history.close();
   });
 
   it('read-only opening neither recovers nor writes, and refuses a missing file with open_failed', async () => {
@@ -388,17 +388,17 @@ describe('SqliteRunHistory', () => {
     expect(reader.recoveredRuns).toBe(0);
     expect(reader.list()[0]?.status).toBe('running');
     expect(() => reader.recordStart(start('x', 1))).toThrow(HistoryError);
-    reader.close();
-    writer.close();
+    await reader.close();
+    await writer.close();
     expect(() => SqliteRunHistory.open({ path: path.join(dir, 'missing.db'), readonly: true })).toThrow(
       expect.objectContaining({ code: 'open_failed' }),
     );
   });
 
-  it('rejects use after close with code closed, and close is idempotent', () => {
+  it('rejects use after close with code closed, and close is idempotent', async () => {
     const history = SqliteRunHistory.open({ path: databasePath });
-    history.close();
-    history.close();
+    await history.close();
+    await history.close();
     expect(() => history.list()).toThrow(expect.objectContaining({ code: 'closed' }));
   });
 
@@ -458,7 +458,7 @@ describe('SqliteRunHistory', () => {
     const seqs = history.events('crash-run').map((event) => event.seq);
     // Batches commit whole: the surviving events are exactly 1..n without gaps.
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, index) => index + 1));
-    history.close();
+    await history.close();
   });
 
   it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', async () => {
@@ -472,8 +472,10 @@ describe('SqliteRunHistory', () => {
         hotConnection = options.db;
         return {
           committed: () => calls.push('committed'),
-          close: () =>
-            calls.push(`close (database open: ${String((hotConnection as { open?: boolean }).open)})`),
+          close: () => {
+            calls.push(`close (database open: ${String((hotConnection as { open?: boolean }).open)})`);
+            return Promise.resolve();
+          },
         };
       },
     });
@@ -485,8 +487,8 @@ describe('SqliteRunHistory', () => {
     expect(calls).toHaveLength(afterOpen + 1);
     history.flush(); // nothing queued: no commit
     expect(calls).toHaveLength(afterOpen + 1);
-    history.close();
-    history.close();
+    await history.close();
+    await history.close();
     expect(calls.at(-1)).toBe('close (database open: false)');
     expect(calls).toHaveLength(afterOpen + 2);
   });

@@ -201,6 +201,7 @@ export class SqliteRunHistory implements RunHistory {
     this.backgroundFlush();
   };
   private closed = false;
+  private closing: Promise<void> | undefined;
   private readonly statements: ReturnType<typeof prepare> | undefined;
 
   private constructor(
@@ -274,7 +275,7 @@ export class SqliteRunHistory implements RunHistory {
       return history;
     } catch (error) {
       db.close();
-      checkpointer?.close();
+      void checkpointer?.close();
       if (error instanceof HistoryError) throw error;
       throw new HistoryError(
         'open_failed',
@@ -507,8 +508,13 @@ export class SqliteRunHistory implements RunHistory {
     }
   }
 
-  close(): void {
-    if (this.closed) return;
+  /**
+   * Commits the queue and closes the database (a failing last commit is thrown, after closing). The promise
+   * resolves once the checkpoint worker has closed its connection too: only then may the files be removed or the
+   * data directory handed to another process.
+   */
+  close(): Promise<void> {
+    if (this.closed) return this.closing ?? Promise.resolve();
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     if (this.commitImmediate) clearImmediate(this.commitImmediate);
@@ -520,8 +526,9 @@ export class SqliteRunHistory implements RunHistory {
     } finally {
       this.closed = true;
       this.db.close();
-      this.checkpointer?.close();
+      this.closing = this.checkpointer?.close() ?? Promise.resolve();
     }
+    return this.closing;
   }
 
   /**

@@ -65,7 +65,7 @@ describe('NodeAgent end to end against a fake edge', () => {
   afterEach(async () => {
     await agent.stop();
     await edge.close();
-    history.close();
+    await history.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -328,7 +328,7 @@ describe('NodeAgent discovery', () => {
     } finally {
       await agent.stop();
       await edge.close();
-      history.close();
+      await history.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -48,7 +48,7 @@ describe('RunExecutor tracing', () => {
 
   afterEach(async () => {
     await registry.close();
-    history.close();
+    await history.close();
     await server.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });

@@ -76,7 +76,7 @@ describe('RunExecutor', () => {
   afterEach(async () => {
     await executor.shutdown();
     await registry.close();
-    history.close();
+    await history.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
