@@ -7,13 +7,10 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { parseConfigText } from '@iop/config';
 import { createTracing, InMemorySpanExporter, traceIdOf } from '@iop/tracing';
-import { toWireRunEvent, type RunEventPart, type RunRequest } from '@iop/wire';
+import type { RunRequest } from '@iop/wire';
 import { createEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
-import { defaultNodePayload } from '../node/mapper.js';
-import { NodeLink } from '../node/node-link.js';
-import { createNodeRegistry } from '../node/node-registry.js';
-import { FakeChannel, linkInfo } from '../node/test-support/fake-channel.js';
+import { startAnsweringNode } from '../node/test-support/answering-node.js';
 import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
@@ -45,34 +42,10 @@ describe('tracing through the edge', () => {
 
   beforeEach(async () => {
     exporter = new InMemorySpanExporter();
-    sent = [];
-    const registry = createNodeRegistry();
+    const node = startAnsweringNode();
+    const registry = node.registry;
+    sent = node.requests;
     const events = createEventBus({ replaySize: 0, queueSize: 100 });
-    const channel = new FakeChannel();
-    const link = new NodeLink({
-      channel,
-      info: linkInfo('node-1'),
-      payload: defaultNodePayload('node-1'),
-      logger: silentLogger,
-    });
-    registry.add(link);
-    channel.onSend((envelope) => {
-      if (envelope.msg?.$case !== 'runRequest') return;
-      const request = envelope.msg.runRequest;
-      sent.push(request);
-      const parts: RunEventPart[] = [
-        { type: 'text-delta', text: 'ok' },
-        { type: 'complete', detail: '', finishReason: 'stop', backendMs: 1 },
-      ];
-      setImmediate(() =>
-        parts.forEach((part, index) =>
-          link.handle({
-            requestId: '',
-            msg: { $case: 'runEvent', runEvent: toWireRunEvent(request.runId, index + 1, part) },
-          }),
-        ),
-      );
-    });
     pool = createProviderPool({ config, nodes: registry, events, pollIntervalMs: 20 });
     const service = createEdgeService({
       registry,
