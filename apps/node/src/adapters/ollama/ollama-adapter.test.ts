@@ -13,6 +13,7 @@ import type { Adapter } from '../adapter.js';
 import {
   closedPortUrl,
   collect,
+  edgeView,
   httpInstance,
   terminalOf,
   testDeps,
@@ -152,19 +153,6 @@ describe('ollama adapter', () => {
   });
 
   describe('a collected run (RunRequest.collect)', () => {
-    /** The parts as the edge sees them: the runner joins adjacent deltas of one kind; backendMs is timing. */
-    function edgeView(parts: RunEventPart[]): unknown[] {
-      const out: Record<string, unknown>[] = [];
-      for (const part of parts) {
-        const last = out[out.length - 1];
-        if ((part.type === 'text-delta' || part.type === 'reasoning-delta') && last?.type === part.type)
-          last.text = `${last.text as string}${part.text}`;
-        else if (part.type === 'complete' || part.type === 'error') out.push({ ...part, backendMs: 0 });
-        else out.push({ ...part });
-      }
-      return out;
-    }
-
     it('asks for one JSON body (stream false)', async () => {
       await collect(adapter.run(userRun('llama3.2', 'x', { collect: true }), { signal: never }));
       expect(server.requests[0].body).toMatchObject({ model: 'llama3.2', stream: false });

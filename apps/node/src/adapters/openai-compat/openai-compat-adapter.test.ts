@@ -7,6 +7,7 @@ import type { Adapter } from '../adapter.js';
 import {
   closedPortUrl,
   collect,
+  edgeView,
   httpInstance,
   terminalOf,
   testDeps,
@@ -177,19 +178,6 @@ describe('openai_compat adapter', () => {
   });
 
   describe('a collected run (RunRequest.collect: the caller wants the whole answer)', () => {
-    /** The parts as the edge sees them: the runner joins adjacent deltas of one kind; backendMs is timing. */
-    function edgeView(parts: RunEventPart[]): unknown[] {
-      const out: Record<string, unknown>[] = [];
-      for (const part of parts) {
-        const last = out[out.length - 1];
-        if ((part.type === 'text-delta' || part.type === 'reasoning-delta') && last?.type === part.type)
-          last.text = `${last.text as string}${part.text}`;
-        else if (part.type === 'complete' || part.type === 'error') out.push({ ...part, backendMs: 0 });
-        else out.push({ ...part });
-      }
-      return out;
-    }
-
     async function bothWays(run: RunRequest): Promise<[unknown[], unknown[]]> {
       const streamed = await collect(adapter.run(run, { signal: never }));
       const collected = await collect(adapter.run({ ...run, collect: true }, { signal: never }));

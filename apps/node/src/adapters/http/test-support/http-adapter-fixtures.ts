@@ -107,3 +107,19 @@ export async function closedPortUrl(): Promise<string> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}`;
 }
+
+/**
+ * The parts as the edge sees them once the runner has sent them: adjacent deltas of one kind joined, and the
+ * terminal part's backendMs (timing) zeroed, so a streamed and a collected run of the same answer compare equal.
+ */
+export function edgeView(parts: RunEventPart[]): unknown[] {
+  const out: Record<string, unknown>[] = [];
+  for (const part of parts) {
+    const last = out[out.length - 1];
+    if ((part.type === 'text-delta' || part.type === 'reasoning-delta') && last?.type === part.type)
+      last.text = `${last.text as string}${part.text}`;
+    else if (part.type === 'complete' || part.type === 'error') out.push({ ...part, backendMs: 0 });
+    else out.push({ ...part });
+  }
+  return out;
+}
