@@ -406,12 +406,7 @@ export class SqliteRunHistory implements RunHistory {
             const inserted = statements.insertEndedRun.run(
               ...values,
               run.startedAt,
-              outcome.status,
-              outcome.endedAt,
-              outcome.detail,
-              outcome.errorCode ?? null,
-              outcome.errorMessage ?? null,
-              outcome.usage ? JSON.stringify(outcome.usage) : null,
+              ...outcomeColumns(outcome),
             );
             if (Number(inserted.changes) === 1) {
               end.folded = true;
@@ -442,15 +437,7 @@ export class SqliteRunHistory implements RunHistory {
           if (this.pruneDue()) prune = true;
           // Already written with its start (see above).
           if (ends?.get(write.runId)?.finish === write && ends.get(write.runId)?.folded) break;
-          statements.finishRun.run(
-            outcome.status,
-            outcome.endedAt,
-            outcome.detail,
-            outcome.errorCode ?? null,
-            outcome.errorMessage ?? null,
-            outcome.usage ? JSON.stringify(outcome.usage) : null,
-            write.runId,
-          );
+          statements.finishRun.run(...outcomeColumns(outcome), write.runId);
           break;
         }
         default: {
@@ -694,6 +681,18 @@ function message(error: unknown): string {
 }
 
 /** Retention pass interval: every finish for small histories, every tenth of `retainRuns` for large ones. */
+/** A run's outcome as the columns status, ended_at, detail, error_code, error_message, usage_json. */
+function outcomeColumns(outcome: RunOutcome): (string | number | null)[] {
+  return [
+    outcome.status,
+    outcome.endedAt,
+    outcome.detail,
+    outcome.errorCode ?? null,
+    outcome.errorMessage ?? null,
+    outcome.usage ? JSON.stringify(outcome.usage) : null,
+  ];
+}
+
 function pruneInterval(retainRuns: number): number {
   return Math.max(1, Math.floor(retainRuns / 10));
 }
