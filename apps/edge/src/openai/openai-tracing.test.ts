@@ -5,12 +5,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
-import { parseConfigText } from '@iop/config';
 import { createTracing, InMemorySpanExporter, traceIdOf } from '@iop/tracing';
 import type { RunRequest } from '@iop/wire';
 import { createEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
-import { startAnsweringNode } from '../node/test-support/answering-node.js';
+import { ANSWERING_NODE_CONFIG, startAnsweringNode } from '../node/test-support/answering-node.js';
 import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
@@ -18,19 +17,7 @@ import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CALLER = `00-${TRACE_ID}-b7ad6b7169203331-01`;
 
-const config = (() => {
-  const result = parseConfigText(
-    `
-openai:
-  enabled: true
-  model_routes: [{ model: model-a, adapter: cli, target: target-a }]
-nodes: [{ id: node-1, adapters: { cli: { profiles: { target-a: { command: fake-a } } } } }]
-`,
-    'trace-test.yaml',
-  );
-  if (!result.ok) throw new Error(JSON.stringify(result.issues));
-  return result.config;
-})();
+const config = ANSWERING_NODE_CONFIG;
 
 describe('tracing through the edge', () => {
   let server: Server;

@@ -4,28 +4,15 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { parseConfigText } from '@iop/config';
 import type { RunRequest } from '@iop/wire';
 import { createEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
-import { startAnsweringNode } from '../node/test-support/answering-node.js';
+import { ANSWERING_NODE_CONFIG, startAnsweringNode } from '../node/test-support/answering-node.js';
 import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 
-const config = (() => {
-  const result = parseConfigText(
-    `
-openai:
-  enabled: true
-  model_routes: [{ model: model-a, adapter: cli, target: target-a }]
-nodes: [{ id: node-1, adapters: { cli: { profiles: { target-a: { command: fake-a } } } } }]
-`,
-    'collect-test.yaml',
-  );
-  if (!result.ok) throw new Error(JSON.stringify(result.issues));
-  return result.config;
-})();
+const config = ANSWERING_NODE_CONFIG;
 
 describe('RunRequest.collect from the OpenAI surface', () => {
   let server: Server;

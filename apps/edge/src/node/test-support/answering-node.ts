@@ -1,11 +1,27 @@
 // A registry holding one fake node that answers every RunRequest with fixed parts on the next turn and keeps the
 // requests it received: for surface tests that need the real registry, pool and service, but no node process.
+import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { toWireRunEvent, type RunEventPart, type RunRequest } from '@iop/wire';
 import { silentLogger } from '../../logging.js';
 import { defaultNodePayload } from '../mapper.js';
 import { NodeLink } from '../node-link.js';
 import { createNodeRegistry, type NodeRegistry } from '../node-registry.js';
 import { FakeChannel, linkInfo } from './fake-channel.js';
+
+/** An edge config routing OpenAI model `model-a` to the answering node's `cli` adapter, target `target-a`. */
+export const ANSWERING_NODE_CONFIG: EdgeConfig = (() => {
+  const result = parseConfigText(
+    `
+openai:
+  enabled: true
+  model_routes: [{ model: model-a, adapter: cli, target: target-a }]
+nodes: [{ id: node-1, adapters: { cli: { profiles: { target-a: { command: fake-a } } } } }]
+`,
+    'answering-node.yaml',
+  );
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.config;
+})();
 
 /** "ok", then a complete event. */
 export const OK_PARTS: readonly RunEventPart[] = [
