@@ -2,13 +2,15 @@
 // stream. An interface so the adapters never depend on a transport: production uses `createNodeHttpClient`
 // (node:http with keep-alive agents), and `fetchHttpClient` adapts any `fetch` (tests that inject one, or
 // runtimes where that is all there is).
+import { toAbortSignal, type AbortSignalLike } from './cancellation.js';
 
 /** One request. The body is already serialized; aborting `signal` closes the connection at once. */
 export interface HttpClientRequest {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string;
-  signal: AbortSignal;
+  /** An AbortSignal or the cheaper `Cancellation` (what an upstream exchange passes). */
+  signal: AbortSignalLike;
 }
 
 /** A response whose headers arrived. Its body must be read to the end or `cancel()`ed. */
@@ -37,22 +39,37 @@ export interface HttpClient {
 export function fetchHttpClient(fetchImpl: typeof fetch): HttpClient {
   return {
     async request(url, init) {
-      const response = await fetchImpl(url, {
-        method: init.method,
-        headers: init.headers,
-        body: init.body,
-        signal: init.signal,
-      });
+      const { signal, release } = toAbortSignal(init.signal);
+      let response: Response;
+      try {
+        response = await fetchImpl(url, {
+          method: init.method,
+          headers: init.headers,
+          body: init.body,
+          signal,
+        });
+      } catch (error) {
+        release();
+        throw error;
+      }
       const stream = response.body;
       const reader = stream?.getReader();
       let finished = stream === null;
+      // The link to init.signal stays while the body may still be read: an abort mid-body must reach fetch.
       const cancel = (): void => {
-        if (finished || !reader) return;
+        if (finished || !reader) {
+          release();
+          return;
+        }
         finished = true;
+        release();
         reader.cancel().catch(() => undefined);
       };
       async function* chunks(): AsyncGenerator<Uint8Array, void, undefined> {
-        if (!reader) return;
+        if (!reader) {
+          release();
+          return;
+        }
         try {
           for (;;) {
             const result = await reader.read();

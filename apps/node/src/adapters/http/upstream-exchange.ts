@@ -1,5 +1,5 @@
-// One HTTP exchange with an inference server, from the request to the last body byte. It owns an
-// AbortController linked to the caller's signal (cancel, run deadline, node shutdown) and to `cancel()` (the
+// One HTTP exchange with an inference server, from the request to the last body byte. It owns a Cancellation
+// (an AbortSignal without EventTarget's cost, see cancellation.ts) linked to the caller's signal (cancel, run deadline, node shutdown) and to `cancel()` (the
 // adapter closing: InflightSet), and an inactivity timer
 // (request_timeout_ms of silence before the headers or between body chunks aborts with `upstream_timeout`, so a
 // long generation that keeps streaming is never cut). Every failure leaves as an UpstreamError or
@@ -8,6 +8,7 @@
 // `backendMs` is the time spent waiting on the backend: for the response headers and for each next body chunk.
 // Time the node spends relaying what it already received is not in it, so the edge's overhead figure
 // (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
+import { Cancellation } from './cancellation.js';
 import { errorMessageFromBody } from './error-body.js';
 import type { HttpClient, HttpClientResponse } from './http-client.js';
 import type { Cancellable } from './inflight-set.js';
@@ -60,7 +61,7 @@ function describeCause(error: unknown): string {
 
 export class UpstreamExchange implements Cancellable {
   private readonly options: UpstreamExchangeOptions;
-  private readonly controller = new AbortController();
+  private readonly cancellation = new Cancellation();
   private readonly onCallerAbort: () => void;
   /** The caller aborted or `cancel()` was called (not a timeout or dispose): the run is cancelled. */
   private cancelledWith: { reason: unknown } | undefined;
@@ -86,7 +87,7 @@ export class UpstreamExchange implements Cancellable {
   cancel(reason: unknown): void {
     if (this.cancelledWith) return;
     this.cancelledWith = { reason };
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    this.cancellation.abort(reason);
   }
 
   /** The caller aborted or the exchange was cancelled. */
@@ -126,7 +127,7 @@ export class UpstreamExchange implements Cancellable {
         method: init.method,
         headers,
         body,
-        signal: this.controller.signal,
+        signal: this.cancellation,
       });
     } catch (error) {
       throw this.classify(error, 'connect');
@@ -174,7 +175,7 @@ export class UpstreamExchange implements Cancellable {
       throw error;
     } finally {
       if (!done) {
-        if (this.controller.signal.aborted) {
+        if (this.cancellation.aborted) {
           // Cancelled: close the connection at once so the backend stops generating.
           response.cancel();
         } else {
@@ -213,8 +214,8 @@ export class UpstreamExchange implements Cancellable {
     this.finish();
     this.options.signal.removeEventListener('abort', this.onCallerAbort);
     // Aborting a finished exchange is pure cost (an Error with its stack, undici's cancel path on every run).
-    if (!this.bodyDone && !this.controller.signal.aborted) {
-      this.controller.abort(new Error('upstream exchange disposed'));
+    if (!this.bodyDone && !this.cancellation.aborted) {
+      this.cancellation.abort(new Error('upstream exchange disposed'));
     }
   }
 
@@ -268,7 +269,7 @@ export class UpstreamExchange implements Cancellable {
     }
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.controller.abort(new Error('upstream inactivity timeout'));
+      this.cancellation.abort(new Error('upstream inactivity timeout'));
     }, this.options.idleTimeoutMs);
   }
 
