@@ -118,9 +118,28 @@ function thrown(action: () => unknown): unknown {
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('createEdgeService runs', () => {
+  it("measures a run's overhead on the clock's monotonic scale, not rounded to whole milliseconds", async () => {
+    // Epoch milliseconds that tick in whole ms, and a monotonic clock with the sub-millisecond truth.
+    let epoch = 1_000;
+    let monotonic = 20.25;
+    const h = setup([{ id: 'n1' }], {
+      clock: { ...systemClock, now: () => epoch, monotonicNow: () => monotonic },
+    });
+    const handle = await submit(h.service, runInput({}));
+    const reading = collect(handle.events);
+    h.emit('n1', 'run-1', 1, { type: 'start', sessionId: 'default', adapter: 'cli', target: 'fake-cli' });
+    epoch = 1_011;
+    monotonic = 30.85;
+    h.emit('n1', 'run-1', 2, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 10.2 });
+    await reading;
+    await handle.done;
+    expect(handle.overheadMs()).toBeCloseTo(0.4, 6);
+    h.close();
+  });
+
   it('sends the run request, streams its events to the handle and the bus, and releases it at the end', async () => {
     let now = 1_000;
-    const h = setup([{ id: 'n1' }], { clock: { ...systemClock, now: () => now } });
+    const h = setup([{ id: 'n1' }], { clock: { ...systemClock, now: () => now, monotonicNow: () => now } });
     const handle = await submit(
       h.service,
       runInput({ workspace: '/w', metadata: { a: 'b' }, timeoutMs: 60_000 }),

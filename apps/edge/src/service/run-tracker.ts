@@ -45,6 +45,7 @@ export class RunTracker implements RunObserver {
   readonly done: Promise<RunOutcome>;
   private readonly options: RunTrackerOptions;
   private resolveDone!: (outcome: RunOutcome) => void;
+  /** Submit and finish on the clock's monotonic scale (see durationNow): the overhead figure subtracts them. */
   private readonly submittedAt: number;
   /** performance.now() at submit, for surfaces' overhead figures. */
   private readonly submittedAtMonotonic = performance.now();
@@ -67,7 +68,7 @@ export class RunTracker implements RunObserver {
     this.options = options;
     this.runId = options.request.runId;
     this.nodeId = options.link.nodeId;
-    this.submittedAt = options.clock.now();
+    this.submittedAt = this.durationNow();
     this.stream = new RunEventStream(options.bufferSize, options.request.background);
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
@@ -135,7 +136,13 @@ export class RunTracker implements RunObserver {
 
   /** Milliseconds from submit to the end (so far, while running). */
   get durationMs(): number {
-    return (this.finishedAt ?? this.options.clock.now()) - this.submittedAt;
+    return (this.finishedAt ?? this.durationNow()) - this.submittedAt;
+  }
+
+  /** The clock's monotonic reading when it has one (sub-millisecond), else its epoch milliseconds. */
+  private durationNow(): number {
+    const clock = this.options.clock;
+    return clock.monotonicNow ? clock.monotonicNow() : clock.now();
   }
 
   overheadMs(): number | undefined {
@@ -214,7 +221,7 @@ export class RunTracker implements RunObserver {
   private finish(terminal: RunEventWithMeta): void {
     if (this.finished) return;
     this.finished = true;
-    this.finishedAt = this.options.clock.now();
+    this.finishedAt = this.durationNow();
     if (this.deadlineTimer !== undefined) this.options.clock.clearTimeout(this.deadlineTimer);
     if (this.cancelTimer !== undefined) this.options.clock.clearTimeout(this.cancelTimer);
     this.deadlineTimer = undefined;

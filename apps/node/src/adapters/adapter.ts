@@ -70,6 +70,12 @@ export interface AdapterDeps {
   /** The HTTP adapters' upstream client (keep-alive node:http in production); `fetch` wrapped when absent. */
   http?: HttpClient;
   logger: AdapterLogger;
+  /**
+   * Milliseconds on a monotonic clock with sub-millisecond precision (performance.now() in production), for the
+   * durations adapters measure: the backend time of a run (the edge subtracts it from its own time for the
+   * overhead figure, so whole milliseconds would make that figure jump by 1 ms), timeouts, progress intervals.
+   * Not a wall clock.
+   */
   now: () => number;
 }
 

@@ -79,7 +79,8 @@ export class NodeAgent {
       fetch: options.fetch ?? fetch,
       http: options.http ?? this.#ownHttp,
       logger: logger.child({ component: 'adapter' }),
-      now: () => clock.now(),
+      // Durations (see AdapterDeps.now): the system clock's Date.now() would round each backend wait to whole ms.
+      now: options.clock ? () => clock.now() : () => performance.now(),
     };
     this.registry = new AdapterRegistry({
       factories: options.factories,
