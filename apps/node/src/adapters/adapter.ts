@@ -12,6 +12,7 @@ import type {
   RunRequest,
 } from '@iop/wire';
 
+import type { AbortSignalLike } from './cancellation.js';
 import type { HttpClient } from './http/http-client.js';
 
 export const ADAPTER_INTERFACE_VERSION = 1;
@@ -19,8 +20,12 @@ export const ADAPTER_INTERFACE_VERSION = 1;
 export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
 
 export interface RunOptions {
-  /** Aborted on cancel, run deadline or node shutdown: the adapter must stop upstream work at once. */
-  signal: AbortSignal;
+  /**
+   * Aborted on cancel, run deadline or node shutdown: the adapter must stop upstream work at once. Not an
+   * AbortSignal (the executor creates one per run; an EventTarget costs several µs): an adapter that hands it to
+   * an API wanting a real AbortSignal converts it with `toAbortSignal` (cancellation.ts).
+   */
+  signal: AbortSignalLike;
   /** W3C `traceparent` for the backend call (HTTP adapters send it as a header); none = not traced. */
   traceparent?: string;
 }

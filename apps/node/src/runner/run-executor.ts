@@ -3,7 +3,7 @@
 // and honours cancels (abort one run) and session terminations.
 //
 // Lifecycle of a run: submit → slot + adapter lease → adapter.run(signal) → exactly one terminal event sent →
-// finally: lease, slot and controller released, history finished. Sending awaits the link so a congested edge
+// finally: lease, slot and cancellation released, history finished. Sending awaits the link so a congested edge
 // slows the adapter down instead of buffering without bound. `shutdown` aborts every run and waits (bounded).
 import {
   CancelAction,
@@ -15,6 +15,7 @@ import {
   type RunRequest,
   type Usage,
 } from '@iop/wire';
+import { Cancellation, type AbortSignalLike } from '../adapters/cancellation.js';
 import type { AdapterLease } from '../adapters/registry.js';
 import type { RunHistory, RunOutcome } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
@@ -48,7 +49,8 @@ type TerminalPart = Extract<RunEventPart, { type: 'complete' | 'error' | 'cancel
 
 interface ActiveRun {
   request: RunRequest;
-  controller: AbortController;
+  /** Aborted on cancel, deadline or shutdown; the adapter's `signal` (a Cancellation: no EventTarget per run). */
+  cancellation: Cancellation;
   abortKind: AbortKind | undefined;
   done: Promise<void>;
   /**
@@ -108,7 +110,7 @@ export class RunExecutor {
     }
     const active: ActiveRun = {
       request,
-      controller: new AbortController(),
+      cancellation: new Cancellation(),
       abortKind: undefined,
       done: Promise.resolve(),
       slot,
@@ -180,7 +182,7 @@ export class RunExecutor {
   }
 
   async #execute(active: ActiveRun, lease: AdapterLease): Promise<void> {
-    const { request, controller } = active;
+    const { request, cancellation } = active;
     const { logger, now } = this.#deps;
     const adapter = lease.adapter;
     const startedAt = now();
@@ -214,7 +216,7 @@ export class RunExecutor {
     const traceparent = backendSpan?.traceparent ?? (request.traceparent || undefined);
     try {
       for await (const part of adapter.run(request, {
-        signal: controller.signal,
+        signal: cancellation,
         ...(traceparent ? { traceparent } : {}),
       })) {
         if (terminal) {
@@ -235,10 +237,10 @@ export class RunExecutor {
         if (terminal) break;
       }
       if (!terminal) {
-        const missing: TerminalPart = controller.signal.aborted
+        const missing: TerminalPart = cancellation.aborted
           ? active.abortKind === 'deadline'
             ? this.#deadlineError(active)
-            : { type: 'cancelled', reason: abortMessage(controller.signal) }
+            : { type: 'cancelled', reason: abortMessage(cancellation) }
           : {
               type: 'error',
               code: 'adapter_protocol',
@@ -283,7 +285,7 @@ export class RunExecutor {
     return {
       type: 'error',
       code: 'run_timeout',
-      message: abortMessage(active.controller.signal),
+      message: abortMessage(active.cancellation),
       retryable: false,
       backendMs: 0,
     };
@@ -325,9 +327,9 @@ export class RunExecutor {
   }
 
   #abort(active: ActiveRun, kind: AbortKind, reason: string): void {
-    if (active.controller.signal.aborted) return;
+    if (active.cancellation.aborted) return;
     active.abortKind = kind;
-    active.controller.abort(reason);
+    active.cancellation.abort(reason);
   }
 
   #refusal(request: RunRequest): { code: string; message: string; retryable: boolean } | undefined {
@@ -537,7 +539,7 @@ function sameAdapter(run: RunRequest, request: CancelRequest): boolean {
   return !request.adapter || run.adapter === request.adapter;
 }
 
-function abortMessage(signal: AbortSignal): string {
+function abortMessage(signal: AbortSignalLike): string {
   const reason: unknown = signal.reason;
   if (typeof reason === 'string') return reason;
   return reason instanceof Error ? reason.message : 'aborted';

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { NodeCommandRequest, NodeCommandResponse, RunEventPart, RunRequest } from '@iop/wire';
 import { isTerminalPart, type AdapterInstance, type CliProfile } from '@iop/wire';
+import { toAbortSignal } from '../cancellation.js';
 import { SessionLimitError, SessionRegistry, type LogicalSession } from '../../sessions/session-registry.js';
 import {
   ADAPTER_INTERFACE_VERSION,
@@ -115,8 +116,10 @@ class CliAdapter implements Adapter {
     const sessionId = request.sessionId || 'default';
     yield { type: 'start', sessionId, adapter: this.name, target: request.target };
     let failure: CliAdapterError;
+    // The sessions hand the signal to fetch and to process APIs, which want a real AbortSignal.
+    const { signal, release } = toAbortSignal(options.signal);
     try {
-      for await (const part of this.runSession(request, sessionId, options.signal, startedAt)) {
+      for await (const part of this.runSession(request, sessionId, signal, startedAt)) {
         yield part;
         if (isTerminalPart(part)) return;
       }
@@ -127,6 +130,7 @@ class CliAdapter implements Adapter {
           ? new CliAdapterError('session_limit', error.message, { cause: error })
           : toCliAdapterError(error);
     } finally {
+      release();
       this.sessions.touch(request.target, sessionId);
     }
     if (failure.code === 'internal') {

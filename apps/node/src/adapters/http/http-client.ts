@@ -2,7 +2,7 @@
 // stream. An interface so the adapters never depend on a transport: production uses `createNodeHttpClient`
 // (node:http with keep-alive agents), and `fetchHttpClient` adapts any `fetch` (tests that inject one, or
 // runtimes where that is all there is).
-import { toAbortSignal, type AbortSignalLike } from './cancellation.js';
+import { toAbortSignal, type AbortSignalLike } from '../cancellation.js';
 
 /** One request. The body is already serialized; aborting `signal` closes the connection at once. */
 export interface HttpClientRequest {

@@ -8,7 +8,7 @@
 // `backendMs` is the time spent waiting on the backend: for the response headers and for each next body chunk.
 // Time the node spends relaying what it already received is not in it, so the edge's overhead figure
 // (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
-import { Cancellation } from './cancellation.js';
+import { Cancellation, type AbortSignalLike } from '../cancellation.js';
 import { errorMessageFromBody } from './error-body.js';
 import type { HttpClient, HttpClientResponse } from './http-client.js';
 import type { Cancellable } from './inflight-set.js';
@@ -17,7 +17,7 @@ import { UpstreamCancelled, UpstreamError, reasonText } from './upstream-error.j
 export interface UpstreamExchangeOptions {
   http: HttpClient;
   now: () => number;
-  signal: AbortSignal;
+  signal: AbortSignalLike;
   /** Silence allowed before the response headers and between body chunks. */
   idleTimeoutMs: number;
 }

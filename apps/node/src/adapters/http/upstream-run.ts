@@ -3,6 +3,7 @@
 // aborted in `finally` whatever way the consumer leaves (cancel, error, or simply stopping iteration).
 import type { RunEventPart, RunRequest } from '@iop/wire';
 
+import type { AbortSignalLike } from '../cancellation.js';
 import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
 import { fetchHttpClient } from './http-client.js';
@@ -15,7 +16,7 @@ export type BackendStream = AsyncGenerator<RunEventPart, string, undefined>;
 export interface UpstreamRunOptions {
   adapterName: string;
   request: RunRequest;
-  signal: AbortSignal;
+  signal: AbortSignalLike;
   deps: AdapterDeps;
   inflight: InflightSet;
   idleTimeoutMs: number;

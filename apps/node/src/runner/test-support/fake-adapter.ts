@@ -20,6 +20,7 @@ import {
   type HealthProbeResult,
   type RunOptions,
 } from '../../adapters/adapter.js';
+import type { AbortSignalLike } from '../../adapters/cancellation.js';
 
 export class FakeAdapter implements Adapter {
   readonly interfaceVersion = ADAPTER_INTERFACE_VERSION;
@@ -129,12 +130,12 @@ export function adapterInstance(
   return { name, type, enabled: true, cli: undefined, http: undefined, ...fields };
 }
 
-function abortion(signal: AbortSignal): Promise<void> {
+function abortion(signal: AbortSignalLike): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-function reasonOf(signal: AbortSignal): string {
+function reasonOf(signal: AbortSignalLike): string {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';
 }
