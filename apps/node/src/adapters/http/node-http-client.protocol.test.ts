@@ -208,6 +208,16 @@ describe('createNodeHttpClient response framing', () => {
     expect(await text(response)).toBe('ok');
   });
 
+  it('tolerates a head whose lines end in a bare LF', async () => {
+    server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\ncontent-length: 2\nx-a: 1\r\n\nok'));
+    client = createNodeHttpClient();
+    const response = await get(client, server.url);
+    expect(response.header('x-a')).toBe('1');
+    expect(await text(response)).toBe('ok');
+    expect(await text(await get(client, server.url))).toBe('ok');
+    expect(client.connectionsOpened).toBe(1);
+  });
+
   it('fails the body when the connection closes before its end', async () => {
     server = await rawServer((socket) => {
       socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc');

@@ -56,6 +56,15 @@ const MAX_PARSED_URLS = 64;
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
+const LF_LF = Buffer.from('\n\n', 'latin1');
+
+/** The value of a hex digit's character code, or -1. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  const lower = code | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;
+  return -1;
+}
 
 function abortError(): Error {
   const error = new Error('request aborted');
@@ -73,8 +82,8 @@ function hangUpError(): NodeJS.ErrnoException {
 const DONE: IteratorResult<Uint8Array> = { done: true, value: undefined };
 
 /**
- * A response body: an async iterator over the chunks the connection parses (views of the socket's buffers, no
- * copies). Chunks the consumer has not pulled are queued; past BODY_HIGH_WATER the socket is paused until it
+ * A response body: an async iterator over the body bytes the connection parses (views of the socket's buffers;
+ * what one socket read brought is handed over as one chunk). Chunks the consumer has not pulled are queued; past BODY_HIGH_WATER the socket is paused until it
  * pulls again. Once the message is complete the body is detached from its connection (which may already carry
  * the next request): what is queued stays readable, and cancel/discard no longer touch the socket.
  */
@@ -100,15 +109,7 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
   }
 
   next(): Promise<IteratorResult<Uint8Array>> {
-    if (this.queue.length > 0) {
-      const value = this.queue.shift() as Uint8Array;
-      this.queuedBytes -= value.byteLength;
-      if (this.paused && this.queuedBytes <= BODY_HIGH_WATER) {
-        this.paused = false;
-        this.connection?.socket.resume();
-      }
-      return Promise.resolve({ done: false, value });
-    }
+    if (this.queue.length > 0) return Promise.resolve({ done: false, value: this.take() });
     if (this.error !== undefined) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve(DONE);
     return new Promise((resolve, reject) => {
@@ -121,15 +122,13 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
     return Promise.resolve(DONE);
   }
 
-  /** A chunk parsed from the socket. */
+  /**
+   * A chunk parsed from the socket. Queued, not handed over at once: `flush()` after the socket read hands a
+   * waiting consumer everything that read brought as one chunk (many small HTTP chunks arrive in one read when
+   * a stream is fast; one pull each would cost the consumer a promise and an await per chunk).
+   */
   push(chunk: Uint8Array): void {
     if (this.discarding) return;
-    const waiting = this.waiting;
-    if (waiting !== undefined) {
-      this.waiting = undefined;
-      waiting.resolve({ done: false, value: chunk });
-      return;
-    }
     this.queue.push(chunk);
     this.queuedBytes += chunk.byteLength;
     if (!this.paused && this.queuedBytes > BODY_HIGH_WATER && this.connection !== undefined) {
@@ -138,29 +137,55 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
     }
   }
 
+  /** The socket read is parsed: a waiting consumer gets what it brought. */
+  flush(): void {
+    const waiting = this.waiting;
+    if (waiting === undefined || this.queue.length === 0) return;
+    this.waiting = undefined;
+    waiting.resolve({ done: false, value: this.take() });
+  }
+
   /** The message is complete: the connection goes its own way. */
   end(): void {
     this.detach();
     if (this.ended) return;
     this.ended = true;
     const waiting = this.waiting;
-    if (waiting !== undefined) {
-      this.waiting = undefined;
-      waiting.resolve(DONE);
-    }
+    if (waiting === undefined) return;
+    this.waiting = undefined;
+    waiting.resolve(this.queue.length > 0 ? { done: false, value: this.take() } : DONE);
   }
 
-  /** The body broke (connection lost, malformed, aborted): the next pull throws `error`. */
+  /** The body broke (connection lost, malformed, aborted): the next pull throws `error` (after what is queued). */
   fail(error: Error): void {
     this.detach();
     if (this.ended) return;
     this.ended = true;
     this.error = error;
     const waiting = this.waiting;
-    if (waiting !== undefined) {
-      this.waiting = undefined;
-      waiting.reject(error);
+    if (waiting === undefined) return;
+    this.waiting = undefined;
+    if (this.queue.length > 0) waiting.resolve({ done: false, value: this.take() });
+    else waiting.reject(error);
+  }
+
+  /** Everything queued, as one chunk. */
+  private take(): Uint8Array {
+    const queue = this.queue;
+    let value: Uint8Array;
+    if (queue.length === 1) {
+      value = queue[0];
+      queue.length = 0;
+    } else {
+      value = Buffer.concat(queue, this.queuedBytes);
+      this.queue = [];
     }
+    this.queuedBytes = 0;
+    if (this.paused) {
+      this.paused = false;
+      this.connection?.socket.resume();
+    }
+    return value;
   }
 
   cancel(): void {
@@ -359,8 +384,7 @@ class Connection {
       code !== undefined &&
       STALE_SOCKET_CODES.has(code)
     ) {
-      exchange.retried = true;
-      this.client.dispatch(exchange, true);
+      this.client.retry(exchange);
       return;
     }
     exchange.reject(error);
@@ -413,8 +437,7 @@ class Connection {
       // The server closed the pooled socket as the request went out: it never saw it.
       this.release(exchange);
       this.destroy();
-      exchange.retried = true;
-      this.client.dispatch(exchange, true);
+      this.client.retry(exchange);
       return;
     }
     this.fail(
@@ -468,7 +491,9 @@ class Connection {
       this.parse(chunk);
     } catch (error) {
       this.fail(error instanceof Error ? error : new Error(String(error)));
+      return;
     }
+    this.body?.flush();
   }
 
   private parse(input: Buffer): void {
@@ -484,8 +509,15 @@ class Connection {
             buffer = Buffer.concat([this.headBuffer, buffer]);
             this.headBuffer = undefined;
           }
-          const end = buffer.indexOf(CRLF_CRLF, from);
-          if (end < 0 || end + 4 > MAX_HEAD_BYTES) {
+          let end = buffer.indexOf(CRLF_CRLF, from);
+          let bodyStart = end + 4;
+          // Tolerated as by node:http: a head whose lines end in a bare LF.
+          const lfEnd = buffer.indexOf(LF_LF, from);
+          if (lfEnd >= 0 && (end < 0 || lfEnd < end)) {
+            end = lfEnd;
+            bodyStart = lfEnd + 2;
+          }
+          if (end < 0 || bodyStart > MAX_HEAD_BYTES) {
             if (buffer.length > MAX_HEAD_BYTES) {
               throw new HttpProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
             }
@@ -493,8 +525,9 @@ class Connection {
             return;
           }
           chunk = buffer;
-          offset = end + 4;
-          this.onHead(buffer.toString('latin1', 0, end));
+          offset = bodyStart;
+          const text = buffer.toString('latin1', 0, end);
+          this.onHead(bodyStart === end + 4 ? text : text.replace(/\r?\n/g, '\r\n').replace(/\r$/, ''));
           if (this.exchange === undefined) {
             // Completed at once (no body): anything after the head is not ours.
             if (offset < chunk.length) this.destroy();
@@ -514,6 +547,22 @@ class Connection {
           break;
         }
         case State.chunkSize: {
+          // Fast path: the whole size line in this read, without extensions ("1a\r\n").
+          if (this.partialLine === '') {
+            let size = 0;
+            let at = offset;
+            while (at < chunk.length && at - offset < 12) {
+              const digit = hexValue(chunk[at]);
+              if (digit < 0) break;
+              size = size * 16 + digit;
+              at += 1;
+            }
+            if (at > offset && at + 1 < chunk.length && chunk[at] === 0x0d && chunk[at + 1] === 0x0a) {
+              offset = at + 2;
+              this.chunkSize(size);
+              break;
+            }
+          }
           const next = this.readLine(chunk, offset);
           if (next < 0) return;
           offset = next;
@@ -523,14 +572,7 @@ class Connection {
           if (!/^[0-9a-fA-F]{1,12}$/.test(sizeText)) {
             throw new HttpProtocolError(`malformed chunk size ${JSON.stringify(line.slice(0, 40))}`);
           }
-          const size = parseInt(sizeText, 16);
-          if (size === 0) {
-            this.state = State.trailers;
-            this.trailerBytes = 0;
-          } else {
-            this.remaining = size;
-            this.state = State.chunkData;
-          }
+          this.chunkSize(parseInt(sizeText, 16));
           break;
         }
         case State.chunkData: {
@@ -542,6 +584,16 @@ class Connection {
           break;
         }
         case State.chunkDataEnd: {
+          if (
+            this.partialLine === '' &&
+            offset + 1 < chunk.length &&
+            chunk[offset] === 0x0d &&
+            chunk[offset + 1] === 0x0a
+          ) {
+            offset += 2;
+            this.state = State.chunkSize;
+            break;
+          }
           const next = this.readLine(chunk, offset);
           if (next < 0) return;
           offset = next;
@@ -572,6 +624,16 @@ class Connection {
         case State.idle:
           return;
       }
+    }
+  }
+
+  private chunkSize(size: number): void {
+    if (size === 0) {
+      this.state = State.trailers;
+      this.trailerBytes = 0;
+    } else {
+      this.remaining = size;
+      this.state = State.chunkData;
     }
   }
 
@@ -647,7 +709,8 @@ class SocketResponse implements HttpClientResponse {
 /** What connections need of their client. */
 interface ClientCore {
   readonly pool: Pool;
-  dispatch(exchange: Exchange, fresh: boolean): void;
+  /** Sends `exchange` again on a new connection (once: a pooled socket turned out stale). */
+  retry(exchange: Exchange): void;
 }
 
 export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeHttpClient {
@@ -674,12 +737,21 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
     return new Connection(socket, target.key, core);
   }
 
+  function dispatch(exchange: Exchange, fresh: boolean): void {
+    const connection = (fresh ? undefined : pool.take(exchange.target.key)) ?? connect(exchange.target);
+    exchange.onAbort = () => connection.abort();
+    connection.start(exchange);
+  }
+
   const core: ClientCore = {
     pool,
-    dispatch(exchange, fresh) {
-      const connection = (fresh ? undefined : pool.take(exchange.target.key)) ?? connect(exchange.target);
-      exchange.onAbort = () => connection.abort();
-      connection.start(exchange);
+    retry(exchange) {
+      exchange.retried = true;
+      try {
+        dispatch(exchange, true);
+      } catch (error) {
+        exchange.reject(error);
+      }
     },
   };
 
@@ -706,7 +778,7 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
         } else {
           payload = body === undefined ? head.text : head.text + body;
         }
-        core.dispatch(
+        dispatch(
           {
             target,
             init,
