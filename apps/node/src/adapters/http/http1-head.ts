@@ -70,6 +70,13 @@ export function requestTarget(url: URL): RequestTarget {
   };
 }
 
+/** A comma-separated header value (lower-cased) lists `token`. */
+function hasToken(value: string, token: string): boolean {
+  if (value === token) return true;
+  for (const part of value.split(',')) if (part.trim() === token) return true;
+  return false;
+}
+
 /** A request head ready to write. */
 export interface RequestHead {
   text: string;
@@ -135,7 +142,7 @@ export function requestHead(
     else if (lower === 'authorization') hasAuthorization = true;
     else if (lower === 'connection') {
       hasConnection = true;
-      close = /(?:^|[\s,])close(?:$|[\s,])/i.test(value);
+      close = hasToken(value.toLowerCase(), 'close');
     }
     text += `${name}: ${value}\r\n`;
   }
@@ -163,50 +170,91 @@ export interface ResponseHead {
   keepAlive: boolean;
 }
 
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([^\r\n]*))?$/;
 const DIGITS = /^\d+$/;
 
+/** RFC 9110 token characters, by character code (ASCII only). */
+const TOKEN_CHARS = new Uint8Array(128);
+for (const char of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+  TOKEN_CHARS[char.charCodeAt(0)] = 1;
+}
+
+function isTokenRange(text: string, start: number, end: number): boolean {
+  if (start >= end) return false;
+  for (let index = start; index < end; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code >= 128 || TOKEN_CHARS[code] === 0) return false;
+  }
+  return true;
+}
+
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
+}
+
+function malformedStatusLine(line: string): HttpProtocolError {
+  return new HttpProtocolError(`malformed status line ${JSON.stringify(line.slice(0, 100))}`);
+}
+
 /**
- * Parses a response head (the text before the blank line, latin-1 decoded). `headRequest`: the request was HEAD,
- * so the response has no body whatever it says. Throws HttpProtocolError on anything malformed.
+ * Parses a response head (the text before the blank line, latin-1 decoded, lines ending in CRLF). `headRequest`:
+ * the request was HEAD, so the response has no body whatever it says. Throws HttpProtocolError on anything
+ * malformed. Index-based (no split, no regex per line): it runs once per upstream response.
  */
 export function parseResponseHead(text: string, headRequest: boolean): ResponseHead {
-  const lines = text.split('\r\n');
-  const statusLine = STATUS_LINE.exec(lines[0]);
-  if (statusLine === null) {
-    throw new HttpProtocolError(`malformed status line ${JSON.stringify(lines[0].slice(0, 100))}`);
+  let lineEnd = text.indexOf('\r\n');
+  if (lineEnd < 0) lineEnd = text.length;
+  // "HTTP/1.x NNN[ reason]"
+  const version = text.charCodeAt(7);
+  if (
+    lineEnd < 12 ||
+    !text.startsWith('HTTP/1.') ||
+    (version !== 0x30 && version !== 0x31) ||
+    text.charCodeAt(8) !== 0x20 ||
+    !isDigit(text.charCodeAt(9)) ||
+    !isDigit(text.charCodeAt(10)) ||
+    !isDigit(text.charCodeAt(11)) ||
+    (lineEnd > 12 && text.charCodeAt(12) !== 0x20)
+  ) {
+    throw malformedStatusLine(text.slice(0, lineEnd));
   }
-  const http10 = statusLine[1] === '0';
-  const status = Number(statusLine[2]);
-  if (status < 100) throw new HttpProtocolError(`invalid status ${statusLine[2]}`);
+  const statusText = lineEnd > 13 ? text.slice(13, lineEnd) : '';
+  if (INVALID_VALUE.test(statusText)) throw malformedStatusLine(text.slice(0, lineEnd));
+  const http10 = version === 0x30;
+  const status = Number(text.slice(9, 12));
+  if (status < 100) throw new HttpProtocolError(`invalid status ${text.slice(9, 12)}`);
   const headers = new Map<string, string>();
   let lastName: string | undefined;
-  for (let index = 1; index < lines.length; index += 1) {
-    const line = lines[index];
-    const first = line.charCodeAt(0);
+  let position = lineEnd + 2;
+  while (position < text.length) {
+    let end = text.indexOf('\r\n', position);
+    if (end < 0) end = text.length;
+    const first = text.charCodeAt(position);
     if (first === 0x20 || first === 0x09) {
       // Obsolete line folding: the line continues the previous header's value.
       if (lastName === undefined) throw new HttpProtocolError('malformed response header: folded first line');
-      headers.set(lastName, `${headers.get(lastName) ?? ''} ${line.trim()}`);
+      headers.set(lastName, `${headers.get(lastName) ?? ''} ${text.slice(position, end).trim()}`);
+      position = end + 2;
       continue;
     }
-    const colon = line.indexOf(':');
-    const name = colon > 0 ? line.slice(0, colon) : '';
-    if (!TOKEN.test(name)) {
-      throw new HttpProtocolError(`malformed response header line ${JSON.stringify(line.slice(0, 100))}`);
+    const colon = text.indexOf(':', position);
+    if (colon < 0 || colon > end || !isTokenRange(text, position, colon)) {
+      throw new HttpProtocolError(
+        `malformed response header line ${JSON.stringify(text.slice(position, Math.min(end, position + 100)))}`,
+      );
     }
-    const value = line.slice(colon + 1).trim();
+    const name = text.slice(position, colon).toLowerCase();
+    const value = text.slice(colon + 1, end).trim();
     if (INVALID_VALUE.test(value))
       throw new HttpProtocolError(`invalid character in response header ${name}`);
-    const lower = name.toLowerCase();
-    const previous = headers.get(lower);
-    headers.set(lower, previous === undefined ? value : `${previous}, ${value}`);
-    lastName = lower;
+    const previous = headers.get(name);
+    headers.set(name, previous === undefined ? value : `${previous}, ${value}`);
+    lastName = name;
+    position = end + 2;
   }
   const connection = headers.get('connection')?.toLowerCase();
   let keepAlive = http10
-    ? connection !== undefined && /(?:^|[\s,])keep-alive(?:$|[\s,])/.test(connection)
-    : connection === undefined || !/(?:^|[\s,])close(?:$|[\s,])/.test(connection);
+    ? connection !== undefined && hasToken(connection, 'keep-alive')
+    : connection === undefined || !hasToken(connection, 'close');
   let framing: Framing;
   let length = 0;
   const transferEncoding = headers.get('transfer-encoding');
@@ -237,5 +285,5 @@ export function parseResponseHead(text: string, headRequest: boolean): ResponseH
     framing = 'close';
   }
   if (framing === 'close') keepAlive = false;
-  return { status, statusText: statusLine[3] ?? '', headers, framing, length, keepAlive };
+  return { status, statusText, headers, framing, length, keepAlive };
 }
