@@ -83,9 +83,10 @@ const DONE: IteratorResult<Uint8Array> = { done: true, value: undefined };
 
 /**
  * A response body: an async iterator over the body bytes the connection parses (views of the socket's buffers;
- * what one socket read brought is handed over as one chunk). Chunks the consumer has not pulled are queued; past BODY_HIGH_WATER the socket is paused until it
- * pulls again. Once the message is complete the body is detached from its connection (which may already carry
- * the next request): what is queued stays readable, and cancel/discard no longer touch the socket.
+ * what one socket read brought is handed over as one chunk). Bytes the consumer has not pulled are queued; past
+ * BODY_HIGH_WATER the socket is paused until it pulls again. Once the message is complete the body is detached
+ * from its connection (which may already carry the next request): what is queued stays readable, and
+ * cancel/discard no longer touch the socket.
  */
 class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Array> {
   connection: Connection | undefined;
