@@ -47,6 +47,8 @@ describe('requestHead', () => {
     expect(() => requestHead('GET', target, { a: '\u2713' }, undefined)).toThrow(/invalid character/);
     expect(() => requestHead('GET', target, { 'a:b': 'x' }, undefined)).toThrow(/invalid HTTP header name/);
     expect(requestHead('GET', target, { a: 'caf\u00e9' }, undefined).latin1).toBe(true);
+    const missing = { a: undefined } as unknown as Record<string, string>;
+    expect(() => requestHead('GET', target, missing, undefined)).toThrow(/no value for HTTP header a/);
   });
 });
 

@@ -121,7 +121,11 @@ export function requestHead(
   let hasConnection = false;
   for (let index = 0; index < names.length; index += 1) {
     const name = names[index];
-    const value = String(values[index]);
+    const value = values[index] as string | undefined;
+    // The type says string; a JavaScript caller may still leave one out (node:http refused that too).
+    if (typeof value !== 'string') {
+      throw new HttpRequestError(`no value for HTTP header ${name}`, 'ERR_HTTP_INVALID_HEADER_VALUE');
+    }
     if (!TOKEN.test(name)) {
       throw new HttpRequestError(
         `invalid HTTP header name ${JSON.stringify(name)}`,
