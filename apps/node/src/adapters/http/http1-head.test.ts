@@ -93,6 +93,15 @@ describe('parseResponseHead', () => {
     expect(frame('HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\ncontent-length: 1')).toEqual(['length', true]);
   });
 
+  it("reads the server's keep-alive timeout hint of a connection it keeps", () => {
+    const hint = (text: string) => parseResponseHead(text, false).idleHintMs;
+    expect(hint('HTTP/1.1 200 OK\r\ncontent-length: 0\r\nKeep-Alive: timeout=5, max=100')).toBe(5000);
+    expect(hint('HTTP/1.1 200 OK\r\ncontent-length: 0')).toBeUndefined();
+    expect(
+      hint('HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 0\r\nkeep-alive: timeout=5'),
+    ).toBeUndefined();
+  });
+
   it('rejects malformed heads', () => {
     expect(() => parseResponseHead('HTTP/2 200 OK', false)).toThrow(/malformed status line/);
     expect(() => parseResponseHead('HTTP/1.1 099 X', false)).toThrow(/invalid status/);

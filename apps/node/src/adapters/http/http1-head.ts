@@ -172,6 +172,8 @@ export interface ResponseHead {
   length: number;
   /** The connection may carry another request once this response is read. */
   keepAlive: boolean;
+  /** The server's `keep-alive: timeout=N` hint in ms (how long it keeps an idle connection), if it gave one. */
+  idleHintMs: number | undefined;
 }
 
 const DIGITS = /^\d+$/;
@@ -289,5 +291,11 @@ export function parseResponseHead(text: string, headRequest: boolean): ResponseH
     framing = 'close';
   }
   if (framing === 'close') keepAlive = false;
-  return { status, statusText, headers, framing, length, keepAlive };
+  let idleHintMs: number | undefined;
+  const keepAliveHeader = keepAlive ? headers.get('keep-alive') : undefined;
+  if (keepAliveHeader !== undefined) {
+    const timeout = /(?:^|[\s,])timeout=(\d+)/i.exec(keepAliveHeader);
+    if (timeout !== null) idleHintMs = Number(timeout[1]) * 1000;
+  }
+  return { status, statusText, headers, framing, length, keepAlive, idleHintMs };
 }

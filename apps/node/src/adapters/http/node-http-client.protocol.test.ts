@@ -296,6 +296,27 @@ describe('createNodeHttpClient keep-alive pool', () => {
     other.close();
   });
 
+  it("follows the server's keep-alive timeout hint, closing idle sockets a second before it would", async () => {
+    server = await rawServer((socket, head) => {
+      const hint = head.startsWith('GET /short') ? 1 : 2;
+      socket.write(`HTTP/1.1 200 OK\r\nKeep-Alive: timeout=${hint}\r\ncontent-length: 1\r\n\r\nx`);
+    });
+    client = createNodeHttpClient();
+    // 1 s: too short to be worth pooling.
+    await text(await get(client, `${server.url}/short`));
+    await text(await get(client, `${server.url}/short`));
+    expect(client.connectionsOpened).toBe(2);
+    await until(() => server!.closed === 2);
+    // 2 s: pooled, and closed by the client after 1 s idle.
+    await text(await get(client, server.url));
+    await text(await get(client, server.url));
+    expect(client.connectionsOpened).toBe(3);
+    const idleSince = Date.now();
+    await until(() => server!.closed === 3, 3000);
+    expect(Date.now() - idleSince).toBeGreaterThan(800);
+    expect(Date.now() - idleSince).toBeLessThan(1800);
+  });
+
   it('keeps at most maxFreeSockets idle per origin', async () => {
     server = await httpServer((_request, response) => setTimeout(() => response.end('x'), 10));
     client = createNodeHttpClient({ maxFreeSockets: 2 });

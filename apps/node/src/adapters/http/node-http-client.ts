@@ -6,8 +6,9 @@
 // response in place, and hands the body out through a small hand-written async iterator.
 //
 // Lifecycle: idle pooled sockets are unref'd (they never keep the process alive), reused LIFO, and closed after
-// `idleSocketMs` (below the common 5 s server keep-alive timeout, so a request rarely lands on a socket the server
-// is closing; when one does, the request is retried once on a new connection). `close()` destroys every pooled
+// `idleSocketMs` (below the common 5 s server keep-alive timeout, and a second below a shorter `keep-alive:
+// timeout=N` the server announces, so a request rarely lands on a socket the server is closing; when one does, the
+// request is retried once on a new connection). `close()` destroys every pooled
 // socket. A socket returns to the pool only once its response was read to the end and its request fully written.
 // Cancellation: aborting the request's signal destroys its socket at once (the backend sees the connection close
 // and stops generating); `cancel()` on a response does the same mid-body; `discard()` drains the rest instead.
@@ -331,6 +332,9 @@ class Connection {
   private state: ParseState = State.idle;
   private gotBytes = false;
   private keepAlive = false;
+  /** How long this connection may stay idle in the pool (the pool's limit, or less when the server says so). */
+  private idleMs = 0;
+  private idleTimerMs = 0;
   private headBuffer: Buffer | undefined;
   /** Bytes left of a content-length body or of the current chunk. */
   private remaining = 0;
@@ -457,6 +461,7 @@ class Connection {
     const body = this.body;
     const reusable =
       this.keepAlive &&
+      this.idleMs > 0 &&
       !leftover &&
       exchange !== undefined &&
       !exchange.requestClose &&
@@ -470,10 +475,12 @@ class Connection {
     }
     this.reused = true;
     this.socket.unref();
-    if (this.idleTimer === undefined) {
+    if (this.idleTimer === undefined || this.idleTimerMs !== this.idleMs) {
+      if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+      this.idleTimerMs = this.idleMs;
       this.idleTimer = setTimeout(() => {
         if (this.pooled) this.destroy();
-      }, this.client.pool.idleSocketMs);
+      }, this.idleMs);
       this.idleTimer.unref();
     } else {
       this.idleTimer.refresh();
@@ -666,6 +673,13 @@ class Connection {
       return;
     }
     this.keepAlive = head.keepAlive;
+    // A server that closes idle connections sooner than our pool would: close ours a second before it does, so
+    // a request rarely lands on a socket it is closing (node:http's agent follows the same hint).
+    const idleSocketMs = this.client.pool.idleSocketMs;
+    this.idleMs =
+      head.idleHintMs === undefined || head.idleHintMs - 1000 >= idleSocketMs
+        ? idleSocketMs
+        : head.idleHintMs - 1000;
     const body = new ResponseBody(this);
     this.body = body;
     exchange.resolve(new SocketResponse(head.status, head.statusText, head.headers, body));
