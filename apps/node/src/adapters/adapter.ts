@@ -72,7 +72,7 @@ export interface Adapter {
 /** Dependencies every adapter factory receives (injected so tests pass fakes). */
 export interface AdapterDeps {
   fetch: typeof fetch;
-  /** The HTTP adapters' upstream client (keep-alive node:http in production); `fetch` wrapped when absent. */
+  /** The HTTP adapters' upstream client (createNodeHttpClient's keep-alive HTTP/1.1 client in production); `fetch` wrapped when absent. */
   http?: HttpClient;
   logger: AdapterLogger;
   /**

@@ -33,7 +33,7 @@ export interface NodeAgentOptions {
   clock?: Clock;
   fetch?: typeof fetch;
   /**
-   * The HTTP adapters' upstream client. Default: a keep-alive node:http client owned (and closed) by the agent,
+   * The HTTP adapters' upstream client. Default: the node's keep-alive HTTP/1.1 client (createNodeHttpClient) owned (and closed) by the agent,
    * unless `fetch` is given, in which case the adapters use that fetch.
    */
   http?: HttpClient;

@@ -1,6 +1,6 @@
 // The HTTP client the node's upstream exchanges speak through: one request, its status and its body as a byte
 // stream. An interface so the adapters never depend on a transport: production uses `createNodeHttpClient`
-// (node:http with keep-alive agents), and `fetchHttpClient` adapts any `fetch` (tests that inject one, or
+// (our own HTTP/1.1 client on net/tls sockets with a keep-alive pool), and `fetchHttpClient` adapts any `fetch` (tests that inject one, or
 // runtimes where that is all there is).
 import { toAbortSignal, type AbortSignalLike } from '../cancellation.js';
 
@@ -35,7 +35,7 @@ export interface HttpClient {
   request(url: string, init: HttpClientRequest): Promise<HttpClientResponse>;
 }
 
-/** A `fetch` as an HttpClient (WHATWG streams underneath: more CPU per chunk than the node:http client). */
+/** A `fetch` as an HttpClient (WHATWG streams underneath: more CPU per chunk than createNodeHttpClient). */
 export function fetchHttpClient(fetchImpl: typeof fetch): HttpClient {
   return {
     async request(url, init) {
