@@ -363,6 +363,94 @@ describe('SqliteRunHistory', () => {
     await history.close();
   });
 
+  it("writes the events of a run committed whole inside its row, and reads every run's events back in order", async () => {
+    const history = SqliteRunHistory.open({ path: databasePath, flushIntervalMs: 60_000 });
+    // run-a: start, events and end in one commit.
+    history.recordStart(start('run-a', 10));
+    for (const [seq, text] of [
+      [1, 'x'],
+      [2, 'y'],
+      [3, 'z'],
+    ] as const) {
+      history.appendEvent({ runId: 'run-a', seq, type: 'text-delta', payload: { text }, at: 10 + seq });
+    }
+    history.finish('run-a', { status: 'completed', endedAt: 14, detail: 'stop' });
+    // run-b: its end comes in a later commit than its start and first event.
+    history.recordStart(start('run-b', 20));
+    history.appendEvent({ runId: 'run-b', seq: 1, type: 'text-delta', payload: { text: 'first' }, at: 21 });
+    history.flush();
+    history.appendEvent({ runId: 'run-b', seq: 2, type: 'text-delta', payload: { text: 'second' }, at: 22 });
+    history.finish('run-b', { status: 'completed', endedAt: 23, detail: 'stop' });
+    // run-c: a repeated seq within one commit (the later event replaces the earlier, as a row does).
+    history.recordStart(start('run-c', 30));
+    history.appendEvent({ runId: 'run-c', seq: 1, type: 'text-delta', payload: { text: 'draft' }, at: 31 });
+    history.appendEvent({ runId: 'run-c', seq: 1, type: 'text-delta', payload: { text: 'final' }, at: 32 });
+    history.finish('run-c', { status: 'completed', endedAt: 33, detail: 'stop' });
+    history.flush();
+
+    const raw = new Database(databasePath, { readonly: true });
+    const rowsOf = (runId: string) =>
+      (raw.prepare('SELECT COUNT(*) AS n FROM run_events WHERE run_id = ?').get(runId) as { n: number }).n;
+    const inlineOf = (runId: string) =>
+      (raw.prepare('SELECT events_json FROM runs WHERE id = ?').get(runId) as { events_json: string | null })
+        .events_json;
+    expect([rowsOf('run-a'), rowsOf('run-b'), rowsOf('run-c')]).toEqual([0, 2, 1]);
+    expect(JSON.parse(inlineOf('run-a') ?? 'null')).toHaveLength(3);
+    expect([inlineOf('run-b'), inlineOf('run-c')]).toEqual([null, null]);
+    raw.close();
+
+    expect(history.events('run-a')).toEqual([
+      { runId: 'run-a', seq: 1, type: 'text-delta', payload: { text: 'x' }, at: 11 },
+      { runId: 'run-a', seq: 2, type: 'text-delta', payload: { text: 'y' }, at: 12 },
+      { runId: 'run-a', seq: 3, type: 'text-delta', payload: { text: 'z' }, at: 13 },
+    ]);
+    expect(history.events('run-b').map((event) => event.payload)).toEqual([
+      { text: 'first' },
+      { text: 'second' },
+    ]);
+    expect(history.events('run-c').map((event) => event.payload)).toEqual([{ text: 'final' }]);
+    const counts = Object.fromEntries(history.list().map((run) => [run.runId, run.eventCount]));
+    expect(counts).toEqual({ 'run-a': 3, 'run-b': 2, 'run-c': 1 });
+    await history.close();
+  });
+
+  it('opens a schema 1 database: read-only as it is, writable by adding events_json, its runs kept', async () => {
+    fs.mkdirSync(path.dirname(databasePath), { recursive: true });
+    const old = new Database(databasePath);
+    old.exec(`CREATE TABLE runs (id TEXT PRIMARY KEY, adapter TEXT NOT NULL, target TEXT NOT NULL,
+        session_id TEXT NOT NULL, provider_id TEXT NOT NULL DEFAULT '', background INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER, detail TEXT NOT NULL DEFAULT '',
+        error_code TEXT, error_message TEXT, usage_json TEXT);
+      CREATE INDEX runs_by_start ON runs(started_at);
+      CREATE TABLE run_events (run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+        type TEXT NOT NULL, payload_json TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (run_id, seq));
+      INSERT INTO runs (id, adapter, target, session_id, status, started_at, ended_at, detail)
+        VALUES ('old-run', 'cli', 'fake-cli', 'default', 'completed', 1, 2, 'stop');
+      INSERT INTO run_events VALUES ('old-run', 1, 'text-delta', '{"text":"kept"}', 1);
+      PRAGMA user_version = 1;`);
+    old.close();
+
+    const reader = SqliteRunHistory.open({ path: databasePath, readonly: true });
+    expect(reader.list()).toMatchObject([{ runId: 'old-run', eventCount: 1 }]);
+    expect(reader.events('old-run').map((event) => event.payload)).toEqual([{ text: 'kept' }]);
+    await reader.close();
+
+    const history = SqliteRunHistory.open({ path: databasePath });
+    history.recordStart(start('new-run', 5));
+    history.appendEvent({ runId: 'new-run', seq: 1, type: 'text-delta', payload: { text: 'new' }, at: 6 });
+    history.finish('new-run', { status: 'completed', endedAt: 7, detail: 'stop' });
+    expect(history.list().map((run) => [run.runId, run.eventCount])).toEqual([
+      ['new-run', 1],
+      ['old-run', 1],
+    ]);
+    expect(history.events('old-run').map((event) => event.payload)).toEqual([{ text: 'kept' }]);
+    expect(history.events('new-run').map((event) => event.payload)).toEqual([{ text: 'new' }]);
+    await history.close();
+    const migrated = new Database(databasePath, { readonly: true });
+    expect(migrated.pragma('user_version', { simple: true })).toBe(2);
+    migrated.close();
+  });
+
   it('starts a repeated run id over, dropping its old events', async () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     history.recordStart(start('run-1', 1));
