@@ -2,6 +2,7 @@
 // decoding failure (bad varint, truncated field, value out of range, no message) becomes one typed error.
 import { runtime } from '@iop/proto';
 import { WireError } from './errors.js';
+import { WireReader } from './wire-reader.js';
 import type { Envelope, EnvelopeMessage } from './messages.js';
 
 /** An Envelope that carries a message (what decodeEnvelope returns). */
@@ -45,7 +46,8 @@ export function decodeEnvelope(bytes: Uint8Array): DecodedEnvelope {
 export function decodeFrame(bytes: Uint8Array): DecodedFrame {
   let envelope: Envelope;
   try {
-    envelope = runtime.Envelope.decode(bytes);
+    // Frames arrive as Buffers (socket reads); the wire reader decodes their strings without copies.
+    envelope = runtime.Envelope.decode(Buffer.isBuffer(bytes) ? new WireReader(bytes) : bytes);
   } catch (error) {
     throw new WireError('malformed_frame', `invalid envelope: ${describe(error)}`, { cause: error });
   }

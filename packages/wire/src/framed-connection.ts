@@ -102,7 +102,8 @@ export class FramedConnection {
     this.#flushScheduled = false;
     this.#pump();
   };
-  #lastWrite: Promise<void> = Promise.resolve();
+  /** The newest frame's write (writes complete in order: it settling means every earlier one has too). */
+  #lastWrite: Promise<void> | undefined;
 
   // Closing.
   #closeInfo: ConnectionClosed | undefined;
@@ -370,7 +371,8 @@ export class FramedConnection {
         this.#enqueueWrite(encodeFrame(build.goodbye(goodbye.reason, goodbye.detail))).catch(() => undefined);
       }
       // Frames sent before close() (and the Goodbye) go out first, within the bound.
-      await withTimeout(this.#lastWrite, this.#closeTimeoutMs);
+      const last = this.#lastWrite;
+      await withTimeout(last ? last.then(ignore, ignore) : Promise.resolve(), this.#closeTimeoutMs);
     }
     if (!this.#socketClosed) {
       if (badInput) {
@@ -417,11 +419,8 @@ export class FramedConnection {
         setImmediate(this.#flush);
       }
     });
-    // Writes complete in order, so the newest one settling means every earlier one has too.
-    this.#lastWrite = written.then(
-      () => undefined,
-      () => undefined,
-    );
+    // Kept as is: a settle-either-way copy is made only when a close waits for it, not per frame.
+    this.#lastWrite = written;
     return written;
   }
 
@@ -493,6 +492,10 @@ export class FramedConnection {
       cause: cause ?? this.#closeInfo?.error,
     });
   }
+}
+
+function ignore(): undefined {
+  return undefined;
 }
 
 function positiveInteger(name: string, value: number): number {

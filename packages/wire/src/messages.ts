@@ -49,32 +49,23 @@ export type ProviderHealth = runtime.ProviderHealth;
 /** Version of the edge⇄node protocol spoken by this build. A mismatch is rejected at registration. */
 export const PROTOCOL_VERSION = 1;
 
-/** Builders that fill every field with its proto3 default, so callers only name what they set. */
+/**
+ * Builders that fill every field with its proto3 default, so callers only name what they set. The given fields are
+ * written into the fresh default message (one object per call, not a default and a copy of it).
+ */
 export const create = {
-  runRequest: (fields: Partial<RunRequest>): RunRequest => ({
-    ...runtime.RunRequest.fromPartial({}),
-    ...fields,
-  }),
-  chatMessage: (fields: Partial<ChatMessage>): ChatMessage => ({
-    ...runtime.ChatMessage.fromPartial({}),
-    ...fields,
-  }),
-  generationParams: (fields: Partial<GenerationParams>): GenerationParams => ({
-    ...runtime.GenerationParams.fromPartial({}),
-    ...fields,
-  }),
-  nodeCommandRequest: (fields: Partial<NodeCommandRequest>): NodeCommandRequest => ({
-    ...runtime.NodeCommandRequest.fromPartial({}),
-    ...fields,
-  }),
-  nodeCommandResponse: (fields: Partial<NodeCommandResponse>): NodeCommandResponse => ({
-    ...runtime.NodeCommandResponse.fromPartial({}),
-    ...fields,
-  }),
-  cliProfile: (fields: Partial<CliProfile>): CliProfile => ({
-    ...runtime.CliProfile.fromPartial({}),
-    ...fields,
-  }),
-  usage: (fields: Partial<Usage>): Usage => ({ ...runtime.Usage.fromPartial({}), ...fields }),
-  toolCall: (fields: Partial<ToolCall>): ToolCall => ({ ...runtime.ToolCall.fromPartial({}), ...fields }),
+  runRequest: (fields: Partial<RunRequest>): RunRequest =>
+    Object.assign(runtime.RunRequest.fromPartial({}), fields),
+  chatMessage: (fields: Partial<ChatMessage>): ChatMessage =>
+    Object.assign(runtime.ChatMessage.fromPartial({}), fields),
+  generationParams: (fields: Partial<GenerationParams>): GenerationParams =>
+    Object.assign(runtime.GenerationParams.fromPartial({}), fields),
+  nodeCommandRequest: (fields: Partial<NodeCommandRequest>): NodeCommandRequest =>
+    Object.assign(runtime.NodeCommandRequest.fromPartial({}), fields),
+  nodeCommandResponse: (fields: Partial<NodeCommandResponse>): NodeCommandResponse =>
+    Object.assign(runtime.NodeCommandResponse.fromPartial({}), fields),
+  cliProfile: (fields: Partial<CliProfile>): CliProfile =>
+    Object.assign(runtime.CliProfile.fromPartial({}), fields),
+  usage: (fields: Partial<Usage>): Usage => Object.assign(runtime.Usage.fromPartial({}), fields),
+  toolCall: (fields: Partial<ToolCall>): ToolCall => Object.assign(runtime.ToolCall.fromPartial({}), fields),
 };

@@ -108,26 +108,52 @@ export function toWireRunEvent(
 export function fromWireRunEvent(event: RunEvent): RunEventEnvelope | undefined {
   const body = event.event;
   if (!body) return undefined;
-  const head = { runId: event.runId, seq: event.seq, atUnixMs: event.atUnixMs };
+  // The envelope is built once (no shared head object spread into it): one per received event.
+  const part = partOf(body);
+  return { runId: event.runId, seq: event.seq, atUnixMs: event.atUnixMs, part };
+}
+
+// Each part names its fields (same names and order as the message it comes from) rather than spreading the
+// message into a literal: a spread builds the part by adding properties one by one, a literal in one allocation.
+function partOf(body: NonNullable<RunEvent['event']>): RunEventPart {
   switch (body.$case) {
-    case 'start':
-      return { ...head, part: { type: 'start', ...body.start } };
+    case 'start': {
+      const start = body.start;
+      return { type: 'start', sessionId: start.sessionId, adapter: start.adapter, target: start.target };
+    }
     case 'textDelta':
-      return { ...head, part: { type: 'text-delta', text: body.textDelta.text } };
+      return { type: 'text-delta', text: body.textDelta.text };
     case 'reasoningDelta':
-      return { ...head, part: { type: 'reasoning-delta', text: body.reasoningDelta.text } };
+      return { type: 'reasoning-delta', text: body.reasoningDelta.text };
     case 'toolCall':
-      return { ...head, part: { type: 'tool-call', call: body.toolCall } };
+      return { type: 'tool-call', call: body.toolCall };
     case 'usage':
-      return { ...head, part: { type: 'usage', usage: body.usage } };
-    case 'progress':
-      return { ...head, part: { type: 'progress', ...body.progress } };
-    case 'complete':
-      return { ...head, part: { type: 'complete', ...body.complete } };
-    case 'error':
-      return { ...head, part: { type: 'error', ...body.error } };
+      return { type: 'usage', usage: body.usage };
+    case 'progress': {
+      const progress = body.progress;
+      return { type: 'progress', kind: progress.kind, message: progress.message, fields: progress.fields };
+    }
+    case 'complete': {
+      const complete = body.complete;
+      return {
+        type: 'complete',
+        detail: complete.detail,
+        finishReason: complete.finishReason,
+        backendMs: complete.backendMs,
+      };
+    }
+    case 'error': {
+      const error = body.error;
+      return {
+        type: 'error',
+        code: error.code,
+        message: error.message,
+        retryable: error.retryable,
+        backendMs: error.backendMs,
+      };
+    }
     case 'cancelled':
-      return { ...head, part: { type: 'cancelled', reason: body.cancelled.reason } };
+      return { type: 'cancelled', reason: body.cancelled.reason };
     default: {
       const unreachable: never = body;
       throw new Error(`unknown run event ${JSON.stringify(unreachable)}`);

@@ -174,19 +174,24 @@ export class NodeLink {
     };
   }
 
-  /** Registers `observer` for the run, then sends the request. On failure nothing stays registered. */
-  async startRun(request: RunRequest, observer: RunObserver): Promise<void> {
-    this.assertOpen();
+  /**
+   * Registers `observer` for the run, then sends the request. On failure nothing stays registered. (A promise
+   * chain, not an async function: one suspended frame less per run while its frame waits for the socket.)
+   */
+  startRun(request: RunRequest, observer: RunObserver): Promise<void> {
+    if (this.closeReason !== undefined) return Promise.reject(this.closedError());
     if (this.runs.has(request.runId)) {
-      throw new NodeLinkError('duplicate_run', `run ${request.runId} is already in flight on ${this.nodeId}`);
+      return Promise.reject(
+        new NodeLinkError('duplicate_run', `run ${request.runId} is already in flight on ${this.nodeId}`),
+      );
     }
     this.runs.set(request.runId, observer);
-    try {
-      await this.send({ requestId: '', msg: { $case: 'runRequest', runRequest: request } });
-    } catch (error) {
-      if (this.runs.get(request.runId) === observer) this.runs.delete(request.runId);
-      throw error;
-    }
+    return this.send({ requestId: '', msg: { $case: 'runRequest', runRequest: request } }).catch(
+      (error: unknown) => {
+        if (this.runs.get(request.runId) === observer) this.runs.delete(request.runId);
+        throw error;
+      },
+    );
   }
 
   /** Stops routing events of the run (after its terminal event, or when the edge gives up on it). */
@@ -479,21 +484,32 @@ export class NodeLink {
     pending.resolve(envelope);
   }
 
-  private async send(envelope: Envelope): Promise<void> {
-    this.assertOpen();
+  /** Rejects with link_closed when the link is closed, with send_failed when the channel fails the frame. */
+  private send(envelope: Envelope): Promise<void> {
+    if (this.closeReason !== undefined) return Promise.reject(this.closedError());
+    let sent: Promise<void>;
     try {
-      await this.channel.send(envelope);
+      sent = this.channel.send(envelope);
     } catch (error) {
-      throw new NodeLinkError('send_failed', `cannot send to node ${this.nodeId}: ${errorMessage(error)}`, {
-        cause: error,
-      });
+      return Promise.reject(this.sendFailed(error));
     }
+    return sent.catch((error: unknown) => {
+      throw this.sendFailed(error);
+    });
+  }
+
+  private sendFailed(error: unknown): NodeLinkError {
+    return new NodeLinkError('send_failed', `cannot send to node ${this.nodeId}: ${errorMessage(error)}`, {
+      cause: error,
+    });
   }
 
   private assertOpen(): void {
-    if (this.closeReason !== undefined) {
-      throw new NodeLinkError('link_closed', `node ${this.nodeId} is disconnected (${this.closeReason})`);
-    }
+    if (this.closeReason !== undefined) throw this.closedError();
+  }
+
+  private closedError(): NodeLinkError {
+    return new NodeLinkError('link_closed', `node ${this.nodeId} is disconnected (${this.closeReason})`);
   }
 }
 

@@ -244,7 +244,9 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return resolver.resolve(model);
   }
 
-  async function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
+  // Not async: its one await was the last statement, so serveRun's promise is returned as is (a throw before it
+  // reaches the error handler either way: the hot path calls it in a then-callback, express catches throws).
+  function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
     const spec = withCaller(chatRunSpec(body), exchange);
@@ -257,7 +259,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       includeUsage: body.stream_options?.include_usage === true,
       output,
     };
-    await serveRun(exchange, route, spec, body.stream === true, {
+    return serveRun(exchange, route, spec, body.stream === true, {
       json: (run) => chatCompletionBody(context, run),
       stream: (parts, sink) => streamChatCompletion(parts, sink, context),
     });

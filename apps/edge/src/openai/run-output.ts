@@ -25,12 +25,13 @@ export interface OutputToolCall {
  * calls without ids (then each part is a new call).
  */
 export class ToolCallTracker {
-  private readonly byId = new Map<string, OutputToolCall>();
+  /** Calls by id, made with the first call that has one (most runs have no tool calls: no Map per run). */
+  private byId: Map<string, OutputToolCall> | undefined;
   readonly calls: OutputToolCall[] = [];
 
   /** Returns the call and whether this part started it. */
   add(call: ToolCall): { call: OutputToolCall; isNew: boolean; argumentsDelta: string } {
-    const existing = call.id ? this.byId.get(call.id) : undefined;
+    const existing = call.id ? this.byId?.get(call.id) : undefined;
     if (existing) {
       existing.arguments += call.argumentsJson;
       if (!existing.name && call.name) existing.name = call.name;
@@ -43,7 +44,7 @@ export class ToolCallTracker {
       arguments: call.argumentsJson,
     };
     this.calls.push(created);
-    if (call.id) this.byId.set(call.id, created);
+    if (call.id) (this.byId ??= new Map()).set(call.id, created);
     return { call: created, isNew: true, argumentsDelta: call.argumentsJson };
   }
 }

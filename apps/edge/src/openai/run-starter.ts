@@ -46,12 +46,14 @@ export interface RunStarter {
 
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   return {
-    async start(route, spec, signal) {
+    start(route, spec, signal) {
       const options: SubmitOptions = { surface: 'openai', signal, model: route.model };
       if (spec.principal) options.principal = spec.principal;
       if (spec.traceparent) options.traceparent = spec.traceparent;
-      const handle = await deps.service.submitRun(destinationOf(route), serviceSpec(spec, deps), options);
-      return new StartedRunImpl(handle, signal, deps.logger);
+      // A promise chain: no async frame kept alive while the run request is on its way to the node.
+      return deps.service
+        .submitRun(destinationOf(route), serviceSpec(spec, deps), options)
+        .then((handle) => new StartedRunImpl(handle, signal, deps.logger));
     },
   };
 }

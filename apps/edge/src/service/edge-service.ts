@@ -286,9 +286,8 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
           },
         })
       : undefined;
-    const request: RunRequest = create.runRequest({
-      // The node continues this span's trace (or the caller's, when the edge does not trace) and passes it on.
-      traceparent: span?.traceparent ?? options.traceparent ?? '',
+    // Every field named (the type requires them all): one object, no default message to copy from.
+    const request: RunRequest = {
       runId,
       adapter,
       target,
@@ -302,8 +301,10 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       timeoutMs: spec.timeoutMs ?? 0,
       providerId: lease.providerId ?? '',
       metadata: spec.metadata ?? {},
+      // The node continues this span's trace (or the caller's, when the edge does not trace) and passes it on.
+      traceparent: span?.traceparent ?? options.traceparent ?? '',
       collect: spec.collect ?? false,
-    });
+    };
     const tracker = new RunTracker({
       request,
       link,

@@ -104,21 +104,7 @@ export class RunTracker implements RunObserver {
   }
 
   handle(): RunHandle {
-    const request = this.options.request;
-    return {
-      runId: this.runId,
-      nodeId: this.nodeId,
-      adapter: request.adapter,
-      target: request.target,
-      sessionId: request.sessionId,
-      providerId: request.providerId === '' ? undefined : request.providerId,
-      queueMs: this.options.queueMs,
-      submittedAt: this.submittedAtMonotonic,
-      events: this.stream,
-      done: this.done,
-      cancel: (reason) => this.cancel(reason),
-      overheadMs: () => this.overheadMs(),
-    };
+    return new TrackedRunHandle(this, this.options.request, this.options.queueMs, this.submittedAtMonotonic);
   }
 
   /** Tokens the backend reported for the run (0 when it reported none). */
@@ -239,7 +225,15 @@ export class RunTracker implements RunObserver {
   private forBus(event: RunEventWithMeta): RunEventWithMeta {
     if (this.admittedPublished || !this.options.admitted) return event;
     this.admittedPublished = true;
-    return { ...event, admitted: this.options.admitted };
+    // Named fields: one object (a spread plus the extra field also allocates a property store for it).
+    return {
+      runId: event.runId,
+      nodeId: event.nodeId,
+      seq: event.seq,
+      atUnixMs: event.atUnixMs,
+      part: event.part,
+      admitted: this.options.admitted,
+    };
   }
 
   private sendCancel(reason: string): void {
@@ -253,6 +247,44 @@ export class RunTracker implements RunObserver {
       .catch((error: unknown) => {
         logger.warn({ runId: this.runId, nodeId: this.nodeId, error: String(error) }, 'cancel not sent');
       });
+  }
+}
+
+/** A tracker's RunHandle: its methods live on the prototype (no two closures per run). */
+class TrackedRunHandle implements RunHandle {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly sessionId: string;
+  readonly providerId: string | undefined;
+  readonly events: RunEventStream;
+  readonly done: Promise<RunOutcome>;
+  readonly #tracker: RunTracker;
+
+  constructor(
+    tracker: RunTracker,
+    request: RunRequest,
+    readonly queueMs: number,
+    readonly submittedAt: number,
+  ) {
+    this.#tracker = tracker;
+    this.runId = tracker.runId;
+    this.nodeId = tracker.nodeId;
+    this.adapter = request.adapter;
+    this.target = request.target;
+    this.sessionId = request.sessionId;
+    this.providerId = request.providerId === '' ? undefined : request.providerId;
+    this.events = tracker.stream;
+    this.done = tracker.done;
+  }
+
+  cancel(reason?: string): Promise<void> {
+    return this.#tracker.cancel(reason);
+  }
+
+  overheadMs(): number | undefined {
+    return this.#tracker.overheadMs();
   }
 }
 
