@@ -63,13 +63,16 @@ export function createServeCommand(deps: ServeDeps = {}): CliCommand {
         writeLine(io.stderr, `iop-edge serve: ${error instanceof Error ? error.message : String(error)}`);
         return 1;
       }
-      writeLine(io.stdout, `iop-edge serving (config ${loaded.path})`);
+      // One write for the whole block: a process reading our stdout (a supervisor, the e2e tests) that has seen
+      // one listening line has seen them all, whatever order the surfaces start in.
       writeLine(
         io.stdout,
-        `  node transport  ${runtime.transportAddress}${config.edge.tls.enabled ? ' (tls)' : ''}`,
+        [
+          `iop-edge serving (config ${loaded.path})`,
+          `  node transport  ${runtime.transportAddress}${config.edge.tls.enabled ? ' (tls)' : ''}`,
+          ...runtime.surfaces.map((surface) => `  ${surface.name.padEnd(15)} ${surface.address}`),
+        ].join('\n'),
       );
-      for (const surface of runtime.surfaces)
-        writeLine(io.stdout, `  ${surface.name.padEnd(15)} ${surface.address}`);
       deps.onStarted?.(runtime);
       const signal = await stopSignal;
       unsubscribe();
