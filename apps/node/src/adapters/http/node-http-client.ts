@@ -504,6 +504,14 @@ class Connection {
     this.body?.flush();
   }
 
+  /** Hands the body up to `remaining` bytes of `chunk` from `offset`; returns the offset after them. */
+  private pushBody(chunk: Buffer, offset: number): number {
+    const take = Math.min(this.remaining, chunk.length - offset);
+    this.body?.push(chunk.subarray(offset, offset + take));
+    this.remaining -= take;
+    return offset + take;
+  }
+
   private parse(input: Buffer): void {
     let chunk = input;
     let offset = 0;
@@ -544,10 +552,7 @@ class Connection {
           break;
         }
         case State.length: {
-          const take = Math.min(this.remaining, chunk.length - offset);
-          this.body?.push(chunk.subarray(offset, offset + take));
-          offset += take;
-          this.remaining -= take;
+          offset = this.pushBody(chunk, offset);
           if (this.remaining === 0) {
             this.complete(offset < chunk.length);
             return;
@@ -584,10 +589,7 @@ class Connection {
           break;
         }
         case State.chunkData: {
-          const take = Math.min(this.remaining, chunk.length - offset);
-          this.body?.push(chunk.subarray(offset, offset + take));
-          offset += take;
-          this.remaining -= take;
+          offset = this.pushBody(chunk, offset);
           if (this.remaining === 0) this.state = State.chunkDataEnd;
           break;
         }
