@@ -112,6 +112,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             ),
           onCheckpointFailure: (error) =>
             logger.warn({ err: error }, 'run history checkpoint worker failed; checkpointing in the writer'),
+          onWriterThreadFailure: (error) =>
+            logger.warn({ err: error }, 'run history writer thread failed; committing on the event loop'),
         });
         history = opened.history;
         if (opened.fallbackReason !== undefined) {

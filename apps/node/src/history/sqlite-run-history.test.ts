@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { HistoryError } from './history-error.js';
-import { INTERRUPTED_DETAIL, SqliteRunHistory } from './sqlite-run-history.js';
+import { startHistoryWriterThread } from './history-writer-thread.js';
+import { INTERRUPTED_DETAIL, SqliteRunHistory, type HistoryWriteFailure } from './sqlite-run-history.js';
 import type { RunStartRecord } from './run-history.js';
 import { betterSqliteDriver, type SqliteDriver } from './sqlite-driver.js';
 
@@ -128,6 +129,8 @@ describe('SqliteRunHistory', () => {
     };
     expect(count()).toBe(0);
     history.appendEvent({ runId: 'run-1', seq: 3, type: 'text-delta', payload: {}, at: 1 });
+    // The full batch is committed at once: posted to the writer thread now, answered within a few ms.
+    await history.whenCommitted();
     expect(count()).toBe(3);
     history.appendEvent({ runId: 'run-1', seq: 4, type: 'complete', payload: {}, at: 1 });
     history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
@@ -243,6 +246,7 @@ describe('SqliteRunHistory', () => {
     first.finish('finished', { status: 'completed', endedAt: 2, detail: 'stop' });
     first.recordStart(start('in-flight', 3));
     await nextTurn();
+    await first.whenCommitted();
     // Simulated crash: the process goes away without finish() or close().
     const second = SqliteRunHistory.open({ path: databasePath, now: () => 9999 });
     expect(second.recoveredRuns).toBe(1);
@@ -472,6 +476,7 @@ describe('SqliteRunHistory', () => {
     const writer = SqliteRunHistory.open({ path: databasePath });
     writer.recordStart(start('live', 1));
     await nextTurn();
+    await writer.whenCommitted();
     const reader = SqliteRunHistory.open({ path: databasePath, readonly: true });
     expect(reader.recoveredRuns).toBe(0);
     expect(reader.list()[0]?.status).toBe('running');
@@ -549,19 +554,27 @@ describe('SqliteRunHistory', () => {
     await history.close();
   });
 
-  it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', async () => {
+  it('tells its checkpointer after each commit and closes it after the writer thread (no checkpoint in the writer)', async () => {
     const calls: string[] = [];
-    let hotConnection: unknown;
     const history = SqliteRunHistory.open({
       path: databasePath,
+      startWriterThread: (options, events) => {
+        const thread = startHistoryWriterThread(options, events);
+        return {
+          ...thread,
+          close: async () => {
+            await thread.close();
+            calls.push('writer thread closed');
+          },
+        };
+      },
       startCheckpointer: (options) => {
         expect(options.file).toBe(databasePath);
         expect(options.engine).toBe('better-sqlite3');
-        hotConnection = options.db;
         return {
           committed: () => calls.push('committed'),
           close: () => {
-            calls.push(`close (database open: ${String((hotConnection as { open?: boolean }).open)})`);
+            calls.push('checkpointer closed');
             return Promise.resolve();
           },
         };
@@ -572,12 +585,153 @@ describe('SqliteRunHistory', () => {
     history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
     expect(calls).toHaveLength(afterOpen);
     await nextTurn();
+    await history.whenCommitted();
     expect(calls).toHaveLength(afterOpen + 1);
     history.flush(); // nothing queued: no commit
     expect(calls).toHaveLength(afterOpen + 1);
     await history.close();
     await history.close();
-    expect(calls.at(-1)).toBe('close (database open: false)');
-    expect(calls).toHaveLength(afterOpen + 2);
+    // The writer thread's connection is gone before the last checkpoint.
+    expect(calls.slice(afterOpen + 1)).toEqual(['writer thread closed', 'checkpointer closed']);
   });
 });
+
+describe('SqliteRunHistory on its writer thread', () => {
+  let dir: string;
+  let databasePath: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-history-thread-'));
+    databasePath = path.join(dir, 'history.db');
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const rowCount = (): number => {
+    const db = new Database(databasePath, { readonly: true });
+    try {
+      return (db.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+
+  it('commits in the background without a read, and the commit is on the thread, not the event loop', async () => {
+    const counted = countingDriver();
+    // The counting driver is not one the thread can open: with it, commits stay on the event loop.
+    const onLoop = SqliteRunHistory.open({ path: path.join(dir, 'loop.db') }, counted.driver);
+    onLoop.recordStart(start('run-1', 1));
+    await nextTurn();
+    expect(counted.transactions()).toBe(1);
+    await onLoop.close();
+
+    const history = SqliteRunHistory.open({ path: databasePath });
+    history.recordStart(start('run-1', 1));
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    expect(history.pendingRuns).toBe(2);
+    await history.whenCommitted();
+    expect(history.pendingRuns).toBe(0);
+    expect(rowCount()).toBe(1);
+    await history.close();
+  });
+
+  it('retries a commit the thread could not write, before anything recorded after it, and reports it', async () => {
+    const failures: HistoryWriteFailure[] = [];
+    const history = SqliteRunHistory.open({
+      path: databasePath,
+      flushIntervalMs: 10,
+      onWriteFailure: (failure) => failures.push(failure),
+    });
+    // A real failure inside SQLite on the thread's connection: every insert into runs aborts while `broken` exists.
+    const admin = new Database(databasePath);
+    admin.exec(`CREATE TABLE broken (x INTEGER);
+      CREATE TRIGGER fail_runs BEFORE INSERT ON runs WHEN EXISTS (SELECT 1 FROM broken)
+      BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END;
+      INSERT INTO broken VALUES (1);`);
+    history.recordStart(start('first', 1));
+    history.finish('first', { status: 'completed', endedAt: 2, detail: 'stop' });
+    await waitFor(() => failures.length > 0);
+    expect(failures[0]).toMatchObject({ error: expect.stringContaining('disk full (test)'), pendingRuns: 2 });
+    expect(() => history.flush()).toThrow(expect.objectContaining({ code: 'write_failed' }));
+    history.recordStart(start('second', 3));
+    expect(history.pendingRuns).toBe(3);
+    admin.exec('DELETE FROM broken');
+    await waitFor(() => history.pendingRuns === 0);
+    admin.close();
+    expect(history.list().map((run) => [run.runId, run.status])).toEqual([
+      ['second', 'running'],
+      ['first', 'completed'],
+    ]);
+    await history.close();
+  });
+
+  it('commits on the event loop when the thread cannot start, and says so', async () => {
+    const failures: unknown[] = [];
+    const history = SqliteRunHistory.open({
+      path: databasePath,
+      startWriterThread: () => {
+        throw new Error('no threads here');
+      },
+      onWriterThreadFailure: (error) => failures.push(error),
+    });
+    expect(failures).toEqual([new Error('no threads here')]);
+    history.recordStart(start('run-1', 1));
+    await nextTurn();
+    expect(rowCount()).toBe(1);
+    await history.close();
+  });
+
+  it('goes back to the event loop when the thread dies, and writes the commit it had not answered', async () => {
+    const failures: unknown[] = [];
+    let fail: ((error: Error) => void) | undefined;
+    const history = SqliteRunHistory.open({
+      path: databasePath,
+      // A thread that takes commits and never answers them, then dies.
+      startWriterThread: (_options, events) => {
+        fail = events.onFailure;
+        return {
+          commit: () => 1,
+          exec: () => undefined,
+          waitFor: () => undefined,
+          close: () => Promise.resolve(),
+        };
+      },
+      onWriterThreadFailure: (error) => failures.push(error),
+    });
+    history.recordStart(start('run-1', 1));
+    history.finish('run-1', { status: 'completed', endedAt: 2, detail: 'stop' });
+    await nextTurn();
+    expect(history.pendingRuns).toBe(2);
+    expect(rowCount()).toBe(0);
+    fail?.(new Error('history writer thread exited with code 1'));
+    expect(failures).toHaveLength(1);
+    await history.whenCommitted();
+    expect(history.list()).toMatchObject([{ runId: 'run-1', status: 'completed' }]);
+    await history.close();
+  });
+
+  it('does not wait forever for a thread that stops answering: a read commits on the event loop', async () => {
+    const failures: unknown[] = [];
+    const history = SqliteRunHistory.open({
+      path: databasePath,
+      startWriterThread: () => ({
+        commit: () => 1,
+        exec: () => undefined,
+        waitFor: () => undefined,
+        close: () => Promise.resolve(),
+      }),
+      onWriterThreadFailure: (error) => failures.push(error),
+    });
+    history.recordStart(start('run-1', 1));
+    await nextTurn();
+    expect(history.list()).toMatchObject([{ runId: 'run-1', status: 'running' }]);
+    expect(String(failures[0])).toContain('did not answer');
+    await history.close();
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

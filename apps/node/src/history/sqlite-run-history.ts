@@ -19,6 +19,13 @@
 // one insert instead of one per event. Reads merge both; a schema 1 file (no `events_json`) gains the column when
 // opened writable and is read as it is when opened read-only.
 //
+// Where commits run: on a writer thread with its own connection (history-writer-thread.ts) when the engine is
+// better-sqlite3 or node:sqlite, so the SQLite work (about a fifth of the node's event-loop time at saturation)
+// runs beside the event loop. The event loop still queues, decides what each commit writes (history-ops.ts) and
+// posts it; one commit is out at a time, and its writes count as pending until the thread answers. Reads, close
+// and `flush()` wait for the answer, so they see everything recorded, exactly as when committing on the event loop,
+// which is where commits run with any other driver, when the thread cannot start, and after it fails.
+//
 // WAL checkpoints run in a worker thread (@iop/sqlite-wal, at most one per 2 s while commits come): the writer's
 // automatic checkpoint is off, so no commit on the event loop copies the WAL into the database file. A committed write is
 // in the WAL either way, so this changes nothing of what a kill -9 can lose.
@@ -26,7 +33,8 @@
 // What a kill -9 can lose: the writes still queued, i.e. the run starts and ends recorded during the event-loop
 // turn in progress (within `commitIntervalMs` of the previous commit: during that interval), and events younger
 // than `flushIntervalMs` (at most `batchSize` of them) of runs that have
-// not ended. Commits apply the queue in order and whole, so the database always holds a prefix of what was
+// not ended, and the commit out on the writer thread (posted, not yet written: a millisecond or two). Commits apply
+// the queue in order and whole, so the database always holds a prefix of what was
 // recorded: a run is absent, `running` (marked `interrupted` on the next open, with its committed events
 // 1..n), or ended with all its events. Retention keeps the newest `retainRuns` finished runs (with their
 // events); running runs are never pruned.
@@ -42,6 +50,13 @@ import path from 'node:path';
 import { startWalCheckpointer, type WalCheckpointer, type WalCheckpointerOptions } from '@iop/sqlite-wal';
 import type { Usage } from '@iop/wire';
 import { HistoryError } from './history-error.js';
+import { executeOps, HISTORY_STATEMENT_SQL, HistoryStatement, type WriteOp } from './history-ops.js';
+import {
+  startHistoryWriterThread,
+  type CommitAnswer,
+  type HistoryWriterThread,
+  type HistoryWriterThreadOptions,
+} from './history-writer-thread.js';
 import type {
   RunEventRecord,
   RunHistory,
@@ -52,9 +67,11 @@ import type {
 } from './run-history.js';
 import {
   betterSqliteDriver,
+  nodeSqliteDriver,
   type HistoryBackend,
   type SqlDatabase,
   type SqliteDriver,
+  type SqlStatement,
 } from './sqlite-driver.js';
 
 export const HISTORY_FILE_NAME = 'history.db';
@@ -90,6 +107,15 @@ export interface SqliteRunHistoryOptions {
   startCheckpointer?: (options: WalCheckpointerOptions) => WalCheckpointer;
   /** Told when the checkpoint worker fails; the writer then checkpoints itself again (for the log). */
   onCheckpointFailure?: (error: unknown) => void;
+  /**
+   * Commit on a writer thread (default true for a writable history on better-sqlite3 or node:sqlite; a driver of
+   * another kind, e.g. a test's, always commits on the event loop). See "Where commits run" above.
+   */
+  writerThread?: boolean;
+  /** Starts the writer thread (default startHistoryWriterThread). */
+  startWriterThread?: typeof startHistoryWriterThread;
+  /** Told when the writer thread cannot start or fails; commits then run on the event loop (for the log). */
+  onWriterThreadFailure?: (error: unknown) => void;
 }
 
 export interface HistoryWriteFailure {
@@ -104,6 +130,8 @@ export interface HistoryWriteFailure {
 }
 
 const MAX_RETRY_BACKOFF_MS = 30_000;
+/** Longest a read, close or flush() waits for the writer thread's answer before committing on the event loop. */
+const WRITER_ANSWER_TIMEOUT_MS = 30_000;
 
 /** One recorded write waiting for its commit; the queue is applied in order. */
 type QueuedWrite =
@@ -214,14 +242,27 @@ export class SqliteRunHistory implements RunHistory {
   };
   private closed = false;
   private closing: Promise<void> | undefined;
-  private readonly statements: ReturnType<typeof prepare> | undefined;
+  /** The event loop's prepared writes: every commit when there is no writer thread, and retention at open. */
+  private readonly statements: Statements | undefined;
+  private checkpointer: WalCheckpointer | undefined;
+  /** Where commits run when not on the event loop (see "Where commits run"). */
+  private writer: HistoryWriterThread | undefined;
+  /**
+   * The commit posted to the writer thread and not answered yet. One at a time: the next waits for its answer, so
+   * a failed commit can be retried before anything recorded after it.
+   */
+  private inFlight: { seq: number; batch: QueuedWrite[]; events: number; runs: number } | undefined;
+  private readonly onWriterThreadFailure: ((error: unknown) => void) | undefined;
+  /** Writes queued so far, and how many of them are committed (for whenCommitted). */
+  private recordedWrites = 0;
+  private committedWrites = 0;
+  private commitWaiters: { target: number; resolve: () => void }[] = [];
 
   private constructor(
     db: SqlDatabase,
     backend: HistoryBackend,
     options: SqliteRunHistoryOptions,
     recoveredRuns: number,
-    private readonly checkpointer?: WalCheckpointer,
     /** runs.events_json exists (always once opened writable; a read-only open may meet a schema 1 file). */
     private readonly inlineEvents = true,
   ) {
@@ -236,6 +277,7 @@ export class SqliteRunHistory implements RunHistory {
     this.commitIntervalMs = Math.max(0, options.commitIntervalMs ?? 50);
     this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
     this.onWriteFailure = options.onWriteFailure;
+    this.onWriterThreadFailure = options.onWriterThreadFailure;
     this.now = options.now ?? Date.now;
     this.recoveredRuns = recoveredRuns;
     this.statements = this.readonly ? undefined : prepare(db);
@@ -248,7 +290,7 @@ export class SqliteRunHistory implements RunHistory {
   static open(options: SqliteRunHistoryOptions, driver: SqliteDriver = betterSqliteDriver): SqliteRunHistory {
     const readonly = options.readonly ?? false;
     let db: SqlDatabase;
-    let checkpointer: WalCheckpointer | undefined;
+    let history: SqliteRunHistory | undefined;
     try {
       if (!readonly) fs.mkdirSync(path.dirname(options.path), { recursive: true, mode: 0o700 });
       db = driver.open(options.path, readonly);
@@ -259,8 +301,7 @@ export class SqliteRunHistory implements RunHistory {
     }
     try {
       db.exec('PRAGMA busy_timeout = 5000');
-      if (readonly)
-        return new SqliteRunHistory(db, driver.backend, options, 0, undefined, hasInlineEvents(db));
+      if (readonly) return new SqliteRunHistory(db, driver.backend, options, 0, hasInlineEvents(db));
       db.exec('PRAGMA journal_mode = WAL');
       // NORMAL in WAL mode is crash-safe for the database; only the last commits may be lost on power failure.
       db.exec('PRAGMA synchronous = NORMAL');
@@ -277,22 +318,34 @@ export class SqliteRunHistory implements RunHistory {
           )
           .run(now, INTERRUPTED_DETAIL).changes,
       );
-      checkpointer = (options.startCheckpointer ?? startWalCheckpointer)({
-        db,
+      const opened = new SqliteRunHistory(db, driver.backend, options, recovered);
+      history = opened;
+      opened.prune();
+      const betterSqlitePath =
+        driver.backend === 'better-sqlite3'
+          ? createRequire(import.meta.url).resolve('better-sqlite3')
+          : undefined;
+      // Only the two engines a thread can open by itself (a test's fault-injecting driver stays on the event loop).
+      const threadable = driver === betterSqliteDriver || driver === nodeSqliteDriver;
+      if (threadable && (options.writerThread ?? true)) {
+        opened.startWriter(options.startWriterThread ?? startHistoryWriterThread, {
+          file: options.path,
+          engine: driver.backend,
+          betterSqlitePath,
+        });
+      }
+      // Started after the writer thread: the checkpoint pragmas must reach every connection that commits.
+      opened.checkpointer = (options.startCheckpointer ?? startWalCheckpointer)({
+        db: { exec: (sql: string) => opened.execOnWriters(sql) },
         file: options.path,
         engine: driver.backend,
-        betterSqlitePath:
-          driver.backend === 'better-sqlite3'
-            ? createRequire(import.meta.url).resolve('better-sqlite3')
-            : undefined,
+        betterSqlitePath,
         onFailure: options.onCheckpointFailure,
       });
-      const history = new SqliteRunHistory(db, driver.backend, options, recovered, checkpointer);
-      history.prune();
-      return history;
+      return opened;
     } catch (error) {
+      void history?.abandon();
       db.close();
-      void checkpointer?.close();
       if (error instanceof HistoryError) throw error;
       throw new HistoryError(
         'open_failed',
@@ -302,6 +355,31 @@ export class SqliteRunHistory implements RunHistory {
         },
       );
     }
+  }
+
+  /** Commits go to a writer thread from now on; when it cannot start they stay on the event loop. */
+  private startWriter(start: typeof startHistoryWriterThread, options: HistoryWriterThreadOptions): void {
+    try {
+      this.writer = start(options, {
+        onAnswer: (answer) => this.onCommitAnswer(answer),
+        onFailure: (error) => this.writerFailed(error),
+      });
+    } catch (error) {
+      this.onWriterThreadFailure?.(error);
+    }
+  }
+
+  /** Runs `sql` on every connection that commits (the checkpointer's pragmas). */
+  private execOnWriters(sql: string): void {
+    this.db.exec(sql);
+    this.writer?.exec(sql);
+  }
+
+  /** Stops the threads of a history whose open failed. */
+  private abandon(): Promise<void> {
+    const writer = this.writer;
+    this.writer = undefined;
+    return Promise.all([writer?.close(), this.checkpointer?.close()]).then(() => undefined);
   }
 
   /** Journal mode reported by SQLite (`wal` for a writable history). */
@@ -328,6 +406,7 @@ export class SqliteRunHistory implements RunHistory {
     }
     this.queue.push({ kind: 'event', event });
     this.queuedEvents += 1;
+    this.recordedWrites += 1;
     if (this.queuedEvents >= this.batchSize && this.now() >= this.retryAt) {
       this.backgroundFlush();
       return;
@@ -339,6 +418,26 @@ export class SqliteRunHistory implements RunHistory {
   finish(runId: string, outcome: RunOutcome): void {
     this.writable();
     this.queueRunWrite({ kind: 'finish', runId, outcome });
+  }
+
+  /**
+   * Resolves once every write recorded before the call is committed (on the writer thread, once it answered), or
+   * the history is closed. Writes are committed on their own schedule (see the class); this only waits for it.
+   */
+  whenCommitted(): Promise<void> {
+    if (this.closed || this.committedWrites >= this.recordedWrites) return Promise.resolve();
+    return new Promise((resolve) => this.commitWaiters.push({ target: this.recordedWrites, resolve }));
+  }
+
+  private wroteCommitted(writes: number): void {
+    this.committedWrites += writes;
+    if (this.commitWaiters.length === 0) return;
+    const waiting = this.commitWaiters;
+    this.commitWaiters = [];
+    for (const waiter of waiting) {
+      if (waiter.target <= this.committedWrites) waiter.resolve();
+      else this.commitWaiters.push(waiter);
+    }
   }
 
   /** Events waiting in memory for a write. */
@@ -358,6 +457,12 @@ export class SqliteRunHistory implements RunHistory {
     }
     this.queue.push(write);
     this.queuedRuns += 1;
+    this.recordedWrites += 1;
+    this.scheduleCommit();
+  }
+
+  /** Schedules the commit of queued run starts/ends: at the end of this turn, or `commitIntervalMs` after the last. */
+  private scheduleCommit(): void {
     if (this.commitImmediate || this.commitTimer) return;
     if (this.now() < this.retryAt) {
       // Writes are failing: the backoff timer retries; a commit per turn would hammer a full disk.
@@ -381,6 +486,12 @@ export class SqliteRunHistory implements RunHistory {
 
   /** A flush whose failure is reported (onWriteFailure) and retried after the backoff, not thrown. */
   private backgroundFlush(): void {
+    if (this.writer) {
+      // Posted, not waited for; while a commit is out, its answer schedules the next one (scheduleQueued).
+      if (!this.inFlight && !this.closed && this.queue.length > 0) this.post();
+      this.scheduleFlush();
+      return;
+    }
     try {
       this.flush();
     } catch {
@@ -389,13 +500,24 @@ export class SqliteRunHistory implements RunHistory {
     this.scheduleFlush();
   }
 
-  /** Commits every queued write now, in one transaction. Throws HistoryError `write_failed` when it fails. */
+  /**
+   * Commits every queued write now, in one transaction, and returns once it is committed (on the writer thread:
+   * after waiting for its answer). Throws HistoryError `write_failed` when it fails.
+   */
   flush(): void {
-    if (this.closed || this.readonly || this.queue.length === 0) return;
+    if (this.closed || this.readonly) return;
+    this.awaitInFlight();
+    if (this.queue.length === 0) return;
+    if (this.writer) {
+      this.post();
+      this.awaitInFlight();
+      return;
+    }
     const statements = this.writable();
     const batch = this.queue;
+    const ops = this.buildOps(batch);
     this.write(() => {
-      this.transaction(statements, () => this.apply(statements, batch));
+      this.transaction(statements, () => executeOps(statements.ops, ops));
     });
     // Only drop the batch once it is committed, so a failed write can be retried. Nothing is queued while the
     // synchronous commit runs.
@@ -403,83 +525,162 @@ export class SqliteRunHistory implements RunHistory {
     this.queue = [];
     this.queuedEvents = 0;
     this.queuedRuns = 0;
+    this.wroteCommitted(batch.length);
   }
 
-  private apply(statements: ReturnType<typeof prepare>, batch: QueuedWrite[]): void {
+  /**
+   * Hands the queue to the writer thread as one commit. Its writes still count as pending (against the memory
+   * bounds) until the thread answers: then they are dropped, or put back in front of the queue when it failed.
+   */
+  private post(): void {
+    const writer = this.writer;
+    if (!writer) return;
+    const batch = this.queue;
+    const seq = writer.commit(this.buildOps(batch));
+    let events = 0;
+    for (const write of batch) if (write.kind === 'event') events += 1;
+    this.inFlight = { seq, batch, events, runs: batch.length - events };
+    this.lastCommitAt = performance.now();
+    this.queue = [];
+  }
+
+  /** Waits for the commit on the writer thread, if one is out; throws its failure as `write_failed`. */
+  private awaitInFlight(): void {
+    const inFlight = this.inFlight;
+    if (!inFlight || !this.writer) return;
+    const answer = this.writer.waitFor(inFlight.seq, WRITER_ANSWER_TIMEOUT_MS);
+    // Its answer has been applied by onCommitAnswer (or the thread's failure by writerFailed) on the way.
+    if (answer === undefined && this.inFlight === inFlight) {
+      this.writerFailed(
+        new Error(`history writer thread did not answer within ${WRITER_ANSWER_TIMEOUT_MS} ms`),
+      );
+    }
+    if (answer?.error !== undefined) {
+      throw new HistoryError('write_failed', `cannot write run history: ${answer.error}`);
+    }
+  }
+
+  /** The writer thread's answer for a commit (in the background, or during awaitInFlight). */
+  private onCommitAnswer(answer: CommitAnswer): void {
+    const inFlight = this.inFlight;
+    if (!inFlight || inFlight.seq !== answer.seq) return;
+    this.inFlight = undefined;
+    if (answer.error === undefined) {
+      this.queuedEvents -= inFlight.events;
+      this.queuedRuns -= inFlight.runs;
+      this.committed();
+      this.wroteCommitted(inFlight.batch.length);
+    } else {
+      // Retried first, so the database still only ever holds a prefix of what was recorded.
+      this.queue = inFlight.batch.concat(this.queue);
+      this.failed(answer.error);
+    }
+    if (!this.closed) this.scheduleQueued();
+  }
+
+  /**
+   * The writer thread failed (or stopped answering): commits run on the event loop from now on. A commit it had
+   * not answered is queued again; applying it a second time (the thread may have committed it) writes the same
+   * rows, because a run's start that finds its row starts it over and its events and end follow in the batch.
+   */
+  private writerFailed(error: Error): void {
+    const writer = this.writer;
+    if (!writer) return;
+    this.writer = undefined;
+    void writer.close();
+    const inFlight = this.inFlight;
+    this.inFlight = undefined;
+    if (inFlight) this.queue = inFlight.batch.concat(this.queue);
+    this.onWriterThreadFailure?.(error);
+    if (!this.closed) this.scheduleQueued();
+  }
+
+  /** After a commit's answer: what was recorded meanwhile is committed as the queue's own schedule says. */
+  private scheduleQueued(): void {
+    if (this.queue.length === 0) return;
+    if (this.queue.some((write) => write.kind !== 'event')) this.scheduleCommit();
+    else if (this.queue.length >= this.batchSize && this.now() >= this.retryAt) this.backgroundFlush();
+    else this.scheduleFlush();
+  }
+
+  /**
+   * What one commit writes: each run's start, events and end in the order recorded, except that a run whose start
+   * and end are both in `batch` (most of them under load) is inserted ended, with the events recorded between the
+   * two inside its row (runs.events_json): one statement instead of an insert, an update and a row per event (each
+   * event row cost ~6 µs of CPU, the run row ~11). Should that insert find the run id already there (an edge
+   * retry), the run is written the long way instead: started over, its events as rows, then ended.
+   */
+  private buildOps(batch: QueuedWrite[]): WriteOp[] {
+    const ops: WriteOp[] = [];
     let prune = false;
-    // Runs that start and end within this batch (most of them under load) are inserted ended, with the events
-    // recorded between the two (runs.events_json): one statement instead of an insert, an update and a row per
-    // event (each event row cost ~6 µs of CPU, the run row ~11). Only the first start of a run id in the batch
-    // is folded.
     const ends = endsOfRunsStartedIn(batch);
-    /** Event writes already written inside their run's row. */
-    let foldedEvents: Set<QueuedWrite> | undefined;
+    /** Writes already part of their run's folded insert. */
+    let folded: Set<QueuedWrite> | undefined;
     for (const write of batch) {
+      if (folded?.has(write)) {
+        if (write.kind === 'finish' && this.pruneDue()) prune = true;
+        continue;
+      }
       switch (write.kind) {
         case 'start': {
-          // Positional parameters throughout: binding named ones costs a property lookup per column.
           const { run } = write;
-          const background = run.background ? 1 : 0;
-          const values = [run.runId, run.adapter, run.target, run.sessionId, run.providerId, background];
+          const values = [
+            run.runId,
+            run.adapter,
+            run.target,
+            run.sessionId,
+            run.providerId,
+            run.background ? 1 : 0,
+          ];
+          // A run id seen before (an edge retry) starts over: its old events would interleave with the new ones.
+          const start: WriteOp = [
+            HistoryStatement.InsertRun,
+            [...values, run.startedAt],
+            [
+              [HistoryStatement.DeleteEvents, [run.runId]],
+              [HistoryStatement.RestartRun, [...values.slice(1), run.startedAt, run.runId]],
+            ],
+          ];
           const end = ends?.get(run.runId);
-          if (end !== undefined && end.start === write) {
-            const { outcome } = end.finish;
-            const inline = inlineEventsJson(end.events);
-            const inserted = statements.insertEndedRun.run(
-              ...values,
-              run.startedAt,
-              ...outcomeColumns(outcome),
-              inline ?? null,
-            );
-            if (Number(inserted.changes) === 1) {
-              end.folded = true;
-              if (inline !== undefined) {
-                foldedEvents ??= new Set();
-                for (const event of end.events) foldedEvents.add(event);
-              }
-              break;
-            }
+          if (end === undefined || end.start !== write) {
+            ops.push(start);
+            break;
           }
-          if (Number(statements.insertRun.run(...values, run.startedAt).changes) === 0) {
-            // A run id seen before (an edge retry) starts over: its old events would interleave with the new
-            // ones. Rare, so the common start is one statement.
-            statements.deleteEvents.run(run.runId);
-            statements.restartRun.run(...values.slice(1), run.startedAt, run.runId);
-          }
+          const inline = inlineEventsJson(end.events);
+          const eventOps = end.events.map(eventOp);
+          const finish = finishOp(end.finish);
+          ops.push([
+            HistoryStatement.InsertEndedRun,
+            [...values, run.startedAt, ...outcomeColumns(end.finish.outcome), inline ?? null],
+            inline === undefined ? [start, finish] : [start, ...eventOps, finish],
+          ]);
+          // Events that cannot go inline (a repeated seq) stay rows, written after the run's row.
+          if (inline === undefined) ops.push(...eventOps);
+          folded ??= new Set();
+          for (const event of end.events) folded.add(event);
+          folded.add(end.finish);
           break;
         }
-        case 'event': {
-          if (foldedEvents?.has(write)) break;
-          const { event } = write;
-          statements.insertEvent.run(
-            event.runId,
-            event.seq,
-            event.type,
-            JSON.stringify(event.payload ?? null),
-            event.at,
-          );
+        case 'event':
+          ops.push(eventOp(write));
           break;
-        }
-        case 'finish': {
-          const { outcome } = write;
+        case 'finish':
           if (this.pruneDue()) prune = true;
-          // Already written with its start (see above).
-          if (ends?.get(write.runId)?.finish === write && ends.get(write.runId)?.folded) break;
-          statements.finishRun.run(...outcomeColumns(outcome), write.runId);
+          ops.push(finishOp(write));
           break;
-        }
         default: {
           const unreachable: never = write;
           throw new Error(`unknown history write ${JSON.stringify(unreachable)}`);
         }
       }
     }
-    if (prune) this.pruneIn(statements);
+    if (prune) ops.push(this.pruneOp());
+    return ops;
   }
 
   /** Reads see every write recorded so far: commit the queue first (a failing write is reported, not thrown). */
   private commitBeforeRead(): void {
-    if (this.readonly || this.queue.length === 0) return;
+    if (this.readonly || (this.queue.length === 0 && this.inFlight === undefined)) return;
     try {
       this.flush();
     } catch {
@@ -549,8 +750,16 @@ export class SqliteRunHistory implements RunHistory {
       this.flush();
     } finally {
       this.closed = true;
+      for (const waiter of this.commitWaiters.splice(0)) waiter.resolve();
+      const writer = this.writer;
+      this.writer = undefined;
       this.db.close();
-      this.closing = this.checkpointer?.close() ?? Promise.resolve();
+      const checkpointer = this.checkpointer;
+      // The writer thread's connection closes first: the checkpointer's last checkpoint then finds the WAL whole.
+      this.closing = (async () => {
+        await writer?.close();
+        await checkpointer?.close();
+      })();
     }
     return this.closing;
   }
@@ -568,18 +777,18 @@ export class SqliteRunHistory implements RunHistory {
 
   private prune(): void {
     const statements = this.writable();
-    this.write(() => this.pruneIn(statements));
+    this.write(() => executeOps(statements.ops, [this.pruneOp()]));
   }
 
-  private pruneIn(statements: ReturnType<typeof prepare>): void {
-    statements.prune.run(this.retainRuns - 1);
+  private pruneOp(): WriteOp {
+    return [HistoryStatement.Prune, [this.retainRuns - 1]];
   }
 
   /**
    * BEGIN IMMEDIATE … COMMIT, rolled back when the body throws (node:sqlite has no transaction helper). Prepared
    * statements: `exec` parses the SQL text on every call.
    */
-  private transaction(statements: ReturnType<typeof prepare>, body: () => void): void {
+  private transaction(statements: Statements, body: () => void): void {
     statements.begin.run();
     try {
       body();
@@ -598,7 +807,7 @@ export class SqliteRunHistory implements RunHistory {
     if (this.closed) throw new HistoryError('closed', 'run history is closed');
   }
 
-  private writable(): ReturnType<typeof prepare> {
+  private writable(): Statements {
     this.open();
     if (!this.statements) throw new HistoryError('write_failed', 'run history was opened read-only');
     return this.statements;
@@ -608,59 +817,59 @@ export class SqliteRunHistory implements RunHistory {
     try {
       action();
     } catch (error) {
-      this.backoffMs = Math.min(MAX_RETRY_BACKOFF_MS, Math.max(this.flushIntervalMs, this.backoffMs * 2));
-      this.retryAt = this.now() + this.backoffMs;
-      this.onWriteFailure?.({
-        error: message(error),
-        pendingEvents: this.queuedEvents,
-        droppedEvents: this.droppedEvents,
-        pendingRuns: this.queuedRuns,
-        droppedRuns: this.droppedRuns,
-        retryInMs: this.backoffMs,
-      });
+      this.failed(message(error));
       throw new HistoryError('write_failed', `cannot write run history: ${message(error)}`, { cause: error });
     }
+    this.committed();
+  }
+
+  /** A commit failed: back off (doubling up to MAX_RETRY_BACKOFF_MS) and say so, with the counts. */
+  private failed(error: string): void {
+    this.backoffMs = Math.min(MAX_RETRY_BACKOFF_MS, Math.max(this.flushIntervalMs, this.backoffMs * 2));
+    this.retryAt = this.now() + this.backoffMs;
+    this.onWriteFailure?.({
+      error,
+      pendingEvents: this.queuedEvents,
+      droppedEvents: this.droppedEvents,
+      pendingRuns: this.queuedRuns,
+      droppedRuns: this.droppedRuns,
+      retryInMs: this.backoffMs,
+    });
+  }
+
+  private committed(): void {
     this.checkpointer?.committed();
     this.backoffMs = 0;
     this.retryAt = 0;
   }
 }
 
-function prepare(db: SqlDatabase) {
+interface Statements {
+  begin: SqlStatement;
+  commit: SqlStatement;
+  rollback: SqlStatement;
+  /** HISTORY_STATEMENT_SQL, prepared, in its order. */
+  ops: SqlStatement[];
+}
+
+function prepare(db: SqlDatabase): Statements {
   return {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
-    insertEndedRun: db.prepare(
-      `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, started_at, status,
-         ended_at, detail, error_code, error_message, usage_json, events_json)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    insertRun: db.prepare(
-      `INSERT OR IGNORE INTO runs (id, adapter, target, session_id, provider_id, background, status, started_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`,
-    ),
-    restartRun: db.prepare(
-      `UPDATE runs SET adapter = ?, target = ?, session_id = ?, provider_id = ?, background = ?,
-         status = 'running', started_at = ?, ended_at = NULL, detail = '', error_code = NULL,
-         error_message = NULL, usage_json = NULL, events_json = NULL WHERE id = ?`,
-    ),
-    deleteEvents: db.prepare(`DELETE FROM run_events WHERE run_id = ?`),
-    insertEvent: db.prepare(
-      `INSERT OR REPLACE INTO run_events (run_id, seq, type, payload_json, at) VALUES (?, ?, ?, ?, ?)`,
-    ),
-    finishRun: db.prepare(
-      `UPDATE runs SET status = ?, ended_at = ?, detail = ?, error_code = ?, error_message = ?, usage_json = ?
-       WHERE id = ?`,
-    ),
-    // Deletes the finished runs older than the retainRuns-th newest one: one walk down runs_by_start to find it
-    // and a range delete, instead of sorting every finished run into a NOT IN set (half the cost per pass).
-    prune: db.prepare(
-      `DELETE FROM runs WHERE status != 'running' AND (started_at, rowid) < (
-         SELECT started_at, rowid FROM runs WHERE status != 'running'
-         ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?)`,
-    ),
+    ops: HISTORY_STATEMENT_SQL.map((sql) => db.prepare(sql)),
   };
+}
+
+function eventOp({ event }: EventWrite): WriteOp {
+  return [
+    HistoryStatement.InsertEvent,
+    [event.runId, event.seq, event.type, JSON.stringify(event.payload ?? null), event.at],
+  ];
+}
+
+function finishOp(write: QueuedWrite & { kind: 'finish' }): WriteOp {
+  return [HistoryStatement.FinishRun, [...outcomeColumns(write.outcome), write.runId]];
 }
 
 type EventWrite = QueuedWrite & { kind: 'event' };
@@ -671,35 +880,38 @@ interface FoldedEnd {
   finish: QueuedWrite & { kind: 'finish' };
   /** The run's events recorded between the two, in order. */
   events: EventWrite[];
-  /** The start was written with the end's outcome. */
-  folded: boolean;
 }
 
-/** The runs whose start and end are both in `batch` (the end after the start); undefined when there are none. */
+/**
+ * The runs whose start and end are both in `batch`, the end after the start with no other start of the run in
+ * between (a second start deletes the run's events when applied, so such a run is written the long way);
+ * undefined when there are none.
+ */
 function endsOfRunsStartedIn(batch: QueuedWrite[]): Map<string, FoldedEnd> | undefined {
-  /**
-   * Runs whose first start in the batch has been seen and whose end has not, with their events so far (none
-   * kept once a second start of the run came in between: that start deletes the run's events when applied).
-   */
-  let open:
-    Map<string, { start: QueuedWrite & { kind: 'start' }; events: EventWrite[] | undefined }> | undefined;
+  /** Runs whose first start in the batch has been seen and whose end has not, with their events so far. */
+  let open: Map<string, { start: QueuedWrite & { kind: 'start' }; events: EventWrite[] }> | undefined;
+  /** Runs started twice in the batch before they ended: none of their writes is folded. */
+  let restarted: Set<string> | undefined;
   let ends: Map<string, FoldedEnd> | undefined;
   for (const write of batch) {
     if (write.kind === 'start') {
       const runId = write.run.runId;
-      const run = open?.get(runId);
-      if (run !== undefined) run.events = undefined;
-      if (run !== undefined || ends?.has(runId)) continue;
+      if (open?.delete(runId)) {
+        restarted ??= new Set();
+        restarted.add(runId);
+        continue;
+      }
+      if (ends?.has(runId) || restarted?.has(runId)) continue;
       open ??= new Map();
       open.set(runId, { start: write, events: [] });
     } else if (write.kind === 'event') {
-      open?.get(write.event.runId)?.events?.push(write);
+      open?.get(write.event.runId)?.events.push(write);
     } else {
       const run = open?.get(write.runId);
       if (run === undefined) continue;
       open?.delete(write.runId);
       ends ??= new Map();
-      ends.set(write.runId, { start: run.start, finish: write, events: run.events ?? [], folded: false });
+      ends.set(write.runId, { start: run.start, finish: write, events: run.events });
     }
   }
   return ends;

@@ -1,12 +1,18 @@
 // Child process for the crash test: starts a run, streams events into the history without end and prints
-// `ready` once some are committed, so the parent can SIGKILL it in the middle of writing. Every turn also runs
+// `ready` once the first 64 are committed, so the parent can SIGKILL it in the middle of writing. Every turn also runs
 // one short run (`turn-N`: start, one event, end), so the parent can check that run starts and ends survive as
 // a prefix.
 import { SqliteRunHistory } from '../../src/history/sqlite-run-history.js';
 
 const databasePath = process.argv[2];
 if (!databasePath) throw new Error('usage: history-crash-child <db path>');
-const history = SqliteRunHistory.open({ path: databasePath, batchSize: 8, flushIntervalMs: 5 });
+// Every turn kept: the parent checks that the short runs survive as a prefix from turn-1.
+const history = SqliteRunHistory.open({
+  path: databasePath,
+  batchSize: 8,
+  flushIntervalMs: 5,
+  retainRuns: 1_000_000,
+});
 history.recordStart({
   runId: 'crash-run',
   adapter: 'cli',
@@ -16,6 +22,9 @@ history.recordStart({
   background: false,
   startedAt: Date.now(),
 });
+// The history's writer thread is up (its first commit answered) before the writes start: while it starts, a
+// loop this tight would overrun the bounded queue.
+await history.whenCommitted();
 let seq = 0;
 const write = (): void => {
   for (let index = 0; index < 8; index += 1) {
@@ -46,7 +55,7 @@ const write = (): void => {
     at: Date.now(),
   });
   history.finish(`turn-${turn}`, { status: 'completed', endedAt: Date.now(), detail: 'stop' });
-  if (seq === 64) process.stdout.write('ready\n');
+  if (seq === 64) void history.whenCommitted().then(() => process.stdout.write('ready\n'));
   setImmediate(write);
 };
 write();
