@@ -506,12 +506,13 @@ export class SqliteRunHistory implements RunHistory {
    */
   flush(): void {
     if (this.closed || this.readonly) return;
-    this.awaitInFlight();
-    if (this.queue.length === 0) return;
-    if (this.writer) {
-      this.post();
+    for (;;) {
+      // An answer taken while waiting may post the next commit at once (scheduleQueued): wait for that one too.
       this.awaitInFlight();
-      return;
+      if (this.inFlight) continue;
+      if (this.queue.length === 0) return;
+      if (!this.writer) break;
+      this.post();
     }
     const statements = this.writable();
     const batch = this.queue;
