@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createEventBus } from '../events/event-bus.js';
+import type { EventBus, SubscribeOptions } from '../events/types.js';
 import { PoolError } from './errors.js';
 import { createProviderPool, type Lease, type ProviderPool, type PoolConfig } from './provider-pool.js';
 import {
@@ -356,6 +357,49 @@ describe('live config and node changes', () => {
     expect(pool.totals().inFlight).toBe(1);
     holder.release();
     expect(pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  });
+
+  it('a waiter follows node events only, not the run events of the runs in flight', async () => {
+    const real = createEventBus({ replaySize: 0, queueSize: 16 });
+    const asked: SubscribeOptions[] = [];
+    const bus: EventBus = {
+      ...real,
+      get subscriberCount() {
+        return real.subscriberCount;
+      },
+      subscribe: (options = {}) => {
+        asked.push(options);
+        return real.subscribe(options);
+      },
+    };
+    const config: PoolConfig = {
+      models: [modelConfig('m', { a: 'served-a' })],
+      nodes: [nodeConfig('node-1', [providerConfig('a')])],
+    };
+    const nodes = new FakeNodes();
+    nodes.connect('node-1');
+    const pool = createProviderPool({ config, nodes, events: bus, pollIntervalMs: 60_000 });
+    pools.push(pool);
+    pool.start();
+    const holder = await pool.acquire('m');
+    const waiter = pool.acquire('m');
+    expect(asked).toHaveLength(1);
+    const filter = asked[0]?.filter;
+    expect(
+      filter?.({
+        type: 'run',
+        event: { runId: 'r', nodeId: 'node-1', seq: 1, atUnixMs: 0, part: { type: 'text-delta', text: 'x' } },
+      }),
+    ).toBe(false);
+    expect(
+      filter?.({
+        type: 'node',
+        event: { kind: 'connected', nodeId: 'node-2', alias: 'node-2', reason: 'registered', atUnixMs: 0 },
+      }),
+    ).toBe(true);
+    holder.release();
+    (await waiter).release();
+    expectIdle(pool);
   });
 
   it('a waiter is served when a node connects (event bus) or a provider becomes healthy (poll)', async () => {

@@ -638,7 +638,9 @@ class ProviderPoolImpl implements ProviderPool {
     if (this.pollTimer === null) this.schedulePoll();
     const events = this.options.events;
     if (!events || this.subscription || !this.started) return;
-    const subscription = events.subscribe();
+    // Only node events wake waiters: run events (several per run, and plenty while requests queue) must not be
+    // queued and iterated here for nothing.
+    const subscription = events.subscribe({ filter: (event) => event.type === 'node' });
     this.subscription = subscription;
     void (async () => {
       try {
