@@ -663,6 +663,19 @@ describe('SqliteRunHistory on its writer thread', () => {
     await history.close();
   });
 
+  it('waits for a thread that falls behind instead of dropping writes (a burst that never yields)', async () => {
+    const history = SqliteRunHistory.open({ path: databasePath, batchSize: 10, maxPendingEvents: 100 });
+    history.recordStart(start('burst', 1));
+    for (let seq = 1; seq <= 1000; seq += 1) {
+      history.appendEvent({ runId: 'burst', seq, type: 'text-delta', payload: { seq }, at: seq });
+    }
+    history.finish('burst', { status: 'completed', endedAt: 2, detail: 'stop' });
+    expect(history.droppedEvents).toBe(0);
+    expect(history.pendingEvents).toBeLessThanOrEqual(100);
+    expect(history.list()).toMatchObject([{ runId: 'burst', status: 'completed', eventCount: 1000 }]);
+    await history.close();
+  });
+
   it('commits on the event loop when the thread cannot start, and says so', async () => {
     const failures: unknown[] = [];
     const history = SqliteRunHistory.open({

@@ -487,8 +487,17 @@ export class SqliteRunHistory implements RunHistory {
   /** A flush whose failure is reported (onWriteFailure) and retried after the backoff, not thrown. */
   private backgroundFlush(): void {
     if (this.writer) {
+      if (this.inFlight && this.behind()) {
+        // The thread is behind: the event loop waits for it (as it would commit itself) rather than let the
+        // bounded queue drop writes.
+        try {
+          this.awaitInFlight();
+        } catch {
+          // Reported by onCommitAnswer; the writes are queued again for the retry after the backoff.
+        }
+      }
       // Posted, not waited for; while a commit is out, its answer schedules the next one (scheduleQueued).
-      if (!this.inFlight && !this.closed && this.queue.length > 0) this.post();
+      if (!this.inFlight && !this.closed && this.queue.length > 0 && this.now() >= this.retryAt) this.post();
       this.scheduleFlush();
       return;
     }
@@ -527,6 +536,12 @@ export class SqliteRunHistory implements RunHistory {
     this.queuedEvents = 0;
     this.queuedRuns = 0;
     this.wroteCommitted(batch.length);
+  }
+
+  /** Half the pending bound is in use (queued plus the commit out): the writer thread does not keep up. */
+  private behind(): boolean {
+    const half = this.maxPendingEvents / 2;
+    return this.queuedEvents >= half || this.queuedRuns >= half;
   }
 
   /**
