@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { HistoryError } from './history-error.js';
-import { startHistoryWriterThread } from './history-writer-thread.js';
+import { startHistoryWriterThread, type HistoryWriterThread } from './history-writer-thread.js';
 import { INTERRUPTED_DETAIL, SqliteRunHistory, type HistoryWriteFailure } from './sqlite-run-history.js';
 import type { RunStartRecord } from './run-history.js';
 import { betterSqliteDriver, type SqliteDriver } from './sqlite-driver.js';
@@ -700,12 +700,7 @@ describe('SqliteRunHistory on its writer thread', () => {
       // A thread that takes commits and never answers them, then dies.
       startWriterThread: (_options, events) => {
         fail = events.onFailure;
-        return {
-          commit: () => 1,
-          exec: () => undefined,
-          waitFor: () => undefined,
-          close: () => Promise.resolve(),
-        };
+        return silentThread();
       },
       onWriterThreadFailure: (error) => failures.push(error),
     });
@@ -725,12 +720,7 @@ describe('SqliteRunHistory on its writer thread', () => {
     const failures: unknown[] = [];
     const history = SqliteRunHistory.open({
       path: databasePath,
-      startWriterThread: () => ({
-        commit: () => 1,
-        exec: () => undefined,
-        waitFor: () => undefined,
-        close: () => Promise.resolve(),
-      }),
+      startWriterThread: silentThread,
       onWriterThreadFailure: (error) => failures.push(error),
     });
     history.recordStart(start('run-1', 1));
@@ -740,6 +730,16 @@ describe('SqliteRunHistory on its writer thread', () => {
     await history.close();
   });
 });
+
+/** A writer thread that takes every commit and never answers. */
+function silentThread(): HistoryWriterThread {
+  return {
+    commit: () => 1,
+    exec: () => undefined,
+    waitFor: () => undefined,
+    close: () => Promise.resolve(),
+  };
+}
 
 async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
