@@ -455,6 +455,32 @@ describe('SqliteRunHistory', () => {
     migrated.close();
   });
 
+  it.each([
+    ['on the event loop', false],
+    ['on the writer thread', true],
+  ])(
+    'ends a run started twice in one commit, with the events after its second start (%s)',
+    async (_, thread) => {
+      const history = SqliteRunHistory.open({ path: databasePath, writerThread: thread });
+      history.recordStart(start('run-1', 1));
+      history.appendEvent({
+        runId: 'run-1',
+        seq: 1,
+        type: 'text-delta',
+        payload: { text: 'first try' },
+        at: 1,
+      });
+      history.recordStart(start('run-1', 2)); // an edge retry before the first try ended
+      history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'retry' }, at: 2 });
+      history.finish('run-1', { status: 'completed', endedAt: 3, detail: 'stop' });
+      expect(history.list()).toMatchObject([
+        { runId: 'run-1', status: 'completed', startedAt: 2, eventCount: 1 },
+      ]);
+      expect(history.events('run-1').map((event) => event.payload)).toEqual([{ text: 'retry' }]);
+      await history.close();
+    },
+  );
+
   it('starts a repeated run id over, dropping its old events', async () => {
     const history = SqliteRunHistory.open({ path: databasePath });
     history.recordStart(start('run-1', 1));
