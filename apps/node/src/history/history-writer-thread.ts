@@ -54,6 +54,12 @@ const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
 const { file, engine, betterSqlitePath, sql, port, answered } = workerData;
 const execute = (${executeOps.toString()});
+// However the thread ends (closed, failed to open, an uncaught error), a waitFor blocked on the event loop wakes up.
+process.on('exit', () => {
+  Atomics.store(answered, 1, 1);
+  Atomics.add(answered, 0, 1);
+  Atomics.notify(answered, 0);
+});
 let db;
 try {
   if (engine === 'better-sqlite3') {
@@ -124,7 +130,9 @@ export function startHistoryWriterThread(
     throw new TypeError('startHistoryWriterThread: betterSqlitePath is needed for the better-sqlite3 engine');
   }
   const { port1: port, port2: threadPort } = new MessageChannel();
-  const answered = new Int32Array(new SharedArrayBuffer(4));
+  // [0] counts the thread's answers (and its end), [1] is 1 once the thread has ended: a waitFor blocked in
+  // Atomics.wait sees both, while worker events cannot be delivered to a blocked event loop.
+  const answered = new Int32Array(new SharedArrayBuffer(8));
   const worker = new Worker(`(() => {${WORKER_SOURCE}})()`, {
     eval: true,
     workerData: {
@@ -177,18 +185,21 @@ export function startHistoryWriterThread(
     waitFor(seq, timeoutMs) {
       const deadline = performance.now() + timeoutMs;
       for (;;) {
+        // Read before taking messages: whatever the thread posted before these moved is on the port by now.
+        const seen = Atomics.load(answered, 0);
+        const ended = Atomics.load(answered, 1) === 1;
         // Take what has arrived: answers are handled (in order) exactly as in the background.
         for (let received = receiveMessageOnPort(port); received; received = receiveMessageOnPort(port)) {
           const message = received.message as ThreadMessage;
           handle(message);
           if (message.kind === 'answer' && message.seq === seq) return { seq, error: message.error };
         }
+        if (ended && closing === undefined) fail(new Error('history writer thread ended without answering'));
         if (failed || exited) return undefined;
         const left = deadline - performance.now();
         if (left <= 0) return undefined;
-        // Sleep until the thread answers something more (its counter moves), at most 50 ms at a time so a thread
-        // that died without answering is noticed.
-        Atomics.wait(answered, 0, Atomics.load(answered, 0), Math.min(left, 50));
+        // Sleep until the thread answers something more or ends (the counter moves).
+        Atomics.wait(answered, 0, seen, left);
       }
     },
     close() {

@@ -553,9 +553,8 @@ export class SqliteRunHistory implements RunHistory {
     if (!writer) return;
     const batch = this.queue;
     const seq = writer.commit(this.buildOps(batch));
-    let events = 0;
-    for (const write of batch) if (write.kind === 'event') events += 1;
-    this.inFlight = { seq, batch, events, runs: batch.length - events };
+    // Nothing else is out (one commit at a time), so the pending counts are this batch's.
+    this.inFlight = { seq, batch, events: this.queuedEvents, runs: this.queuedRuns };
     this.lastCommitAt = performance.now();
     this.queue = [];
   }
@@ -613,10 +612,10 @@ export class SqliteRunHistory implements RunHistory {
 
   /** After a commit's answer: what was recorded meanwhile is committed as the queue's own schedule says. */
   private scheduleQueued(): void {
-    if (this.queue.length === 0) return;
-    if (this.queue.some((write) => write.kind !== 'event')) this.scheduleCommit();
-    else if (this.queue.length >= this.batchSize && this.now() >= this.retryAt) this.backgroundFlush();
-    else this.scheduleFlush();
+    // Nothing is out now, so the pending counts are the queue's.
+    if (this.queuedRuns > 0) this.scheduleCommit();
+    else if (this.queuedEvents >= this.batchSize && this.now() >= this.retryAt) this.backgroundFlush();
+    else if (this.queuedEvents > 0) this.scheduleFlush();
   }
 
   /**
