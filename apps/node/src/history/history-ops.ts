@@ -16,6 +16,7 @@ export const HistoryStatement = {
   InsertEvent: 4,
   FinishRun: 5,
   Prune: 6,
+  ReplaceEndedRun: 7,
 } as const;
 export type HistoryStatement = (typeof HistoryStatement)[keyof typeof HistoryStatement];
 
@@ -41,6 +42,16 @@ export const HISTORY_STATEMENT_SQL: readonly string[] = [
   `DELETE FROM runs WHERE status != 'running' AND (started_at, rowid) < (
      SELECT started_at, rowid FROM runs WHERE status != 'running'
      ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?)`,
+  // InsertEndedRun's columns, in its order, over a run id seen before (an edge retry): the same parameter list
+  // serves both, so a commit posts it once.
+  `INSERT INTO runs (id, adapter, target, session_id, provider_id, background, started_at, status,
+     ended_at, detail, error_code, error_message, usage_json, events_json)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+   ON CONFLICT (id) DO UPDATE SET adapter = excluded.adapter, target = excluded.target,
+     session_id = excluded.session_id, provider_id = excluded.provider_id, background = excluded.background,
+     started_at = excluded.started_at, status = excluded.status, ended_at = excluded.ended_at,
+     detail = excluded.detail, error_code = excluded.error_code, error_message = excluded.error_message,
+     usage_json = excluded.usage_json, events_json = excluded.events_json`,
 ];
 
 /** The part of a prepared statement executeOps uses (both engines' statements have it). */

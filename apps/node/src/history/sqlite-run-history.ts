@@ -639,38 +639,34 @@ export class SqliteRunHistory implements RunHistory {
       switch (write.kind) {
         case 'start': {
           const { run } = write;
-          const values = [
-            run.runId,
-            run.adapter,
-            run.target,
-            run.sessionId,
-            run.providerId,
-            run.background ? 1 : 0,
-          ];
-          // A run id seen before (an edge retry) starts over: its old events would interleave with the new ones.
-          const start: WriteOp = [
-            HistoryStatement.InsertRun,
-            [...values, run.startedAt],
-            [
-              [HistoryStatement.DeleteEvents, [run.runId]],
-              [HistoryStatement.RestartRun, [...values.slice(1), run.startedAt, run.runId]],
-            ],
-          ];
           const end = ends?.get(run.runId);
           if (end === undefined || end.start !== write) {
-            ops.push(start);
+            ops.push(startOp(run));
             break;
           }
           const inline = inlineEventsJson(end.events);
-          const eventOps = end.events.map(eventOp);
-          const finish = finishOp(end.finish);
-          ops.push([
-            HistoryStatement.InsertEndedRun,
-            [...values, run.startedAt, ...outcomeColumns(end.finish.outcome), inline ?? null],
-            inline === undefined ? [start, finish] : [start, ...eventOps, finish],
-          ]);
-          // Events that cannot go inline (a repeated seq) stay rows, written after the run's row.
-          if (inline === undefined) ops.push(...eventOps);
+          const row = [
+            ...runColumns(run),
+            run.startedAt,
+            ...outcomeColumns(end.finish.outcome),
+            inline ?? null,
+          ];
+          if (inline === undefined) {
+            // No events, or events that cannot go inline (a repeated seq): those stay rows, written after the
+            // run's row; a run id seen before starts over first.
+            ops.push([HistoryStatement.InsertEndedRun, row, [startOp(run), finishOp(end.finish)]]);
+            for (const event of end.events) ops.push(eventOp(event));
+          } else {
+            // A run id seen before: its old event rows go and the row is rewritten whole (the same parameters).
+            ops.push([
+              HistoryStatement.InsertEndedRun,
+              row,
+              [
+                [HistoryStatement.DeleteEvents, [run.runId]],
+                [HistoryStatement.ReplaceEndedRun, row],
+              ],
+            ]);
+          }
           folded ??= new Set();
           for (const event of end.events) folded.add(event);
           folded.add(end.finish);
@@ -874,6 +870,24 @@ function prepare(db: SqlDatabase): Statements {
     rollback: db.prepare('ROLLBACK'),
     ops: HISTORY_STATEMENT_SQL.map((sql) => db.prepare(sql)),
   };
+}
+
+/** The run columns a start writes, from id to background. */
+function runColumns(run: RunStartRecord): unknown[] {
+  return [run.runId, run.adapter, run.target, run.sessionId, run.providerId, run.background ? 1 : 0];
+}
+
+/** A run's start. A run id seen before (an edge retry) starts over: its old events would interleave with the new ones. */
+function startOp(run: RunStartRecord): WriteOp {
+  const values = runColumns(run);
+  return [
+    HistoryStatement.InsertRun,
+    [...values, run.startedAt],
+    [
+      [HistoryStatement.DeleteEvents, [run.runId]],
+      [HistoryStatement.RestartRun, [...values.slice(1), run.startedAt, run.runId]],
+    ],
+  ];
 }
 
 function eventOp({ event }: EventWrite): WriteOp {
