@@ -156,9 +156,13 @@ async function main() {
   log(`edge ${iop.openaiUrl}, node pid ${iop.node.pid}, backend ${backendUrl}`);
   const paths = { direct: `${backendUrl}/v1/chat/completions`, iop: `${iop.openaiUrl}/v1/chat/completions` };
 
+  // Warm-up at the measured rate, long enough for V8 to finish optimizing: the IOP path's processes have far more
+  // code to compile than the backend, and on two shared cores their TurboFan threads took 30-45 % of the machine
+  // in bursts until ~1,500 requests in, which then made up most of a 10 s phase's slowest 1 % (bench/README.md,
+  // round 5). Both paths get the same warm-up; the transient after a start is reported there, not hidden.
   log('warm-up');
   for (const url of Object.values(paths))
-    await fixedRate({ url, body: chatBody(), rate: 300, durationMs: 2000 });
+    await fixedRate({ url, body: chatBody(), rate: 500, durationMs: quick ? 3000 : 8000 });
 
   const rates = {};
   for (const rate of [100, 500]) {

@@ -9,8 +9,8 @@
 // With --cpu-prof the edge and the node also run with --cpu-prof (200 µs sampling) and the report adds, per
 // process, what it was executing during its event-loop stalls (self time by function, and how much of the stalls'
 // wall time had samples at all: the rest the process was off the CPU, i.e. waiting for a core).
-// Usage: node bench/tail.mjs [--rate 500] [--seconds 10] [--direct] [--top 12] [--json FILE] [--cpu-prof]
-//        [--node-options="--max-semi-space-size=32"] [--tree OTHER_CHECKOUT]
+// Usage: node bench/tail.mjs [--rate 500] [--seconds 10] [--warmup 8] [--direct] [--top 12] [--json FILE]
+//        [--cpu-prof] [--node-options="--max-semi-space-size=32"] [--tree OTHER_CHECKOUT]
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,6 +24,7 @@ const { values } = parseArgs({
   options: {
     rate: { type: 'string', default: '500' },
     seconds: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '8' },
     direct: { type: 'boolean', default: false },
     top: { type: 'string', default: '12' },
     json: { type: 'string' },
@@ -99,7 +100,7 @@ async function collect(processes) {
 }
 
 async function measure(url, processes) {
-  await fixedRate({ url, body, rate, durationMs: 2000 }); // warm-up
+  await fixedRate({ url, body, rate, durationMs: Number(values.warmup) * 1000 }); // warm-up
   await collect(processes); // drops the warm-up's records
   const before = new Map(processes.map((handle) => [handle.name, schedstat(handle.pid)]));
   const stopSelf = selfStalls();
