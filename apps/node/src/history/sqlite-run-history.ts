@@ -877,7 +877,10 @@ function runColumns(run: RunStartRecord): unknown[] {
   return [run.runId, run.adapter, run.target, run.sessionId, run.providerId, run.background ? 1 : 0];
 }
 
-/** A run's start. A run id seen before (an edge retry) starts over: its old events would interleave with the new ones. */
+/**
+ * A run's start. A run id seen before (an edge retry) starts over: its old events would interleave with the new
+ * ones.
+ */
 function startOp(run: RunStartRecord): WriteOp {
   const values = runColumns(run);
   return [
