@@ -35,6 +35,13 @@ const { values } = parseArgs({
 });
 const rate = Number(values.rate);
 const durationMs = Number(values.seconds) * 1000;
+const warmupMs = Number(values.warmup) * 1000;
+for (const name of ['rate', 'seconds', 'warmup']) {
+  if (!(Number(values[name]) >= 0)) {
+    process.stderr.write(`--${name} must be a non-negative number, got ${values[name]}\n`);
+    process.exit(2);
+  }
+}
 const probe = path.join(repoRoot, 'bench/lib/probe.cjs');
 // --tree DIR: start the edge and the node of another checkout's build (its bench/lib/topology.mjs), for an A/B
 // with the same probe and report; the backend and the load generator stay this tree's.
@@ -100,7 +107,7 @@ async function collect(processes) {
 }
 
 async function measure(url, processes) {
-  await fixedRate({ url, body, rate, durationMs: Number(values.warmup) * 1000 }); // warm-up
+  await fixedRate({ url, body, rate, durationMs: warmupMs }); // warm-up
   await collect(processes); // drops the warm-up's records
   const before = new Map(processes.map((handle) => [handle.name, schedstat(handle.pid)]));
   const stopSelf = selfStalls();
