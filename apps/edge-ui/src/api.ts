@@ -9,9 +9,9 @@ import type {
   UiRun,
   UiRunDetail,
   UiStreamEvents,
-} from '../../edge/src/ui/ui-api-types.js';
+} from '@iop/ui-api';
 
-export type * from '../../edge/src/ui/ui-api-types.js';
+export type * from '@iop/ui-api';
 
 export class ApiError extends Error {
   constructor(

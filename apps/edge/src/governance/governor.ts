@@ -12,6 +12,7 @@
 // refuses once what was reported plus what runs in flight reserved reaches it.
 import type { Clock } from '../clock.js';
 import { GovernanceError } from './errors.js';
+import type { LimitLease } from './limit-lease.js';
 import { allowsModel, type Principal } from './principal.js';
 import { SlidingWindow } from './sliding-window.js';
 import type { UsageOutcome, UsageRecord } from './usage-store.js';
@@ -42,10 +43,7 @@ export interface RunEnd {
 }
 
 /** A key's limits taken for one run (a slot, one request, the estimated tokens). */
-export interface LimitLease {
-  /** Returns the slot and corrects tpm and the budget from the estimate to `actualTokens`. Idempotent. */
-  finish(actualTokens: number): void;
-}
+export type { LimitLease };
 
 export interface Admission {
   /** The principal id ('' = anonymous). */

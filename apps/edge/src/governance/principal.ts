@@ -3,7 +3,7 @@
 // against every known key without an early exit, so timing reveals neither which key nor how much of one matched.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyConfig, TokenBudgetConfig } from '@iop/config';
-import type { LimitLease } from './governor.js';
+import type { LimitLease } from './limit-lease.js';
 
 export interface Principal {
   /** The key id (never the secret): usage records, metrics and logs name it. */

@@ -4,7 +4,7 @@
 // at most `maxSamplesPerBucket` samples per bucket (reservoir-free: later samples beyond the cap are dropped, the
 // count still grows), so memory is bounded whatever the load.
 import { systemClock, type Clock } from '../clock.js';
-import type { UiChartPoint, UiCharts } from './ui-api-types.js';
+import type { UiChartPoint, UiCharts } from '@iop/ui-api';
 
 export interface ChartSeriesOptions {
   bucketMs?: number;

@@ -12,7 +12,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { RunEventPart } from '@iop/wire';
 import type { RunEventWithMeta } from '../service/types.js';
-import type { UiRun, UiRunDetail, UiRunEvent, UiRunStatus } from './ui-api-types.js';
+import type { UiRun, UiRunDetail, UiRunEvent, UiRunStatus } from '@iop/ui-api';
 
 export interface RunLogOptions {
   /** Runs kept (≥ 1). Default 500. */

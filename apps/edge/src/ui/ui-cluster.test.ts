@@ -6,7 +6,7 @@ import { silentLogger } from '../logging.js';
 import type { ProviderStatus } from '../service/types.js';
 import { FakeEdgeService, fakeNode } from '../test-support/fake-edge-service.js';
 import type { UiAssets } from './ui-assets.js';
-import type { UiOverview } from './ui-api-types.js';
+import type { UiOverview } from '@iop/ui-api';
 import { startUiSurface, type UiCore, type UiSurface } from './ui-surface.js';
 
 const config = (() => {

@@ -9,7 +9,7 @@ import type { NodeCommandInput, NodeSummary, SessionRef } from '../service/types
 import { createChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import { createRunLog } from './run-log.js';
-import type { UiProvider, UiRefreshResult } from './ui-api-types.js';
+import type { UiProvider, UiRefreshResult } from '@iop/ui-api';
 import { createUiHandler, type PlaygroundRequest, type UiHandler, type UiHandlerDeps } from './ui-server.js';
 
 const CONFIG_YAML = `

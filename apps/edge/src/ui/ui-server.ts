@@ -33,7 +33,7 @@ import type {
   UiRefreshResult,
   UiRun,
   UiStreamEvents,
-} from './ui-api-types.js';
+} from '@iop/ui-api';
 import type { UiAssets } from './ui-assets.js';
 import { UiError, isUiError } from './errors.js';
 

@@ -26,7 +26,7 @@ import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import { createRunLog, type RunLog } from './run-log.js';
-import type { UiClusterEdge, UiDeparture, UiProvider, UiRefreshResult } from './ui-api-types.js';
+import type { UiClusterEdge, UiDeparture, UiProvider, UiRefreshResult } from '@iop/ui-api';
 import { loadEmbeddedAssets, type UiAssets } from './ui-assets.js';
 import { createUiHandler, type PlaygroundStarter, type UiHandler, type UiLimits } from './ui-server.js';
 

@@ -13,6 +13,7 @@ import type {
 } from '@iop/wire';
 
 import type { AbortSignalLike } from './cancellation.js';
+import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
 
 export const ADAPTER_INTERFACE_VERSION = 1;
@@ -41,14 +42,7 @@ export interface CommandOptions {
   onProgress?: (progress: ProviderLifecycleProgress) => void;
 }
 
-export type HealthState = 'healthy' | 'unhealthy' | 'unreachable';
-
-export interface HealthProbeResult {
-  health: HealthState;
-  detail: string;
-  /** Models the backend reports (empty when unknown). */
-  models: string[];
-}
+export type { HealthProbeResult, HealthState } from './health-probe-result.js';
 
 export interface Adapter {
   readonly interfaceVersion: typeof ADAPTER_INTERFACE_VERSION;

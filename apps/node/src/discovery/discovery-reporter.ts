@@ -6,7 +6,7 @@
 import { envelope, type DiscoverySettings, type NodeDiscovery } from '@iop/wire';
 import type { Logger } from '@iop/logging';
 import type { Clock, TimerHandle } from '../link/clock.js';
-import type { Outbound } from '../runner/outbound.js';
+import type { Outbound } from '../link/outbound.js';
 import type { NodeDiscoverer } from './node-discoverer.js';
 
 export const DEFAULT_DISCOVERY_INTERVAL_MS = 5 * 60_000;

@@ -9,7 +9,7 @@ import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry
 import type { Adapter, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
 import type { Logger } from '@iop/logging';
-import type { Outbound } from '../runner/outbound.js';
+import type { Outbound } from '../link/outbound.js';
 
 export interface HealthMonitorDeps {
   adapters: { resolve(name: string): Adapter };

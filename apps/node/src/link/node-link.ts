@@ -20,7 +20,7 @@ import {
   type RunRequest,
 } from '@iop/wire';
 import type { Logger } from '@iop/logging';
-import type { Outbound } from '../runner/outbound.js';
+import type { Outbound } from './outbound.js';
 import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 import type { ConnectFunction } from './dial.js';
 import { LinkError } from './link-error.js';

@@ -16,7 +16,7 @@ import {
 } from '@iop/wire';
 import type { Logger } from '@iop/logging';
 import type { AdapterSource } from './run-executor.js';
-import type { Outbound } from './outbound.js';
+import type { Outbound } from '../link/outbound.js';
 
 export const LIFECYCLE_COMMANDS: readonly string[] = [
   'list_models',

@@ -18,7 +18,7 @@ import type { ConnectFunction } from '../link/dial.js';
 import { NodeLink, type LinkOutcome } from '../link/node-link.js';
 import type { Logger } from '@iop/logging';
 import { CommandRouter } from './command-router.js';
-import type { Outbound } from './outbound.js';
+import type { Outbound } from '../link/outbound.js';
 import { NodeRuntime, NodeSettings } from './node-runtime.js';
 import { RunExecutor } from './run-executor.js';
 

@@ -24,7 +24,7 @@ import type { HealthMonitor } from '../health/health-monitor.js';
 import type { LinkHandler } from '../link/node-link.js';
 import type { Logger } from '@iop/logging';
 import type { CommandRouter } from './command-router.js';
-import type { Outbound } from './outbound.js';
+import type { Outbound } from '../link/outbound.js';
 import type { RunExecutor } from './run-executor.js';
 
 export interface NodeRuntimeDeps {

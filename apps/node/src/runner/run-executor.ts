@@ -21,7 +21,7 @@ import type { RunHistory, RunOutcome } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
 import { disabledTracing, type Tracing } from '@iop/tracing';
 import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
-import type { Outbound } from './outbound.js';
+import type { Outbound } from '../link/outbound.js';
 
 /** The registry as the runner uses it (AdapterRegistry implements it). */
 export interface AdapterSource {

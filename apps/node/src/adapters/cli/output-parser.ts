@@ -1,35 +1,15 @@
 // Output formats of one-shot CLIs. A parser reads stdout line by line and answers with run event parts plus
 // what the session must remember (the CLI's conversation id), whether the final result was printed (for the
 // result-grace watchdog), an error the CLI reported, and usage-limit information it saw.
-import type { RunEventPart, Usage } from '@iop/wire';
 import type { OutputFormat } from './cli-profile.js';
 import { createClaudeStreamJsonParser } from './output/claude-stream-json.js';
 import { createClineJsonParser } from './output/cline-json.js';
 import { createCodexJsonParser } from './output/codex-json.js';
 import { createOpencodeJsonParser } from './output/opencode-json.js';
 import { createAntigravityPrintParser, createTextParser } from './output/text.js';
+import type { OutputParser, ParserState } from './output/parsed-output.js';
 
-export interface ParsedOutput {
-  parts: RunEventPart[];
-  backendSessionId?: string;
-  /** The CLI printed its final result for this run. */
-  final?: boolean;
-  /** The CLI reported that the run failed (the run ends with this error even if it exits 0). */
-  failure?: { code: string; message: string };
-  /** Usage-limit information (claude `rate_limit_event`), kept for the `status` command. */
-  rateLimit?: Record<string, unknown>;
-}
-
-export interface OutputParser {
-  line(line: string): ParsedOutput;
-  /** The process exited: anything still buffered. */
-  end(): ParsedOutput;
-}
-
-/** Per-session state a parser may keep across runs (codex reports cumulative usage per thread). */
-export interface ParserState {
-  cumulativeUsage?: Usage;
-}
+export type { OutputParser, ParsedOutput, ParserState } from './output/parsed-output.js';
 
 export function createOutputParser(format: OutputFormat, state: ParserState): OutputParser {
   switch (format) {

@@ -1,6 +1,6 @@
 // Maps the outcome of a cheap "list models" call to a provider health state: an answer is healthy, an HTTP
 // error or garbage is unhealthy (the server runs but does not serve), no connection or silence is unreachable.
-import type { HealthProbeResult } from '../adapter.js';
+import type { HealthProbeResult } from '../health-probe-result.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 
 export async function probeByListing(list: () => Promise<string[]>): Promise<HealthProbeResult> {

@@ -1,12 +1,12 @@
 // Runs one non-run upstream call (a command or a health probe) inside a tracked UpstreamExchange, so
 // `close()` aborts it and the exchange is always disposed.
-import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
+import type { UpstreamDeps } from './upstream-deps.js';
 import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 
 export interface UpstreamCallOptions {
-  deps: AdapterDeps;
+  deps: UpstreamDeps;
   inflight: InflightSet;
   signal: AbortSignal;
   idleTimeoutMs: number;

@@ -4,8 +4,8 @@
 import type { RunEventPart, RunRequest } from '@iop/wire';
 
 import type { AbortSignalLike } from '../cancellation.js';
-import type { AdapterDeps } from '../adapter.js';
 import type { InflightSet } from './inflight-set.js';
+import type { UpstreamDeps } from './upstream-deps.js';
 import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
@@ -17,7 +17,7 @@ export interface UpstreamRunOptions {
   adapterName: string;
   request: RunRequest;
   signal: AbortSignalLike;
-  deps: AdapterDeps;
+  deps: UpstreamDeps;
   inflight: InflightSet;
   idleTimeoutMs: number;
   /** Sends the request through the exchange and yields the parts of its answer. */

@@ -1,6 +1,6 @@
 // An Outbound that records what would go to the edge, with helpers to read run events back as parts.
 import { fromWireRunEvent, type Envelope, type RunEventEnvelope } from '@iop/wire';
-import type { Outbound } from '../outbound.js';
+import type { Outbound } from '../../link/outbound.js';
 
 export class RecordingOutbound implements Outbound {
   readonly sent: Envelope[] = [];

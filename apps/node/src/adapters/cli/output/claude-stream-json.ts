@@ -2,7 +2,7 @@
 // tool_use blocks), `user` messages (tool results), `stream_event` deltas with --include-partial-messages,
 // `rate_limit_event` (subscription limits) and the final `result` (text, usage, cost, is_error).
 import type { RunEventPart } from '@iop/wire';
-import type { OutputParser, ParsedOutput } from '../output-parser.js';
+import type { OutputParser, ParsedOutput } from './parsed-output.js';
 import {
   arrayField,
   isObject,

@@ -3,7 +3,7 @@
 // {finishReason, usage, text}. Text may arrive whole in content_start or in pieces (with `accumulated`), so the
 // parser emits only what it has not emitted yet. With -y the answer is the `submit_and_exit` summary, reported in
 // `done.text`, which becomes the text when nothing else was said. A top-level `error` line is fatal.
-import type { OutputParser, ParsedOutput } from '../output-parser.js';
+import type { OutputParser, ParsedOutput } from './parsed-output.js';
 import {
   isObject,
   logPart,

@@ -3,7 +3,7 @@
 // cumulative per thread (per-turn usage = difference to the previous turn, kept in the session's ParserState),
 // or `turn.failed` / top-level `error`.
 import type { Usage } from '@iop/wire';
-import type { OutputParser, ParsedOutput, ParserState } from '../output-parser.js';
+import type { OutputParser, ParsedOutput, ParserState } from './parsed-output.js';
 import {
   logPart,
   numberField,

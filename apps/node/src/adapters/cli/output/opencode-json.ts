@@ -1,6 +1,6 @@
 // `opencode run --format json`: lines `step_start`, `text` {part.text}, `tool_use` {part: tool state},
 // `step_finish` {part.tokens, part.reason} and the session id on every line (`sessionID`), for `-s` resumes.
-import type { OutputParser, ParsedOutput } from '../output-parser.js';
+import type { OutputParser, ParsedOutput } from './parsed-output.js';
 import {
   logPart,
   numberField,

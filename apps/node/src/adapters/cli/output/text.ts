@@ -1,7 +1,7 @@
 // Plain-text output: every stdout line is text. `antigravity-print` is text too, but also picks up the
 // conversation id agy prints (`conversation_id: …`, `Conversation ID: …`, or a JSON line with the id), so the
 // next run of the session can pass `--conversation {conversation_id}`.
-import type { OutputParser, ParsedOutput } from '../output-parser.js';
+import type { OutputParser, ParsedOutput } from './parsed-output.js';
 import { parseJsonLine, stringField } from './json-line.js';
 
 export function createTextParser(): OutputParser {

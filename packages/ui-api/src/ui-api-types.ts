@@ -1,6 +1,7 @@
-// The JSON shapes of the ops dashboard's HTTP API (agent-contract/outer/ui-api.md). Self-contained on purpose: the
-// browser app (apps/edge-ui) imports these types too, so this file imports nothing. Times are Unix milliseconds
-// (UTC); durations are milliseconds; field names are snake_case like the rest of the edge's JSON.
+// The JSON shapes of the ops dashboard's HTTP API (agent-contract/outer/ui-api.md), in a package of their own:
+// the edge serves them and the browser app (apps/edge-ui) reads them, and neither app imports the other. Imports
+// nothing. Times are Unix milliseconds (UTC); durations are milliseconds; field names are snake_case like the rest
+// of the edge's JSON.
 
 export interface UiNode {
   node_id: string;

@@ -1,0 +1,129 @@
+// The layering of every tree in the repository, as in shared/ARCHITECTURE.md's picture (dependencies point
+// down it): keep the two the same. Numbers only order the layers; equal numbers are peers that may import each
+// other (cycles are refused separately).
+import type { LayerTable } from './layer-rules.js';
+
+/** apps/edge/src: surfaces → service → placement → pool / cluster → node → transport → base. */
+export const EDGE: LayerTable = {
+  root: 'apps/edge/src',
+  layers: {
+    // base: no knowledge of runs, nodes or HTTP routes
+    'logging.ts': 0,
+    'version.ts': 0,
+    'clock.ts': 0,
+    'random-ids.ts': 0,
+    'fault.ts': 0,
+    net: 0,
+    http: 0,
+    tls: 0,
+    events: 1,
+    // one framed TCP/TLS connection per node; bounds before registration
+    transport: 2,
+    // registration, the edge's end of each node link, the registry, heartbeats
+    node: 3,
+    // models[] × providers × node capacity, health, leases, queues
+    pool: 4,
+    metrics: 4,
+    governance: 5,
+    refresh: 5,
+    adopt: 5,
+    // a remote directory and transport over NATS (authenticated, encrypted) for placement
+    cluster: 6,
+    // "where does this run execute": the local pool or a remote edge
+    placement: 7,
+    // submitRun · cancel · lookup: one run supervisor per run
+    service: 8,
+    // surfaces: translate a protocol to service calls
+    openai: 9,
+    anthropic: 9,
+    a2a: 9,
+    console: 9,
+    admin: 9,
+    bootstrap: 9,
+    ui: 9,
+    // composition root
+    'edge-runtime.ts': 10,
+    'surfaces.ts': 10,
+    'surface.ts': 10,
+    // one file per command; they build the runtime
+    cli: 11,
+    'run-edge.ts': 12,
+    'main.ts': 13,
+  },
+  allowOutside: ['apps/edge/package.json'],
+  restricted: [
+    {
+      name: 'surface',
+      entries: ['openai', 'anthropic', 'a2a', 'console', 'admin', 'bootstrap', 'ui'],
+      mayImport: [
+        'service',
+        'http',
+        'net',
+        'tls',
+        'logging.ts',
+        'version.ts',
+        'clock.ts',
+        'random-ids.ts',
+        'fault.ts',
+      ],
+    },
+  ],
+};
+
+/** apps/node/src: cli → runner → discovery / health → link → adapters → http client, sessions, history. */
+export const NODE: LayerTable = {
+  root: 'apps/node/src',
+  layers: {
+    // what the adapter interface and the HTTP client both build on
+    'adapters/cancellation.ts': 0,
+    'adapters/line-limits.ts': 0,
+    'adapters/line-splitter.ts': 0,
+    'adapters/health-probe-result.ts': 0,
+    sessions: 0,
+    history: 0,
+    // the keep-alive HTTP/1.1 client and the upstream helpers of the HTTP adapters
+    'adapters/http': 1,
+    adapters: 2,
+    // the node's end of the link to its edge (registration, reconnects, outbound envelopes)
+    link: 3,
+    discovery: 4,
+    health: 4,
+    // runs, commands and the agent that ties link, adapters, history and probes together
+    runner: 5,
+    cli: 6,
+    'run-node.ts': 7,
+    'main.ts': 8,
+  },
+  allowOutside: ['apps/node/package.json'],
+};
+
+/** apps/edge-ui/src: the dashboard; it talks to the edge over HTTP only (types from @iop/ui-api). */
+export const EDGE_UI: LayerTable = {
+  root: 'apps/edge-ui/src',
+  layers: {
+    'format.ts': 0,
+    'api.ts': 1,
+    views: 2,
+    'app.tsx': 3,
+    'main.tsx': 4,
+  },
+};
+
+export const APP_TABLES: readonly LayerTable[] = [EDGE, NODE, EDGE_UI];
+
+/** Package layers (by package name): a package imports only packages of a lower layer, never an app. */
+export const PACKAGE_LAYERS: Readonly<Record<string, number>> = {
+  proto: 0,
+  logging: 0,
+  'cli-kit': 0,
+  tracing: 0,
+  'sqlite-wal': 0,
+  config: 0,
+  'ui-api': 0,
+  wire: 1,
+  testkit: 2,
+  architecture: 3,
+};
+
+/** Workspace names that are apps: no package imports them. */
+export const APP_PACKAGES: readonly string[] = ['@iop/edge', '@iop/node', '@iop/edge-ui'];

@@ -1,0 +1,1 @@
+export type * from './ui-api-types.js';
