@@ -31,10 +31,10 @@ export function findCycles(edges: readonly GraphEdge[]): string[][] {
     stack.push(start);
     onStack.add(start);
     while (work.length > 0) {
-      const frame = work[work.length - 1]!;
+      const frame = work[work.length - 1];
       const children = next.get(frame.node)!;
       if (frame.childIndex < children.length) {
-        const child = children[frame.childIndex]!;
+        const child = children[frame.childIndex];
         frame.childIndex += 1;
         if (!index.has(child)) {
           index.set(child, counter);
@@ -64,5 +64,5 @@ export function findCycles(edges: readonly GraphEdge[]): string[][] {
       }
     }
   }
-  return cycles.sort((a, b) => a[0]!.localeCompare(b[0]!));
+  return cycles.sort((a, b) => a[0].localeCompare(b[0]));
 }

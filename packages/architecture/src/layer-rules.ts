@@ -46,7 +46,7 @@ export function entryOf(table: LayerTable, file: string): string | undefined {
 
 /** The top-level name of a path inside a restricted group's tree (`openai/run-starter.ts` → `openai`). */
 function topLevel(table: LayerTable, file: string): string {
-  return file.slice(table.root.length + 1).split('/')[0]!;
+  return file.slice(table.root.length + 1).split('/')[0];
 }
 
 export function checkLayering(graph: ImportGraph, table: LayerTable): Violation[] {
@@ -69,8 +69,8 @@ export function checkLayering(graph: ImportGraph, table: LayerTable): Violation[
     const fromEntry = entryOf(table, from);
     const toEntry = entryOf(table, to);
     if (fromEntry === undefined || toEntry === undefined) continue;
-    const fromLayer = table.layers[fromEntry]!;
-    const toLayer = table.layers[toEntry]!;
+    const fromLayer = table.layers[fromEntry];
+    const toLayer = table.layers[toEntry];
     if (toLayer > fromLayer) {
       violations.push({
         rule: 'upward',
