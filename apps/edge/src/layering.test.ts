@@ -4,6 +4,8 @@
 //
 //   root        edge-runtime.ts, surfaces.ts, surface.ts, run-edge.ts, main.ts, cli/
 //   surfaces    openai/ a2a/ console/ admin/ bootstrap/ ui/          (translate a protocol to service calls)
+//   mounted     anthropic/   (served on the OpenAI listener: reuses openai/'s route resolver, run starter, body
+//                             reader and SSE sink; mounted by the root, so openai/ never imports it)
 //   cluster     cluster/                       (cluster mode: wraps the service, places and forwards runs over NATS)
 //   service     service/                                             (admission and run lifetime)
 //   below it    refresh/ governance/ adopt/ → pool/ metrics/ → node/ → transport/ → events/ → base
@@ -43,6 +45,7 @@ const LAYERS: Record<string, number> = {
   admin: 7,
   bootstrap: 7,
   ui: 7,
+  anthropic: 7.5,
   'edge-runtime.ts': 8,
   'surfaces.ts': 8,
   'surface.ts': 8,
@@ -129,7 +132,7 @@ describe('edge layering', () => {
   it('keeps generated protobuf code, oneof cases and wire enums out of the service, the pool and the A2A/OpenAI/console surfaces', () => {
     const offending = sourceFiles(SRC)
       .filter((file) =>
-        ['service', 'pool', 'openai', 'a2a', 'console', 'governance'].includes(layerKey(file)),
+        ['service', 'pool', 'openai', 'anthropic', 'a2a', 'console', 'governance'].includes(layerKey(file)),
       )
       .filter((file) =>
         /@iop\/proto|\$case|\b(CancelAction|ProviderHealth|RegisterRejectCode|LifecycleCommand)\./.test(
