@@ -492,6 +492,18 @@ describe('POST /v1/messages', () => {
     expect(cut.stop_reason).toBe('max_tokens');
   });
 
+  it('runs on a CLI provider through a route that needs no workspace (the fallback), in a session slot', async () => {
+    const { client, service } = await start({ openai: "  adapter: 'cli'\n  target: 'claude'" });
+    const message = await client.messages.create({ model: 'any-agent', max_tokens: 5, messages: ask('x') });
+    expect(message.content).toEqual([{ type: 'text', text: 'Hello there' }]);
+    expect(service.submitted[0]).toMatchObject({
+      surface: 'anthropic',
+      adapter: 'cli',
+      target: 'claude',
+      sessionId: 'openai',
+    });
+  });
+
   it('refuses a CLI route that needs a workspace (the Messages API cannot name one)', async () => {
     const { url } = await start();
     const response = await post(url, '/v1/messages', { model: 'codex', max_tokens: 5, messages: ask('x') });
