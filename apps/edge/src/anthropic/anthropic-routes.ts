@@ -189,8 +189,10 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
     return resolver.resolve(model);
   }
 
+  /** A `models[]` entry shows its `display_name`; routes and fallback models their id. */
   function modelEntry(id: string): Record<string, unknown> {
-    return { type: 'model', id, display_name: id, created_at: catalogueCreatedAt };
+    const displayName = service.models.get(id)?.display_name || id;
+    return { type: 'model', id, display_name: displayName, created_at: catalogueCreatedAt };
   }
 
   /** GET /v1/models: a page of the catalogue (`limit`, `after_id`, `before_id`, as Anthropic pages it). */
