@@ -39,14 +39,16 @@ beforeAll(async () => {
   vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED], tokenCount: 3 } });
   const dir = await group.tempDir('iop-e2e-anthropic-');
   // One slot and one queue place per provider, so the 429 case needs only three concurrent requests.
-  edge = await startEdgeProcess(
-    group,
-    dir,
-    fabricConfig({
-      dataDir: `${dir}/data`,
-      nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 1, maxQueue: 1 }],
-    }),
-  );
+  const config = fabricConfig({
+    dataDir: `${dir}/data`,
+    nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 1, maxQueue: 1 }],
+  });
+  // The Anthropic models list shows a models[] display_name.
+  (config['models'] as Record<string, unknown>[])[0] = {
+    ...(config['models'] as Record<string, unknown>[])[0],
+    display_name: 'E2E Llama',
+  };
+  edge = await startEdgeProcess(group, dir, config);
   startNodeProcess(group, {
     edge: edge.addresses.transport,
     nodeId: 'n1',
@@ -247,7 +249,8 @@ describe('the Anthropic Messages API through edge and node', () => {
     expect((error as APIError).type).toBe('not_found_error');
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual([MODEL_LLAMA, MODEL_QWEN]);
-    expect(models.data[0]).toMatchObject({ type: 'model', display_name: MODEL_LLAMA });
+    expect(models.data[0]).toMatchObject({ type: 'model', id: MODEL_LLAMA, display_name: 'E2E Llama' });
+    expect(models.data[1]).toMatchObject({ type: 'model', id: MODEL_QWEN, display_name: MODEL_QWEN });
   });
 
   it('429 rate_limit_error with retry-after once the one slot and queue place are taken', async () => {
@@ -298,6 +301,8 @@ describe('the Anthropic Messages API through edge and node', () => {
         status: '429',
       }),
     ).toBe(1);
+    // Admitted by the service's one admission path, counted under this surface.
+    expect(metricSum(samples, 'iop_runs_admitted_total', { surface: 'anthropic' })).toBeGreaterThanOrEqual(8);
     await waitUntil(
       async () => (await admin.listProviders()).every((entry) => entry.inFlight === 0 && entry.queued === 0),
       10_000,
