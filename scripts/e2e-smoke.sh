@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode);
+# `IOP_E2E_PROFILE=claude-client` runs Claude Code against the edge's Anthropic Messages API instead (the model
+# on the node is served by the agent model server; packages/testkit/bin/e2e-claude-client.mjs);
 # `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead.
 #
 # Installs the real CLI from npm into a cache folder outside the repo (IOP_CLI_CACHE, default
@@ -23,14 +25,14 @@ if [[ "$profile" == 'release' ]]; then exec bash "$repo/test/e2e/release/run.sh"
 case "$profile" in
   opencode) package='opencode-ai' binary='opencode' ;;
   codex) package='@openai/codex' binary='codex' ;;
-  claude) package='@anthropic-ai/claude-code' binary='claude' ;;
+  claude | claude-client) package='@anthropic-ai/claude-code' binary='claude' ;;
   cline) package='cline' binary='cline' ;;
   antigravity)
     echo "e2e: antigravity's agy is not published on npm; its profile is covered by replay tests only" >&2
     exit 2
     ;;
   *)
-    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, cline, release)" >&2
+    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, release)" >&2
     exit 2
     ;;
 esac
@@ -56,7 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-node "$repo/packages/testkit/bin/agent-model-server.mjs" >"$scratch/model-server.out" 2>&1 &
+node "$repo/packages/testkit/bin/agent-model-server.mjs" --verbose >"$scratch/model-server.out" 2>&1 &
 server_pid=$!
 model_url=''
 for _ in $(seq 1 100); do
@@ -68,6 +70,16 @@ done
 echo "==> agent model server $model_url"
 
 status=0
+# IOP_E2E_PROFILE=claude-client: Claude Code as a client of the edge's Anthropic Messages API (the pool model
+# served through a node from the agent model server), not as a CLI profile on a node.
+if [[ "$profile" == 'claude-client' ]]; then
+  echo "==> claude code -> edge /v1/messages -> node -> model server"
+  node "$repo/packages/testkit/bin/e2e-claude-client.mjs" --repo "$repo" --clis "$cache" --model-url "$model_url" \
+    --model-log "$scratch/model-server.out" --scratch "$scratch/claude-client" || status=1
+  if [[ $status -eq 0 ]]; then echo "e2e $profile: passed"; else echo "e2e $profile: FAILED" >&2; fi
+  exit $status
+fi
+
 echo "==> adapter leg ($profile)"
 node "$repo/apps/node/dist/adapters/cli/smoke/real-cli-smoke.js" --profile "$profile" --clis "$cache" \
   --model-url "$model_url" --scratch "$scratch/adapter" 2>"$scratch/adapter.log" || {

@@ -46,6 +46,7 @@ import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { PeerCalls } from '../cluster/peer-calls.js';
+import type { HttpMount } from '../http/http-mount.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -61,6 +62,8 @@ export interface OpenAIAppOptions {
   principals?: () => PrincipalResolver;
   /** Cluster mode: a background response this edge does not hold is asked of the other edges (and answered here). */
   peers?: PeerCalls;
+  /** Routes of other APIs served on this listener (the Anthropic Messages API), offered every request first. */
+  mounts?: readonly HttpMount[];
 }
 
 /** The peer-call topic of background-response look-ups (cluster mode), and its payload. */
@@ -166,8 +169,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return undefined;
   };
 
-  /** The surface's request listener: the hot routes here, the rest through express. */
+  const mounts = options.mounts ?? [];
+  /** The surface's request listener: mounted routes first, then the hot routes here, the rest through express. */
   const listener = (request: IncomingMessage, response: ServerResponse): void => {
+    for (const mount of mounts) if (mount.handle(request, response)) return;
     const exchange: Exchange = { request, response, arrivedAt: performance.now() };
     const hot = request.method === 'POST' ? HOT_ROUTES.get(request.url ?? '') : undefined;
     const fast = hot !== undefined && isPlainJsonRequest(request);

@@ -17,13 +17,14 @@ export const noMetrics: OpenAIMetrics = {
   overhead: () => undefined,
 };
 
-export function edgeMetricsRecorder(metrics: EdgeMetrics): OpenAIMetrics {
-  const firstToken = metrics.timeToFirstTokenSeconds.cell('openai');
-  const overhead = metrics.overheadSeconds.cell('openai');
+/** `surface` labels the figures: `openai`, or `anthropic` for the Messages API mounted on the same listener. */
+export function edgeMetricsRecorder(metrics: EdgeMetrics, surface = 'openai'): OpenAIMetrics {
+  const firstToken = metrics.timeToFirstTokenSeconds.cell(surface);
+  const overhead = metrics.overheadSeconds.cell(surface);
   return {
     requestFinished: (route, status, seconds) => {
-      metrics.cells.httpRequests.cell('openai', route, String(status)).inc();
-      metrics.httpRequestSeconds.cell('openai', route).observe(seconds);
+      metrics.cells.httpRequests.cell(surface, route, String(status)).inc();
+      metrics.httpRequestSeconds.cell(surface, route).observe(seconds);
     },
     firstToken: (seconds) => firstToken.observe(seconds),
     overhead: (seconds) => overhead.observe(seconds),

@@ -13,6 +13,7 @@ import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
 import type { PeerCalls } from '../cluster/peer-calls.js';
+import type { HttpMount } from '../http/http-mount.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -42,6 +43,8 @@ export interface OpenAISurfaceOptions {
   metrics?: OpenAIMetrics;
   /** How long open streams may finish after close() before they are cut. Default 2 s. */
   closeGraceMs?: number;
+  /** Routes of other APIs served on the same listener (the Anthropic Messages API), offered every request first. */
+  mounts?: readonly HttpMount[];
 }
 
 export async function createOpenAISurface(
@@ -60,6 +63,7 @@ export async function createOpenAISurface(
     metrics,
     ...(context.governance ? { principals: context.governance.keys.openai } : {}),
     ...(context.peers ? { peers: context.peers } : {}),
+    ...(options.mounts ? { mounts: options.mounts } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
   const server = createHttpServer(app);

@@ -11,6 +11,7 @@ import type {
   RunEventWithMeta,
   RunHandle,
   RunSpec as ServiceRunSpec,
+  RunSurface,
   SubmitOptions,
 } from '../service/types.js';
 import { RunEventStream } from '../service/run-event-stream.js';
@@ -25,6 +26,8 @@ export interface RunStarterDeps {
   sessionId: string;
   /** Run deadline passed to the node; 0 = the adapter's default. */
   timeoutMs: number;
+  /** The surface runs are recorded under (usage, metrics); default `openai`. */
+  surface?: RunSurface;
 }
 
 export interface StartedRun {
@@ -45,9 +48,10 @@ export interface RunStarter {
 }
 
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
+  const surface = deps.surface ?? 'openai';
   return {
     start(route, spec, signal) {
-      const options: SubmitOptions = { surface: 'openai', signal, model: route.model };
+      const options: SubmitOptions = { surface, signal, model: route.model };
       if (spec.principal) options.principal = spec.principal;
       if (spec.traceparent) options.traceparent = spec.traceparent;
       // A promise chain: no async frame kept alive while the run request is on its way to the node.

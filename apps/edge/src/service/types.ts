@@ -63,7 +63,7 @@ export interface RunSpec {
 }
 
 /** Which door a run came through (metrics, logs, usage). */
-export type RunSurface = 'openai' | 'a2a' | 'console' | 'admin' | 'ui';
+export type RunSurface = 'openai' | 'anthropic' | 'a2a' | 'console' | 'admin' | 'ui';
 
 export interface SubmitOptions {
   surface: RunSurface;

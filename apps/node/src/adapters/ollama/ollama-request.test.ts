@@ -35,13 +35,14 @@ describe('toOllamaChatRequest', () => {
     ]);
   });
 
-  it('maps generation params to options, context_size to num_ctx and think', () => {
+  it('maps generation params (top_k included) to options, context_size to num_ctx and think', () => {
     const body = toOllamaChatRequest(
       userRun('qwen3:8b', 'x', {
         params: create.generationParams({
           maxTokens: 64,
           temperature: 0.2,
           topP: 0.9,
+          topK: 40,
           stop: ['END'],
           think: true,
         }),
@@ -51,7 +52,14 @@ describe('toOllamaChatRequest', () => {
     expect(body).toMatchObject({
       model: 'qwen3:8b',
       stream: true,
-      options: { num_predict: 64, temperature: 0.2, top_p: 0.9, stop: ['END'], num_ctx: 262144 },
+      options: {
+        num_predict: 64,
+        temperature: 0.2,
+        top_p: 0.9,
+        top_k: 40,
+        stop: ['END'],
+        num_ctx: 262144,
+      },
       think: true,
     });
   });

@@ -121,6 +121,7 @@ export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequest
   if (params?.maxTokens !== undefined) options.num_predict = params.maxTokens;
   if (params?.temperature !== undefined) options.temperature = params.temperature;
   if (params?.topP !== undefined) options.top_p = params.topP;
+  if (params?.topK !== undefined) options.top_k = params.topK;
   if (params && params.stop.length > 0) options.stop = [...params.stop];
   if (settings.contextSize > 0) options.num_ctx = settings.contextSize;
   if (Object.keys(options).length > 0) body.options = options;

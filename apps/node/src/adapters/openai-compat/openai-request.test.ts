@@ -13,6 +13,7 @@ describe('toOpenAIChatRequest', () => {
           maxTokens: 100,
           temperature: 0.5,
           topP: 0.8,
+          topK: 20,
           stop: ['###'],
           reasoningEffort: 'low',
         }),
@@ -29,6 +30,7 @@ describe('toOpenAIChatRequest', () => {
       max_tokens: 100,
       temperature: 0.5,
       top_p: 0.8,
+      top_k: 20,
       stop: ['###'],
       reasoning_effort: 'low',
       tools: [

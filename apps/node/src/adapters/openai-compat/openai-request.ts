@@ -91,6 +91,8 @@ export function toOpenAIChatRequest(request: RunRequest, settings: OpenAIRequest
   if (params?.maxTokens !== undefined) body.max_tokens = params.maxTokens;
   if (params?.temperature !== undefined) body.temperature = params.temperature;
   if (params?.topP !== undefined) body.top_p = params.topP;
+  // Not in OpenAI's API; vLLM, llama.cpp, SGLang and LM Studio take it as a top-level field.
+  if (params?.topK !== undefined) body.top_k = params.topK;
   if (params && params.stop.length > 0) body.stop = [...params.stop];
   if (params?.reasoningEffort) body.reasoning_effort = params.reasoningEffort;
   if (params?.think !== undefined && settings.provider === 'vllm') {

@@ -400,7 +400,11 @@ export interface GenerationParams {
   reasoningEffort: string;
   thinkingBudget?: number | undefined;
   includeReasoning: boolean;
-  think?: boolean | undefined;
+  think?:
+    | boolean
+    | undefined;
+  /** Sample only from the k most likely tokens (Anthropic `top_k`; Ollama options.top_k, vLLM `top_k`). */
+  topK?: number | undefined;
 }
 
 export interface CancelRequest {
@@ -4283,6 +4287,7 @@ function createBaseGenerationParams(): GenerationParams {
     thinkingBudget: undefined,
     includeReasoning: false,
     think: undefined,
+    topK: undefined,
   };
 }
 
@@ -4311,6 +4316,9 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     }
     if (message.think !== undefined) {
       writer.uint32(64).bool(message.think);
+    }
+    if (message.topK !== undefined) {
+      writer.uint32(72).uint32(message.topK);
     }
     return writer;
   },
@@ -4392,6 +4400,14 @@ export const GenerationParams: MessageFns<GenerationParams> = {
             message.think = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.topK = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4434,6 +4450,11 @@ export const GenerationParams: MessageFns<GenerationParams> = {
         ? globalThis.Boolean(object.include_reasoning)
         : false,
       think: isSet(object.think) ? globalThis.Boolean(object.think) : undefined,
+      topK: isSet(object.topK)
+        ? globalThis.Number(object.topK)
+        : isSet(object.top_k)
+        ? globalThis.Number(object.top_k)
+        : undefined,
     };
   },
 
@@ -4463,6 +4484,9 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     if (message.think !== undefined) {
       obj.think = message.think;
     }
+    if (message.topK !== undefined) {
+      obj.topK = Math.round(message.topK);
+    }
     return obj;
   },
 
@@ -4479,6 +4503,7 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     message.thinkingBudget = object.thinkingBudget ?? undefined;
     message.includeReasoning = object.includeReasoning ?? false;
     message.think = object.think ?? undefined;
+    message.topK = object.topK ?? undefined;
     return message;
   },
 };

@@ -1,0 +1,92 @@
+// Test support: the OpenAI listener's app with the Anthropic routes mounted, on 127.0.0.1:0, over a
+// FakeEdgeService and a real provider pool (openai-harness's config), with an official `@anthropic-ai/sdk` client
+// pointed at it. The client's fetch keeps every response body's raw text, so tests can check the SSE events the
+// SDK itself hides (`ping`).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import type { EdgeConfig } from '@iop/config';
+import { silentLogger } from '../../logging.js';
+import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
+import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
+import { closeOpenAIApp, createOpenAIApp } from '../../openai/openai-app.js';
+import { harnessConfig, type HarnessOptions } from '../../openai/test-support/openai-harness.js';
+import type { OpenAIMetrics } from '../../openai/openai-metrics.js';
+import { FakeEdgeService, textRun } from '../../test-support/fake-edge-service.js';
+import { createAnthropicRoutes } from '../anthropic-routes.js';
+
+export interface AnthropicHarness {
+  url: string;
+  client: Anthropic;
+  service: FakeEdgeService;
+  pool: ProviderPool;
+  config: EdgeConfig;
+  /** Raw bodies of the responses the client received, in order. */
+  bodies: string[];
+  /** Requests the metrics recorder saw: route, status. */
+  finished: { route: string; status: number }[];
+  close(): Promise<void>;
+}
+
+export async function startAnthropicHarness(
+  options: HarnessOptions & { apiKey?: string } = {},
+): Promise<AnthropicHarness> {
+  const config = harnessConfig(options);
+  const nodes = new FakeNodes();
+  nodes.connect('node-1');
+  nodes.connect('node-2');
+  const pool = createProviderPool({ config, nodes, pollIntervalMs: 50 });
+  const service = new FakeEdgeService(
+    options.scripter ?? (() => ({ parts: textRun(['Hello', ' there']) })),
+    nodes.list,
+    pool,
+  );
+  const finished: { route: string; status: number }[] = [];
+  const metrics: OpenAIMetrics = {
+    requestFinished: (route, status) => finished.push({ route, status }),
+    firstToken: () => undefined,
+    overhead: () => undefined,
+  };
+  const routes = createAnthropicRoutes({ config, service, logger: silentLogger, metrics });
+  const app = createOpenAIApp({ config, service, logger: silentLogger, mounts: [routes] });
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const bodies: string[] = [];
+  const recordingFetch: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    const [forClient, forRecord] = response.body ? response.body.tee() : [null, null];
+    if (forRecord) {
+      void new Response(forRecord).text().then((text) => bodies.push(text));
+    }
+    return new Response(forClient, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+  const client = new Anthropic({
+    baseURL: url,
+    apiKey: options.apiKey ?? 'test-key',
+    maxRetries: 0,
+    timeout: 10_000,
+    fetch: recordingFetch,
+  });
+  return {
+    url,
+    client,
+    service,
+    pool,
+    config,
+    bodies,
+    finished,
+    close: () =>
+      new Promise<void>((resolve) => {
+        closeOpenAIApp(app);
+        pool.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
