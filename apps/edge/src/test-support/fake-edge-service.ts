@@ -20,9 +20,9 @@ import { isPoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
 import { ServiceError } from '../service/errors.js';
-import { applyGenerationPolicy } from '../service/generation-policy.js';
+import { applyGenerationPolicy } from '../placement/generation-policy.js';
 import { RunEventStream } from '../service/run-event-stream.js';
-import { SessionSlots, type SessionSlot } from '../service/session-slots.js';
+import { SessionSlots, type SessionSlot } from '../placement/session-slots.js';
 import type {
   EdgeService,
   ModelCatalog,
