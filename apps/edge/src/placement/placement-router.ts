@@ -23,7 +23,7 @@ export interface RemoteEdges {
    * A reservation for a run forwarded to `edgeId`. Nothing is held here before dispatch: the owner's own run
    * supervisor admits it exactly (limits travel as the principal's lease).
    */
-  reserve(edgeId: string, request: PlacementRequest): Reservation;
+  reserve(edgeId: string): Reservation;
   /** Every provider of the fabric: this edge's figures and the other edges' latest ones. */
   providers(local: ProviderStatus[]): ProviderStatus[];
   /** The other edges' nodes, each with its edge id. */
@@ -52,6 +52,6 @@ export class PlacementRouter implements Placement {
 
   reserve(request: PlacementRequest, edgeId: string | undefined): Promise<Reservation> {
     if (edgeId === undefined || !this.remote) return this.local.reserve(request);
-    return Promise.resolve(this.remote.reserve(edgeId, request));
+    return Promise.resolve(this.remote.reserve(edgeId));
   }
 }

@@ -29,6 +29,7 @@ import {
   noAdmissionMetrics,
   RunSupervisor,
   type AdmissionMetrics,
+  type RunState,
   type SupervisorContext,
 } from './run-supervisor.js';
 import type {
@@ -50,6 +51,8 @@ export interface EdgeServiceDeps {
   pool: ProviderPool;
   /** Cluster mode: the other edges of the fabric, where runs may be placed; none = every run executes here. */
   remote?: RemoteEdges;
+  /** This edge's id (`edge.id`): the edge of its own nodes in fabricNodes(). */
+  edgeId?: string;
   /** Cluster mode: a key's limits counted on its home edge (before a run takes capacity anywhere). */
   sharedLimits?: SharedLimits;
   events: EventBus;
@@ -75,9 +78,16 @@ export interface EdgeServiceDeps {
   deadlineGraceMs?: number;
   /** How long a cancelled run may take to confirm before the edge ends it and releases its capacity (default 5 s). */
   cancelGraceMs?: number;
+  /** Told every state a run's supervisor enters (tests). */
+  onRunState?: (run: RunSupervisor, state: RunState) => void;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
+  /**
+   * Admits and starts a run on this edge's own nodes, whatever the fabric looks like: a run another edge
+   * forwarded here (cluster/ serves it through this). Same admission and supervision as submitRun.
+   */
+  runHere(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle>;
   /** Runs being tracked (tests, metrics, shutdown). */
   readonly inFlightRuns: number;
   /** Refuses new runs and commands from now on; queued runs are refused, in-flight ones end with their nodes. */
@@ -90,6 +100,7 @@ const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const clock = deps.clock ?? systemClock;
   const pool = deps.pool;
+  const remote = deps.remote;
   const runs = new Map<string, RunSupervisor>();
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
@@ -100,7 +111,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     sessions: deps.sessions ?? new SessionSlots(),
   });
   const context: SupervisorContext = {
-    placement: new PlacementRouter(local, pool, deps.remote),
+    placement: new PlacementRouter(local, pool, remote),
     events: deps.events,
     logger: deps.logger,
     clock,
@@ -111,6 +122,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     bufferSize: deps.runBufferSize ?? 4096,
     deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
     cancelGraceMs: deps.cancelGraceMs ?? 5_000,
+    onState: deps.onRunState,
     shuttingDown: () => shuttingDown,
     register(run) {
       if (runs.has(run.runId)) return false;
@@ -156,9 +168,25 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   }
 
   function submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
+    return supervise(destination, spec, options, false);
+  }
+
+  function supervise(
+    destination: RunDestination,
+    spec: RunSpec,
+    options: SubmitOptions,
+    here: boolean,
+  ): Promise<RunHandle> {
     const refusal = precheck(destination, spec, options);
     if (refusal) return Promise.reject(refusal);
-    return new RunSupervisor(context, spec.runId ?? generateRunId(), destination, spec, options).start();
+    return new RunSupervisor(
+      context,
+      spec.runId ?? generateRunId(),
+      destination,
+      spec,
+      options,
+      here,
+    ).start();
   }
 
   async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
@@ -185,6 +213,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       shuttingDown = true;
     },
     submitRun,
+    runHere: (destination, spec, options) => supervise(destination, spec, options, true),
     cancelRun(runId, reason) {
       const run = runs.get(runId);
       if (!run) return Promise.resolve(false);
@@ -223,7 +252,16 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     resolveNode(ref?: string): NodeSummary {
       return resolveLink(ref).summary();
     },
-    providers: () => pool.snapshot(),
+    providers: remote ? () => remote.providers(pool.snapshot()) : () => pool.snapshot(),
+    fabricNodes(): NodeSummary[] {
+      const here = deps.registry.list();
+      if (!remote) return here;
+      const edgeId = deps.edgeId ?? '';
+      const local = here.map((node) => ({ ...node, edgeId }));
+      const ids = new Set(local.map((node) => node.nodeId));
+      return [...local, ...remote.nodes().filter((node) => !ids.has(node.nodeId))];
+    },
+    inFabric: remote !== undefined,
     models: {
       has: (model) => pool.hasModel(model),
       get: (model) => pool.model(model),

@@ -57,11 +57,13 @@ export type RunState =
   | 'queued'
   /**
    * Capacity is held where the run will execute (a pool lease and session here, or the choice of an owner edge,
-   * which admits it exactly itself). Back to `queued` only when the owner edge never took the run (unreachable
-   * before the first byte): the run is then admitted here.
+   * which admits it exactly itself).
    */
   | 'admitted'
-  /** The run request is being sent, or was sent and no event has come back yet. */
+  /**
+   * The run request is being sent, or was sent and no event has come back yet. Back to `queued` only when the
+   * owner edge never took a forwarded run (unreachable before the first byte): it is then admitted here.
+   */
   | 'dispatched'
   /** Events are arriving from where the run executes. */
   | 'streaming'
@@ -72,12 +74,17 @@ export type RunState =
 
 export const RUN_TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
   queued: ['admitted', 'ended'],
-  admitted: ['dispatched', 'queued', 'ended'],
+  admitted: ['dispatched', 'ended'],
   dispatched: ['streaming', 'ending', 'queued', 'ended'],
   streaming: ['ending', 'ended'],
   ending: ['ended'],
   ended: [],
 };
+
+/** Throws RunStateError unless `from → to` is in RUN_TRANSITIONS. */
+export function assertTransition(runId: string, from: RunState, to: RunState): void {
+  if (!RUN_TRANSITIONS[from].includes(to)) throw new RunStateError(runId, from, to);
+}
 
 /** An illegal state transition: a bug in the supervisor or its caller, never the client's fault. */
 export class RunStateError extends Error {
@@ -127,6 +134,8 @@ export interface SupervisorContext {
   register(run: RunSupervisor): boolean;
   /** The run ended (called once, after everything was released). */
   unregister(run: RunSupervisor): void;
+  /** Told every state a run enters (tests, diagnostics); none = nothing is called. */
+  onState?: ((run: RunSupervisor, state: RunState) => void) | undefined;
 }
 
 export class RunSupervisor implements ExecutionObserver {
@@ -168,7 +177,9 @@ export class RunSupervisor implements ExecutionObserver {
     runId: string,
     destination: RunDestination,
     spec: RunSpec,
-    private readonly options: SubmitOptions,
+    options: SubmitOptions,
+    /** Placed on this edge whatever the fabric looks like (a run another edge forwarded here). */
+    private readonly placeHere = false,
   ) {
     const model = options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
     this.request = {
@@ -210,7 +221,6 @@ export class RunSupervisor implements ExecutionObserver {
    */
   async start(): Promise<RunHandle> {
     const { context, request } = this;
-    let edgeId = context.placement.edgeFor(request.destination);
     const queueSpan = context.tracing.enabled
       ? context.tracing.startSpan('iop.edge.admission', {
           parent: request.traceparent,
@@ -220,7 +230,11 @@ export class RunSupervisor implements ExecutionObserver {
       : undefined;
     let dispatched: Dispatched;
     try {
-      await this.takeLimits();
+      // Awaited only when the key's home edge is asked: placement then sees this run's capacity taken before
+      // the next submit of the same turn decides (no extra turn of the event loop per run).
+      const reserving = this.takeLimits();
+      if (reserving) await reserving;
+      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(request.destination);
       for (;;) {
         if (edgeId === undefined) this.admitHere();
         const reservation = await context.placement.reserve(this.placed(), edgeId);
@@ -359,20 +373,22 @@ export class RunSupervisor implements ExecutionObserver {
    * The key's limits, before any capacity is taken: the allow-list (checked once, here) and, in cluster mode,
    * the reservation on the key's home edge (the principal then carries the lease wherever the run is admitted).
    */
-  private async takeLimits(): Promise<void> {
+  private takeLimits(): Promise<void> | undefined {
     const principal = this.principal;
-    if (!principal) return;
+    if (!principal) return undefined;
     if (!allowsModel(principal, this.request.model)) {
       throw new ServiceError('model_not_found', `The model '${this.request.model}' does not exist`);
     }
     const sharedLimits = this.context.sharedLimits;
-    if (!sharedLimits || principal.lease || !hasLimits(principal)) return;
-    try {
-      this.principal = await sharedLimits.reserve(principal, this.estimate);
-    } catch (error) {
-      if (isGovernanceError(error)) throw fromGovernanceError(error);
-      throw error;
-    }
+    if (!sharedLimits || principal.lease || !hasLimits(principal)) return undefined;
+    return sharedLimits.reserve(principal, this.estimate).then(
+      (leased) => {
+        this.principal = leased;
+      },
+      (error: unknown) => {
+        throw isGovernanceError(error) ? fromGovernanceError(error) : error;
+      },
+    );
   }
 
   /**
@@ -556,9 +572,9 @@ export class RunSupervisor implements ExecutionObserver {
   }
 
   private to(next: RunState): void {
-    if (!RUN_TRANSITIONS[this.stateNow].includes(next))
-      throw new RunStateError(this.runId, this.stateNow, next);
+    assertTransition(this.runId, this.stateNow, next);
     this.stateNow = next;
+    this.context.onState?.(this, next);
   }
 
   /** The clock's monotonic reading when it has one (sub-millisecond), else its epoch milliseconds. */

@@ -40,6 +40,15 @@ export interface SubmitOptions {
   signal?: AbortSignal;
 }
 
+/** A run's events: iterated, or handed to one callback as they come (single consumer either way). */
+export interface RunEvents extends AsyncIterable<RunEventWithMeta> {
+  /**
+   * Calls `each` synchronously with every event, the buffered ones first, so a reader of the whole run pays no
+   * promise per event. `done` settles after the terminal event or once `stop()` detached the reader.
+   */
+  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
+}
+
 export interface RunHandle {
   runId: string;
   nodeId: string;
@@ -56,7 +65,7 @@ export interface RunHandle {
    * The run's events, ending after its terminal part. Single consumer. For background runs it may be ignored:
    * events are still published on the event bus and the run is still tracked until it ends.
    */
-  events: AsyncIterable<RunEventWithMeta>;
+  events: RunEvents;
   /** Settles when the run reaches its terminal part (never rejects). Capacity is released by then. */
   done: Promise<RunOutcome>;
   /** Sends CANCEL_RUN; the run then ends with a `cancelled` (or terminal) part. Idempotent. */
@@ -113,11 +122,13 @@ export interface EdgeService {
   /** Explicit id or alias; none given → the single connected node; otherwise a ServiceError. */
   resolveNode(ref?: string): NodeSummary;
   /**
-   * Cluster mode only: every node of the fabric, each with the edge it is connected to (`nodes list`). Absent on
-   * a single edge, where `listNodes()` is the whole fabric.
+   * Every node of the fabric (`nodes list`): in cluster mode each with the edge it is connected to; on a single
+   * edge the same as listNodes().
    */
-  clusterNodes?(): NodeSummary[];
-  /** Every configured provider with its capacity, in_flight, queued and health. */
+  fabricNodes(): NodeSummary[];
+  /** True in cluster mode (this edge is one of a fabric's edges). */
+  readonly inFabric: boolean;
+  /** Every provider with its capacity, in_flight, queued and health (in cluster mode: of the whole fabric). */
   providers(): ProviderStatus[];
   models: ModelCatalog;
   admissionTotals(): AdmissionTotals;

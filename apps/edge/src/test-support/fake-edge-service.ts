@@ -369,6 +369,13 @@ export class FakeEdgeService implements EdgeService {
     });
   }
 
+  /** A single edge: the fabric is this edge's nodes (cluster tests override both). */
+  inFabric = false;
+
+  fabricNodes(): NodeSummary[] {
+    return this.listNodes();
+  }
+
   listNodes(): NodeSummary[] {
     return [...this.nodes];
   }
@@ -396,7 +403,7 @@ export class FakeEdgeService implements EdgeService {
     input: SubmittedRun,
     nodeId: string,
     release: () => void,
-  ): { run: FakeRun; events: AsyncIterable<RunEventWithMeta> } {
+  ): { run: FakeRun; events: RunEventStream } {
     const runId = input.runId ?? `run-${++this.runSeq}`;
     const provider = input.providerId ?? '';
     this.active += 1;
