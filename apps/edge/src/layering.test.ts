@@ -4,8 +4,9 @@
 //
 //   root        edge-runtime.ts, surfaces.ts, surface.ts, run-edge.ts, main.ts, cli/
 //   surfaces    openai/ a2a/ console/ admin/ bootstrap/ ui/          (translate a protocol to service calls)
-//   cluster     cluster/                       (cluster mode: wraps the service, places and forwards runs over NATS)
-//   service     service/                                             (admission and run lifetime)
+//   service     service/                             (one run supervisor per run: admission and run lifetime)
+//   cluster     cluster/                 (cluster mode: the other edges as placement's remote directory + transport)
+//   placement   placement/                                           (where a run executes: local pool | remote)
 //   below it    refresh/ governance/ adopt/ → pool/ metrics/ → node/ → transport/ → events/ → base
 //   base        logging.ts version.ts clock.ts random-ids.ts fault.ts net/ http/ tls/
 //
@@ -35,8 +36,9 @@ const LAYERS: Record<string, number> = {
   refresh: 5,
   governance: 5,
   adopt: 5,
+  placement: 5.5,
+  cluster: 5.7,
   service: 6,
-  cluster: 6.5,
   openai: 7,
   a2a: 7,
   console: 7,

@@ -14,7 +14,7 @@ import { periodAt, type Governor, type LimitLease, type SpentTokens } from '../g
 import { hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import type { Logger } from '../logging.js';
-import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
 /** Where a lease is held: its home edge and its id there. */
 export interface LeaseRef {

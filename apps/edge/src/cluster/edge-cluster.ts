@@ -29,12 +29,18 @@ import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeSummary } from '../node/node-summary.js';
 import { PlacementError } from '../placement/errors.js';
-import type { Dispatched, ExecutionObserver, PlacementRequest, Reservation } from '../placement/placement.js';
+import type {
+  Dispatched,
+  ExecutionObserver,
+  ForwardedRunHost,
+  PlacementRequest,
+  Reservation,
+  ServedRun,
+} from '../placement/placement.js';
 import type { RemoteEdges } from '../placement/placement-router.js';
 import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
-import { ServiceError, type ServiceErrorCode } from '../service/errors.js';
-import type { RunEventWithMeta, RunHandle, SubmitOptions } from '../service/types.js';
+import type { RunEventWithMeta } from '../events/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { Governor } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
@@ -44,7 +50,7 @@ import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
-import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
@@ -53,11 +59,6 @@ const MAX_EVENT_BATCH = 64;
 /** State changes within this window go out in one put. */
 const PUBLISH_COALESCE_MS = 50;
 export const NODES_BUCKET = 'iop_nodes';
-
-/** Where runs other edges forward here are admitted: the service, with placement fixed to this edge. */
-export interface ForwardedRunHost {
-  runHere(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle>;
-}
 
 export interface EdgeClusterOptions {
   config: EdgeConfig;
@@ -143,7 +144,8 @@ export type ForwardReply =
       providerId: string | null;
       queueMs: number;
     }
-  | { ok: false; code: ServiceErrorCode; message: string; retryAfterSeconds: number | null };
+  /** `code`: the owner service's error code (the requester maps it back, unknown codes as `node_error`). */
+  | { ok: false; code: string; message: string; retryAfterSeconds: number | null };
 
 /**
  * On a run's events subject: first the owner's ForwardReply (the answer to the forward, sent to its reply
@@ -230,7 +232,7 @@ interface Served {
   /** Where the run's events go. */
   subject: string;
   controller: AbortController;
-  handle: RunHandle | undefined;
+  handle: ServedRun | undefined;
 }
 
 class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
@@ -675,7 +677,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     };
     this.served.set(request.forwardId, served);
     const principal = request.principal ? this.principalOf(request.principal, request.lease) : undefined;
-    let handle: RunHandle;
+    let handle: ServedRun;
     try {
       // The owner's own supervisor admits it (limits by the lease it carries, capacity, the one deadline here).
       handle = await host.runHere(request.destination, request.spec, {
@@ -687,16 +689,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       });
     } catch (error) {
       this.served.delete(request.forwardId);
-      const reply: ForwardReply =
-        error instanceof ServiceError
-          ? {
-              ok: false,
-              code: error.code,
-              message: error.message,
-              retryAfterSeconds: error.retryAfterSeconds ?? null,
-            }
-          : { ok: false, code: 'node_error', message: errorText(error), retryAfterSeconds: null };
-      msg.respond(encode(reply));
+      msg.respond(encode(refusalOf(error)));
       return;
     }
     served.handle = handle;
@@ -884,7 +877,12 @@ export class ForwardedRun implements Reservation {
       }
       return;
     }
-    // `done`: the run ended on the owner without a terminal part (the owner is leaving): made into one here.
+    // `done`: the run ended on the owner without a terminal part (the owner is leaving): made into one here; an
+    // error ends it as a loss (the run did not end on the owner's word, so its lease is returned from here).
+    if (message.outcome.status === 'error') {
+      observer.onLost('node_disconnected', message.outcome.message);
+      return;
+    }
     observer.onEvent({
       runId: this.runId,
       nodeId: this.where?.nodeId ?? '',
@@ -996,6 +994,17 @@ function terminalPartOf(
       throw new Error(`unknown outcome ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** The owner's refusal as the requester reads it: the host's error code (a ServiceError's), or a node error. */
+function refusalOf(error: unknown): ForwardReply {
+  const coded = error as { code?: unknown; retryAfterSeconds?: unknown } | null;
+  return {
+    ok: false,
+    code: error instanceof Error && typeof coded?.code === 'string' ? coded.code : 'node_error',
+    message: errorText(error),
+    retryAfterSeconds: typeof coded?.retryAfterSeconds === 'number' ? coded.retryAfterSeconds : null,
+  };
 }
 
 function errorText(error: unknown): string {

@@ -45,7 +45,7 @@ import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.j
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
-import type { PeerCalls } from '../cluster/peer-calls.js';
+import type { FabricCalls } from '../service/fabric-calls.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -60,7 +60,7 @@ export interface OpenAIAppOptions {
    */
   principals?: () => PrincipalResolver;
   /** Cluster mode: a background response this edge does not hold is asked of the other edges (and answered here). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
 }
 
 /** The peer-call topic of background-response look-ups (cluster mode), and its payload. */

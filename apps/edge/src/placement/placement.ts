@@ -8,7 +8,7 @@
 // usage record. The supervisor decides when the run ends and calls `release()` exactly once.
 import type { RunEventWithMeta } from '../events/types.js';
 import type { Principal } from '../governance/principal.js';
-import type { RunDestination, RunSpec, RunSurface } from './run-types.js';
+import type { RunDestination, RunOutcome, RunSpec, RunSurface } from './run-types.js';
 
 /** One run as placement sees it (built once by the supervisor). */
 export interface PlacementRequest {
@@ -75,6 +75,37 @@ export interface Reservation {
   cancel(reason: string): void;
   /** Returns what the reservation holds (pool lease, session slot, node or fabric registration). Idempotent. */
   release(): void;
+}
+
+/** A run another edge forwarded here, as this edge's service started it (a RunHandle is one). */
+export interface ServedRun {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly sessionId: string;
+  readonly providerId: string | undefined;
+  readonly queueMs: number;
+  readonly events: AsyncIterable<RunEventWithMeta>;
+  readonly done: Promise<RunOutcome>;
+  cancel(reason?: string): Promise<void>;
+}
+
+/** How a forwarded run is admitted here: what the requesting edge sent with it. */
+export interface ServedRunOptions {
+  surface: RunSurface;
+  model?: string;
+  traceparent?: string;
+  principal?: Principal;
+  signal?: AbortSignal;
+}
+
+/**
+ * Where runs other edges forward here are admitted (the service's `runHere`: its own run supervisor, placed on
+ * this edge). Rejects with an error carrying the service's error `code` when the run is refused.
+ */
+export interface ForwardedRunHost {
+  runHere(destination: RunDestination, spec: RunSpec, options: ServedRunOptions): Promise<ServedRun>;
 }
 
 export interface Placement {
