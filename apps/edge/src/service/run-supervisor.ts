@@ -221,7 +221,7 @@ export class RunSupervisor implements ExecutionObserver {
    */
   async start(): Promise<RunHandle> {
     const { context, request } = this;
-    const queueSpan = context.tracing.enabled
+    let queueSpan = context.tracing.enabled
       ? context.tracing.startSpan('iop.edge.admission', {
           parent: request.traceparent,
           kind: 'server',
@@ -242,6 +242,7 @@ export class RunSupervisor implements ExecutionObserver {
         this.here = reservation.edgeId === undefined;
         this.to('admitted');
         queueSpan?.end();
+        queueSpan = undefined;
         // The queue wait may have outlived the edge or the caller.
         if (context.shuttingDown()) throw new ServiceError('shutting_down', 'the edge is shutting down');
         if (request.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
