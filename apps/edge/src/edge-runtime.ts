@@ -131,16 +131,6 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       sampleRatio: config.tracing.sample_ratio,
       ...(config.tracing.otlp_endpoint ? { otlpEndpoint: config.tracing.otlp_endpoint } : {}),
     });
-  const localService = createEdgeService({
-    registry,
-    pool,
-    events,
-    logger: logger.child({ component: 'service' }),
-    clock,
-    metrics: admissionMetrics(metrics),
-    governor: governance.governor,
-    tracing,
-  });
   pool.start();
   // The subscription ends when the bus closes.
   metrics.followEvents(events);
@@ -163,13 +153,15 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     events.close();
     throw error;
   }
-  // Cluster mode only (`cluster.enabled`): NATS state, node ownership and forwarded runs (cluster/).
+  // Cluster mode only (`cluster.enabled`): NATS state, node ownership and forwarded runs (cluster/), below the
+  // service: its directory and transport are the service's remote placement, its limits the shared limits.
   let cluster: EdgeCluster | undefined;
   if (config.cluster.enabled) {
     try {
       cluster = await startEdgeCluster({
         config,
-        service: localService,
+        localNodes: () => registry.list(),
+        localProviders: () => pool.snapshot(),
         events,
         connectedNodes: () => registry.links().map((link) => link.nodeId),
         dropNode: (nodeId) =>
@@ -192,7 +184,32 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       throw error;
     }
   }
-  const service = cluster?.service ?? localService;
+  const service = createEdgeService({
+    registry,
+    pool,
+    events,
+    logger: logger.child({ component: 'service' }),
+    clock,
+    metrics: admissionMetrics(metrics),
+    governor: governance.governor,
+    tracing,
+    edgeId: config.edge.id,
+    ...(cluster ? { remote: cluster.remote } : {}),
+    ...(cluster?.limits ? { sharedLimits: cluster.limits } : {}),
+  });
+  if (cluster) {
+    try {
+      // The fabric serves runs forwarded here only once the service exists: one explicit step, no order to keep.
+      await cluster.serve(service);
+    } catch (error) {
+      await cluster.close();
+      pool.close();
+      await transport.stop('startup-failed');
+      await governance.close();
+      events.close();
+      throw error;
+    }
+  }
 
   const applyNodeConfig: ApplyNodeConfig = async (next, applyOptions = {}) => {
     const outcome = await nodeConfigs.apply(next.nodes, applyOptions);

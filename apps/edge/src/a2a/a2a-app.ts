@@ -29,9 +29,9 @@ import {
   type JsonRpcRequest,
 } from './json-rpc.js';
 import type { TaskManager } from './task-manager.js';
-import type { PeerCalls } from '../cluster/peer-calls.js';
-import { PeerStreamError } from '../cluster/peer-streams.js';
-import { toWirePrincipal, type WirePrincipal } from '../cluster/wire-principal.js';
+import type { FabricCalls } from '../service/fabric-calls.js';
+import { FabricStreamError } from '../service/fabric-calls.js';
+import { toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
 export interface A2AAppOptions {
   path: string;
@@ -54,7 +54,7 @@ export interface A2AAppOptions {
   /** Request counts, durations and time to first artifact chunk (default: not recorded). */
   metrics?: HttpMetricsRecorder;
   /** Cluster mode: a task this edge does not hold is asked of the other edges (tasks/get, tasks/cancel). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
 }
 
 /** Largest JSON-RPC body read (well under what one frame to a node carries). */
@@ -399,7 +399,7 @@ export interface A2ATaskCall {
  * does (relayed over NATS, ended with it); otherwise this edge's task-not-found.
  */
 async function orPeerStream(
-  peers: PeerCalls | undefined,
+  peers: FabricCalls | undefined,
   here: () => AsyncIterable<StreamEvent>,
   call: A2ATaskCall,
   signal: AbortSignal,
@@ -413,7 +413,7 @@ async function orPeerStream(
     try {
       remote = await peers.open(A2A_RESUBSCRIBE_TOPIC, call, signal);
     } catch (caught) {
-      if (caught instanceof PeerStreamError) throw new JsonRpcError(caught.code, caught.message);
+      if (caught instanceof FabricStreamError) throw new JsonRpcError(caught.code, caught.message);
       throw caught;
     }
     if (!remote) throw error;
@@ -425,7 +425,7 @@ async function* relayPeerStream(remote: AsyncIterable<unknown>): AsyncIterable<S
   try {
     for await (const event of remote) yield event as StreamEvent;
   } catch (error) {
-    if (error instanceof PeerStreamError) throw new JsonRpcError(error.code, error.message);
+    if (error instanceof FabricStreamError) throw new JsonRpcError(error.code, error.message);
     throw error;
   }
 }
@@ -435,7 +435,7 @@ async function* relayPeerStream(remote: AsyncIterable<unknown>): AsyncIterable<S
  * JSON-RPC error, e.g. not cancelable, is passed on); otherwise this edge's task-not-found.
  */
 async function orPeers<T>(
-  peers: PeerCalls | undefined,
+  peers: FabricCalls | undefined,
   here: () => T | Promise<T>,
   call: A2ATaskCall,
 ): Promise<T> {

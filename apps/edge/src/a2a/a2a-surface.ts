@@ -9,10 +9,10 @@ import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
 import type { Governance } from '../governance/governance.js';
 import type { PrincipalResolver } from '../governance/principal.js';
-import type { PeerCalls } from '../cluster/peer-calls.js';
-import { fromWirePrincipal } from '../cluster/wire-principal.js';
+import type { FabricCalls } from '../service/fabric-calls.js';
+import { fromWirePrincipal } from '../governance/wire-principal.js';
 import { A2A_RESUBSCRIBE_TOPIC, A2A_TASKS_TOPIC, createA2AApp, type A2ATaskCall } from './a2a-app.js';
-import { PeerStreamError } from '../cluster/peer-streams.js';
+import { FabricStreamError } from '../service/fabric-calls.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
@@ -31,7 +31,7 @@ export interface A2ASurfaceOptions {
   now?: () => number;
   metrics?: HttpMetricsRecorder;
   /** Cluster mode: tasks/get and tasks/cancel of a task another edge holds are asked of it (and answered here). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
 }
 
 export interface RunningA2ASurface {
@@ -90,7 +90,7 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     } catch (error) {
       if (!(error instanceof JsonRpcError)) throw error;
       if (error.code === JSON_RPC_ERRORS.taskNotFound) return undefined;
-      throw new PeerStreamError(error.code, error.message);
+      throw new FabricStreamError(error.code, error.message);
     }
   });
   const listener = await listenHttp(options.listen, app);
@@ -119,7 +119,7 @@ export interface A2ASurfaceDeps {
   /** API keys (the same principals as the OpenAI surface). */
   governance?: Pick<Governance, 'keys'>;
   /** Cluster mode: the other edges (tasks another edge holds). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
 }
 
 export function createA2ASurface() {

@@ -176,7 +176,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     listNodes: unary('ListNodes', () => {
       const pool = deps.providerStatus?.() ?? [];
       return ListNodesResponse.fromPartial({
-        nodes: (service.clusterNodes?.() ?? service.listNodes()).map((node) => toNodeInfo(node, pool)),
+        nodes: service.fabricNodes().map((node) => toNodeInfo(node, pool)),
       });
     }),
 

@@ -29,7 +29,8 @@ describe('iop-edge nodes list in cluster mode', () => {
     service.nodes = [{ ...node('gpu-01', 'gpu-01', SINCE), lastHeartbeatUnixMs: NOW - 1000 }];
     // What the cluster wrapper answers: the local node on this edge and a node on another edge.
     const clustered = Object.assign(service, {
-      clusterNodes: () => [
+      inFabric: true,
+      fabricNodes: () => [
         { ...node('gpu-01', 'gpu-01', SINCE), lastHeartbeatUnixMs: NOW - 1000, edgeId: 'edge-a' },
         { ...node('gpu-02', 'gpu-02', SINCE), lastHeartbeatUnixMs: NOW - 3000, edgeId: 'edge-b' },
       ],

@@ -11,9 +11,10 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { GovernanceError, type GovernanceErrorCode, type GovernanceLimit } from '../governance/errors.js';
 import { periodAt, type Governor, type LimitLease, type SpentTokens } from '../governance/governor.js';
-import type { Principal } from '../governance/principal.js';
+import { hasLimits, type Principal } from '../governance/principal.js';
+import type { SharedLimits } from '../governance/shared-limits.js';
 import type { Logger } from '../logging.js';
-import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
 /** Where a lease is held: its home edge and its id there. */
 export interface LeaseRef {
@@ -110,7 +111,7 @@ export interface ClusterLimitsOptions {
   leaseTtlMs?: number;
 }
 
-export interface ClusterLimits {
+export interface ClusterLimits extends SharedLimits {
   /** The home edge of a key id among the live edges. */
   homeOf(principalId: string): string;
   /**
@@ -136,14 +137,7 @@ export interface ClusterLimits {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function hasLimits(principal: Principal): boolean {
-  return (
-    principal.maxConcurrent !== null ||
-    principal.rpm !== null ||
-    principal.tpm !== null ||
-    principal.tokenBudget !== null
-  );
-}
+export { hasLimits } from '../governance/principal.js';
 
 /** FNV-1a over the UTF-16 code units: a cheap, stable 32-bit hash (rendezvous scores). */
 function score(edgeId: string, principalId: string): number {

@@ -1,19 +1,19 @@
-// Two edges over a real nats-server (skipped with one printed line when it is missing): each edge is the cluster
-// module over a FakeEdgeService with a real ProviderPool, so admission (capacity, queue) is the real one and the
-// fake backends count concurrency per provider.
+// Two edges over a real nats-server (skipped with one printed line when it is missing): each edge is the real
+// service (run supervisor, placement, provider pool) with the cluster below it as its remote placement, and one
+// scripted node on a real NodeLink whose backend counts concurrency per provider.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { Registry } from 'prom-client';
 import { systemClock } from '../clock.js';
 import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
 import { silentLogger } from '../logging.js';
+import { createNodeRegistry } from '../node/node-registry.js';
 import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
-import { FakeNodes } from '../pool/test-support/pool-fixture.js';
-import type { EdgeServiceImpl } from '../service/edge-service.js';
+import { createEdgeService, type EdgeServiceImpl } from '../service/edge-service.js';
 import type { RunEventWithMeta, RunHandle } from '../service/types.js';
-import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
-import { ForwardedStream, startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
+import { ScriptedNode, type NodeScript } from '../test-support/scripted-node.js';
+import { startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
 
 const available = natsServerAvailable('edge cluster tests');
 const suite = available ? describe : describe.skip;
@@ -43,11 +43,11 @@ nodes:
 }
 
 /** Runs whose last message is `hold` wait for a cancel; others answer after 3 × 80 ms. */
-const scripter: Scripter = (input) => ({
+const script: NodeScript = (input) => ({
   delayMs: 80,
   parts: [
     { type: 'start', sessionId: input.sessionId, adapter: input.adapter, target: input.target },
-    { type: 'text-delta', text: `${input.providerId ?? ''}: ${input.messages.at(-1)?.content ?? ''}` },
+    { type: 'text-delta', text: `${input.providerId}: ${input.messages.at(-1)?.content ?? ''}` },
     ...(input.messages.at(-1)?.content === 'hold'
       ? []
       : [{ type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 1 }]),
@@ -56,11 +56,11 @@ const scripter: Scripter = (input) => ({
 
 interface TestEdge {
   id: string;
-  nodes: FakeNodes;
+  node: ScriptedNode;
   connected: Set<string>;
   dropped: string[];
   pool: ProviderPool;
-  fake: FakeEdgeService;
+  service: EdgeServiceImpl;
   events: ClosableEventBus;
   cluster: EdgeCluster;
   registry: Registry;
@@ -71,22 +71,20 @@ const edges: TestEdge[] = [];
 
 async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
   const edgeConfig = config(id, nats.url);
-  const nodes = new FakeNodes();
-  nodes.connect(nodeId);
+  const nodes = createNodeRegistry();
+  const node = new ScriptedNode(nodeId, script);
+  nodes.add(node.link);
   const connected = new Set([nodeId]);
-  const pool = createProviderPool({ config: edgeConfig, nodes, pollIntervalMs: 20 });
-  const fake = new FakeEdgeService(scripter, () => nodes.list(), pool);
-  const service = Object.assign(fake, {
-    inFlightRuns: 0,
-    shutdown: () => undefined,
-  }) as unknown as EdgeServiceImpl;
   const events = createEventBus({ replaySize: 16, queueSize: 256 });
+  const pool = createProviderPool({ config: edgeConfig, nodes, events, pollIntervalMs: 20 });
+  pool.start();
   const dropped: string[] = [];
   const registry = new Registry();
   const cluster = await startEdgeCluster({
     registry,
     config: edgeConfig,
-    service,
+    localNodes: () => nodes.list(),
+    localProviders: () => pool.snapshot(),
     events,
     connectedNodes: () => [...connected],
     dropNode: (dropId) => {
@@ -96,7 +94,16 @@ async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
     logger: silentLogger,
     clock: systemClock,
   });
-  const edge = { id, nodes, connected, dropped, pool, fake, events, cluster, registry };
+  const service = createEdgeService({
+    registry: nodes,
+    pool,
+    events,
+    logger: silentLogger,
+    edgeId: id,
+    remote: cluster.remote,
+  });
+  await cluster.serve(service);
+  const edge = { id, node, connected, dropped, pool, service, events, cluster, registry };
   edges.push(edge);
   return edge;
 }
@@ -116,7 +123,7 @@ async function collect(handle: RunHandle): Promise<RunEventWithMeta[]> {
 }
 
 function submit(edge: TestEdge, text: string, signal?: AbortSignal): Promise<RunHandle> {
-  return edge.cluster.service.submitRun(
+  return edge.service.submitRun(
     { kind: 'model', model: 'm' },
     { session: { kind: 'slot', baseId: 'c' }, messages: [{ role: 'user', content: text }] as never },
     { surface: 'openai', ...(signal ? { signal } : {}) },
@@ -130,6 +137,8 @@ suite('edge cluster over NATS', () => {
   afterEach(async () => {
     for (const edge of edges.splice(0)) {
       await edge.cluster.close();
+      edge.service.shutdown();
+      edge.node.stop();
       edge.pool.close();
       edge.events.close();
     }
@@ -141,17 +150,17 @@ suite('edge cluster over NATS', () => {
   it('shows every edge the whole pool, and spreads runs: local first, then forwarded to the owning edge', async () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');
-    await waitFor(() => a.cluster.service.providers().every((provider) => provider.status === 'ready'));
-    expect(b.cluster.service.providers().map((p) => [p.providerId, p.nodeId, p.status])).toEqual([
+    await waitFor(() => a.service.providers().every((provider) => provider.status === 'ready'));
+    expect(b.service.providers().map((p) => [p.providerId, p.nodeId, p.status])).toEqual([
       ['pa', 'na', 'ready'],
       ['pb', 'nb', 'ready'],
     ]);
     // `nodes list`: every node of the fabric with its edge; listNodes() stays this edge's own.
-    expect(a.cluster.service.clusterNodes?.().map((node) => [node.nodeId, node.edgeId])).toEqual([
+    expect(a.service.fabricNodes().map((node) => [node.nodeId, node.edgeId])).toEqual([
       ['na', 'edge-a'],
       ['nb', 'edge-b'],
     ]);
-    expect(a.cluster.service.listNodes().map((node) => node.nodeId)).toEqual(['na']);
+    expect(a.service.listNodes().map((node) => node.nodeId)).toEqual(['na']);
 
     const handles = await Promise.all([submit(a, 'one'), submit(a, 'two')]);
     const streams = await Promise.all(handles.map(collect));
@@ -162,14 +171,17 @@ suite('edge cluster over NATS', () => {
     expect(forwarded.map((event) => event.part.type)).toEqual(['start', 'text-delta', 'complete']);
     expect(forwarded[1]?.part).toMatchObject({ type: 'text-delta' });
     // Each backend ran one run at a time: capacity 1 held across edges.
-    expect(a.fake.peakByProvider.get('pa')).toBe(1);
-    expect(b.fake.peakByProvider.get('pb')).toBe(1);
-    expect(a.fake.submitted).toHaveLength(1);
-    expect(b.fake.submitted).toHaveLength(1);
+    expect(a.node.peak.get('pa')).toBe(1);
+    expect(b.node.peak.get('pb')).toBe(1);
+    expect(a.node.requests).toHaveLength(1);
+    expect(b.node.requests).toHaveLength(1);
+    // The forwarded run kept its id on the owner edge.
+    expect(b.node.requests[0]?.runId).toBe(handles.find((handle) => handle.providerId === 'pb')?.runId);
+    expect(a.service.inFlightRuns + b.service.inFlightRuns).toBe(0);
     await waitFor(() => a.cluster.forwardedRuns === 0 && b.cluster.servedRuns === 0);
     await a.cluster.publishState();
     await b.cluster.publishState();
-    await waitFor(() => a.cluster.service.providers().every((p) => p.inFlight === 0 && p.queued === 0));
+    await waitFor(() => a.service.providers().every((p) => p.inFlight === 0 && p.queued === 0));
     expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
     expect(b.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
     // Per-edge and cluster-wide figures on /metrics.
@@ -190,9 +202,9 @@ suite('edge cluster over NATS', () => {
     await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
     const forwarded = await submit(a, 'hold');
     expect(forwarded.providerId).toBe('pb');
-    expect(await a.cluster.service.cancelRun(forwarded.runId, 'operator')).toBe(true);
+    expect(await a.service.cancelRun(forwarded.runId, 'operator')).toBe(true);
     expect(await forwarded.done).toMatchObject({ status: 'cancelled' });
-    expect(b.fake.cancelled).toEqual([forwarded.runId]);
+    expect(b.node.cancelled).toEqual([forwarded.runId]);
 
     const controller = new AbortController();
     const second = await submit(a, 'hold', controller.signal);
@@ -274,37 +286,5 @@ suite('edge cluster over NATS', () => {
     await waitFor(() => b.dropped.includes('nb'));
     expect(a.dropped).toEqual([]);
     expect(b.connected.has('nb')).toBe(false);
-  });
-});
-
-describe('ForwardedStream time limits (checked on the heartbeat, no timer per run)', () => {
-  it('rejects an admission the owner never answered, and ends a run past its deadline with a cancel sent', async () => {
-    const cancels: string[] = [];
-    const stream = new ForwardedStream(
-      16,
-      (reason) => cancels.push(reason),
-      () => undefined,
-    );
-    const admission = stream.admission(50);
-    stream.expire(performance.now());
-    stream.expire(performance.now() + 100);
-    await expect(admission).rejects.toThrow('no answer within 50 ms');
-
-    const running = new ForwardedStream(
-      16,
-      (reason) => cancels.push(reason),
-      () => undefined,
-    );
-    running.deadline(1000);
-    running.expire(performance.now());
-    expect(running.ended).toBe(false);
-    running.expire(performance.now() + 2000);
-    expect(await running.done).toEqual({
-      status: 'error',
-      code: 'timeout',
-      message: 'the forwarded run did not end within 1000 ms',
-    });
-    expect(running.endedHere).toBe(true);
-    expect(cancels).toEqual(['deadline']);
   });
 });

@@ -12,6 +12,11 @@
 //
 // Both buckets have a TTL of cluster.state_ttl_ms. Liveness uses the receiver's clock: an edge silent for longer
 // than the TTL is gone; runs forwarded to it end with an error, runs it forwarded here are cancelled.
+//
+// The cluster sits below the service: it is a remote directory (which edge has which nodes and free capacity)
+// and a transport (a run forwarded to the owner edge) behind placement's RemoteEdges, and it serves runs other
+// edges forward here through the service's `runHere` (ForwardedRunHost). It keeps no run lifetime of its own: a
+// forwarded run has one supervisor on each edge, each with the run's one deadline there.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
@@ -22,35 +27,30 @@ import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Clock } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import type { EdgeServiceImpl } from '../service/edge-service.js';
-import { ServiceError, type ServiceErrorCode } from '../service/errors.js';
+import type { NodeSummary } from '../node/node-summary.js';
+import { PlacementError } from '../placement/errors.js';
 import type {
-  RunDestination,
-  RunEventWithMeta,
-  RunHandle,
-  RunOutcome,
-  RunSpec,
-  RunSurface,
-  SubmitOptions,
-} from '../service/types.js';
+  Dispatched,
+  ExecutionObserver,
+  ForwardedRunHost,
+  PlacementRequest,
+  Reservation,
+  ServedRun,
+} from '../placement/placement.js';
+import type { RemoteEdges } from '../placement/placement-router.js';
+import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
+import type { ProviderStatus } from '../pool/provider-pool.js';
+import type { RunEventWithMeta } from '../events/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
-import { estimateTokens } from '../governance/estimate-tokens.js';
-import { isGovernanceError } from '../governance/errors.js';
 import type { Governor } from '../governance/governor.js';
-import { allowsModel } from '../governance/principal.js';
-import {
-  ClusterLease,
-  createClusterLimits,
-  hasLimits,
-  type ClusterLimits,
-  type LeaseRef,
-} from './cluster-limits.js';
+import type { Principal } from '../governance/principal.js';
+import { ClusterLease, createClusterLimits, type ClusterLimits, type LeaseRef } from './cluster-limits.js';
 import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
-import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from './wire-principal.js';
+import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 import { ClusterView, type EdgeState } from './cluster-view.js';
 
 export const EDGES_BUCKET = 'iop_edges';
@@ -62,8 +62,10 @@ export const NODES_BUCKET = 'iop_nodes';
 
 export interface EdgeClusterOptions {
   config: EdgeConfig;
-  /** The local service: admission of local and forwarded-in runs. */
-  service: EdgeServiceImpl;
+  /** This edge's connected nodes as `nodes list` shows them (its published state). */
+  localNodes(): NodeSummary[];
+  /** This edge's providers with their figures (its published state). */
+  localProviders(): ProviderStatus[];
   /** Node connect/disconnect events (ownership and state publishing). */
   events: EventBus;
   /** Node ids connected here now. */
@@ -74,8 +76,11 @@ export interface EdgeClusterOptions {
   clock: Clock;
   /** How long a forwarded run may wait for its admission at the owning edge (default 120 s). */
   forwardAdmitTimeoutMs?: number;
-  /** Events buffered per forwarded run before it is ended as a stuck reader (default 4096). */
-  forwardBufferSize?: number;
+  /**
+   * How much longer than the owner the requesting edge waits for a forwarded run with a deadline to end, so the
+   * owner's own timeout reaches it first (default 8 s, on top of the service's deadline grace).
+   */
+  forwardDeadlineSlackMs?: number;
   /** Where the iop_cluster_* metrics go (the edge's /metrics registry); none = not exported. */
   registry?: Registry;
   /** This edge's governor: with it, API-key limits are counted cluster-wide on each key's home edge. */
@@ -86,9 +91,14 @@ export interface EdgeClusterOptions {
 
 export interface EdgeCluster {
   readonly edgeId: string;
-  /** The local service wrapped: model runs placed cluster-wide, providers() shows the whole pool. */
-  readonly service: EdgeServiceImpl;
+  /** The other edges as placement sees them (directory and transport): given to the service. */
+  readonly remote: RemoteEdges;
   readonly view: ClusterView;
+  /**
+   * Starts taking part: serves runs forwarded here through `host`, claims this edge's nodes, publishes its state
+   * and starts the heartbeat. Called once, when the service exists.
+   */
+  serve(host: ForwardedRunHost): Promise<void>;
   /** Runs this edge forwarded that have not ended. */
   readonly forwardedRuns: number;
   /** Runs other edges forwarded here that have not ended. */
@@ -123,7 +133,7 @@ interface ForwardRequest {
   lease?: LeaseRef;
 }
 
-type ForwardReply =
+export type ForwardReply =
   | {
       ok: true;
       runId: string;
@@ -134,14 +144,15 @@ type ForwardReply =
       providerId: string | null;
       queueMs: number;
     }
-  | { ok: false; code: ServiceErrorCode; message: string; retryAfterSeconds: number | null };
+  /** `code`: the owner service's error code (the requester maps it back, unknown codes as `node_error`). */
+  | { ok: false; code: string; message: string; retryAfterSeconds: number | null };
 
 /**
  * On a run's events subject: first the owner's ForwardReply (the answer to the forward, sent to its reply
  * subject), then events in batches (what the run produced within one turn of the event loop, a terminal part at
  * once), and `done` only when the run ended without a terminal part.
  */
-type ForwardMessage = { t: 'events'; events: RunEventWithMeta[] } | { t: 'done'; outcome: RunOutcome };
+export type ForwardMessage = { t: 'events'; events: RunEventWithMeta[] } | { t: 'done'; outcome: RunOutcome };
 
 interface NodeClaim {
   edgeId: string;
@@ -216,30 +227,20 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
   }
 }
 
-/** Forward failures before the owner answered (no responder, timeout, owner gone): retried on this edge. */
-const unreachableOwners = new WeakSet<ServiceError>();
-
-interface Forwarded {
-  forwardId: string;
-  owner: string;
-  stream: ForwardedStream;
-}
-
 interface Served {
   from: string;
   /** Where the run's events go. */
   subject: string;
   controller: AbortController;
-  handle: RunHandle | undefined;
+  handle: ServedRun | undefined;
 }
 
-class ClusterImpl implements EdgeCluster {
+class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   readonly edgeId: string;
   readonly view: ClusterView;
-  readonly service: EdgeServiceImpl;
-  private readonly forwarded = new Map<string, Forwarded>();
-  /** Forwarded runs by the owner's run id (cancelRun). */
-  private readonly forwardedByRunId = new Map<string, Forwarded>();
+  /** Runs forwarded from here that have not been released, by forward id. */
+  private readonly forwarded = new Map<string, ForwardedRun>();
+  private host: ForwardedRunHost | undefined;
   private readonly served = new Map<string, Served>();
   /** Revision of this edge's claim per node id. */
   private readonly claims = new Map<string, number>();
@@ -289,7 +290,6 @@ class ClusterImpl implements EdgeCluster {
     this.clusterUsage = options.usage
       ? createClusterUsage({ peers: this.peers, local: options.usage })
       : undefined;
-    this.service = this.wrap(options.service);
     this.metrics = options.registry
       ? registerClusterMetrics(options.registry, { states: () => [this.state(), ...this.view.states()] })
       : undefined;
@@ -314,6 +314,85 @@ class ClusterImpl implements EdgeCluster {
     return this.served.size;
   }
 
+  get remote(): RemoteEdges {
+    return this;
+  }
+
+  // ---- RemoteEdges: the directory and transport placement uses ------------------------------------------------
+
+  get accepting(): boolean {
+    return this.closing === undefined && this.host !== undefined;
+  }
+
+  edgeForProviders(providerIds: readonly string[], local: ProviderStatus[]): string | undefined {
+    const placement = this.view.place(providerIds, local);
+    return placement.kind === 'remote' ? placement.edgeId : undefined;
+  }
+
+  edgeOfNode(ref: string): string | undefined {
+    return this.view.edgeOfNode(ref);
+  }
+
+  reserve(edgeId: string): Reservation {
+    // Unique per requester (its subject) and, with this process's random prefix, at every owner.
+    const forwardId = `${this.forwardPrefix}${(this.forwardSequence += 1).toString(36)}`;
+    return new ForwardedRun(
+      edgeId,
+      forwardId,
+      this,
+      this.options.forwardAdmitTimeoutMs ?? 120_000,
+      this.options.forwardDeadlineSlackMs ?? 8_000,
+    );
+  }
+
+  providers(local: ProviderStatus[]): ProviderStatus[] {
+    return this.view.merge(local);
+  }
+
+  nodes(): NodeSummary[] {
+    return this.view.remoteNodes();
+  }
+
+  // ---- ForwardTransport: what a ForwardedRun sends ------------------------------------------------------------
+
+  sendForward(run: ForwardedRun, request: PlacementRequest, traceparent: string): void {
+    if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
+    this.forwarded.set(run.forwardId, run);
+    const principal = request.principal;
+    const forward: ForwardRequest = {
+      forwardId: run.forwardId,
+      from: this.edgeId,
+      destination: request.destination,
+      // The run id travels: the owner's supervisor runs it under the same id (cancelRun works on either edge).
+      spec: { ...request.spec, runId: request.runId },
+      surface: request.surface,
+      model: request.model,
+      ...(traceparent !== '' ? { traceparent } : {}),
+      ...(principal ? { principal: toWirePrincipal(principal) } : {}),
+      ...(principal?.lease instanceof ClusterLease ? { lease: principal.lease.ref } : {}),
+    };
+    // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
+    // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
+    this.nc.publish(`iop.run.${run.edgeId}`, encode(forward), {
+      reply: `iop.events.${this.edgeId}.${run.forwardId}`,
+    });
+  }
+
+  sendCancel(run: ForwardedRun, reason: string): void {
+    if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
+    this.nc.publish(`iop.cancel.${run.edgeId}`, encode({ forwardId: run.forwardId, reason }));
+  }
+
+  accepted(run: ForwardedRun, principal: Principal | undefined): void {
+    this.metrics?.forwarded(run.edgeId);
+    // The owner holds the lease now (it reports it open and finishes it).
+    if (principal?.lease instanceof ClusterLease) principal.lease.handOff();
+  }
+
+  released(run: ForwardedRun): void {
+    if (this.forwarded.get(run.forwardId) === run) this.forwarded.delete(run.forwardId);
+  }
+
   private get logger(): Logger {
     return this.options.logger;
   }
@@ -326,9 +405,39 @@ class ClusterImpl implements EdgeCluster {
     this.stopWatches.push(() => nodesWatch.stop());
     void this.follow(nodesWatch, (entry) => this.onNodeEntry(entry));
 
+    this.nc.subscribe(`iop.events.${this.edgeId}.*`, {
+      callback: (error, msg) => {
+        if (error) return;
+        const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
+        const forward = this.forwarded.get(forwardId);
+        if (!forward) return;
+        if (msg.headers?.code === 503) {
+          // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
+          forward.unanswered(`no responders on iop.run.${forward.edgeId}`);
+          return;
+        }
+        let message: ForwardMessage | ForwardReply;
+        try {
+          message = decode<ForwardMessage | ForwardReply>(msg.data);
+        } catch {
+          forward.lost('malformed event from the owning edge');
+          return;
+        }
+        forward.receive(message);
+      },
+    });
+    await this.nc.flush();
+    void this.nc.closed().then(() => {
+      for (const forward of [...this.forwarded.values()]) forward.lost('the edge lost its NATS connection');
+    });
+  }
+
+  async serve(host: ForwardedRunHost): Promise<void> {
+    if (this.host) throw new Error('the cluster is already serving');
+    this.host = host;
     this.nc.subscribe(`iop.run.${this.edgeId}`, {
       callback: (error, msg) => {
-        if (!error) void this.serveForward(msg);
+        if (!error) void this.serveForward(msg, host);
       },
     });
     this.nc.subscribe(`iop.cancel.${this.edgeId}`, {
@@ -339,24 +448,6 @@ class ClusterImpl implements EdgeCluster {
           this.cancelServed(forwardId, reason);
         } catch {
           this.logger.warn({}, 'cluster: malformed cancel message ignored');
-        }
-      },
-    });
-    this.nc.subscribe(`iop.events.${this.edgeId}.*`, {
-      callback: (error, msg) => {
-        if (error) return;
-        const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
-        const forward = this.forwarded.get(forwardId);
-        if (!forward) return;
-        if (msg.headers?.code === 503) {
-          // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
-          forward.stream.admit(new Error(`no responders on iop.run.${forward.owner}`));
-          return;
-        }
-        try {
-          forward.stream.receive(decode<ForwardMessage | ForwardReply>(msg.data));
-        } catch {
-          forward.stream.fail('node_error', 'malformed event from the owning edge');
         }
       },
     });
@@ -386,11 +477,6 @@ class ClusterImpl implements EdgeCluster {
       }, cluster.heartbeat_ms),
     );
     for (const timer of this.timers) timer.unref?.();
-    void this.nc.closed().then(() => {
-      for (const forward of [...this.forwarded.values()]) {
-        forward.stream.fail('node_disconnected', 'the edge lost its NATS connection');
-      }
-    });
     this.logger.info({ edgeId: this.edgeId, servers: cluster.nats.servers }, 'cluster: joined');
   }
 
@@ -484,11 +570,11 @@ class ClusterImpl implements EdgeCluster {
     return {
       edgeId: this.edgeId,
       nodes: [...nodes].sort(),
-      nodeSummaries: this.options.service
-        .listNodes()
+      nodeSummaries: this.options
+        .localNodes()
         .filter((node) => nodes.has(node.nodeId))
         .map(({ discovered: _discovered, ...node }) => node),
-      providers: this.options.service.providers().filter((provider) => nodes.has(provider.nodeId)),
+      providers: this.options.localProviders().filter((provider) => nodes.has(provider.nodeId)),
       configRevision: configRevision(this.currentConfig()),
       sentAtUnixMs: this.options.clock.now(),
     };
@@ -539,8 +625,8 @@ class ClusterImpl implements EdgeCluster {
     this.limits?.tick();
     const now = performance.now();
     for (const forward of [...this.forwarded.values()]) {
-      if (!this.view.isLive(forward.owner)) this.endForwardsTo(forward.owner);
-      else forward.stream.expire(now);
+      if (!this.view.isLive(forward.edgeId)) this.endForwardsTo(forward.edgeId);
+      else forward.expire(now);
     }
     try {
       await this.publishState();
@@ -566,15 +652,13 @@ class ClusterImpl implements EdgeCluster {
 
   private endForwardsTo(edgeId: string): void {
     for (const forward of [...this.forwarded.values()]) {
-      if (forward.owner === edgeId) {
-        forward.stream.fail('node_disconnected', `edge ${edgeId}, which owned the run's node, is gone`);
-      }
+      if (forward.edgeId === edgeId) forward.lost(`edge ${edgeId}, which owned the run's node, is gone`);
     }
   }
 
   // ---- owner side: runs forwarded to this edge -------------------------------------------------------------
 
-  private async serveForward(msg: Msg): Promise<void> {
+  private async serveForward(msg: Msg, host: ForwardedRunHost): Promise<void> {
     let request: ForwardRequest;
     try {
       request = decode<ForwardRequest>(msg.data);
@@ -593,9 +677,10 @@ class ClusterImpl implements EdgeCluster {
     };
     this.served.set(request.forwardId, served);
     const principal = request.principal ? this.principalOf(request.principal, request.lease) : undefined;
-    let handle: RunHandle;
+    let handle: ServedRun;
     try {
-      handle = await this.options.service.submitRun(request.destination, request.spec, {
+      // The owner's own supervisor admits it (limits by the lease it carries, capacity, the one deadline here).
+      handle = await host.runHere(request.destination, request.spec, {
         surface: request.surface,
         ...(request.model !== undefined ? { model: request.model } : {}),
         ...(request.traceparent !== undefined ? { traceparent: request.traceparent } : {}),
@@ -604,18 +689,7 @@ class ClusterImpl implements EdgeCluster {
       });
     } catch (error) {
       this.served.delete(request.forwardId);
-      // Refused before the governor took the lease (or it already finished it: idempotent).
-      principal?.lease?.finish(0);
-      const reply: ForwardReply =
-        error instanceof ServiceError
-          ? {
-              ok: false,
-              code: error.code,
-              message: error.message,
-              retryAfterSeconds: error.retryAfterSeconds ?? null,
-            }
-          : { ok: false, code: 'node_error', message: errorText(error), retryAfterSeconds: null };
-      msg.respond(encode(reply));
+      msg.respond(encode(refusalOf(error)));
       return;
     }
     served.handle = handle;
@@ -681,171 +755,6 @@ class ClusterImpl implements EdgeCluster {
     else served.controller.abort(new Error(reason));
   }
 
-  // ---- requester side: runs this edge forwards ---------------------------------------------------------------
-
-  private async forward(
-    owner: string,
-    destination: RunDestination,
-    spec: RunSpec,
-    options: SubmitOptions,
-  ): Promise<RunHandle> {
-    // Unique per requester (its subject) and, with this process's random prefix, at every owner.
-    const forwardId = `${this.forwardPrefix}${(this.forwardSequence += 1).toString(36)}`;
-    const stream = new ForwardedStream(
-      this.options.forwardBufferSize ?? 4096,
-      (reason) => this.nc.publish(`iop.cancel.${owner}`, encode({ forwardId, reason })),
-      () => {
-        this.forwarded.delete(forwardId);
-        if (stream.runId !== undefined) this.forwardedByRunId.delete(stream.runId);
-      },
-    );
-    const forward: Forwarded = { forwardId, owner, stream };
-    this.forwarded.set(forwardId, forward);
-    const request: ForwardRequest = {
-      forwardId,
-      from: this.edgeId,
-      destination,
-      spec,
-      surface: options.surface,
-      ...(options.model !== undefined ? { model: options.model } : {}),
-      ...(options.traceparent !== undefined ? { traceparent: options.traceparent } : {}),
-      ...(options.principal ? { principal: toWirePrincipal(options.principal) } : {}),
-      ...(options.principal?.lease instanceof ClusterLease ? { lease: options.principal.lease.ref } : {}),
-    };
-    const onAbort = () => stream.cancel('client disconnected');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    stream.onEnd(() => options.signal?.removeEventListener('abort', onAbort));
-    let reply: ForwardReply;
-    try {
-      // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
-      // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
-      const admission = stream.admission(this.options.forwardAdmitTimeoutMs ?? 120_000);
-      this.nc.publish(`iop.run.${owner}`, encode(request), {
-        reply: `iop.events.${this.edgeId}.${forwardId}`,
-      });
-      reply = await admission;
-    } catch (error) {
-      stream.fail('node_disconnected', `forwarding to edge ${owner} failed: ${errorText(error)}`);
-      const unreachable = new ServiceError(
-        'node_disconnected',
-        `edge ${owner} did not take the run: ${errorText(error)}`,
-        { cause: error },
-      );
-      unreachableOwners.add(unreachable);
-      throw unreachable;
-    }
-    if (!reply.ok) {
-      stream.fail(reply.code, reply.message);
-      throw new ServiceError(reply.code, reply.message, {
-        ...(reply.retryAfterSeconds !== null ? { retryAfterSeconds: reply.retryAfterSeconds } : {}),
-      });
-    }
-    this.metrics?.forwarded(owner);
-    // The owner holds the lease now (it reports it open and finishes it); a run that ends here (the owner went
-    // away) was never finished by the owner's governor: release it from here.
-    const lease = options.principal?.lease;
-    if (lease instanceof ClusterLease) lease.handOff();
-    if (lease) stream.onEnd(() => stream.endedHere && lease.finish(0));
-    if (options.signal?.aborted) stream.cancel('client disconnected');
-    stream.runId = reply.runId;
-    if (!stream.ended) this.forwardedByRunId.set(reply.runId, forward);
-    if (spec.timeoutMs) stream.deadline(spec.timeoutMs + 10_000);
-    return stream.handle({
-      runId: reply.runId,
-      nodeId: reply.nodeId,
-      adapter: reply.adapter,
-      target: reply.target,
-      sessionId: reply.sessionId,
-      providerId: reply.providerId ?? undefined,
-      queueMs: reply.queueMs,
-    });
-  }
-
-  private wrap(base: EdgeServiceImpl): EdgeServiceImpl {
-    const place = (destination: RunDestination): string | undefined => {
-      if (destination.kind === 'model') {
-        const model = base.models.get(destination.model);
-        if (!model) return undefined;
-        const placement = this.view.place(Object.keys(model.providers), base.providers());
-        return placement.kind === 'remote' ? placement.edgeId : undefined;
-      }
-      const ref = destination.node?.trim() ?? '';
-      if (ref === '') return undefined;
-      const local = base.listNodes().some((node) => node.nodeId === ref || node.alias === ref);
-      return local ? undefined : this.view.edgeOfNode(ref);
-    };
-    const route = async (
-      destination: RunDestination,
-      spec: RunSpec,
-      options: SubmitOptions,
-    ): Promise<RunHandle> => {
-      const owner = this.closing ? undefined : place(destination);
-      if (owner === undefined) return base.submitRun(destination, spec, options);
-      try {
-        return await this.forward(owner, destination, spec, options);
-      } catch (error) {
-        // The owner never took it (gone, or went away while the run waited there): admission here decides.
-        if (!(error instanceof ServiceError) || !unreachableOwners.has(error)) throw error;
-        this.logger.warn({ edgeId: owner, error: error.message }, 'cluster: forward failed; admitting here');
-        return base.submitRun(destination, spec, options);
-      }
-    };
-    return {
-      get inFlightRuns() {
-        return base.inFlightRuns;
-      },
-      shutdown: () => base.shutdown(),
-      submitRun: async (destination, spec, options) => {
-        const principal = options.principal;
-        if (!this.limits || !principal || principal.lease || !hasLimits(principal)) {
-          return route(destination, spec, options);
-        }
-        const model =
-          options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
-        // A model outside the allow-list takes nothing: the admitting governor refuses it as usual.
-        if (!allowsModel(principal, model)) return route(destination, spec, options);
-        let leased;
-        try {
-          leased = await this.limits.reserve(principal, estimateTokens(spec.messages));
-        } catch (error) {
-          if (!isGovernanceError(error)) throw error;
-          // reserve checks no allow-list, so the code is one of the limits' (ServiceError has the same codes).
-          const code = error.code === 'model_not_allowed' ? 'model_not_found' : error.code;
-          throw new ServiceError(code, error.message, {
-            cause: error,
-            ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
-          });
-        }
-        try {
-          return await route(destination, spec, { ...options, principal: leased });
-        } catch (error) {
-          // Refused before or during admission: a governor that took the lease already finished it (idempotent).
-          leased.lease?.finish(0);
-          throw error;
-        }
-      },
-      cancelRun: (runId, reason) => {
-        const forward = this.forwardedByRunId.get(runId);
-        if (!forward) return base.cancelRun(runId, reason);
-        forward.stream.cancel(reason ?? 'cancelled');
-        return Promise.resolve(true);
-      },
-      terminateSession: (ref) => base.terminateSession(ref),
-      nodeCommand: (input) => base.nodeCommand(input),
-      usageStatus: (ref) => base.usageStatus(ref),
-      listNodes: () => base.listNodes(),
-      clusterNodes: () => {
-        const local = base.listNodes().map((node) => ({ ...node, edgeId: this.edgeId }));
-        const here = new Set(local.map((node) => node.nodeId));
-        return [...local, ...this.view.remoteNodes().filter((node) => !here.has(node.nodeId))];
-      },
-      resolveNode: (ref) => base.resolveNode(ref),
-      providers: () => this.view.merge(base.providers()),
-      models: base.models,
-      admissionTotals: () => base.admissionTotals(),
-    };
-  }
-
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const timer of this.timers) clearInterval(timer);
@@ -854,9 +763,7 @@ class ClusterImpl implements EdgeCluster {
       this.clusterUsage?.close();
       for (const stop of this.stopWatches) stop();
       this.clusterRefresher?.close();
-      for (const forward of [...this.forwarded.values()]) {
-        forward.stream.fail('shutting_down', 'the edge is shutting down');
-      }
+      for (const forward of [...this.forwarded.values()]) forward.leave();
       // Runs other edges forwarded here end there with an error (this edge is leaving), then here.
       const leaving: RunOutcome = {
         status: 'error',
@@ -884,233 +791,220 @@ class ClusterImpl implements EdgeCluster {
   }
 }
 
-/** What the owner's answer says of the run; the rest of a RunHandle is the requesting edge's own. */
-type HandleInfo = Pick<
-  RunHandle,
-  'runId' | 'nodeId' | 'adapter' | 'target' | 'sessionId' | 'providerId' | 'queueMs'
->;
+/** What a ForwardedRun sends over the fabric (the cluster, over NATS). */
+export interface ForwardTransport {
+  /** Publishes the forward to the owner edge; throws when it cannot be sent. */
+  sendForward(run: ForwardedRun, request: PlacementRequest, traceparent: string): void;
+  /** Publishes a cancel of the forward to the owner edge; throws when it cannot be sent. */
+  sendCancel(run: ForwardedRun, reason: string): void;
+  /** The owner admitted the run (metrics; the limit lease is the owner's from now on). */
+  accepted(run: ForwardedRun, principal: Principal | undefined): void;
+  /** The supervisor released the run: messages for it are ignored from now on. */
+  released(run: ForwardedRun): void;
+}
 
 /**
- * The requesting edge's side of a forwarded run: a bounded single-consumer event queue, the outcome, one cancel
- * path and exactly one end (owner's `done`, owner gone, deadline, overflow or shutdown).
+ * The requesting edge's side of a forwarded run, as a placement Reservation: the forward sent to the owner edge,
+ * the owner's answer, the owner's events handed to the run's supervisor, and the cancel. It has no deadline and
+ * no event buffer of its own (the supervisor holds the run's one deadline and its stream). Its one time limit is
+ * the owner's answer, checked on the heartbeat (no timer per run): an owner that never answers, or leaves before
+ * answering, rejects the dispatch with `owner_unreachable`, after which the supervisor admits the run here.
  */
-export class ForwardedStream {
-  runId: string | undefined;
-  private readonly buffer: RunEventWithMeta[] = [];
-  private wake: (() => void) | undefined;
-  private outcome: RunOutcome | undefined;
-  private resolveDone!: (outcome: RunOutcome) => void;
-  readonly done: Promise<RunOutcome> = new Promise((resolve) => (this.resolveDone = resolve));
-  private readonly endListeners: (() => void)[] = [];
-  private cancelSent = false;
-  private readonly submittedAt = performance.now();
-  private endedAt: number | undefined;
-  private backendMs = 0;
-  private lastSeq = 0;
-  private admitted: ((reply: ForwardReply | Error) => void) | undefined;
-  /** performance.now() by which the owner must answer, and by which the run must end (deadline). */
+export class ForwardedRun implements Reservation {
+  readonly nodeId = '';
+  readonly adapter = '';
+  readonly target = '';
+  readonly providerId = undefined;
+  readonly queueMs = 0;
+  private observer: ExecutionObserver | undefined;
+  private answer:
+    { resolve: (where: Dispatched) => void; reject: (error: PlacementError) => void } | undefined;
+  private principal: Principal | undefined;
+  private signal: AbortSignal | undefined;
   private admitBy = Infinity;
-  private admitTimeoutMs = 0;
-  private endBy = Infinity;
-  private endTimeoutMs = 0;
+  private where: Dispatched | undefined;
+  private lastSeq = 0;
+  private runId = '';
+  private cancelSent = false;
+  private released = false;
+  private readonly onAbort = (): void => this.cancel('client disconnected');
 
   constructor(
-    private readonly capacity: number,
-    private readonly sendCancel: (reason: string) => void,
-    onFinished: () => void,
-  ) {
-    this.endListeners.push(onFinished);
-  }
+    readonly edgeId: string,
+    readonly forwardId: string,
+    private readonly transport: ForwardTransport,
+    private readonly admitTimeoutMs: number,
+    readonly deadlineSlackMs: number,
+  ) {}
 
-  get ended(): boolean {
-    return this.outcome !== undefined;
-  }
-
-  onEnd(listener: () => void): void {
-    if (this.ended) listener();
-    else this.endListeners.push(listener);
-  }
-
-  /**
-   * The owner's answer to the forward: resolves with its reply, rejects when it says nothing within `timeoutMs`,
-   * when nothing listens on its subject, or when the stream ends first (the owner went away while the run
-   * waited in its queue: the heartbeat sweep ends the stream).
-   */
-  admission(timeoutMs: number): Promise<ForwardReply> {
-    // No timer per run: the heartbeat's expire() checks the time.
-    this.admitBy = performance.now() + timeoutMs;
-    this.admitTimeoutMs = timeoutMs;
-    return new Promise<ForwardReply>((resolve, reject) => {
-      const settle = (reply: ForwardReply | Error): void => {
-        if (this.admitted === undefined) return;
-        this.admitted = undefined;
-        if (reply instanceof Error) reject(reply);
-        else resolve(reply);
-      };
-      this.admitted = settle;
-      this.onEnd(() =>
-        settle(
-          new Error(
-            this.outcome?.status === 'error' ? this.outcome.message : 'the run ended before it was admitted',
-          ),
-        ),
-      );
+  dispatch(request: PlacementRequest, observer: ExecutionObserver, traceparent: string): Promise<Dispatched> {
+    if (this.released || this.observer) {
+      return Promise.reject(new PlacementError('owner_unreachable', 'the forward was already used'));
+    }
+    this.observer = observer;
+    this.runId = request.runId;
+    this.principal = request.principal;
+    const answer = new Promise<Dispatched>((resolve, reject) => {
+      this.answer = { resolve, reject };
     });
+    // Until the owner answers, a caller that leaves cancels the forward (the owner then refuses it: aborted).
+    if (request.signal) {
+      this.signal = request.signal;
+      request.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+    this.admitBy = performance.now() + this.admitTimeoutMs;
+    try {
+      this.transport.sendForward(this, request, traceparent);
+    } catch (error) {
+      this.unanswered(`forwarding to edge ${this.edgeId} failed: ${errorText(error)}`);
+    }
+    return answer;
   }
 
-  /** Settles a pending admission (the owner's reply, or why there is none); later calls are ignored. */
-  admit(reply: ForwardReply | Error): void {
-    this.admitted?.(reply);
-  }
-
+  /** A message on the run's events subject: the owner's answer first, then its events. */
   receive(message: ForwardMessage | ForwardReply): void {
+    if (this.released) return;
     if ('ok' in message) {
-      this.admit(message);
+      this.answered(message);
       return;
     }
+    const observer = this.observer;
+    if (!observer || this.answer) return;
     if (message.t === 'events') {
-      for (const event of message.events) this.receiveEvent(event);
-      return;
-    }
-    if (this.ended) return;
-    if (message.t === 'done') {
-      // Only reached when no terminal part arrived (the owner is shutting down).
-      const outcome = message.outcome;
-      if (outcome.status === 'error') this.fail(outcome.code, outcome.message);
-      else if (outcome.status === 'cancelled') {
-        this.push({ type: 'cancelled', reason: outcome.reason });
-        this.end(outcome);
-      } else {
-        this.push({
-          type: 'complete',
-          detail: outcome.detail,
-          finishReason: outcome.finishReason,
-          backendMs: this.backendMs,
-        });
-        this.end(outcome);
+      for (const event of message.events) {
+        if (event.seq > this.lastSeq) this.lastSeq = event.seq;
+        observer.onEvent(event);
       }
       return;
     }
-  }
-
-  private receiveEvent(event: RunEventWithMeta): void {
-    if (this.ended) return;
-    if (this.buffer.length >= this.capacity) {
-      this.cancel('reader too slow');
-      this.fail('node_error', 'the forwarded run produced events faster than they were read');
+    // `done`: the run ended on the owner without a terminal part (the owner is leaving): made into one here; an
+    // error ends it as a loss (the run did not end on the owner's word, so its lease is returned from here).
+    if (message.outcome.status === 'error') {
+      observer.onLost('node_disconnected', message.outcome.message);
       return;
     }
-    this.lastSeq = event.seq;
-    if (event.part.type === 'complete' || event.part.type === 'error') this.backendMs = event.part.backendMs;
-    this.buffer.push(event);
-    const part = event.part;
-    // The terminal part decides the outcome (as on the owner): no need to wait for its `done`.
-    if (part.type === 'complete') {
-      this.end({ status: 'completed', detail: part.detail, finishReason: part.finishReason });
-    } else if (part.type === 'error') {
-      this.end({ status: 'error', code: part.code, message: part.message });
-    } else if (part.type === 'cancelled') {
-      this.end({ status: 'cancelled', reason: part.reason });
-    } else {
-      this.wake?.();
-    }
-  }
-
-  /** A part made here (the owner could not send it), after the last one received. */
-  private push(part: RunEventPart): void {
-    this.buffer.push({
-      runId: this.runId ?? '',
-      nodeId: '',
-      seq: ++this.lastSeq,
+    observer.onEvent({
+      runId: this.runId,
+      nodeId: this.where?.nodeId ?? '',
+      seq: this.lastSeq + 1,
       atUnixMs: Date.now(),
-      part,
+      part: terminalPartOf(message.outcome),
     });
-    this.wake?.();
   }
 
-  /** True when the run ended here rather than on the owner's word (owner gone, deadline, overflow, stop). */
-  endedHere = false;
+  /** The owner did not take the run (no responder, no answer in time, gone, fabric left): nothing ran there. */
+  unanswered(why: string): void {
+    const answer = this.answer;
+    if (!answer) return;
+    this.answer = undefined;
+    this.unwatch();
+    answer.reject(
+      new PlacementError('owner_unreachable', `edge ${this.edgeId} did not take the run: ${why}`),
+    );
+  }
 
-  /** Ends the run here with an error part (the owner is gone or never took it); idempotent. */
-  fail(code: string, message: string): void {
-    if (this.ended) return;
-    this.endedHere = true;
-    this.push({ type: 'error', code, message, retryable: true, backendMs: 0 });
-    this.end({ status: 'error', code, message });
+  /** The owner edge is gone (or the fabric connection): the run ends here unless it never started there. */
+  lost(why: string): void {
+    if (this.answer) {
+      this.unanswered(why);
+      return;
+    }
+    this.observer?.onLost('node_disconnected', why);
+  }
+
+  /** This edge is leaving the fabric. */
+  leave(): void {
+    if (this.answer) {
+      this.unanswered('this edge is leaving the fabric');
+      return;
+    }
+    this.observer?.onLost('shutting_down', 'the edge is shutting down');
+  }
+
+  /** Heartbeat: an owner that has not answered within the admission timeout is given up (and told to drop it). */
+  expire(now: number): void {
+    if (!this.answer || now < this.admitBy) return;
+    this.cancel('no answer in time');
+    this.unanswered(`no answer within ${this.admitTimeoutMs} ms`);
   }
 
   cancel(reason: string): void {
-    if (this.ended || this.cancelSent) return;
+    if (this.released || this.cancelSent) return;
     this.cancelSent = true;
     try {
-      this.sendCancel(reason);
+      this.transport.sendCancel(this, reason);
     } catch {
-      this.fail('node_disconnected', 'the cancel could not be sent to the owning edge');
+      this.lost('the cancel could not be sent to the owning edge');
     }
   }
 
-  /** The run must end within `ms` (checked by expire(), on every heartbeat: no timer per run). */
-  deadline(ms: number): void {
-    if (this.ended) return;
-    this.endBy = performance.now() + ms;
-    this.endTimeoutMs = ms;
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.unwatch();
+    this.observer = undefined;
+    this.transport.released(this);
   }
 
-  /** Ends what overran its time: an owner that never answered, a run past its deadline. */
-  expire(now: number): void {
-    if (this.admitted !== undefined && now >= this.admitBy) {
-      this.admit(new Error(`no answer within ${this.admitTimeoutMs} ms`));
+  private answered(reply: ForwardReply): void {
+    const answer = this.answer;
+    if (!answer) return;
+    this.answer = undefined;
+    this.unwatch();
+    if (!reply.ok) {
+      answer.reject(
+        new PlacementError('refused', reply.message, {
+          remoteCode: reply.code,
+          ...(reply.retryAfterSeconds !== null ? { retryAfterSeconds: reply.retryAfterSeconds } : {}),
+        }),
+      );
+      return;
     }
-    if (!this.ended && now >= this.endBy) {
-      this.cancel('deadline');
-      this.fail('timeout', `the forwarded run did not end within ${this.endTimeoutMs} ms`);
-    }
-  }
-
-  private end(outcome: RunOutcome): void {
-    this.outcome = outcome;
-    this.endedAt = performance.now();
-    for (const listener of this.endListeners.splice(0)) listener();
-    this.resolveDone(outcome);
-    this.wake?.();
-  }
-
-  handle(info: HandleInfo): RunHandle {
-    for (const event of this.buffer) if (event.runId === '') event.runId = info.runId;
-    const next = (): RunEventWithMeta | undefined => this.buffer.shift();
-    const ended = (): boolean => this.ended;
-    const wait = (): Promise<void> =>
-      new Promise<void>((resolve) => {
-        this.wake = () => {
-          this.wake = undefined;
-          resolve();
-        };
-      });
-    return {
-      ...info,
-      submittedAt: this.submittedAt,
-      done: this.done,
-      events: {
-        async *[Symbol.asyncIterator]() {
-          for (;;) {
-            const event = next();
-            if (event) {
-              yield event;
-              continue;
-            }
-            if (ended()) return;
-            await wait();
-          }
-        },
-      },
-      cancel: (reason) => {
-        this.cancel(reason ?? 'cancelled');
-        return Promise.resolve();
-      },
-      overheadMs: () =>
-        this.endedAt === undefined ? undefined : this.endedAt - this.submittedAt - this.backendMs,
+    this.transport.accepted(this, this.principal);
+    this.where = {
+      nodeId: reply.nodeId,
+      adapter: reply.adapter,
+      target: reply.target,
+      sessionId: reply.sessionId,
+      providerId: reply.providerId ?? undefined,
+      queueMs: reply.queueMs,
     };
+    answer.resolve(this.where);
   }
+
+  private unwatch(): void {
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.signal = undefined;
+  }
+}
+
+/** The terminal part an outcome stands for (the owner's `done` without one). */
+function terminalPartOf(
+  outcome: RunOutcome,
+): Extract<RunEventPart, { type: 'complete' | 'error' | 'cancelled' }> {
+  switch (outcome.status) {
+    case 'completed':
+      return { type: 'complete', detail: outcome.detail, finishReason: outcome.finishReason, backendMs: 0 };
+    case 'cancelled':
+      return { type: 'cancelled', reason: outcome.reason };
+    case 'error':
+      return { type: 'error', code: outcome.code, message: outcome.message, retryable: true, backendMs: 0 };
+    default: {
+      const unreachable: never = outcome;
+      throw new Error(`unknown outcome ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** The owner's refusal as the requester reads it: the host's error code (a ServiceError's), or a node error. */
+function refusalOf(error: unknown): ForwardReply {
+  const coded = error as { code?: unknown; retryAfterSeconds?: unknown } | null;
+  return {
+    ok: false,
+    code: error instanceof Error && typeof coded?.code === 'string' ? coded.code : 'node_error',
+    message: errorText(error),
+    retryAfterSeconds: typeof coded?.retryAfterSeconds === 'number' ? coded.retryAfterSeconds : null,
+  };
 }
 
 function errorText(error: unknown): string {

@@ -45,6 +45,16 @@ export function allowsModel(principal: Principal, model: string): boolean {
   return principal.models === undefined || principal.models.has(model);
 }
 
+/** True when the principal has any limit (max_concurrent, rpm, tpm, token budget) to count. */
+export function hasLimits(principal: Principal): boolean {
+  return (
+    principal.maxConcurrent !== null ||
+    principal.rpm !== null ||
+    principal.tpm !== null ||
+    principal.tokenBudget !== null
+  );
+}
+
 export type Authentication =
   /** No key is configured for this surface: requests run anonymously. */
   { kind: 'open' } | { kind: 'accepted'; principal: Principal } | { kind: 'missing' } | { kind: 'invalid' };

@@ -45,8 +45,8 @@ import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.j
 import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
-import type { PeerCalls } from '../cluster/peer-calls.js';
 import type { HttpMount } from '../http/http-mount.js';
+import type { FabricCalls } from '../service/fabric-calls.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -61,7 +61,7 @@ export interface OpenAIAppOptions {
    */
   principals?: () => PrincipalResolver;
   /** Cluster mode: a background response this edge does not hold is asked of the other edges (and answered here). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
   /** Routes of other APIs served on this listener (the Anthropic Messages API), offered every request first. */
   mounts?: readonly HttpMount[];
 }

@@ -12,8 +12,8 @@ import { createHttpServer } from '../http/http-server.js';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
-import type { PeerCalls } from '../cluster/peer-calls.js';
 import type { HttpMount } from '../http/http-mount.js';
+import type { FabricCalls } from '../service/fabric-calls.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -28,7 +28,7 @@ export interface OpenAISurfaceDeps {
   /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
   governance?: Pick<Governance, 'keys'>;
   /** Cluster mode: the other edges (background responses another edge holds). */
-  peers?: PeerCalls;
+  peers?: FabricCalls;
 }
 
 export interface OpenAISurface {

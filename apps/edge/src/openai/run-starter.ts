@@ -14,7 +14,6 @@ import type {
   RunSurface,
   SubmitOptions,
 } from '../service/types.js';
-import { RunEventStream } from '../service/run-event-stream.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { collectRun, RunCollector, type CollectedRun, type OutputOptions } from './run-output.js';
 import type { RunSpec } from './run-spec.js';
@@ -35,8 +34,8 @@ export interface StartedRun {
   /** The run's parts up to and including the terminal one; ends early (without a terminal part) on abort. */
   parts(): AsyncIterable<RunEventPart>;
   /**
-   * Reads the whole run into its collected answer (`collectRun` of `parts()`, without a promise per part when
-   * the run's events are the service's stream); throws like collectRun. Either this or parts(), once.
+   * Reads the whole run into its collected answer (what `collectRun` of `parts()` gives, through the events'
+   * forEach: no promise per part); throws like collectRun. Either this or parts(), once.
    */
   collect(options: OutputOptions): Promise<CollectedRun>;
   /** Call once when done reading (finally): cancels the run if it has not ended (the caller stopped early). */
@@ -105,7 +104,7 @@ class StartedRunImpl implements StartedRun {
   collect(options: OutputOptions): Promise<CollectedRun> {
     const events = this.handle.events;
     const signal = this.signal;
-    if (!(events instanceof RunEventStream) || signal.aborted) return collectRun(this.parts(), options);
+    if (signal.aborted) return collectRun(this.parts(), options);
     const collector = new RunCollector(options);
     const reading = events.forEach((event) => {
       // Nothing is read once the client left (its abort may end the run before this reader hears of it).

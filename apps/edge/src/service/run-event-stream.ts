@@ -7,11 +7,11 @@
 // terminal event always fits (it has its own slot) and ends the iteration. A consumer that stops iterating early
 // detaches the stream: later events are discarded instead of buffered.
 import { BoundedQueue } from '../events/bounded-queue.js';
-import type { RunEventWithMeta } from './types.js';
+import type { RunEvents, RunEventWithMeta } from './types.js';
 
 export type PushResult = 'ok' | 'overflow';
 
-export class RunEventStream implements AsyncIterable<RunEventWithMeta> {
+export class RunEventStream implements RunEvents {
   private readonly queue: BoundedQueue<RunEventWithMeta>;
   private terminal: RunEventWithMeta | undefined;
   private ended = false;

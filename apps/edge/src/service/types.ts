@@ -1,69 +1,23 @@
 // Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin, UI) calls these and nothing below
 // them: a surface translates its protocol into a destination + run spec, and the run's parts back.
 import type { ModelConfig } from '@iop/config';
-import type {
-  ChatMessage,
-  GenerationParams,
-  NodeCommandRequest,
-  NodeCommandResponse,
-  ToolDefinition,
-} from '@iop/wire';
-import type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
+import type { NodeCommandRequest, NodeCommandResponse } from '@iop/wire';
+import type { RunEventWithMeta } from '../events/types.js';
+import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
 import type { Principal } from '../governance/principal.js';
 
 export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
 export type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
+export type {
+  RunDestination,
+  RunOutcome,
+  RunSpec,
+  RunSurface,
+  SessionChoice,
+} from '../placement/run-types.js';
 export type { ProviderStatus } from '../pool/provider-pool.js';
-
-/** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
-export type RunDestination =
-  /** A `models[]` id: the provider pool picks the provider (and so node, adapter and target). */
-  | { kind: 'model'; model: string }
-  /**
-   * An explicit route (console, admin, A2A, OpenAI `model_routes` and fallback). `node` is an id or alias;
-   * omitted = the only connected node. The run counts against the provider of that node whose adapter instance
-   * and served model match, when one exists, and always against the node's `runtime.max_concurrency`.
-   */
-  | { kind: 'route'; node?: string; adapter: string; target: string };
-
-/** The logical session a run uses on its target. */
-export type SessionChoice =
-  /** Exactly this session id (console, admin, A2A contexts): the node serializes runs of one session. */
-  | { kind: 'fixed'; sessionId: string }
-  /**
-   * The lowest free slot of a base id on the chosen node/adapter/target (OpenAI: stateless requests never share a
-   * busy CLI session): slot 0 is `baseId`, slot n is `<baseId>-<n+1>`.
-   */
-  | { kind: 'slot'; baseId: string };
-
-/** What to run, independent of where. */
-export interface RunSpec {
-  session: SessionChoice;
-  messages: ChatMessage[];
-  tools?: ToolDefinition[];
-  /** JSON text of an OpenAI-style tool_choice. */
-  toolChoiceJson?: string;
-  params?: GenerationParams;
-  /** The caller asked for reasoning (input of a model's generation policy). */
-  reasoningRequested?: boolean;
-  workspace?: string;
-  /** Run deadline in ms, passed to the node and enforced by the edge (plus a grace); 0/omitted = none. */
-  timeoutMs?: number;
-  metadata?: Record<string, string>;
-  background?: boolean;
-  /** Run id to use; generated when omitted. */
-  runId?: string;
-  /**
-   * The caller reads the run as one result, not as it streams (RunRequest.collect): the node may ask its backend
-   * for the whole answer at once. The run's events carry the same content either way.
-   */
-  collect?: boolean;
-}
-
-/** Which door a run came through (metrics, logs, usage). */
-export type RunSurface = 'openai' | 'anthropic' | 'a2a' | 'console' | 'admin' | 'ui';
 
 export interface SubmitOptions {
   surface: RunSurface;
@@ -86,10 +40,14 @@ export interface SubmitOptions {
   signal?: AbortSignal;
 }
 
-export type RunOutcome =
-  | { status: Extract<RunOutcomeStatus, 'completed'>; detail: string; finishReason: string }
-  | { status: Extract<RunOutcomeStatus, 'error'>; code: string; message: string }
-  | { status: Extract<RunOutcomeStatus, 'cancelled'>; reason: string };
+/** A run's events: iterated, or handed to one callback as they come (single consumer either way). */
+export interface RunEvents extends AsyncIterable<RunEventWithMeta> {
+  /**
+   * Calls `each` synchronously with every event, the buffered ones first, so a reader of the whole run pays no
+   * promise per event. `done` settles after the terminal event or once `stop()` detached the reader.
+   */
+  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
+}
 
 export interface RunHandle {
   runId: string;
@@ -107,7 +65,7 @@ export interface RunHandle {
    * The run's events, ending after its terminal part. Single consumer. For background runs it may be ignored:
    * events are still published on the event bus and the run is still tracked until it ends.
    */
-  events: AsyncIterable<RunEventWithMeta>;
+  events: RunEvents;
   /** Settles when the run reaches its terminal part (never rejects). Capacity is released by then. */
   done: Promise<RunOutcome>;
   /** Sends CANCEL_RUN; the run then ends with a `cancelled` (or terminal) part. Idempotent. */
@@ -164,11 +122,13 @@ export interface EdgeService {
   /** Explicit id or alias; none given → the single connected node; otherwise a ServiceError. */
   resolveNode(ref?: string): NodeSummary;
   /**
-   * Cluster mode only: every node of the fabric, each with the edge it is connected to (`nodes list`). Absent on
-   * a single edge, where `listNodes()` is the whole fabric.
+   * Every node of the fabric (`nodes list`): in cluster mode each with the edge it is connected to; on a single
+   * edge the same as listNodes().
    */
-  clusterNodes?(): NodeSummary[];
-  /** Every configured provider with its capacity, in_flight, queued and health. */
+  fabricNodes(): NodeSummary[];
+  /** True in cluster mode (this edge is one of a fabric's edges). */
+  readonly inFabric: boolean;
+  /** Every provider with its capacity, in_flight, queued and health (in cluster mode: of the whole fabric). */
   providers(): ProviderStatus[];
   models: ModelCatalog;
   admissionTotals(): AdmissionTotals;

@@ -20,9 +20,9 @@ import { isPoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
 import { ServiceError } from '../service/errors.js';
-import { applyGenerationPolicy } from '../service/generation-policy.js';
+import { applyGenerationPolicy } from '../placement/generation-policy.js';
 import { RunEventStream } from '../service/run-event-stream.js';
-import { SessionSlots, type SessionSlot } from '../service/session-slots.js';
+import { SessionSlots, type SessionSlot } from '../placement/session-slots.js';
 import type {
   EdgeService,
   ModelCatalog,
@@ -369,6 +369,13 @@ export class FakeEdgeService implements EdgeService {
     });
   }
 
+  /** A single edge: the fabric is this edge's nodes (cluster tests override both). */
+  inFabric = false;
+
+  fabricNodes(): NodeSummary[] {
+    return this.listNodes();
+  }
+
   listNodes(): NodeSummary[] {
     return [...this.nodes];
   }
@@ -396,7 +403,7 @@ export class FakeEdgeService implements EdgeService {
     input: SubmittedRun,
     nodeId: string,
     release: () => void,
-  ): { run: FakeRun; events: AsyncIterable<RunEventWithMeta> } {
+  ): { run: FakeRun; events: RunEventStream } {
     const runId = input.runId ?? `run-${++this.runSeq}`;
     const provider = input.providerId ?? '';
     this.active += 1;

@@ -65,7 +65,8 @@ describe('dashboard overview in cluster mode', () => {
     service.nodes = [fakeNode('n1')];
     const clustered = Object.assign(service, {
       providers: () => [provider('p1', 'n1', 1, 0), provider('p2', 'n2', 2, 3), provider('p3', 'n3', 0, 0)],
-      clusterNodes: () => [
+      inFabric: true,
+      fabricNodes: () => [
         { ...fakeNode('n1'), edgeId: 'e1' },
         { ...fakeNode('n2'), edgeId: 'e2' },
         { ...fakeNode('n3'), edgeId: 'e2' },

@@ -152,10 +152,9 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
       served_models: [...provider.servedModels],
     }));
   // Cluster mode: per-edge figures from the cluster-wide pool and where each node is connected.
-  const clusterNodes = service.clusterNodes?.bind(service);
-  const clusterEdges = clusterNodes
+  const clusterEdges = service.inFabric
     ? (): UiClusterEdge[] => {
-        const edgeOf = new Map(clusterNodes().map((node) => [node.nodeId, node.edgeId ?? '']));
+        const edgeOf = new Map(service.fabricNodes().map((node) => [node.nodeId, node.edgeId ?? '']));
         const edges = new Map<string, UiClusterEdge>();
         const edge = (edgeId: string): UiClusterEdge => {
           let entry = edges.get(edgeId);

@@ -1,0 +1,13 @@
+// Limits shared by several edges (cluster mode): a key's limits are counted on one home edge, and the run's
+// principal carries the lease taken there (`Principal.lease`) to whichever edge admits it. The service calls this
+// before any capacity is taken; the cluster implements it over the fabric (cluster/cluster-limits.ts).
+import type { Principal } from './principal.js';
+
+export interface SharedLimits {
+  /**
+   * Reserves the key's limits for one run on its home edge. Resolves the principal the run is admitted with: a
+   * copy carrying the lease, or the principal itself when the home did not answer (the admitting edge then counts
+   * it locally). Throws GovernanceError when the home refuses.
+   */
+  reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+}

@@ -1,0 +1,119 @@
+// Placement: "where does this run execute". The run supervisor (service/run-supervisor.ts) calls it and never
+// learns more than this interface says; behind it are this edge's provider pool (local-placement.ts) and, in
+// cluster mode, the other edges of the fabric (cluster/remote-edges.ts, through placement-router.ts).
+//
+// A placement takes capacity for a run where it will execute (`reserve`: the pool's FIFO queue here; nothing on
+// a remote edge, whose own supervisor does the exact admission), sends it there (`dispatch`), and reports what
+// happens to it through an ExecutionObserver. It keeps no lifetime of its own: no deadline, no cancel grace, no
+// usage record. The supervisor decides when the run ends and calls `release()` exactly once.
+import type { RunEventWithMeta } from '../events/types.js';
+import type { Principal } from '../governance/principal.js';
+import type { RunDestination, RunOutcome, RunSpec, RunSurface } from './run-types.js';
+
+/** One run as placement sees it (built once by the supervisor). */
+export interface PlacementRequest {
+  /** The run's id, chosen before placement (a forwarded run keeps it on its owner edge). */
+  readonly runId: string;
+  readonly destination: RunDestination;
+  readonly spec: RunSpec;
+  readonly surface: RunSurface;
+  /** The model name the caller asked for (usage records on the owner edge). */
+  readonly model: string;
+  /** Whose run it is; a forwarded run carries it (and its limit lease) to the owner edge. */
+  readonly principal: Principal | undefined;
+  /** The caller's W3C traceparent. */
+  readonly traceparent: string | undefined;
+  /** Aborting it leaves the queue (the caller's cancel path before the run is dispatched). */
+  readonly signal: AbortSignal | undefined;
+}
+
+/** What an execution reports about its run: implemented once, by the run supervisor. */
+export interface ExecutionObserver {
+  /** The next event from where the run executes; a terminal part ends the run. */
+  onEvent(event: RunEventWithMeta): void;
+  /** Where the run executes is gone without a terminal part (node disconnected, owner edge lost). */
+  onLost(code: ExecutionLossCode, message: string): void;
+}
+
+export type ExecutionLossCode = 'node_disconnected' | 'shutting_down';
+
+/** Where a dispatched run runs (what the run's handle reports). */
+export interface Dispatched {
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly sessionId: string;
+  readonly providerId: string | undefined;
+  /** Milliseconds the run waited for capacity (on the owner edge for a forwarded run). */
+  readonly queueMs: number;
+}
+
+/** Capacity held for one run where it will execute: the supervisor's `admitted` state. */
+export interface Reservation {
+  /** undefined = this edge; otherwise the id of the edge the run is forwarded to. */
+  readonly edgeId: string | undefined;
+  /** Node, adapter, target and provider as far as known here (all '' for a forwarded run until dispatched). */
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly providerId: string | undefined;
+  /** Milliseconds the run waited for this reservation. */
+  readonly queueMs: number;
+  /**
+   * Time the supervisor's one deadline allows past the run's timeout on top of its own grace: 0 here, and for a
+   * forwarded run the time the owner's own end needs to travel back (its owner has the same deadline).
+   */
+  readonly deadlineSlackMs: number;
+  /**
+   * Sends the run (once). Resolves when it is on the wire to the node, or when the owner edge admitted and sent
+   * it; from then on events and a loss go to `observer`. Rejects with a PlacementError, PoolError or
+   * NodeLinkError; a PlacementError `owner_unreachable` means no other edge took it (the supervisor may retry
+   * here).
+   */
+  dispatch(request: PlacementRequest, observer: ExecutionObserver, traceparent: string): Promise<Dispatched>;
+  /** Asks where the run executes to stop it; the run still ends with a terminal part (or the supervisor's grace). */
+  cancel(reason: string): void;
+  /** Returns what the reservation holds (pool lease, session slot, node or fabric registration). Idempotent. */
+  release(): void;
+}
+
+/** A run another edge forwarded here, as this edge's service started it (a RunHandle is one). */
+export interface ServedRun {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly sessionId: string;
+  readonly providerId: string | undefined;
+  readonly queueMs: number;
+  readonly events: AsyncIterable<RunEventWithMeta>;
+  readonly done: Promise<RunOutcome>;
+  cancel(reason?: string): Promise<void>;
+}
+
+/** How a forwarded run is admitted here: what the requesting edge sent with it. */
+export interface ServedRunOptions {
+  surface: RunSurface;
+  model?: string;
+  traceparent?: string;
+  principal?: Principal;
+  signal?: AbortSignal;
+}
+
+/**
+ * Where runs other edges forward here are admitted (the service's `runHere`: its own run supervisor, placed on
+ * this edge). Rejects with an error carrying the service's error `code` when the run is refused.
+ */
+export interface ForwardedRunHost {
+  runHere(destination: RunDestination, spec: RunSpec, options: ServedRunOptions): Promise<ServedRun>;
+}
+
+export interface Placement {
+  /** The edge a run to `destination` should execute on now; undefined = this edge. */
+  edgeFor(destination: RunDestination): string | undefined;
+  /**
+   * Takes capacity for the run on `edgeId` (from edgeFor; undefined = this edge's pool), waiting in the pool's
+   * queue when none is free (the request's signal leaves it). Throws PlacementError or PoolError.
+   */
+  reserve(request: PlacementRequest, edgeId: string | undefined): Promise<Reservation>;
+}

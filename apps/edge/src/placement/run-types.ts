@@ -1,0 +1,58 @@
+// What a run is, independent of where it executes and of the door it came through: its destination, its spec,
+// its surface and its outcome. These types sit below the service and placement (both use them); service/types.ts
+// re-exports them for the surfaces.
+import type { ChatMessage, GenerationParams, ToolDefinition } from '@iop/wire';
+import type { RunOutcomeStatus } from '../events/types.js';
+
+/** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
+export type RunDestination =
+  /** A `models[]` id: the provider pool picks the provider (and so node, adapter and target). */
+  | { kind: 'model'; model: string }
+  /**
+   * An explicit route (console, admin, A2A, OpenAI `model_routes` and fallback). `node` is an id or alias;
+   * omitted = the only connected node. The run counts against the provider of that node whose adapter instance
+   * and served model match, when one exists, and always against the node's `runtime.max_concurrency`.
+   */
+  | { kind: 'route'; node?: string; adapter: string; target: string };
+
+/** The logical session a run uses on its target. */
+export type SessionChoice =
+  /** Exactly this session id (console, admin, A2A contexts): the node serializes runs of one session. */
+  | { kind: 'fixed'; sessionId: string }
+  /**
+   * The lowest free slot of a base id on the chosen node/adapter/target (OpenAI: stateless requests never share a
+   * busy CLI session): slot 0 is `baseId`, slot n is `<baseId>-<n+1>`.
+   */
+  | { kind: 'slot'; baseId: string };
+
+/** What to run, independent of where. */
+export interface RunSpec {
+  session: SessionChoice;
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  /** JSON text of an OpenAI-style tool_choice. */
+  toolChoiceJson?: string;
+  params?: GenerationParams;
+  /** The caller asked for reasoning (input of a model's generation policy). */
+  reasoningRequested?: boolean;
+  workspace?: string;
+  /** Run deadline in ms, passed to the node and enforced by the edge (plus a grace); 0/omitted = none. */
+  timeoutMs?: number;
+  metadata?: Record<string, string>;
+  background?: boolean;
+  /** Run id to use; generated when omitted. */
+  runId?: string;
+  /**
+   * The caller reads the run as one result, not as it streams (RunRequest.collect): the node may ask its backend
+   * for the whole answer at once. The run's events carry the same content either way.
+   */
+  collect?: boolean;
+}
+
+/** Which door a run came through (metrics, logs, usage). */
+export type RunSurface = 'openai' | 'anthropic' | 'a2a' | 'console' | 'admin' | 'ui';
+
+export type RunOutcome =
+  | { status: Extract<RunOutcomeStatus, 'completed'>; detail: string; finishReason: string }
+  | { status: Extract<RunOutcomeStatus, 'error'>; code: string; message: string }
+  | { status: Extract<RunOutcomeStatus, 'cancelled'>; reason: string };

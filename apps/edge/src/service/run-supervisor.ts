@@ -1,0 +1,647 @@
+// The run supervisor: one object per run, the one place that answers "when does this run end". It takes the key's
+// limits (the governor's admission, reserved on the key's home edge in cluster mode), asks placement where the
+// run executes and takes capacity there (pool lease and session slot here; nothing here for a forwarded run),
+// sends it, feeds its events to the run's handle (and, for runs executing here, to the event bus), and ends it
+// exactly once, then releases everything it holds exactly once: reservation (pool lease, session slot, the node
+// link's registration or the fabric's forward), the limit admission (corrected to the tokens the backend
+// reported, with the usage record) and the span. Nothing else in the edge keeps a deadline or a cancel grace.
+//
+// A run ends on the first of: its terminal part (from the node, or the owner edge of a forwarded run), the place
+// it executes being lost (node disconnected, owner edge gone, fabric leaving), the one deadline (the run's
+// timeoutMs plus deadlineGraceMs, plus the reservation's slack for a forwarded run), a cancel the executor does
+// not confirm within cancelGraceMs, or a foreground reader falling more than the buffer behind. Refused before
+// dispatch (limits, capacity, node gone, caller gone), it throws a ServiceError instead and holds nothing.
+//
+// Hot path: one event object per node event (built by the placement), one state check; no timer unless the run
+// has a deadline or is being cancelled, no closure per run beyond the abort listener.
+import { isTerminalPart, type RunEventPart, type Usage } from '@iop/wire';
+import type { TraceSpan, Tracing } from '@iop/tracing';
+import type { Clock, ClockTimer } from '../clock.js';
+import type { EventBus, RunAdmitted } from '../events/types.js';
+import { isGovernanceError } from '../governance/errors.js';
+import { estimateTokens } from '../governance/estimate-tokens.js';
+import type { Admission, Governor, RunEnd } from '../governance/governor.js';
+import { allowsModel, hasLimits, type Principal } from '../governance/principal.js';
+import type { SharedLimits } from '../governance/shared-limits.js';
+import type { Logger } from '../logging.js';
+import { isPlacementError } from '../placement/errors.js';
+import type {
+  Dispatched,
+  ExecutionLossCode,
+  ExecutionObserver,
+  Placement,
+  PlacementRequest,
+  Reservation,
+} from '../placement/placement.js';
+import { isPoolError } from '../pool/errors.js';
+import { unwatchAbort, watchAbort } from './abort-watchers.js';
+import { ServiceError } from './errors.js';
+import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError } from './run-errors.js';
+import { RunEventStream } from './run-event-stream.js';
+import type {
+  RunDestination,
+  RunEventWithMeta,
+  RunHandle,
+  RunOutcome,
+  RunSpec,
+  RunSurface,
+  SubmitOptions,
+} from './types.js';
+
+/**
+ * Where a run is in its life. Each state is entered once at most (except `queued`, see `admitted`), in this
+ * order; `RUN_TRANSITIONS` lists the legal moves and any other throws RunStateError.
+ */
+export type RunState =
+  /** Submitted: the key's limits are being checked and taken, then capacity is awaited in the pool's queue. */
+  | 'queued'
+  /**
+   * Capacity is held where the run will execute (a pool lease and session here, or the choice of an owner edge,
+   * which admits it exactly itself).
+   */
+  | 'admitted'
+  /**
+   * The run request is being sent, or was sent and no event has come back yet. Back to `queued` only when the
+   * owner edge never took a forwarded run (unreachable before the first byte): it is then admitted here.
+   */
+  | 'dispatched'
+  /** Events are arriving from where the run executes. */
+  | 'streaming'
+  /** A cancel was sent (caller, client gone, cancelRun); the executor's end is awaited for cancelGraceMs. */
+  | 'ending'
+  /** Ended: the terminal part was delivered (or the run was refused) and everything held was released. */
+  | 'ended';
+
+export const RUN_TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
+  queued: ['admitted', 'ended'],
+  admitted: ['dispatched', 'ended'],
+  dispatched: ['streaming', 'ending', 'queued', 'ended'],
+  streaming: ['ending', 'ended'],
+  ending: ['ended'],
+  ended: [],
+};
+
+/** Throws RunStateError unless `from → to` is in RUN_TRANSITIONS. */
+export function assertTransition(runId: string, from: RunState, to: RunState): void {
+  if (!RUN_TRANSITIONS[from].includes(to)) throw new RunStateError(runId, from, to);
+}
+
+/** An illegal state transition: a bug in the supervisor or its caller, never the client's fault. */
+export class RunStateError extends Error {
+  override readonly name = 'RunStateError';
+  readonly code = 'illegal_transition';
+  readonly fault = 'bug';
+
+  constructor(
+    readonly runId: string,
+    readonly from: RunState,
+    readonly to: RunState,
+  ) {
+    super(`run ${runId}: illegal transition ${from} → ${to}`);
+  }
+}
+
+/** What admission reports to metrics (the runtime passes the shared EdgeMetrics; tests a recorder). */
+export interface AdmissionMetrics {
+  /** A run was admitted and sent from this edge's pool; `providerId` is undefined for unmatched routes. */
+  dispatched(surface: RunSurface, providerId: string | undefined, nodeId: string): void;
+  /** Admission refused a run for lack of capacity. */
+  rejected(surface: RunSurface, model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
+}
+
+export const noAdmissionMetrics: AdmissionMetrics = {
+  dispatched: () => undefined,
+  rejected: () => undefined,
+};
+
+/** What every supervisor of one service shares (built once by the service). */
+export interface SupervisorContext {
+  placement: Placement;
+  events: EventBus;
+  logger: Logger;
+  clock: Clock;
+  metrics: AdmissionMetrics;
+  tracing: Tracing;
+  governor: Governor | undefined;
+  /** Cluster mode: a key's limits counted on its home edge; undefined on a single edge. */
+  sharedLimits: SharedLimits | undefined;
+  bufferSize: number;
+  deadlineGraceMs: number;
+  cancelGraceMs: number;
+  /** True once the service refuses new work (checked again after the queue wait). */
+  shuttingDown(): boolean;
+  /** The run was dispatched: the service can find it by id from now on (false = the id is taken). */
+  register(run: RunSupervisor): boolean;
+  /** The run ended (called once, after everything was released). */
+  unregister(run: RunSupervisor): void;
+  /** Told every state a run enters (tests, diagnostics); none = nothing is called. */
+  onState?: ((run: RunSupervisor, state: RunState) => void) | undefined;
+}
+
+export class RunSupervisor implements ExecutionObserver {
+  readonly stream: RunEventStream;
+  readonly done: Promise<RunOutcome>;
+  private stateNow: RunState = 'queued';
+  private resolveDone!: (outcome: RunOutcome) => void;
+  private readonly request: PlacementRequest;
+  private reservation: Reservation | undefined;
+  private dispatched: Dispatched | undefined;
+  private admission: Admission | undefined;
+  /** The principal the run is admitted with (carrying its home-edge lease in cluster mode). */
+  private principal: Principal | undefined;
+  private readonly estimate: number;
+  private span: TraceSpan | undefined;
+  private deadlineTimer: ClockTimer | undefined;
+  private cancelTimer: ClockTimer | undefined;
+  /** Submit and end on the clock's monotonic scale (durationNow): durations and the overhead figure. */
+  private readonly submittedAt: number;
+  /** performance.now() when the run was handed to where it executes (the handle's submittedAt). */
+  private sentAt = 0;
+  private endedAt: number | undefined;
+  private backendMs: number | undefined;
+  private lastSeq = 0;
+  /** The newest usage reported (each usage part is the run's total so far). */
+  private lastUsage: Usage | undefined;
+  private outcomeNow: RunOutcome | undefined;
+  /** The run's end came from where it executes (its terminal part), not from this edge. */
+  private endedByExecutor = false;
+  private admittedPublished = false;
+  /** The run executes on this edge (its events go on this edge's bus); false for a forwarded run. */
+  private here = true;
+  private readonly onAbort = (): void => {
+    void this.cancel('client-disconnected');
+  };
+
+  constructor(
+    private readonly context: SupervisorContext,
+    runId: string,
+    destination: RunDestination,
+    spec: RunSpec,
+    options: SubmitOptions,
+    /** Placed on this edge whatever the fabric looks like (a run another edge forwarded here). */
+    private readonly placeHere = false,
+  ) {
+    const model = options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
+    this.request = {
+      runId,
+      destination,
+      spec,
+      surface: options.surface,
+      model,
+      principal: options.principal,
+      traceparent: options.traceparent,
+      signal: options.signal,
+    };
+    this.principal = options.principal;
+    // Estimated once: the home edge's reservation and the governor's admission count the same figure.
+    this.estimate = context.governor ? estimateTokens(spec.messages) : 0;
+    this.submittedAt = this.durationNow();
+    this.stream = new RunEventStream(context.bufferSize, spec.background ?? false);
+    this.done = new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+  }
+
+  get runId(): string {
+    return this.request.runId;
+  }
+
+  get state(): RunState {
+    return this.stateNow;
+  }
+
+  /** How the run ended; undefined until it has. */
+  get outcome(): RunOutcome | undefined {
+    return this.outcomeNow;
+  }
+
+  /**
+   * queued → admitted → dispatched: takes the limits and the capacity and sends the run. Resolves with the run's
+   * handle once it is on its way; rejects with a ServiceError (and holds nothing) when it was refused.
+   */
+  async start(): Promise<RunHandle> {
+    const { context, request } = this;
+    let queueSpan = context.tracing.enabled
+      ? context.tracing.startSpan('iop.edge.admission', {
+          parent: request.traceparent,
+          kind: 'server',
+          attributes: { 'iop.surface': request.surface, 'iop.principal': this.principal?.id ?? '' },
+        })
+      : undefined;
+    let dispatched: Dispatched;
+    try {
+      // Awaited only when the key's home edge is asked: placement then sees this run's capacity taken before
+      // the next submit of the same turn decides (no extra turn of the event loop per run).
+      const reserving = this.takeLimits();
+      if (reserving) await reserving;
+      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(request.destination);
+      for (;;) {
+        if (edgeId === undefined) this.admitHere();
+        const reservation = await context.placement.reserve(this.placed(), edgeId);
+        this.reservation = reservation;
+        this.here = reservation.edgeId === undefined;
+        this.to('admitted');
+        queueSpan?.end();
+        queueSpan = undefined;
+        // The queue wait may have outlived the edge or the caller.
+        if (context.shuttingDown()) throw new ServiceError('shutting_down', 'the edge is shutting down');
+        if (request.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
+        if (!context.register(this)) {
+          throw new ServiceError('invalid_request', `run id ${this.runId} is already in flight`);
+        }
+        this.to('dispatched');
+        this.span = context.tracing.enabled ? this.startRunSpan(reservation) : undefined;
+        this.sentAt = performance.now();
+        try {
+          dispatched = await reservation.dispatch(
+            this.placed(),
+            this,
+            this.span?.traceparent ?? request.traceparent ?? '',
+          );
+          break;
+        } catch (error) {
+          if (
+            !isPlacementError(error) ||
+            error.code !== 'owner_unreachable' ||
+            this.stateNow !== 'dispatched'
+          ) {
+            throw error;
+          }
+          // Nothing ran on the owner edge: admitted here instead (the one retry before the first byte).
+          context.logger.warn(
+            { runId: this.runId, edgeId: reservation.edgeId, error: error.message },
+            'forward failed; admitting here',
+          );
+          context.unregister(this);
+          reservation.release();
+          this.reservation = undefined;
+          this.span?.end(error.message);
+          this.span = undefined;
+          this.to('queued');
+          edgeId = undefined;
+        }
+      }
+    } catch (error) {
+      queueSpan?.end(error instanceof Error ? error.message : String(error));
+      throw this.refuse(error);
+    }
+    this.dispatched = dispatched;
+    if (this.here) context.metrics.dispatched(request.surface, dispatched.providerId, dispatched.nodeId);
+    this.arm();
+    context.logger.debug(
+      {
+        runId: this.runId,
+        nodeId: dispatched.nodeId,
+        edgeId: this.reservation?.edgeId,
+        surface: request.surface,
+        provider: dispatched.providerId,
+        adapter: dispatched.adapter,
+        target: dispatched.target,
+        queueMs: dispatched.queueMs,
+        background: request.spec.background ?? false,
+      },
+      'run submitted',
+    );
+    return new SupervisedRunHandle(this, dispatched, this.sentAt);
+  }
+
+  /** Cancels the run (idempotent): the executor is asked to stop; unconfirmed after the grace, it ends here. */
+  cancel(reason = 'cancelled'): Promise<void> {
+    if (this.stateNow !== 'dispatched' && this.stateNow !== 'streaming') return Promise.resolve();
+    this.to('ending');
+    this.reservation?.cancel(reason);
+    // A cancel that could not be sent may have ended the run already.
+    if ((this.stateNow as RunState) !== 'ending') return Promise.resolve();
+    this.cancelTimer = this.context.clock.setTimeout(() => {
+      this.cancelTimer = undefined;
+      this.context.logger.warn(
+        { runId: this.runId, nodeId: this.dispatched?.nodeId ?? this.reservation?.nodeId },
+        'the run did not confirm its cancel; ending it',
+      );
+      this.endHere({ type: 'cancelled', reason });
+    }, this.context.cancelGraceMs);
+    return Promise.resolve();
+  }
+
+  onEvent(event: RunEventWithMeta): void {
+    const state = this.stateNow;
+    if (state === 'ended') return;
+    if (event.seq > this.lastSeq) this.lastSeq = event.seq;
+    const part = event.part;
+    if (part.type === 'usage') this.lastUsage = part.usage;
+    if (isTerminalPart(part)) {
+      if (part.type !== 'cancelled') this.backendMs = part.backendMs;
+      this.endedByExecutor = true;
+      this.end(event);
+      return;
+    }
+    if (state === 'dispatched') this.to('streaming');
+    if (this.here) this.context.events.publish({ type: 'run', event: this.forBus(event) });
+    if (this.stream.push(event) === 'overflow') {
+      this.reservation?.cancel('consumer-overflow');
+      this.endHere({
+        type: 'error',
+        code: 'consumer_overflow',
+        message: `run ${this.runId}: the reader fell more than ${this.context.bufferSize} events behind`,
+        retryable: false,
+        backendMs: 0,
+      });
+    }
+  }
+
+  onLost(code: ExecutionLossCode, message: string): void {
+    this.endHere({ type: 'error', code, message, retryable: true, backendMs: 0 });
+  }
+
+  /** Milliseconds from submit to the end (so far, while running). */
+  get durationMs(): number {
+    return (this.endedAt ?? this.durationNow()) - this.submittedAt;
+  }
+
+  overheadMs(): number | undefined {
+    if (this.endedAt === undefined || this.backendMs === undefined) return undefined;
+    return Math.max(0, this.endedAt - this.submittedAt - this.backendMs);
+  }
+
+  /** The reservation's request (the principal may have gained its home-edge lease since construction). */
+  private placed(): PlacementRequest {
+    const request = this.request;
+    if (request.principal === this.principal) return request;
+    return { ...request, principal: this.principal };
+  }
+
+  /**
+   * The key's limits, before any capacity is taken: the allow-list (checked once, here) and, in cluster mode,
+   * the reservation on the key's home edge (the principal then carries the lease wherever the run is admitted).
+   */
+  private takeLimits(): Promise<void> | undefined {
+    const principal = this.principal;
+    if (!principal) return undefined;
+    if (!allowsModel(principal, this.request.model)) {
+      throw new ServiceError('model_not_found', `The model '${this.request.model}' does not exist`);
+    }
+    const sharedLimits = this.context.sharedLimits;
+    if (!sharedLimits || principal.lease || !hasLimits(principal)) return undefined;
+    return sharedLimits.reserve(principal, this.estimate).then(
+      (leased) => {
+        this.principal = leased;
+      },
+      (error: unknown) => {
+        throw isGovernanceError(error) ? fromGovernanceError(error) : error;
+      },
+    );
+  }
+
+  /**
+   * The governor's admission of a run admitted on this edge (its limits, or the home edge's lease, and its usage
+   * record at the end). A forwarded run is admitted by its owner edge, which receives the lease with the principal.
+   */
+  private admitHere(): void {
+    const governor = this.context.governor;
+    if (!governor || this.admission) return;
+    try {
+      this.admission = governor.admit({
+        principal: this.principal,
+        surface: this.request.surface,
+        model: this.request.model,
+        estimatedTokens: this.estimate,
+      });
+    } catch (error) {
+      if (isGovernanceError(error)) throw fromGovernanceError(error);
+      throw error;
+    }
+  }
+
+  private startRunSpan(reservation: Reservation): TraceSpan | undefined {
+    const request = this.request;
+    return this.context.tracing.startSpan('iop.edge.run', {
+      parent: request.traceparent,
+      kind: 'client',
+      attributes: {
+        'iop.run_id': this.runId,
+        'iop.node': reservation.nodeId,
+        'iop.adapter': reservation.adapter,
+        'iop.target': reservation.target,
+        'iop.provider': reservation.providerId ?? '',
+        'iop.surface': request.surface,
+        ...(reservation.edgeId !== undefined ? { 'iop.edge': reservation.edgeId } : {}),
+      },
+    });
+  }
+
+  /** Arms the one deadline and the caller's abort signal, once the run is on its way. */
+  private arm(): void {
+    if (this.stateNow === 'ended') return;
+    const timeoutMs = this.request.spec.timeoutMs;
+    if (timeoutMs) {
+      const deadline = timeoutMs + this.context.deadlineGraceMs + (this.reservation?.deadlineSlackMs ?? 0);
+      this.deadlineTimer = this.context.clock.setTimeout(() => {
+        this.deadlineTimer = undefined;
+        this.reservation?.cancel('deadline');
+        this.endHere({
+          type: 'error',
+          code: 'run_timeout',
+          message: `run ${this.runId} exceeded its ${deadline} ms deadline`,
+          retryable: true,
+          backendMs: 0,
+        });
+      }, deadline);
+    }
+    const signal = this.request.signal;
+    if (signal) {
+      if (signal.aborted) this.onAbort();
+      else watchAbort(signal, this.onAbort);
+    }
+  }
+
+  /** Ends the run with a terminal part made here (the executor sent none). */
+  private endHere(part: Extract<RunEventPart, { type: 'error' | 'cancelled' }>): void {
+    if (this.stateNow === 'ended') return;
+    this.lastSeq += 1;
+    this.end({
+      runId: this.runId,
+      nodeId: this.dispatched?.nodeId ?? this.reservation?.nodeId ?? '',
+      seq: this.lastSeq,
+      atUnixMs: this.context.clock.now(),
+      part,
+    });
+  }
+
+  /** The one end of a dispatched run: stop the timers, release everything once, deliver the terminal part. */
+  private end(terminal: RunEventWithMeta): void {
+    this.to('ended');
+    this.endedAt = this.durationNow();
+    const { clock, events } = this.context;
+    if (this.deadlineTimer !== undefined) clock.clearTimeout(this.deadlineTimer);
+    if (this.cancelTimer !== undefined) clock.clearTimeout(this.cancelTimer);
+    this.deadlineTimer = undefined;
+    this.cancelTimer = undefined;
+    if (this.request.signal) unwatchAbort(this.request.signal, this.onAbort);
+    this.reservation?.release();
+    if (this.here) events.publish({ type: 'run', event: this.forBus(terminal) });
+    this.stream.end(terminal);
+    const outcome = outcomeOf(terminal.part);
+    this.outcomeNow = outcome;
+    this.span?.end(outcome.status === 'error' ? `${outcome.code}: ${outcome.message}` : undefined);
+    this.finishLimits({
+      runId: this.runId,
+      outcome: outcome.status,
+      usage: {
+        inputTokens: this.lastUsage?.promptTokens ?? 0,
+        outputTokens: this.lastUsage?.completionTokens ?? 0,
+      },
+      provider: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
+      node: terminal.nodeId,
+      queueMs: this.dispatched?.queueMs ?? 0,
+      durationMs: this.endedAt - this.submittedAt,
+    });
+    this.context.unregister(this);
+    this.resolveDone(outcome);
+  }
+
+  /** A run refused before it was dispatched: release what was taken, record it, map the error (once). */
+  private refuse(error: unknown): ServiceError {
+    const mapped = this.serviceError(error);
+    const previous = this.stateNow;
+    if (previous !== 'ended') this.to('ended');
+    if (previous === 'dispatched') this.context.unregister(this);
+    const reservation = this.reservation;
+    reservation?.release();
+    this.span?.end(mapped.message);
+    this.finishLimits({
+      runId: '',
+      outcome: mapped.code === 'aborted' ? 'cancelled' : 'rejected',
+      usage: { inputTokens: 0, outputTokens: 0 },
+      provider: reservation?.providerId ?? '',
+      node: reservation?.nodeId ?? '',
+      queueMs: reservation?.queueMs ?? 0,
+      durationMs: 0,
+    });
+    this.outcomeNow = { status: 'error', code: mapped.code, message: mapped.message };
+    this.resolveDone(this.outcomeNow);
+    return mapped;
+  }
+
+  /**
+   * The limit lease, once: the governor's admission records the run and corrects the lease to its tokens. A run
+   * forwarded elsewhere was admitted by its owner, which finishes the lease — unless it ended here without the
+   * owner's word (or was never taken there): then the lease is returned from here.
+   */
+  private finishLimits(end: RunEnd): void {
+    if (this.admission) {
+      this.admission.finish(end);
+      return;
+    }
+    if (!this.endedByExecutor) this.principal?.lease?.finish(0);
+  }
+
+  private serviceError(error: unknown): ServiceError {
+    if (error instanceof ServiceError) return error;
+    if (isPoolError(error)) {
+      const reason =
+        error.code === 'queue_full' || error.code === 'queue_timeout'
+          ? error.code
+          : error.code === 'no_provider_available'
+            ? 'no_provider'
+            : undefined;
+      if (reason) this.context.metrics.rejected(this.request.surface, error.details.model ?? '', reason);
+      return fromPoolError(error);
+    }
+    if (isPlacementError(error)) return fromPlacementError(error);
+    return fromLinkError(error, this.reservation?.nodeId ?? '');
+  }
+
+  /** The event as the bus carries it: the run's first one also says how the run was admitted. */
+  private forBus(event: RunEventWithMeta): RunEventWithMeta {
+    if (this.admittedPublished) return event;
+    this.admittedPublished = true;
+    const admitted: RunAdmitted = {
+      surface: this.request.surface,
+      model: this.request.destination.kind === 'model' ? this.request.destination.model : '',
+      providerId: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
+      queueMs: this.dispatched?.queueMs ?? this.reservation?.queueMs ?? 0,
+    };
+    // Named fields: one object (a spread plus the extra field also allocates a property store for it).
+    return {
+      runId: event.runId,
+      nodeId: event.nodeId,
+      seq: event.seq,
+      atUnixMs: event.atUnixMs,
+      part: event.part,
+      admitted,
+    };
+  }
+
+  private to(next: RunState): void {
+    assertTransition(this.runId, this.stateNow, next);
+    this.stateNow = next;
+    this.context.onState?.(this, next);
+  }
+
+  /** The clock's monotonic reading when it has one (sub-millisecond), else its epoch milliseconds. */
+  private durationNow(): number {
+    const clock = this.context.clock;
+    return clock.monotonicNow ? clock.monotonicNow() : clock.now();
+  }
+}
+
+/** A supervised run's RunHandle: its methods live on the prototype (no closures per run). */
+class SupervisedRunHandle implements RunHandle {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly adapter: string;
+  readonly target: string;
+  readonly sessionId: string;
+  readonly providerId: string | undefined;
+  readonly queueMs: number;
+  readonly events: RunEventStream;
+  readonly done: Promise<RunOutcome>;
+  readonly #run: RunSupervisor;
+
+  constructor(
+    run: RunSupervisor,
+    where: Dispatched,
+    readonly submittedAt: number,
+  ) {
+    this.#run = run;
+    this.runId = run.runId;
+    this.nodeId = where.nodeId;
+    this.adapter = where.adapter;
+    this.target = where.target;
+    this.sessionId = where.sessionId;
+    this.providerId = where.providerId;
+    this.queueMs = where.queueMs;
+    this.events = run.stream;
+    this.done = run.done;
+  }
+
+  cancel(reason?: string): Promise<void> {
+    return this.#run.cancel(reason);
+  }
+
+  overheadMs(): number | undefined {
+    return this.#run.overheadMs();
+  }
+}
+
+export function outcomeOf(part: RunEventPart): RunOutcome {
+  switch (part.type) {
+    case 'complete':
+      return { status: 'completed', detail: part.detail, finishReason: part.finishReason };
+    case 'error':
+      return { status: 'error', code: part.code, message: part.message };
+    case 'cancelled':
+      return { status: 'cancelled', reason: part.reason };
+    case 'start':
+    case 'text-delta':
+    case 'reasoning-delta':
+    case 'tool-call':
+    case 'usage':
+    case 'progress':
+      throw new Error(`not a terminal part: ${part.type}`);
+    default: {
+      const unreachable: never = part;
+      throw new Error(`unknown run event part ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
