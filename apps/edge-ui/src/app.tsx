@@ -96,6 +96,18 @@ export function App() {
             queued
           </span>
         )}
+        <button
+          type="button"
+          class="logout"
+          onClick={() => {
+            api
+              .logout()
+              .then(() => setAuth('checking'))
+              .catch((failure: unknown) => setError(String(failure)));
+          }}
+        >
+          Sign out
+        </button>
         {overview?.cluster && (
           // Cluster mode: the figures above are cluster-wide; each edge's share.
           <span class="totals" data-testid="cluster-edges">

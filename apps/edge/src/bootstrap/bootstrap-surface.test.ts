@@ -16,6 +16,7 @@ function edgeConfig(artifactDir: string, publicUrl = ''): EdgeConfig {
   return {
     edge: { listen: '0.0.0.0:19090', tls: { enabled: false, cert_file: '', key_file: '' } },
     bootstrap: { listen: '127.0.0.1:0', public_url: publicUrl, artifact_dir: artifactDir },
+    http: { allowed_hosts: [] },
     nodes: [],
   } as unknown as EdgeConfig;
 }
