@@ -12,6 +12,7 @@ import { createRunLog } from './run-log.js';
 import type { UiProvider, UiRefreshResult } from './ui-api-types.js';
 import { createUiHandler, type PlaygroundRequest, type UiHandler, type UiHandlerDeps } from './ui-server.js';
 import { createHostGuard } from '../http/host-guard.js';
+import { rawHttpRequest } from '../test-support/raw-http-request.js';
 
 const CONFIG_YAML = `
 edge: { id: edge-test }
@@ -203,29 +204,6 @@ async function start(overrides: Partial<UiHandlerDeps> = {}): Promise<Harness> {
   return { base: `http://127.0.0.1:${port}`, handler, commands, terminated, refreshes, finished, runLog };
 }
 
-/** One request with exactly these headers (fetch will not send a foreign Host). */
-function rawRequest(
-  port: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      { host: '127.0.0.1', port: Number(port), method, path, headers, setHost: false },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
 function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, {
     method: 'POST',
@@ -388,8 +366,8 @@ describe('ui handler: authentication', () => {
 describe('ui handler: Host and Origin (DNS rebinding)', () => {
   it('refuses a foreign Host with 421 before anything runs, and serves its own addresses', async () => {
     const { base, refreshes } = await start();
-    const port = new URL(base).port;
-    const rebound = await rawRequest(
+    const port = Number(new URL(base).port);
+    const rebound = await rawHttpRequest(
       port,
       'POST',
       '/api/v1/config/refresh',
@@ -403,19 +381,19 @@ describe('ui handler: Host and Origin (DNS rebinding)', () => {
     expect(rebound.status).toBe(421);
     expect(JSON.parse(rebound.body)).toMatchObject({ error: { code: 'host_not_allowed' } });
     expect(refreshes).toEqual([]);
-    const asset = await rawRequest(port, 'GET', '/', { host: `rebind.evil.example:${port}` });
+    const asset = await rawHttpRequest(port, 'GET', '/', { host: `rebind.evil.example:${port}` });
     expect(asset.status).toBe(421);
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
-      expect((await rawRequest(port, 'GET', '/api/v1/overview', { host })).status).toBe(200);
+      expect((await rawHttpRequest(port, 'GET', '/api/v1/overview', { host })).status).toBe(200);
     }
     // The right name on another port is not this listener either.
-    expect((await rawRequest(port, 'GET', '/api/v1/overview', { host: '127.0.0.1:1' })).status).toBe(421);
+    expect((await rawHttpRequest(port, 'GET', '/api/v1/overview', { host: '127.0.0.1:1' })).status).toBe(421);
   });
 
   it('compares Origin with the listener, not with the Host the page sent', async () => {
     const { base, refreshes } = await start();
-    const port = new URL(base).port;
-    const foreign = await rawRequest(
+    const port = Number(new URL(base).port);
+    const foreign = await rawHttpRequest(
       port,
       'POST',
       '/api/v1/config/refresh',
@@ -428,7 +406,7 @@ describe('ui handler: Host and Origin (DNS rebinding)', () => {
     );
     expect(foreign.status).toBe(403);
     expect(JSON.parse(foreign.body)).toMatchObject({ error: { code: 'origin_not_allowed' } });
-    const opaque = await rawRequest(
+    const opaque = await rawHttpRequest(
       port,
       'POST',
       '/api/v1/config/refresh',

@@ -5,9 +5,9 @@
 // served. The admin API refuses a caller without the token on loopback too: `nodes list --addr` from a directory
 // with no config fails, with the edge's config it works.
 import { mkdirSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { portOf, rawHttpRequest as ask } from '../../src/test-support/raw-http-request.js';
 import {
   ProcessGroup,
   runEdgeCommand,
@@ -22,33 +22,6 @@ const group = new ProcessGroup();
 let edge: EdgeProcess;
 let dir: string;
 const ports: Record<string, number> = {};
-
-function portOf(line: string): number {
-  const match = /:(\d+)(?:\/|\s|$)/.exec(line.replace(/^https?:\/\//, ''));
-  return Number(match?.[1] ?? 0);
-}
-
-function ask(
-  port: number,
-  method: string,
-  requestPath: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      { host: '127.0.0.1', port, method, path: requestPath, headers, setHost: false, timeout: 10_000 },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
 
 beforeAll(async () => {
   dir = await group.tempDir('iop-e2e-host-guard-');
