@@ -44,6 +44,8 @@ describe('createHostGuard: Host', () => {
     expect(guard.checkHost('localhost:19091', lan)).toBeDefined();
     expect(guard.checkHost('localhost:19091', { address: '::ffff:127.0.0.1', port: 19091 })).toBeUndefined();
     expect(guard.checkHost('evil.example:19091', lan)).toBeDefined();
+    // The bound address itself, as a banner prints it.
+    expect(guard.checkHost('0.0.0.0:19091', { address: '127.0.0.1', port: 19091 })).toBeUndefined();
   });
 
   it('accepts declared names: host on any port (a proxy), host:port on that port only', () => {

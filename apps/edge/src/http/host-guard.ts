@@ -99,7 +99,9 @@ export function createHostGuard(options: HostGuardOptions): HostGuard {
       // Loopback forms are this listener only for a connection that came in over loopback.
       return arrivedOnLoopback && (loopbackListener || wildcard);
     }
-    if (!wildcard) return name === listenHost;
+    // The bound address itself (a wildcard one too: `0.0.0.0:<port>` is dialable here and no DNS name).
+    if (name === listenHost) return true;
+    if (!wildcard) return false;
     if (net.isIP(name) !== 0) {
       if (localAddress !== undefined) return name === localAddress;
       return interfaceAddresses(interfaces).has(name);
