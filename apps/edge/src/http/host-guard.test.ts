@@ -92,6 +92,13 @@ describe('createHostGuard: Host', () => {
     expect(guard.checkHost('evil.example:19093', { port: 19093 })).toBeDefined();
   });
 
+  it('takes the host of a public URL (any port) and ignores one no Host header could carry', () => {
+    expect(urlAuthority('https://a2a.example.com:8443/a2a')).toEqual(['a2a.example.com']);
+    expect(urlAuthority('http://[2001:db8::1]:19091')).toEqual(['[2001:db8::1]']);
+    expect(urlAuthority('http://under_score.example')).toEqual([]);
+    expect(urlAuthority('')).toEqual([]);
+  });
+
   it('refuses to build with a malformed declared name', () => {
     expect(() => createHostGuard({ listen: '127.0.0.1:1', names: ['http://x/'] })).toThrow(RangeError);
   });

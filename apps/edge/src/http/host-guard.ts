@@ -61,12 +61,16 @@ export interface HostGuard {
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
 
-/** `host[:port]` of a public URL for `names` (empty text or an unparsable URL: none). */
+/**
+ * The host of a public URL for `names`, any port (behind a proxy the listener's port differs from the URL's). None
+ * for empty text, an unparsable URL or a host no Host header could match (e.g. an underscore the URL parser
+ * allows): such a URL simply declares nothing.
+ */
 export function urlAuthority(url: string): string[] {
   if (url === '') return [];
   try {
-    const parsed = new URL(url);
-    return parsed.host === '' ? [] : [parsed.host];
+    const { hostname } = new URL(url);
+    return hostname !== '' && parseAuthority(hostname) ? [hostname] : [];
   } catch {
     return [];
   }
