@@ -64,6 +64,7 @@ export const api = {
       method: 'POST',
       body: { token },
     }),
+  loginState: () => call<{ token_required: boolean }>('/api/v1/login'),
   logout: () => call<{ authenticated: boolean }>('/api/v1/logout', { method: 'POST', body: {} }),
 };
 

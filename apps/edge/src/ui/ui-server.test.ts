@@ -269,6 +269,7 @@ describe('ui handler: authentication', () => {
     expect(
       (await fetch(`${base}/api/v1/overview`, { headers: { authorization: 'Bearer admin-secret' } })).status,
     ).toBe(200);
+    expect(await (await fetch(`${base}/api/v1/login`)).json()).toEqual({ token_required: true });
     expect((await postJson(`${base}/api/v1/login`, { token: 'wrong' })).status).toBe(401);
     const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
     expect(login.status).toBe(200);
@@ -350,6 +351,15 @@ describe('ui handler: authentication', () => {
     ).toBe('30');
     now += 30_000;
     expect((await postJson(`${base}/api/v1/login`, { token: 'admin-secret' })).status).toBe(200);
+  });
+
+  it('says no token is required and signs anyone in without a session when none is configured', async () => {
+    const { base, handler } = await start();
+    expect(await (await fetch(`${base}/api/v1/login`)).json()).toEqual({ token_required: false });
+    const login = await postJson(`${base}/api/v1/login`, {});
+    expect(await login.json()).toEqual({ authenticated: true, token_required: false });
+    expect(login.headers.get('set-cookie')).toBeNull();
+    expect(handler.loginSessions).toBe(0);
   });
 
   it('refuses a login that is not JSON (a cross-site form cannot sign in)', async () => {

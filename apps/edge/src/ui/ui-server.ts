@@ -335,6 +335,11 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       return;
     }
     if (closed) throw new UiError('shutting_down', 'the edge is shutting down');
+    if (path === '/api/v1/login' && method === 'GET') {
+      // Whether the app should offer a login and a sign-out; says nothing the login form would not.
+      sendJson(response, 200, { token_required: deps.token !== '' });
+      return;
+    }
     if (path === '/api/v1/login' && method === 'POST') {
       await login(request, response);
       return;

@@ -174,6 +174,8 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     // The node's own discovery report (host size) reaches the fleet view.
     await row.filter({ hasText: 'cores' }).waitFor();
     await page.locator('.live.on').waitFor();
+    // No admin token on this edge: nothing to sign out of.
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
     await screenshot('fleet');
     await openView('Providers & models');
     await page.locator(`tr[data-provider="${ollamaProviderId('n1')}"][data-in-flight="0"]`).waitFor();
