@@ -1,5 +1,6 @@
 // The dashboard's client of the edge's UI API (agent-contract/outer/ui-api.md): JSON calls, the live feed and the
-// playground stream. Same origin only; the admin token travels as the HttpOnly cookie set by `login`.
+// playground stream. Same origin only; `login` trades the admin token for a session (an HttpOnly cookie holding a
+// random id, never the token), `logout` ends it.
 import type {
   UiCharts,
   UiNodeSessions,
@@ -59,7 +60,12 @@ export const api = {
       body: { mode, config_yaml: configYaml },
     }),
   login: (token: string) =>
-    call<{ authenticated: boolean }>('/api/v1/session', { method: 'POST', body: { token } }),
+    call<{ authenticated: boolean; token_required: boolean }>('/api/v1/login', {
+      method: 'POST',
+      body: { token },
+    }),
+  loginState: () => call<{ token_required: boolean }>('/api/v1/login'),
+  logout: () => call<{ authenticated: boolean }>('/api/v1/logout', { method: 'POST', body: {} }),
 };
 
 export type StreamHandlers = { [K in keyof UiStreamEvents]: (data: UiStreamEvents[K]) => void } & {

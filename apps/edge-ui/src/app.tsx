@@ -34,12 +34,21 @@ export function App() {
   const [charts, setCharts] = useState<UiCharts | undefined>();
   const [live, setLive] = useState(false);
   const [auth, setAuth] = useState<'checking' | 'needed' | 'ok'>('checking');
+  const [tokenRequired, setTokenRequired] = useState(false);
   const [error, setError] = useState('');
 
   useEffect(() => {
     const onHash = () => setTab(tabFromHash());
     addEventListener('hashchange', onHash);
     return () => removeEventListener('hashchange', onHash);
+  }, []);
+
+  useEffect(() => {
+    // Sign out only means something when the edge asks for a token.
+    api
+      .loginState()
+      .then((state) => setTokenRequired(state.token_required))
+      .catch(() => setTokenRequired(false));
   }, []);
 
   useEffect(() => {
@@ -95,6 +104,20 @@ export function App() {
             {overview.nodes.length} nodes · {overview.totals.in_flight} in flight · {overview.totals.queued}{' '}
             queued
           </span>
+        )}
+        {tokenRequired && (
+          <button
+            type="button"
+            class="logout"
+            onClick={() => {
+              api
+                .logout()
+                .then(() => setAuth('checking'))
+                .catch((failure: unknown) => setError(String(failure)));
+            }}
+          >
+            Sign out
+          </button>
         )}
         {overview?.cluster && (
           // Cluster mode: the figures above are cluster-wide; each edge's share.

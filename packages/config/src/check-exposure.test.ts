@@ -7,6 +7,7 @@ function check(yaml: string) {
 }
 
 const tls = 'edge: { tls: { enabled: true, cert_file: "c.pem", key_file: "k.pem" } }\n';
+const adminToken = 'refresh: { admin_token: "t0ken" }\n';
 
 describe('no open door', () => {
   it('refuses an OpenAI API on 0.0.0.0 without api_keys, and an A2A API without a bearer token', () => {
@@ -26,14 +27,16 @@ describe('no open door', () => {
     const keyed = check(
       'openai: { enabled: true, listen: "0.0.0.0:18081", api_keys: ["k1"] }\n' +
         'a2a: { enabled: true, listen: "0.0.0.0:18082", bearer_token: "b" }\n' +
-        tls,
+        tls +
+        adminToken,
     );
     expect(keyed.ok && securityWarnings(keyed.config)).toEqual([]);
     expect(check('openai: { enabled: true, listen: "127.0.0.1:18081" }\n').ok).toBe(true);
     const open = check(
       'openai: { enabled: true, listen: "0.0.0.0:18081", allow_unauthenticated: true }\n' +
         'a2a: { enabled: true, listen: "0.0.0.0:18082", allow_unauthenticated: true }\n' +
-        tls,
+        tls +
+        adminToken,
     );
     expect(open.ok).toBe(true);
     if (!open.ok) return;
@@ -46,7 +49,8 @@ describe('no open door', () => {
   it('accepts an A2A API beyond loopback guarded by openai.api_keys alone (A2A accepts those keys)', () => {
     const result = check(
       'openai: { api_keys: [{ id: team, key: k1 }] }\na2a: { enabled: true, listen: "0.0.0.0:18082" }\n' +
-        tls,
+        tls +
+        adminToken,
     );
     expect(result.ok).toBe(true);
     if (result.ok) expect(securityWarnings(result.config)).toEqual([]);
@@ -79,6 +83,17 @@ describe('no open door', () => {
       issues(`ui: { enabled: true, listen: "0.0.0.0:19094" }\nrefresh: { admin_token: "secret" }\n${tls}`),
     ).toEqual([]);
     expect(issues('ui: { enabled: true, listen: "127.0.0.1:19094" }\n')).toEqual([]);
+  });
+
+  it('warns at every start while the admin API (and dashboard) have no admin token, and not with one', () => {
+    const open = check(`${tls}ui: { enabled: true }\n`);
+    expect(open.ok && securityWarnings(open.config)).toEqual([
+      expect.stringMatching(
+        /^refresh\.admin_token is empty: the admin API on 127\.0\.0\.1:19093 and the dashboard on 127\.0\.0\.1:19094 answer any local account/,
+      ),
+    ]);
+    const admin = check(`${tls}refresh: { admin_keys: [{ id: ops, key: k, role: operator }] }\n`);
+    expect(admin.ok && securityWarnings(admin.config)).toEqual([]);
   });
 
   it('warns that a config without edge.tls runs the node link in clear', () => {

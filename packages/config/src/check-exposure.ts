@@ -79,7 +79,14 @@ export function securityWarnings(config: EdgeConfig): string[] {
         "runs cross the network in clear (run 'iop-edge config init' for a key and certificate, or set edge.tls)",
     );
   }
-  const { openai, a2a } = config;
+  const { openai, a2a, refresh, ui } = config;
+  if (refresh.listen !== '' && refresh.admin_token === '' && refresh.admin_keys.length === 0) {
+    warnings.push(
+      `refresh.admin_token is empty: the admin API on ${refresh.listen}${ui.enabled ? ` and the dashboard on ${ui.listen}` : ''} ` +
+        'answer any local account (reconfigure the fleet, run prompts on every node); set refresh.admin_token ' +
+        "(e.g. the one 'iop-edge config init' generates) and keep edge.yaml private",
+    );
+  }
   if (
     openai.enabled &&
     openai.allow_unauthenticated &&

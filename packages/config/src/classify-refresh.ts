@@ -39,6 +39,7 @@ const STARTUP_SECTIONS = [
   'openai',
   'a2a',
   'ui',
+  'http',
   'usage',
   'tracing',
   'cluster',

@@ -30,7 +30,24 @@ describe('renderConfigTemplate', () => {
     });
   });
 
+  it('writes the admin token when given one, and an empty one otherwise', () => {
+    const withToken = parseConfigText(
+      renderConfigTemplate({ publicUrl: 'http://192.0.2.7:19091', adminToken: 'iop-admin-abc_DEF-123' }),
+      'edge.yaml',
+    );
+    if (!withToken.ok) throw new Error(withToken.issues.map(formatIssue).join('\n'));
+    expect(withToken.config.refresh.admin_token).toBe('iop-admin-abc_DEF-123');
+    expect(withToken.config.http.allowed_hosts).toEqual([]);
+    const without = parseConfigText(
+      renderConfigTemplate({ publicUrl: 'http://192.0.2.7:19091' }),
+      'edge.yaml',
+    );
+    if (!without.ok) throw new Error('invalid template');
+    expect(without.config.refresh.admin_token).toBe('');
+  });
+
   it.each([
+    [{ publicUrl: 'http://x', adminToken: 'has "quote' }],
     [{ publicUrl: 'edge.example.com' }],
     [{ publicUrl: 'http://x', listen: 'nowhere' }],
     [{ publicUrl: 'http://x', edgeId: 'has space' }],

@@ -24,6 +24,20 @@ export function renderConfigTemplate(options: ConfigTemplateOptions): string {
   const dataDir = options.dataDir ?? DEFAULTS.data_dir;
   if (dataDir.trim() === '') throw new ConfigError('invalid_argument', 'data dir must not be empty');
   const q = (value: string): string => JSON.stringify(value);
+  const adminToken = options.adminToken ?? '';
+  if (/[\s"\\]/.test(adminToken)) {
+    throw new ConfigError(
+      'invalid_argument',
+      'the admin token must not contain spaces, quotes or backslashes',
+    );
+  }
+  const adminSection = adminToken
+    ? `# Operator admin API (config refresh, node commands). Every call needs admin_token, on loopback too; the
+# CLI commands (nodes list, usage, config refresh, node adopt) read it from this file. Keep the file private.
+refresh: { enabled: true, listen: ${q(DEFAULTS.refresh_listen)}, admin_token: ${q(adminToken)} }`
+    : `# Operator admin API (config refresh, node commands). Without admin_token it answers anyone on this host
+# (loopback only, with a warning at every start): set one.
+refresh: { enabled: true, listen: ${q(DEFAULTS.refresh_listen)}, admin_token: "" }`;
   const tls = options.tls
     ? `tls: { enabled: true, cert_file: ${q(options.tls.certFile)}, key_file: ${q(options.tls.keyFile)} }   # nodes pin this key's fingerprint`
     : 'tls: { enabled: false, cert_file: "", key_file: "" }   # plaintext: tokens and runs cross the network in clear';
@@ -41,11 +55,15 @@ logging: { level: "info", format: "json" }
 
 metrics: { enabled: false, listen: ${q(DEFAULTS.metrics_listen)} }
 
-# Operator admin API (config refresh, node commands). Loopback only unless admin_token is set.
-refresh: { enabled: true, listen: ${q(DEFAULTS.refresh_listen)}, admin_token: "" }
+${adminSection}
 
-# Ops dashboard in a browser (same rule as the admin API: loopback only unless refresh.admin_token is set).
+# Ops dashboard in a browser (same rule as the admin API: loopback only unless refresh.admin_token is set; the
+# dashboard's login asks for that token).
 ui: { enabled: false, listen: ${q(DEFAULTS.ui_listen)} }
+
+# Every HTTP listener answers only requests whose Host (and a browser's Origin) is one of its own addresses or
+# public URLs (421/403 otherwise: no DNS rebinding). Add the names a reverse proxy or DNS entry puts in front.
+http: { allowed_hosts: [] }
 
 bootstrap:
   listen: ${q(DEFAULTS.bootstrap_listen)}

@@ -17,6 +17,7 @@ export {
   isLoopbackListen,
   type ListenAddress,
 } from './listen-address.js';
+export { parseHostAuthority, isHostAuthority, type HostAuthority } from './host-authority.js';
 export { securityWarnings } from './check-exposure.js';
 export { capacityWarnings } from './capacity-warnings.js';
 export { renderConfig, type ConfigRenderFormat } from './render-config.js';

@@ -69,6 +69,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
   const nats = record(cluster.nats);
   const natsTls = record(nats.tls);
   const ui = record(root.ui);
+  const httpSection = record(root.http);
 
   const instanceSources: PathSegment[][][] = [];
   const nodes = list(root.nodes).map((rawNode, index) => {
@@ -151,6 +152,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       public_url: str(a2a.public_url, ''),
     },
     ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },
+    http: { allowed_hosts: strings(httpSection.allowed_hosts) },
     usage: { retention_days: int(usage.retention_days, DEFAULTS.usage_retention_days) },
     tracing: {
       enabled: bool(tracing.enabled, false),

@@ -297,6 +297,14 @@ export const edgeConfigSchema: Schema = extensible({
     public_url: optionalHttpUrl,
   }),
   ui: object({ enabled: bool, listen }),
+  http: object({
+    allowed_hosts: {
+      type: 'array',
+      items: { type: 'string', format: 'host-authority' },
+      maxItems: 256,
+      uniqueItems: true,
+    },
+  }),
   usage: object({ retention_days: integer(LIMITS.retention_days) }),
   tracing: object({
     enabled: bool,

@@ -164,6 +164,18 @@ export interface UiConfig {
   readonly listen: string;
 }
 
+/**
+ * `http:` — settings every HTTP listener of the edge shares (OpenAI, A2A, dashboard, bootstrap, metrics) and the
+ * admin API's `:authority` check.
+ */
+export interface HttpConfig {
+  /**
+   * Extra names requests may carry in `Host` (and browsers in `Origin`) besides each listener's own addresses and
+   * public URLs: `host` (any port, e.g. a reverse proxy's public name) or `host:port`. Empty = none.
+   */
+  readonly allowed_hosts: readonly string[];
+}
+
 /** Period a token budget is counted over (calendar day / month, UTC). */
 export type TokenBudgetPeriod = 'day' | 'month';
 export const TOKEN_BUDGET_PERIODS: readonly TokenBudgetPeriod[] = ['day', 'month'];
@@ -401,6 +413,7 @@ export interface EdgeConfig {
   readonly openai: OpenAIConfig;
   readonly a2a: A2AConfig;
   readonly ui: UiConfig;
+  readonly http: HttpConfig;
   readonly usage: UsageConfig;
   readonly tracing: TracingConfig;
   readonly cluster: ClusterConfig;
@@ -473,4 +486,6 @@ export interface ConfigTemplateOptions {
   readonly dataDir?: string;
   /** The edge's certificate and key (written as edge.tls, enabled); none = a plaintext template. */
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Written as refresh.admin_token (the admin API and the dashboard then require it); none = ''. */
+  readonly adminToken?: string;
 }

@@ -2,6 +2,7 @@
 // ConfigIssues with YAML paths, lines and wording an operator can act on.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { formatPath, pointerToSegments, type PathSegment } from './config-path.js';
+import { isHostAuthority } from './host-authority.js';
 import { isListenAddress } from './listen-address.js';
 import { edgeConfigSchema, IDENTIFIER_PATTERN } from './schema.js';
 import type { ConfigIssue } from './types.js';
@@ -28,6 +29,7 @@ function validator(): ValidateFunction {
         return addresses.length <= 16 && addresses.every((address) => isListenAddress(address));
       },
     });
+    ajv.addFormat('host-authority', { type: 'string', validate: isHostAuthority });
     ajv.addFormat('http-url', { type: 'string', validate: isHttpUrl });
     ajv.addFormat('optional-http-url', {
       type: 'string',
@@ -163,6 +165,8 @@ function describeFormat(format: string): string {
       return 'must be host:port with a port from 0 to 65535';
     case 'listen-address-list':
       return 'must be host:port, or up to 16 of them separated by commas (the edges of a cluster)';
+    case 'host-authority':
+      return 'must be a host name or address, optionally with :port (IPv6 in brackets)';
     case 'http-url':
       return 'must be an http:// or https:// URL';
     case 'optional-http-url':

@@ -79,6 +79,11 @@ ollama_url="$(sed -n 's/^FAKE_OLLAMA_URL=//p' "$fake_ollama_log")"
 node test/e2e/release/configure-edge.mjs "$bundle/edge.yaml" "$node_id" "$edge_port" "$bootstrap_port" \
   "$openai_port" "$admin_port" "$ollama_url" "$ui_port"
 (cd "$bundle" && ./iop-edge config check >/dev/null)
+# config init generated the admin token (the admin API and the dashboard need it, on loopback too) and kept the
+# file private.
+[ "$(stat -c %a "$bundle/edge.yaml")" = 600 ] || fail "config init left edge.yaml mode $(stat -c %a "$bundle/edge.yaml")"
+admin_token="$(sed -nE 's/.*admin_token: *"?(iop-admin-[A-Za-z0-9_-]+)"?.*/\1/p' "$bundle/edge.yaml" | head -n 1)"
+[ -n "$admin_token" ] || fail "config init wrote no refresh.admin_token"
 
 step "iop-edge serve"
 (cd "$bundle" && exec ./iop-edge serve) >"$work/edge.log" 2>&1 &
@@ -143,7 +148,12 @@ grep -q '<div id="app">' "$work/ui-index.html" || fail "the dashboard's index.ht
 script="$(sed -n 's/.*src="\(\/assets\/[^"]*\.js\)".*/\1/p' "$work/ui-index.html" | head -n 1)"
 [ -n "$script" ] || fail "no script in the dashboard's index.html"
 curl -fsS "$dashboard$script" -o "$work/ui-app.js" || fail "the dashboard's $script is missing"
-curl -fsS "$dashboard/api/v1/overview" -o "$work/ui-overview.json" || fail "the dashboard API did not answer"
+status="$(curl -sS -o /dev/null -w '%{http_code}' "$dashboard/api/v1/overview")"
+[ "$status" = 401 ] || fail "the dashboard API answered $status without the admin token"
+status="$(curl -sS -o /dev/null -w '%{http_code}' -H "Host: rebind.evil.example:$ui_port" "$dashboard/")"
+[ "$status" = 421 ] || fail "the dashboard answered $status to a foreign Host"
+curl -fsS -H "authorization: Bearer $admin_token" "$dashboard/api/v1/overview" -o "$work/ui-overview.json" ||
+  fail "the dashboard API did not answer"
 node -e '
   const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
   if (!o.nodes.some((n) => n.node_id === process.argv[2])) { console.error("node missing", JSON.stringify(o.nodes)); process.exit(1); }

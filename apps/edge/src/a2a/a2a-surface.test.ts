@@ -19,6 +19,7 @@ import { echoScripter, FakeEdgeService } from '../test-support/fake-edge-service
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 import type { A2ASettings } from './task-manager.js';
 import { TEST_A2A_SETTINGS } from './test-support/a2a-settings.js';
+import { portOf, rawHttpRequest } from '../test-support/raw-http-request.js';
 
 const settings = TEST_A2A_SETTINGS;
 
@@ -87,6 +88,42 @@ async function rpc(baseUrl: string, body: string, headers: Record<string, string
 }
 
 describe('A2A surface', () => {
+  it('answers only requests naming it: its address, its public_url and allowed_hosts (421 otherwise, before the token)', async () => {
+    const service = new FakeEdgeService();
+    surface = await startA2ASurface({
+      listen: '127.0.0.1:0',
+      path: '/a2a',
+      bearerToken: 'a2a-secret',
+      edgeId: 'edge-test',
+      version: '0.1.0',
+      publicUrl: 'https://agents.example.com/a2a',
+      allowedHosts: ['proxy.internal:8443'],
+      settings,
+      service,
+      logger: silentLogger,
+    });
+    const port = portOf(surface.address);
+    const card = (host: string) => rawHttpRequest(port, 'GET', '/.well-known/agent-card.json', { host });
+    expect((await card(`rebind.evil.example:${port}`)).status).toBe(421);
+    expect((await card('proxy.internal:8444')).status).toBe(421);
+    for (const host of [`127.0.0.1:${port}`, 'agents.example.com', 'proxy.internal:8443']) {
+      expect((await card(host)).status).toBe(200);
+    }
+    // Refused before the bearer token is looked at: a wrong token still reads 421, not 401.
+    const send = await rawHttpRequest(
+      port,
+      'POST',
+      '/a2a',
+      {
+        host: `rebind.evil.example:${port}`,
+        'content-type': 'application/json',
+        authorization: 'Bearer wrong',
+      },
+      '{}',
+    );
+    expect(send.status).toBe(421);
+  });
+
   it('serves the agent card at both well-known paths', async () => {
     const baseUrl = await start(new FakeEdgeService());
     for (const path of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {

@@ -5,6 +5,7 @@ import { edgeHttpMetrics, type HttpMetricsRecorder } from '../metrics/http-metri
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { EdgeService } from '../service/types.js';
 import { listenHttp } from '../http/listen-http.js';
+import { createHostGuard, guardRequests, urlAuthority } from '../http/host-guard.js';
 import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
 import type { Governance } from '../governance/governance.js';
@@ -25,6 +26,8 @@ export interface A2ASurfaceOptions {
   edgeId: string;
   version: string;
   publicUrl?: string;
+  /** `http.allowed_hosts`: names besides the listener's own addresses and `publicUrl` that Host may carry. */
+  allowedHosts?: readonly string[];
   settings: A2ASettings;
   service: EdgeService;
   logger: Logger;
@@ -93,7 +96,11 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
       throw new FabricStreamError(error.code, error.message);
     }
   });
-  const listener = await listenHttp(options.listen, app);
+  const guard = createHostGuard({
+    listen: options.listen,
+    names: [...(options.allowedHosts ?? []), ...urlAuthority(options.publicUrl ?? '')],
+  });
+  const listener = await listenHttp(options.listen, guardRequests(guard, app));
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
   return {
     name: 'a2a',
@@ -134,6 +141,7 @@ export function createA2ASurface() {
       edgeId: edge.id,
       version: EDGE_VERSION,
       ...(a2a.public_url ? { publicUrl: a2a.public_url } : {}),
+      allowedHosts: context.config.http.allowed_hosts,
       settings: {
         node: a2a.node,
         adapter: a2a.adapter,

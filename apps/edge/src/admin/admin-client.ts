@@ -185,6 +185,10 @@ function isServiceErrorLike(error: unknown): error is ServiceError {
   return error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number';
 }
 
+/** Where the CLI's token comes from, for an operator whose call was refused. */
+const UNAUTHENTICATED_HINT =
+  " (the CLI sends refresh.admin_token from the edge's config — --config, IOP_EDGE_CONFIG or ./edge.yaml — or IOP_EDGE_ADMIN_TOKEN)";
+
 /** gRPC failure → AdminError, keeping the edge's error code from the trailers. */
 export function toAdminError(error: ServiceError, address: string): AdminError {
   const trailer = error.metadata?.get(ERROR_CODE_TRAILER)[0];
@@ -195,7 +199,7 @@ export function toAdminError(error: ServiceError, address: string): AdminError {
   if (error.code === status.UNAUTHENTICATED) {
     return new AdminError(
       'unauthenticated',
-      `the edge admin API at ${address} rejected the call: ${details}`,
+      `the edge admin API at ${address} rejected the call: ${details}${UNAUTHENTICATED_HINT}`,
       options,
     );
   }

@@ -30,6 +30,7 @@ import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
 import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmission } from './admin-mapping.js';
 import { AdminCallError, toGrpcStatus } from './grpc-status.js';
+import type { HostGuard } from '../http/host-guard.js';
 
 /** Applies (or dry-runs) a candidate config; the live-refresh feature provides it. */
 export type RefreshHandler = (
@@ -56,6 +57,11 @@ export interface AdminHandlerDeps {
   token?: string;
   /** Named keys with a role (`refresh.admin_keys`); with neither keys nor token the API is open (loopback). */
   keys?: readonly AdminKeyConfig[];
+  /**
+   * The listener's `:authority` check (http/host-guard.ts) and the port it is bound to: a call naming another host
+   * is refused (PERMISSION_DENIED `host_not_allowed`) before its credentials are looked at. None = unchecked.
+   */
+  authority?: { guard: HostGuard; port: () => number };
 }
 
 /** RPCs a `read` key may call; every other RPC needs `operator`. */
@@ -95,6 +101,13 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     return role;
   }
 
+  /** A call whose `:authority` is not this listener (gRPC has no local address: the bound port and interfaces). */
+  function authorityRefusal(host: string): AdminCallError | undefined {
+    if (!deps.authority) return undefined;
+    const refused = deps.authority.guard.checkHost(host, { port: deps.authority.port() });
+    return refused ? new AdminCallError(status.PERMISSION_DENIED, refused.code, refused.message) : undefined;
+  }
+
   /** The error for a call `name` with this role, or undefined when allowed. */
   function refusal(name: string, role: AdminRole | undefined): AdminCallError | undefined {
     if (role === undefined) return unauthenticated();
@@ -115,7 +128,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     handler: (request: Request, call: ServerUnaryCall<Request, Response>) => Promise<Response> | Response,
   ): handleUnaryCall<Request, Response> {
     return (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => {
-      const refused = refusal(name, roleOf(call.metadata));
+      const refused = authorityRefusal(call.getHost()) ?? refusal(name, roleOf(call.metadata));
       if (refused) {
         logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
         callback(toGrpcStatus(refused));
@@ -141,7 +154,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     ) => Promise<Metadata | undefined>,
   ): handleServerStreamingCall<Request, Response> {
     return (call: ServerWritableStream<Request, Response>) => {
-      const refused = refusal(name, roleOf(call.metadata));
+      const refused = authorityRefusal(call.getHost()) ?? refusal(name, roleOf(call.metadata));
       if (refused) {
         logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
         call.emit('error', toGrpcStatus(refused));

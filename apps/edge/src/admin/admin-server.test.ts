@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { status } from '@grpc/grpc-js';
+import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   create,
+  EdgeAdminClient,
+  ListNodesRequest,
   RefreshConfigResponse,
   type ProviderStatus,
   type RefreshConfigResponse as Refresh,
@@ -348,6 +350,40 @@ describe('admin API over gRPC', () => {
       grpcCode: status.UNAVAILABLE,
     });
     expect(calls).toHaveLength(1);
+  });
+
+  it('refuses a call whose :authority is not this listener, before its token is checked', async () => {
+    const token = 'admin-secret-token';
+    const { surface, service } = await setup({ token, allowedHosts: ['admin.example.com'] });
+    const port = surface.address.split(':').pop() ?? '';
+    const call = (authority: string | undefined) =>
+      new Promise<{ code: number; errorCode: unknown }>((resolve) => {
+        const raw = new EdgeAdminClient(
+          surface.address,
+          credentials.createInsecure(),
+          authority ? { 'grpc.default_authority': authority } : {},
+        );
+        const metadata = new Metadata();
+        metadata.set('authorization', `Bearer ${token}`);
+        raw.listNodes(
+          ListNodesRequest.fromPartial({}),
+          metadata,
+          { deadline: new Date(Date.now() + 3000) },
+          (error: ServiceError | null) => {
+            raw.close();
+            resolve({ code: error?.code ?? status.OK, errorCode: error?.metadata.get('iop-error-code')[0] });
+          },
+        );
+      });
+    expect(await call(`rebind.evil.example:${port}`)).toEqual({
+      code: status.PERMISSION_DENIED,
+      errorCode: 'host_not_allowed',
+    });
+    expect((await call('127.0.0.1:1')).code).toBe(status.PERMISSION_DENIED);
+    expect((await call(`localhost:${port}`)).code).toBe(status.OK);
+    expect((await call('admin.example.com')).code).toBe(status.OK);
+    expect((await call(undefined)).code).toBe(status.OK);
+    expect(service.runs).toHaveLength(0);
   });
 
   it('requires the bearer token on every call when one is configured', async () => {

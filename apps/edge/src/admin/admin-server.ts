@@ -12,7 +12,7 @@
 // `closeGraceMs`, then forces the server down.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
-import type { AdminKeyConfig, RefreshConfig, TlsConfig } from '@iop/config';
+import type { AdminKeyConfig, HttpConfig, RefreshConfig, TlsConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -24,6 +24,7 @@ import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { adminTlsFiles, readAdminServerTls } from './admin-tls.js';
 import { AdminError } from './errors.js';
 import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
+import { createHostGuard } from '../http/host-guard.js';
 
 export interface AdminSurfaceOptions {
   /** Provider pool status (ListProviders, NodeInfo.providers). Default: `service.providers()`. */
@@ -45,6 +46,7 @@ export interface AdminSurfaceDeps {
   config: {
     refresh: Omit<RefreshConfig, 'admin_keys'> & Partial<Pick<RefreshConfig, 'admin_keys'>>;
     edge?: { tls: TlsConfig };
+    http?: HttpConfig;
   };
   service: EdgeService;
   events: EventBus;
@@ -72,6 +74,8 @@ export interface AdminServerOptions extends AdminSurfaceOptions {
   keys?: readonly AdminKeyConfig[];
   /** The edge's certificate and key (PEM): required beyond loopback, where the token must not travel in clear. */
   tls?: { cert: Buffer; key: Buffer };
+  /** `http.allowed_hosts`: names a call's `:authority` may carry besides the listener's own addresses. */
+  allowedHosts?: readonly string[];
   refreshEnabled?: boolean;
   service: EdgeService;
   events: EventBus;
@@ -96,6 +100,7 @@ export function createAdminSurface(
       token: refresh.admin_token,
       keys: refresh.admin_keys ?? [],
       tls: await readAdminServerTls(adminTlsFiles(context.config)),
+      allowedHosts: context.config.http?.allowed_hosts ?? [],
       refreshEnabled: refresh.enabled,
       service: context.service,
       events: context.events,
@@ -120,6 +125,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       `refusing to send refresh.admin_token in clear on non-loopback address ${options.listen}: enable edge.tls`,
     );
   }
+  // Known once bound (port 0 in tests); no call arrives before.
+  const bound = { port: -1 };
   const handlers: AdminHandlers = createAdminHandlers({
     service: options.service,
     events: options.events,
@@ -130,6 +137,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     usage: options.usage,
     token: options.token,
     keys: options.keys,
+    authority: {
+      guard: createHostGuard({ listen: options.listen, names: options.allowedHosts ?? [] }),
+      port: () => bound.port,
+    },
   });
   const server = new Server();
   server.addService(EdgeAdminService, handlers.implementation);
@@ -156,6 +167,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       } else resolve(boundPort);
     });
   });
+  bound.port = port;
   const address = formatHostPort(listen.host, port);
   logger.info(
     { address, authentication: options.token ? 'bearer' : 'none', tls: options.tls !== undefined },

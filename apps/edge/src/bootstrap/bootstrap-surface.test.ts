@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { EdgeConfig } from '@iop/config';
+import { portOf, rawHttpRequest } from '../test-support/raw-http-request.js';
 import { silentLogger } from '../logging.js';
 import type { Surface } from '../surface.js';
 import { createBootstrapSurfaceFactory, type BootstrapSurfaceDeps } from './bootstrap-surface.js';
@@ -16,6 +17,7 @@ function edgeConfig(artifactDir: string, publicUrl = ''): EdgeConfig {
   return {
     edge: { listen: '0.0.0.0:19090', tls: { enabled: false, cert_file: '', key_file: '' } },
     bootstrap: { listen: '127.0.0.1:0', public_url: publicUrl, artifact_dir: artifactDir },
+    http: { allowed_hosts: [] },
     nodes: [],
   } as unknown as EdgeConfig;
 }
@@ -59,6 +61,15 @@ describe('bootstrap surface', () => {
     expect(surface.name).toBe('bootstrap');
     return `http://${surface.address.split(' ')[0]}`;
   }
+
+  it('serves nodes that fetch install.sh by the public URL or the listen address, and 421 for any other Host', async () => {
+    const base = await start('http://edge.example:19091');
+    const port = portOf(base);
+    const fetchScript = (host: string) => rawHttpRequest(port, 'GET', '/install.sh', { host });
+    expect((await fetchScript(`rebind.evil.example:${port}`)).status).toBe(421);
+    expect((await fetchScript('edge.example:19091')).status).toBe(200);
+    expect((await fetchScript(`127.0.0.1:${port}`)).status).toBe(200);
+  });
 
   it('is not started when artifact_dir does not exist', async () => {
     const factory = createBootstrapSurfaceFactory({ interfaces });

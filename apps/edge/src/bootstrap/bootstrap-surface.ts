@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { listenHttp } from '../http/listen-http.js';
+import { createHostGuard, guardRequests, urlAuthority } from '../http/host-guard.js';
 import type { EdgeConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
 import { readEdgeFingerprint } from '../tls/edge-identity.js';
@@ -50,7 +51,12 @@ export function createBootstrapSurfaceFactory(
       boundPort: () => bound.port,
       edgeFingerprint: await readEdgeFingerprint(config),
     });
-    const listener = await listenHttp(config.bootstrap.listen, handler);
+    // Nodes fetch install.sh by bootstrap.public_url (a name, or an address of this host the guard knows).
+    const guard = createHostGuard({
+      listen: config.bootstrap.listen,
+      names: [...config.http.allowed_hosts, ...urlAuthority(config.bootstrap.public_url)],
+    });
+    const listener = await listenHttp(config.bootstrap.listen, guardRequests(guard, handler));
     bound.port = Number(listener.address.slice(listener.address.lastIndexOf(':') + 1));
     const publicUrl = bootstrapPublicUrl(config, interfaces, bound.port);
     logger.info({ listen: listener.address, publicUrl, artifactDir: dir }, 'bootstrap server listening');

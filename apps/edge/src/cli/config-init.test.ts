@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import type os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -67,6 +67,26 @@ describe('iop-edge config init', () => {
     if (!loaded.ok) return;
     expect(loaded.config.bootstrap.public_url).toBe('http://192.0.2.10:19091');
     expect(loaded.config.edge.data_dir).toBe(path.join(dir, 'data'));
+  });
+
+  it('generates a 256-bit admin token into refresh.admin_token and writes the file mode 0600', async () => {
+    const { io, out } = memoryIo(dir);
+    expect(await runCli(['config', 'init'], io, commandsWith(lan))).toBe(0);
+    const target = path.join(dir, 'edge.yaml');
+    expect((await stat(target)).mode & 0o777).toBe(0o600);
+    const loaded = await loadConfigFile(target);
+    if (!loaded.ok) throw new Error('config invalid');
+    const token = loaded.config.refresh.admin_token;
+    expect(token).toMatch(/^iop-admin-[A-Za-z0-9_-]{43}$/);
+    expect(out()).toContain('require refresh.admin_token from this file');
+    expect(out()).not.toContain(token);
+    // A second init draws a new token (and an overwritten, once world-readable file becomes 0600).
+    await chmod(target, 0o644);
+    const again = memoryIo(dir);
+    expect(await runCli(['config', 'init', '--overwrite-config'], again.io, commandsWith(lan))).toBe(0);
+    expect((await stat(target)).mode & 0o777).toBe(0o600);
+    const reloaded = await loadConfigFile(target);
+    expect(reloaded.ok && reloaded.config.refresh.admin_token).not.toBe(token);
   });
 
   it('never overwrites an existing file without --overwrite-config', async () => {

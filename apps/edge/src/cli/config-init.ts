@@ -2,8 +2,10 @@
 // host's first non-loopback address, so `node register` prints URLs remote nodes can reach. Never replaces an
 // existing file unless --overwrite-config is given. It also makes the edge's TLS identity (ECDSA P-256 key, mode
 // 0600, and a self-signed certificate for the public host) in the data dir and enables edge.tls, so the node link
-// is encrypted and pinned from the first `node register`; --no-tls writes the old plaintext template.
-import { access, writeFile } from 'node:fs/promises';
+// is encrypted and pinned from the first `node register`; --no-tls writes the old plaintext template. The file
+// gets a fresh admin token (refresh.admin_token), so it is written mode 0600: the admin API and the dashboard refuse
+// callers without that token even on loopback, and the CLI commands run next to the file read it from there.
+import { access, chmod, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -25,11 +27,14 @@ import {
   type CliIo,
 } from './command.js';
 import { configFlag } from './config-source.js';
+import { generateAdminToken } from './admin-token.js';
 
 type NetworkInterfaces = ReturnType<typeof os.networkInterfaces>;
 
 export interface ConfigInitDeps {
   networkInterfaces(): NetworkInterfaces;
+  /** Random bytes for the admin token; default node:crypto randomBytes. */
+  randomBytes?: (size: number) => Buffer;
 }
 
 /** First non-internal, non-link-local address: IPv4 preferred, IPv6 bracketed for use in a URL. */
@@ -91,7 +96,12 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
         : undefined;
       let text: string;
       try {
-        text = renderConfigTemplate({ publicUrl, dataDir, ...(tlsFiles ? { tls: tlsFiles } : {}) });
+        text = renderConfigTemplate({
+          publicUrl,
+          dataDir,
+          ...(tlsFiles ? { tls: tlsFiles } : {}),
+          adminToken: generateAdminToken(deps.randomBytes),
+        });
       } catch (error) {
         if (isConfigError(error)) throw new UsageError(error.message);
         throw error;
@@ -122,7 +132,9 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
         );
       }
       try {
-        await writeFile(target, text, { encoding: 'utf8', flag: overwrite ? 'w' : 'wx', mode: 0o644 });
+        // 0600: the file holds the admin token. An overwritten file keeps its old mode on open, so chmod too.
+        await writeFile(target, text, { encoding: 'utf8', flag: overwrite ? 'w' : 'wx', mode: 0o600 });
+        await chmod(target, 0o600);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
           writeLine(io.stderr, `${target} already exists; pass --overwrite-config to replace it`);
@@ -130,7 +142,11 @@ export function createConfigInitCommand(deps: ConfigInitDeps): CliCommand {
         }
         throw error;
       }
-      writeLine(io.stdout, `wrote ${target} (bootstrap.public_url: ${publicUrl})`);
+      writeLine(io.stdout, `wrote ${target} (mode 0600; bootstrap.public_url: ${publicUrl})`);
+      writeLine(
+        io.stdout,
+        'the admin API and the dashboard require refresh.admin_token from this file; nodes list, usage, config refresh and node adopt read it from here',
+      );
       if (fingerprint) writeLine(io.stdout, `edge fingerprint (nodes pin it): ${fingerprint}`);
       else
         writeLine(

@@ -169,7 +169,7 @@ describe('iop-edge nodes list', () => {
     let run = memoryIo(dir, { IOP_EDGE_ADMIN_TOKEN: 'wrong' });
     expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(1);
     expect(run.err()).toMatch(
-      /^iop-edge nodes list: the edge admin API at .* rejected the call: missing or invalid admin token\n$/,
+      /^iop-edge nodes list: the edge admin API at .* rejected the call: missing or invalid admin token \(the CLI sends refresh\.admin_token from the edge's config .*IOP_EDGE_ADMIN_TOKEN\)\n$/,
     );
     await surface?.close();
     run = memoryIo(dir);

@@ -104,6 +104,9 @@ describe('iop-edge setup', () => {
       '      |   tls: { enabled: true, cert_file: "/var/lib/iop/edge-cert.pem", key_file: "/var/lib/iop/edge-key.pem" }',
     );
     expect(output).toContain('      |   data_dir: "/var/lib/iop"');
+    // The new config's admin token is never shown, not even in a dry run.
+    expect(output).toContain('admin_token: "<a new random admin token>"');
+    expect(output).not.toMatch(/iop-admin-/);
     expect(output).toContain('dry run: nothing was changed');
   });
 
@@ -151,9 +154,10 @@ describe('iop-edge setup', () => {
     });
     await command.run(['--overwrite-config', '--public-url', 'http://edge.example:19091'], io().io);
     expect(recorder.calls).toContain('write /etc/iop/edge.yaml 640');
-    expect(recorder.files.get('/etc/iop/edge.yaml')?.content).toContain(
-      'public_url: "http://edge.example:19091"',
-    );
+    const written = recorder.files.get('/etc/iop/edge.yaml')?.content ?? '';
+    expect(written).toContain('public_url: "http://edge.example:19091"');
+    // A fresh admin token (root and the iop group read the 0640 config; nobody else).
+    expect(written).toMatch(/admin_token: "iop-admin-[A-Za-z0-9_-]{43}"/);
   });
 
   it('refuses to change the system without root, and stops at a failed step', async () => {

@@ -14,12 +14,15 @@ import { DEFAULT_INSTALL_DIR, planSetup, type SetupExecutor } from '../bootstrap
 import { certificateHosts, EDGE_CERT_FILE, EDGE_KEY_FILE, ensureEdgeIdentity } from '../tls/edge-identity.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { pickPublicHost } from './config-init.js';
+import { generateAdminToken } from './admin-token.js';
 
 export interface SetupDeps {
   executor: SetupExecutor;
   /** Effective user id (root is 0). */
   uid(): number;
   networkInterfaces(): ReturnType<typeof os.networkInterfaces>;
+  /** Random bytes for the new config's admin token; default node:crypto randomBytes. */
+  randomBytes?: (size: number) => Buffer;
 }
 
 export const hostExecutor: SetupExecutor = {
@@ -112,10 +115,16 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
         stringFlag(flags, 'public-url') ??
         `http://${pickPublicHost(deps.networkInterfaces()) ?? '127.0.0.1'}:${DEFAULTS.bootstrap_listen.split(':').pop() ?? '19091'}`;
       let configTemplate: string;
+      // A new config gets its own admin token (the admin API and the dashboard then refuse callers without it,
+      // on loopback too). The config is root:iop 0640, so only root and the service read it; a dry run never
+      // shows the token.
+      const adminToken = generateAdminToken(deps.randomBytes);
+      const hideToken = (text: string): string => text.split(adminToken).join('<a new random admin token>');
       try {
         configTemplate = renderConfigTemplate({
           publicUrl,
           dataDir,
+          adminToken,
           tls: { certFile: path.join(dataDir, EDGE_CERT_FILE), keyFile: path.join(dataDir, EDGE_KEY_FILE) },
         }).replace(
           /^(\s*artifact_dir:) .*$/m,
@@ -146,7 +155,8 @@ export function createSetupCommand(deps: SetupDeps): CliCommand {
         if (dryRun) {
           writeLine(io.stdout, `would ${label}`);
           if (action.detail)
-            for (const line of action.detail.trimEnd().split('\n')) writeLine(io.stdout, `      | ${line}`);
+            for (const line of hideToken(action.detail).trimEnd().split('\n'))
+              writeLine(io.stdout, `      | ${line}`);
           continue;
         }
         writeLine(io.stdout, label);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HttpListener } from '../http/listen-http.js';
 import { EdgeMetrics } from './edge-metrics.js';
 import { startMetricsServer, type Readiness } from './metrics-server.js';
+import { portOf, rawHttpRequest } from '../test-support/raw-http-request.js';
 
 let listener: HttpListener | undefined;
 
@@ -11,6 +12,21 @@ afterEach(async () => {
 });
 
 describe('metrics server', () => {
+  it('answers its own address and allowed_hosts, and 421 for any other Host', async () => {
+    const metrics = new EdgeMetrics({ providerSnapshot: () => [], connectedNodes: () => 0 });
+    listener = await startMetricsServer({
+      listen: '127.0.0.1:0',
+      allowedHosts: ['prometheus-target.internal'],
+      metrics,
+      readiness: () => ({ ready: true, checks: {} }),
+    });
+    const port = portOf(listener.address);
+    const scrape = (host: string) => rawHttpRequest(port, 'GET', '/metrics', { host });
+    expect((await scrape(`rebind.evil.example:${port}`)).status).toBe(421);
+    expect((await scrape(`127.0.0.1:${port}`)).status).toBe(200);
+    expect((await scrape('prometheus-target.internal:9999')).status).toBe(200);
+  });
+
   it('exposes counters, per-provider gauges read at scrape time, healthz and readyz', async () => {
     let inFlight = 2;
     const metrics = new EdgeMetrics({

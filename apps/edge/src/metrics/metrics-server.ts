@@ -2,6 +2,7 @@
 // (listeners up and config loaded, as reported by the injected readiness check).
 import type http from 'node:http';
 import { listenHttp, type HttpListener } from '../http/listen-http.js';
+import { createHostGuard, guardRequests } from '../http/host-guard.js';
 import type { EdgeMetrics } from './edge-metrics.js';
 
 export interface Readiness {
@@ -12,6 +13,8 @@ export interface Readiness {
 
 export interface MetricsServerOptions {
   listen: string;
+  /** `http.allowed_hosts`: names besides the listener's own addresses that Host may carry (a scraper's DNS name). */
+  allowedHosts?: readonly string[];
   metrics: EdgeMetrics;
   readiness: () => Readiness;
 }
@@ -54,5 +57,6 @@ export function createMetricsHandler(options: Omit<MetricsServerOptions, 'listen
 }
 
 export function startMetricsServer(options: MetricsServerOptions): Promise<HttpListener> {
-  return listenHttp(options.listen, createMetricsHandler(options));
+  const guard = createHostGuard({ listen: options.listen, names: options.allowedHosts ?? [] });
+  return listenHttp(options.listen, guardRequests(guard, createMetricsHandler(options)));
 }

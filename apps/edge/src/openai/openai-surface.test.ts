@@ -8,8 +8,41 @@ import { createOpenAISurface } from './openai-surface.js';
 import { parseListenAddress } from '../net/listen-address.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually, harnessConfig } from './test-support/openai-harness.js';
+import { portOf, rawHttpRequest } from '../test-support/raw-http-request.js';
 
 describe('createOpenAISurface', () => {
+  it('refuses a foreign Host (421) or Origin (403) before admission; serves its own address and allowed_hosts', async () => {
+    const config = { ...harnessConfig(), http: { allowed_hosts: ['api.example.com'] } };
+    const service = new FakeEdgeService(() => ({ parts: textRun(['hello']) }));
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger });
+    if (!surface) throw new Error('surface should start');
+    try {
+      const port = portOf(surface.address);
+      const body = JSON.stringify({ model: 'llama3', messages: [{ role: 'user', content: 'hi' }] });
+      const post = (headers: Record<string, string>) =>
+        rawHttpRequest(
+          port,
+          'POST',
+          '/v1/chat/completions',
+          { 'content-type': 'application/json', ...headers },
+          body,
+        );
+      const rebound = await post({ host: `rebind.evil.example:${port}` });
+      expect(rebound.status).toBe(421);
+      expect(JSON.parse(rebound.body)).toMatchObject({
+        error: { code: 'host_not_allowed', type: 'invalid_request_error' },
+      });
+      expect((await post({ host: `127.0.0.1:${port}`, origin: 'http://evil.example' })).status).toBe(403);
+      expect(service.submitted).toHaveLength(0);
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'api.example.com']) {
+        expect((await post({ host })).status).toBe(200);
+      }
+      expect(service.submitted).toHaveLength(3);
+    } finally {
+      await surface.close();
+    }
+  });
+
   it('returns undefined when openai.enabled is false', async () => {
     const config = harnessConfig({ enabled: false });
     const service = new FakeEdgeService(() => ({ parts: textRun(['x']) }));

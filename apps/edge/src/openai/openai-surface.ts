@@ -9,6 +9,7 @@ import type { Logger } from '../logging.js';
 import type { Clock } from '../clock.js';
 import type { EdgeService } from '../service/types.js';
 import { createHttpServer } from '../http/http-server.js';
+import { createHostGuard, guardRequests } from '../http/host-guard.js';
 import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
@@ -66,7 +67,9 @@ export async function createOpenAISurface(
     ...(options.mounts ? { mounts: options.mounts } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
-  const server = createHttpServer(app);
+  // Host / Origin first: a rebinding page or a foreign origin is refused before body, auth or admission.
+  const guard = createHostGuard({ listen: openai.listen, names: context.config.http.allowed_hosts });
+  const server = createHttpServer(guardRequests(guard, app));
   await listen(server, host, port);
   const bound = server.address() as AddressInfo;
   const address = localUrl(bound.address, bound.port);

@@ -5,8 +5,8 @@
 export type UiErrorCode =
   | 'insecure_listen' // non-loopback ui.listen without refresh.admin_token
   | 'listen_failed' // the port could not be bound
-  | 'unauthorized' // missing or wrong admin token
-  | 'forbidden_origin' // a mutation from another origin
+  | 'unauthorized' // missing or wrong admin token, or no live login session
+  | 'too_many_attempts' // login throttled (per address or for the whole edge)
   | 'not_found'
   | 'method_not_allowed'
   | 'unsupported_media_type'
@@ -24,7 +24,7 @@ const STATUS: Record<UiErrorCode, number> = {
   insecure_listen: 500,
   listen_failed: 500,
   unauthorized: 401,
-  forbidden_origin: 403,
+  too_many_attempts: 429,
   not_found: 404,
   method_not_allowed: 405,
   unsupported_media_type: 415,
@@ -54,15 +54,18 @@ export class UiError extends Error {
   override readonly name = 'UiError';
   /** HTTP status of the dashboard API's answer. */
   readonly status: number;
+  /** Sent as Retry-After (seconds) when set. */
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(
     /** A UiErrorCode, or the code of the lower layer's error it wraps. */
     readonly code: string,
     message: string,
-    options?: { cause?: unknown; status?: number },
+    options?: { cause?: unknown; status?: number; retryAfterSeconds?: number },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.status = options?.status ?? STATUS[code as UiErrorCode] ?? 500;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   /** Any error as a UiError: a typed error keeps its code, its fault picks the status; anything else is a bug. */

@@ -11,6 +11,8 @@ import { UiError } from './errors.js';
 import { createRunLog } from './run-log.js';
 import type { UiProvider, UiRefreshResult } from '@iop/ui-api';
 import { createUiHandler, type PlaygroundRequest, type UiHandler, type UiHandlerDeps } from './ui-server.js';
+import { createHostGuard } from '../http/host-guard.js';
+import { rawHttpRequest } from '../test-support/raw-http-request.js';
 
 const CONFIG_YAML = `
 edge: { id: edge-test }
@@ -125,6 +127,7 @@ async function start(overrides: Partial<UiHandlerDeps> = {}): Promise<Harness> {
     edgeId: 'edge-test',
     version: '9.9.9',
     token: '',
+    guard: createHostGuard({ listen: '127.0.0.1:0' }),
     service: {
       listNodes: () => [node],
       nodeCommand: (input) => {
@@ -266,17 +269,166 @@ describe('ui handler: authentication', () => {
     expect(
       (await fetch(`${base}/api/v1/overview`, { headers: { authorization: 'Bearer admin-secret' } })).status,
     ).toBe(200);
-    expect((await postJson(`${base}/api/v1/session`, { token: 'wrong' })).status).toBe(401);
-    const login = await postJson(`${base}/api/v1/session`, { token: 'admin-secret' });
+    expect(await (await fetch(`${base}/api/v1/login`)).json()).toEqual({ token_required: true });
+    expect((await postJson(`${base}/api/v1/login`, { token: 'wrong' })).status).toBe(401);
+    const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
     expect(login.status).toBe(200);
+    expect(await login.json()).toEqual({
+      authenticated: true,
+      token_required: true,
+      expires_at_ms: 10_000 + 12 * 3600_000,
+    });
     const cookie = login.headers.get('set-cookie') ?? '';
-    expect(cookie).toContain('HttpOnly');
-    expect(cookie).toContain('SameSite=Strict');
-    expect(cookie).not.toContain('Secure');
+    expect(cookie).toMatch(
+      /^iop_ui_session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/,
+    );
+    expect(cookie).not.toContain('admin-secret');
     const withCookie = await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookie.split(';')[0] } });
     expect(withCookie.status).toBe(200);
+    // The raw token as a cookie is not a session.
+    const rawToken = await fetch(`${base}/api/v1/runs`, {
+      headers: { cookie: 'iop_ui_session=admin-secret' },
+    });
+    expect(rawToken.status).toBe(401);
     // The static app itself needs no token: it holds no data.
     expect((await fetch(`${base}/`)).status).toBe(200);
+  });
+
+  it('logs out: the session id stops working and the cookie is cleared', async () => {
+    const { base, handler } = await start({ token: 'admin-secret' });
+    const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    expect(handler.loginSessions).toBe(1);
+    const logout = await postJson(`${base}/api/v1/logout`, {}, { cookie });
+    expect(logout.status).toBe(200);
+    expect(logout.headers.get('set-cookie')).toMatch(/^iop_ui_session=; Path=\/; Max-Age=0; HttpOnly/);
+    expect(handler.loginSessions).toBe(0);
+    expect((await fetch(`${base}/api/v1/overview`, { headers: { cookie } })).status).toBe(401);
+  });
+
+  it('ends a session at its expiry and keeps at most maxSessions', async () => {
+    let now = 10_000;
+    const clock = { ...systemClock, now: () => now };
+    const { base, handler } = await start({
+      token: 'admin-secret',
+      clock,
+      sessionLimits: { ttlMs: 60_000, maxSessions: 3 },
+    });
+    const cookies: string[] = [];
+    for (let index = 0; index < 4; index += 1) {
+      const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
+      cookies.push((login.headers.get('set-cookie') ?? '').split(';')[0] ?? '');
+    }
+    expect(new Set(cookies).size).toBe(4);
+    expect(handler.loginSessions).toBe(3);
+    // The oldest made room for the fourth.
+    expect((await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookies[0] ?? '' } })).status).toBe(401);
+    expect((await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookies[3] ?? '' } })).status).toBe(200);
+    now += 60_000;
+    expect((await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookies[3] ?? '' } })).status).toBe(401);
+  });
+
+  it('throttles failed logins per address with 429 and Retry-After, a correct token included', async () => {
+    let now = 10_000;
+    const clock = { ...systemClock, now: () => now };
+    const { base } = await start({
+      token: 'admin-secret',
+      clock,
+      loginThrottle: { perAddress: 3, global: 100, windowMs: 60_000 },
+    });
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect((await postJson(`${base}/api/v1/login`, { token: `guess-${attempt}` })).status).toBe(401);
+    }
+    const throttled = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
+    expect(throttled.status).toBe(429);
+    expect(throttled.headers.get('retry-after')).toBe('60');
+    expect(await throttled.json()).toEqual({
+      error: { code: 'too_many_attempts', message: 'too many failed logins; try again in 60 s' },
+    });
+    now += 30_000;
+    expect(
+      (await postJson(`${base}/api/v1/login`, { token: 'admin-secret' })).headers.get('retry-after'),
+    ).toBe('30');
+    now += 30_000;
+    expect((await postJson(`${base}/api/v1/login`, { token: 'admin-secret' })).status).toBe(200);
+  });
+
+  it('says no token is required and signs anyone in without a session when none is configured', async () => {
+    const { base, handler } = await start();
+    expect(await (await fetch(`${base}/api/v1/login`)).json()).toEqual({ token_required: false });
+    const login = await postJson(`${base}/api/v1/login`, {});
+    expect(await login.json()).toEqual({ authenticated: true, token_required: false });
+    expect(login.headers.get('set-cookie')).toBeNull();
+    expect(handler.loginSessions).toBe(0);
+  });
+
+  it('refuses a login that is not JSON (a cross-site form cannot sign in)', async () => {
+    const { base } = await start({ token: 'admin-secret' });
+    const form = await fetch(`${base}/api/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'token=admin-secret',
+    });
+    expect(form.status).toBe(415);
+  });
+});
+
+describe('ui handler: Host and Origin (DNS rebinding)', () => {
+  it('refuses a foreign Host with 421 before anything runs, and serves its own addresses', async () => {
+    const { base, refreshes } = await start();
+    const port = Number(new URL(base).port);
+    const rebound = await rawHttpRequest(
+      port,
+      'POST',
+      '/api/v1/config/refresh',
+      {
+        host: `rebind.evil.example:${port}`,
+        origin: `http://rebind.evil.example:${port}`,
+        'content-type': 'application/json',
+      },
+      JSON.stringify({ mode: 'apply', config_yaml: 'models: []' }),
+    );
+    expect(rebound.status).toBe(421);
+    expect(JSON.parse(rebound.body)).toMatchObject({ error: { code: 'host_not_allowed' } });
+    expect(refreshes).toEqual([]);
+    const asset = await rawHttpRequest(port, 'GET', '/', { host: `rebind.evil.example:${port}` });
+    expect(asset.status).toBe(421);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+      expect((await rawHttpRequest(port, 'GET', '/api/v1/overview', { host })).status).toBe(200);
+    }
+    // The right name on another port is not this listener either.
+    expect((await rawHttpRequest(port, 'GET', '/api/v1/overview', { host: '127.0.0.1:1' })).status).toBe(421);
+  });
+
+  it('compares Origin with the listener, not with the Host the page sent', async () => {
+    const { base, refreshes } = await start();
+    const port = Number(new URL(base).port);
+    const foreign = await rawHttpRequest(
+      port,
+      'POST',
+      '/api/v1/config/refresh',
+      {
+        host: `127.0.0.1:${port}`,
+        origin: 'http://evil.example',
+        'content-type': 'application/json',
+      },
+      JSON.stringify({ mode: 'apply', config_yaml: 'x' }),
+    );
+    expect(foreign.status).toBe(403);
+    expect(JSON.parse(foreign.body)).toMatchObject({ error: { code: 'origin_not_allowed' } });
+    const opaque = await rawHttpRequest(
+      port,
+      'POST',
+      '/api/v1/config/refresh',
+      {
+        host: `127.0.0.1:${port}`,
+        origin: 'null',
+        'content-type': 'application/json',
+      },
+      JSON.stringify({ mode: 'apply', config_yaml: 'x' }),
+    );
+    expect(opaque.status).toBe(403);
+    expect(refreshes).toEqual([]);
   });
 });
 

@@ -2,15 +2,19 @@
 // playground (SSE) and the embedded browser app. Transport-free: `createUiHandler` returns a node:http request
 // listener; the surface (ui-surface.ts) binds it and owns the lifecycle.
 //
-// Security: with a token (refresh.admin_token) every /api request needs `Authorization: Bearer <token>` or the
-// `iop_ui_token` cookie that `POST /api/v1/session` sets (HttpOnly, SameSite=Strict; browsers cannot put headers
-// on an EventSource). Mutating requests (config refresh, terminate, playground) must be JSON with no foreign
-// Origin, so a page on another site cannot drive them. The static app itself is public: it holds no data.
+// Security: every request first passes the listener's Host / Origin guard (http/host-guard.ts): a Host that is
+// not this listener (DNS rebinding) gets 421, a browser Origin that is not this listener 403, before anything is
+// read. With a token (refresh.admin_token) every /api request then needs `Authorization: Bearer <token>` (scripts)
+// or the `iop_ui_session` cookie that `POST /api/v1/login` sets after checking the token: a random session id
+// (login-sessions.ts) — never the token — HttpOnly, SameSite=Strict, Secure over HTTPS, with an expiry;
+// `POST /api/v1/logout` forgets it. Logins are throttled per client address and edge-wide (login-throttle.ts,
+// 429 + Retry-After). Mutating requests (login, config refresh, terminate, playground) must be JSON, so a
+// cross-site form cannot send them. The static app itself is public: it holds no data.
 //
 // Bounds: live feeds and playground runs have caps (503 over them); request bodies have a byte limit (413); node
 // commands have a timeout; every feed ends when its client goes away or the handler closes.
 import { systemClock, type Clock } from '../clock.js';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
 import { create, type RunEventPart } from '@iop/wire';
 import type { EdgeConfig } from '@iop/config';
@@ -36,6 +40,9 @@ import type {
 } from '@iop/ui-api';
 import type { UiAssets } from './ui-assets.js';
 import { UiError, isUiError } from './errors.js';
+import { guardRequests, type HostGuard } from '../http/host-guard.js';
+import { createLoginSessions, type LoginSessionLimits } from './login-sessions.js';
+import { createLoginThrottle, type LoginThrottleLimits } from './login-throttle.js';
 
 /** A playground run as the surface starts it: already placed on a provider, its parts ending after the terminal. */
 export interface PlaygroundRun {
@@ -84,6 +91,12 @@ export interface UiHandlerDeps {
   token: string;
   /** Served over HTTPS: the session cookie is marked Secure. */
   secure?: boolean;
+  /** The listener's Host / Origin guard, applied to every request before anything else. */
+  guard: HostGuard;
+  /** Login session lifetime and count. */
+  sessionLimits?: Partial<LoginSessionLimits>;
+  /** Failed-login throttle. */
+  loginThrottle?: Partial<LoginThrottleLimits>;
   service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession'>;
   /** Provider status of the shared pool. */
   providers: () => UiProvider[];
@@ -111,12 +124,15 @@ export interface UiHandler {
   handle: http.RequestListener;
   /** Open live feeds and playground runs (tests; every one is released exactly once). */
   readonly openStreams: number;
+  /** Live login sessions (tests: bounded, logout removes one). */
+  readonly loginSessions: number;
   readonly openPlaygrounds: number;
   /** Ends every live feed and playground stream; later API requests get 503. */
   close(): void;
 }
 
-export const UI_COOKIE = 'iop_ui_token';
+/** The login session cookie: a random session id, never the admin token. */
+export const UI_COOKIE = 'iop_ui_session';
 const SECURITY_HEADERS: Record<string, string> = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -132,13 +148,60 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   let playgrounds = 0;
   let streams = 0;
   let closed = false;
+  const sessions = createLoginSessions(clock, deps.sessionLimits);
+  const throttle = createLoginThrottle(clock, deps.loginThrottle);
 
   function authorized(request: http.IncomingMessage): boolean {
     if (!deps.token) return true;
     const header = request.headers.authorization ?? '';
     if (header.startsWith('Bearer ') && sameSecret(header.slice(7), deps.token)) return true;
     const cookie = cookieValue(request.headers.cookie ?? '', UI_COOKIE);
-    return cookie !== undefined && sameSecret(cookie, deps.token);
+    return cookie !== undefined && sessions.valid(cookie);
+  }
+
+  function sessionCookie(value: string, maxAgeSeconds: number): string {
+    return `${UI_COOKIE}=${value}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${deps.secure ? '; Secure' : ''}`;
+  }
+
+  async function login(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+    checkMutation(request);
+    const address = request.socket.remoteAddress ?? 'unknown';
+    const waitMs = throttle.retryAfterMs(address);
+    if (waitMs > 0) {
+      const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+      deps.logger.warn({ client: address, retry_after_s: retryAfterSeconds }, 'ui: login throttled');
+      throw new UiError('too_many_attempts', `too many failed logins; try again in ${retryAfterSeconds} s`, {
+        retryAfterSeconds,
+      });
+    }
+    const body = await readJson(request, limits.maxBodyBytes);
+    if (!deps.token) {
+      sendJson(response, 200, { authenticated: true, token_required: false });
+      return;
+    }
+    const token = typeof body.token === 'string' ? body.token : '';
+    if (!sameSecret(token, deps.token)) {
+      throttle.failed(address);
+      deps.logger.warn({ client: address }, 'ui: login with a wrong token');
+      throw new UiError('unauthorized', 'wrong token');
+    }
+    throttle.succeeded(address);
+    const session = sessions.create();
+    const maxAge = Math.max(1, Math.floor((session.expiresAtMs - clock.now()) / 1000));
+    response.setHeader('set-cookie', sessionCookie(session.id, maxAge));
+    sendJson(response, 200, {
+      authenticated: true,
+      token_required: true,
+      expires_at_ms: session.expiresAtMs,
+    });
+  }
+
+  function logout(request: http.IncomingMessage, response: http.ServerResponse): void {
+    checkMutation(request);
+    const cookie = cookieValue(request.headers.cookie ?? '', UI_COOKIE);
+    if (cookie !== undefined) sessions.revoke(cookie);
+    response.setHeader('set-cookie', sessionCookie('', 0));
+    sendJson(response, 200, { authenticated: false });
   }
 
   function overview(rejections: Map<string, { r429: number; r503: number }>): UiOverview {
@@ -272,15 +335,17 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       return;
     }
     if (closed) throw new UiError('shutting_down', 'the edge is shutting down');
-    if (path === '/api/v1/session' && method === 'POST') {
-      const body = await readJson(request, limits.maxBodyBytes);
-      const token = typeof body.token === 'string' ? body.token : '';
-      if (deps.token && !sameSecret(token, deps.token)) throw new UiError('unauthorized', 'wrong token');
-      response.setHeader(
-        'set-cookie',
-        `${UI_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict${deps.secure ? '; Secure' : ''}`,
-      );
-      sendJson(response, 200, { authenticated: true, token_required: deps.token !== '' });
+    if (path === '/api/v1/login' && method === 'GET') {
+      // Whether the app should offer a login and a sign-out; says nothing the login form would not.
+      sendJson(response, 200, { token_required: deps.token !== '' });
+      return;
+    }
+    if (path === '/api/v1/login' && method === 'POST') {
+      await login(request, response);
+      return;
+    }
+    if (path === '/api/v1/logout' && method === 'POST') {
+      logout(request, response);
       return;
     }
     if (!authorized(request)) throw new UiError('unauthorized', 'this dashboard needs the admin token');
@@ -490,7 +555,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     }
   }
 
-  function handle(request: http.IncomingMessage, response: http.ServerResponse): void {
+  function handleGuarded(request: http.IncomingMessage, response: http.ServerResponse): void {
     route(request, response).catch((error: unknown) => {
       const uiError = isUiError(error) ? error : UiError.from(error);
       if (uiError.status >= 500 && !isUiError(error)) {
@@ -506,12 +571,18 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         }
         return;
       }
+      if (uiError.retryAfterSeconds !== undefined) {
+        response.setHeader('retry-after', String(uiError.retryAfterSeconds));
+      }
       sendJson(response, uiError.status, { error: { code: uiError.code, message: uiError.message } });
     });
   }
 
   return {
-    handle,
+    handle: guardRequests(deps.guard, handleGuarded),
+    get loginSessions() {
+      return sessions.size;
+    },
     get openStreams() {
       return streams;
     },
@@ -550,25 +621,15 @@ function sendJson(response: http.ServerResponse, status: number, body: unknown):
   response.end(text);
 }
 
-/** Mutations must be JSON from this origin: blocks cross-site form posts and foreign pages. */
+/**
+ * Mutations must be JSON: a cross-site form cannot send that content type without a preflight. (A foreign Origin
+ * never gets here: the listener's guard compares it with the listener's own names, not with the Host the page
+ * chose.)
+ */
 function checkMutation(request: http.IncomingMessage): void {
   const type = request.headers['content-type'] ?? '';
   if (!type.toLowerCase().startsWith('application/json')) {
     throw new UiError('unsupported_media_type', 'send the request body as application/json');
-  }
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== 'null') {
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      throw new UiError('forbidden_origin', `origin ${origin} may not change this edge`);
-    }
-    if (host !== request.headers.host) {
-      throw new UiError('forbidden_origin', `origin ${origin} may not change this edge`);
-    }
-  } else if (origin === 'null') {
-    throw new UiError('forbidden_origin', 'an opaque origin may not change this edge');
   }
 }
 
@@ -684,8 +745,8 @@ function cookieValue(header: string, name: string): string | undefined {
   return undefined;
 }
 
+/** Compares digests, so neither the length nor a prefix of the token leaks through timing. */
 function sameSecret(given: string, expected: string): boolean {
-  const left = Buffer.from(given);
-  const right = Buffer.from(expected);
-  return left.length === right.length && timingSafeEqual(left, right);
+  const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }

@@ -109,7 +109,7 @@ describe('ui surface', () => {
       expect(await get({ authorization: 'Bearer tok' })).toBe(200);
       const cookie = await new Promise<string>((resolve, reject) => {
         const request = https.request(
-          new URL('/api/v1/session', url),
+          new URL('/api/v1/login', url),
           { method: 'POST', ca: certificate.certificatePem, headers: { 'content-type': 'application/json' } },
           (response) => {
             response.resume();

@@ -3,7 +3,8 @@
 // console's node labels — for as long as the edge runs.
 //
 // Security: like the admin API, without `refresh.admin_token` it only listens on loopback and refuses to start
-// otherwise; with a token every API call needs it (ui-server.ts).
+// otherwise; with a token every API call needs it or a login session (ui-server.ts). Every request passes the
+// listener's Host / Origin guard first (http/host-guard.ts, names from `http.allowed_hosts`).
 //
 // Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and
 // playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
@@ -21,6 +22,7 @@ import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { DEFAULT_HTTP_SERVER_LIMITS } from '../http/http-server.js';
 import { listenHttp, listenServer, type HttpListener } from '../http/listen-http.js';
+import { createHostGuard } from '../http/host-guard.js';
 import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
 import { EDGE_VERSION } from '../version.js';
 import { createChartSeries, type ChartSeries } from './chart-series.js';
@@ -187,6 +189,11 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     version: EDGE_VERSION,
     token,
     secure: tls !== undefined,
+    guard: createHostGuard({
+      listen: config.ui.listen,
+      names: config.http.allowed_hosts,
+      secure: tls !== undefined,
+    }),
     service,
     providers,
     ...(clusterEdges ? { clusterEdges } : {}),

@@ -174,6 +174,8 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     // The node's own discovery report (host size) reaches the fleet view.
     await row.filter({ hasText: 'cores' }).waitFor();
     await page.locator('.live.on').waitFor();
+    // No admin token on this edge: nothing to sign out of.
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
     await screenshot('fleet');
     await openView('Providers & models');
     await page.locator(`tr[data-provider="${ollamaProviderId('n1')}"][data-in-flight="0"]`).waitFor();
@@ -305,7 +307,7 @@ suite('ops dashboard with an admin token, in headless Chromium', () => {
     await tokenGroup.close();
   });
 
-  it('asks for the token, then loads and goes live with the session cookie', async () => {
+  it('asks for the token, then loads and goes live with a session cookie (never the token), and signs out', async () => {
     const dir = await tokenGroup.tempDir('iop-e2e-ui-token-');
     const base = fabricConfig({ dataDir: `${dir}/data`, nodes: [] });
     const tokened = await startEdgeProcess(tokenGroup, dir, {
@@ -333,9 +335,16 @@ suite('ops dashboard with an admin token, in headless Chromium', () => {
     await tokenPage.locator('.live.on').waitFor();
     expect(await tokenPage.getByTestId('totals').textContent()).toContain('0 nodes');
     const cookies = await tokenPage.context().cookies();
-    expect(cookies.find((cookie) => cookie.name === 'iop_ui_token')).toMatchObject({
-      httpOnly: true,
-      sameSite: 'Strict',
+    const session = cookies.find((cookie) => cookie.name === 'iop_ui_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    expect(session?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(session?.value).not.toContain('ui-e2e-admin-token');
+    // Sign out: the edge forgets the session, the app asks for the token again, the old id is refused.
+    await tokenPage.getByRole('button', { name: 'Sign out' }).click();
+    await tokenPage.getByLabel('Admin token').waitFor();
+    const stale = await fetch(`${url}api/v1/overview`, {
+      headers: { cookie: `iop_ui_session=${session?.value ?? ''}` },
     });
+    expect(stale.status).toBe(401);
   });
 });

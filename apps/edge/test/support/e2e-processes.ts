@@ -249,8 +249,9 @@ async function runToCompletion(
   entry: string,
   args: string[],
   timeoutMs: number,
+  cwd?: string,
 ): Promise<CommandResult> {
-  const command = group.spawnTs(name, entry, args);
+  const command = group.spawnTs(name, entry, args, {}, cwd);
   const timer = setTimeout(() => command.child.kill('SIGKILL'), timeoutMs);
   const status = await command.exited;
   clearTimeout(timer);
@@ -266,13 +267,14 @@ export function runNodeCommand(
   return runToCompletion(group, `iop-node ${args[0] ?? ''}`, nodeMain, args, timeoutMs);
 }
 
-/** Runs `iop-edge <args>` to completion (e.g. `config refresh`), bounded by `timeoutMs`. */
+/** Runs `iop-edge <args>` to completion (e.g. `config refresh`), bounded by `timeoutMs`, in `cwd` (the repo). */
 export function runEdgeCommand(
   group: ProcessGroup,
   args: string[],
   timeoutMs = 30_000,
+  cwd?: string,
 ): Promise<CommandResult> {
-  return runToCompletion(group, `iop-edge ${args[0] ?? ''}`, edgeMain, args, timeoutMs);
+  return runToCompletion(group, `iop-edge ${args[0] ?? ''}`, edgeMain, args, timeoutMs, cwd);
 }
 
 /** `GET /metrics` of the edge, parsed into `name{labels}` → value. */
