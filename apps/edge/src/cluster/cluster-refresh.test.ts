@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseConfigText } from '@iop/config';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { silentLogger } from '../logging.js';
 import type { NodeConfigApplyOutcome } from '../node/node-config-push.js';
 import { createConfigRefresher, type ConfigRefresher } from '../refresh/config-refresher.js';
@@ -54,7 +55,7 @@ describe('withOwnEdgeSection', () => {
 
 interface Edge {
   id: string;
-  nc: NatsConnection;
+  nc: FabricBus;
   local: ConfigRefresher;
   cluster: ClusterRefresher;
 }
@@ -77,7 +78,7 @@ async function startEdge(
     configPath,
     ...(nodeOutcome ? { applyNodeConfig: () => Promise.resolve(nodeOutcome) } : {}),
   });
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, id);
   const cluster = createClusterRefresher({
     edgeId: id,
     nc,

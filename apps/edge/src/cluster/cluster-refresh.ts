@@ -9,7 +9,7 @@
 //
 // The merged result is this edge's, with one report per other edge (`cluster.edges.<id>`), their node results,
 // and the worst status. Edges whose published config revision differs from this one are reported too.
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
 import { parseDocument } from 'yaml';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -17,7 +17,7 @@ import type { RefreshResult } from '../refresh/refresh-result.js';
 
 export interface ClusterRefreshDeps {
   edgeId: string;
-  nc: NatsConnection;
+  nc: FabricBus;
   /** Live remote edges with the config revision each published. */
   liveEdges(): { edgeId: string; configRevision: string }[];
   /** This edge's config revision now. */

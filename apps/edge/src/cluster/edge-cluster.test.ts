@@ -13,6 +13,7 @@ import type { EdgeServiceImpl } from '../service/edge-service.js';
 import type { RunEventWithMeta, RunHandle } from '../service/types.js';
 import { FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
+import { testKeyring } from '../test-support/fabric-bus-fixture.js';
 import { ForwardedStream, startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
 
 const available = natsServerAvailable('edge cluster tests');
@@ -23,7 +24,12 @@ function config(edgeId: string, url: string): EdgeConfig {
     `
 edge: { id: ${edgeId} }
 refresh: { enabled: false, admin_token: "" }
-cluster: { enabled: true, nats: { servers: ["${url}"] }, heartbeat_ms: 100, state_ttl_ms: 1000 }
+cluster:
+  enabled: true
+  fabric_key_file: unused-the-test-passes-its-keyring
+  nats: { servers: ["${url}"] }
+  heartbeat_ms: 100
+  state_ttl_ms: 1000
 models:
   - { id: m, providers: { pa: "m1", pb: "m1" } }
 nodes:
@@ -95,6 +101,7 @@ async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
     },
     logger: silentLogger,
     clock: systemClock,
+    keyring: testKeyring(),
   });
   const edge = { id, nodes, connected, dropped, pool, fake, events, cluster, registry };
   edges.push(edge);

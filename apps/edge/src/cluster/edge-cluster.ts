@@ -12,10 +12,13 @@
 //
 // Both buckets have a TTL of cluster.state_ttl_ms. Liveness uses the receiver's clock: an edge silent for longer
 // than the TTL is gone; runs forwarded to it end with an error, runs it forwarded here are cancelled.
+//
+// Every message and KV value goes through the fabric bus (fabric-bus.ts): sealed with the fabric key for its
+// subject or KV key; what does not open never reaches this file.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
-import { connect, credsAuthenticator, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import type { Registry } from 'prom-client';
 import type { ClusterConfig, EdgeConfig } from '@iop/config';
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
@@ -45,7 +48,16 @@ import {
   type ClusterLimits,
   type LeaseRef,
 } from './cluster-limits.js';
-import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
+import { registerClusterMetrics, registerRejectedMetric, type ClusterMetrics } from './cluster-metrics.js';
+import {
+  createFabricBus,
+  type FabricBus,
+  type FabricMsg,
+  type SealedKv,
+  type SealedKvEntry,
+} from './fabric-bus.js';
+import { keyFileIsShared, readFabricKeyring, type FabricKeyring } from './fabric-keyring.js';
+import { FabricSealer } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
@@ -82,6 +94,8 @@ export interface EdgeClusterOptions {
   governor?: Governor;
   /** This edge's usage totals (its usage store): with it, usage is answered cluster-wide. */
   usage?: (query: UsageQuery) => UsageRow[];
+  /** The fabric keyring; default: read from cluster.fabric_key_file. */
+  keyring?: FabricKeyring;
 }
 
 export interface EdgeCluster {
@@ -203,11 +217,36 @@ export function configRevision(config: EdgeConfig): string {
 export async function startEdgeCluster(options: EdgeClusterOptions): Promise<EdgeCluster> {
   const { config, logger } = options;
   const cluster = config.cluster;
-  const nc = await connect(natsConnectOptions(cluster, `iop-edge ${config.edge.id}`));
+  // The key first: without it nothing this edge sends or receives would count.
+  const keyring = options.keyring ?? readFabricKeyring(cluster.fabric_key_file);
+  if (!options.keyring && keyFileIsShared(cluster.fabric_key_file)) {
+    logger.warn(
+      { file: cluster.fabric_key_file },
+      'cluster: the fabric key file is readable by group or others (chmod 600 it)',
+    );
+  }
+  const raw = await connect(natsConnectOptions(cluster, `iop-edge ${config.edge.id}`));
+  const now = () => options.clock.now();
+  const nc = createFabricBus({
+    nc: raw,
+    edgeId: config.edge.id,
+    sealer: new FabricSealer({ keyring, sender: config.edge.id, now }),
+    logger,
+    now,
+    ...(options.registry ? { sink: registerRejectedMetric(options.registry) } : {}),
+  });
   try {
-    const kvm = new Kvm(nc);
-    const edgesKv = await kvm.create(EDGES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 });
-    const nodesKv = await kvm.create(NODES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 });
+    const kvm = new Kvm(raw);
+    const edgesKv = nc.kv(
+      await kvm.create(EDGES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 }),
+      EDGES_BUCKET,
+      cluster.state_ttl_ms,
+    );
+    const nodesKv = nc.kv(
+      await kvm.create(NODES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 }),
+      NODES_BUCKET,
+      cluster.state_ttl_ms,
+    );
     return await ClusterImpl.start(options, nc, edgesKv, nodesKv);
   } catch (error) {
     await nc.close().catch(() => undefined);
@@ -260,9 +299,9 @@ class ClusterImpl implements EdgeCluster {
 
   private constructor(
     private readonly options: EdgeClusterOptions,
-    private readonly nc: NatsConnection,
-    private readonly edgesKv: KV,
-    private readonly nodesKv: KV,
+    private readonly nc: FabricBus,
+    private readonly edgesKv: SealedKv,
+    private readonly nodesKv: SealedKv,
   ) {
     this.edgeId = options.config.edge.id;
     this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
@@ -295,7 +334,7 @@ class ClusterImpl implements EdgeCluster {
       : undefined;
   }
 
-  static async start(options: EdgeClusterOptions, nc: NatsConnection, edgesKv: KV, nodesKv: KV) {
+  static async start(options: EdgeClusterOptions, nc: FabricBus, edgesKv: SealedKv, nodesKv: SealedKv) {
     const impl = new ClusterImpl(options, nc, edgesKv, nodesKv);
     await impl.begin();
     return impl;
@@ -343,12 +382,14 @@ class ClusterImpl implements EdgeCluster {
       },
     });
     this.nc.subscribe(`iop.events.${this.edgeId}.*`, {
+      statuses: true,
       callback: (error, msg) => {
         if (error) return;
         const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
         const forward = this.forwarded.get(forwardId);
-        if (!forward) return;
-        if (msg.headers?.code === 503) {
+        // Only the edge the run went to speaks for it.
+        if (!forward || (!msg.noResponders && msg.sender !== forward.owner)) return;
+        if (msg.noResponders) {
           // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
           forward.stream.admit(new Error(`no responders on iop.run.${forward.owner}`));
           return;
@@ -395,8 +436,8 @@ class ClusterImpl implements EdgeCluster {
   }
 
   private async follow(
-    iterator: AsyncIterable<KvWatchEntry>,
-    handle: (entry: KvWatchEntry) => void,
+    iterator: AsyncIterable<SealedKvEntry>,
+    handle: (entry: SealedKvEntry) => void,
   ): Promise<void> {
     try {
       for await (const entry of iterator) {
@@ -411,14 +452,16 @@ class ClusterImpl implements EdgeCluster {
     }
   }
 
-  private onEdgeEntry(entry: KvWatchEntry): void {
-    if (entry.key === this.edgeId) return;
+  private onEdgeEntry(entry: SealedKvEntry): void {
+    // An edge writes (and deletes) only its own state.
+    if (entry.key === this.edgeId || entry.sender !== entry.key) return;
     if (entry.operation !== 'PUT') {
       this.view.remove(entry.key);
       this.edgeGone(entry.key);
       return;
     }
     const state = entry.json<EdgeState>();
+    if (state.edgeId !== entry.key) return;
     const ours = configRevision(this.currentConfig());
     if (state.configRevision !== ours) {
       this.logger.warn(
@@ -429,11 +472,18 @@ class ClusterImpl implements EdgeCluster {
     this.view.update(state);
   }
 
-  private onNodeEntry(entry: KvWatchEntry): void {
+  private onNodeEntry(entry: SealedKvEntry): void {
     if (entry.operation !== 'PUT') return;
     const claim = entry.json<NodeClaim>();
     const mine = this.claims.get(entry.key);
-    if (claim.edgeId === this.edgeId || mine === undefined || entry.revision <= mine) return;
+    // A claim counts only from the edge it names (the fabric key authenticated the sender).
+    if (
+      claim.edgeId !== entry.sender ||
+      claim.edgeId === this.edgeId ||
+      mine === undefined ||
+      entry.revision <= mine
+    )
+      return;
     // A newer claim from another edge: the node (or a newer process with its id) is there now.
     this.claims.delete(entry.key);
     if (this.options.connectedNodes().includes(entry.key)) {
@@ -574,11 +624,11 @@ class ClusterImpl implements EdgeCluster {
 
   // ---- owner side: runs forwarded to this edge -------------------------------------------------------------
 
-  private async serveForward(msg: Msg): Promise<void> {
+  private async serveForward(msg: FabricMsg): Promise<void> {
     let request: ForwardRequest;
     try {
       request = decode<ForwardRequest>(msg.data);
-      if (typeof request.forwardId !== 'string' || typeof request.from !== 'string') throw new Error('shape');
+      if (typeof request.forwardId !== 'string' || request.from !== msg.sender) throw new Error('shape');
     } catch {
       msg.respond(
         encode({ ok: false, code: 'invalid_request', message: 'malformed forward', retryAfterSeconds: null }),
