@@ -80,7 +80,7 @@ export interface EdgeClusterOptions {
   events: EventBus;
   /** Node ids connected here now. */
   connectedNodes(): string[];
-  /** Closes this edge's link to a node another edge claimed after it (`replaced`). */
+  /** Closes this edge's link to a node another edge claimed after it (`claimed-elsewhere`: the node reconnects). */
   dropNode(nodeId: string): void;
   logger: Logger;
   clock: Clock;
