@@ -551,7 +551,7 @@ class ClusterImpl implements EdgeCluster {
     } catch (error) {
       this.logger.warn(
         { error: errorText(error) },
-        'cluster: config file unreadable; refreshes from peers keep their edge keys',
+        'cluster: config file unreadable; refreshes asked of other edges are refused here',
       );
     }
     this.currentConfig = () => local.current();
