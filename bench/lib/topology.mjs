@@ -141,10 +141,20 @@ async function startBenchNode(edgeAddress, logLevel, nodeOptions = []) {
  * to the first runs locally, one to the second is forwarded over NATS to the first.
  */
 export async function startClusterPair({ backendUrl, natsUrl, logLevel = 'warn' }) {
-  const cluster = { enabled: true, nats: { servers: [natsUrl] }, heartbeat_ms: 200, state_ttl_ms: 2000 };
+  // One fabric key, a copy per edge (as `iop-edge cluster keygen` writes it: base64 of 32 bytes, mode 0600).
+  const fabricKey = randomBytes(32).toString('base64');
   const edges = [];
   for (const edgeId of ['bench-edge-a', 'bench-edge-b']) {
     const dataDir = await tempDir(`iop-bench-${edgeId}-`);
+    const fabricKeyFile = path.join(dataDir, 'fabric.key');
+    await writeFile(fabricKeyFile, `${fabricKey}\n`, { mode: 0o600 });
+    const cluster = {
+      enabled: true,
+      fabric_key_file: fabricKeyFile,
+      nats: { servers: [natsUrl] },
+      heartbeat_ms: 200,
+      state_ttl_ms: 2000,
+    };
     const yaml = edgeYaml({
       dataDir,
       nodes: benchNodes(backendUrl),

@@ -167,7 +167,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         dropNode: (nodeId) =>
           void registry
             .get(nodeId)
-            ?.close(CLOSE_REASONS.replaced, { goodbye: true })
+            ?.close(CLOSE_REASONS.claimedElsewhere, { goodbye: true })
             .catch(() => undefined),
         logger: logger.child({ component: 'cluster' }),
         clock,

@@ -3,11 +3,23 @@
 // `config check` and at `serve` unless the operator opts out per surface with `allow_unauthenticated: true`;
 // the opt-out and a plaintext node link are warnings (securityWarnings) printed at every start.
 import type { PendingIssue } from './config-path.js';
-import { isLoopbackListen } from './listen-address.js';
+import { isLoopbackHost, isLoopbackListen } from './listen-address.js';
 import type { EdgeConfig } from './types.js';
 
 export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void {
   const { openai, a2a, refresh, edge } = config;
+  if (config.cluster.enabled && !config.cluster.nats.allow_plaintext) {
+    for (const index of plaintextNatsServers(config)) {
+      issues.push({
+        segments: ['cluster', 'nats', 'servers', index],
+        code: 'insecure',
+        message:
+          `${config.cluster.nats.servers[index] ?? ''} is beyond this host but cluster.nats.tls is off: who can ` +
+          'see the network sees which edges and nodes there are and when runs go. Enable cluster.nats.tls, use a ' +
+          'loopback server, or set cluster.nats.allow_plaintext: true',
+      });
+    }
+  }
   if (
     openai.enabled &&
     !isLoopbackListen(openai.listen) &&
@@ -70,9 +82,38 @@ export function checkExposure(config: EdgeConfig, issues: PendingIssue[]): void 
   }
 }
 
+/** Indexes of cluster.nats.servers beyond loopback reached without TLS (tls.enabled off, not tls:// or wss://). */
+export function plaintextNatsServers(config: EdgeConfig): number[] {
+  const { nats } = config.cluster;
+  if (nats.tls.enabled) return [];
+  const plaintext: number[] = [];
+  for (const [index, server] of nats.servers.entries()) {
+    let url: URL;
+    try {
+      url = new URL(server.includes('://') ? server : `nats://${server}`);
+    } catch {
+      plaintext.push(index);
+      continue;
+    }
+    if (url.protocol === 'tls:' || url.protocol === 'wss:') continue;
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (!isLoopbackHost(host)) plaintext.push(index);
+  }
+  return plaintext;
+}
+
 /** Things that are allowed but unsafe, one line each, for `serve`, `config check` and `node register`. */
 export function securityWarnings(config: EdgeConfig): string[] {
   const warnings: string[] = [];
+  if (config.cluster.enabled && config.cluster.nats.allow_plaintext) {
+    const servers = plaintextNatsServers(config).map((index) => config.cluster.nats.servers[index]);
+    if (servers.length > 0) {
+      warnings.push(
+        `cluster.nats.allow_plaintext: NATS ${servers.join(', ')} is reached without TLS; the fabric key still ` +
+          'seals every message, but subjects, sizes and timing cross the network in clear',
+      );
+    }
+  }
   if (!config.edge.tls.enabled) {
     warnings.push(
       'edge.tls is off: the node link is NOT encrypted and nodes cannot authenticate the edge; node tokens and ' +

@@ -162,8 +162,10 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
     },
     cluster: {
       enabled: bool(cluster.enabled, false),
+      fabric_key_file: filePath(str(cluster.fabric_key_file, ''), context),
       nats: {
         servers: list(nats.servers).filter((server): server is string => typeof server === 'string'),
+        allow_plaintext: bool(nats.allow_plaintext, false),
         credentials_file: str(nats.credentials_file, ''),
         tls: {
           enabled: bool(natsTls.enabled, false),

@@ -313,8 +313,10 @@ export const edgeConfigSchema: Schema = extensible({
   }),
   cluster: object({
     enabled: bool,
+    fabric_key_file: text,
     nats: object({
       servers: { type: 'array', items: nonEmptyText, maxItems: 64, uniqueItems: true },
+      allow_plaintext: bool,
       credentials_file: text,
       tls: object({ enabled: bool, ca_file: text, cert_file: text, key_file: text }),
     }),

@@ -222,9 +222,16 @@ export interface TracingConfig {
 /** `cluster:` — several edges with the same edge.yaml form one fabric over NATS (absent = one edge, no NATS). */
 export interface ClusterConfig {
   readonly enabled: boolean;
+  /**
+   * The fabric keyring file (`iop-edge cluster keygen --out FILE`): one base64 key per line, the first used to
+   * seal, every one accepted. Every edge of a fabric holds the same keys. Required when enabled.
+   */
+  readonly fabric_key_file: string;
   readonly nats: {
     /** NATS server URLs, e.g. nats://10.0.0.5:4222. */
     readonly servers: readonly string[];
+    /** Allow NATS beyond loopback without TLS (warned at every start). */
+    readonly allow_plaintext: boolean;
     /** A NATS .creds file (JWT + nkey seed); '' = none. */
     readonly credentials_file: string;
     readonly tls: {

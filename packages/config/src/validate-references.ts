@@ -316,10 +316,19 @@ function checkRoutes(config: EdgeConfig, issues: PendingIssue[]): void {
   });
 }
 
-/** cluster.enabled needs NATS servers, and state must outlive several heartbeats. */
+/** cluster.enabled needs NATS servers and a fabric key, and state must outlive several heartbeats. */
 function checkCluster(config: EdgeConfig, issues: PendingIssue[]): void {
   const { cluster } = config;
   if (!cluster.enabled) return;
+  if (cluster.fabric_key_file === '') {
+    issues.push({
+      segments: ['cluster', 'fabric_key_file'],
+      code: 'required',
+      message:
+        'is required when cluster.enabled is true: every edge of a fabric holds the same key file ' +
+        "(create one with 'iop-edge cluster keygen --out FILE' and copy it to each edge)",
+    });
+  }
   if (cluster.nats.servers.length === 0) {
     issues.push({
       segments: ['cluster', 'nats', 'servers'],

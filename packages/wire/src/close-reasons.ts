@@ -4,6 +4,11 @@
 export const CLOSE_REASONS = {
   /** A newer connection of the same node authenticated; the edge closes the older one. */
   replaced: 'replaced',
+  /**
+   * Another edge of the fabric holds the node now (its authenticated claim is newer): the node reconnects with
+   * its usual backoff and failover, never stops for good (unlike `replaced`, a second process on one edge).
+   */
+  claimedElsewhere: 'claimed-elsewhere',
   /** Deliberate shutdown of the edge or node process. */
   shutdown: 'shutdown',
   /** No frame (ping, pong or any other) arrived within the heartbeat timeout. */

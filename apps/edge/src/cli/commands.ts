@@ -1,5 +1,6 @@
 // The edge CLI's command table. Add a command: write cli/<name>.ts exporting a CliCommand, list it here.
 import { bootstrapPackCommand } from './bootstrap-pack.js';
+import { clusterKeygenCommand } from './cluster-keygen.js';
 import type { CliCommand } from './command.js';
 import { configCheckCommand } from './config-check.js';
 import { configInitCommand } from './config-init.js';
@@ -32,6 +33,7 @@ export const commands: CliCommand[] = [
   nodeAdoptCommand,
   nodeRevokeCommand,
   keysCreateCommand,
+  clusterKeygenCommand,
   usageCommand,
   smokeOpenAICommand,
   bootstrapPackCommand,

@@ -1,7 +1,8 @@
 // Cluster-wide key limits over a real nats-server (skipped with one printed line when it is missing): three edges,
 // each with its own governor, agree on one home per key and count the key there, whichever edge asks.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { testPrincipal as key } from '../governance/test-support/test-principal.js';
@@ -17,7 +18,7 @@ interface TestEdge {
   id: string;
   governor: Governor;
   limits: ClusterLimits;
-  nc: NatsConnection;
+  nc: FabricBus;
 }
 
 let nats: NatsServer;
@@ -31,7 +32,7 @@ async function startEdges(
 ): Promise<TestEdge[]> {
   const started: TestEdge[] = [];
   for (const id of ids) {
-    const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+    const nc = await connectFabric(nats.url, id);
     const governor = createGovernor({
       clock,
       sink: { record: () => undefined },

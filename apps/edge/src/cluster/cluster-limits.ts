@@ -8,7 +8,7 @@
 // lists what is exact and where the overshoot is bounded (home changes, an unreachable home).
 //
 // Keys without limits, anonymous runs and single edges never come here: no NATS message on their path.
-import type { Msg, NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus, FabricMsg } from './fabric-bus.js';
 import { GovernanceError, type GovernanceErrorCode, type GovernanceLimit } from '../governance/errors.js';
 import { periodAt, type Governor, type LimitLease, type SpentTokens } from '../governance/governor.js';
 import { hasLimits, type Principal } from '../governance/principal.js';
@@ -88,7 +88,7 @@ class OpenLeases {
 }
 
 export interface ClusterLimitsOptions {
-  nc: NatsConnection;
+  nc: FabricBus;
   edgeId: string;
   /** The other live edges (this one excluded). */
   liveEdges(): string[];
@@ -274,7 +274,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   });
 
   function answerReserve(
-    msg: Msg,
+    msg: FabricMsg,
     message: Extract<LimitsMessage, { op: 'reserve' }>,
     principal: Principal,
     elsewhere: SpentTokens | undefined,

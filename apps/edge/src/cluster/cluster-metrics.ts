@@ -3,6 +3,7 @@
 // number of edges).
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { EdgeState } from './cluster-view.js';
+import { REJECT_REASONS, type RejectReason } from './fabric-sealer.js';
 
 export interface ClusterMetricsSource {
   /** This edge's state and every live remote edge's. */
@@ -63,4 +64,19 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
     forwarded: (to) => forwarded.inc({ to }),
     served: (from) => served.inc({ from }),
   };
+}
+
+/**
+ * `iop_cluster_rejected_total{reason}`: messages and KV values dropped because the fabric key does not open them
+ * (fabric-sealer.ts). Every reason is exported from the start (at 0), so an alert can watch for any increase.
+ */
+export function registerRejectedMetric(registry: Registry): { rejected(reason: RejectReason): void } {
+  const counter = new Counter({
+    name: 'iop_cluster_rejected_total',
+    help: 'Cluster messages and KV values dropped because the fabric key did not authenticate them, by reason.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const reason of REJECT_REASONS) counter.inc({ reason }, 0);
+  return { rejected: (reason) => counter.inc({ reason }) };
 }

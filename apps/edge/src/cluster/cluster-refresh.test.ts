@@ -6,12 +6,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseConfigText } from '@iop/config';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { silentLogger } from '../logging.js';
 import type { NodeConfigApplyOutcome } from '../node/node-config-push.js';
 import { createConfigRefresher, type ConfigRefresher } from '../refresh/config-refresher.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
-import { createClusterRefresher, withOwnEdgeSection, type ClusterRefresher } from './cluster-refresh.js';
+import { createClusterRefresher, fabricPart, withOwnPart, type ClusterRefresher } from './cluster-refresh.js';
 import { configRevision } from './edge-cluster.js';
 
 const available = natsServerAvailable('cluster refresh tests');
@@ -37,24 +38,57 @@ function load(text: string, baseDir?: string) {
   return result.config;
 }
 
-describe('withOwnEdgeSection', () => {
-  it("keeps this edge's id, data_dir and listen and takes every other change of the candidate", () => {
-    const candidate = yaml('edge-a', 3).replace('edge: {', 'edge: { heartbeat_interval_ms: 1000,');
-    const patched = load(withOwnEdgeSection(candidate, yaml('edge-b', 1)));
-    expect(patched.edge).toMatchObject({
+describe('fabricPart / withOwnPart', () => {
+  const perEdge = (edgeId: string, port: number) => `edge:
+  id: ${edgeId}
+  data_dir: /tmp/iop-${edgeId}
+  listen: "127.0.0.1:${port}"
+  tls: { enabled: true, cert_file: /etc/${edgeId}/cert.pem, key_file: /etc/${edgeId}/key.pem }
+metrics: { enabled: true, listen: "127.0.0.1:${port + 1}" }
+refresh: { enabled: true, listen: "127.0.0.1:${port + 2}", admin_token: "" }
+bootstrap: { listen: "127.0.0.1:${port + 3}", public_url: "https://${edgeId}.example" }
+openai: { enabled: true, listen: "127.0.0.1:${port + 4}" }
+a2a: { enabled: false, listen: "127.0.0.1:${port + 5}", public_url: "https://${edgeId}.example/a2a" }
+ui: { enabled: false, listen: "127.0.0.1:${port + 6}" }
+cluster: { enabled: true, fabric_key_file: /etc/${edgeId}/fabric.key, nats: { servers: ["nats://127.0.0.1:4222"] } }
+`;
+
+  it("sends no per-edge setting, and the receiver puts its own back under the sender's fabric-wide changes", () => {
+    const candidate = `${perEdge('edge-a', 19000)}logging: { level: debug }\nmodels: []\n`;
+    const sent = fabricPart(candidate);
+    for (const text of ['edge-a', '19000', '19001', '19004', 'fabric.key', 'cert.pem']) {
+      expect(sent).not.toContain(text);
+    }
+    expect(sent).toContain('level: debug');
+    const own = `${perEdge('edge-b', 29000)}logging: { level: info }\nmodels: []\n`;
+    const merged = load(withOwnPart(sent, own));
+    expect(merged.edge).toMatchObject({
       id: 'edge-b',
       data_dir: '/tmp/iop-edge-b',
-      listen: '127.0.0.1:0',
-      heartbeat_interval_ms: 1000,
+      listen: '127.0.0.1:29000',
     });
-    expect(patched.nodes[0]?.providers[0]?.capacity).toBe(3);
-    expect(withOwnEdgeSection('edge: [', yaml('edge-b', 1))).toBe('edge: [');
+    expect(merged.edge.tls.cert_file).toBe('/etc/edge-b/cert.pem');
+    expect([merged.metrics.listen, merged.refresh.listen, merged.openai.listen, merged.ui.listen]).toEqual([
+      '127.0.0.1:29001',
+      '127.0.0.1:29002',
+      '127.0.0.1:29004',
+      '127.0.0.1:29006',
+    ]);
+    expect(merged.bootstrap.public_url).toBe('https://edge-b.example');
+    expect(merged.a2a.public_url).toBe('https://edge-b.example/a2a');
+    expect(merged.cluster.fabric_key_file).toBe('/etc/edge-b/fabric.key');
+    expect(merged.logging.level).toBe('debug');
+    // A setting the receiver's own file leaves out stays out (its default), whatever the sender had.
+    expect(load(withOwnPart(fabricPart(candidate), 'edge: { id: edge-c }\n')).openai.listen).not.toBe(
+      '127.0.0.1:19004',
+    );
+    expect(fabricPart('edge: [')).toBe('');
   });
 });
 
 interface Edge {
   id: string;
-  nc: NatsConnection;
+  nc: FabricBus;
   local: ConfigRefresher;
   cluster: ClusterRefresher;
 }
@@ -77,7 +111,7 @@ async function startEdge(
     configPath,
     ...(nodeOutcome ? { applyNodeConfig: () => Promise.resolve(nodeOutcome) } : {}),
   });
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, id);
   const cluster = createClusterRefresher({
     edgeId: id,
     nc,

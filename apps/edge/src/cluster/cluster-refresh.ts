@@ -1,15 +1,17 @@
 // `config refresh` in cluster mode: a refresh asked of one edge applies to every live edge, all or nothing.
 //
-//   1. dry-run on this edge and on every other live edge (request `iop.refresh.<edge>`); each edge classifies the
-//      candidate against its own running config, keeping its own `edge.id`, `edge.data_dir` and `edge.listen`
-//      (they differ per edge by design; any other change of the candidate is classified as it is);
+//   1. dry-run on this edge and on every other live edge (request `iop.refresh.<edge>`, sealed with the fabric
+//      key: only an edge of the fabric can ask, and nobody else reads the YAML). Only the fabric-wide part of the
+//      candidate is sent: the per-edge settings (PER_EDGE_PATHS: identity, data dir, listeners, TLS files, public
+//      URLs, the cluster section) are cut out, and each receiver puts its own back before it classifies the
+//      result against its own running config. So edges that listen on different addresses take one refresh;
 //   2. mode dry-run: the merged result; mode apply: nothing is applied unless every edge would apply;
 //   3. apply here, then on the others; when one refuses, every edge that applied goes back to the text it ran
 //      before (its own previous edge.yaml text), and the result is `rejected` naming the edge.
 //
 // The merged result is this edge's, with one report per other edge (`cluster.edges.<id>`), their node results,
 // and the worst status. Edges whose published config revision differs from this one are reported too.
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
 import { parseDocument } from 'yaml';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -17,7 +19,7 @@ import type { RefreshResult } from '../refresh/refresh-result.js';
 
 export interface ClusterRefreshDeps {
   edgeId: string;
-  nc: NatsConnection;
+  nc: FabricBus;
   /** Live remote edges with the config revision each published. */
   liveEdges(): { edgeId: string; configRevision: string }[];
   /** This edge's config revision now. */
@@ -44,21 +46,61 @@ const MAX_PENDING = 16;
 
 const STATUS_RANK: Record<RefreshResult['status'], number> = { applied: 0, restart_required: 1, rejected: 2 };
 
-/** The keys of `edge:` each edge keeps from its own file when it takes another edge's candidate. */
-export const PER_EDGE_KEYS = ['id', 'data_dir', 'listen'] as const;
+/**
+ * The settings each edge keeps from its own file: never sent to another edge, never taken from one. A refresh
+ * that changes one of them on the edge it was asked of applies there only.
+ */
+export const PER_EDGE_PATHS: readonly (readonly string[])[] = [
+  ['edge', 'id'],
+  ['edge', 'data_dir'],
+  ['edge', 'listen'],
+  ['edge', 'tls'],
+  ['metrics', 'listen'],
+  ['refresh', 'listen'],
+  ['bootstrap', 'listen'],
+  ['bootstrap', 'public_url'],
+  ['bootstrap', 'artifact_dir'],
+  ['openai', 'listen'],
+  ['a2a', 'listen'],
+  ['a2a', 'public_url'],
+  ['ui', 'listen'],
+  ['cluster'],
+];
 
-/** `candidate` with `edge.id`, `edge.data_dir` and `edge.listen` taken from `own` (where `own` sets them). */
-export function withOwnEdgeSection(candidate: string, own: string): string {
-  if (own === '') return candidate;
+/** The fabric-wide part of an edge.yaml text: every PER_EDGE_PATHS entry removed ('' when it does not parse). */
+export function fabricPart(yaml: string): string {
+  const document = parseDocument(yaml);
+  if (document.errors.length > 0) return '';
+  for (const key of PER_EDGE_PATHS) removeIn(document, key);
+  return document.toString({ lineWidth: 0 });
+}
+
+/** The fabric-wide part another edge sent, with this edge's own PER_EDGE_PATHS (from `own`) put back. */
+export function withOwnPart(fabric: string, own: string): string {
+  const document = parseDocument(fabric);
   const ownDocument = parseDocument(own);
-  const document = parseDocument(candidate);
-  if (document.errors.length > 0 || ownDocument.errors.length > 0) return candidate;
-  for (const key of PER_EDGE_KEYS) {
-    const value: unknown = ownDocument.getIn(['edge', key], true);
-    if (value === undefined) document.deleteIn(['edge', key]);
-    else document.setIn(['edge', key], value);
+  if (document.errors.length > 0 || ownDocument.errors.length > 0) return fabric;
+  for (const key of PER_EDGE_PATHS) {
+    const value: unknown = ownDocument.hasIn(key) ? ownDocument.getIn(key, true) : undefined;
+    removeIn(document, key);
+    if (value === undefined) continue;
+    try {
+      document.setIn(key, value);
+    } catch {
+      // The sender's section is not a map (e.g. `metrics: null`): this edge's own section replaces it.
+      document.setIn([key[0]], ownDocument.getIn([key[0]], true));
+    }
   }
   return document.toString({ lineWidth: 0 });
+}
+
+/** Deletes the path when it is there (a missing or scalar parent has nothing to delete). */
+function removeIn(document: ReturnType<typeof parseDocument>, key: readonly string[]): void {
+  if (document.hasIn(key)) document.deleteIn(key);
+}
+
+function isRefreshMode(mode: unknown): mode is 'dry-run' | 'apply' {
+  return mode === 'dry-run' || mode === 'apply';
 }
 
 export interface ClusterRefresher {
@@ -82,7 +124,7 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
     fromPeer: boolean,
     sourcePath = '',
   ): Promise<RefreshResult> {
-    const candidate = fromPeer ? withOwnEdgeSection(yaml, ownYaml) : yaml;
+    const candidate = fromPeer ? withOwnPart(yaml, ownYaml) : yaml;
     const result = await local.refresh(mode, candidate, sourcePath);
     if (mode === 'apply' && result.status === 'applied') {
       pending.set(id, ownYaml);
@@ -108,9 +150,12 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
         let reply: RefreshReply;
         try {
           const op = JSON.parse(decoder.decode(msg.data)) as RefreshOp;
-          if (op.op === 'refresh')
+          if (op.op === 'refresh') {
+            // Another edge asks only for a dry run or an apply (never a mode this edge would not take itself).
+            if (!isRefreshMode(op.mode) || typeof op.yaml !== 'string') throw new Error('malformed refresh');
+            if (ownYaml === '') throw new Error('this edge has no config file to keep its own settings from');
             reply = { ok: true, result: await applyHere(op.id, op.mode, op.yaml, true) };
-          else if (op.op === 'rollback') {
+          } else if (op.op === 'rollback') {
             const result = await rollbackHere(op.id);
             reply = result ? { ok: true, result } : { ok: false, error: 'nothing to roll back' };
           } else {
@@ -196,10 +241,12 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
       return result;
     }
     const dryHere = await applyHere(id, 'dry-run', yaml, false, sourcePath);
+    // What the others get: the candidate without this edge's own settings (they keep theirs).
+    const fabric = fabricPart(yaml);
     const dryOthers = await Promise.all(
       edges.map(async (edge) => ({
         edgeId: edge.edgeId,
-        reply: await ask(edge.edgeId, { op: 'refresh', id, mode: 'dry-run', yaml }),
+        reply: await ask(edge.edgeId, { op: 'refresh', id, mode: 'dry-run', yaml: fabric }),
       })),
     );
     const dry = merge(dryHere, dryOthers);
@@ -214,7 +261,10 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
       );
     const applied: { edgeId: string; reply: RefreshReply }[] = [];
     for (const edge of edges) {
-      applied.push({ edgeId: edge.edgeId, reply: await ask(edge.edgeId, { op: 'refresh', id, mode, yaml }) });
+      applied.push({
+        edgeId: edge.edgeId,
+        reply: await ask(edge.edgeId, { op: 'refresh', id, mode, yaml: fabric }),
+      });
     }
     const failed = applied.filter(({ reply }) => !reply.ok || reply.result.status !== 'applied');
     if (failed.length === 0) {

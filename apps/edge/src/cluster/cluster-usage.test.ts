@@ -1,7 +1,8 @@
 // Usage added up across edges: the pure merge, and three edges' totals over a real nats-server (skipped with one
 // printed line when it is missing) answered alike by every edge.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createClusterUsage, mergeUsage, type ClusterUsage } from './cluster-usage.js';
@@ -45,7 +46,7 @@ const suite = available ? describe : describe.skip;
 
 suite('usage across edges over NATS', () => {
   let nats: NatsServer;
-  const connections: NatsConnection[] = [];
+  const connections: FabricBus[] = [];
   const usages: ClusterUsage[] = [];
   beforeAll(async () => {
     nats = await startNatsServer();
@@ -65,7 +66,7 @@ suite('usage across edges over NATS', () => {
     };
     const asked: UsageQuery[] = [];
     for (const id of ids) {
-      const nc = await connect({ servers: nats.url });
+      const nc = await connectFabric(nats.url, id);
       connections.push(nc);
       const peers = createPeerCalls({ nc, edgeId: id, liveEdges: () => ids.filter((other) => other !== id) });
       usages.push(

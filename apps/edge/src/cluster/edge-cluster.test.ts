@@ -3,6 +3,8 @@
 // scripted node on a real NodeLink whose backend counts concurrency per provider.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
+import { Kvm } from '@nats-io/kv';
+import { connect, type Msg } from '@nats-io/transport-node';
 import { Registry } from 'prom-client';
 import { systemClock } from '../clock.js';
 import { createEventBus, type ClosableEventBus } from '../events/event-bus.js';
@@ -12,6 +14,7 @@ import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js'
 import { createEdgeService, type EdgeServiceImpl } from '../service/edge-service.js';
 import type { RunEventWithMeta, RunHandle } from '../service/types.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
+import { testKeyring } from '../test-support/fabric-bus-fixture.js';
 import { ScriptedNode, type NodeScript } from '../test-support/scripted-node.js';
 import { startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
 
@@ -23,7 +26,12 @@ function config(edgeId: string, url: string): EdgeConfig {
     `
 edge: { id: ${edgeId} }
 refresh: { enabled: false, admin_token: "" }
-cluster: { enabled: true, nats: { servers: ["${url}"] }, heartbeat_ms: 100, state_ttl_ms: 1000 }
+cluster:
+  enabled: true
+  fabric_key_file: unused-the-test-passes-its-keyring
+  nats: { servers: ["${url}"] }
+  heartbeat_ms: 100
+  state_ttl_ms: 1000
 models:
   - { id: m, providers: { pa: "m1", pb: "m1" } }
 nodes:
@@ -93,6 +101,7 @@ async function startEdge(id: string, nodeId: string): Promise<TestEdge> {
     },
     logger: silentLogger,
     clock: systemClock,
+    keyring: testKeyring(),
   });
   const service = createEdgeService({
     registry: nodes,
@@ -286,5 +295,83 @@ suite('edge cluster over NATS', () => {
     await waitFor(() => b.dropped.includes('nb'));
     expect(a.dropped).toEqual([]);
     expect(b.connected.has('nb')).toBe(false);
+  });
+
+  it('drops what an outsider without the fabric key sends: forged runs and claims, replays, moved messages', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const outsider = await connect({ servers: nats.url });
+    try {
+      const recorded: Msg[] = [];
+      outsider.subscribe('>', {
+        callback: (_error, msg) => {
+          recorded.push(msg);
+        },
+      });
+      await outsider.flush();
+      // Fill pa so the next run is forwarded to edge-b, and record the whole forwarded run.
+      const local = await submit(a, 'hold');
+      await a.cluster.publishState();
+      await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+      const forwarded = await submit(a, 'secret prompt text');
+      expect(forwarded.providerId).toBe('pb');
+      expect(await forwarded.done).toMatchObject({ status: 'completed' });
+      await outsider.flush();
+      expect(b.node.requests).toHaveLength(1);
+      expect(recorded.some((msg) => msg.subject === 'iop.run.edge-b')).toBe(true);
+      for (const msg of recorded) {
+        expect(Buffer.from(msg.data).includes(Buffer.from('secret prompt'))).toBe(false);
+      }
+
+      // Replay everything, as it was and moved to the other edge's subjects.
+      for (const msg of recorded) {
+        outsider.publish(msg.subject, msg.data, msg.reply ? { reply: msg.reply } : undefined);
+        outsider.publish(msg.subject.replace('edge-b', 'edge-a'), msg.data);
+      }
+      // A forged forward in the old clear format, and a forged claim of nb for edge-a.
+      outsider.publish(
+        'iop.run.edge-b',
+        new TextEncoder().encode(
+          JSON.stringify({
+            forwardId: 'x1',
+            from: 'edge-a',
+            destination: { kind: 'model', model: 'm' },
+            spec: { session: { kind: 'slot', baseId: 'c' }, messages: [{ role: 'user', content: 'forged' }] },
+            surface: 'openai',
+          }),
+        ),
+        { reply: 'iop.events.edge-a.x1' },
+      );
+      const nodesKv = await new Kvm(outsider).open('iop_nodes');
+      await nodesKv.put('nb', JSON.stringify({ edgeId: 'edge-a', claimedAtUnixMs: Date.now() + 60_000 }));
+      await outsider.flush();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+
+      expect(b.node.requests).toHaveLength(1);
+      expect(a.node.requests).toHaveLength(1);
+      expect(b.dropped).toEqual([]);
+      expect(b.connected.has('nb')).toBe(true);
+      const rejected = (registry: Registry, reason: string) =>
+        registry.metrics().then((text) => {
+          const match = new RegExp(`^iop_cluster_rejected_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(
+            text,
+          );
+          return Number(match?.[1] ?? -1);
+        });
+      expect(await rejected(b.registry, 'replay')).toBeGreaterThan(0);
+      expect(await rejected(b.registry, 'auth_failed')).toBeGreaterThan(0);
+      expect(await rejected(b.registry, 'malformed')).toBeGreaterThan(0);
+
+      // The fabric still forwards.
+      const again = await submit(a, 'after');
+      expect(again.providerId).toBe('pb');
+      expect(await again.done).toMatchObject({ status: 'completed' });
+      expect(b.node.requests).toHaveLength(2);
+      await local.cancel();
+      await local.done;
+    } finally {
+      await outsider.close();
+    }
   });
 });

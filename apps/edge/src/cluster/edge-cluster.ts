@@ -17,10 +17,13 @@
 // and a transport (a run forwarded to the owner edge) behind placement's RemoteEdges, and it serves runs other
 // edges forward here through the service's `runHere` (ForwardedRunHost). It keeps no run lifetime of its own: a
 // forwarded run has one supervisor on each edge, each with the run's one deadline there.
+//
+// Every message and KV value goes through the fabric bus (fabric-bus.ts): sealed with the fabric key for its
+// subject or KV key; what does not open never reaches this file.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
-import { connect, credsAuthenticator, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import type { Registry } from 'prom-client';
 import type { ClusterConfig, EdgeConfig } from '@iop/config';
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
@@ -45,7 +48,16 @@ import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { Governor } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
 import { ClusterLease, createClusterLimits, type ClusterLimits, type LeaseRef } from './cluster-limits.js';
-import { registerClusterMetrics, type ClusterMetrics } from './cluster-metrics.js';
+import { registerClusterMetrics, registerRejectedMetric, type ClusterMetrics } from './cluster-metrics.js';
+import {
+  createFabricBus,
+  type FabricBus,
+  type FabricMsg,
+  type SealedKv,
+  type SealedKvEntry,
+} from './fabric-bus.js';
+import { keyFileIsShared, readFabricKeyring, type FabricKeyring } from './fabric-keyring.js';
+import { FabricSealer } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
@@ -70,7 +82,7 @@ export interface EdgeClusterOptions {
   events: EventBus;
   /** Node ids connected here now. */
   connectedNodes(): string[];
-  /** Closes this edge's link to a node another edge claimed after it (`replaced`). */
+  /** Closes this edge's link to a node another edge claimed after it (`claimed-elsewhere`: the node reconnects). */
   dropNode(nodeId: string): void;
   logger: Logger;
   clock: Clock;
@@ -87,6 +99,8 @@ export interface EdgeClusterOptions {
   governor?: Governor;
   /** This edge's usage totals (its usage store): with it, usage is answered cluster-wide. */
   usage?: (query: UsageQuery) => UsageRow[];
+  /** The fabric keyring; default: read from cluster.fabric_key_file. */
+  keyring?: FabricKeyring;
 }
 
 export interface EdgeCluster {
@@ -214,11 +228,36 @@ export function configRevision(config: EdgeConfig): string {
 export async function startEdgeCluster(options: EdgeClusterOptions): Promise<EdgeCluster> {
   const { config, logger } = options;
   const cluster = config.cluster;
-  const nc = await connect(natsConnectOptions(cluster, `iop-edge ${config.edge.id}`));
+  // The key first: without it nothing this edge sends or receives would count.
+  const keyring = options.keyring ?? readFabricKeyring(cluster.fabric_key_file);
+  if (!options.keyring && keyFileIsShared(cluster.fabric_key_file)) {
+    logger.warn(
+      { file: cluster.fabric_key_file },
+      'cluster: the fabric key file is readable by group or others (chmod 600 it)',
+    );
+  }
+  const raw = await connect(natsConnectOptions(cluster, `iop-edge ${config.edge.id}`));
+  const now = () => options.clock.now();
+  const nc = createFabricBus({
+    nc: raw,
+    edgeId: config.edge.id,
+    sealer: new FabricSealer({ keyring, sender: config.edge.id, now }),
+    logger,
+    now,
+    ...(options.registry ? { sink: registerRejectedMetric(options.registry) } : {}),
+  });
   try {
-    const kvm = new Kvm(nc);
-    const edgesKv = await kvm.create(EDGES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 });
-    const nodesKv = await kvm.create(NODES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 });
+    const kvm = new Kvm(raw);
+    const edgesKv = nc.kv(
+      await kvm.create(EDGES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 }),
+      EDGES_BUCKET,
+      cluster.state_ttl_ms,
+    );
+    const nodesKv = nc.kv(
+      await kvm.create(NODES_BUCKET, { ttl: cluster.state_ttl_ms, history: 1 }),
+      NODES_BUCKET,
+      cluster.state_ttl_ms,
+    );
     return await ClusterImpl.start(options, nc, edgesKv, nodesKv);
   } catch (error) {
     await nc.close().catch(() => undefined);
@@ -261,9 +300,9 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
 
   private constructor(
     private readonly options: EdgeClusterOptions,
-    private readonly nc: NatsConnection,
-    private readonly edgesKv: KV,
-    private readonly nodesKv: KV,
+    private readonly nc: FabricBus,
+    private readonly edgesKv: SealedKv,
+    private readonly nodesKv: SealedKv,
   ) {
     this.edgeId = options.config.edge.id;
     this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
@@ -295,7 +334,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       : undefined;
   }
 
-  static async start(options: EdgeClusterOptions, nc: NatsConnection, edgesKv: KV, nodesKv: KV) {
+  static async start(options: EdgeClusterOptions, nc: FabricBus, edgesKv: SealedKv, nodesKv: SealedKv) {
     const impl = new ClusterImpl(options, nc, edgesKv, nodesKv);
     await impl.begin();
     return impl;
@@ -406,12 +445,14 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     void this.follow(nodesWatch, (entry) => this.onNodeEntry(entry));
 
     this.nc.subscribe(`iop.events.${this.edgeId}.*`, {
+      statuses: true,
       callback: (error, msg) => {
         if (error) return;
         const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
         const forward = this.forwarded.get(forwardId);
-        if (!forward) return;
-        if (msg.headers?.code === 503) {
+        // Only the edge the run went to speaks for it.
+        if (!forward || (!msg.noResponders && msg.sender !== forward.edgeId)) return;
+        if (msg.noResponders) {
           // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
           forward.unanswered(`no responders on iop.run.${forward.edgeId}`);
           return;
@@ -481,8 +522,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   }
 
   private async follow(
-    iterator: AsyncIterable<KvWatchEntry>,
-    handle: (entry: KvWatchEntry) => void,
+    iterator: AsyncIterable<SealedKvEntry>,
+    handle: (entry: SealedKvEntry) => void,
   ): Promise<void> {
     try {
       for await (const entry of iterator) {
@@ -497,14 +538,16 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
   }
 
-  private onEdgeEntry(entry: KvWatchEntry): void {
-    if (entry.key === this.edgeId) return;
+  private onEdgeEntry(entry: SealedKvEntry): void {
+    // An edge writes (and deletes) only its own state.
+    if (entry.key === this.edgeId || entry.sender !== entry.key) return;
     if (entry.operation !== 'PUT') {
       this.view.remove(entry.key);
       this.edgeGone(entry.key);
       return;
     }
     const state = entry.json<EdgeState>();
+    if (state.edgeId !== entry.key) return;
     const ours = configRevision(this.currentConfig());
     if (state.configRevision !== ours) {
       this.logger.warn(
@@ -515,11 +558,18 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     this.view.update(state);
   }
 
-  private onNodeEntry(entry: KvWatchEntry): void {
+  private onNodeEntry(entry: SealedKvEntry): void {
     if (entry.operation !== 'PUT') return;
     const claim = entry.json<NodeClaim>();
     const mine = this.claims.get(entry.key);
-    if (claim.edgeId === this.edgeId || mine === undefined || entry.revision <= mine) return;
+    // A claim counts only from the edge it names (the fabric key authenticated the sender).
+    if (
+      claim.edgeId !== entry.sender ||
+      claim.edgeId === this.edgeId ||
+      mine === undefined ||
+      entry.revision <= mine
+    )
+      return;
     // A newer claim from another edge: the node (or a newer process with its id) is there now.
     this.claims.delete(entry.key);
     if (this.options.connectedNodes().includes(entry.key)) {
@@ -587,7 +637,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     } catch (error) {
       this.logger.warn(
         { error: errorText(error) },
-        'cluster: config file unreadable; refreshes from peers keep their edge keys',
+        'cluster: config file unreadable; refreshes asked of other edges are refused here',
       );
     }
     this.currentConfig = () => local.current();
@@ -658,11 +708,11 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
 
   // ---- owner side: runs forwarded to this edge -------------------------------------------------------------
 
-  private async serveForward(msg: Msg, host: ForwardedRunHost): Promise<void> {
+  private async serveForward(msg: FabricMsg, host: ForwardedRunHost): Promise<void> {
     let request: ForwardRequest;
     try {
       request = decode<ForwardRequest>(msg.data);
-      if (typeof request.forwardId !== 'string' || typeof request.from !== 'string') throw new Error('shape');
+      if (typeof request.forwardId !== 'string' || request.from !== msg.sender) throw new Error('shape');
     } catch {
       msg.respond(
         encode({ ok: false, code: 'invalid_request', message: 'malformed forward', retryAfterSeconds: null }),

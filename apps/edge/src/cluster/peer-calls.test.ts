@@ -4,7 +4,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { closeOpenAIApp, createOpenAIApp } from '../openai/openai-app.js';
 import { harnessConfig } from '../openai/test-support/openai-harness.js';
 import { createProviderPool } from '../pool/provider-pool.js';
@@ -33,13 +34,13 @@ const scripter: Scripter = (input) => ({
 });
 
 let nats: NatsServer;
-const connections: NatsConnection[] = [];
+const connections: FabricBus[] = [];
 const surfaces: RunningA2ASurface[] = [];
 const closers: (() => Promise<void>)[] = [];
 
 /** An OpenAI app of one edge (its own background-response store) with peer calls to `others`. */
 async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const config = harnessConfig();
   const nodes = new FakeNodes();
@@ -73,7 +74,7 @@ async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
 }
 
 async function edge(edgeId: string, others: string[]): Promise<{ url: string; service: FakeEdgeService }> {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const service = new FakeEdgeService(scripter);
   const surface = await startA2ASurface({

@@ -2,7 +2,7 @@
 // a topic's payload to every live edge (request `iop.call.<topic>.<edge>`) and resolves the first edge that had
 // an answer; `serve` answers them here. JSON both ways; each request is bounded by a timeout. Streams (A2A
 // `tasks/resubscribe`) go through peer-streams.ts: `open` / `serveStream`.
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
 import { createPeerStreams, type PeerStreams } from './peer-streams.js';
 
 /** One edge's answer: a value, or a typed error of the surface (e.g. a JSON-RPC code). */
@@ -24,7 +24,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export function createPeerCalls(deps: {
-  nc: NatsConnection;
+  nc: FabricBus;
   edgeId: string;
   liveEdges(): string[];
   timeoutMs?: number;

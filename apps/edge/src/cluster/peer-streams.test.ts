@@ -2,7 +2,8 @@
 // items in order, its typed error, a reader that leaves (the holder stops), a holder that leaves the cluster,
 // and a reader that falls behind.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FabricBus } from './fabric-bus.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import {
   createPeerStreams,
@@ -15,7 +16,7 @@ const available = natsServerAvailable('cluster peer-stream tests');
 const suite = available ? describe : describe.skip;
 
 let nats: NatsServer;
-const connections: NatsConnection[] = [];
+const connections: FabricBus[] = [];
 const stops: (() => void)[] = [];
 
 async function edge(
@@ -23,7 +24,7 @@ async function edge(
   live: () => string[],
   options: { maxQueued?: number; livenessMs?: number } = {},
 ): Promise<PeerStreams> {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const streams = createPeerStreams({ nc, edgeId, liveEdges: live, timeoutMs: 2000, ...options });
   await nc.flush();

@@ -5,7 +5,7 @@
 // queue is bounded; a client leaving sends `iop.stream-cancel.<holder>`; a holder that leaves the cluster ends the
 // stream with an error. JSON both ways.
 import { randomBytes } from 'node:crypto';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { FabricBus, FabricSubscription } from './fabric-bus.js';
 
 /** A typed error of the surface (e.g. a JSON-RPC code), passed on as it is. */
 export class PeerStreamError extends Error {
@@ -51,7 +51,7 @@ function errorOf(error: unknown): { code: number; message: string } {
 }
 
 export function createPeerStreams(deps: {
-  nc: NatsConnection;
+  nc: FabricBus;
   edgeId: string;
   liveEdges(): string[];
   /** How long `open` waits for the edges' answers (default 10 s). */
@@ -154,7 +154,7 @@ export function createPeerStreams(deps: {
         wake?.();
       };
       // Subscribed before asking: no item can arrive unseen.
-      const subscription: Subscription = nc.subscribe(to, {
+      const subscription: FabricSubscription = nc.subscribe(to, {
         callback: (error, msg) => {
           if (error || closed) return;
           let message: StreamMessage;

@@ -10,6 +10,10 @@ export interface NatsServer {
   readonly url: string;
   /** Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its store; idempotent. */
   stop(): Promise<void>;
+  /** Kills the server (SIGKILL) and keeps its store: a crash. */
+  kill(): Promise<void>;
+  /** Starts a killed server again on the same port with the same store. */
+  restart(): Promise<void>;
 }
 
 /** True when `nats-server` runs; otherwise prints why the suite is skipped. */
@@ -56,28 +60,46 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
 export async function startNatsServer(): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-nats-'));
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
-    stdio: 'ignore',
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const launch = () => {
+    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
+      stdio: 'ignore',
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return { child, exited };
+  };
+  let running = launch();
+  const halt = async (signal: NodeJS.Signals): Promise<void> => {
+    const { child, exited } = running;
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await halt('SIGTERM');
       fs.rmSync(storeDir, { recursive: true, force: true });
     })();
     return stopping;
   };
   try {
-    await waitForPort(port, child, 10_000);
+    await waitForPort(port, running.child, 10_000);
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url: `nats://127.0.0.1:${port}`, stop };
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    stop,
+    kill: () => halt('SIGKILL'),
+    restart: async () => {
+      if (stopping) throw new Error('the nats-server was stopped');
+      await halt('SIGKILL');
+      running = launch();
+      await waitForPort(port, running.child, 10_000);
+    },
+  };
 }

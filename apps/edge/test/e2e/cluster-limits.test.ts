@@ -25,6 +25,7 @@ import {
   OLLAMA_SERVED,
   fabricConfig,
   ollamaProviderId,
+  writeFabricKeyFile,
 } from '../support/fabric-config.js';
 
 jest.setTimeout(120_000);
@@ -45,7 +46,7 @@ const edges = new Map<string, EdgeProcess>();
 const admins = new Map<string, AdminClient>();
 const nodes = new Map<string, TestProcess>();
 
-function clusterConfig(edgeId: string, dataDir: string): Record<string, unknown> {
+function clusterConfig(edgeId: string, dataDir: string, keyFile: string): Record<string, unknown> {
   const base = fabricConfig({
     dataDir,
     nodes: NODE_IDS.map((id) => ({ id, ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 8 })),
@@ -60,7 +61,13 @@ function clusterConfig(edgeId: string, dataDir: string): Record<string, unknown>
         { id: 'rpm-3', key: KEY_RPM, rpm: 3 },
       ],
     },
-    cluster: { enabled: true, nats: { servers: [nats.url] }, heartbeat_ms: 200, state_ttl_ms: 1500 },
+    cluster: {
+      enabled: true,
+      fabric_key_file: keyFile,
+      nats: { servers: [nats.url] },
+      heartbeat_ms: 200,
+      state_ttl_ms: 1500,
+    },
   };
 }
 
@@ -94,7 +101,12 @@ suite('edge cluster: API-key limits and usage count cluster-wide', () => {
     vllm = await startFakeOpenAI({ behavior: { models: ['unused'] } });
     for (const edgeId of EDGE_IDS) {
       const dir = await group.tempDir(`iop-e2e-cluster-limits-${edgeId}-`);
-      const edge = await startEdgeProcess(group, dir, clusterConfig(edgeId, `${dir}/data`), edgeId);
+      const edge = await startEdgeProcess(
+        group,
+        dir,
+        clusterConfig(edgeId, `${dir}/data`, writeFabricKeyFile(dir)),
+        edgeId,
+      );
       edges.set(edgeId, edge);
       admins.set(edgeId, createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }));
     }

@@ -29,6 +29,7 @@ import {
   OLLAMA_SERVED,
   fabricConfig,
   ollamaProviderId,
+  writeFabricKeyFile,
 } from '../support/fabric-config.js';
 
 jest.setTimeout(120_000);
@@ -49,7 +50,7 @@ const edges = new Map<string, EdgeProcess>();
 const admins = new Map<string, AdminClient>();
 const nodes = new Map<string, TestProcess>();
 
-function clusterConfig(edgeId: string, dataDir: string): Record<string, unknown> {
+function clusterConfig(edgeId: string, dataDir: string, keyFile: string): Record<string, unknown> {
   const base = fabricConfig({
     dataDir,
     nodes: NODE_IDS.map((id) => ({
@@ -64,7 +65,13 @@ function clusterConfig(edgeId: string, dataDir: string): Record<string, unknown>
   return {
     ...base,
     edge: { ...(base.edge as Record<string, unknown>), id: edgeId },
-    cluster: { enabled: true, nats: { servers: [nats.url] }, heartbeat_ms: 200, state_ttl_ms: 1500 },
+    cluster: {
+      enabled: true,
+      fabric_key_file: keyFile,
+      nats: { servers: [nats.url] },
+      heartbeat_ms: 200,
+      state_ttl_ms: 1500,
+    },
   };
 }
 
@@ -109,7 +116,12 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
     vllm = await startFakeOpenAI({ behavior: { models: ['unused'] } });
     for (const edgeId of EDGE_IDS) {
       const dir = await group.tempDir(`iop-e2e-cluster-${edgeId}-`);
-      const edge = await startEdgeProcess(group, dir, clusterConfig(edgeId, `${dir}/data`), edgeId);
+      const edge = await startEdgeProcess(
+        group,
+        dir,
+        clusterConfig(edgeId, `${dir}/data`, writeFabricKeyFile(dir)),
+        edgeId,
+      );
       edges.set(edgeId, edge);
       admins.set(edgeId, createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }));
     }

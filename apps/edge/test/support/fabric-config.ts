@@ -3,7 +3,20 @@
 // every listener on 127.0.0.1 (port 0 unless the test pins one, e.g. to restart the edge on the same address).
 // Plain data: its JSON text is valid YAML.
 
+import fs from 'node:fs';
+import path from 'node:path';
+
 export const FABRIC_TOKEN = 'iop_e2e_fabric_token_0123456789';
+
+/** The cluster fabric key of the e2e suites (what `iop-edge cluster keygen` writes; not a secret). */
+export const E2E_FABRIC_KEY = Buffer.alloc(32, 0x5a).toString('base64');
+
+/** Writes the e2e fabric key file (mode 0600) into `dir`, one copy per edge as in a real fabric; its path. */
+export function writeFabricKeyFile(dir: string, keys: readonly string[] = [E2E_FABRIC_KEY]): string {
+  const file = path.join(dir, 'fabric.key');
+  fs.writeFileSync(file, `${keys.join('\n')}\n`, { mode: 0o600 });
+  return file;
+}
 
 /** Served model names on the fakes, and the catalogue ids clients use. */
 export const OLLAMA_SERVED = 'llama3.2:latest';

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
   CancelAction,
+  CLOSE_REASONS,
   create,
   envelope,
   PROTOCOL_VERSION,
@@ -293,6 +294,25 @@ describe('NodeLink against a fake edge over loopback', () => {
     expect(EXIT_CODE_REPLACED).not.toBe(exitCodeFor({ kind: 'closed-by-edge', reason: 'node-removed' }));
     // --replaced-exit-code (launchd agents pass 0).
     expect(exitCodeFor(result, 0)).toBe(0);
+  });
+
+  it('reconnects (never exits for good) when another edge of the fabric claimed the node', async () => {
+    const edge = await startEdge();
+    const handler = new RecordingHandler();
+    const link = createLink(edge, handler, { retryIntervalMs: 20, maxRetries: 5 });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    await edge.latest().close(CLOSE_REASONS.claimedElsewhere, { goodbye: true });
+    await waitFor(
+      () => edge.registrations.length === 2 && link.state === 'registered',
+      3000,
+      're-registration',
+    );
+    expect(handler.disconnects).toEqual([CLOSE_REASONS.claimedElsewhere]);
+    await link.stop('shutdown');
+    const result = await outcome;
+    expect(result).toEqual({ kind: 'stopped', reason: 'shutdown' });
+    expect(exitCodeFor(result)).not.toBe(EXIT_CODE_REPLACED);
   });
 
   it('spreads the waits between reconnect attempts by ±retryJitter around the interval', async () => {

@@ -1,0 +1,400 @@
+// The fabric's connection: what the cluster files use instead of the raw NATS connection and KV buckets. It has
+// their shapes (publish / subscribe / request / respond; KV put, get, create, update, delete, watch), and it seals
+// everything that leaves with the fabric key and opens everything that arrives (fabric-sealer.ts). What does not
+// open is dropped before any cluster code sees it: counted by reason (iop_cluster_rejected_total) and logged once
+// per claimed source per minute.
+//
+// Requests use one inbox subscription per connection (`<inbox>.<token>`), so the reply subject a request names is
+// known before it is sealed and the reply is bound to it. KV deletes are written as a sealed empty value (a
+// tombstone) and surface as `DEL`; a NATS delete or purge carries nothing to authenticate, so the watch ignores
+// it (the entry expires with the bucket's TTL).
+import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { KV, KvWatchOptions } from '@nats-io/kv';
+import type { Logger } from '../logging.js';
+import type { FabricSealer } from './fabric-sealer.js';
+import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
+
+export type FabricBusErrorCode = 'no_responders' | 'timeout' | 'closed';
+
+/** A request that got no sealed answer. Transient: the other edge may be gone or busy. */
+export class FabricBusError extends Error {
+  override readonly name = 'FabricBusError';
+  readonly fault = 'transient' as const;
+  constructor(
+    readonly code: FabricBusErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A message that opened: its payload is the sender's plaintext. */
+export interface FabricMsg {
+  readonly subject: string;
+  readonly reply: string | undefined;
+  readonly data: Uint8Array;
+  /** The edge that sealed it ('' for a status). */
+  readonly sender: string;
+  /** The server's "no responders" status for a message this edge sent with this reply subject (not sealed). */
+  readonly noResponders: boolean;
+  /** Seals `data` for the reply subject and sends it there; false when the message named none. */
+  respond(data: Uint8Array): boolean;
+}
+
+export interface FabricSubscribeOptions {
+  /** Only messages that opened (and, with `statuses`, no-responders statuses) reach it. */
+  callback(error: null, msg: FabricMsg): void;
+  /** Deliver the server's no-responders status on this subject (a reply subject of this edge). */
+  statuses?: boolean;
+}
+
+export interface FabricSubscription {
+  unsubscribe(): void;
+}
+
+/** Where rejections go: a counter and a logger. */
+export interface RejectionSink {
+  rejected(reason: RejectReason): void;
+}
+
+export interface SealedKvEntry {
+  readonly key: string;
+  readonly revision: number;
+  /** `DEL`: a sealed tombstone (an edge deleted its own value). */
+  readonly operation: 'PUT' | 'DEL';
+  readonly value: Uint8Array;
+  /** The edge that sealed it. */
+  readonly sender: string;
+  json<T>(): T;
+}
+
+export interface SealedKvWatch extends AsyncIterable<SealedKvEntry> {
+  stop(): void;
+}
+
+/** A KV bucket whose values are sealed for their bucket and key. */
+export interface SealedKv {
+  put(key: string, value: Uint8Array): Promise<number>;
+  create(key: string, value: Uint8Array): Promise<number>;
+  update(key: string, value: Uint8Array, revision: number): Promise<number>;
+  /** The entry's revision and opened value (undefined when it did not open or is a tombstone). */
+  get(key: string): Promise<{ revision: number; value: Uint8Array | undefined } | null>;
+  /** Writes a sealed tombstone (with `previousSeq`: only over that revision). */
+  delete(key: string, options?: { previousSeq?: number }): Promise<void>;
+  watch(options?: Pick<KvWatchOptions, 'include' | 'key'>): Promise<SealedKvWatch>;
+}
+
+export interface FabricBus {
+  readonly edgeId: string;
+  publish(subject: string, data: Uint8Array, options?: { reply?: string }): void;
+  subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription;
+  /** The first sealed answer on this request's reply subject; FabricBusError when none comes. */
+  request(subject: string, data: Uint8Array, options: { timeout: number }): Promise<FabricMsg>;
+  /** A sealed view of a KV bucket whose entries live at most `ttlMs`. */
+  kv(bucket: KV, name: string, ttlMs: number): SealedKv;
+  flush(): Promise<void>;
+  isClosed(): boolean;
+  closed(): Promise<void | Error>;
+  drain(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface FabricBusOptions {
+  nc: NatsConnection;
+  sealer: FabricSealer;
+  edgeId: string;
+  logger: Logger;
+  sink?: RejectionSink;
+  /** Epoch ms, for the log throttle. */
+  now: () => number;
+}
+
+/** Rejections are logged at most once per source per this long. */
+const LOG_EVERY_MS = 60_000;
+/** Sources remembered by the log throttle (a flood of made-up sender names cannot grow it). */
+const MAX_LOG_SOURCES = 256;
+/** KV keys whose last accepted time is remembered (edges and nodes of one fabric). */
+const MAX_KV_KEYS = 16_384;
+
+const EMPTY = new Uint8Array(0);
+
+interface PendingRequest {
+  resolve(msg: FabricMsg): void;
+  reject(error: FabricBusError): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export function createFabricBus(options: FabricBusOptions): FabricBus {
+  return new SealedBus(options);
+}
+
+class SealedBus implements FabricBus {
+  readonly edgeId: string;
+  private readonly nc: NatsConnection;
+  private readonly sealer: FabricSealer;
+  private readonly logged = new Map<string, number>();
+  private inbox: { prefix: string; subscription: Subscription } | undefined;
+  private readonly pending = new Map<string, PendingRequest>();
+  private sequence = 0;
+
+  constructor(private readonly options: FabricBusOptions) {
+    this.edgeId = options.edgeId;
+    this.nc = options.nc;
+    this.sealer = options.sealer;
+  }
+
+  /** Counts and (throttled) logs a dropped message. */
+  reject(reason: RejectReason, claimed: string, where: string): void {
+    this.options.sink?.rejected(reason);
+    const source = claimed === '' ? '(unreadable)' : claimed;
+    const now = this.options.now();
+    const last = this.logged.get(source);
+    if (last !== undefined && now - last < LOG_EVERY_MS) return;
+    if (last === undefined && this.logged.size >= MAX_LOG_SOURCES) {
+      for (const [known, at] of this.logged) if (now - at >= LOG_EVERY_MS) this.logged.delete(known);
+      if (this.logged.size >= MAX_LOG_SOURCES) return;
+    }
+    this.logged.set(source, now);
+    this.options.logger.warn(
+      { reason, source, where },
+      'cluster: dropped a message the fabric key does not authenticate (logged once per source per minute)',
+    );
+  }
+
+  private message(msg: Msg, opened: Extract<Opened, { ok: true }> | undefined): FabricMsg {
+    const reply = msg.reply;
+    return {
+      subject: msg.subject,
+      reply,
+      data: opened?.data ?? EMPTY,
+      sender: opened?.sender ?? '',
+      noResponders: opened === undefined,
+      respond: (data) => {
+        if (!reply || this.nc.isClosed()) return false;
+        this.nc.publish(reply, this.sealer.seal(messageContext(reply, undefined), data));
+        return true;
+      },
+    };
+  }
+
+  private openMsg(msg: Msg): Extract<Opened, { ok: true }> | undefined {
+    const opened = this.sealer.open(messageContext(msg.subject, msg.reply), msg.data);
+    if (opened.ok) return opened;
+    this.reject(opened.reason, opened.claimed, msg.subject);
+    return undefined;
+  }
+
+  publish(subject: string, data: Uint8Array, options?: { reply?: string }): void {
+    const reply = options?.reply;
+    this.nc.publish(
+      subject,
+      this.sealer.seal(messageContext(subject, reply), data),
+      reply !== undefined ? { reply } : undefined,
+    );
+  }
+
+  subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription {
+    return this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) {
+          this.options.logger.warn({ subject, error: error.message }, 'cluster: subscription error');
+          return;
+        }
+        if (isNoResponders(msg)) {
+          if (options.statuses) options.callback(null, this.message(msg, undefined));
+          return;
+        }
+        const opened = this.openMsg(msg);
+        if (opened) options.callback(null, this.message(msg, opened));
+      },
+    });
+  }
+
+  request(subject: string, data: Uint8Array, options: { timeout: number }): Promise<FabricMsg> {
+    if (this.nc.isClosed())
+      return Promise.reject(new FabricBusError('closed', 'the NATS connection is closed'));
+    const inbox = this.ensureInbox();
+    const token = (this.sequence += 1).toString(36);
+    const reply = `${inbox.prefix}.${token}`;
+    return new Promise<FabricMsg>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(token);
+        reject(new FabricBusError('timeout', `no answer on ${subject} within ${options.timeout} ms`));
+      }, options.timeout);
+      timer.unref?.();
+      this.pending.set(token, { resolve, reject, timer });
+      try {
+        this.publish(subject, data, { reply });
+      } catch (error) {
+        this.settle(token);
+        reject(new FabricBusError('closed', error instanceof Error ? error.message : String(error)));
+      }
+    });
+  }
+
+  private settle(token: string): PendingRequest | undefined {
+    const pending = this.pending.get(token);
+    if (!pending) return undefined;
+    this.pending.delete(token);
+    clearTimeout(pending.timer);
+    return pending;
+  }
+
+  private ensureInbox(): { prefix: string; subscription: Subscription } {
+    if (this.inbox) return this.inbox;
+    const prefix = createInbox();
+    const subscription = this.nc.subscribe(`${prefix}.*`, {
+      callback: (error, msg) => {
+        if (error) return;
+        const token = msg.subject.slice(prefix.length + 1);
+        if (!this.pending.has(token)) return;
+        if (isNoResponders(msg)) {
+          this.settle(token)?.reject(new FabricBusError('no_responders', 'no edge listens on that subject'));
+          return;
+        }
+        // A reply that does not open is dropped; the request keeps waiting for a real one.
+        const opened = this.openMsg(msg);
+        if (opened) this.settle(token)?.resolve(this.message(msg, opened));
+      },
+    });
+    this.inbox = { prefix, subscription };
+    return this.inbox;
+  }
+
+  private rejectPending(): void {
+    for (const token of [...this.pending.keys()]) {
+      this.settle(token)?.reject(new FabricBusError('closed', 'the NATS connection closed'));
+    }
+  }
+
+  kv(bucket: KV, name: string, ttlMs: number): SealedKv {
+    return new SealedBucket(bucket, name, ttlMs, this.sealer, (reason, claimed, key) =>
+      this.reject(reason, claimed, `kv ${name} ${key}`),
+    );
+  }
+
+  flush(): Promise<void> {
+    return this.nc.flush();
+  }
+
+  isClosed(): boolean {
+    return this.nc.isClosed();
+  }
+
+  closed(): Promise<void | Error> {
+    return this.nc.closed();
+  }
+
+  async drain(): Promise<void> {
+    this.rejectPending();
+    await this.nc.drain();
+  }
+
+  async close(): Promise<void> {
+    this.rejectPending();
+    await this.nc.close();
+  }
+}
+
+function isNoResponders(msg: Msg): boolean {
+  return msg.data.length === 0 && msg.headers?.code === 503;
+}
+
+class SealedBucket implements SealedKv {
+  /** The time of the last value accepted per key: an older one is a replay. */
+  private readonly accepted = new Map<string, { sentAtMs: number; nonce: string }>();
+
+  constructor(
+    private readonly bucket: KV,
+    private readonly name: string,
+    private readonly ttlMs: number,
+    private readonly sealer: FabricSealer,
+    private readonly onReject: (reason: RejectReason, claimed: string, key: string) => void,
+  ) {}
+
+  private seal(key: string, value: Uint8Array): Uint8Array {
+    return this.sealer.seal(kvContext(this.name, key), value);
+  }
+
+  put(key: string, value: Uint8Array): Promise<number> {
+    return this.bucket.put(key, this.seal(key, value));
+  }
+
+  create(key: string, value: Uint8Array): Promise<number> {
+    return this.bucket.create(key, this.seal(key, value));
+  }
+
+  update(key: string, value: Uint8Array, revision: number): Promise<number> {
+    return this.bucket.update(key, this.seal(key, value), revision);
+  }
+
+  async delete(key: string, options?: { previousSeq?: number }): Promise<void> {
+    if (options?.previousSeq !== undefined) await this.update(key, EMPTY, options.previousSeq);
+    else await this.put(key, EMPTY);
+  }
+
+  async get(key: string): Promise<{ revision: number; value: Uint8Array | undefined } | null> {
+    const entry = await this.bucket.get(key);
+    if (!entry) return null;
+    if (entry.operation !== 'PUT') return { revision: entry.revision, value: undefined };
+    const opened = this.sealer.openValue(kvContext(this.name, key), entry.value, this.ttlMs);
+    if (!opened.ok) this.onReject(opened.reason, opened.claimed, key);
+    return {
+      revision: entry.revision,
+      value: opened.ok && opened.data.length > 0 ? opened.data : undefined,
+    };
+  }
+
+  /** The entry opened and in order for its key; undefined (counted) otherwise. */
+  private open(
+    key: string,
+    operation: string,
+    value: Uint8Array,
+    revision: number,
+  ): SealedKvEntry | undefined {
+    if (operation !== 'PUT') {
+      this.onReject('unsealed', '', key);
+      return undefined;
+    }
+    const opened = this.sealer.openValue(kvContext(this.name, key), value, this.ttlMs);
+    if (!opened.ok) {
+      this.onReject(opened.reason, opened.claimed, key);
+      return undefined;
+    }
+    const last = this.accepted.get(key);
+    if (
+      last !== undefined &&
+      (opened.sentAtMs < last.sentAtMs || (opened.sentAtMs === last.sentAtMs && opened.nonce === last.nonce))
+    ) {
+      this.onReject('replay', opened.sender, key);
+      return undefined;
+    }
+    this.accepted.delete(key);
+    this.accepted.set(key, { sentAtMs: opened.sentAtMs, nonce: opened.nonce });
+    if (this.accepted.size > MAX_KV_KEYS) this.accepted.delete(this.accepted.keys().next().value as string);
+    const data = opened.data;
+    return {
+      key,
+      revision,
+      operation: data.length === 0 ? 'DEL' : 'PUT',
+      value: data,
+      sender: opened.sender,
+      json: <T>() => JSON.parse(new TextDecoder().decode(data)) as T,
+    };
+  }
+
+  async watch(options?: Pick<KvWatchOptions, 'include' | 'key'>): Promise<SealedKvWatch> {
+    const inner = await this.bucket.watch(options);
+    const open = (key: string, operation: string, value: Uint8Array, revision: number) =>
+      this.open(key, operation, value, revision);
+    return {
+      stop: () => inner.stop(),
+      async *[Symbol.asyncIterator]() {
+        for await (const entry of inner) {
+          const opened = open(entry.key, entry.operation, entry.value, entry.revision);
+          if (opened) yield opened;
+        }
+      },
+    };
+  }
+}

@@ -1,0 +1,161 @@
+import { describe, expect, it } from '@jest/globals';
+import { keyringOf } from './fabric-keyring.js';
+import { FabricSealer, kvContext, messageContext } from './fabric-sealer.js';
+
+const KEY_A = Buffer.alloc(32, 1);
+const KEY_B = Buffer.alloc(32, 2);
+const text = (value: string) => new TextEncoder().encode(value);
+const read = (value: Uint8Array) => new TextDecoder().decode(value);
+
+function sealer(sender: string, keys: Buffer[], clock: { now: number }, replayCachePerSender?: number) {
+  return new FabricSealer({
+    keyring: keyringOf(keys),
+    sender,
+    now: () => clock.now,
+    maxSkewMs: 30_000,
+    ...(replayCachePerSender !== undefined ? { replayCachePerSender } : {}),
+  });
+}
+
+describe('FabricSealer', () => {
+  const clock = { now: 1_800_000_000_000 };
+  const run = messageContext('iop.run.edge-1', 'iop.events.edge-2.f1');
+
+  it('opens what an edge with the same key sealed for the same subject, once, naming the sender', () => {
+    const sent = sealer('edge-2', [KEY_A], clock).seal(run, text('the prompt'));
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    const opened = receiver.open(run, sent);
+    expect(opened).toMatchObject({ ok: true, sender: 'edge-2', sentAtMs: clock.now });
+    if (opened.ok) expect(read(opened.data)).toBe('the prompt');
+    // The payload is not in the sealed bytes.
+    expect(Buffer.from(sent).includes(Buffer.from('the prompt'))).toBe(false);
+    expect(receiver.open(run, sent)).toEqual({ ok: false, reason: 'replay', claimed: 'edge-2' });
+  });
+
+  it('refuses a changed byte anywhere (header, body or tag)', () => {
+    const sent = sealer('edge-2', [KEY_A], clock).seal(run, text('the prompt'));
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    for (const index of [5, 8, sent.length - 20, sent.length - 1]) {
+      const tampered = Buffer.from(sent);
+      tampered[index] = (tampered[index] ?? 0) ^ 0x01;
+      const opened = receiver.open(run, tampered);
+      expect(opened.ok).toBe(false);
+      if (!opened.ok) expect(['auth_failed', 'malformed']).toContain(opened.reason);
+    }
+    // The sender's name is authenticated too: edge-3 cannot take edge-2's message as its own.
+    const renamed = Buffer.from(sent);
+    renamed[7] = 'X'.charCodeAt(0);
+    expect(receiver.open(run, renamed)).toMatchObject({ ok: false, reason: 'auth_failed' });
+    expect(receiver.open(run, sent).ok).toBe(true);
+  });
+
+  it('refuses a message moved to another subject, reply subject or KV key', () => {
+    const from = sealer('edge-2', [KEY_A], clock);
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    const sent = from.seal(run, text('x'));
+    expect(receiver.open(messageContext('iop.run.edge-3', 'iop.events.edge-2.f1'), sent)).toMatchObject({
+      ok: false,
+      reason: 'auth_failed',
+    });
+    expect(receiver.open(messageContext('iop.run.edge-1', 'iop.events.edge-9.f1'), sent)).toMatchObject({
+      ok: false,
+      reason: 'auth_failed',
+    });
+    const claim = from.seal(kvContext('iop_nodes', 'node-a'), text('{}'));
+    expect(receiver.openValue(kvContext('iop_nodes', 'node-b'), claim, 3000)).toMatchObject({
+      ok: false,
+      reason: 'auth_failed',
+    });
+    expect(receiver.openValue(kvContext('iop_edges', 'node-a'), claim, 3000)).toMatchObject({
+      ok: false,
+      reason: 'auth_failed',
+    });
+    expect(receiver.openValue(kvContext('iop_nodes', 'node-a'), claim, 3000).ok).toBe(true);
+  });
+
+  it('refuses a message older or newer than the skew window, and a KV value older than its TTL', () => {
+    const past = { now: clock.now - 31_000 };
+    const future = { now: clock.now + 31_000 };
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    expect(receiver.open(run, sealer('edge-2', [KEY_A], past).seal(run, text('x')))).toMatchObject({
+      ok: false,
+      reason: 'stale',
+    });
+    expect(receiver.open(run, sealer('edge-2', [KEY_A], future).seal(run, text('x')))).toMatchObject({
+      ok: false,
+      reason: 'stale',
+    });
+    const within = { now: clock.now - 29_000 };
+    expect(receiver.open(run, sealer('edge-2', [KEY_A], within).seal(run, text('x'))).ok).toBe(true);
+    const kv = kvContext('iop_edges', 'edge-2');
+    const old = sealer('edge-2', [KEY_A], { now: clock.now - 34_000 }).seal(kv, text('{}'));
+    expect(receiver.openValue(kv, old, 3000)).toMatchObject({ ok: false, reason: 'stale' });
+    const recent = sealer('edge-2', [KEY_A], { now: clock.now - 32_000 }).seal(kv, text('{}'));
+    expect(receiver.openValue(kv, recent, 3000).ok).toBe(true);
+  });
+
+  it('refuses a message sealed with another key, and opens one sealed with any key of a rotated ring', () => {
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    expect(receiver.open(run, sealer('edge-2', [KEY_B], clock).seal(run, text('x')))).toEqual({
+      ok: false,
+      reason: 'unknown_key',
+      claimed: 'edge-2',
+    });
+    // Rotation: edge-2 already sends with B (A still accepted); edge-1 accepts both while it still sends with A.
+    const rotated = sealer('edge-1', [KEY_A, KEY_B], clock);
+    const sentWithB = sealer('edge-2', [KEY_B, KEY_A], clock).seal(run, text('new'));
+    const sentWithA = sealer('edge-3', [KEY_A, KEY_B], clock).seal(run, text('old'));
+    expect(rotated.open(run, sentWithB).ok).toBe(true);
+    expect(rotated.open(run, sentWithA).ok).toBe(true);
+    // An edge that still holds only B refuses what the primary A sealed.
+    expect(
+      sealer('edge-4', [KEY_B], clock).open(
+        run,
+        sealer('edge-1', [KEY_A, KEY_B], clock).seal(run, text('x')),
+      ),
+    ).toMatchObject({ ok: false, reason: 'unknown_key' });
+  });
+
+  it('refuses garbage and a message of another format without opening it', () => {
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    expect(receiver.open(run, text('{"forwardId":"x"}'))).toEqual({
+      ok: false,
+      reason: 'malformed',
+      claimed: '',
+    });
+    expect(receiver.open(run, new Uint8Array(0))).toEqual({ ok: false, reason: 'malformed', claimed: '' });
+    const sent = sealer('edge-2', [KEY_A], clock).seal(run, text('x'));
+    expect(receiver.open(run, sent.subarray(0, 30))).toMatchObject({ ok: false, reason: 'malformed' });
+  });
+
+  it('keeps a bounded replay cache per sender and never lets a forgotten nonce through', () => {
+    const now = { now: clock.now };
+    const receiver = sealer('edge-1', [KEY_A], now, 4);
+    const sender = sealer('edge-2', [KEY_A], now);
+    const sent: Uint8Array[] = [];
+    for (let index = 0; index < 6; index++) {
+      now.now += 1;
+      sent.push(sender.seal(run, text(String(index))));
+    }
+    for (const message of sent) expect(receiver.open(run, message).ok).toBe(true);
+    // Every one is refused again: the last four are remembered, the first two are below the cache's floor.
+    for (const message of sent)
+      expect(receiver.open(run, message)).toMatchObject({ ok: false, reason: 'replay' });
+    // Other senders have their own cache; newer messages still pass.
+    now.now += 1;
+    expect(receiver.open(run, sender.seal(run, text('next'))).ok).toBe(true);
+    expect(receiver.open(run, sealer('edge-3', [KEY_A], now).seal(run, text('x'))).ok).toBe(true);
+  });
+
+  it('forgets nonces whose time left the window (a quiet fabric holds no old entries)', () => {
+    const now = { now: clock.now };
+    const receiver = sealer('edge-1', [KEY_A], now, 1000);
+    const sender = sealer('edge-2', [KEY_A], now);
+    const first = sender.seal(run, text('1'));
+    expect(receiver.open(run, first).ok).toBe(true);
+    now.now += 40_000;
+    expect(receiver.open(run, sender.seal(run, text('2'))).ok).toBe(true);
+    // The first is out of the window now: refused as stale, not accepted as unseen.
+    expect(receiver.open(run, first)).toMatchObject({ ok: false, reason: 'stale' });
+  });
+});
