@@ -13,6 +13,8 @@ import type { PoolConfig } from '../pool/provider-pool.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { modelConfig, nodeConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { systemClock } from '../clock.js';
+import { unlimitedPrincipal } from '../governance/principal.js';
+import { principalDigest } from './principal-sessions.js';
 import type { EdgeService, RunEventWithMeta, RunSpec } from './types.js';
 
 /** The flat shape these tests write runs in: an explicit route with a fixed session. */
@@ -515,6 +517,39 @@ describe('createEdgeService admission', () => {
       ['p2', 0, 0],
     ]);
     expect(recorded.filter((line) => line.startsWith('a2a:'))).toHaveLength(1);
+    h.close();
+  });
+
+  it('gives each principal sessions of its own: a key reuses its warm slot, another key never gets it', async () => {
+    const h = setup([{ id: 'n1' }], {}, admissionConfig());
+    const run = (principal: string | undefined, session: RunSpec['session']) =>
+      h.service.submitRun(
+        { kind: 'model', model: 'm' },
+        { ...spec(), session },
+        { surface: 'openai', ...(principal ? { principal: unlimitedPrincipal(principal) } : {}) },
+      );
+    const slot: RunSpec['session'] = { kind: 'slot', baseId: 'openai' };
+    const a = await run('team', slot);
+    const b = await run('team-a', slot);
+    const anonymous = await run(undefined, slot);
+    expect(a.sessionId).toBe(`k${principalDigest('team')}.openai`);
+    expect(b.sessionId).toBe(`k${principalDigest('team-a')}.openai`);
+    // Without keys the ids are what they were before principals existed.
+    expect(anonymous.sessionId).toBe('openai');
+    for (const handle of [a, b, anonymous]) complete(h, handle.runId);
+    await Promise.all([a, b, anonymous].map((handle) => handle.done));
+    // Key A's next request continues A's session (slot 0 of A's own base), not a fresh one.
+    const again = await run('team', slot);
+    expect(again.sessionId).toBe(a.sessionId);
+    const fixed = await run('team', { kind: 'fixed', sessionId: 'a2a-ctx' });
+    expect(fixed.sessionId).toBe(`k${principalDigest('team')}.a2a-ctx`);
+    const sent = (h.channels.get('n1')?.ofKind('runRequest') ?? []).map((frame) =>
+      frame.msg?.$case === 'runRequest' ? frame.msg.runRequest.sessionId : '',
+    );
+    expect(sent).toEqual([a.sessionId, b.sessionId, 'openai', a.sessionId, fixed.sessionId]);
+    for (const handle of [again, fixed]) complete(h, handle.runId);
+    await Promise.all([again, fixed].map((handle) => handle.done));
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
     h.close();
   });
 

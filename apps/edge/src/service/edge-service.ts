@@ -2,7 +2,7 @@
 //
 // Admission: every run — whatever surface it came through — goes through submitRun(destination, spec). The
 // service takes the capacity (a pool lease: provider slot and node slot, waiting in the FIFO queue when none is
-// free), the session (fixed, or a free slot of a base id), applies the model's generation policy, registers a
+// free), the session (fixed, or a free slot of a base id; the principal's own, see principal-sessions.ts), applies the model's generation policy, registers a
 // RunTracker with the node's link and sends the RunRequest; it returns as soon as the request is on the wire
 // (foreground and background alike — a background run differs only in that nobody has to read its handle).
 //
@@ -27,6 +27,7 @@ import { randomHex } from '../random-ids.js';
 import { ServiceError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
+import { principalSessionId } from './principal-sessions.js';
 import { SessionSlots, type SessionSlot } from './session-slots.js';
 import type {
   EdgeService,
@@ -207,10 +208,12 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       if (options.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
       const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
       const target = lease.target;
+      // The principal's own session: another key's run never reaches it (principal-sessions.ts).
+      const owner = options.principal?.id;
       session =
         spec.session.kind === 'fixed'
-          ? { sessionId: spec.session.sessionId, release: () => undefined }
-          : sessions.acquire(lease.nodeId, adapter, target, spec.session.baseId);
+          ? { sessionId: principalSessionId(spec.session.sessionId, owner), release: () => undefined }
+          : sessions.acquire(lease.nodeId, adapter, target, principalSessionId(spec.session.baseId, owner));
       const handle = await start(
         link,
         lease,
