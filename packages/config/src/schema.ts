@@ -297,7 +297,10 @@ export const edgeConfigSchema: Schema = extensible({
     public_url: optionalHttpUrl,
   }),
   ui: object({ enabled: bool, listen }),
-  usage: object({ retention_days: integer(LIMITS.retention_days) }),
+  usage: object({
+    retention_days: integer(LIMITS.retention_days),
+    reserve_max_tokens: integer(LIMITS.reserve_max_tokens),
+  }),
   tracing: object({
     enabled: bool,
     otlp_endpoint: optionalHttpUrl,

@@ -34,7 +34,7 @@ import type {
   SubmitOptions,
 } from '../service/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
-import { estimateTokens } from '../governance/estimate-tokens.js';
+import { admissionTokens } from '../governance/admission-tokens.js';
 import { isGovernanceError } from '../governance/errors.js';
 import type { Governor } from '../governance/governor.js';
 import { allowsModel } from '../governance/principal.js';
@@ -806,7 +806,17 @@ class ClusterImpl implements EdgeCluster {
         if (!allowsModel(principal, model)) return route(destination, spec, options);
         let leased;
         try {
-          leased = await this.limits.reserve(principal, estimateTokens(spec.messages));
+          // Prompt + the answer's limit, as the local service reserves it (admission-tokens.ts).
+          const policy = destination.kind === 'model' ? base.models.get(destination.model) : undefined;
+          leased = await this.limits.reserve(
+            principal,
+            admissionTokens(spec.messages, {
+              requested: spec.params?.maxTokens,
+              modelDefault: policy?.default_max_tokens,
+              modelMinimum: policy?.min_max_tokens,
+              fallback: this.options.config.usage.reserve_max_tokens,
+            }),
+          );
         } catch (error) {
           if (!isGovernanceError(error)) throw error;
           // reserve checks no allow-list, so the code is one of the limits' (ServiceError has the same codes).

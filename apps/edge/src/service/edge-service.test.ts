@@ -13,6 +13,7 @@ import type { PoolConfig } from '../pool/provider-pool.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { modelConfig, nodeConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { systemClock } from '../clock.js';
+import type { AdmissionRequest, Governor, RunEnd } from '../governance/governor.js';
 import { unlimitedPrincipal } from '../governance/principal.js';
 import { principalDigest } from './principal-sessions.js';
 import type { EdgeService, RunEventWithMeta, RunSpec } from './types.js';
@@ -205,6 +206,47 @@ describe('createEdgeService runs', () => {
     await expect(handle.done).resolves.toEqual({ status: 'cancelled', reason: 'user' });
     await expect(h.service.cancelRun('run-1')).resolves.toBe(false);
     expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('reserves prompt + max_tokens at admission and settles a client-cut stream to what it streamed', async () => {
+    const admitted: AdmissionRequest[] = [];
+    const ended: RunEnd[] = [];
+    const governor: Governor = {
+      admit(request) {
+        admitted.push(request);
+        return { principal: request.principal?.id ?? '', finish: (runEnd) => ended.push(runEnd) };
+      },
+      reserve: () => ({ finish: () => undefined }),
+      snapshot: () => [],
+    };
+    const h = setup([{ id: 'n1' }], { governor, reserveMaxTokens: 1000 });
+    const controller = new AbortController();
+    const prompt = [create.chatMessage({ role: 'user', content: 'x'.repeat(40) })];
+    const handle = await submit(
+      h.service,
+      runInput({
+        messages: prompt,
+        params: create.generationParams({ maxTokens: 20 }),
+        signal: controller.signal,
+      }),
+    );
+    // 10 prompt tokens + the request's max_tokens (not the 1000 fallback).
+    expect(admitted[0]?.estimatedTokens).toBe(30);
+    h.emit('n1', handle.runId, 1, { type: 'text-delta', text: 'y'.repeat(30) });
+    controller.abort();
+    h.emit('n1', handle.runId, 2, { type: 'cancelled', reason: 'client-disconnected' });
+    await handle.done;
+    // No usage from the backend: 10 prompt tokens and ceil(30 / 4) streamed ones count.
+    expect(ended).toEqual([
+      expect.objectContaining({ outcome: 'cancelled', usage: { inputTokens: 10, outputTokens: 8 } }),
+    ]);
+    // Without max_tokens (an explicit route has no model policy) the configured reserve applies.
+    const second = await submit(h.service, runInput({ messages: prompt }));
+    expect(admitted[1]?.estimatedTokens).toBe(1010);
+    h.emit('n1', second.runId, 1, { type: 'error', code: 'x', message: 'y', retryable: false, backendMs: 0 });
+    await second.done;
+    expect(ended[1]?.usage).toEqual({ inputTokens: 0, outputTokens: 0 });
     h.close();
   });
 

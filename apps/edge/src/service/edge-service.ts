@@ -20,7 +20,7 @@ import type { NodeRegistry } from '../node/node-registry.js';
 import { isPoolError, type PoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { isGovernanceError, type GovernanceError } from '../governance/errors.js';
-import { estimateTokens } from '../governance/estimate-tokens.js';
+import { admissionTokens } from '../governance/admission-tokens.js';
 import type { Admission, Governor, RunEnd } from '../governance/governor.js';
 import { disabledTracing, type TraceSpan, type Tracing } from '@iop/tracing';
 import { randomHex } from '../random-ids.js';
@@ -68,6 +68,11 @@ export interface EdgeServiceDeps {
    * usage record of every run; none = no limits, no usage records.
    */
   governor?: Governor;
+  /**
+   * `usage.reserve_max_tokens`: answer tokens a run reserves against its key's tpm and budget when neither the
+   * request's max_tokens nor the model's default_max_tokens says (default 0: the prompt only).
+   */
+  reserveMaxTokens?: number;
   /** Spans of admission (the queue wait) and of each run; default off. */
   tracing?: Tracing;
   /** Run id generator (default `run-<time36>-<random hex>`). */
@@ -244,12 +249,23 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         principal: options.principal,
         surface: options.surface,
         model: options.model ?? (destination.kind === 'model' ? destination.model : destination.target),
-        estimatedTokens: estimateTokens(spec.messages),
+        estimatedTokens: reservedTokens(destination, spec),
       });
     } catch (error) {
       if (isGovernanceError(error)) throw fromGovernanceError(error);
       throw error;
     }
+  }
+
+  /** What the run reserves against tpm and the budget: prompt + its answer's limit (admission-tokens.ts). */
+  function reservedTokens(destination: RunDestination, spec: RunSpec): number {
+    const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
+    return admissionTokens(spec.messages, {
+      requested: spec.params?.maxTokens,
+      modelDefault: policy?.default_max_tokens,
+      modelMinimum: policy?.min_max_tokens,
+      fallback: deps.reserveMaxTokens ?? 0,
+    });
   }
 
   async function start(

@@ -3,18 +3,13 @@
 // ends — whichever comes first of: the node's terminal event, the node disconnecting (→ `error` part
 // `node_disconnected`), the edge deadline (→ `error` part `run_timeout`), a cancel the node never confirms
 // (→ `cancelled` after a grace period) or a stuck foreground consumer (→ `error` part `consumer_overflow`).
-import {
-  isTerminalPart,
-  type RunEventEnvelope,
-  type RunEventPart,
-  type RunRequest,
-  type Usage,
-} from '@iop/wire';
+import { isTerminalPart, type RunEventEnvelope, type RunEventPart, type RunRequest } from '@iop/wire';
 import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus, RunAdmitted } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import { unwatchAbort, watchAbort } from './abort-watchers.js';
+import { DeliveredUsage } from './delivered-usage.js';
 import { RunEventStream } from './run-event-stream.js';
 import type { RunEventWithMeta, RunHandle, RunOutcome } from './types.js';
 
@@ -52,8 +47,8 @@ export class RunTracker implements RunObserver {
   private finishedAt: number | undefined;
   private backendMs: number | undefined;
   private lastSeq = 0;
-  /** The newest usage the node reported (each usage part is the run's total so far). */
-  private lastUsage: Usage | undefined;
+  /** The backend's usage, or an estimate of what was streamed when the run ended before it reported any. */
+  private readonly delivered: DeliveredUsage;
   private finalOutcome: RunOutcome | undefined;
   private finished = false;
   private admittedPublished = false;
@@ -69,6 +64,7 @@ export class RunTracker implements RunObserver {
     this.runId = options.request.runId;
     this.nodeId = options.link.nodeId;
     this.submittedAt = this.durationNow();
+    this.delivered = new DeliveredUsage(options.request.messages);
     this.stream = new RunEventStream(options.bufferSize, options.request.background);
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
@@ -107,12 +103,9 @@ export class RunTracker implements RunObserver {
     return new TrackedRunHandle(this, this.options.request, this.options.queueMs, this.submittedAtMonotonic);
   }
 
-  /** Tokens the backend reported for the run (0 when it reported none). */
+  /** Tokens of the run: the backend's figures, else an estimate of what was streamed (DeliveredUsage). */
   get usage(): { inputTokens: number; outputTokens: number } {
-    return {
-      inputTokens: this.lastUsage?.promptTokens ?? 0,
-      outputTokens: this.lastUsage?.completionTokens ?? 0,
-    };
+    return this.delivered.usage();
   }
 
   /** How the run ended; undefined until it has. */
@@ -155,7 +148,7 @@ export class RunTracker implements RunObserver {
   onEvent(event: RunEventEnvelope): void {
     if (this.finished) return;
     this.lastSeq = Math.max(this.lastSeq, event.seq);
-    if (event.part.type === 'usage') this.lastUsage = event.part.usage;
+    this.delivered.observe(event.part);
     const meta: RunEventWithMeta = {
       runId: this.runId,
       nodeId: this.nodeId,
