@@ -254,7 +254,7 @@ export class TaskManager {
     let context = this.contexts.get(key);
     if (!context) {
       context = {
-        // The service makes this the principal's own session on the node (service/principal-sessions.ts), so a
+        // The service makes this the principal's own session on the node (@iop/wire session-owner.ts), so a
         // key's contexts never meet another key's, even under the same context id or a key id that extends it.
         sessionId: `${this.settings.sessionId}-${contextId}`,
         history: [],

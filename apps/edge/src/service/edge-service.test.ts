@@ -1,5 +1,12 @@
 import { describe, it, expect } from '@jest/globals';
-import { CancelAction, create, toWireRunEvent, type Envelope, type RunEventPart } from '@iop/wire';
+import {
+  CancelAction,
+  create,
+  principalDigest,
+  toWireRunEvent,
+  type Envelope,
+  type RunEventPart,
+} from '@iop/wire';
 import { createEventBus } from '../events/event-bus.js';
 import type { EdgeEvent } from '../events/types.js';
 import { silentLogger } from '../logging.js';
@@ -15,7 +22,6 @@ import { modelConfig, nodeConfig, providerConfig } from '../pool/test-support/po
 import { systemClock } from '../clock.js';
 import type { AdmissionRequest, Governor, RunEnd } from '../governance/governor.js';
 import { unlimitedPrincipal } from '../governance/principal.js';
-import { principalDigest } from './principal-sessions.js';
 import type { EdgeService, RunEventWithMeta, RunSpec } from './types.js';
 
 /** The flat shape these tests write runs in: an explicit route with a fixed session. */

@@ -2,15 +2,15 @@
 //
 // Admission: every run — whatever surface it came through — goes through submitRun(destination, spec). The
 // service takes the capacity (a pool lease: provider slot and node slot, waiting in the FIFO queue when none is
-// free), the session (fixed, or a free slot of a base id; the principal's own, see principal-sessions.ts), applies the model's generation policy, registers a
-// RunTracker with the node's link and sends the RunRequest; it returns as soon as the request is on the wire
+// free), the session (fixed, or a free slot of a base id; always the run's principal's own, see @iop/wire
+// session-owner.ts), applies the model's generation policy, registers a RunTracker with the node's link and sends the RunRequest; it returns as soon as the request is on the wire
 // (foreground and background alike — a background run differs only in that nobody has to read its handle).
 //
 // Lifetime: the tracker is the run's one owner from then on. It ends the run exactly once (terminal event,
 // disconnect, the one deadline, an unconfirmed cancel after the one grace period, a stuck reader) and then the
 // service releases the lease and the session, once. A caller's abort signal is the one cancel path for client
 // disconnects. Errors are ServiceErrors; PoolErrors and NodeLinkErrors are translated here, in one place.
-import { create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
+import { create, principalSessionId, type NodeCommandResponse, type RunRequest } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -27,7 +27,6 @@ import { randomHex } from '../random-ids.js';
 import { ServiceError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { RunTracker } from './run-tracker.js';
-import { principalSessionId } from './principal-sessions.js';
 import { SessionSlots, type SessionSlot } from './session-slots.js';
 import type {
   EdgeService,
@@ -213,7 +212,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       if (options.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
       const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
       const target = lease.target;
-      // The principal's own session: another key's run never reaches it (principal-sessions.ts).
+      // The principal's own session: another key's run never reaches it (@iop/wire session-owner.ts).
       const owner = options.principal?.id;
       session =
         spec.session.kind === 'fixed'

@@ -1,8 +1,8 @@
 // Session slots for runs that ask for one (`{ kind: 'slot' }`, the OpenAI surface). The OpenAI API is stateless,
 // but a CLI target keeps one worker process per session and refuses a second run on a busy session. Each run
-// therefore takes the lowest free slot of its node/adapter/target and base id (each principal has its own base,
-// see principal-sessions.ts): slot 0 is the base id, slot n is `<base>-<n+1>`. Concurrent runs never share a session, and later runs reuse the warm ones. A slot is held until
-// the run settles.
+// therefore takes the lowest free slot of its node/adapter/target and base id (each principal has a base of its
+// own, see @iop/wire session-owner.ts): slot 0 is the base id, slot n is `<base>-<n+1>`. Concurrent runs never
+// share a session, and later runs reuse the warm ones. A slot is held until the run settles.
 
 export interface SessionSlot {
   readonly sessionId: string;

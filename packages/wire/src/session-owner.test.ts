@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { principalDigest, principalSessionId } from './principal-sessions.js';
+import { principalDigest, principalSessionId, sessionOwner } from './session-owner.js';
 
 describe('principalSessionId', () => {
   it('leaves anonymous session ids as they are', () => {
@@ -22,5 +22,13 @@ describe('principalSessionId', () => {
     expect(id).toMatch(/^[A-Za-z0-9._-]+$/);
     expect(id).not.toContain('Team');
     expect(principalDigest('x')).toHaveLength(24);
+  });
+});
+
+describe('sessionOwner', () => {
+  it("reads back the principal digest of a keyed session, '' for an anonymous one", () => {
+    expect(sessionOwner(principalSessionId('openai-2', 'team'))).toBe(principalDigest('team'));
+    expect(sessionOwner('openai')).toBe('');
+    expect(sessionOwner('k0123.openai')).toBe('');
   });
 });
