@@ -38,6 +38,7 @@ jest.setTimeout(120_000);
 
 const KEY_A = 'sk-e2e-tenant-a-0123456789';
 const KEY_B = 'sk-e2e-tenant-b-0123456789';
+const KEY_C = 'sk-e2e-tenant-c-0123456789';
 const KEY_TEAM = 'sk-e2e-tenant-team-0123456789';
 const KEY_TEAM_A = 'sk-e2e-tenant-team-a-0123456789';
 const KEY_BUDGET = 'sk-e2e-tenant-budget-0123456789';
@@ -149,6 +150,7 @@ beforeAll(async () => {
       api_keys: [
         { id: 'tenant-a', key: KEY_A },
         { id: 'tenant-b', key: KEY_B },
+        { id: 'tenant-c', key: KEY_C },
         { id: 'team', key: KEY_TEAM },
         { id: 'team-a', key: KEY_TEAM_A },
         { id: 'budget', key: KEY_BUDGET, token_budget: { tokens: 60, per: 'day' } },
@@ -175,7 +177,8 @@ beforeAll(async () => {
               // The node's working directory (the repository: where bin/ is) and the tenants' workspaces.
               workspace_roots: [repoRoot, workspaces],
               profiles: {
-                agent: { command: 'bin/iop-fake-cli', mode: 'persistent', idle_timeout_ms: 400 },
+                // Generous: on a loaded machine the agent's first line may take a while, and idle ends an answer.
+                agent: { command: 'bin/iop-fake-cli', mode: 'persistent', idle_timeout_ms: 1500 },
               },
             },
             {
@@ -256,6 +259,17 @@ describe('tenants stay apart on one edge', () => {
     for (const answer of [plain, ownWorkspace]) {
       expect(answer).not.toContain(CODEWORD);
       expect(answer).not.toContain(workspaceA);
+    }
+    // Naming A's directory does not get B in: B's session stays in B's directory (and says only that).
+    const mismatch = await ask(KEY_B, 'codeword?', workspaceA);
+    expect(mismatch).toMatch(/^error 400 .*workspace_mismatch/);
+    expect(mismatch).toContain(`runs in ${workspaceB}`);
+    // A key without a session yet is refused A's directory and the one above it, naming only its own request.
+    for (const foreign of [workspaceA, path.dirname(workspaceA)]) {
+      const refused = await ask(KEY_C, 'codeword? where are you?', foreign);
+      expect(refused).toMatch(/^error 400 .*workspace_not_allowed/);
+      expect(refused).not.toContain(CODEWORD);
+      if (foreign !== workspaceA) expect(refused).not.toContain(workspaceA);
     }
     // B's turns did not disturb A's session.
     expect(await ask(KEY_A, 'codeword?', workspaceA)).toContain(`CODEWORD ${CODEWORD}`);
