@@ -263,4 +263,16 @@ describe('governor', () => {
     clock.advance(61_000);
     expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
   });
+
+  it('a run longer than the tpm window counts its tokens when it ends, not in a second that left the window', () => {
+    const { governor, clock } = setup();
+    const principal = key({ tpm: 1000 });
+    const long = governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 100 });
+    clock.advance(90_000);
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
+    long.finish(end(10, 290));
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(300);
+    clock.advance(61_000);
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
+  });
 });
