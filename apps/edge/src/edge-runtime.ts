@@ -192,6 +192,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     clock,
     metrics: admissionMetrics(metrics),
     governor: governance.governor,
+    reserveMaxTokens: config.usage.reserve_max_tokens,
     tracing,
     edgeId: config.edge.id,
     ...(cluster ? { remote: cluster.remote } : {}),

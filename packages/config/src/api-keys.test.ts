@@ -139,10 +139,20 @@ refresh:
 });
 
 describe('usage and tracing sections', () => {
-  it('defaults to 90 days of usage and tracing off', () => {
+  it('defaults to 90 days of usage, 1024 reserved answer tokens and tracing off', () => {
     const config = load('');
-    expect(config.usage).toEqual({ retention_days: 90 });
+    expect(config.usage).toEqual({ retention_days: 90, reserve_max_tokens: 1024 });
     expect(config.tracing).toEqual({ enabled: false, otlp_endpoint: '', sample_ratio: 1 });
+  });
+
+  it('takes a reserve of 0 (the prompt only) and refuses a negative or fractional one with its path', () => {
+    expect(load('usage: { reserve_max_tokens: 0 }').usage.reserve_max_tokens).toBe(0);
+    expect(issues('usage: { reserve_max_tokens: -1 }').map((issue) => issue.path)).toEqual([
+      'usage.reserve_max_tokens',
+    ]);
+    expect(issues('usage: { reserve_max_tokens: 2.5 }').map((issue) => issue.path)).toEqual([
+      'usage.reserve_max_tokens',
+    ]);
   });
 
   it('validates the sample ratio and endpoint', () => {

@@ -34,6 +34,7 @@ export const LIMITS = {
   max_concurrent: { min: 1, max: 100_000 },
   budget_tokens: { min: 1, max: 1_000_000_000_000 },
   retention_days: { min: 1, max: 3650 },
+  reserve_max_tokens: { min: 0, max: 10_000_000 },
   cluster_heartbeat_ms: { min: 50, max: 60_000 },
   cluster_state_ttl_ms: { min: 1_000, max: 600_000 },
 } as const satisfies Record<string, Limit>;
@@ -76,6 +77,7 @@ export const DEFAULTS = {
   queue_timeout_ms: 30_000,
   priority: 0,
   usage_retention_days: 90,
+  usage_reserve_max_tokens: 1024,
   tracing_sample_ratio: 1,
   cluster_heartbeat_ms: 500,
   cluster_state_ttl_ms: 3_000,

@@ -153,7 +153,10 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
     },
     ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },
     http: { allowed_hosts: strings(httpSection.allowed_hosts) },
-    usage: { retention_days: int(usage.retention_days, DEFAULTS.usage_retention_days) },
+    usage: {
+      retention_days: int(usage.retention_days, DEFAULTS.usage_retention_days),
+      reserve_max_tokens: int(usage.reserve_max_tokens, DEFAULTS.usage_reserve_max_tokens),
+    },
     tracing: {
       enabled: bool(tracing.enabled, false),
       otlp_endpoint: str(tracing.otlp_endpoint, ''),

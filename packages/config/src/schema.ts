@@ -305,7 +305,10 @@ export const edgeConfigSchema: Schema = extensible({
       uniqueItems: true,
     },
   }),
-  usage: object({ retention_days: integer(LIMITS.retention_days) }),
+  usage: object({
+    retention_days: integer(LIMITS.retention_days),
+    reserve_max_tokens: integer(LIMITS.reserve_max_tokens),
+  }),
   tracing: object({
     enabled: bool,
     otlp_endpoint: optionalHttpUrl,

@@ -208,6 +208,11 @@ export interface ApiKeyConfig {
 export interface UsageConfig {
   /** Records older than this are deleted (checked hourly and at start). */
   readonly retention_days: number;
+  /**
+   * Answer tokens admission reserves against a key's `tpm` and budget for a request that names no `max_tokens`
+   * and whose model has no `default_max_tokens` (settled to what the run used when it ends). 0 = the prompt only.
+   */
+  readonly reserve_max_tokens: number;
 }
 
 /** `tracing` — W3C trace context and OpenTelemetry spans exported over OTLP/HTTP. */

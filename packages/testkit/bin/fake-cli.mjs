@@ -2,6 +2,10 @@
 // A persistent fake coding agent for IOP tests and the local console demo. It reads one prompt per stdin line
 // and answers each with two lines: the first `iop_\w+` token of the prompt upper-cased plus `_OK`, then plus
 // `_TAIL` (`ECHO_OK` / `ECHO_TAIL` without a token), then stays silent and alive like a real interactive agent.
+// Like a real agent it remembers its conversation (this process's lifetime = one logical session): a prompt
+// containing `remember codeword <WORD>` stores the word, and a prompt asking `codeword?` first answers
+// `CODEWORD <WORD>` (`CODEWORD NONE` when this session was never told one); `where are you?` answers
+// `CWD <working directory>` (the session's workspace). Session-isolation tests read these lines.
 //
 // Flags (for tests of the session core):
 //   --delay-ms N            wait N ms before answering (SIGINT during the wait drops the answer: "interrupt")
@@ -35,6 +39,8 @@ if (options.argvPrompt !== undefined) {
 }
 let answered = 0;
 const pending = new Set();
+/** The codeword this session was told to remember (its conversation memory). */
+let codeword;
 
 if (options.spawnChild) {
   // A plain child in our process group that ignores SIGHUP and keeps running after we die: only a tree kill
@@ -63,10 +69,14 @@ process.on('SIGTERM', () => {
 
 const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
 input.on('line', (line) => {
+  const told = /remember codeword (\S+)/i.exec(line);
+  if (told) codeword = told[1];
   const answer = () => {
     const match = /iop_\w+/i.exec(line);
     const token = match ? match[0].toUpperCase() : 'ECHO';
-    process.stdout.write(`${token}_OK\n${token}_TAIL\n`);
+    const recalled = /codeword\?/i.test(line) ? `CODEWORD ${codeword ?? 'NONE'}\n` : '';
+    const where = /where are you\?/i.test(line) ? `CWD ${process.cwd()}\n` : '';
+    process.stdout.write(`${recalled}${where}${token}_OK\n${token}_TAIL\n`);
     answered += 1;
     if (options.exitAfter > 0 && answered >= options.exitAfter) process.exit(0);
   };

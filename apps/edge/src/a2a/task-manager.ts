@@ -254,10 +254,9 @@ export class TaskManager {
     let context = this.contexts.get(key);
     if (!context) {
       context = {
-        // A key's contexts get sessions of their own on the node, even under a context id another key uses.
-        sessionId: principal
-          ? `${this.settings.sessionId}-${principal.id}-${contextId}`
-          : `${this.settings.sessionId}-${contextId}`,
+        // The service makes this the principal's own session on the node (@iop/wire session-owner.ts), so a
+        // key's contexts never meet another key's, even under the same context id or a key id that extends it.
+        sessionId: `${this.settings.sessionId}-${contextId}`,
         history: [],
         tail: Promise.resolve(),
         busy: 0,

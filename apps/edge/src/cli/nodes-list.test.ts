@@ -156,6 +156,38 @@ describe('iop-edge nodes list', () => {
     });
   });
 
+  it('prints no terminal escape sequence a node put in its version, host name or discovery strings', async () => {
+    const ESC = '\u001b';
+    service.nodes = [
+      {
+        ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)),
+        agentVersion: `0.1.0${ESC}]0;owned${ESC}\\`,
+        hostname: `host${ESC}[2J${ESC}[H\r`,
+        discovered: {
+          backends: [],
+          clis: [
+            {
+              name: 'codex',
+              path: '/usr/bin/codex',
+              version: `0.46.0${ESC}]8;;http://evil.example/\u0007x\u009b1A`,
+            },
+          ],
+          host: { os: 'linux', arch: 'x64', cpuCores: 1, memoryBytes: 0, gpus: [] },
+          discoveredAtUnixMs: NOW,
+        },
+      },
+    ];
+    const address = await serve();
+    const run = memoryIo(dir);
+    expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(0);
+    const table = run.out();
+    // eslint-disable-next-line no-control-regex -- no control character may be left
+    expect(table).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(table).toContain('0.1.0 ');
+    expect(table).toContain('host ');
+    expect(table).toContain('codex 0.46.0');
+  });
+
   it('says so when no node is connected, and takes the token from the environment', async () => {
     service.nodes = [];
     const address = await serve('env-token');

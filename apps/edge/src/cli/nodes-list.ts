@@ -5,6 +5,7 @@ import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
 import { discoveredToJson, discoverySummary, fromWireDiscovery } from '../node/discovered.js';
+import { terminalText } from '../node/terminal-text.js';
 import { adminTlsFiles, readAdminClientTls } from '../admin/admin-tls.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
 import {
@@ -161,7 +162,12 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     node.adapters.length > 0 ? node.adapters.join(',') : '-',
     discoverySummary(node.discovered ? fromWireDiscovery(node.discovered) : undefined),
   ]);
-  writeTable(io.stdout, header, rows);
+  // Every cell but the times is the node's own word: no escape sequence of a node reaches the terminal.
+  writeTable(
+    io.stdout,
+    header,
+    rows.map((row) => row.map((cell) => terminalText(cell))),
+  );
 }
 
 function isoTime(unixMs: number): string | null {

@@ -55,6 +55,34 @@ describe('console discovery', () => {
     expect(lines).toContain('[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0');
   });
 
+  it("strips a node's escape sequences from what it discovered and from its run text", async () => {
+    const { bus, service, session, lines } = setup();
+    const ESC = '\u001b';
+    service.nodes = [
+      {
+        ...node('n1', 'n1', 1_700_000_000_000),
+        discovered: {
+          ...DISCOVERED,
+          clis: [
+            { name: 'codex', path: '/bin/codex', version: `codex-cli 0.46.0${ESC}]0;pwned\u0007${ESC}[8m` },
+          ],
+        },
+      },
+    ];
+    bus.publish({
+      type: 'node',
+      event: { kind: 'discovered', nodeId: 'n1', alias: 'n1', reason: 'reported', atUnixMs: 2 },
+    });
+    await waitForLine(lines, /discovered/);
+    expect(lines).toContain('[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0');
+    // An echoing run: the answer text carries the sequences back from the "node".
+    service.script = undefined;
+    await session.handleLine(`hello${ESC}]52;c;aGk=\u0007${ESC}[1A\u009b2J\tworld`);
+    expect(lines).toContain('[node0-msg] echo: hello\tworld');
+    // eslint-disable-next-line no-control-regex -- no control character may be left
+    expect(lines.join('\n')).not.toMatch(/[\u001b\u0007\u009b]/);
+  });
+
   it('/discover asks the selected node for a fresh pass and prints what it reported', async () => {
     const { service, session, lines } = setup();
     service.commandHandler = (input) => {

@@ -33,6 +33,7 @@ import {
   type RunTextState,
 } from './console-format.js';
 import { NodeLabels } from '../node/node-labels.js';
+import { terminalText } from '../node/terminal-text.js';
 import { TextLineAssembler } from './text-line-assembler.js';
 
 export interface ConsoleDefaults {
@@ -139,7 +140,9 @@ export class ConsoleSession {
   constructor(options: ConsoleSessionOptions) {
     this.service = options.service;
     this.events = options.events;
-    this.write = options.write;
+    // Node ids, discovery strings and run text come from nodes: no escape sequence of theirs reaches the terminal.
+    const write = options.write;
+    this.write = (line) => write(terminalText(line, { tabs: true }));
     this.providerStatus = options.providerStatus ?? (() => this.service.providers());
     this.logger = options.logger ?? silentLogger;
     this.defaults = options.defaults;

@@ -5,6 +5,11 @@ import type { ChatMessage } from '@iop/wire';
 const CHARS_PER_TOKEN = 4;
 const TOKENS_PER_IMAGE = 256;
 
+/** Tokens of `characters` characters of text (the same four-per-token rule). */
+export function estimateTextTokens(characters: number): number {
+  return Math.ceil(Math.max(0, characters) / CHARS_PER_TOKEN);
+}
+
 export function estimateTokens(messages: readonly ChatMessage[]): number {
   let characters = 0;
   let images = 0;
@@ -13,5 +18,5 @@ export function estimateTokens(messages: readonly ChatMessage[]): number {
     for (const call of message.toolCalls) characters += call.argumentsJson.length + call.name.length;
     images += message.images.length;
   }
-  return Math.ceil(characters / CHARS_PER_TOKEN) + images * TOKENS_PER_IMAGE;
+  return estimateTextTokens(characters) + images * TOKENS_PER_IMAGE;
 }

@@ -216,4 +216,63 @@ describe('governor', () => {
     expect(here.records).toMatchObject([{ principal: 'team-a', inputTokens: 3, outputTokens: 4 }]);
     expect(home.governor.snapshot()[0]).toMatchObject({ inFlight: 0, tokensLastMinute: 7 });
   });
+
+  it('reserving prompt + max_tokens: concurrent runs pass a 60-token budget by at most one answer, settled at the end', () => {
+    const { governor } = setup();
+    const principal = key({ token_budget: { tokens: 60, per: 'day' } });
+    // Each request: a 1-token prompt and max_tokens 20 (admissionTokens) = 21 reserved.
+    const admit = () => governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 21 });
+    const running: Admission[] = [];
+    for (let index = 0; index < 10; index += 1) {
+      try {
+        running.push(admit());
+      } catch (error) {
+        expect(error).toMatchObject({ code: 'budget_exhausted' });
+      }
+    }
+    // 0, 21 and 42 reserved were below 60; at 63 the fourth is refused: the overshoot is under one answer.
+    expect(running).toHaveLength(3);
+    // Two finish early having delivered 6 tokens each; one uses all 21: the reservations settle to 33 spent.
+    running[0]?.finish(end(1, 5));
+    running[1]?.finish(end(1, 5));
+    expect(governor.snapshot()[0]?.budgetSpent).toBe(12);
+    // 12 spent + 21 still reserved < 60: there is room again, and the 4th admission takes it.
+    running.push(admit());
+    running[2]?.finish(end(1, 20));
+    running[3]?.finish(end(1, 20));
+    expect(governor.snapshot()[0]).toMatchObject({ budgetSpent: 54, inFlight: 0 });
+    running.push(admit());
+    running[4]?.finish(end(1, 20));
+    expect(refusal(admit).code).toBe('budget_exhausted');
+    expect(governor.snapshot()[0]?.budgetSpent).toBe(75);
+  });
+
+  it('reserving against tpm: concurrent runs cannot take more than one answer past it, and the window settles', () => {
+    const { governor, clock } = setup();
+    const principal = key({ tpm: 100 });
+    const admit = () => governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 40 });
+    const first = admit();
+    const second = admit();
+    const third = admit();
+    expect(refusal(admit)).toMatchObject({ code: 'rate_limited', limit: 'tpm' });
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(120);
+    // Cut short: each delivered 5 tokens; tpm counts those, not the reservation.
+    for (const run of [first, second, third]) run.finish(end(2, 3));
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(15);
+    expect(() => admit().finish(end(1, 1))).not.toThrow();
+    clock.advance(61_000);
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
+  });
+
+  it('a run longer than the tpm window counts its tokens when it ends, not in a second that left the window', () => {
+    const { governor, clock } = setup();
+    const principal = key({ tpm: 1000 });
+    const long = governor.admit({ principal, surface: 'openai', model: 'm', estimatedTokens: 100 });
+    clock.advance(90_000);
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
+    long.finish(end(10, 290));
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(300);
+    clock.advance(61_000);
+    expect(governor.snapshot()[0]?.tokensLastMinute).toBe(0);
+  });
 });

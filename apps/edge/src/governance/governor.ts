@@ -1,8 +1,9 @@
 // Admission by principal: before a run takes any capacity, the governor checks the key's model allow-list,
-// max_concurrent, rpm, tpm and token budget, and takes what the run will use (a concurrency slot, one request,
-// its estimated tokens). The returned Admission is the run's handle on those: `finish` (exactly once, later calls
-// ignored) returns the slot, corrects tpm and the budget from the estimate to the tokens the backend reported,
-// and records the run's usage. Limits live in this process: one edge is one counter (no per-replica drift).
+// max_concurrent, rpm, tpm and token budget, and takes what the run may use (a concurrency slot, one request,
+// its reserved tokens: the prompt's estimate plus its answer limit, admission-tokens.ts). The returned Admission
+// is the run's handle on those: `finish` (exactly once, later calls ignored) returns the slot, settles tpm and the
+// budget from the reservation to what the run used (the backend's usage, else an estimate of what was streamed:
+// service/delivered-usage.ts), and records the run's usage. Limits live in this process: one edge is one counter (no per-replica drift).
 // In cluster mode a key's limits are counted on its home edge (cluster/cluster-limits.ts): that edge calls
 // `reserve`, and the run's principal carries the resulting lease (`Principal.lease`), so the governor that admits
 // the run checks only the allow-list, hands the tokens the run used back to the lease, and records its usage.
@@ -28,7 +29,7 @@ export interface AdmissionRequest {
   surface: string;
   /** The model the caller named (the allow-list is checked against it); a route's target otherwise. */
   model: string;
-  /** Tokens the run is expected to use (prompt estimate): reserved against tpm and the budget until it ends. */
+  /** Tokens the run may use (prompt estimate + answer limit): reserved against tpm and the budget until it ends. */
   estimatedTokens: number;
 }
 
@@ -213,7 +214,11 @@ export function createGovernor(options: GovernorOptions): Governor {
         if (finished) return;
         finished = true;
         state.inFlight -= 1;
-        state.tokens.add(now, actualTokens - estimate);
+        // The reservation leaves the second it was taken in (nothing is left to correct once that second left the
+        // window), and what the run used counts now, when it was delivered: a run longer than the window is not
+        // written into a second that left it.
+        state.tokens.add(now, -estimate);
+        state.tokens.add(clock.now(), actualTokens);
         // The run's usage is recorded now, so its tokens count in the period current now (reservations carry
         // over a period change).
         if (state.budget) {

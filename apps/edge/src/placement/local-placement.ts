@@ -4,7 +4,7 @@
 // policy (read after the queue wait: a live refresh may have changed it), registers the reservation with the
 // node's link and sends the RunRequest. The reservation is the link's RunObserver for the run and hands each
 // node event to the supervisor as it comes (one event object per node event, nothing else per event).
-import { create, type RunEventEnvelope, type RunRequest } from '@iop/wire';
+import { create, principalSessionId, type RunEventEnvelope, type RunRequest } from '@iop/wire';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
@@ -43,10 +43,17 @@ export class LocalPlacement {
     const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
     let session: SessionSlot;
     try {
+      // The principal's own session: another key's run never reaches it (@iop/wire session-owner.ts).
+      const owner = request.principal?.id;
       session =
         spec.session.kind === 'fixed'
-          ? { sessionId: spec.session.sessionId, release: () => undefined }
-          : sessions.acquire(lease.nodeId, adapter, lease.target, spec.session.baseId);
+          ? { sessionId: principalSessionId(spec.session.sessionId, owner), release: () => undefined }
+          : sessions.acquire(
+              lease.nodeId,
+              adapter,
+              lease.target,
+              principalSessionId(spec.session.baseId, owner),
+            );
     } catch (error) {
       lease.release();
       throw error;

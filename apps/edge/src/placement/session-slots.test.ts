@@ -47,4 +47,14 @@ describe('SessionSlots', () => {
     expect(slots.held).toBe(0);
     expect(slots.acquire('', 'ollama', 'llama3', 's').sessionId).toBe('s');
   });
+
+  it('keeps the slots of different base ids on one target apart', () => {
+    const slots = new SessionSlots();
+    const a = slots.acquire('n', 'cli', 'codex', 'ka.openai');
+    const b = slots.acquire('n', 'cli', 'codex', 'kb.openai');
+    expect([a.sessionId, b.sessionId]).toEqual(['ka.openai', 'kb.openai']);
+    expect(slots.acquire('n', 'cli', 'codex', 'ka.openai').sessionId).toBe('ka.openai-2');
+    a.release();
+    expect(slots.acquire('n', 'cli', 'codex', 'ka.openai').sessionId).toBe('ka.openai');
+  });
 });

@@ -1,8 +1,8 @@
 // Session slots for runs that ask for one (`{ kind: 'slot' }`, the OpenAI surface). The OpenAI API is stateless,
 // but a CLI target keeps one worker process per session and refuses a second run on a busy session. Each run
-// therefore takes the lowest free slot of its node/adapter/target: slot 0 is the base id, slot n is
-// `<base>-<n+1>`. Concurrent runs never share a session, and later runs reuse the warm ones. A slot is held until
-// the run settles.
+// therefore takes the lowest free slot of its node/adapter/target and base id (each principal has a base of its
+// own, see @iop/wire session-owner.ts): slot 0 is the base id, slot n is `<base>-<n+1>`. Concurrent runs never
+// share a session, and later runs reuse the warm ones. A slot is held until the run settles.
 
 export interface SessionSlot {
   readonly sessionId: string;
@@ -14,7 +14,7 @@ export class SessionSlots {
   private readonly busy = new Map<string, TargetSlots>();
 
   acquire(node: string, adapter: string, target: string, base: string): SessionSlot {
-    const key = `${node}\u0000${adapter}\u0000${target}`;
+    const key = `${node}\u0000${adapter}\u0000${target}\u0000${base}`;
     let slots = this.busy.get(key);
     if (!slots) {
       slots = { next: 0, free: [], held: 0 };

@@ -1,5 +1,12 @@
 import { describe, it, expect } from '@jest/globals';
-import { CancelAction, create, toWireRunEvent, type Envelope, type RunEventPart } from '@iop/wire';
+import {
+  CancelAction,
+  create,
+  principalDigest,
+  toWireRunEvent,
+  type Envelope,
+  type RunEventPart,
+} from '@iop/wire';
 import { createEventBus } from '../events/event-bus.js';
 import type { EdgeEvent } from '../events/types.js';
 import { silentLogger } from '../logging.js';
@@ -13,6 +20,8 @@ import type { PoolConfig } from '../pool/provider-pool.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { modelConfig, nodeConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { systemClock } from '../clock.js';
+import type { AdmissionRequest, Governor, RunEnd } from '../governance/governor.js';
+import { unlimitedPrincipal } from '../governance/principal.js';
 import type { EdgeService, RunEventWithMeta, RunSpec } from './types.js';
 
 /** The flat shape these tests write runs in: an explicit route with a fixed session. */
@@ -203,6 +212,47 @@ describe('createEdgeService runs', () => {
     await expect(handle.done).resolves.toEqual({ status: 'cancelled', reason: 'user' });
     await expect(h.service.cancelRun('run-1')).resolves.toBe(false);
     expect(h.service.inFlightRuns).toBe(0);
+    h.close();
+  });
+
+  it('reserves prompt + max_tokens at admission and settles a client-cut stream to what it streamed', async () => {
+    const admitted: AdmissionRequest[] = [];
+    const ended: RunEnd[] = [];
+    const governor: Governor = {
+      admit(request) {
+        admitted.push(request);
+        return { principal: request.principal?.id ?? '', finish: (runEnd) => ended.push(runEnd) };
+      },
+      reserve: () => ({ finish: () => undefined }),
+      snapshot: () => [],
+    };
+    const h = setup([{ id: 'n1' }], { governor, reserveMaxTokens: 1000 });
+    const controller = new AbortController();
+    const prompt = [create.chatMessage({ role: 'user', content: 'x'.repeat(40) })];
+    const handle = await submit(
+      h.service,
+      runInput({
+        messages: prompt,
+        params: create.generationParams({ maxTokens: 20 }),
+        signal: controller.signal,
+      }),
+    );
+    // 10 prompt tokens + the request's max_tokens (not the 1000 fallback).
+    expect(admitted[0]?.estimatedTokens).toBe(30);
+    h.emit('n1', handle.runId, 1, { type: 'text-delta', text: 'y'.repeat(30) });
+    controller.abort();
+    h.emit('n1', handle.runId, 2, { type: 'cancelled', reason: 'client-disconnected' });
+    await handle.done;
+    // No usage from the backend: 10 prompt tokens and ceil(30 / 4) streamed ones count.
+    expect(ended).toEqual([
+      expect.objectContaining({ outcome: 'cancelled', usage: { inputTokens: 10, outputTokens: 8 } }),
+    ]);
+    // Without max_tokens (an explicit route has no model policy) the configured reserve applies.
+    const second = await submit(h.service, runInput({ messages: prompt }));
+    expect(admitted[1]?.estimatedTokens).toBe(1010);
+    h.emit('n1', second.runId, 1, { type: 'error', code: 'x', message: 'y', retryable: false, backendMs: 0 });
+    await second.done;
+    expect(ended[1]?.usage).toEqual({ inputTokens: 0, outputTokens: 0 });
     h.close();
   });
 
@@ -515,6 +565,39 @@ describe('createEdgeService admission', () => {
       ['p2', 0, 0],
     ]);
     expect(recorded.filter((line) => line.startsWith('a2a:'))).toHaveLength(1);
+    h.close();
+  });
+
+  it('gives each principal sessions of its own: a key reuses its warm slot, another key never gets it', async () => {
+    const h = setup([{ id: 'n1' }], {}, admissionConfig());
+    const run = (principal: string | undefined, session: RunSpec['session']) =>
+      h.service.submitRun(
+        { kind: 'model', model: 'm' },
+        { ...spec(), session },
+        { surface: 'openai', ...(principal ? { principal: unlimitedPrincipal(principal) } : {}) },
+      );
+    const slot: RunSpec['session'] = { kind: 'slot', baseId: 'openai' };
+    const a = await run('team', slot);
+    const b = await run('team-a', slot);
+    const anonymous = await run(undefined, slot);
+    expect(a.sessionId).toBe(`k${principalDigest('team')}.openai`);
+    expect(b.sessionId).toBe(`k${principalDigest('team-a')}.openai`);
+    // Without keys the ids are what they were before principals existed.
+    expect(anonymous.sessionId).toBe('openai');
+    for (const handle of [a, b, anonymous]) complete(h, handle.runId);
+    await Promise.all([a, b, anonymous].map((handle) => handle.done));
+    // Key A's next request continues A's session (slot 0 of A's own base), not a fresh one.
+    const again = await run('team', slot);
+    expect(again.sessionId).toBe(a.sessionId);
+    const fixed = await run('team', { kind: 'fixed', sessionId: 'a2a-ctx' });
+    expect(fixed.sessionId).toBe(`k${principalDigest('team')}.a2a-ctx`);
+    const sent = (h.channels.get('n1')?.ofKind('runRequest') ?? []).map((frame) =>
+      frame.msg?.$case === 'runRequest' ? frame.msg.runRequest.sessionId : '',
+    );
+    expect(sent).toEqual([a.sessionId, b.sessionId, 'openai', a.sessionId, fixed.sessionId]);
+    for (const handle of [again, fixed]) complete(h, handle.runId);
+    await Promise.all([again, fixed].map((handle) => handle.done));
+    expect(h.service.admissionTotals()).toEqual({ inFlight: 0, queued: 0 });
     h.close();
   });
 

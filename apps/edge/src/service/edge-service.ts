@@ -19,6 +19,7 @@ import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js
 import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
 import { SessionSlots } from '../placement/session-slots.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
+import { admissionTokens } from '../governance/admission-tokens.js';
 import type { Governor } from '../governance/governor.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import { disabledTracing, type Tracing } from '@iop/tracing';
@@ -68,6 +69,11 @@ export interface EdgeServiceDeps {
   governor?: Governor;
   /** Spans of admission (the queue wait) and of each run; default off. */
   tracing?: Tracing;
+  /**
+   * Answer tokens a run reserves against tpm and the budget when neither the request nor its model names a limit
+   * (`usage.reserve_max_tokens`; default 0: the prompt only).
+   */
+  reserveMaxTokens?: number;
   /** Run id generator (default `run-<time36>-<random hex>`). */
   generateRunId?: () => string;
   /** Events buffered per run handle (default 4096). */
@@ -118,6 +124,16 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     metrics: deps.metrics ?? noAdmissionMetrics,
     tracing: deps.tracing ?? disabledTracing,
     governor: deps.governor,
+    reservedTokens: (destination, spec) => {
+      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
+      const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
+      return admissionTokens(spec.messages, {
+        requested: spec.params?.maxTokens,
+        modelDefault: policy?.default_max_tokens,
+        modelMinimum: policy?.min_max_tokens,
+        fallback: deps.reserveMaxTokens ?? 0,
+      });
+    },
     sharedLimits: deps.sharedLimits,
     bufferSize: deps.runBufferSize ?? 4096,
     deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,

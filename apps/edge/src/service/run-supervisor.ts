@@ -14,12 +14,11 @@
 //
 // Hot path: one event object per node event (built by the placement), one state check; no timer unless the run
 // has a deadline or is being cancelled, no closure per run beyond the abort listener.
-import { isTerminalPart, type RunEventPart, type Usage } from '@iop/wire';
+import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { TraceSpan, Tracing } from '@iop/tracing';
 import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus, RunAdmitted } from '../events/types.js';
 import { isGovernanceError } from '../governance/errors.js';
-import { estimateTokens } from '../governance/estimate-tokens.js';
 import type { Admission, Governor, RunEnd } from '../governance/governor.js';
 import { allowsModel, hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
@@ -37,6 +36,7 @@ import { isPoolError } from '../pool/errors.js';
 import { unwatchAbort, watchAbort } from './abort-watchers.js';
 import { ServiceError } from './errors.js';
 import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError } from './run-errors.js';
+import { DeliveredUsage } from './delivered-usage.js';
 import { RunEventStream } from './run-event-stream.js';
 import type {
   RunDestination,
@@ -123,6 +123,8 @@ export interface SupervisorContext {
   metrics: AdmissionMetrics;
   tracing: Tracing;
   governor: Governor | undefined;
+  /** Tokens a run reserves against tpm and budgets: its prompt plus its answer's limit (admission-tokens.ts). */
+  reservedTokens(destination: RunDestination, spec: RunSpec): number;
   /** Cluster mode: a key's limits counted on its home edge; undefined on a single edge. */
   sharedLimits: SharedLimits | undefined;
   bufferSize: number;
@@ -160,8 +162,8 @@ export class RunSupervisor implements ExecutionObserver {
   private endedAt: number | undefined;
   private backendMs: number | undefined;
   private lastSeq = 0;
-  /** The newest usage reported (each usage part is the run's total so far). */
-  private lastUsage: Usage | undefined;
+  /** The backend's usage, or an estimate of what was streamed when the run ended before it reported any. */
+  private readonly delivered: DeliveredUsage;
   private outcomeNow: RunOutcome | undefined;
   /** The run's end came from where it executes (its terminal part), not from this edge. */
   private endedByExecutor = false;
@@ -193,8 +195,9 @@ export class RunSupervisor implements ExecutionObserver {
       signal: options.signal,
     };
     this.principal = options.principal;
-    // Estimated once: the home edge's reservation and the governor's admission count the same figure.
-    this.estimate = context.governor ? estimateTokens(spec.messages) : 0;
+    // Reserved once: the home edge's reservation and the governor's admission count the same figure.
+    this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(destination, spec) : 0;
+    this.delivered = new DeliveredUsage(spec.messages);
     this.submittedAt = this.durationNow();
     this.stream = new RunEventStream(context.bufferSize, spec.background ?? false);
     this.done = new Promise((resolve) => {
@@ -328,7 +331,7 @@ export class RunSupervisor implements ExecutionObserver {
     if (state === 'ended') return;
     if (event.seq > this.lastSeq) this.lastSeq = event.seq;
     const part = event.part;
-    if (part.type === 'usage') this.lastUsage = part.usage;
+    this.delivered.observe(part);
     if (isTerminalPart(part)) {
       if (part.type !== 'cancelled') this.backendMs = part.backendMs;
       this.endedByExecutor = true;
@@ -486,10 +489,7 @@ export class RunSupervisor implements ExecutionObserver {
     this.finishLimits({
       runId: this.runId,
       outcome: outcome.status,
-      usage: {
-        inputTokens: this.lastUsage?.promptTokens ?? 0,
-        outputTokens: this.lastUsage?.completionTokens ?? 0,
-      },
+      usage: this.delivered.usage(),
       provider: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
       node: terminal.nodeId,
       queueMs: this.dispatched?.queueMs ?? 0,

@@ -28,6 +28,7 @@ import { createProcessTreeControl, type ProcessTreeControl } from './process-tre
 import { lastUserPrompt } from './prompt.js';
 import { errorPart, type SessionServices, type SessionSetup } from './session-context.js';
 import { resolveWorkspace } from './workspace-policy.js';
+import { assertOwnWorkspace, type LiveWorkspace } from './workspace-tenancy.js';
 import {
   claudeRateLimitFields,
   parseUsageText,
@@ -165,6 +166,10 @@ class CliAdapter implements Adapter {
         `command ${profile.command} of target ${profile.name} was not found`,
       );
     }
+    if (!this.sessions.get(request.target, sessionId)) {
+      // A new session: never in another API key's directory (workspace-tenancy.ts).
+      assertOwnWorkspace(sessionId, workspace, this.defaultWorkspace(), this.liveWorkspaces());
+    }
     const entry = this.sessions.open(request.target, sessionId, () =>
       this.createSession({ profile, target: request.target, sessionId, workspace, env }),
     );
@@ -187,6 +192,28 @@ class CliAdapter implements Adapter {
       deadlineAt: startedAt + timeoutMs,
       startedAt,
     });
+  }
+
+  /**
+   * The real path a run without a workspace works in (shared by every session that names none); '' when the
+   * agent's working directory is not an allowed workspace (then every session names its own).
+   */
+  private defaultWorkspace(): string {
+    try {
+      return resolveWorkspace('', {
+        roots: this.instance.cli?.workspaceRoots ?? [],
+        agentCwd: this.agentCwd,
+        home: this.inheritedEnv.HOME,
+      });
+    } catch {
+      return '';
+    }
+  }
+
+  private *liveWorkspaces(): Iterable<LiveWorkspace> {
+    for (const entry of this.sessions.list()) {
+      yield { sessionId: entry.sessionId, workspace: this.workspaces.get(entry.session) };
+    }
   }
 
   private resolveTarget(target: string): ResolvedProfile {

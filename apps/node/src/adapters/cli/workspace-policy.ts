@@ -58,7 +58,8 @@ function expandHome(value: string, home: string | undefined): string {
   return value;
 }
 
-function isInside(candidate: string, root: string): boolean {
+/** True when `candidate` is `root` or lies below it (both real, absolute paths). */
+export function isInside(candidate: string, root: string): boolean {
   const relative = path.relative(root, candidate);
   if (relative === '') return true;
   return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
