@@ -1,6 +1,7 @@
 // The cause code of a failed upstream request (HealthCause): from an UpstreamError's code, then from the socket,
-// DNS or TLS error code underneath it (the `cause` chain). Used for health and discovery probes, so the node log
-// and `nodes list` can tell "nothing listens" from "certificate rejected" from "404" from "no answer".
+// DNS or TLS error code underneath it (the `cause` chain); and its description in words (describeFailure). Used
+// for health and discovery probes, so the node log and `nodes list` can tell "nothing listens" from "certificate
+// rejected" from "404" from "no answer".
 import type { HealthCause } from '../adapter.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 
@@ -66,4 +67,22 @@ export function failureCause(error: unknown): HealthCause {
   const underneath = codeCause(error);
   if (underneath !== undefined) return underneath;
   return error instanceof SyntaxError ? 'invalid_response' : 'error';
+}
+
+/**
+ * The innermost useful description of a fetch error (`connect ECONNREFUSED 127.0.0.1:1`, `other side closed`).
+ * Duck-typed on purpose: fetch's errors may come from another realm (test VMs), where `instanceof Error` fails.
+ */
+export function describeFailure(error: unknown): string {
+  let current: unknown = error;
+  let description = String(error);
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    const { message, code, cause } = current as { message?: unknown; code?: unknown; cause?: unknown };
+    const text = typeof message === 'string' ? message : '';
+    if (typeof code === 'string' && code !== '')
+      description = text.includes(code) ? text : `${code} ${text}`.trim();
+    else if (text !== '') description = text;
+    current = cause;
+  }
+  return description;
 }
