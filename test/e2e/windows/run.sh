@@ -2,7 +2,7 @@
 # Windows node end-to-end test (`make test-e2e IOP_E2E_PROFILE=windows`): builds the windows-amd64 node artifact,
 # installs Debian's wine64 when it is missing, and runs the artifact's own node.exe under Wine against a real edge
 # (from this checkout) with the testkit's fake Ollama and fake OpenAI-compatible servers on 127.0.0.1. Checks:
-# the node registers; both providers turn healthy; a pooled chat and a stream through each adapter; the node's
+# the node registers; both providers turn healthy; discovery finds both servers; a pooled chat and a stream through each adapter; the node's
 # run history (node:sqlite, read back with `iop-node history` under Wine); the node comes back after an edge
 # restart and serves again; and install.ps1's pinned download step as far as it goes without PowerShell
 # (check-install-ps1.mjs: the script the one-liner pins, and the artifact it would fetch and verify).
@@ -137,7 +137,7 @@ models:
 nodes:
   - id: win-node
     runtime: { max_concurrency: 4, health_probe_interval_ms: 1000 }
-    discovery: { openai_compat_urls: [], local_ports: [] }
+    discovery: { openai_compat_urls: ['$openai_url'], local_ports: [] }
     adapters:
       ollama: { enabled: true, base_url: '$ollama_url' }
       instances:
@@ -159,7 +159,7 @@ start_edge() { # log file
 start_edge "$work/edge.log"
 
 step "node.exe under Wine registers (first start of a prefix creates it)"
-IOP_NODE_TOKEN="$token" win_node run --edge "127.0.0.1:$edge_port" --node-id win-node \
+IOP_NODE_TOKEN="$token" OLLAMA_HOST="${ollama_url#http://}" win_node run --edge "127.0.0.1:$edge_port" --node-id win-node \
   --data-dir "C:\\$data_dir_name" >"$work/node.log" 2>&1 &
 node_pid=$!
 wait_for 120 grep -q 'registered with edge' "$work/node.log" || fail "the Windows node did not register"
@@ -213,6 +213,19 @@ check_stream() { # output file
     console.log(`    | stream: ${lines.length - 1} chunks, ${JSON.stringify(text.slice(0, 50))}`);
   ' "$1"
 }
+
+step "discovery under Wine found both servers (nodes list --json)"
+node -e '
+  const nodes = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).nodes;
+  const backends = nodes.find((entry) => entry.node_id === "win-node")?.discovered?.backends ?? [];
+  const found = backends.map((b) => `${b.kind} ${b.base_url} [${b.models.join(",")}]`);
+  for (const line of found) console.log(`    | ${line}`);
+  const kinds = backends.map((b) => b.base_url);
+  if (!kinds.includes(process.argv[2]) || !kinds.includes(`${process.argv[3]}/v1`)) {
+    console.error(`discovery found ${JSON.stringify(found)}`);
+    process.exit(1);
+  }
+' "$work/nodes.json" "$ollama_url" "$openai_url" || fail "discovery under Wine did not find the fake servers"
 
 step "pooled chat and stream through the Ollama and the OpenAI-compatible adapter"
 for model in win-ollama-model win-openai-model; do
