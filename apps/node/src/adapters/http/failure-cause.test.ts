@@ -110,6 +110,12 @@ describe('failureCause', () => {
     expect(failureCause(wrapped('ERR_TLS_CERT_ALTNAME_INVALID'))).toBe('tls');
     // What Wine's socket layer reported before the keep-alive fix (issue 33): a socket error of no known kind.
     expect(failureCause(wrapped('UNKNOWN'))).toBe('network');
+    // The same socket error as the client rejects with it (discovery sees it unwrapped).
+    const raw = Object.assign(new Error('connect UNKNOWN 127.0.0.1:9'), {
+      code: 'UNKNOWN',
+      syscall: 'connect',
+    });
+    expect(failureCause(raw)).toBe('network');
     expect(failureCause(new UpstreamCancelled('node shutting down'))).toBe('cancelled');
     expect(failureCause(new Error('boom'))).toBe('error');
   });

@@ -51,6 +51,17 @@ function codeCause(error: unknown): HealthCause | undefined {
   return undefined;
 }
 
+/** Some error along the cause chain is a socket call's (`syscall`: connect, read, write...). */
+function isSocketError(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && typeof current === 'object' && current !== null; depth += 1) {
+    const { syscall, cause } = current as { syscall?: unknown; cause?: unknown };
+    if (typeof syscall === 'string' && syscall !== '') return true;
+    current = cause;
+  }
+  return false;
+}
+
 /** The cause code of a failed request or probe. */
 export function failureCause(error: unknown): HealthCause {
   if (error instanceof UpstreamCancelled) return 'cancelled';
@@ -66,6 +77,7 @@ export function failureCause(error: unknown): HealthCause {
   }
   const underneath = codeCause(error);
   if (underneath !== undefined) return underneath;
+  if (isSocketError(error)) return 'network';
   return error instanceof SyntaxError ? 'invalid_response' : 'error';
 }
 
