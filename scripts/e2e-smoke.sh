@@ -2,7 +2,8 @@
 # Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode);
 # `IOP_E2E_PROFILE=claude-client` runs Claude Code against the edge's Anthropic Messages API instead (the model
 # on the node is served by the agent model server; packages/testkit/bin/e2e-claude-client.mjs);
-# `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead.
+# `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead, `windows` the Windows
+# node artifact under Wine.
 #
 # Installs the real CLI from npm into a cache folder outside the repo (IOP_CLI_CACHE, default
 # ~/.cache/iop/clis), starts the loopback agent model server (packages/testkit), then runs two legs:
@@ -21,6 +22,9 @@ cache="${IOP_CLI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iop/clis}"
 # IOP_E2E_PROFILE=release: build the linux-amd64 release archive, unpack it, bootstrap a node from it with the
 # printed one-liner (no Node.js on PATH) and complete a run — see test/e2e/release/run.sh.
 if [[ "$profile" == 'release' ]]; then exec bash "$repo/test/e2e/release/run.sh"; fi
+# IOP_E2E_PROFILE=windows: build the windows-amd64 node artifact and run its node.exe under Wine (installed from
+# apt when missing) against a real edge and fake backends — see test/e2e/windows/run.sh.
+if [[ "$profile" == 'windows' ]]; then exec bash "$repo/test/e2e/windows/run.sh"; fi
 
 case "$profile" in
   opencode) package='opencode-ai' binary='opencode' ;;
@@ -32,7 +36,7 @@ case "$profile" in
     exit 2
     ;;
   *)
-    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, release)" >&2
+    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, release, windows)" >&2
     exit 2
     ;;
 esac

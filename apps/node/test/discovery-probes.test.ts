@@ -6,7 +6,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createNodeHttpClient } from '../src/adapters/http/node-http-client.js';
 import { probeOpenAICompat } from '../src/discovery/backend-probes.js';
+import type { ProbeFailure } from '../src/discovery/fetch-json.js';
 import { execBounded } from '../src/discovery/probe-deps.js';
 
 const posix = process.platform !== 'win32';
@@ -25,7 +27,9 @@ describe('discovery probes against real processes and sockets', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   });
 
+  const http = createNodeHttpClient();
   afterAll(async () => {
+    http.close();
     for (const socket of sockets) socket.destroy();
     await new Promise((resolve) => silent.close(resolve));
     await rm(dir, { recursive: true, force: true });
@@ -84,14 +88,41 @@ describe('discovery probes against real processes and sockets', () => {
   it('gives up on a server that accepts and never answers within the HTTP deadline', async () => {
     const port = (silent.address() as net.AddressInfo).port;
     const started = Date.now();
+    const failures: ProbeFailure[] = [];
     const found = await probeOpenAICompat(`http://127.0.0.1:${port}/v1`, {
-      fetch,
+      http,
       timeoutMs: 300,
       signal: new AbortController().signal,
+      onFailure: (failure) => failures.push(failure),
     });
     const took = Date.now() - started;
     expect(found).toBeUndefined();
     expect(took).toBeGreaterThanOrEqual(250);
     expect(took).toBeLessThan(2000);
+    expect(failures).toEqual([
+      { url: `http://127.0.0.1:${port}/v1/models`, cause: 'timeout', detail: 'no answer within 300 ms' },
+    ]);
+  });
+
+  it('reports a closed port as connection_refused, with the socket error', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const failures: ProbeFailure[] = [];
+    const found = await probeOpenAICompat(`http://127.0.0.1:${port}/v1`, {
+      http,
+      timeoutMs: 1000,
+      signal: new AbortController().signal,
+      onFailure: (failure) => failures.push(failure),
+    });
+    expect(found).toBeUndefined();
+    expect(failures).toEqual([
+      {
+        url: `http://127.0.0.1:${port}/v1/models`,
+        cause: 'connection_refused',
+        detail: expect.stringContaining(`ECONNREFUSED 127.0.0.1:${port}`) as unknown as string,
+      },
+    ]);
   });
 });

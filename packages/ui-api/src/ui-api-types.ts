@@ -16,7 +16,8 @@ export interface UiNode {
   connected_since_ms: number;
   last_heartbeat_ms: number;
   adapters: string[];
-  providers: { provider_id: string; health: string; detail: string; checked_at_ms: number }[];
+  /** `detail`: the node's last probe in words; `cause`: why it failed (connection_refused, tls…), '' if healthy. */
+  providers: { provider_id: string; health: string; detail: string; cause: string; checked_at_ms: number }[];
   /** What the node reported it can run (its NodeDiscovery); null until it reports (older nodes never do). */
   discovered: UiDiscovered | null;
 }
@@ -46,6 +47,9 @@ export interface UiProvider {
   status: string;
   /** healthy | unhealthy | unreachable | unknown | disabled */
   health: string;
+  /** The node's last probe of it, in words, and why it failed (ProviderHealthEntry); '' when never reported. */
+  health_detail: string;
+  health_cause: string;
   capacity: number;
   in_flight: number;
   queued: number;

@@ -50,8 +50,10 @@ export function FleetView({ overview }: { overview: UiOverview }) {
                             key={provider.provider_id}
                             class={`badge ${provider.health}`}
                             title={provider.detail}
+                            data-cause={provider.cause}
                           >
                             {provider.provider_id}: {provider.health}
+                            {provider.cause ? ` (${provider.cause})` : ''}
                           </span>
                         ))}
                   </td>

@@ -59,7 +59,14 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
                 </td>
                 <td class="num">{count(provider.queued, 'waiting')}</td>
                 <td>
-                  <span class={`badge ${provider.health}`}>{provider.health}</span>
+                  <span class={`badge ${provider.health}`} title={provider.health_detail}>
+                    {provider.health}
+                  </span>
+                  {provider.health_cause && (
+                    <div class="muted" data-testid="health-cause" title={provider.health_detail}>
+                      {provider.health_cause}
+                    </div>
+                  )}
                 </td>
                 <td class="num">{provider.priority}</td>
                 <td>{provider.served_models.join(', ') || '–'}</td>

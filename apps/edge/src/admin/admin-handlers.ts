@@ -20,7 +20,6 @@ import {
   ListProvidersResponse,
   TerminateSessionResponse,
   type EdgeAdminServer,
-  type ProviderStatus,
   type RefreshConfigResponse,
 } from '@iop/wire';
 import type { AdminKeyConfig, AdminRole } from '@iop/config';
@@ -28,7 +27,13 @@ import type { EventBus } from '../events/types.js';
 import { USAGE_GROUPS, type UsageGroup, type UsageQuery, type UsageRow } from '../governance/usage-store.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
-import { toAdminEdgeEvent, toNodeInfo, toSubmitRunEvent, toSubmission } from './admin-mapping.js';
+import {
+  toAdminEdgeEvent,
+  toNodeInfo,
+  toSubmitRunEvent,
+  toSubmission,
+  type PooledProviderStatus,
+} from './admin-mapping.js';
 import { AdminCallError, toGrpcStatus } from './grpc-status.js';
 import type { HostGuard } from '../http/host-guard.js';
 
@@ -44,7 +49,7 @@ export interface AdminHandlerDeps {
   events: EventBus;
   logger: Logger;
   /** Provider pool status for ListProviders / NodeInfo; none = no providers known. */
-  providerStatus?: () => ProviderStatus[];
+  providerStatus?: () => PooledProviderStatus[];
   /**
    * Config refresh, looked up on every call (the refresh feature may register it after the server started);
    * none (or `refreshEnabled: false`) = RefreshConfig answers UNAVAILABLE.
@@ -193,9 +198,24 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       });
     }),
 
-    listProviders: unary('ListProviders', () =>
-      ListProvidersResponse.fromPartial({ providers: deps.providerStatus?.() ?? [] }),
-    ),
+    listProviders: unary('ListProviders', () => {
+      // Each provider with the node's last probe of it (detail and cause), when its node reported one.
+      const reported = new Map<string, { healthDetail: string; healthCause: string }>();
+      for (const node of service.clusterNodes?.() ?? service.listNodes()) {
+        for (const entry of node.providers) {
+          reported.set(`${node.nodeId}\n${entry.providerId}`, {
+            healthDetail: entry.detail,
+            healthCause: entry.cause,
+          });
+        }
+      }
+      return ListProvidersResponse.fromPartial({
+        providers: (deps.providerStatus?.() ?? []).map((provider) => ({
+          ...provider,
+          ...reported.get(`${provider.nodeId}\n${provider.providerId}`),
+        })),
+      });
+    }),
 
     submitRun: streaming('SubmitRun', async (call, signal) => {
       const submission = toSubmission(call.request);

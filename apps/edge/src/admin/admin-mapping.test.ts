@@ -23,7 +23,7 @@ const pooled = (providerId: string, nodeId: string, capacity: number): ProviderS
 describe('toNodeInfo', () => {
   it("lists the pool's providers of the node, also those the node never reported (health probes off)", () => {
     const info = toNodeInfo(
-      summary([{ providerId: 'reported', health: 'healthy', detail: '', checkedAtUnixMs: 3 }]),
+      summary([{ providerId: 'reported', health: 'healthy', detail: '', cause: '', checkedAtUnixMs: 3 }]),
       [pooled('quiet', 'n1', 2), pooled('reported', 'n1', 4), pooled('elsewhere', 'n2', 1)],
     );
     expect(

@@ -11,12 +11,15 @@ import type { EdgeEvent } from '../events/types.js';
 import { toWireDiscovery } from '../node/discovered.js';
 import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
 
+/** A provider as the pool sees it: the node's last probe (health_detail, health_cause) is the node's to report. */
+export type PooledProviderStatus = Omit<ProviderStatus, 'healthDetail' | 'healthCause'>;
+
 /**
  * A connected node as NodeInfo. Its providers carry the pool's view (status, capacity, in-flight...) when the
  * pool knows the provider, otherwise only the health the node reported. Providers the pool has on this node that
  * the node never reported (its health probes are off, or no report arrived yet) follow, with the pool's health.
  */
-export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatus[]): NodeInfo {
+export function toNodeInfo(node: NodeSummary, poolStatus: readonly PooledProviderStatus[]): NodeInfo {
   return NodeInfo.fromPartial({
     nodeId: node.nodeId,
     alias: node.alias,
@@ -35,13 +38,14 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
         const pooled = poolStatus.find(
           (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
         );
+        const reported = {
+          health: provider.health,
+          healthDetail: provider.detail,
+          healthCause: provider.cause,
+        };
         return pooled
-          ? ProviderStatus.fromPartial({ ...pooled, health: provider.health })
-          : ProviderStatus.fromPartial({
-              providerId: provider.providerId,
-              nodeId: node.nodeId,
-              health: provider.health,
-            });
+          ? ProviderStatus.fromPartial({ ...pooled, ...reported })
+          : ProviderStatus.fromPartial({ providerId: provider.providerId, nodeId: node.nodeId, ...reported });
       }),
       ...poolStatus
         .filter(

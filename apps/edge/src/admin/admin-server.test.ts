@@ -5,9 +5,9 @@ import {
   EdgeAdminClient,
   ListNodesRequest,
   RefreshConfigResponse,
-  type ProviderStatus,
   type RefreshConfigResponse as Refresh,
 } from '@iop/wire';
+import type { PooledProviderStatus } from './admin-mapping.js';
 import { silentLogger } from '../logging.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
@@ -84,7 +84,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   }
 }
 
-const pool: ProviderStatus[] = [
+const pool: PooledProviderStatus[] = [
   {
     providerId: 'ollama-a',
     nodeId: 'test-node',
@@ -104,8 +104,14 @@ describe('admin API over gRPC', () => {
     service.nodes[0] = {
       ...node('test-node', 'alias-1'),
       providers: [
-        { providerId: 'ollama-a', health: 'healthy', detail: '', checkedAtUnixMs: 1 },
-        { providerId: 'unpooled', health: 'unreachable', detail: 'refused', checkedAtUnixMs: 1 },
+        { providerId: 'ollama-a', health: 'healthy', detail: '', cause: '', checkedAtUnixMs: 1 },
+        {
+          providerId: 'unpooled',
+          health: 'unreachable',
+          detail: 'refused',
+          cause: 'connection_refused',
+          checkedAtUnixMs: 1,
+        },
       ],
     };
     const nodes = await client.listNodes();
@@ -123,11 +129,13 @@ describe('admin API over gRPC', () => {
       adapters: ['cli'],
     });
     expect(nodes[0]?.providers).toEqual([
-      { ...pool[0], health: 'healthy' },
+      { ...pool[0], health: 'healthy', healthDetail: '', healthCause: '' },
       expect.objectContaining({
         providerId: 'unpooled',
         nodeId: 'test-node',
         health: 'unreachable',
+        healthDetail: 'refused',
+        healthCause: 'connection_refused',
         capacity: 0,
       }),
     ]);
@@ -135,7 +143,30 @@ describe('admin API over gRPC', () => {
 
   it('lists providers from the injected source, or none', async () => {
     expect(await (await setup()).client.listProviders()).toEqual([]);
-    expect(await (await setup({ providerStatus: () => pool })).client.listProviders()).toEqual(pool);
+    const { service, client } = await setup({ providerStatus: () => pool });
+    expect(await client.listProviders()).toEqual(
+      pool.map((entry) => ({ ...entry, healthDetail: '', healthCause: '' })),
+    );
+    // With the node's last probe of the provider: its detail and cause.
+    service.nodes[0] = {
+      ...node('test-node', 'alias-1'),
+      providers: [
+        {
+          providerId: 'ollama-a',
+          health: 'unreachable',
+          detail: 'cannot reach http://127.0.0.1:9: connect ECONNREFUSED 127.0.0.1:9',
+          cause: 'connection_refused',
+          checkedAtUnixMs: 1,
+        },
+      ],
+    };
+    expect(await client.listProviders()).toEqual([
+      {
+        ...pool[0],
+        healthDetail: 'cannot reach http://127.0.0.1:9: connect ECONNREFUSED 127.0.0.1:9',
+        healthCause: 'connection_refused',
+      },
+    ]);
   });
 
   it('streams a submitted run until its terminal event', async () => {
@@ -581,7 +612,9 @@ describe('admin surface wiring', () => {
         priority: 1,
       },
     ];
-    expect(await client.listProviders()).toEqual(pool);
+    expect(await client.listProviders()).toEqual(
+      pool.map((entry) => ({ ...entry, healthDetail: '', healthCause: '' })),
+    );
 
     const request = { mode: 'apply', configYaml: 'y', configPath: 'p' };
     expect(await client.refreshConfig(request)).toMatchObject({

@@ -11,13 +11,14 @@
 // (nothing happens before). `close()` ends open streams with UNAVAILABLE, lets unary calls finish for
 // `closeGraceMs`, then forces the server down.
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { EdgeAdminService, type ProviderStatus } from '@iop/wire';
+import { EdgeAdminService } from '@iop/wire';
 import type { AdminKeyConfig, HttpConfig, RefreshConfig, TlsConfig } from '@iop/config';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { createAdminHandlers, type AdminHandlers, type RefreshHandler } from './admin-handlers.js';
+import type { PooledProviderStatus } from './admin-mapping.js';
 import { refreshHandler } from './admin-refresh.js';
 import type { Governance } from '../governance/governance.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
@@ -28,7 +29,7 @@ import { createHostGuard } from '../http/host-guard.js';
 
 export interface AdminSurfaceOptions {
   /** Provider pool status (ListProviders, NodeInfo.providers). Default: `service.providers()`. */
-  providerStatus?: () => ProviderStatus[];
+  providerStatus?: () => PooledProviderStatus[];
   /**
    * Config refresh handler. Default: the runtime's config refresher; none = RefreshConfig answers UNAVAILABLE
    * "config refresh is disabled".

@@ -118,6 +118,9 @@ function toJson(node: NodeInfo): Record<string, unknown> {
       provider_id: provider.providerId,
       status: provider.status,
       health: provider.health,
+      // The node's last probe: its finding in words, and why it failed (connection_refused, tls, http_status…).
+      health_detail: provider.healthDetail,
+      health_cause: provider.healthCause,
       capacity: provider.capacity,
       in_flight: provider.inFlight,
       queued: provider.queued,

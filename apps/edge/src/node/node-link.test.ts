@@ -193,6 +193,7 @@ describe('NodeLink', () => {
               providerId: 'a',
               health: ProviderHealth.PROVIDER_HEALTH_HEALTHY,
               detail: '',
+              cause: '',
               checkedAtUnixMs: 1,
               models: [],
             },
@@ -200,6 +201,7 @@ describe('NodeLink', () => {
               providerId: 'b',
               health: ProviderHealth.PROVIDER_HEALTH_UNREACHABLE,
               detail: 'refused',
+              cause: 'connection_refused',
               checkedAtUnixMs: 2,
               models: [],
             },
@@ -209,8 +211,14 @@ describe('NodeLink', () => {
     });
     const summary = link.summary();
     expect(summary.providers).toEqual([
-      { providerId: 'a', health: 'healthy', detail: '', checkedAtUnixMs: 1 },
-      { providerId: 'b', health: 'unreachable', detail: 'refused', checkedAtUnixMs: 2 },
+      { providerId: 'a', health: 'healthy', detail: '', cause: '', checkedAtUnixMs: 1 },
+      {
+        providerId: 'b',
+        health: 'unreachable',
+        detail: 'refused',
+        cause: 'connection_refused',
+        checkedAtUnixMs: 2,
+      },
     ]);
     expect(summary).toMatchObject({
       nodeId: 'n1',

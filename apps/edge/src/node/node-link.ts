@@ -411,6 +411,7 @@ export class NodeLink {
       providerId: entry.providerId,
       health: healthName(entry.health),
       detail: entry.detail,
+      cause: entry.cause,
       checkedAtUnixMs: entry.checkedAtUnixMs,
     }));
   }

@@ -23,6 +23,9 @@ export interface NodeSummary {
 export interface ProviderHealthSummary {
   providerId: string;
   health: 'healthy' | 'unhealthy' | 'unreachable' | 'unknown';
+  /** What the node's last probe found, in words (a failure's error message). */
   detail: string;
+  /** Why the last probe failed (ProviderHealthEntry.cause: connection_refused, timeout, tls, http_status…); '' when healthy. */
+  cause: string;
   checkedAtUnixMs: number;
 }

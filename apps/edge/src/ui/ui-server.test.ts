@@ -47,7 +47,7 @@ const node: NodeSummary = {
   connectedSinceUnixMs: 1000,
   lastHeartbeatUnixMs: 2000,
   adapters: ['cli', 'ollama'],
-  providers: [{ providerId: 'p1', health: 'healthy', detail: 'ok', checkedAtUnixMs: 1500 }],
+  providers: [{ providerId: 'p1', health: 'healthy', detail: 'ok', cause: '', checkedAtUnixMs: 1500 }],
   discovered: {
     backends: [
       {
@@ -75,6 +75,8 @@ const provider: UiProvider = {
   node_id: 'n1',
   status: 'ready',
   health: 'healthy',
+  health_detail: 'ok',
+  health_cause: '',
   capacity: 2,
   in_flight: 1,
   queued: 3,

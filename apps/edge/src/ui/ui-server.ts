@@ -223,6 +223,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         provider_id: provider.providerId,
         health: provider.health,
         detail: provider.detail,
+        cause: provider.cause,
         checked_at_ms: provider.checkedAtUnixMs,
       })),
       discovered: node.discovered ? discoveredView(node.discovered) : null,

@@ -141,18 +141,29 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
       charts.addRun(run.ended_ms, run.duration_ms, run.overhead_ms);
     }
   });
-  const providers = (): UiProvider[] =>
-    service.providers().map((provider) => ({
-      provider_id: provider.providerId,
-      node_id: provider.nodeId,
-      status: provider.status,
-      health: provider.health,
-      capacity: provider.capacity,
-      in_flight: provider.inFlight,
-      queued: provider.queued,
-      priority: provider.priority,
-      served_models: [...provider.servedModels],
-    }));
+  const providers = (): UiProvider[] => {
+    // The node's own report of each provider (detail and cause of its last probe), by node and provider id.
+    const reported = new Map<string, { detail: string; cause: string }>();
+    for (const node of service.listNodes()) {
+      for (const entry of node.providers) reported.set(`${node.nodeId}\n${entry.providerId}`, entry);
+    }
+    return service.providers().map((provider) => {
+      const report = reported.get(`${provider.nodeId}\n${provider.providerId}`);
+      return {
+        provider_id: provider.providerId,
+        node_id: provider.nodeId,
+        status: provider.status,
+        health: provider.health,
+        health_detail: report?.detail ?? '',
+        health_cause: report?.cause ?? '',
+        capacity: provider.capacity,
+        in_flight: provider.inFlight,
+        queued: provider.queued,
+        priority: provider.priority,
+        served_models: [...provider.servedModels],
+      };
+    });
+  };
   // Cluster mode: per-edge figures from the cluster-wide pool and where each node is connected.
   const clusterEdges = service.inFabric
     ? (): UiClusterEdge[] => {

@@ -42,7 +42,7 @@ export interface CommandOptions {
   onProgress?: (progress: ProviderLifecycleProgress) => void;
 }
 
-export type { HealthProbeResult, HealthState } from './health-probe-result.js';
+export type { HealthCause, HealthProbeResult, HealthState } from './health-probe-result.js';
 
 export interface Adapter {
   readonly interfaceVersion: typeof ADAPTER_INTERFACE_VERSION;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ollamaBaseUrl, openAICompatBaseUrl, probeOllama, probeOpenAICompat } from './backend-probes.js';
+import type { HttpClient } from '../adapters/http/http-client.js';
 import { fakeProbeDeps } from './test-support/fake-probe-deps.js';
 
 const OLLAMA = 'http://127.0.0.1:11434';
@@ -26,8 +27,8 @@ function vllmModels(id: string, ownedBy = 'vllm'): unknown {
   };
 }
 
-function probeOptions(fetch: typeof globalThis.fetch) {
-  return { fetch, timeoutMs: 500, signal: new AbortController().signal };
+function probeOptions(http: HttpClient) {
+  return { http, timeoutMs: 500, signal: new AbortController().signal };
 }
 
 describe('ollamaBaseUrl', () => {
@@ -69,7 +70,7 @@ describe('probeOllama', () => {
         [`${OLLAMA}/api/ps`]: OLLAMA_PS,
       },
     });
-    await expect(probeOllama(OLLAMA, probeOptions(deps.fetch))).resolves.toEqual({
+    await expect(probeOllama(OLLAMA, probeOptions(deps.http))).resolves.toEqual({
       kind: 'ollama',
       baseUrl: OLLAMA,
       models: ['llama3.2:3b', 'qwen3:8b'],
@@ -79,9 +80,9 @@ describe('probeOllama', () => {
   });
 
   it('finds nothing when the port is closed or answers something that is not Ollama', async () => {
-    expect(await probeOllama(OLLAMA, probeOptions(fakeProbeDeps().fetch))).toBeUndefined();
+    expect(await probeOllama(OLLAMA, probeOptions(fakeProbeDeps().http))).toBeUndefined();
     const other = fakeProbeDeps({ http: { [`${OLLAMA}/api/tags`]: { status: 404, body: 'not found' } } });
-    expect(await probeOllama(OLLAMA, probeOptions(other.fetch))).toBeUndefined();
+    expect(await probeOllama(OLLAMA, probeOptions(other.http))).toBeUndefined();
   });
 });
 
@@ -95,7 +96,7 @@ describe('probeOpenAICompat', () => {
         'http://127.0.0.1:8000/version': { version: '0.11.0' },
       },
     });
-    await expect(probeOpenAICompat(base, probeOptions(deps.fetch))).resolves.toEqual({
+    await expect(probeOpenAICompat(base, probeOptions(deps.http))).resolves.toEqual({
       kind: 'vllm',
       baseUrl: base,
       models: ['Qwen/Qwen3-8B'],
@@ -110,7 +111,7 @@ describe('probeOpenAICompat', () => {
     ['organization_owner', 'lmstudio'],
   ])('maps owned_by %p to kind %p', async (owner, kind) => {
     const deps = fakeProbeDeps({ http: { [`${base}/models`]: vllmModels('m', owner) } });
-    expect((await probeOpenAICompat(base, probeOptions(deps.fetch)))?.kind).toBe(kind);
+    expect((await probeOpenAICompat(base, probeOptions(deps.http)))?.kind).toBe(kind);
   });
 
   it('tells llama.cpp by /health when owned_by says nothing, else falls back to the port, else openai_compat', async () => {
@@ -120,25 +121,25 @@ describe('probeOpenAICompat', () => {
         'http://127.0.0.1:9000/health': { status: 'ok' },
       },
     });
-    const options = probeOptions(llama.fetch);
+    const options = probeOptions(llama.http);
     expect((await probeOpenAICompat('http://127.0.0.1:9000/v1', options))?.kind).toBe('llama.cpp');
 
     const lmstudio = fakeProbeDeps({ http: { 'http://127.0.0.1:1234/v1/models': vllmModels('m', 'me') } });
     const hinted = await probeOpenAICompat('http://127.0.0.1:1234/v1', {
-      ...probeOptions(lmstudio.fetch),
+      ...probeOptions(lmstudio.http),
       portHint: 1234,
     });
     expect(hinted?.kind).toBe('lmstudio');
 
     const plain = fakeProbeDeps({ http: { 'http://10.0.0.5:7000/v1/models': vllmModels('m', 'me') } });
-    expect((await probeOpenAICompat('http://10.0.0.5:7000/v1', probeOptions(plain.fetch)))?.kind).toBe(
+    expect((await probeOpenAICompat('http://10.0.0.5:7000/v1', probeOptions(plain.http)))?.kind).toBe(
       'openai_compat',
     );
   });
 
   it('finds nothing when /v1/models is missing or malformed', async () => {
     const deps = fakeProbeDeps({ http: { [`${base}/models`]: { models: [] } } });
-    expect(await probeOpenAICompat(base, probeOptions(deps.fetch))).toBeUndefined();
-    expect(await probeOpenAICompat(base, probeOptions(fakeProbeDeps().fetch))).toBeUndefined();
+    expect(await probeOpenAICompat(base, probeOptions(deps.http))).toBeUndefined();
+    expect(await probeOpenAICompat(base, probeOptions(fakeProbeDeps().http))).toBeUndefined();
   });
 });

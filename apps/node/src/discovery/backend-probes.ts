@@ -2,7 +2,8 @@
 // OpenAI-compatible servers at configured URLs and the usual loopback ports: `/v1/models`, then `/version` and
 // `/health` only to tell the flavours apart. Every request is a bounded GET; nothing is ever posted.
 import type { DiscoveredBackend } from '@iop/wire';
-import { fetchJson, isRecord, stringsOf } from './fetch-json.js';
+import type { HttpClient } from '../adapters/http/http-client.js';
+import { fetchJson, isRecord, stringsOf, type ProbeFailure } from './fetch-json.js';
 
 export const DEFAULT_OLLAMA_ADDRESS = '127.0.0.1:11434';
 
@@ -26,9 +27,11 @@ const OWNER_KINDS: Readonly<Record<string, string>> = {
 };
 
 export interface HttpProbeOptions {
-  fetch: typeof fetch;
+  http: HttpClient;
   timeoutMs: number;
   signal: AbortSignal;
+  /** Why the request that decides whether a server is there (`/api/tags`, `/models`) got nothing. */
+  onFailure?: (failure: ProbeFailure) => void;
 }
 
 /**
@@ -58,12 +61,21 @@ export async function probeOllama(
 ): Promise<DiscoveredBackend | undefined> {
   const request = { timeoutMs: options.timeoutMs, signal: options.signal };
   const [version, tags, running] = await Promise.all([
-    fetchJson(options.fetch, `${baseUrl}/api/version`, request),
-    fetchJson(options.fetch, `${baseUrl}/api/tags`, request),
-    fetchJson(options.fetch, `${baseUrl}/api/ps`, request),
+    fetchJson(options.http, `${baseUrl}/api/version`, request),
+    fetchJson(options.http, `${baseUrl}/api/tags`, { ...request, onFailure: options.onFailure }),
+    fetchJson(options.http, `${baseUrl}/api/ps`, request),
   ]);
   // /api/tags answering with a models list is what makes it Ollama; the version alone could be anything.
-  if (!isRecord(tags) || !Array.isArray(tags['models'])) return undefined;
+  if (!isRecord(tags) || !Array.isArray(tags['models'])) {
+    if (tags !== undefined) {
+      options.onFailure?.({
+        url: `${baseUrl}/api/tags`,
+        cause: 'invalid_response',
+        detail: 'no models list',
+      });
+    }
+    return undefined;
+  }
   return {
     kind: 'ollama',
     baseUrl,
@@ -79,19 +91,27 @@ export async function probeOpenAICompat(
   options: HttpProbeOptions & { portHint?: number },
 ): Promise<DiscoveredBackend | undefined> {
   const request = { timeoutMs: options.timeoutMs, signal: options.signal };
-  const listing = await fetchJson(options.fetch, `${baseUrl}/models`, request);
-  if (!isRecord(listing) || !Array.isArray(listing['data'])) return undefined;
+  const listing = await fetchJson(options.http, `${baseUrl}/models`, {
+    ...request,
+    onFailure: options.onFailure,
+  });
+  if (!isRecord(listing) || !Array.isArray(listing['data'])) {
+    if (listing !== undefined) {
+      options.onFailure?.({ url: `${baseUrl}/models`, cause: 'invalid_response', detail: 'no data list' });
+    }
+    return undefined;
+  }
   const models = uniqueSorted(stringsOf(listing['data'], 'id'));
   const owners = stringsOf(listing['data'], 'owned_by');
   const root = baseUrl.replace(/\/v1$/, '');
-  const versionBody = await fetchJson(options.fetch, `${root}/version`, request);
+  const versionBody = await fetchJson(options.http, `${root}/version`, request);
   const version =
     isRecord(versionBody) && typeof versionBody['version'] === 'string' ? versionBody['version'] : '';
   let kind = owners.map((owner) => OWNER_KINDS[owner]).find((value) => value !== undefined);
   // vLLM answers /version; llama.cpp answers /health with {"status":"ok"}; otherwise the port is the best hint.
   if (!kind && version) kind = 'vllm';
   if (!kind) {
-    const health = await fetchJson(options.fetch, `${root}/health`, request);
+    const health = await fetchJson(options.http, `${root}/health`, request);
     if (isRecord(health) && health['status'] === 'ok') kind = 'llama.cpp';
   }
   kind ??= (options.portHint !== undefined ? PORT_KINDS[options.portHint] : undefined) ?? 'openai_compat';

@@ -6,7 +6,7 @@ describe('fetchJson', () => {
   it('gives up at its deadline on a server that never answers, even when fetch ignores the signal', async () => {
     const deps = fakeProbeDeps({ http: { 'http://127.0.0.1:1/x': 'hang' } });
     const started = Date.now();
-    const result = await fetchJson(deps.fetch, 'http://127.0.0.1:1/x', {
+    const result = await fetchJson(deps.http, 'http://127.0.0.1:1/x', {
       timeoutMs: 100,
       signal: new AbortController().signal,
     });
@@ -17,7 +17,7 @@ describe('fetchJson', () => {
   it('stops at once when the caller aborts', async () => {
     const deps = fakeProbeDeps({ http: { 'http://127.0.0.1:1/x': 'hang' } });
     const controller = new AbortController();
-    const pending = fetchJson(deps.fetch, 'http://127.0.0.1:1/x', {
+    const pending = fetchJson(deps.http, 'http://127.0.0.1:1/x', {
       timeoutMs: 60_000,
       signal: controller.signal,
     });
@@ -36,9 +36,9 @@ describe('fetchJson', () => {
       },
     });
     const options = { timeoutMs: 1000, signal: new AbortController().signal };
-    expect(await fetchJson(deps.fetch, 'http://h/error', options)).toBeUndefined();
-    expect(await fetchJson(deps.fetch, 'http://h/text', options)).toBeUndefined();
-    expect(await fetchJson(deps.fetch, 'http://h/big', options)).toBeUndefined();
-    expect(await fetchJson(deps.fetch, 'http://h/ok', options)).toEqual({ ok: true });
+    expect(await fetchJson(deps.http, 'http://h/error', options)).toBeUndefined();
+    expect(await fetchJson(deps.http, 'http://h/text', options)).toBeUndefined();
+    expect(await fetchJson(deps.http, 'http://h/big', options)).toBeUndefined();
+    expect(await fetchJson(deps.http, 'http://h/ok', options)).toEqual({ ok: true });
   });
 });

@@ -88,4 +88,46 @@ describe('NodeDiscoverer', () => {
     expect(found.backends).toEqual([]);
     expect(found.clis).toEqual([{ name: 'codex', path: '/bin/codex', version: '' }]);
   });
+
+  it('logs why a probe found nothing: debug always, warn for named servers on the first failure and each new cause', async () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const at = (level: string) => (fields: Record<string, unknown>, message: string) =>
+      void lines.push({ level, fields, message });
+    const logger = { debug: at('debug'), info: at('info'), warn: at('warn') };
+    const answers: Record<string, unknown> = {};
+    const deps = fakeProbeDeps({ env: { PATH: '/fake/bin', OLLAMA_HOST: '127.0.0.1:31434' }, http: answers });
+    const discoverer = new NodeDiscoverer({ deps, now: () => 0, logger });
+    const settings = { openaiCompatUrls: ['http://10.1.2.3:9000'], localPorts: [8000] };
+    const pass = async () => {
+      lines.length = 0;
+      await discoverer.discover(settings, signal());
+      return lines.map((line) => [line.level, line.fields['baseUrl'], line.fields['cause']]).sort();
+    };
+    // Nothing answers: both named servers warn (connection refused), the default port only at debug.
+    expect(await pass()).toEqual([
+      ['debug', 'http://10.1.2.3:9000/v1', 'connection_refused'],
+      ['debug', 'http://127.0.0.1:31434', 'connection_refused'],
+      ['debug', 'http://127.0.0.1:8000/v1', 'connection_refused'],
+      ['warn', 'http://10.1.2.3:9000/v1', 'connection_refused'],
+      ['warn', 'http://127.0.0.1:31434', 'connection_refused'],
+    ]);
+    expect(
+      lines.find((line) => line.level === 'warn' && line.fields['baseUrl'] === 'http://10.1.2.3:9000/v1'),
+    ).toMatchObject({
+      message: expect.stringMatching(
+        /^discovery: nothing usable at http:\/\/10\.1\.2\.3:9000\/v1: connection_refused \(.*ECONNREFUSED 10\.1\.2\.3:9000.*\)$/,
+      ) as unknown as string,
+      fields: { url: 'http://10.1.2.3:9000/v1/models' },
+    });
+    // The same again: debug only.
+    expect((await pass()).filter(([level]) => level !== 'debug')).toEqual([]);
+    // The vLLM server now answers 404, Ollama answers: a new cause warns, a recovery is info.
+    answers['http://10.1.2.3:9000/v1/models'] = { status: 404, body: 'not found' };
+    answers['http://127.0.0.1:31434/api/tags'] = { models: [{ name: 'qwen3:8b' }] };
+    expect((await pass()).filter(([level]) => level !== 'debug')).toEqual([
+      ['info', 'http://127.0.0.1:31434', undefined],
+      ['warn', 'http://10.1.2.3:9000/v1', 'http_status'],
+    ]);
+    expect(lines.find((line) => line.level === 'warn')?.fields['detail']).toBe('HTTP 404');
+  });
 });

@@ -1,9 +1,11 @@
 // What the discovery probes may touch, as plain injectable functions: HTTP on loopback or configured URLs
-// (fetch), executables found on PATH (which) and run with a short deadline (exec), the environment the node was
+// (http), executables found on PATH (which) and run with a short deadline (exec), the environment the node was
 // started with, and the host's own facts. Tests pass fakes; `systemProbeDeps` is the real thing.
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { findExecutable } from '../adapters/cli/command-lookup.js';
+import type { HttpClient } from '../adapters/http/http-client.js';
+import { createNodeHttpClient } from '../adapters/http/node-http-client.js';
 
 export interface ExecResult {
   stdout: string;
@@ -29,7 +31,8 @@ export interface HostFacts {
 }
 
 export interface ProbeDeps {
-  fetch: typeof fetch;
+  /** GETs to model servers: the node's own HTTP client (undici's fetch fails to connect under Wine, issue 33). */
+  http: HttpClient;
   exec: ExecFunction;
   /** The executable `name` resolves to on PATH, or undefined. */
   which: (name: string, searchPath: string | undefined) => string | undefined;
@@ -102,9 +105,13 @@ function killTree(child: ChildProcess): void {
   }
 }
 
-export function systemProbeDeps(env: NodeJS.ProcessEnv, fetchFunction: typeof fetch = fetch): ProbeDeps {
+/** The real probes; `http` defaults to a client of discovery's own (its idle sockets never hold the process). */
+export function systemProbeDeps(
+  env: NodeJS.ProcessEnv,
+  http: HttpClient = createNodeHttpClient(),
+): ProbeDeps {
   return {
-    fetch: fetchFunction,
+    http,
     exec: execBounded,
     which: findExecutable,
     env,

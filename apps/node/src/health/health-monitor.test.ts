@@ -3,7 +3,7 @@ import { ProviderHealth, type ProviderConfig, type ProviderStatusReport } from '
 import { AdapterRegistry } from '../adapters/registry.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import { FakeClock } from '../link/test-support/fake-clock.js';
-import { silentLogger } from '@iop/logging';
+import { silentLogger, type Logger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
 import { HealthMonitor } from './health-monitor.js';
@@ -39,7 +39,12 @@ describe('HealthMonitor', () => {
     await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
   });
 
-  function setup(providers: ProviderConfig[], intervalMs = 60_000, clock: Clock = systemClock) {
+  function setup(
+    providers: ProviderConfig[],
+    intervalMs = 60_000,
+    clock: Clock = systemClock,
+    logger: Logger = silentLogger,
+  ) {
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },
@@ -54,7 +59,7 @@ describe('HealthMonitor', () => {
       intervalMs: () => intervalMs,
       outbound,
       clock,
-      logger: silentLogger,
+      logger,
       probeTimeoutMs: 50,
     });
     monitors.push(monitor);
@@ -111,6 +116,81 @@ describe('HealthMonitor', () => {
       ['hanger', ProviderHealth.PROVIDER_HEALTH_UNREACHABLE],
     ]);
     expect(report.providers[2].detail).toContain('timed out');
+  });
+
+  it('reports the cause of a failed probe (timeout, error) and none for a healthy one', async () => {
+    const { monitor, outbound, adapters } = setup([
+      provider('ghost', 'nope'),
+      provider('refused', 'ollama-a'),
+      provider('hanger', 'ollama-b'),
+    ]);
+    adapters[0].health = {
+      health: 'unreachable',
+      detail: 'cannot reach http://127.0.0.1:9: connect ECONNREFUSED 127.0.0.1:9',
+      cause: 'connection_refused',
+      models: [],
+    };
+    adapters[1].probeHealth = () => new Promise(() => undefined);
+    await monitor.probeRound();
+    expect(reports(outbound)[0].providers.map((entry) => [entry.providerId, entry.cause])).toEqual([
+      ['ghost', 'error'],
+      ['refused', 'connection_refused'],
+      ['hanger', 'timeout'],
+    ]);
+    adapters[0].health = { health: 'healthy', detail: 'ok', models: [] };
+    await monitor.probeRound();
+    expect(reports(outbound)[1].providers[1]).toMatchObject({ providerId: 'refused', cause: '' });
+  });
+
+  it('logs each failure at debug, and at warn only the first one and each change of health or cause', async () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const at = (level: string) => (fields: Record<string, unknown>, message: string) =>
+      void lines.push({ level, fields, message });
+    const logger: Logger = {
+      debug: at('debug'),
+      info: at('info'),
+      warn: at('warn'),
+      error: at('error'),
+      child: () => logger,
+    };
+    const { monitor, adapters } = setup([provider('gpu-a', 'ollama-a')], 60_000, systemClock, logger);
+    const refused = {
+      health: 'unreachable' as const,
+      detail: 'cannot reach http://127.0.0.1:9: connect ECONNREFUSED 127.0.0.1:9',
+      cause: 'connection_refused' as const,
+      models: [],
+    };
+    adapters[0].health = refused;
+    await monitor.probeRound();
+    await monitor.probeRound();
+    adapters[0].health = {
+      health: 'unhealthy',
+      detail: 'HTTP 404: not found',
+      cause: 'http_status',
+      models: [],
+    };
+    await monitor.probeRound();
+    adapters[0].health = { health: 'healthy', detail: '1 model(s) served', models: ['m'] };
+    await monitor.probeRound();
+    await monitor.probeRound();
+    const summary = lines.map((line) => [line.level, line.fields['cause'] ?? line.fields['health']]);
+    expect(summary).toEqual([
+      ['debug', 'connection_refused'],
+      ['warn', 'connection_refused'],
+      ['debug', 'connection_refused'],
+      ['debug', 'http_status'],
+      ['warn', 'http_status'],
+      ['info', 'healthy'],
+    ]);
+    expect(lines[1]).toMatchObject({
+      fields: { providerId: 'gpu-a', adapter: 'ollama-a', health: 'unreachable', detail: refused.detail },
+      message: `provider gpu-a is unreachable: connection_refused (${refused.detail})`,
+    });
+    expect(lines[4].fields['previousHealth']).toBe('unreachable');
+    expect(lines[5]).toMatchObject({
+      message: 'provider health probe recovered',
+      fields: { previousCause: 'http_status' },
+    });
   });
 
   it('resends a report that could not be delivered', async () => {

@@ -5,8 +5,12 @@
 // A provider's interval is its own `health_probe_interval_ms` (the config's `providers[].health`) when the payload
 // carries one, else the node's `runtime.health_probe_interval_ms`; 0 means that provider is never probed (it is
 // left out of the reports, so the edge shows its health `unknown`). With every interval 0 no timer runs at all.
+//
+// A failed probe is logged with its cause code and detail: every failure at debug, and at warn the first one and
+// each change of a provider's health or cause (a provider failing the same way every round warns once); its
+// recovery is logged at info. The report carries the cause too, so `nodes list` shows it.
 import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
-import type { Adapter, HealthState } from '../adapters/adapter.js';
+import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
@@ -38,6 +42,8 @@ export class HealthMonitor {
   /** Last probe result and its time per provider id (providers not due in a round keep theirs). */
   #latest = new Map<string, { entry: ProviderHealthEntry; at: number }>();
   #forceNext = false;
+  /** Health and cause of the last probe per provider id, for logging state changes only. */
+  #logged = new Map<string, { health: HealthState; cause: HealthCause | undefined }>();
   readonly #controller = new AbortController();
 
   constructor(deps: HealthMonitorDeps) {
@@ -132,7 +138,7 @@ export class HealthMonitor {
           return last === undefined || now - last >= this.#intervalOf(provider);
         })
       : probed;
-    const byAdapter = new Map<string, Promise<{ health: HealthState; detail: string; models: string[] }>>();
+    const byAdapter = new Map<string, Promise<ProbeOutcome>>();
     const entries = await Promise.all(
       providers.map(async (provider): Promise<ProviderHealthEntry> => {
         let probe = byAdapter.get(provider.adapter);
@@ -141,10 +147,12 @@ export class HealthMonitor {
           byAdapter.set(provider.adapter, probe);
         }
         const result = await probe;
+        if (!this.#controller.signal.aborted) this.#logOutcome(provider, result);
         return {
           providerId: provider.id,
           health: HEALTH_VALUES[result.health],
           detail: result.detail,
+          cause: result.health === 'healthy' ? '' : (result.cause ?? 'error'),
           checkedAtUnixMs: this.#deps.clock.now(),
           models: result.models,
         };
@@ -155,6 +163,7 @@ export class HealthMonitor {
     // Only providers still probed are reported; the others are forgotten (the edge shows them `unknown`).
     const current = new Set(probed.map((provider) => provider.id));
     for (const id of this.#latest.keys()) if (!current.has(id)) this.#latest.delete(id);
+    for (const id of this.#logged.keys()) if (!current.has(id)) this.#logged.delete(id);
     const report = probed.flatMap((provider) => {
       const latest = this.#latest.get(provider.id);
       return latest ? [latest.entry] : [];
@@ -174,24 +183,48 @@ export class HealthMonitor {
     return sent ? report : undefined;
   }
 
-  async #probe(adapterName: string): Promise<{ health: HealthState; detail: string; models: string[] }> {
+  /** Logs a probe's outcome for `provider`: see the header for which lines at which level. */
+  #logOutcome(provider: ProviderConfig, result: ProbeOutcome): void {
+    const logger = this.#deps.logger;
+    const previous = this.#logged.get(provider.id);
+    const cause = result.health === 'healthy' ? undefined : (result.cause ?? 'error');
+    this.#logged.set(provider.id, { health: result.health, cause });
+    const fields = { providerId: provider.id, adapter: provider.adapter, health: result.health };
+    if (result.health === 'healthy') {
+      if (previous !== undefined && previous.health !== 'healthy') {
+        logger.info({ ...fields, previousCause: previous.cause }, 'provider health probe recovered');
+      }
+      return;
+    }
+    const failure = { ...fields, cause, detail: result.detail };
+    logger.debug(failure, 'provider health probe failed');
+    if (previous === undefined || previous.health !== result.health || previous.cause !== cause) {
+      logger.warn(
+        { ...failure, ...(previous ? { previousHealth: previous.health } : {}) },
+        `provider ${provider.id} is ${result.health}: ${cause} (${result.detail})`,
+      );
+    }
+  }
+
+  async #probe(adapterName: string): Promise<ProbeOutcome> {
     let adapter: Adapter;
     try {
       adapter = this.#deps.adapters.resolve(adapterName);
     } catch (error) {
-      return { health: 'unreachable', detail: errorMessage(error), models: [] };
+      return { health: 'unreachable', detail: errorMessage(error), cause: 'error', models: [] };
     }
     const timeoutMs = this.#deps.probeTimeoutMs ?? 5000;
     const controller = new AbortController();
     const onStop = () => controller.abort('health monitor stopped');
     this.#controller.signal.addEventListener('abort', onStop, { once: true });
     let timer: TimerHandle | undefined;
-    const timeout = new Promise<{ health: HealthState; detail: string; models: string[] }>((resolve) => {
+    const timeout = new Promise<ProbeOutcome>((resolve) => {
       timer = this.#deps.clock.setTimeout(() => {
         controller.abort('health probe timed out');
         resolve({
           health: 'unreachable',
           detail: `health probe timed out after ${timeoutMs} ms`,
+          cause: 'timeout',
           models: [],
         });
       }, timeoutMs);
@@ -204,7 +237,12 @@ export class HealthMonitor {
         timeout,
       ]);
     } catch (error) {
-      return { health: 'unhealthy', detail: `health probe failed: ${errorMessage(error)}`, models: [] };
+      return {
+        health: 'unhealthy',
+        detail: `health probe failed: ${errorMessage(error)}`,
+        cause: 'error',
+        models: [],
+      };
     } finally {
       this.#deps.clock.clearTimeout(timer);
       this.#controller.signal.removeEventListener('abort', onStop);
@@ -212,8 +250,15 @@ export class HealthMonitor {
   }
 }
 
+interface ProbeOutcome {
+  health: HealthState;
+  detail: string;
+  cause?: HealthCause;
+  models: string[];
+}
+
 function fingerprint(entry: ProviderHealthEntry): string {
-  return JSON.stringify([entry.health, entry.detail, entry.models]);
+  return JSON.stringify([entry.health, entry.detail, entry.cause, entry.models]);
 }
 
 function errorMessage(error: unknown): string {

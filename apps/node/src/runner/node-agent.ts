@@ -108,6 +108,7 @@ export class NodeAgent {
             httpTimeoutMs: options.discovery.httpTimeoutMs,
             execTimeoutMs: options.discovery.execTimeoutMs,
             warn: (message) => logger.warn({ component: 'discovery' }, message),
+            logger: logger.child({ component: 'discovery' }),
           }),
           settings: () => this.settings.discovery(),
           outbound,

@@ -80,6 +80,7 @@ export class FakeNodes {
         providerId,
         health: state,
         detail: '',
+        cause: '',
         checkedAtUnixMs: 0,
       })),
     });
@@ -94,7 +95,7 @@ export class FakeNodes {
     if (!node) throw new Error(`node ${nodeId} is not connected`);
     node.providers = [
       ...node.providers.filter((entry) => entry.providerId !== providerId),
-      { providerId, health, detail: '', checkedAtUnixMs: 0 },
+      { providerId, health, detail: '', cause: '', checkedAtUnixMs: 0 },
     ];
   }
 

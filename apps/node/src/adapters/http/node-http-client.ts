@@ -41,6 +41,32 @@ export interface NodeHttpClientOptions {
   maxFreeSockets?: number;
   /** Extra CA certificates trusted for https besides the default ones (tests with a self-signed server). */
   extraCaCertificates?: string[];
+  /** Opens the sockets (net.connect / tls.connect). Tests pass one that behaves like another platform's. */
+  connector?: SocketConnector;
+}
+
+/** How the client opens a connection: both return a socket that is still connecting. */
+export interface SocketConnector {
+  tcp(options: net.TcpNetConnectOpts): net.Socket;
+  tls(options: tls.ConnectionOptions): net.Socket;
+}
+
+const defaultConnector: SocketConnector = {
+  tcp: (options) => net.connect(options),
+  tls: (options) => tls.connect(options),
+};
+
+/** TCP keep-alive probes start after this much silence (as node:http's agent): a vanished peer is noticed. */
+const TCP_KEEPALIVE_DELAY_MS = 1000;
+
+/**
+ * Turns TCP keep-alive on once the socket is connected, never while it is connecting. Asked for before the
+ * connect, libuv on Windows applies it as it creates the socket, and when the stack refuses one of the
+ * keep-alive options (Wine; Windows before 10 1709 has no TCP_KEEPCNT) the connect itself fails with `UNKNOWN`,
+ * so every request fails. On a connected socket the same refusal only leaves keep-alive off.
+ */
+function enableKeepAlive(this: net.Socket): void {
+  this.setKeepAlive(true, TCP_KEEPALIVE_DELAY_MS);
 }
 
 export interface NodeHttpClient extends HttpClient {
@@ -738,19 +764,20 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
       ? undefined
       : [...tls.rootCertificates, ...options.extraCaCertificates];
 
+  const connector = options.connector ?? defaultConnector;
+
   function connect(target: RequestTarget): Connection {
     connectionsOpened += 1;
     const socket = target.secure
-      ? tls.connect({
+      ? connector.tls({
           host: target.hostname,
           port: target.port,
           servername: net.isIP(target.hostname) === 0 ? target.hostname : undefined,
           ALPNProtocols: ['http/1.1'],
           ca,
         })
-      : net.connect({ host: target.hostname, port: target.port });
-    // TCP keep-alive probes (as node:http's agent): a peer that vanished mid-stream is noticed.
-    socket.setKeepAlive(true, 1000);
+      : connector.tcp({ host: target.hostname, port: target.port });
+    socket.once('connect', enableKeepAlive);
     return new Connection(socket, target.key, core);
   }
 

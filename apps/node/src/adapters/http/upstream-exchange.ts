@@ -10,6 +10,7 @@
 // (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
 import { Cancellation, type AbortSignalLike } from '../cancellation.js';
 import { errorMessageFromBody } from './error-body.js';
+import { describeFailure } from './failure-cause.js';
 import type { HttpClient, HttpClientResponse } from './http-client.js';
 import type { Cancellable } from './inflight-set.js';
 import { UpstreamCancelled, UpstreamError, reasonText } from './upstream-error.js';
@@ -39,24 +40,6 @@ function originOf(url: string): string {
   } catch {
     return 'the configured base_url';
   }
-}
-
-/**
- * The innermost useful description of a fetch error (`connect ECONNREFUSED 127.0.0.1:1`, `other side closed`).
- * Duck-typed on purpose: fetch's errors may come from another realm (test VMs), where `instanceof Error` fails.
- */
-function describeCause(error: unknown): string {
-  let current: unknown = error;
-  let description = String(error);
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    const { message, code, cause } = current as { message?: unknown; code?: unknown; cause?: unknown };
-    const text = typeof message === 'string' ? message : '';
-    if (typeof code === 'string' && code !== '')
-      description = text.includes(code) ? text : `${code} ${text}`.trim();
-    else if (text !== '') description = text;
-    current = cause;
-  }
-  return description;
 }
 
 export class UpstreamExchange implements Cancellable {
@@ -233,14 +216,14 @@ export class UpstreamExchange implements Cancellable {
     if (phase === 'connect') {
       return new UpstreamError(
         'upstream_unreachable',
-        `cannot reach ${originOf(this.url)}: ${describeCause(error)}`,
+        `cannot reach ${originOf(this.url)}: ${describeFailure(error)}`,
         {
           retryable: true,
           cause: error,
         },
       );
     }
-    return new UpstreamError('upstream_error', `upstream connection lost: ${describeCause(error)}`, {
+    return new UpstreamError('upstream_error', `upstream connection lost: ${describeFailure(error)}`, {
       retryable: true,
       cause: error,
     });

@@ -488,11 +488,17 @@ describe('ollama adapter', () => {
     const unreachable = await adapter.probeHealth(never);
     expect(unreachable.health).toBe('unreachable');
     expect(unreachable.detail).toContain('ECONNREFUSED');
+    expect(unreachable.cause).toBe('connection_refused');
 
     server = await startFakeOllama({ port: Number(port) });
     server.setBehavior({ failure: { kind: 'http', status: 500, message: 'loading' } });
     const unhealthy = await adapter.probeHealth(never);
-    expect(unhealthy).toEqual({ health: 'unhealthy', detail: 'HTTP 500: loading', models: [] });
+    expect(unhealthy).toEqual({
+      health: 'unhealthy',
+      detail: 'HTTP 500: loading',
+      cause: 'http_status',
+      models: [],
+    });
 
     server.setBehavior({ failure: undefined });
     expect((await adapter.probeHealth(never)).health).toBe('healthy');

@@ -409,12 +409,16 @@ describe('openai_compat adapter', () => {
       });
       const port = Number(new URL(server.url).port);
       await server.close();
-      expect((await adapter.probeHealth(never)).health).toBe('unreachable');
+      expect(await adapter.probeHealth(never)).toMatchObject({
+        health: 'unreachable',
+        cause: 'connection_refused',
+      });
       server = await startFakeOpenAI({ port });
       server.setBehavior({ failure: { kind: 'http', status: 500, message: 'engine starting' } });
       expect(await adapter.probeHealth(never)).toEqual({
         health: 'unhealthy',
         detail: 'HTTP 500: engine starting',
+        cause: 'http_status',
         models: [],
       });
       server.setBehavior({ failure: undefined });

@@ -1,6 +1,7 @@
 // ProbeDeps for tests: HTTP answers from a URL table (anything else is a refused connection, 'hang' never
 // answers and ignores the signal), executables from a name table, `exec` answers from a path table, and every
 // call is recorded so tests can assert what discovery touched.
+import { fetchHttpClient } from '../../adapters/http/http-client.js';
 import type { ExecResult, HostFacts, ProbeDeps } from '../probe-deps.js';
 
 /** JSON to answer with, `'hang'`, or a raw `{ status, body }`. */
@@ -28,7 +29,13 @@ export function fakeProbeDeps(options: FakeProbeDepsOptions = {}): FakeProbeDeps
     const url = String(input instanceof Request ? input.url : input);
     fetched.push(url);
     const answer = options.http?.[url];
-    if (answer === undefined) return Promise.reject(new TypeError('fetch failed: ECONNREFUSED'));
+    if (answer === undefined) {
+      // As undici reports a refused connection: the socket error is the cause.
+      const refused = Object.assign(new Error(`connect ECONNREFUSED ${new URL(url).host}`), {
+        code: 'ECONNREFUSED',
+      });
+      return Promise.reject(new TypeError('fetch failed', { cause: refused }));
+    }
     if (answer === 'hang') return new Promise<Response>(() => undefined);
     if (isRaw(answer)) return Promise.resolve(new Response(answer.body, { status: answer.status }));
     return Promise.resolve(
@@ -38,7 +45,7 @@ export function fakeProbeDeps(options: FakeProbeDepsOptions = {}): FakeProbeDeps
   return {
     fetched,
     executed,
-    fetch: fakeFetch,
+    http: fetchHttpClient(fakeFetch),
     which: (name) => options.executables?.[name],
     exec: (file, args, execOptions) => {
       const key = [file, ...args].join(' ');

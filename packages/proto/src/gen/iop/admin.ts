@@ -70,6 +70,12 @@ export interface ProviderStatus {
   queued: number;
   servedModels: string[];
   priority: number;
+  /**
+   * The node's last health probe of this provider: what it found, in words, and (when it failed) its cause code
+   * (ProviderHealthEntry.cause). Empty when the node never reported this provider.
+   */
+  healthDetail: string;
+  healthCause: string;
 }
 
 export interface ListProvidersResponse {
@@ -673,6 +679,8 @@ function createBaseProviderStatus(): ProviderStatus {
     queued: 0,
     servedModels: [],
     priority: 0,
+    healthDetail: "",
+    healthCause: "",
   };
 }
 
@@ -704,6 +712,12 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     }
     if (message.priority !== 0) {
       writer.uint32(72).uint32(message.priority);
+    }
+    if (message.healthDetail !== "") {
+      writer.uint32(82).string(message.healthDetail);
+    }
+    if (message.healthCause !== "") {
+      writer.uint32(90).string(message.healthCause);
     }
     return writer;
   },
@@ -793,6 +807,22 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
             message.priority = reader.uint32();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.healthDetail = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.healthCause = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -832,6 +862,16 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
         ? object.served_models.map((e: any) => globalThis.String(e))
         : [],
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      healthDetail: isSet(object.healthDetail)
+        ? globalThis.String(object.healthDetail)
+        : isSet(object.health_detail)
+        ? globalThis.String(object.health_detail)
+        : "",
+      healthCause: isSet(object.healthCause)
+        ? globalThis.String(object.healthCause)
+        : isSet(object.health_cause)
+        ? globalThis.String(object.health_cause)
+        : "",
     };
   },
 
@@ -864,6 +904,12 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     if (message.priority !== 0) {
       obj.priority = Math.round(message.priority);
     }
+    if (message.healthDetail !== "") {
+      obj.healthDetail = message.healthDetail;
+    }
+    if (message.healthCause !== "") {
+      obj.healthCause = message.healthCause;
+    }
     return obj;
   },
 
@@ -881,6 +927,8 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     message.queued = object.queued ?? 0;
     message.servedModels = object.servedModels?.map((e) => e) || [];
     message.priority = object.priority ?? 0;
+    message.healthDetail = object.healthDetail ?? "";
+    message.healthCause = object.healthCause ?? "";
     return message;
   },
 };

@@ -543,6 +543,11 @@ export interface ProviderHealthEntry {
   detail: string;
   checkedAtUnixMs: number;
   models: string[];
+  /**
+   * Why the last probe failed, empty when healthy: connection_refused | timeout | tls | dns | connection_reset |
+   * host_unreachable | http_status | invalid_response | network | cancelled | error. `detail` says it in words.
+   */
+  cause: string;
 }
 
 export interface ProviderStatusReport {
@@ -6758,7 +6763,7 @@ export const ProviderLifecycleProgress: MessageFns<ProviderLifecycleProgress> = 
 };
 
 function createBaseProviderHealthEntry(): ProviderHealthEntry {
-  return { providerId: "", health: 0, detail: "", checkedAtUnixMs: 0, models: [] };
+  return { providerId: "", health: 0, detail: "", checkedAtUnixMs: 0, models: [], cause: "" };
 }
 
 export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
@@ -6777,6 +6782,9 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     }
     for (const v of message.models) {
       writer.uint32(42).string(v!);
+    }
+    if (message.cause !== "") {
+      writer.uint32(50).string(message.cause);
     }
     return writer;
   },
@@ -6834,6 +6842,14 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
             message.models.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cause = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6861,6 +6877,7 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
         ? globalThis.Number(object.checked_at_unix_ms)
         : 0,
       models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
+      cause: isSet(object.cause) ? globalThis.String(object.cause) : "",
     };
   },
 
@@ -6881,6 +6898,9 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     if (message.models?.length) {
       obj.models = message.models;
     }
+    if (message.cause !== "") {
+      obj.cause = message.cause;
+    }
     return obj;
   },
 
@@ -6894,6 +6914,7 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     message.detail = object.detail ?? "";
     message.checkedAtUnixMs = object.checkedAtUnixMs ?? 0;
     message.models = object.models?.map((e) => e) || [];
+    message.cause = object.cause ?? "";
     return message;
   },
 };
