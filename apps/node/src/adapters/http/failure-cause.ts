@@ -2,7 +2,7 @@
 // DNS or TLS error code underneath it (the `cause` chain); and its description in words (describeFailure). Used
 // for health and discovery probes, so the node log and `nodes list` can tell "nothing listens" from "certificate
 // rejected" from "404" from "no answer".
-import type { HealthCause } from '../adapter.js';
+import type { HealthCause } from '../health-probe-result.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 
 const SOCKET_CAUSES: Readonly<Record<string, HealthCause>> = {
