@@ -11,3 +11,4 @@ export * from './wire-logger.js';
 export * from './framed-connection.js';
 export * from './admin.js';
 export * from './edge-fingerprint.js';
+export * from './node-identity-proof.js';

@@ -30,6 +30,7 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly ProviderStatu
     adapters: [...node.adapters],
     ...(node.discovered ? { discovered: toWireDiscovery(node.discovered) } : {}),
     ...(node.edgeId ? { edgeId: node.edgeId } : {}),
+    ...(node.identityFingerprint ? { identityFingerprint: node.identityFingerprint } : {}),
     providers: [
       ...node.providers.map((provider) => {
         const pooled = poolStatus.find(

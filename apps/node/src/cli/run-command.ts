@@ -33,6 +33,7 @@ import {
 } from './command.js';
 import { systemProbeDeps } from '../discovery/probe-deps.js';
 import { lockDataDir, resolveDataDir } from './data-dir.js';
+import { loadOrCreateNodeIdentity, NodeIdentityError, type NodeIdentity } from './node-identity.js';
 import { readToken, refuseTokenFlag } from './token.js';
 import { AGENT_VERSION } from './version.js';
 
@@ -101,6 +102,13 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const lock = lockDataDir(dataDir);
       let history: RunHistory | undefined;
       try {
+        let identity: NodeIdentity;
+        try {
+          identity = loadOrCreateNodeIdentity(dataDir);
+        } catch (error) {
+          if (error instanceof NodeIdentityError) throw new UsageError(error.message);
+          throw error;
+        }
         const opened = openRunHistory({
           path: path.join(dataDir, HISTORY_FILE_NAME),
           retainRuns,
@@ -129,6 +137,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           );
         }
         if (token.warning) logger.warn({}, token.warning);
+        if (identity.warning) logger.warn({}, identity.warning);
         if (tls === undefined) {
           logger.warn(
             {},
@@ -140,6 +149,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         const agent = new NodeAgent({
           nodeId,
           token: token.token,
+          identity: { privateKey: identity.privateKey, publicKeySpki: identity.publicKeySpki },
           agentVersion: AGENT_VERSION,
           connect:
             edges.length === 1
@@ -171,6 +181,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             tls: tls !== undefined,
             edgeFingerprint: tls?.fingerprint,
             tokenSource: token.origin,
+            identity: identity.fingerprint,
+            identityCreated: identity.created,
             version: AGENT_VERSION,
           },
           'iop-node starting',
