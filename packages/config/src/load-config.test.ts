@@ -137,6 +137,7 @@ nodes:
       max_sessions: 16,
       session_idle_ttl_ms: 1_800_000,
       workspace_roots: [],
+      run_as: '',
       profiles: {
         p: {
           command: 'x',

@@ -299,6 +299,11 @@ export interface CliAdapterSettings {
    * directory. A relative root resolves against the agent's working directory, `~` against its HOME.
    */
   workspaceRoots: string[];
+  /**
+   * A local user the CLI processes run as (uid, gid, HOME from the system's user database); '' = the node's own
+   * user. Needs a node running as root; keeps the node's token, identity key and history out of the agents' reach.
+   */
+  runAs: string;
 }
 
 export interface CliAdapterSettings_ProfilesEntry {
@@ -2422,7 +2427,7 @@ export const AdapterInstance: MessageFns<AdapterInstance> = {
 };
 
 function createBaseCliAdapterSettings(): CliAdapterSettings {
-  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0, workspaceRoots: [] };
+  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0, workspaceRoots: [], runAs: "" };
 }
 
 export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
@@ -2438,6 +2443,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     }
     for (const v of message.workspaceRoots) {
       writer.uint32(34).string(v!);
+    }
+    if (message.runAs !== "") {
+      writer.uint32(42).string(message.runAs);
     }
     return writer;
   },
@@ -2490,6 +2498,14 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
             message.workspaceRoots.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.runAs = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2533,6 +2549,11 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
         : globalThis.Array.isArray(object?.workspace_roots)
         ? object.workspace_roots.map((e: any) => globalThis.String(e))
         : [],
+      runAs: isSet(object.runAs)
+        ? globalThis.String(object.runAs)
+        : isSet(object.run_as)
+        ? globalThis.String(object.run_as)
+        : "",
     };
   },
 
@@ -2556,6 +2577,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     if (message.workspaceRoots?.length) {
       obj.workspaceRoots = message.workspaceRoots;
     }
+    if (message.runAs !== "") {
+      obj.runAs = message.runAs;
+    }
     return obj;
   },
 
@@ -2576,6 +2600,7 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     message.maxSessions = object.maxSessions ?? 0;
     message.sessionIdleTtlMs = object.sessionIdleTtlMs ?? 0;
     message.workspaceRoots = object.workspaceRoots?.map((e) => e) || [];
+    message.runAs = object.runAs ?? "";
     return message;
   },
 };
