@@ -21,8 +21,6 @@ export interface TlsHandshakeOptions {
   accept(secure: tls.TLSSocket): AcceptedConnection;
   /** The handshake failed (bad ClientHello, wrong protocol) or did not finish in time. */
   onFailure(failure: { reason: 'tls-handshake' | 'tls-handshake-timeout'; message: string }): void;
-  /** The transport closed it while still in the handshake (eviction, shutdown). */
-  onClosedInHandshake?(reason: string): void;
 }
 
 export class TlsHandshake implements AcceptedConnection {
@@ -99,14 +97,14 @@ export class TlsHandshake implements AcceptedConnection {
     return this.#inner?.registered ?? false;
   }
 
-  /** Still in the TLS handshake (no connection built yet). */
-  get inHandshake(): boolean {
-    return this.#inner === undefined;
-  }
-
   async run(): Promise<void> {
     const secure = await this.#handshake;
     if (!secure) return;
+    if (this.#closedReason !== undefined) {
+      // Closed (evicted, shutdown) in the moment between the end of the handshake and here.
+      this.#secure.destroy();
+      return;
+    }
     this.#inner = this.#options.accept(this.#secure);
     await this.#inner.run();
   }
@@ -118,7 +116,6 @@ export class TlsHandshake implements AcceptedConnection {
     }
     if (this.#closedReason !== undefined) return;
     this.#closedReason = reason;
-    this.#options.onClosedInHandshake?.(reason);
     this.#abort();
     await this.#handshake;
   }

@@ -1,6 +1,7 @@
 // `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
-// flags, read the token, lock the data dir, open the history, build the agent, map the link's outcome to an exit
-// code (0 for a deliberate stop; 1 for a rejection, a failed first connection or exhausted reconnects).
+// flags, read the token, lock the data dir, load (or make) its identity key, open the history, build the agent,
+// map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first connection or
+// exhausted reconnects).
 import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
