@@ -165,17 +165,15 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${stderr})`);
 
     const ask = async (runId: string, text: string) => {
-      await current
-        .latest()
-        .send(
-          envelope.runRequest({
-            runId,
-            adapter: 'cli',
-            target: 'cat',
-            sessionId: runId,
-            messages: prompt(text),
-          }),
-        );
+      await current.latest().send(
+        envelope.runRequest({
+          runId,
+          adapter: 'cli',
+          target: 'cat',
+          sessionId: runId,
+          messages: prompt(text),
+        }),
+      );
       await waitFor(
         () =>
           runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
@@ -204,15 +202,13 @@ describe('CLI agents as a run_as user (node run as root)', () => {
       }),
     );
     await waitFor(() => agentProcesses() > 0, 10_000, `the agent's sleep (${stderr})`);
-    await current
-      .latest()
-      .send(
-        envelope.cancelRequest({
-          action: CancelAction.CANCEL_ACTION_CANCEL_RUN,
-          runId: 'sleeper',
-          reason: 'test',
-        }),
-      );
+    await current.latest().send(
+      envelope.cancelRequest({
+        action: CancelAction.CANCEL_ACTION_CANCEL_RUN,
+        runId: 'sleeper',
+        reason: 'test',
+      }),
+    );
     await waitFor(
       () => runOutput(current, 'sleeper').parts.some((part) => part.type === 'cancelled'),
       10_000,
