@@ -77,6 +77,7 @@ async function startEdge(
               max_sessions: 4,
               session_idle_ttl_ms: 60_000,
               workspace_roots: [],
+              run_as: '',
             },
           ],
         },

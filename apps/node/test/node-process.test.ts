@@ -34,6 +34,7 @@ function payload(idleTimeoutMs: number): NodeConfigPayload {
           maxSessions: 4,
           sessionIdleTtlMs: 0,
           workspaceRoots: [],
+          runAs: '',
           profiles: {
             'fake-cli': {
               command: 'bin/iop-fake-cli',

@@ -137,6 +137,7 @@ nodes:
       max_sessions: 16,
       session_idle_ttl_ms: 1_800_000,
       workspace_roots: [],
+      run_as: '',
       profiles: {
         p: {
           command: 'x',
@@ -153,6 +154,24 @@ nodes:
         },
       },
     });
+  });
+
+  it('takes a cli run_as user name and rejects one that is not a user name', () => {
+    const config = load(`
+nodes:
+  - id: n1
+    adapters: { cli: { run_as: iop-agent, profiles: { p: { command: "x" } } } }
+`);
+    expect(config.nodes[0]?.adapters.instances[0]).toMatchObject({ type: 'cli', run_as: 'iop-agent' });
+    const bad = parseConfigText(
+      `
+nodes:
+  - id: n1
+    adapters: { cli: { run_as: "root; rm", profiles: { p: { command: "x" } } } }
+`,
+      'edge.yaml',
+    );
+    expect(bad.ok ? [] : bad.issues.map((issue) => issue.path)).toEqual(['nodes[0].adapters.cli.run_as']);
   });
 
   it('derives mode from persistent and persistent from mode', () => {

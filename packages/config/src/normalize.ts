@@ -388,6 +388,7 @@ function cliInstance(
     max_sessions: int(raw.max_sessions, DEFAULTS.max_sessions),
     session_idle_ttl_ms: int(raw.session_idle_ttl_ms, DEFAULTS.session_idle_ttl_ms),
     workspace_roots: strings(raw.workspace_roots),
+    run_as: str(raw.run_as, ''),
   };
 }
 

@@ -77,6 +77,7 @@ const cliSettings: Record<string, Schema> = {
   max_sessions: integer(LIMITS.max_sessions),
   session_idle_ttl_ms: integer(LIMITS.session_idle_ttl_ms),
   workspace_roots: { type: 'array', maxItems: 64, items: { type: 'string', minLength: 1, maxLength: 4096 } },
+  run_as: { type: 'string', pattern: '^(|[a-z_][a-z0-9_-]{0,31})$' },
 };
 
 const ollamaSettings: Record<string, Schema> = {

@@ -321,6 +321,11 @@ export interface CliAdapterInstanceConfig extends AdapterInstanceBase {
    * the node agent's working directory only. `~` is the node's HOME, relative roots resolve against its cwd.
    */
   readonly workspace_roots: readonly string[];
+  /**
+   * A local user the CLI processes run as ('' = the node's own user): its uid, gid and HOME, so an agent cannot
+   * read the node's token, identity key, history or config. Needs the node to run as root.
+   */
+  readonly run_as: string;
 }
 
 export interface OllamaAdapterInstanceConfig extends AdapterInstanceBase {

@@ -17,11 +17,11 @@ export type DecodedFrame =
   | { kind: 'unknown'; fieldNumber: number; requestId: string };
 
 /**
- * Field numbers of Envelope's own fields (request_id = 1, the `msg` cases 10..24). A field outside this set in an
+ * Field numbers of Envelope's own fields (request_id = 1, the `msg` cases 10..26). A field outside this set in an
  * envelope without a known message is a message kind added by a newer protocol revision.
  */
 export const KNOWN_ENVELOPE_FIELDS: ReadonlySet<number> = new Set([
-  1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+  1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
 ]);
 
 const WIRE_TYPE_LEN = 2;

@@ -29,6 +29,16 @@ export const envelope = {
     requestId: '',
     msg: { $case: 'registerResponse', registerResponse: runtime.RegisterResponse.fromPartial(fields) },
   }),
+  /** edge → node, after a registerRequest with an identity key: sign this nonce (registerProof). */
+  registerChallenge: (nonce: Buffer): Envelope => ({
+    requestId: '',
+    msg: { $case: 'registerChallenge', registerChallenge: { nonce } },
+  }),
+  /** node → edge, the answer to registerChallenge. */
+  registerProof: (signature: Buffer): Envelope => ({
+    requestId: '',
+    msg: { $case: 'registerProof', registerProof: { signature } },
+  }),
   /** Either side; the receiver answers with heartbeatPong carrying the same seq. */
   heartbeatPing: (seq: number, sentAtUnixMs: number = Date.now()): Envelope => ({
     requestId: '',

@@ -154,6 +154,19 @@ export class FramedConnection {
   }
 
   /**
+   * `length` bytes of TLS exported keying material for `label` (RFC 5705/8446; an empty context), the same on both ends of
+   * one TLS session and unknown to anyone else: what binds a signature to this connection. Undefined on a
+   * plaintext connection or once the socket is gone.
+   */
+  exportKeyingMaterial(length: number, label: string): Buffer | undefined {
+    const socket = this.#socket as Partial<tls.TLSSocket> & net.Socket;
+    if (socket.encrypted !== true || typeof socket.exportKeyingMaterial !== 'function' || socket.destroyed) {
+      return undefined;
+    }
+    return socket.exportKeyingMaterial(length, label, Buffer.alloc(0));
+  }
+
+  /**
    * Changes the incoming limits: the largest frame (at most the construction-time maxFrameBytes; applies from the
    * next frame header) and the decoded bytes held for a lagging consumer.
    */

@@ -12,3 +12,4 @@ export * from './framed-connection.js';
 export * from './admin.js';
 export * from './edge-fingerprint.js';
 export * from './session-owner.js';
+export * from './node-identity-proof.js';

@@ -33,6 +33,7 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly PooledProvide
     adapters: [...node.adapters],
     ...(node.discovered ? { discovered: toWireDiscovery(node.discovered) } : {}),
     ...(node.edgeId ? { edgeId: node.edgeId } : {}),
+    ...(node.identityFingerprint ? { identityFingerprint: node.identityFingerprint } : {}),
     providers: [
       ...node.providers.map((provider) => {
         const pooled = poolStatus.find(

@@ -17,6 +17,8 @@ const command = createNodesListCommand({
   now: () => NOW,
 });
 
+const IDENTITY = `sha256:0123456789ab${'c'.repeat(52)}`;
+
 describe('iop-edge nodes list', () => {
   let dir: string;
   let surface: AdminSurface | undefined;
@@ -26,7 +28,11 @@ describe('iop-edge nodes list', () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'iop-nodes-list-'));
     service = FakeEdgeService.forConsole();
     service.nodes = [
-      { ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)), lastHeartbeatUnixMs: NOW - 2000 },
+      {
+        ...node('test-node', 'alias-a', Date.UTC(2026, 10, 29, 12)),
+        lastHeartbeatUnixMs: NOW - 2000,
+        identityFingerprint: IDENTITY,
+      },
     ];
   });
 
@@ -55,8 +61,8 @@ describe('iop-edge nodes list', () => {
     expect(await runCli(['nodes', 'list'], io, [command])).toBe(0);
     expect(err()).toBe('');
     expect(out().split('\n')).toEqual([
-      'NODE       ALIAS    VERSION  PLATFORM   HOST            ADDRESS          CONNECTED             HEARTBEAT  ADAPTERS  DISCOVERED',
-      'test-node  alias-a  0.1.0    linux/x64  test-node-host  127.0.0.1:50000  2026-11-29T12:00:00Z  2s ago     cli       not reported',
+      'NODE       ALIAS    VERSION  PLATFORM   HOST            ADDRESS          CONNECTED             HEARTBEAT  ADAPTERS  IDENTITY              DISCOVERED',
+      'test-node  alias-a  0.1.0    linux/x64  test-node-host  127.0.0.1:50000  2026-11-29T12:00:00Z  2s ago     cli       sha256:0123456789ab…  not reported',
       '',
     ]);
   });
@@ -85,6 +91,7 @@ describe('iop-edge nodes list', () => {
           last_heartbeat_unix_ms: NOW - 2000,
           adapters: ['cli'],
           discovered: null,
+          identity_fingerprint: IDENTITY,
           providers: [],
         },
       ],
@@ -126,7 +133,7 @@ describe('iop-edge nodes list', () => {
     let run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(0);
     expect(run.out().split('\n')[1]).toMatch(
-      / cli {7}ollama: 3 models · claude 2\.0\.14 · codex · 1× GPU 24 GB$/,
+      / cli {7}- {9}ollama: 3 models · claude 2\.0\.14 · codex · 1× GPU 24 GB$/,
     );
     run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--json', '--addr', address], run.io, [command])).toBe(0);

@@ -114,6 +114,8 @@ function toJson(node: NodeInfo): Record<string, unknown> {
     discovered: node.discovered ? discoveredToJson(fromWireDiscovery(node.discovered)) : null,
     // Cluster mode only: the edge the node is connected to.
     ...(node.edgeId ? { edge_id: node.edgeId } : {}),
+    // The key the node proved at registration; null for an agent without identity support.
+    identity_fingerprint: node.identityFingerprint || null,
     providers: node.providers.map((provider) => ({
       provider_id: provider.providerId,
       status: provider.status,
@@ -145,6 +147,7 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     'CONNECTED',
     'HEARTBEAT',
     'ADAPTERS',
+    'IDENTITY',
     'DISCOVERED',
   ];
   // Cluster mode: an EDGE column (the edge each node is connected to); a single edge prints none.
@@ -163,6 +166,7 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
       ? `${Math.max(0, Math.round((now - node.lastHeartbeatUnixMs) / 1000))}s ago`
       : '-',
     node.adapters.length > 0 ? node.adapters.join(',') : '-',
+    shortFingerprint(node.identityFingerprint),
     discoverySummary(node.discovered ? fromWireDiscovery(node.discovered) : undefined),
   ]);
   // Every cell but the times is the node's own word: no escape sequence of a node reaches the terminal.
@@ -171,6 +175,11 @@ function printTable(io: CliIo, nodes: NodeInfo[], now: number): void {
     header,
     rows.map((row) => row.map((cell) => terminalText(cell))),
   );
+}
+
+/** The first 12 hex digits of an identity fingerprint (the whole one is in --json); '-' for none. */
+function shortFingerprint(fingerprint: string): string {
+  return fingerprint ? `${fingerprint.slice(0, 'sha256:'.length + 12)}…` : '-';
 }
 
 function isoTime(unixMs: number): string | null {

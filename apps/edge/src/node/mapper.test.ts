@@ -35,6 +35,7 @@ describe('mapNodeConfig', () => {
       maxSessions: 8,
       sessionIdleTtlMs: 600_000,
       workspaceRoots: [],
+      runAs: '',
     });
     expect(payload.adapters[1]?.http).toEqual({
       provider: 'vllm',

@@ -64,6 +64,7 @@ export function mapAdapterInstance(instance: AdapterInstanceConfig): AdapterInst
           maxSessions: instance.max_sessions,
           sessionIdleTtlMs: instance.session_idle_ttl_ms,
           workspaceRoots: [...instance.workspace_roots],
+          runAs: instance.run_as,
         },
       };
     case 'ollama':

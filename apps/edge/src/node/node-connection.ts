@@ -12,12 +12,25 @@
 // timeout (one HeartbeatSweeper does this for every connection of the transport). Whatever ends the connection,
 // `run()` resolves after the link was marked closed (ending its runs and requests), removed from the registry,
 // and a `disconnected` event with the reason was published.
+//
+// Identity: a request with a valid token that carries an identity key is answered with a RegisterChallenge (a
+// fresh nonce); the node must answer with a RegisterProof signed by that key over the nonce and the TLS session
+// (node-identity-proof in @iop/wire) within the register timeout. The key must be the one on record for the node
+// (node-identity-store.ts; recorded on the first proof with the current token). A request without a key is an
+// older agent: accepted only while no identity is on record. Every refusal here is `identity_mismatch` and happens
+// before the registry is touched, so the node already connected stays connected.
 import type { RegisterRejectCode } from '@iop/wire';
 import {
   CLOSE_REASONS,
   envelope as build,
+  identityChannelBinding,
+  identityFingerprint,
+  isIdentityPublicKey,
   isWireError,
+  NODE_IDENTITY_NONCE_BYTES,
   PROTOCOL_VERSION,
+  RegisterRejectCode as RejectCode,
+  verifyIdentityProof,
   type Envelope,
   type FramedConnection,
   type InputLimits,
@@ -32,7 +45,9 @@ import type { HeartbeatHandle, HeartbeatSweeper, HeartbeatTarget } from './heart
 import { NodeLink } from './node-link.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { NodeStore } from './node-store.js';
+import type { NodeIdentityStore } from './node-identity-store.js';
 import { evaluateRegistration } from './registration.js';
+import { sha256Hex } from './node-store.js';
 
 export interface ConnectionContext {
   edgeId: string;
@@ -55,7 +70,16 @@ export interface ConnectionContext {
   onFrameError(code: string): void;
   /** Incoming limits applied once the node is registered (before that the transport's smaller ones hold). */
   registeredInputLimits: InputLimits;
+  /** The identity key on record per node (checked and recorded at registration). */
+  identities: NodeIdentityStore;
+  /** Random bytes for challenge nonces (default node:crypto). */
+  randomBytes(size: number): Buffer;
 }
+
+type IdentityDecision =
+  | { ok: true; fingerprint: string }
+  | { ok: false; code: RegisterRejectCode; reason: string; logReason: string }
+  | { ok: false; ended: true };
 
 type FirstFrame =
   | { kind: 'frame'; envelope: Envelope }
@@ -153,7 +177,13 @@ export class NodeConnection implements AcceptedConnection {
         await this.refuse(decision.code, decision.reason, decision.logReason, logger, request);
         return;
       }
-      if (!(await this.accept(request, remoteAddress, logger))) return;
+      const identity = await this.proveIdentity(request, iterator, logger);
+      if (!identity.ok) {
+        if ('ended' in identity) return;
+        await this.refuse(identity.code, identity.reason, identity.logReason, logger, request);
+        return;
+      }
+      if (!(await this.accept(request, identity.fingerprint, remoteAddress, logger))) return;
       await this.pump(iterator, logger);
     } finally {
       this.stopHeartbeat();
@@ -161,7 +191,111 @@ export class NodeConnection implements AcceptedConnection {
     }
   }
 
-  private async firstFrame(iterator: AsyncIterator<Envelope>): Promise<FirstFrame> {
+  /**
+   * The identity check of a request whose token was accepted: challenge the key it carries, check the proof and
+   * the key on record, record it on a first registration. See the module header.
+   */
+  private async proveIdentity(
+    request: RegisterRequest,
+    iterator: AsyncIterator<Envelope>,
+    logger: Logger,
+  ): Promise<IdentityDecision> {
+    const { identities } = this.context;
+    const nodeId = request.nodeId;
+    const mismatch = (reason: string, logReason: string): IdentityDecision => ({
+      ok: false,
+      code: RejectCode.REGISTER_REJECT_CODE_IDENTITY_MISMATCH,
+      reason,
+      logReason,
+    });
+    const isCurrent = async (record: { node_id: string; token_sha256: string }) =>
+      (await this.context.store.verifyDigest(record.node_id, record.token_sha256)).ok;
+    const resetHint = `if this is a re-install of the node, run 'iop-edge node register ${nodeId}' on the edge (a new token resets its identity)`;
+    try {
+      const key = Buffer.from(request.identityPublicKey);
+      if (key.length === 0) {
+        const onRecord = await identities.current(nodeId, isCurrent);
+        if (!onRecord) return { ok: true, fingerprint: '' };
+        return mismatch(
+          `node '${nodeId}' has an identity key on record (${onRecord.fingerprint}) and this agent has no identity support: upgrade iop-node; ${resetHint}`,
+          'identity-missing',
+        );
+      }
+      if (!isIdentityPublicKey(key)) {
+        return {
+          ok: false,
+          code: RejectCode.REGISTER_REJECT_CODE_MALFORMED,
+          reason: 'identity_public_key is not an Ed25519 SubjectPublicKeyInfo',
+          logReason: 'malformed-identity-key',
+        };
+      }
+      const onRecord = await identities.current(nodeId, isCurrent);
+      const presented = identityFingerprint(key);
+      if (onRecord && onRecord.fingerprint !== presented) {
+        return mismatch(
+          `node '${nodeId}' is bound to identity ${onRecord.fingerprint}, this agent holds ${presented}: another machine (or a copy of the token) cannot become the node; ${resetHint}`,
+          'identity-mismatch',
+        );
+      }
+      const nonce = this.context.randomBytes(NODE_IDENTITY_NONCE_BYTES);
+      await this.connection.send(build.registerChallenge(nonce));
+      const answer = await this.nextFrame(iterator);
+      if (answer.kind !== 'frame') {
+        await this.rejectEarly(answer, logger);
+        return { ok: false, ended: true };
+      }
+      if (answer.envelope.msg?.$case !== 'registerProof') {
+        return mismatch(
+          `expected a register proof for the identity challenge, got ${answer.envelope.msg?.$case ?? 'an empty envelope'}`,
+          'identity-no-proof',
+        );
+      }
+      const binding = identityChannelBinding(this.connection);
+      if (!verifyIdentityProof(key, answer.envelope.msg.registerProof.signature, nodeId, nonce, binding)) {
+        return mismatch(
+          `the identity proof of node '${nodeId}' does not verify with the key it presented (${presented})`,
+          'identity-bad-proof',
+        );
+      }
+      const claim = await identities.claim(nodeId, key, sha256Hex(request.token), isCurrent);
+      switch (claim.outcome) {
+        case 'recorded':
+          logger.info({ nodeId, identity: claim.record.fingerprint }, 'node identity recorded');
+          return { ok: true, fingerprint: claim.record.fingerprint };
+        case 'match':
+          return { ok: true, fingerprint: claim.record.fingerprint };
+        case 'mismatch':
+          return mismatch(
+            `node '${nodeId}' is bound to identity ${claim.record.fingerprint}, this agent holds ${presented}; ${resetHint}`,
+            'identity-mismatch',
+          );
+        default: {
+          const unreachable: never = claim;
+          throw new Error(`unexpected identity claim ${JSON.stringify(unreachable)}`);
+        }
+      }
+    } catch (error) {
+      if (isWireError(error)) {
+        // The challenge could not be sent: the connection is gone.
+        this.closingReason ??= errorCode(error);
+        await this.connection.close(errorCode(error));
+        return { ok: false, ended: true };
+      }
+      return {
+        ok: false,
+        code: RejectCode.REGISTER_REJECT_CODE_UNSPECIFIED,
+        reason: 'the edge cannot read or write its node identities; ask the operator to check the edge log',
+        logReason: `identity-store-error: ${errorText(error)}`,
+      };
+    }
+  }
+
+  private firstFrame(iterator: AsyncIterator<Envelope>): Promise<FirstFrame> {
+    return this.nextFrame(iterator);
+  }
+
+  /** The next frame within the register timeout. */
+  private async nextFrame(iterator: AsyncIterator<Envelope>): Promise<FirstFrame> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<FirstFrame>((resolve) => {
       timer = setTimeout(() => resolve({ kind: 'timeout' }), this.context.registerTimeoutMs);
@@ -240,7 +374,12 @@ export class NodeConnection implements AcceptedConnection {
     await this.connection.close(CLOSE_REASONS.registerRejected);
   }
 
-  private async accept(request: RegisterRequest, remoteAddress: string, logger: Logger): Promise<boolean> {
+  private async accept(
+    request: RegisterRequest,
+    identityFingerprint: string,
+    remoteAddress: string,
+    logger: Logger,
+  ): Promise<boolean> {
     const payload = this.context.payloadFor(request.nodeId);
     const now = this.context.clock.now();
     const link = new NodeLink({
@@ -255,6 +394,7 @@ export class NodeConnection implements AcceptedConnection {
         remoteAddress,
         supportedAdapters: [...request.supportedAdapters],
         connectedSinceUnixMs: now,
+        identityFingerprint,
       },
       payload,
       logger: logger.child({ nodeId: request.nodeId }),
@@ -277,6 +417,7 @@ export class NodeConnection implements AcceptedConnection {
         heartbeatIntervalMs: this.context.heartbeatIntervalMs,
         heartbeatTimeoutMs: this.context.heartbeatTimeoutMs,
         config: payload,
+        identityFingerprint,
       }),
     );
     this.link = link;
@@ -311,6 +452,7 @@ export class NodeConnection implements AcceptedConnection {
         arch: request.arch,
         hostname: request.hostname,
         revision: payload.revision,
+        identity: identityFingerprint || 'none',
       },
       'node registered',
     );

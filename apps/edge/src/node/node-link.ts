@@ -59,6 +59,8 @@ export interface NodeLinkInfo {
   remoteAddress: string;
   supportedAdapters: string[];
   connectedSinceUnixMs: number;
+  /** `sha256:…` of the identity key the node proved at registration ('' or absent: an agent without one). */
+  identityFingerprint?: string;
 }
 
 export interface NodeLinkOptions {
@@ -171,6 +173,7 @@ export class NodeLink {
         .map((adapter) => adapter.name),
       providers: this.providerHealth.map((entry) => ({ ...entry })),
       ...(this.discoveredState ? { discovered: this.discoveredState } : {}),
+      ...(this.info.identityFingerprint ? { identityFingerprint: this.info.identityFingerprint } : {}),
     };
   }
 
@@ -326,6 +329,8 @@ export class NodeLink {
         return;
       case 'registerRequest':
       case 'registerResponse':
+      case 'registerChallenge':
+      case 'registerProof':
       case 'runRequest':
       case 'cancelRequest':
       case 'nodeCommandRequest':

@@ -16,6 +16,8 @@ export interface NodeSummary {
   providers: ProviderHealthSummary[];
   /** What the node reported it can run; absent until it reports (older nodes never do). */
   discovered?: NodeDiscovered;
+  /** `sha256:…` of the identity key the node proved when it registered (absent: an agent without identity). */
+  identityFingerprint?: string;
   /** Cluster mode: the edge the node is connected to (absent on a single edge). */
   edgeId?: string;
 }

@@ -1,7 +1,8 @@
 // The edge's node transport as the runtime starts it: the transport's listener (transport/) with the node
-// connection handler of this layer — registration against the token store, a NodeLink per accepted node in the
+// connection handler of this layer — registration against the token store and the node identity keys, a NodeLink per accepted node in the
 // registry, heartbeats (one sweeping timer for every connection), node events, and the periodic token re-check
 // that disconnects rotated or revoked nodes.
+import { randomBytes } from 'node:crypto';
 import type { EdgeConfig } from '@iop/config';
 import { DEFAULT_MAX_FRAME_BYTES, type NodeConfigPayload } from '@iop/wire';
 import { systemClock } from '../clock.js';
@@ -18,10 +19,13 @@ import { NodeConnection } from './node-connection.js';
 import type { NodeLink } from './node-link.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { NodeStore } from './node-store.js';
+import { createNodeIdentityStore, type NodeIdentityStore } from './node-identity-store.js';
 import { createTokenRevocation } from './token-revocation.js';
 
 export interface NodeTransportOptions extends Omit<EdgeTransportOptions, 'handler'> {
   store: NodeStore;
+  /** Identity keys on record per node; default: `node-identities.json` in `edge.data_dir`. */
+  identities?: NodeIdentityStore;
   registry: NodeRegistry;
   events: EventBus;
   /** Payload sent to an accepted node; default: mapped from `config.nodes` (default payload for store-only ids). */
@@ -75,6 +79,8 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
       maxBufferedBytes: REGISTERED_BUFFERED_BYTES,
     },
     onAuthenticated: (link: NodeLink, token: string) => revocation.track(link, token),
+    identities: options.identities ?? createNodeIdentityStore({ dataDir: config.edge.data_dir, clock }),
+    randomBytes: (size: number) => randomBytes(size),
   };
   return {
     accept: (connection, peer) => new NodeConnection(connection, settings, peer),

@@ -7,7 +7,9 @@
 // Until a peer has registered it is held to small bounds: frames of at most `preRegistrationFrameBytes`, a few
 // pending connections per remote address and in total (`admitPending`: at a cap the longest-idle pending
 // connection is evicted, so idle sockets cannot lock real nodes out), `register_timeout_ms` to register, and a
-// per-address budget of warning lines (`WarningLimiter`).
+// per-address budget of warning lines (`WarningLimiter`). With TLS the listener is a plain TCP server and the
+// handshake is run per socket (tls-handshake.ts), so those caps count a socket from its accept, not from the end
+// of its handshake, and the handshake itself must finish within `register_timeout_ms`.
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -19,6 +21,7 @@ import type { AcceptedConnection, ConnectionHandler } from './connection-handler
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
 import { admitPending, type PendingConnectionView } from './pending-admission.js';
+import { TlsHandshake } from './tls-handshake.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
 export interface EdgeTransportOptions {
@@ -137,16 +140,8 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   };
   const closingForRoom = new Set<AcceptedConnection>();
 
-  const onSocket = (socket: net.Socket) => {
-    if (shuttingDown) {
-      socket.destroy();
-      return;
-    }
-    const address = socket.remoteAddress ?? 'unknown';
-    if (!admit(address, `${address}:${socket.remotePort ?? ''}`)) {
-      socket.destroy();
-      return;
-    }
+  /** Wraps a (plain or already secure) socket into a FramedConnection handed to the handler. */
+  const frame = (socket: net.Socket, address: string): AcceptedConnection => {
     const connectionLogger = limitWarnings(logger, warnings, address);
     const framed = new FramedConnection(socket, {
       maxFrameBytes,
@@ -155,11 +150,15 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
       logger: connectionLogger,
     });
-    const connection = handler.accept(framed, {
+    return handler.accept(framed, {
       remoteIp: address,
       logger: connectionLogger,
       isShuttingDown,
     });
+  };
+
+  /** Tracks a connection from its accept to its end (pending caps, shutdown). */
+  const track = (connection: AcceptedConnection, address: string, remote: string): void => {
     const tracked: Tracked = { connection, remoteIp: address };
     connections.add(tracked);
     unregistered.add(tracked);
@@ -167,13 +166,10 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       .run()
       .catch((error: unknown) => {
         logger.error(
-          {
-            remoteAddress: framed.remoteAddress,
-            error: error instanceof Error ? error.message : String(error),
-          },
+          { remoteAddress: remote, error: error instanceof Error ? error.message : String(error) },
           'connection handler failed',
         );
-        return framed.close('internal-error');
+        return connection.close('internal-error');
       })
       .finally(() => {
         connections.delete(tracked);
@@ -183,9 +179,52 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     tasks.add(task);
   };
 
-  const server = config.edge.tls.enabled
-    ? await createTlsServer(config, logger, onSocket, warnings)
-    : net.createServer(onSocket);
+  /** Admits an accepted TCP socket against the pending caps; false when it was refused (and destroyed). */
+  const admitSocket = (socket: net.Socket): { address: string; remote: string } | undefined => {
+    if (shuttingDown) {
+      socket.destroy();
+      return undefined;
+    }
+    const address = socket.remoteAddress ?? 'unknown';
+    const remote = `${address}:${socket.remotePort ?? ''}`;
+    if (!admit(address, remote)) {
+      socket.destroy();
+      return undefined;
+    }
+    return { address, remote };
+  };
+
+  const onPlainSocket = (socket: net.Socket) => {
+    const admitted = admitSocket(socket);
+    if (!admitted) return;
+    track(frame(socket, admitted.address), admitted.address, admitted.remote);
+  };
+
+  // TLS: the socket counts against the caps from its accept, before its handshake (tls-handshake.ts), and the
+  // handshake gets the register timeout.
+  const secureContext = config.edge.tls.enabled ? await loadSecureContext(config) : undefined;
+  const onTlsSocket = (context: tls.SecureContext) => (socket: net.Socket) => {
+    const admitted = admitSocket(socket);
+    if (!admitted) return;
+    const { address, remote } = admitted;
+    const handshake = new TlsHandshake({
+      socket,
+      secureContext: context,
+      acceptedAtMs: clock.now(),
+      handshakeTimeoutMs: config.edge.register_timeout_ms,
+      accept: (secure) => frame(secure, address),
+      onFailure: ({ reason, message }) =>
+        limitWarnings(logger, warnings, address).warn(
+          { remoteAddress: remote, reason, error: message },
+          reason === 'tls-handshake-timeout'
+            ? 'connection closed: TLS handshake not finished in time'
+            : 'connection closed: TLS handshake failed',
+        ),
+    });
+    track(handshake, address, remote);
+  };
+
+  const server = net.createServer(secureContext ? onTlsSocket(secureContext) : onPlainSocket);
   server.on('error', (error: Error) =>
     logger.error({ error: error.message }, 'node transport listener error'),
   );
@@ -234,12 +273,8 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
 /** Largest frame a peer may send before it has registered (a register request is a few hundred bytes). */
 export const PRE_REGISTRATION_FRAME_BYTES = 64 * 1024;
 
-async function createTlsServer(
-  config: EdgeConfig,
-  logger: Logger,
-  onSocket: (socket: net.Socket) => void,
-  warnings: WarningLimiter,
-): Promise<tls.Server> {
+/** The edge's certificate and key as a TLS context (typed error when unreadable or invalid). */
+async function loadSecureContext(config: EdgeConfig): Promise<tls.SecureContext> {
   let cert: Buffer;
   let key: Buffer;
   try {
@@ -254,9 +289,8 @@ async function createTlsServer(
       { cause: error },
     );
   }
-  let server: tls.Server;
   try {
-    server = tls.createServer({ cert, key, minVersion: 'TLSv1.2' }, onSocket);
+    return tls.createSecureContext({ cert, key, minVersion: 'TLSv1.2' });
   } catch (error) {
     throw new TransportError(
       'tls_config',
@@ -264,15 +298,4 @@ async function createTlsServer(
       { cause: error },
     );
   }
-  server.on('tlsClientError', (error, socket) => {
-    limitWarnings(logger, warnings, socket.remoteAddress ?? 'unknown').warn(
-      {
-        remoteAddress: `${socket.remoteAddress ?? 'unknown'}:${socket.remotePort ?? ''}`,
-        reason: 'tls-handshake',
-        error: error.message,
-      },
-      'connection closed: TLS handshake failed',
-    );
-  });
-  return server;
 }

@@ -92,7 +92,7 @@ describe('AdapterRegistry', () => {
     registry.apply([
       adapterInstance('keep', 'cli'),
       adapterInstance('change', 'cli', {
-        cli: { profiles: {}, maxSessions: 1, sessionIdleTtlMs: 0, workspaceRoots: [] },
+        cli: { profiles: {}, maxSessions: 1, sessionIdleTtlMs: 0, workspaceRoots: [], runAs: '' },
       }),
       adapterInstance('drop', 'cli'),
     ]);
@@ -100,7 +100,13 @@ describe('AdapterRegistry', () => {
     const result = registry.apply([
       adapterInstance('keep', 'cli'),
       adapterInstance('change', 'cli', {
-        cli: { profiles: profiles as never, maxSessions: 2, sessionIdleTtlMs: 0, workspaceRoots: [] },
+        cli: {
+          profiles: profiles as never,
+          maxSessions: 2,
+          sessionIdleTtlMs: 0,
+          workspaceRoots: [],
+          runAs: '',
+        },
       }),
       adapterInstance('new', 'cli'),
     ]);

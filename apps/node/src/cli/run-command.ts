@@ -1,6 +1,7 @@
 // `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
-// flags, read the token, lock the data dir, open the history, build the agent, map the link's outcome to an exit
-// code (0 for a deliberate stop; 1 for a rejection, a failed first connection or exhausted reconnects).
+// flags, read the token, lock the data dir, load (or make) its identity key, open the history, build the agent,
+// map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first connection or
+// exhausted reconnects).
 import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -33,6 +34,7 @@ import {
 } from './command.js';
 import { systemProbeDeps } from '../discovery/probe-deps.js';
 import { lockDataDir, resolveDataDir } from './data-dir.js';
+import { loadOrCreateNodeIdentity, NodeIdentityError, type NodeIdentity } from './node-identity.js';
 import { readToken, refuseTokenFlag } from './token.js';
 import { AGENT_VERSION } from './version.js';
 
@@ -101,6 +103,13 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const lock = lockDataDir(dataDir);
       let history: RunHistory | undefined;
       try {
+        let identity: NodeIdentity;
+        try {
+          identity = loadOrCreateNodeIdentity(dataDir);
+        } catch (error) {
+          if (error instanceof NodeIdentityError) throw new UsageError(error.message);
+          throw error;
+        }
         const opened = openRunHistory({
           path: path.join(dataDir, HISTORY_FILE_NAME),
           retainRuns,
@@ -129,6 +138,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           );
         }
         if (token.warning) logger.warn({}, token.warning);
+        if (identity.warning) logger.warn({}, identity.warning);
         if (tls === undefined) {
           logger.warn(
             {},
@@ -140,6 +150,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         const agent = new NodeAgent({
           nodeId,
           token: token.token,
+          identity: { privateKey: identity.privateKey, publicKeySpki: identity.publicKeySpki },
           agentVersion: AGENT_VERSION,
           connect:
             edges.length === 1
@@ -171,6 +182,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             tls: tls !== undefined,
             edgeFingerprint: tls?.fingerprint,
             tokenSource: token.origin,
+            identity: identity.fingerprint,
+            identityCreated: identity.created,
             version: AGENT_VERSION,
           },
           'iop-node starting',

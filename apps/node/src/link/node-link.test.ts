@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
   CancelAction,
@@ -92,6 +93,45 @@ describe('NodeLink against a fake edge over loopback', () => {
     return link;
   }
 
+  it("sends its identity key and answers the edge's challenge with a proof the edge can verify", async () => {
+    const edge = await startEdge({ challenge: Buffer.alloc(32, 5) });
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const publicKeySpki = publicKey.export({ type: 'spki', format: 'der' });
+    const link = createLink(edge, new RecordingHandler(), {
+      registration: { ...registration, identity: { privateKey, publicKeySpki } },
+    });
+    const outcome = link.run();
+    await waitFor(() => link.state === 'registered', 3000, 'registration');
+    expect(Buffer.from(edge.registrations[0]?.identityPublicKey ?? [])).toEqual(publicKeySpki);
+    expect(edge.proofs).toEqual([true]);
+    await link.stop();
+    expect(await outcome).toEqual({ kind: 'stopped', reason: 'shutdown' });
+  });
+
+  it('ends with identity_mismatch when the edge refuses its identity, without retrying', async () => {
+    const edge = await startEdge({
+      challenge: Buffer.alloc(32, 6),
+      answer: () => ({
+        accepted: false,
+        rejectCode: RegisterRejectCode.REGISTER_REJECT_CODE_IDENTITY_MISMATCH,
+        reason: "node 'test-node' is bound to identity sha256:aa…",
+      }),
+    });
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const link = createLink(edge, new RecordingHandler(), {
+      registration: {
+        ...registration,
+        identity: { privateKey, publicKeySpki: publicKey.export({ type: 'spki', format: 'der' }) },
+      },
+    });
+    expect(await link.run()).toEqual({
+      kind: 'rejected',
+      code: 'identity_mismatch',
+      reason: "node 'test-node' is bound to identity sha256:aa…",
+    });
+    expect(edge.registrations).toHaveLength(1);
+  });
+
   it('registers with every field of the register request and hands the payload to the handler', async () => {
     const edge = await startEdge({
       answer: () => ({
@@ -118,6 +158,7 @@ describe('NodeLink against a fake edge over loopback', () => {
       ...registration,
       protocolVersion: PROTOCOL_VERSION,
       agentKind: 'iop-node',
+      identityPublicKey: Buffer.alloc(0),
     });
     expect(handler.registrations).toHaveLength(1);
     expect(handler.registrations[0].response.config?.revision).toBe('r1');

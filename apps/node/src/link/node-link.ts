@@ -9,8 +9,10 @@
 import {
   CLOSE_REASONS,
   envelope,
+  identityChannelBinding,
   PROTOCOL_VERSION,
   RegisterRejectCode,
+  signIdentityProof,
   type CancelRequest,
   type Envelope,
   type FramedConnection,
@@ -19,6 +21,7 @@ import {
   type RegisterResponse,
   type RunRequest,
 } from '@iop/wire';
+import type { KeyObject } from 'node:crypto';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from './outbound.js';
 import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
@@ -47,9 +50,18 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 /** Edge close reasons after which reconnecting would fight another process or a removed config. */
 const FINAL_EDGE_REASONS: ReadonlySet<string> = new Set([CLOSE_REASONS.replaced, CLOSE_REASONS.nodeRemoved]);
 
+/** The node's identity key pair (cli/node-identity.ts). */
+export interface RegistrationIdentity {
+  privateKey: KeyObject;
+  /** DER SubjectPublicKeyInfo. */
+  publicKeySpki: Buffer;
+}
+
 export interface RegistrationInfo {
   nodeId: string;
   token: string;
+  /** Sent as identity_public_key; the edge's RegisterChallenge is answered with a signature by it. */
+  identity?: RegistrationIdentity;
   agentVersion: string;
   os: string;
   arch: string;
@@ -300,10 +312,30 @@ export class NodeLink implements Outbound {
           hostname: registration.hostname,
           supportedAdapters: registration.supportedAdapters,
           agentKind: NODE_AGENT_KIND,
+          ...(registration.identity ? { identityPublicKey: registration.identity.publicKeySpki } : {}),
         }),
       );
       const timeoutMs = this.#options.registerTimeoutMs ?? DEFAULT_REGISTER_TIMEOUT_MS;
-      const first = await this.#withTimeout(iterator.next(), timeoutMs);
+      let first = await this.#withTimeout(iterator.next(), timeoutMs);
+      // An edge that holds identities challenges the key sent above; an older edge answers at once.
+      if (first !== 'timeout' && !first.done && first.value.msg?.$case === 'registerChallenge') {
+        const identity = registration.identity;
+        if (!identity) {
+          return await fail(
+            new LinkError('protocol_violation', 'edge sent an identity challenge to a node that sent no key'),
+            'protocol_violation',
+          );
+        }
+        const nonce = first.value.msg.registerChallenge.nonce;
+        const signature = signIdentityProof(
+          identity.privateKey,
+          registration.nodeId,
+          nonce,
+          identityChannelBinding(connection),
+        );
+        await connection.send(envelope.registerProof(signature));
+        first = await this.#withTimeout(iterator.next(), timeoutMs);
+      }
       if (first === 'timeout') {
         return await fail(
           new LinkError('register_timeout', `edge did not answer the registration within ${timeoutMs} ms`),
@@ -424,6 +456,8 @@ export class NodeLink implements Outbound {
         return;
       case 'registerRequest':
       case 'registerResponse':
+      case 'registerChallenge':
+      case 'registerProof':
       case 'runEvent':
       case 'nodeCommandResponse':
       case 'nodeConfigRefreshResult':

@@ -15,7 +15,7 @@ import { HealthMonitor } from '../health/health-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import type { ConnectFunction } from '../link/dial.js';
-import { NodeLink, type LinkOutcome } from '../link/node-link.js';
+import { NodeLink, type LinkOutcome, type RegistrationIdentity } from '../link/node-link.js';
 import type { Logger } from '@iop/logging';
 import { CommandRouter } from './command-router.js';
 import type { Outbound } from '../link/outbound.js';
@@ -25,6 +25,8 @@ import { RunExecutor } from './run-executor.js';
 export interface NodeAgentOptions {
   nodeId: string;
   token: string;
+  /** The node's identity key (proves the node to the edge beyond its token); absent: registers without one. */
+  identity?: RegistrationIdentity;
   agentVersion: string;
   connect: ConnectFunction;
   factories: Partial<Record<AdapterType, AdapterFactory>>;
@@ -154,6 +156,7 @@ export class NodeAgent {
       registration: {
         nodeId: options.nodeId,
         token: options.token,
+        ...(options.identity ? { identity: options.identity } : {}),
         agentVersion: options.agentVersion,
         os: host.os,
         arch: host.arch,

@@ -80,7 +80,10 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
     arch: 'x64',
     hostname: 'build-01',
     supportedAdapters: ['cli', 'ollama', 'openai_compat'],
+    identityPublicKey: Buffer.from('302a300506032b6570032100' + '11'.repeat(32), 'hex'),
   }),
+  registerChallenge: envelope.registerChallenge(Buffer.alloc(32, 0xab)),
+  registerProof: envelope.registerProof(Buffer.alloc(64, 0xcd)),
   registerResponse: envelope.registerResponse({
     accepted: false,
     rejectCode: RegisterRejectCode.REGISTER_REJECT_CODE_BAD_TOKEN,

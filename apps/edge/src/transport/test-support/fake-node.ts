@@ -1,10 +1,13 @@
 // A hand-written node for transport tests: a real loopback socket speaking frames through FramedConnection.
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import {
   envelope as build,
   FramedConnection,
+  identityChannelBinding,
   PROTOCOL_VERSION,
+  signIdentityProof,
   type Envelope,
   type EnvelopeKind,
   type RegisterResponse,
@@ -22,6 +25,12 @@ export interface FakeNodeOptions {
   answerPings?: boolean;
   /** Connect with TLS, trusting this CA certificate. */
   tlsCa?: Buffer;
+  /** An identity key pair: sent with the request, and the edge's challenge is answered with its signature. */
+  identity?: { privateKey: KeyObject; publicKeySpki: Buffer };
+  /** Answers the challenge with this signature instead (a forged proof). */
+  forgedProof?: Buffer;
+  /** Computes the proof from the challenge nonce instead (e.g. with a wrong channel binding). */
+  signProof?: (nonce: Buffer) => Buffer;
 }
 
 export interface FakeNode {
@@ -77,10 +86,27 @@ export async function connectFakeNode(address: string, options: FakeNodeOptions)
       hostname: 'fake-host',
       supportedAdapters: ['cli'],
       agentKind: options.agentKind ?? '',
+      ...(options.identity ? { identityPublicKey: options.identity.publicKeySpki } : {}),
     }),
   );
   const iterator = connection.messages()[Symbol.asyncIterator]();
-  const first = await iterator.next();
+  let first = await iterator.next();
+  if (!first.done && first.value.msg?.$case === 'registerChallenge') {
+    const { nonce } = first.value.msg.registerChallenge;
+    const signature =
+      options.forgedProof ??
+      options.signProof?.(nonce) ??
+      (options.identity
+        ? signIdentityProof(
+            options.identity.privateKey,
+            options.nodeId,
+            nonce,
+            identityChannelBinding(connection),
+          )
+        : Buffer.alloc(0));
+    await connection.send(build.registerProof(signature));
+    first = await iterator.next();
+  }
   if (first.done || first.value.msg?.$case !== 'registerResponse') {
     throw new Error(`expected a register response, got ${JSON.stringify(first.value)}`);
   }
@@ -129,6 +155,12 @@ export async function connectFakeNode(address: string, options: FakeNodeOptions)
     close: () => connection.close('shutdown', { goodbye: true }),
     kill: () => socket.destroy(),
   };
+}
+
+/** A fresh Ed25519 identity for a fake node. */
+export function fakeIdentity(): { privateKey: KeyObject; publicKeySpki: Buffer } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return { privateKey, publicKeySpki: publicKey.export({ type: 'spki', format: 'der' }) };
 }
 
 export interface LogEntry {

@@ -23,7 +23,8 @@ import { CliAdapterError, toCliAdapterError } from './errors.js';
 import { OneShotSession } from './oneshot-session.js';
 import { OpencodeSession } from './opencode-session.js';
 import { PersistentSession } from './persistent-session.js';
-import { createProcessLauncher, type ProcessLauncher } from './process-launcher.js';
+import { resolveAgentUser, type AgentUser, type AgentUserDeps } from './agent-user.js';
+import { createProcessLauncher, launcherAsUser, type ProcessLauncher } from './process-launcher.js';
 import { createProcessTreeControl, type ProcessTreeControl } from './process-tree.js';
 import { lastUserPrompt } from './prompt.js';
 import { errorPart, type SessionServices, type SessionSetup } from './session-context.js';
@@ -51,12 +52,25 @@ export interface CliAdapterDeps extends AdapterDeps {
   randomId?: () => string;
   /** Timeout of a CLI's own usage command for `status` (default 20 s). */
   statusTimeoutMs?: number;
+  /** How `run_as` is resolved (user database, current uid). */
+  agentUser?: AgentUserDeps;
 }
 
 export const DEFAULT_MAX_SESSIONS = 16;
 export const DEFAULT_SESSION_IDLE_TTL_MS = 30 * 60 * 1000;
 
 type CliSession = PersistentSession | OneShotSession | OpencodeSession;
+
+function agentUserOf(
+  runAs: string,
+  deps: AgentUserDeps | undefined,
+): AgentUser | CliAdapterError | undefined {
+  try {
+    return resolveAgentUser(runAs, deps);
+  } catch (error) {
+    return toCliAdapterError(error);
+  }
+}
 
 export function createCliAdapter(instance: AdapterInstance, deps: CliAdapterDeps): Adapter {
   return new CliAdapter(instance, deps);
@@ -72,6 +86,8 @@ class CliAdapter implements Adapter {
   private readonly rateLimits = new Map<string, Record<string, unknown>>();
   private readonly agentCwd: string;
   private readonly inheritedEnv: Readonly<Record<string, string | undefined>>;
+  /** The `run_as` user, or the error that makes every run fail (run_as_unavailable). */
+  private readonly agentUser: AgentUser | CliAdapterError | undefined;
   private closed = false;
 
   constructor(
@@ -81,8 +97,13 @@ class CliAdapter implements Adapter {
     this.name = instance.name;
     this.agentCwd = deps.agentCwd ?? process.cwd();
     this.inheritedEnv = deps.inheritedEnv ?? process.env;
+    this.agentUser = agentUserOf(instance.cli?.runAs ?? '', deps.agentUser);
+    const launcher = deps.launcher ?? createProcessLauncher();
     this.services = {
-      launcher: deps.launcher ?? createProcessLauncher(),
+      launcher:
+        this.agentUser && !(this.agentUser instanceof CliAdapterError)
+          ? launcherAsUser(launcher, this.agentUser)
+          : launcher,
       tree: deps.tree ?? createProcessTreeControl(),
       logger: deps.logger,
       now: deps.now,
@@ -159,7 +180,7 @@ class CliAdapter implements Adapter {
       agentCwd: this.agentCwd,
       home: this.inheritedEnv.HOME,
     });
-    const env = buildCliEnvironment(this.inheritedEnv, profile.env);
+    const env = this.environment(profile);
     if (!findExecutable(profile.command, env.PATH)) {
       throw new CliAdapterError(
         'command_not_found',
@@ -226,6 +247,19 @@ class CliAdapter implements Adapter {
       );
     }
     return resolveProfile(target, profile, this.agentCwd);
+  }
+
+  /**
+   * A CLI's environment; with `run_as`, HOME, USER and LOGNAME are that user's (its HOME is its own, not the
+   * node's). Throws run_as_unavailable when `run_as` cannot be honoured: agents never fall back to the node's user.
+   */
+  private environment(profile: ResolvedProfile): Record<string, string> {
+    const user = this.agentUser;
+    if (user instanceof CliAdapterError) throw user;
+    const overrides: Record<string, string> = user
+      ? { HOME: user.home, USER: user.name, LOGNAME: user.name }
+      : {};
+    return buildCliEnvironment(this.inheritedEnv, profile.env, overrides);
   }
 
   private createSession(setup: SessionSetup): CliSession {
@@ -299,7 +333,7 @@ class CliAdapter implements Adapter {
         [...this.rateLimits.entries()].find(([name]) => name.startsWith('claude'))?.[1];
       if (seen) return { ...base, ...claudeRateLimitFields(seen) };
     }
-    const env = buildCliEnvironment(this.inheritedEnv, profile.env);
+    const env = this.environment(profile);
     if (kind === 'codex') {
       const codexHome = env.CODEX_HOME ?? path.join(env.HOME ?? this.agentCwd, '.codex');
       const fields = readCodexRateLimits(codexHome);

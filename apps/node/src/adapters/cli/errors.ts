@@ -19,6 +19,7 @@ export type CliErrorCode =
   | 'deadline_exceeded'
   | 'backend_unreachable'
   | 'adapter_closed'
+  | 'run_as_unavailable'
   | 'internal';
 
 export type CliErrorKind = 'caller' | 'transient' | 'bug';
@@ -52,6 +53,7 @@ function defaultKind(code: CliErrorCode): CliErrorKind {
     case 'command_not_found':
     case 'session_busy':
     case 'deadline_exceeded':
+    case 'run_as_unavailable':
       return 'caller';
     case 'session_limit':
     case 'spawn_failed':

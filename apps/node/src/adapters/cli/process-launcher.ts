@@ -16,6 +16,8 @@ export interface LaunchSpec {
   stdin: 'pipe' | 'ignore';
   columns?: number;
   rows?: number;
+  /** Run as this user (the node must be root). Supplementary groups are dropped (libuv's setgroups(0)). */
+  user?: { uid: number; gid: number };
 }
 
 export interface ProcessExit {
@@ -55,8 +57,26 @@ export interface ProcessLauncher {
 /** The production launcher: execa for pipes, node-pty for terminals. */
 export function createProcessLauncher(): ProcessLauncher {
   return {
-    launch: (spec) => (spec.terminal ? launchTerminal(spec) : launchPipes(spec)),
+    launch: (spec) => {
+      // node-pty switches uid/gid without dropping the supplementary groups the node (root) has: refuse rather
+      // than start an agent that still holds root's groups.
+      if (spec.terminal && spec.user) {
+        return failedLaunch(
+          true,
+          'run_as cannot start terminal profiles; use a pipe profile (terminal: false)',
+        );
+      }
+      return spec.terminal ? launchTerminal(spec) : launchPipes(spec);
+    },
   };
+}
+
+/** A launcher that starts every process as `user` (cli `run_as`). */
+export function launcherAsUser(
+  launcher: ProcessLauncher,
+  user: { uid: number; gid: number },
+): ProcessLauncher {
+  return { launch: (spec) => launcher.launch({ ...spec, user }) };
 }
 
 function launchPipes(spec: LaunchSpec): LaunchedProcess {
@@ -73,6 +93,7 @@ function launchPipes(spec: LaunchSpec): LaunchedProcess {
     reject: false,
     cleanup: false,
     windowsHide: true,
+    ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
   });
   for (const [stream, name] of [
     [subprocess.stdout, 'stdout'],

@@ -4,6 +4,8 @@ import net from 'node:net';
 import {
   envelope,
   FramedConnection,
+  identityChannelBinding,
+  verifyIdentityProof,
   type Envelope,
   type RegisterRequest,
   type RegisterResponse,
@@ -16,12 +18,16 @@ export interface FakeEdgeOptions {
   ignoreRegistrations?: boolean;
   /** Answer the node's pings with pongs (default true). */
   answerPings?: boolean;
+  /** Challenge a request that carries an identity key with this nonce before answering it. */
+  challenge?: Buffer;
 }
 
 export class FakeEdge {
   readonly received: Array<{ connection: number; message: Envelope }> = [];
   readonly connections: FramedConnection[] = [];
   readonly registrations: RegisterRequest[] = [];
+  /** Whether each answered challenge carried a valid proof for the key of its request. */
+  readonly proofs: boolean[] = [];
   readonly options: FakeEdgeOptions;
   #server: net.Server | undefined;
   #port = 0;
@@ -79,6 +85,17 @@ export class FakeEdge {
       .map((entry) => entry.message.msg?.$case ?? 'none');
   }
 
+  async #answer(connection: FramedConnection, request: RegisterRequest | undefined): Promise<void> {
+    const answer = (request && this.options.answer?.(request)) ?? {
+      accepted: true,
+      edgeId: 'fake-edge',
+      heartbeatIntervalMs: 50,
+      heartbeatTimeoutMs: 5000,
+    };
+    await connection.send(envelope.registerResponse(answer));
+    if (!answer.accepted) await connection.close('register-rejected');
+  }
+
   #accept(socket: net.Socket): void {
     const connection = new FramedConnection(socket, { closeTimeoutMs: 200 });
     const index = this.connections.push(connection) - 1;
@@ -87,17 +104,28 @@ export class FakeEdge {
         for await (const message of connection.messages()) {
           this.received.push({ connection: index, message });
           const body = message.msg;
-          if (body?.$case === 'registerRequest') {
+          if (body?.$case === 'registerProof') {
+            const request = this.registrations.at(-1);
+            this.proofs.push(
+              request !== undefined &&
+                this.options.challenge !== undefined &&
+                verifyIdentityProof(
+                  request.identityPublicKey,
+                  body.registerProof.signature,
+                  request.nodeId,
+                  this.options.challenge,
+                  identityChannelBinding(connection),
+                ),
+            );
+            await this.#answer(connection, request);
+          } else if (body?.$case === 'registerRequest') {
             this.registrations.push(body.registerRequest);
             if (this.options.ignoreRegistrations) continue;
-            const answer = this.options.answer?.(body.registerRequest) ?? {
-              accepted: true,
-              edgeId: 'fake-edge',
-              heartbeatIntervalMs: 50,
-              heartbeatTimeoutMs: 5000,
-            };
-            await connection.send(envelope.registerResponse(answer));
-            if (!answer.accepted) await connection.close('register-rejected');
+            if (this.options.challenge && body.registerRequest.identityPublicKey.length > 0) {
+              await connection.send(envelope.registerChallenge(this.options.challenge));
+              continue;
+            }
+            await this.#answer(connection, body.registerRequest);
           } else if (body?.$case === 'heartbeatPing' && this.options.answerPings !== false) {
             await connection.send(envelope.heartbeatPong(body.heartbeatPing.seq));
           }

@@ -49,6 +49,8 @@ export interface NodeInfo {
     | undefined;
   /** Cluster mode: the edge this node is connected to ('' on a single edge). */
   edgeId: string;
+  /** `sha256:` + hex SHA-256 of the identity key the node proved when it registered ('' for an agent without one). */
+  identityFingerprint: string;
 }
 
 export interface ListNodesResponse {
@@ -259,6 +261,7 @@ function createBaseNodeInfo(): NodeInfo {
     remoteAddress: "",
     discovered: undefined,
     edgeId: "",
+    identityFingerprint: "",
   };
 }
 
@@ -302,6 +305,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     }
     if (message.edgeId !== "") {
       writer.uint32(106).string(message.edgeId);
+    }
+    if (message.identityFingerprint !== "") {
+      writer.uint32(114).string(message.identityFingerprint);
     }
     return writer;
   },
@@ -423,6 +429,14 @@ export const NodeInfo: MessageFns<NodeInfo> = {
             message.edgeId = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.identityFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -478,6 +492,11 @@ export const NodeInfo: MessageFns<NodeInfo> = {
         : isSet(object.edge_id)
         ? globalThis.String(object.edge_id)
         : "",
+      identityFingerprint: isSet(object.identityFingerprint)
+        ? globalThis.String(object.identityFingerprint)
+        : isSet(object.identity_fingerprint)
+        ? globalThis.String(object.identity_fingerprint)
+        : "",
     };
   },
 
@@ -522,6 +541,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     if (message.edgeId !== "") {
       obj.edgeId = message.edgeId;
     }
+    if (message.identityFingerprint !== "") {
+      obj.identityFingerprint = message.identityFingerprint;
+    }
     return obj;
   },
 
@@ -545,6 +567,7 @@ export const NodeInfo: MessageFns<NodeInfo> = {
       ? NodeDiscovery.fromPartial(object.discovered)
       : undefined;
     message.edgeId = object.edgeId ?? "";
+    message.identityFingerprint = object.identityFingerprint ?? "";
     return message;
   },
 };

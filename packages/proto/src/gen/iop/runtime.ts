@@ -25,6 +25,8 @@ export enum RegisterRejectCode {
   REGISTER_REJECT_CODE_SHUTTING_DOWN = 5,
   /** REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH - The node's agent_kind is not the one `nodes[].agent_kind` expects for its id. */
   REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH = 6,
+  /** REGISTER_REJECT_CODE_IDENTITY_MISMATCH - The node's identity key is not the one the edge recorded for it (or it has none, or its proof failed). */
+  REGISTER_REJECT_CODE_IDENTITY_MISMATCH = 7,
   UNRECOGNIZED = -1,
 }
 
@@ -51,6 +53,9 @@ export function registerRejectCodeFromJSON(object: any): RegisterRejectCode {
     case 6:
     case "REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH":
       return RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH;
+    case 7:
+    case "REGISTER_REJECT_CODE_IDENTITY_MISMATCH":
+      return RegisterRejectCode.REGISTER_REJECT_CODE_IDENTITY_MISMATCH;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -74,6 +79,8 @@ export function registerRejectCodeToJSON(object: RegisterRejectCode): string {
       return "REGISTER_REJECT_CODE_SHUTTING_DOWN";
     case RegisterRejectCode.REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH:
       return "REGISTER_REJECT_CODE_AGENT_KIND_MISMATCH";
+    case RegisterRejectCode.REGISTER_REJECT_CODE_IDENTITY_MISMATCH:
+      return "REGISTER_REJECT_CODE_IDENTITY_MISMATCH";
     case RegisterRejectCode.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -183,6 +190,12 @@ export interface Envelope {
     | { $case: "providerLifecycleProgress"; providerLifecycleProgress: ProviderLifecycleProgress }
     | { $case: "goodbye"; goodbye: Goodbye }
     | { $case: "nodeDiscovery"; nodeDiscovery: NodeDiscovery }
+    | //
+    /** Edge → node after a RegisterRequest that carried an identity key: prove possession before the response. */
+    { $case: "registerChallenge"; registerChallenge: RegisterChallenge }
+    | //
+    /** Node → edge: the answer to a RegisterChallenge. */
+    { $case: "registerProof"; registerProof: RegisterProof }
     | undefined;
 }
 
@@ -198,6 +211,25 @@ export interface RegisterRequest {
   supportedAdapters: string[];
   /** What kind of agent this is (`iop-node`); checked against `nodes[].agent_kind`. '' (an older node) = iop-node. */
   agentKind: string;
+  /**
+   * The node's identity public key (DER SubjectPublicKeyInfo, Ed25519), made on its first start and kept in its
+   * data dir. Empty: an agent without identity support. When set, the edge answers with a RegisterChallenge.
+   */
+  identityPublicKey: Buffer;
+}
+
+/** A fresh random nonce the node signs with its identity key (see RegisterProof). */
+export interface RegisterChallenge {
+  nonce: Buffer;
+}
+
+/**
+ * Ed25519 signature over "iop-node-identity-v1" 0x00 node_id 0x00 nonce channel_binding, where channel_binding
+ * is 32 bytes of TLS exported keying material (label "EXPORTER-iop-node-identity", empty context) on a TLS link,
+ * empty on a plaintext one. Binding to the TLS session means a proof relayed from another connection fails.
+ */
+export interface RegisterProof {
+  signature: Buffer;
 }
 
 export interface RegisterResponse {
@@ -208,7 +240,11 @@ export interface RegisterResponse {
   protocolVersion: number;
   heartbeatIntervalMs: number;
   heartbeatTimeoutMs: number;
-  config?: NodeConfigPayload | undefined;
+  config?:
+    | NodeConfigPayload
+    | undefined;
+  /** `sha256:` + hex SHA-256 of the identity key the edge holds for this node ('' when none is recorded). */
+  identityFingerprint: string;
 }
 
 export interface Heartbeat {
@@ -263,6 +299,11 @@ export interface CliAdapterSettings {
    * directory. A relative root resolves against the agent's working directory, `~` against its HOME.
    */
   workspaceRoots: string[];
+  /**
+   * A local user the CLI processes run as (uid, gid, HOME from the system's user database); '' = the node's own
+   * user. Needs a node running as root; keeps the node's token, identity key and history out of the agents' reach.
+   */
+  runAs: string;
 }
 
 export interface CliAdapterSettings_ProfilesEntry {
@@ -656,6 +697,12 @@ export const Envelope: MessageFns<Envelope> = {
       case "nodeDiscovery":
         NodeDiscovery.encode(message.msg.nodeDiscovery, writer.uint32(194).fork()).join();
         break;
+      case "registerChallenge":
+        RegisterChallenge.encode(message.msg.registerChallenge, writer.uint32(202).fork()).join();
+        break;
+      case "registerProof":
+        RegisterProof.encode(message.msg.registerProof, writer.uint32(210).fork()).join();
+        break;
     }
     return writer;
   },
@@ -825,6 +872,25 @@ export const Envelope: MessageFns<Envelope> = {
             message.msg = { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.decode(reader, reader.uint32()) };
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.msg = {
+              $case: "registerChallenge",
+              registerChallenge: RegisterChallenge.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.msg = { $case: "registerProof", registerProof: RegisterProof.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -932,6 +998,14 @@ export const Envelope: MessageFns<Envelope> = {
         ? { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.fromJSON(object.nodeDiscovery) }
         : isSet(object.node_discovery)
         ? { $case: "nodeDiscovery", nodeDiscovery: NodeDiscovery.fromJSON(object.node_discovery) }
+        : isSet(object.registerChallenge)
+        ? { $case: "registerChallenge", registerChallenge: RegisterChallenge.fromJSON(object.registerChallenge) }
+        : isSet(object.register_challenge)
+        ? { $case: "registerChallenge", registerChallenge: RegisterChallenge.fromJSON(object.register_challenge) }
+        : isSet(object.registerProof)
+        ? { $case: "registerProof", registerProof: RegisterProof.fromJSON(object.registerProof) }
+        : isSet(object.register_proof)
+        ? { $case: "registerProof", registerProof: RegisterProof.fromJSON(object.register_proof) }
         : undefined,
     };
   },
@@ -971,6 +1045,10 @@ export const Envelope: MessageFns<Envelope> = {
       obj.goodbye = Goodbye.toJSON(message.msg.goodbye);
     } else if (message.msg?.$case === "nodeDiscovery") {
       obj.nodeDiscovery = NodeDiscovery.toJSON(message.msg.nodeDiscovery);
+    } else if (message.msg?.$case === "registerChallenge") {
+      obj.registerChallenge = RegisterChallenge.toJSON(message.msg.registerChallenge);
+    } else if (message.msg?.$case === "registerProof") {
+      obj.registerProof = RegisterProof.toJSON(message.msg.registerProof);
     }
     return obj;
   },
@@ -1096,6 +1174,21 @@ export const Envelope: MessageFns<Envelope> = {
         }
         break;
       }
+      case "registerChallenge": {
+        if (object.msg?.registerChallenge !== undefined && object.msg?.registerChallenge !== null) {
+          message.msg = {
+            $case: "registerChallenge",
+            registerChallenge: RegisterChallenge.fromPartial(object.msg.registerChallenge),
+          };
+        }
+        break;
+      }
+      case "registerProof": {
+        if (object.msg?.registerProof !== undefined && object.msg?.registerProof !== null) {
+          message.msg = { $case: "registerProof", registerProof: RegisterProof.fromPartial(object.msg.registerProof) };
+        }
+        break;
+      }
     }
     return message;
   },
@@ -1112,6 +1205,7 @@ function createBaseRegisterRequest(): RegisterRequest {
     hostname: "",
     supportedAdapters: [],
     agentKind: "",
+    identityPublicKey: Buffer.alloc(0),
   };
 }
 
@@ -1143,6 +1237,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     }
     if (message.agentKind !== "") {
       writer.uint32(74).string(message.agentKind);
+    }
+    if (message.identityPublicKey.length !== 0) {
+      writer.uint32(82).bytes(message.identityPublicKey);
     }
     return writer;
   },
@@ -1232,6 +1329,14 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
             message.agentKind = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.identityPublicKey = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1275,6 +1380,11 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
         : isSet(object.agent_kind)
         ? globalThis.String(object.agent_kind)
         : "",
+      identityPublicKey: isSet(object.identityPublicKey)
+        ? Buffer.from(bytesFromBase64(object.identityPublicKey))
+        : isSet(object.identity_public_key)
+        ? Buffer.from(bytesFromBase64(object.identity_public_key))
+        : Buffer.alloc(0),
     };
   },
 
@@ -1307,6 +1417,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     if (message.agentKind !== "") {
       obj.agentKind = message.agentKind;
     }
+    if (message.identityPublicKey.length !== 0) {
+      obj.identityPublicKey = base64FromBytes(message.identityPublicKey);
+    }
     return obj;
   },
 
@@ -1324,6 +1437,141 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     message.hostname = object.hostname ?? "";
     message.supportedAdapters = object.supportedAdapters?.map((e) => e) || [];
     message.agentKind = object.agentKind ?? "";
+    message.identityPublicKey = object.identityPublicKey ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseRegisterChallenge(): RegisterChallenge {
+  return { nonce: Buffer.alloc(0) };
+}
+
+export const RegisterChallenge: MessageFns<RegisterChallenge> = {
+  encode(message: RegisterChallenge, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nonce.length !== 0) {
+      writer.uint32(10).bytes(message.nonce);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegisterChallenge {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegisterChallenge();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nonce = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegisterChallenge {
+    return { nonce: isSet(object.nonce) ? Buffer.from(bytesFromBase64(object.nonce)) : Buffer.alloc(0) };
+  },
+
+  toJSON(message: RegisterChallenge): unknown {
+    const obj: any = {};
+    if (message.nonce.length !== 0) {
+      obj.nonce = base64FromBytes(message.nonce);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RegisterChallenge>): RegisterChallenge {
+    return RegisterChallenge.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RegisterChallenge>): RegisterChallenge {
+    const message = createBaseRegisterChallenge();
+    message.nonce = object.nonce ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseRegisterProof(): RegisterProof {
+  return { signature: Buffer.alloc(0) };
+}
+
+export const RegisterProof: MessageFns<RegisterProof> = {
+  encode(message: RegisterProof, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.signature.length !== 0) {
+      writer.uint32(10).bytes(message.signature);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegisterProof {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegisterProof();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.signature = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegisterProof {
+    return { signature: isSet(object.signature) ? Buffer.from(bytesFromBase64(object.signature)) : Buffer.alloc(0) };
+  },
+
+  toJSON(message: RegisterProof): unknown {
+    const obj: any = {};
+    if (message.signature.length !== 0) {
+      obj.signature = base64FromBytes(message.signature);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RegisterProof>): RegisterProof {
+    return RegisterProof.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RegisterProof>): RegisterProof {
+    const message = createBaseRegisterProof();
+    message.signature = object.signature ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -1338,6 +1586,7 @@ function createBaseRegisterResponse(): RegisterResponse {
     heartbeatIntervalMs: 0,
     heartbeatTimeoutMs: 0,
     config: undefined,
+    identityFingerprint: "",
   };
 }
 
@@ -1366,6 +1615,9 @@ export const RegisterResponse: MessageFns<RegisterResponse> = {
     }
     if (message.config !== undefined) {
       NodeConfigPayload.encode(message.config, writer.uint32(66).fork()).join();
+    }
+    if (message.identityFingerprint !== "") {
+      writer.uint32(74).string(message.identityFingerprint);
     }
     return writer;
   },
@@ -1447,6 +1699,14 @@ export const RegisterResponse: MessageFns<RegisterResponse> = {
             message.config = NodeConfigPayload.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.identityFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1489,6 +1749,11 @@ export const RegisterResponse: MessageFns<RegisterResponse> = {
         ? globalThis.Number(object.heartbeat_timeout_ms)
         : 0,
       config: isSet(object.config) ? NodeConfigPayload.fromJSON(object.config) : undefined,
+      identityFingerprint: isSet(object.identityFingerprint)
+        ? globalThis.String(object.identityFingerprint)
+        : isSet(object.identity_fingerprint)
+        ? globalThis.String(object.identity_fingerprint)
+        : "",
     };
   },
 
@@ -1518,6 +1783,9 @@ export const RegisterResponse: MessageFns<RegisterResponse> = {
     if (message.config !== undefined) {
       obj.config = NodeConfigPayload.toJSON(message.config);
     }
+    if (message.identityFingerprint !== "") {
+      obj.identityFingerprint = message.identityFingerprint;
+    }
     return obj;
   },
 
@@ -1536,6 +1804,7 @@ export const RegisterResponse: MessageFns<RegisterResponse> = {
     message.config = (object.config !== undefined && object.config !== null)
       ? NodeConfigPayload.fromPartial(object.config)
       : undefined;
+    message.identityFingerprint = object.identityFingerprint ?? "";
     return message;
   },
 };
@@ -2167,7 +2436,7 @@ export const AdapterInstance: MessageFns<AdapterInstance> = {
 };
 
 function createBaseCliAdapterSettings(): CliAdapterSettings {
-  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0, workspaceRoots: [] };
+  return { profiles: {}, maxSessions: 0, sessionIdleTtlMs: 0, workspaceRoots: [], runAs: "" };
 }
 
 export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
@@ -2183,6 +2452,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     }
     for (const v of message.workspaceRoots) {
       writer.uint32(34).string(v!);
+    }
+    if (message.runAs !== "") {
+      writer.uint32(42).string(message.runAs);
     }
     return writer;
   },
@@ -2235,6 +2507,14 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
             message.workspaceRoots.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.runAs = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2278,6 +2558,11 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
         : globalThis.Array.isArray(object?.workspace_roots)
         ? object.workspace_roots.map((e: any) => globalThis.String(e))
         : [],
+      runAs: isSet(object.runAs)
+        ? globalThis.String(object.runAs)
+        : isSet(object.run_as)
+        ? globalThis.String(object.run_as)
+        : "",
     };
   },
 
@@ -2301,6 +2586,9 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     if (message.workspaceRoots?.length) {
       obj.workspaceRoots = message.workspaceRoots;
     }
+    if (message.runAs !== "") {
+      obj.runAs = message.runAs;
+    }
     return obj;
   },
 
@@ -2321,6 +2609,7 @@ export const CliAdapterSettings: MessageFns<CliAdapterSettings> = {
     message.maxSessions = object.maxSessions ?? 0;
     message.sessionIdleTtlMs = object.sessionIdleTtlMs ?? 0;
     message.workspaceRoots = object.workspaceRoots?.map((e) => e) || [];
+    message.runAs = object.runAs ?? "";
     return message;
   },
 };
@@ -7602,6 +7891,14 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     return message;
   },
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;

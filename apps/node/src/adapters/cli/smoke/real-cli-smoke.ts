@@ -112,6 +112,7 @@ async function main(): Promise<number> {
         maxSessions: 4,
         sessionIdleTtlMs: 0,
         workspaceRoots: [options.scratch],
+        runAs: '',
       },
       http: undefined,
     },

@@ -22,7 +22,12 @@ export const quietLogger = {
 
 export function cliInstance(
   profiles: Record<string, Partial<CliProfile>>,
-  settings: { maxSessions?: number; sessionIdleTtlMs?: number; workspaceRoots?: string[] } = {},
+  settings: {
+    maxSessions?: number;
+    sessionIdleTtlMs?: number;
+    workspaceRoots?: string[];
+    runAs?: string;
+  } = {},
 ): AdapterInstance {
   return {
     name: 'cli',
@@ -35,6 +40,7 @@ export function cliInstance(
       maxSessions: settings.maxSessions ?? 0,
       sessionIdleTtlMs: settings.sessionIdleTtlMs ?? 0,
       workspaceRoots: settings.workspaceRoots ?? [],
+      runAs: settings.runAs ?? '',
     },
     http: undefined,
   };

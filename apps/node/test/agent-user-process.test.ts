@@ -1,0 +1,219 @@
+// Issue 30: an agent cannot read its node's secrets. A real `iop-node run` as root, against a fake edge in this
+// process, runs a stand-in CLI (`cat`) as a `run_as` user this test creates: `cat` on the node's token file (and
+// its identity key) gets "Permission denied", while a file of the agent user's own is read. Needs root and
+// useradd; skipped with one line otherwise.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  CancelAction,
+  create,
+  envelope,
+  fromWireRunEvent,
+  type NodeConfigPayload,
+  type RunEventPart,
+} from '@iop/wire';
+import { FakeEdge, waitFor } from '../src/link/test-support/fake-edge.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const register = path.join(here, 'support/register-ts.mjs');
+const main = path.resolve(here, '../src/main.ts');
+const USER = `iop-agent-t${process.pid % 100000}`;
+
+/** Creates the agent user; undefined (with the reason) when this machine cannot. */
+function createAgentUser(home: string): string | undefined {
+  if (process.getuid?.() !== 0) return 'not root';
+  try {
+    execFileSync('useradd', ['--system', '--home-dir', home, '--shell', '/usr/sbin/nologin', USER], {
+      stdio: 'pipe',
+    });
+  } catch (error) {
+    return `useradd failed: ${String(error)}`;
+  }
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+  const uid = Number(execFileSync('id', ['-u', USER]).toString().trim());
+  const gid = Number(execFileSync('id', ['-g', USER]).toString().trim());
+  fs.chownSync(home, uid, gid);
+  return undefined;
+}
+
+function payload(): NodeConfigPayload {
+  return {
+    nodeId: 'test-node',
+    alias: 'test-node',
+    maxConcurrency: 2,
+    revision: 'r1',
+    healthProbeIntervalMs: 0,
+    providers: [],
+    discovery: undefined,
+    adapters: [
+      {
+        name: 'cli',
+        type: 'cli',
+        enabled: true,
+        http: undefined,
+        cli: {
+          maxSessions: 4,
+          sessionIdleTtlMs: 0,
+          workspaceRoots: [],
+          runAs: USER,
+          profiles: {
+            cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
+            sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
+          },
+        },
+      },
+    ],
+  };
+}
+
+function runOutput(edge: FakeEdge, runId: string): { parts: RunEventPart[]; text: string } {
+  const parts = edge.received.flatMap((entry) => {
+    if (entry.message.msg?.$case !== 'runEvent') return [];
+    const event = fromWireRunEvent(entry.message.msg.runEvent);
+    return event && event.runId === runId ? [event.part] : [];
+  });
+  const text = parts
+    .map((part) => (part.type === 'text-delta' ? part.text : part.type === 'error' ? part.message : ''))
+    .join('');
+  return { parts, text };
+}
+
+/** Processes the agent user runs now. */
+function agentProcesses(): number {
+  try {
+    return execFileSync('pgrep', ['-u', USER]).toString().trim().split('\n').filter(Boolean).length;
+  } catch {
+    return 0; // pgrep exits 1 when nothing matches
+  }
+}
+
+const prompt = (text: string) => [create.chatMessage({ role: 'user', content: text })];
+
+let skipReason: string | undefined;
+let dir: string;
+let home: string;
+let edge: FakeEdge | undefined;
+let node: ChildProcess | undefined;
+let stderr = '';
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-agent-user-'));
+  // Traversable by the agent user (its home is inside); the node's data dir in it is 0700 as always.
+  fs.chmodSync(dir, 0o755);
+  home = path.join(dir, 'agent-home');
+  skipReason = createAgentUser(home);
+  if (skipReason) process.stdout.write(`[agent-user] skipped: ${skipReason}\n`);
+});
+
+afterAll(async () => {
+  if (node && node.exitCode === null && node.signalCode === null) {
+    const exited = new Promise((resolve) => node?.once('exit', resolve));
+    node.kill('SIGTERM');
+    await exited;
+  }
+  await edge?.close();
+  if (!skipReason) execFileSync('userdel', [USER], { stdio: 'pipe' });
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('CLI agents as a run_as user (node run as root)', () => {
+  it('gets "Permission denied" reading the node token and identity key, reads its own files, and is cancellable', async () => {
+    if (skipReason) return;
+    const dataDir = path.join(dir, 'node-data');
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    const tokenFile = path.join(dataDir, 'node.token');
+    fs.writeFileSync(tokenFile, 'iop_agent_user_secret_token\n', { mode: 0o600 });
+    const ownFile = path.join(home, 'notes.txt');
+    fs.writeFileSync(ownFile, 'agent-owned-notes\n');
+    fs.chownSync(ownFile, fs.statSync(home).uid, fs.statSync(home).gid);
+
+    edge = await FakeEdge.start({
+      answer: () => ({
+        accepted: true,
+        heartbeatIntervalMs: 1000,
+        heartbeatTimeoutMs: 10_000,
+        config: payload(),
+      }),
+    });
+    // The node's working directory (the agents' default workspace) is the agent's home.
+    node = spawn(
+      process.execPath,
+      [
+        '--import',
+        register,
+        main,
+        'run',
+        '--edge',
+        `127.0.0.1:${edge.port}`,
+        '--node-id',
+        'test-node',
+        '--data-dir',
+        dataDir,
+        '--token-file',
+        tokenFile,
+        '--log-format',
+        'json',
+      ],
+      { cwd: home, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    node.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const current = edge;
+    await waitFor(() => current.registrations.length === 1, 20_000, `registration (${stderr})`);
+
+    const ask = async (runId: string, text: string) => {
+      await current.latest().send(
+        envelope.runRequest({
+          runId,
+          adapter: 'cli',
+          target: 'cat',
+          sessionId: runId,
+          messages: prompt(text),
+        }),
+      );
+      await waitFor(
+        () =>
+          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
+        15_000,
+        `end of ${runId} (${stderr})`,
+      );
+      return runOutput(current, runId).text;
+    };
+
+    const token = await ask('read-token', tokenFile);
+    expect(token).toContain('Permission denied');
+    expect(token).not.toContain('iop_agent_user_secret_token');
+    const key = await ask('read-key', path.join(dataDir, 'identity.key'));
+    expect(key).toContain('Permission denied');
+    expect(key).not.toContain('PRIVATE KEY');
+    expect(await ask('read-own', ownFile)).toContain('agent-owned-notes');
+
+    // Cancelling kills the agent's process tree although it runs as another user.
+    await current.latest().send(
+      envelope.runRequest({
+        runId: 'sleeper',
+        adapter: 'cli',
+        target: 'sleep',
+        sessionId: 'sleeper',
+        messages: prompt('30'),
+      }),
+    );
+    await waitFor(() => agentProcesses() > 0, 10_000, `the agent's sleep (${stderr})`);
+    await current.latest().send(
+      envelope.cancelRequest({
+        action: CancelAction.CANCEL_ACTION_CANCEL_RUN,
+        runId: 'sleeper',
+        reason: 'test',
+      }),
+    );
+    await waitFor(
+      () => runOutput(current, 'sleeper').parts.some((part) => part.type === 'cancelled'),
+      10_000,
+      `sleeper cancelled (${stderr})`,
+    );
+    await waitFor(() => agentProcesses() === 0, 10_000, "the agent's processes gone");
+  }, 60_000);
+});
