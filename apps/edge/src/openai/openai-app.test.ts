@@ -614,7 +614,6 @@ describe('errors', () => {
     for (const [fields, param] of [
       [{ options: { num_ctx: 8 } }, 'options'],
       [{ keep_alive: 0 }, 'keep_alive'],
-      [{ chat_template_kwargs: {} }, 'chat_template_kwargs'],
       [{ format: 'json' }, 'format'],
       [{ metadata: { cli: 'x' } }, 'metadata.cli'],
       [{ metadata: { source: 'x' } }, 'metadata.source'],

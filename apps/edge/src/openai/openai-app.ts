@@ -37,6 +37,7 @@ import { chatRunSpec } from './chat-request.js';
 import { randomId } from './ids.js';
 import { invalidRequest, mapOpenAIError, modelNotFound, OpenAIHttpError } from './openai-error.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
+import { planRequestFields, type RequestEndpoint } from './request-fields.js';
 import { responsesRunSpec } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
@@ -75,6 +76,8 @@ interface ResponseCall {
 export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
+/** Names the request fields a `drop_unsupported` model dropped (comma-separated). */
+const DROPPED_HEADER = 'x-iop-dropped-params';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
@@ -120,7 +123,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics ?? noMetrics;
   const openai = config.openai;
-  const resolver = createRouteResolver(openai, service.models);
+  const resolver = createRouteResolver(openai, service.models, config.nodes);
   const runs = createRunStarter({
     service,
     logger,
@@ -237,6 +240,27 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return spec;
   }
 
+  /**
+   * No silent drop: every field of the body is taken, forwarded or refused for the route's backends (dropped
+   * fields are removed from the body before the spec is built from it). Returns what the spec must carry.
+   */
+  function planFields(
+    endpoint: RequestEndpoint,
+    body: object,
+    route: ResolvedRoute,
+  ): Pick<RunSpec, 'extraBodyJson' | 'droppedParams'> {
+    const plan = planRequestFields(body as Record<string, unknown>, {
+      endpoint,
+      model: route.model,
+      backends: resolver.backends(route),
+      dropUnsupported: route.kind === 'pool' && route.modelConfig.drop_unsupported,
+    });
+    return {
+      extraBodyJson: plan.extraBody ? JSON.stringify(plan.extraBody) : undefined,
+      droppedParams: plan.dropped.length > 0 ? plan.dropped : undefined,
+    };
+  }
+
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
   function resolveFor(exchange: Exchange, model: string): ResolvedRoute {
     const principal = exchange.principal;
@@ -249,7 +273,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
-    const spec = withCaller(chatRunSpec(body), exchange);
+    const fields = planFields('chat', body, route);
+    const spec = withCaller(Object.assign(chatRunSpec(body), fields), exchange);
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -275,7 +300,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const route = resolveFor(exchange, body.model);
-    const spec = withCaller(responsesRunSpec(body), exchange);
+    const fields = planFields('responses', body, route);
+    const spec = withCaller(Object.assign(responsesRunSpec(body), fields), exchange);
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
@@ -286,6 +312,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     };
     if (body.background === true) {
       const queued = background.start(context, route, spec, outputOptions(spec));
+      if (spec.droppedParams) exchange.response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
       sendJson(exchange, 200, queued);
       return;
     }
@@ -369,6 +396,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     },
   ): Promise<void> {
     const response = exchange.response;
+    // Set before the run: an error answer names what was dropped too.
+    if (spec.droppedParams) response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
     const signal = disconnectSignal(exchange.request.socket);
     // A non-streaming answer is written once the run ended: the node may fetch it whole from the backend.
     spec.collect = !stream;

@@ -9,13 +9,13 @@ import {
   type ResponsesRequestBody,
 } from './request-schemas.js';
 
-/** Top-level fields of Ollama / vLLM native APIs that IOP does not pass through. */
-export const UNSUPPORTED_TOP_LEVEL_FIELDS = [
-  'options',
-  'chat_template_kwargs',
-  'format',
-  'keep_alive',
-] as const;
+/**
+ * Top-level fields of Ollama's native API, refused on every model: their OpenAI forms are the top-level fields
+ * (max_tokens, temperature, response_format, ...). vLLM's own fields (chat_template_kwargs, top_k, guided_json,
+ * ...) are not listed: they reach OpenAI-compatible backends like every field IOP does not know
+ * (request-fields.ts).
+ */
+export const UNSUPPORTED_TOP_LEVEL_FIELDS = ['options', 'format', 'keep_alive'] as const;
 /** Metadata keys that older IOP consumers used to steer providers; `metadata.workspace` is the only key read. */
 export const UNSUPPORTED_METADATA_KEYS = ['source', 'cli', 'inference'] as const;
 
@@ -52,7 +52,7 @@ function rejectProviderFields(body: Record<string, unknown>): void {
   for (const field of UNSUPPORTED_TOP_LEVEL_FIELDS) {
     if (field in body) {
       throw invalidRequest(
-        `Unsupported field '${field}': provider-specific request fields are not accepted; use the OpenAI top-level fields (max_tokens, temperature, top_p, stop, ...)`,
+        `Unsupported field '${field}': Ollama-native request fields are not accepted; use the OpenAI top-level fields (max_tokens, temperature, top_p, stop, response_format, ...)`,
         field,
         'unsupported_field',
       );

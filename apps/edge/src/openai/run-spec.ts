@@ -3,7 +3,7 @@
 import { create, type ChatMessage, type GenerationParams, type ToolDefinition } from '@iop/wire';
 import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
-import type { GenerationFieldsBody } from './request-schemas.js';
+import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
 
 export interface RunSpec {
   messages: ChatMessage[];
@@ -25,6 +25,10 @@ export interface RunSpec {
   traceparent?: string;
   /** The answer is one JSON body (a non-streaming, non-background request): see RunRequest.collect. */
   collect?: boolean;
+  /** JSON object of fields forwarded verbatim to an OpenAI-compatible backend (RunRequest.extra_body_json). */
+  extraBodyJson?: string;
+  /** Fields the model's `drop_unsupported` removed (the `x-iop-dropped-params` header). */
+  droppedParams?: string[];
 }
 
 export function generationParams(
@@ -32,6 +36,7 @@ export function generationParams(
   maxTokens: number | null | undefined,
   stop: string | string[] | null | undefined,
   reasoningEffortOverride?: string | null,
+  responseFormat?: ResponseFormatBody | null,
 ): { params: GenerationParams; reasoningRequested: boolean; includeReasoning: boolean } {
   const think = body.think;
   let reasoningEffort = reasoningEffortOverride ?? body.reasoning_effort ?? '';
@@ -49,6 +54,12 @@ export function generationParams(
     thinkingBudget: body.thinking_token_budget ?? undefined,
     includeReasoning,
     think: thinkFlag,
+    seed: body.seed ?? undefined,
+    presencePenalty: body.presence_penalty ?? undefined,
+    frequencyPenalty: body.frequency_penalty ?? undefined,
+    // A text format asks for nothing: no format reaches the backend.
+    responseFormatJson:
+      responseFormat == null || responseFormat.type === 'text' ? '' : JSON.stringify(responseFormat),
   });
   const reasoningRequested =
     thinkFlag === true || (reasoningEffort !== '' && reasoningEffort !== 'none') || includeReasoning;

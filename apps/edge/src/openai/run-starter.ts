@@ -80,6 +80,7 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
     metadata: spec.metadata,
     collect: spec.collect,
+    extraBodyJson: spec.extraBodyJson,
   };
 }
 

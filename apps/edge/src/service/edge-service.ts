@@ -304,6 +304,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       // The node continues this span's trace (or the caller's, when the edge does not trace) and passes it on.
       traceparent: span?.traceparent ?? options.traceparent ?? '',
       collect: spec.collect ?? false,
+      extraBodyJson: spec.extraBodyJson ?? '',
     };
     const tracker = new RunTracker({
       request,
@@ -431,6 +432,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       has: (model) => pool.hasModel(model),
       get: (model) => pool.model(model),
       ids: () => pool.modelIds(),
+      backends: (model) => pool.modelBackends(model),
     },
     admissionTotals: () => pool.totals(),
   };

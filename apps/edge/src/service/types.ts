@@ -1,6 +1,6 @@
 // Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin, UI) calls these and nothing below
 // them: a surface translates its protocol into a destination + run spec, and the run's parts back.
-import type { ModelConfig } from '@iop/config';
+import type { AdapterType, ModelConfig } from '@iop/config';
 import type {
   ChatMessage,
   GenerationParams,
@@ -60,6 +60,11 @@ export interface RunSpec {
    * for the whole answer at once. The run's events carry the same content either way.
    */
   collect?: boolean;
+  /**
+   * JSON object of request fields forwarded verbatim to an OpenAI-compatible backend (RunRequest.extra_body_json);
+   * the surface sets it only when every backend the run may reach is openai_compat.
+   */
+  extraBodyJson?: string;
 }
 
 /** Which door a run came through (metrics, logs, usage). */
@@ -137,6 +142,8 @@ export interface ModelCatalog {
   get(model: string): ModelConfig | undefined;
   /** models[] ids in config order. */
   ids(): string[];
+  /** Adapter types (cli, ollama, openai_compat) of the enabled providers serving `model`. */
+  backends(model: string): AdapterType[];
 }
 
 export interface AdmissionTotals {

@@ -358,6 +358,14 @@ export interface RunRequest {
    * parts either way (text may arrive as one delta). Older nodes ignore it and stream.
    */
   collect: boolean;
+  /**
+   * JSON object of request fields the edge forwards verbatim to an OpenAI-compatible backend (`logit_bias`,
+   * `user`, `parallel_tool_calls`, and fields IOP does not know, such as vLLM's `top_k` or `guided_json`), merged
+   * into its request body without replacing a field IOP sets itself. Empty = none. The edge sets it only for
+   * openai_compat adapters (it refuses such fields for the others); other adapters refuse a run that carries it.
+   * Older nodes ignore it.
+   */
+  extraBodyJson: string;
 }
 
 export interface RunRequest_MetadataEntry {
@@ -400,7 +408,24 @@ export interface GenerationParams {
   reasoningEffort: string;
   thinkingBudget?: number | undefined;
   includeReasoning: boolean;
-  think?: boolean | undefined;
+  think?:
+    | boolean
+    | undefined;
+  /**
+   * Sampling and output fields of the OpenAI request, mapped per backend (the field table of
+   * agent-contract/outer/openai-compatible-api.md).
+   * Older nodes ignore them; the edge refuses them for adapters that cannot take them.
+   */
+  seed?: number | undefined;
+  presencePenalty?: number | undefined;
+  frequencyPenalty?:
+    | number
+    | undefined;
+  /**
+   * JSON of the OpenAI `response_format` ({"type":"json_object"} or {"type":"json_schema","json_schema":{...}});
+   * empty = plain text. OpenAI-compatible backends get it as is, Ollama as `format` ("json" or the schema).
+   */
+  responseFormatJson: string;
 }
 
 export interface CancelRequest {
@@ -3441,6 +3466,7 @@ function createBaseRunRequest(): RunRequest {
     metadata: {},
     traceparent: "",
     collect: false,
+    extraBodyJson: "",
   };
 }
 
@@ -3490,6 +3516,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.collect !== false) {
       writer.uint32(120).bool(message.collect);
+    }
+    if (message.extraBodyJson !== "") {
+      writer.uint32(130).string(message.extraBodyJson);
     }
     return writer;
   },
@@ -3630,6 +3659,14 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.collect = reader.bool();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.extraBodyJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3696,6 +3733,11 @@ export const RunRequest: MessageFns<RunRequest> = {
         : {},
       traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
       collect: isSet(object.collect) ? globalThis.Boolean(object.collect) : false,
+      extraBodyJson: isSet(object.extraBodyJson)
+        ? globalThis.String(object.extraBodyJson)
+        : isSet(object.extra_body_json)
+        ? globalThis.String(object.extra_body_json)
+        : "",
     };
   },
 
@@ -3752,6 +3794,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.collect !== false) {
       obj.collect = message.collect;
     }
+    if (message.extraBodyJson !== "") {
+      obj.extraBodyJson = message.extraBodyJson;
+    }
     return obj;
   },
 
@@ -3785,6 +3830,7 @@ export const RunRequest: MessageFns<RunRequest> = {
     );
     message.traceparent = object.traceparent ?? "";
     message.collect = object.collect ?? false;
+    message.extraBodyJson = object.extraBodyJson ?? "";
     return message;
   },
 };
@@ -4283,6 +4329,10 @@ function createBaseGenerationParams(): GenerationParams {
     thinkingBudget: undefined,
     includeReasoning: false,
     think: undefined,
+    seed: undefined,
+    presencePenalty: undefined,
+    frequencyPenalty: undefined,
+    responseFormatJson: "",
   };
 }
 
@@ -4311,6 +4361,18 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     }
     if (message.think !== undefined) {
       writer.uint32(64).bool(message.think);
+    }
+    if (message.seed !== undefined) {
+      writer.uint32(80).int64(message.seed);
+    }
+    if (message.presencePenalty !== undefined) {
+      writer.uint32(89).double(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== undefined) {
+      writer.uint32(97).double(message.frequencyPenalty);
+    }
+    if (message.responseFormatJson !== "") {
+      writer.uint32(106).string(message.responseFormatJson);
     }
     return writer;
   },
@@ -4392,6 +4454,38 @@ export const GenerationParams: MessageFns<GenerationParams> = {
             message.think = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.seed = longToNumber(reader.int64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 89) {
+              break;
+            }
+
+            message.presencePenalty = reader.double();
+            continue;
+          }
+          case 12: {
+            if (tag !== 97) {
+              break;
+            }
+
+            message.frequencyPenalty = reader.double();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.responseFormatJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4434,6 +4528,22 @@ export const GenerationParams: MessageFns<GenerationParams> = {
         ? globalThis.Boolean(object.include_reasoning)
         : false,
       think: isSet(object.think) ? globalThis.Boolean(object.think) : undefined,
+      seed: isSet(object.seed) ? globalThis.Number(object.seed) : undefined,
+      presencePenalty: isSet(object.presencePenalty)
+        ? globalThis.Number(object.presencePenalty)
+        : isSet(object.presence_penalty)
+        ? globalThis.Number(object.presence_penalty)
+        : undefined,
+      frequencyPenalty: isSet(object.frequencyPenalty)
+        ? globalThis.Number(object.frequencyPenalty)
+        : isSet(object.frequency_penalty)
+        ? globalThis.Number(object.frequency_penalty)
+        : undefined,
+      responseFormatJson: isSet(object.responseFormatJson)
+        ? globalThis.String(object.responseFormatJson)
+        : isSet(object.response_format_json)
+        ? globalThis.String(object.response_format_json)
+        : "",
     };
   },
 
@@ -4463,6 +4573,18 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     if (message.think !== undefined) {
       obj.think = message.think;
     }
+    if (message.seed !== undefined) {
+      obj.seed = Math.round(message.seed);
+    }
+    if (message.presencePenalty !== undefined) {
+      obj.presencePenalty = floatToJson(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== undefined) {
+      obj.frequencyPenalty = floatToJson(message.frequencyPenalty);
+    }
+    if (message.responseFormatJson !== "") {
+      obj.responseFormatJson = message.responseFormatJson;
+    }
     return obj;
   },
 
@@ -4479,6 +4601,10 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     message.thinkingBudget = object.thinkingBudget ?? undefined;
     message.includeReasoning = object.includeReasoning ?? false;
     message.think = object.think ?? undefined;
+    message.seed = object.seed ?? undefined;
+    message.presencePenalty = object.presencePenalty ?? undefined;
+    message.frequencyPenalty = object.frequencyPenalty ?? undefined;
+    message.responseFormatJson = object.responseFormatJson ?? "";
     return message;
   },
 };
