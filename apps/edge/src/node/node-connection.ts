@@ -254,6 +254,7 @@ export class NodeConnection implements AcceptedConnection {
         hostname: request.hostname,
         remoteAddress,
         supportedAdapters: [...request.supportedAdapters],
+        runKinds: [...request.runKinds],
         connectedSinceUnixMs: now,
       },
       payload,

@@ -34,6 +34,12 @@ import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
 import { chatRunSpec } from './chat-request.js';
+import {
+  collectEmbeddings,
+  embeddingsBody,
+  embeddingsRunSpec,
+  validateEmbeddingsRequest,
+} from './embeddings.js';
 import { randomId } from './ids.js';
 import { invalidRequest, mapOpenAIError, modelNotFound, OpenAIHttpError } from './openai-error.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
@@ -100,6 +106,7 @@ const ROUTE_LABELS = new Map([
   ['GET /v1/models/*model', '/v1/models/:model'],
   ['POST /v1/chat/completions', '/v1/chat/completions'],
   ['POST /v1/responses', '/v1/responses'],
+  ['POST /v1/embeddings', '/v1/embeddings'],
 ]);
 
 /** The routes the first middleware serves itself (path → metric label), POST only. */
@@ -223,6 +230,40 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     chatCompletions(request.body, exchangeOf(response)),
   );
   app.post('/v1/responses', json, (request, response) => responses(request.body, exchangeOf(response)));
+  app.post('/v1/embeddings', json, (request, response) => embeddings(request.body, exchangeOf(response)));
+
+  /** Embedding vectors through the same admission as chat; CLI agents cannot embed (400). */
+  async function embeddings(requestBody: unknown, exchange: Exchange): Promise<void> {
+    const body = validateEmbeddingsRequest(requestBody);
+    const route = resolveFor(exchange, body.model);
+    if (resolver.backends(route).includes('cli')) {
+      throw invalidRequest(
+        `The model '${route.model}' runs a CLI agent, which cannot compute embeddings`,
+        'model',
+        'unsupported_model',
+      );
+    }
+    const fields = planFields('embeddings', body, route);
+    const spec = withCaller(Object.assign(embeddingsRunSpec(body), fields), exchange);
+    const response = exchange.response;
+    if (spec.droppedParams) response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
+    const run = await runs.start(route, spec, disconnectSignal(exchange.request.socket));
+    try {
+      let collected;
+      try {
+        collected = await collectEmbeddings(run.parts(), spec.embedding?.inputs.length ?? 0);
+      } catch (error) {
+        setRunHeaders(response, run);
+        throw error;
+      }
+      const overhead = overheadOf(exchange, run, true);
+      metrics.overhead(overhead / 1000);
+      const answer = embeddingsBody(body.model, collected, body.encoding_format ?? 'float');
+      sendJson(exchange, 200, answer, runHeaders(run, overhead));
+    } finally {
+      run.finish('client disconnected');
+    }
+  }
 
   /** The catalogue as the request's key sees it: models outside its allow-list do not exist for it. */
   function visibleModels(exchange: Exchange): string[] {

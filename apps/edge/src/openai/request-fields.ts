@@ -29,7 +29,7 @@ interface FieldRule {
   why?: string;
 }
 
-export type RequestEndpoint = 'chat' | 'responses';
+export type RequestEndpoint = 'chat' | 'responses' | 'embeddings';
 
 export interface FieldPlan {
   /** Fields removed from the body because the model drops what it cannot take (`x-iop-dropped-params`). */
@@ -245,6 +245,23 @@ const RESPONSES: Record<string, FieldRule> = {
   },
 };
 
+/** /v1/embeddings (CLI models are refused before: they cannot embed at all). */
+const EMBEDDINGS: Record<string, FieldRule> = {
+  model: MAPPED,
+  input: MAPPED,
+  // The edge encodes the vectors itself; the backend always answers floats.
+  encoding_format: MAPPED,
+  // Ollama's /api/embed and OpenAI-compatible servers both take `dimensions`.
+  dimensions: MAPPED,
+  user: COMMON['user'],
+};
+
+const TABLES: Record<RequestEndpoint, Record<string, FieldRule>> = {
+  chat: CHAT,
+  responses: RESPONSES,
+  embeddings: EMBEDDINGS,
+};
+
 /** Every field IOP does not know: passed to OpenAI-compatible backends, refused by the others. */
 const UNKNOWN: FieldRule = {
   ollama: 'refused',
@@ -255,7 +272,7 @@ const UNKNOWN: FieldRule = {
 
 /** The table for the docs and tests: every named field of an endpoint with its verdict per backend. */
 export function fieldRules(endpoint: RequestEndpoint): ReadonlyMap<string, FieldRule> {
-  return new Map(Object.entries(endpoint === 'chat' ? CHAT : RESPONSES));
+  return new Map(Object.entries(TABLES[endpoint]));
 }
 
 export interface PlanOptions {
@@ -276,7 +293,7 @@ const EVERY_BACKEND: readonly AdapterType[] = ['ollama', 'openai_compat', 'cli']
  * Throws 400 `unsupported_parameter` for the first field a backend refuses when the model does not drop.
  */
 export function planRequestFields(body: Record<string, unknown>, options: PlanOptions): FieldPlan {
-  const table = options.endpoint === 'chat' ? CHAT : RESPONSES;
+  const table = TABLES[options.endpoint];
   const backends = options.backends.length > 0 ? options.backends : EVERY_BACKEND;
   const onlyOpenAI = backends.every((backend) => backend === 'openai_compat');
   const dropped: string[] = [];

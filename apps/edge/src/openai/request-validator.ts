@@ -44,7 +44,8 @@ function validate<T>(body: unknown, check: ValidateFunction<T>): T {
     throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
   }
   rejectProviderFields(body as Record<string, unknown>);
-  if (!check(body)) throw invalidRequest(describe(check.errors?.[0]), paramOf(check.errors?.[0]));
+  if (!check(body))
+    throw invalidRequest(describeSchemaError(check.errors?.[0]), schemaErrorParam(check.errors?.[0]));
   return body;
 }
 
@@ -71,7 +72,8 @@ function rejectProviderFields(body: Record<string, unknown>): void {
   }
 }
 
-function paramOf(error: ErrorObject | undefined): string | null {
+/** The body path an ajv error points at (`messages[0].role`), or null for the body itself. */
+export function schemaErrorParam(error: ErrorObject | undefined): string | null {
   if (!error) return null;
   let path = error.instancePath
     .split('/')
@@ -86,9 +88,10 @@ function paramOf(error: ErrorObject | undefined): string | null {
   return path || null;
 }
 
-function describe(error: ErrorObject | undefined): string {
+/** An ajv error as the message of a 400 answer. */
+export function describeSchemaError(error: ErrorObject | undefined): string {
   if (!error) return 'The request body is invalid';
-  const param = paramOf(error);
+  const param = schemaErrorParam(error);
   if (error.keyword === 'required') return `Missing required parameter: '${param ?? ''}'`;
   if (error.keyword === 'enum') {
     const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues ?? [];

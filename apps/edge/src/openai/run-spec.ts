@@ -1,6 +1,14 @@
 // What a validated request asks the edge to run, independent of which endpoint it came through, plus the
 // conversions both endpoints share (generation fields, metadata, inline images).
-import { create, type ChatMessage, type GenerationParams, type ToolDefinition } from '@iop/wire';
+import {
+  create,
+  type ChatMessage,
+  type CompletionInput,
+  type EmbeddingInput,
+  type GenerationParams,
+  type RunKind,
+  type ToolDefinition,
+} from '@iop/wire';
 import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
@@ -10,7 +18,8 @@ export interface RunSpec {
   tools: ToolDefinition[];
   /** JSON of a chat-completions style tool_choice. */
   toolChoiceJson?: string;
-  params: GenerationParams;
+  /** undefined for runs without generation (embeddings). */
+  params: GenerationParams | undefined;
   /** metadata.workspace */
   workspace?: string;
   /** The caller's metadata, minus `workspace`, recorded with the run. */
@@ -29,6 +38,10 @@ export interface RunSpec {
   extraBodyJson?: string;
   /** Fields the model's `drop_unsupported` removed (the `x-iop-dropped-params` header). */
   droppedParams?: string[];
+  /** Non-chat runs (RunRequest.kind): text completion with `completion`, embeddings with `embedding`. */
+  kind?: RunKind;
+  completion?: CompletionInput;
+  embedding?: EmbeddingInput;
 }
 
 export function generationParams(

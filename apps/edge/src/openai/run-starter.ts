@@ -81,6 +81,9 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     metadata: spec.metadata,
     collect: spec.collect,
     extraBodyJson: spec.extraBodyJson,
+    kind: spec.kind,
+    completion: spec.completion,
+    embedding: spec.embedding,
   };
 }
 

@@ -10,7 +10,7 @@
 // disconnect, the one deadline, an unconfirmed cancel after the one grace period, a stuck reader) and then the
 // service releases the lease and the session, once. A caller's abort signal is the one cancel path for client
 // disconnects. Errors are ServiceErrors; PoolErrors and NodeLinkErrors are translated here, in one place.
-import { create, type NodeCommandResponse, type RunRequest } from '@iop/wire';
+import { create, RunKind, type ChatMessage, type NodeCommandResponse, type RunRequest } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -205,6 +205,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         );
       }
       if (options.signal?.aborted) throw new ServiceError('aborted', 'the run was aborted while queued');
+      requireRunKind(link, spec);
       const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
       const target = lease.target;
       session =
@@ -241,7 +242,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         principal: options.principal,
         surface: options.surface,
         model: options.model ?? (destination.kind === 'model' ? destination.model : destination.target),
-        estimatedTokens: estimateTokens(spec.messages),
+        estimatedTokens: estimateTokens(estimationMessages(spec)),
       });
     } catch (error) {
       if (isGovernanceError(error)) throw fromGovernanceError(error);
@@ -305,6 +306,9 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       traceparent: span?.traceparent ?? options.traceparent ?? '',
       collect: spec.collect ?? false,
       extraBodyJson: spec.extraBodyJson ?? '',
+      kind: spec.kind ?? RunKind.RUN_KIND_CHAT,
+      completion: spec.completion,
+      embedding: spec.embedding,
     };
     const tracker = new RunTracker({
       request,
@@ -438,6 +442,39 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   };
 }
 
+/** The token estimate of a run's input (the governor's pre-admission check) reads its text as messages. */
+function estimationMessages(spec: RunSpec): readonly ChatMessage[] {
+  switch (spec.kind ?? RunKind.RUN_KIND_CHAT) {
+    case RunKind.RUN_KIND_COMPLETION:
+      return [
+        create.chatMessage({ content: `${spec.completion?.prompt ?? ''}${spec.completion?.suffix ?? ''}` }),
+      ];
+    case RunKind.RUN_KIND_EMBEDDING:
+      return (spec.embedding?.inputs ?? []).map((content) => create.chatMessage({ content }));
+    case RunKind.RUN_KIND_CHAT:
+    case RunKind.UNRECOGNIZED:
+      return spec.messages;
+  }
+}
+
+const RUN_KIND_NAMES: Partial<Record<RunKind, string>> = {
+  [RunKind.RUN_KIND_COMPLETION]: 'text completion',
+  [RunKind.RUN_KIND_EMBEDDING]: 'embedding',
+};
+
+/**
+ * A node runs only the kinds it announced at registration (older nodes: chat only); anything else is refused
+ * here, before it is sent, with a message that says what to do.
+ */
+function requireRunKind(link: NodeLink, spec: RunSpec): void {
+  const kind = spec.kind ?? RunKind.RUN_KIND_CHAT;
+  if (kind === RunKind.RUN_KIND_CHAT || link.info.runKinds.includes(kind)) return;
+  throw new ServiceError(
+    'node_error',
+    `node ${link.nodeId} (iop-node ${link.info.agentVersion || 'unknown version'}) does not run ${RUN_KIND_NAMES[kind] ?? `kind ${kind}`} requests: upgrade iop-node on it`,
+  );
+}
+
 function validateRun(destination: RunDestination, spec: RunSpec): void {
   const problems: string[] = [];
   if (destination.kind === 'model') {
@@ -451,8 +488,13 @@ function validateRun(destination: RunDestination, spec: RunSpec): void {
   }
   const sessionId = spec.session?.kind === 'fixed' ? spec.session.sessionId : spec.session?.baseId;
   if (typeof sessionId !== 'string' || sessionId.trim() === '') problems.push('sessionId is required');
-  if (!Array.isArray(spec.messages) || spec.messages.length === 0)
+  const kind = spec.kind ?? RunKind.RUN_KIND_CHAT;
+  if (kind === RunKind.RUN_KIND_CHAT && (!Array.isArray(spec.messages) || spec.messages.length === 0))
     problems.push('messages must not be empty');
+  if (kind === RunKind.RUN_KIND_COMPLETION && !spec.completion)
+    problems.push('a completion run needs its prompt');
+  if (kind === RunKind.RUN_KIND_EMBEDDING && (spec.embedding?.inputs.length ?? 0) === 0)
+    problems.push('an embedding run needs at least one input');
   if (
     spec.timeoutMs !== undefined &&
     (!Number.isInteger(spec.timeoutMs) || spec.timeoutMs < 0 || spec.timeoutMs > MAX_UINT32)

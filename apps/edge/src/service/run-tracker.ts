@@ -302,6 +302,7 @@ export function outcomeOf(part: RunEventPart): RunOutcome {
     case 'tool-call':
     case 'usage':
     case 'progress':
+    case 'embeddings':
       throw new Error(`not a terminal part: ${part.type}`);
     default: {
       const unreachable: never = part;

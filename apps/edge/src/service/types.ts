@@ -3,9 +3,12 @@
 import type { AdapterType, ModelConfig } from '@iop/config';
 import type {
   ChatMessage,
+  CompletionInput,
+  EmbeddingInput,
   GenerationParams,
   NodeCommandRequest,
   NodeCommandResponse,
+  RunKind,
   ToolDefinition,
 } from '@iop/wire';
 import type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
@@ -65,6 +68,13 @@ export interface RunSpec {
    * the surface sets it only when every backend the run may reach is openai_compat.
    */
   extraBodyJson?: string;
+  /**
+   * What the run asks for (RunRequest.kind); default chat. A completion carries `completion` and an embedding
+   * `embedding` instead of messages; a node that does not list the kind in its registration is never sent it.
+   */
+  kind?: RunKind;
+  completion?: CompletionInput;
+  embedding?: EmbeddingInput;
 }
 
 /** Which door a run came through (metrics, logs, usage). */

@@ -1,10 +1,18 @@
 // Cross-process end to end (issue 31): the official `openai` client → a real edge process → a real `iop-node run`
 // process → its ollama and openai_compat (vLLM) adapters → fake inference servers that record what they received.
+// Embeddings: the SDK's default base64 and explicit floats, on an Ollama and a vLLM model.
 // No silent drop: every request field reaches each backend in that backend's own form, or is refused naming it,
 // or (on a `drop_unsupported` model) is dropped and named in `x-iop-dropped-params`.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
-import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
+import {
+  fakeEmbedding,
+  fakeEmbeddingTokens,
+  startFakeOllama,
+  startFakeOpenAI,
+  type FakeServer,
+  type RecordedRequest,
+} from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
@@ -193,5 +201,72 @@ describe('request fields reach each backend in its own form', () => {
       text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
     });
     expect(lastBody(ollama, '/api/chat', before)['format']).toEqual(schema);
+  });
+});
+
+describe('POST /v1/embeddings', () => {
+  const inputs = ['the quick brown fox', 'jumps over'];
+  const expected = inputs.map((input) => fakeEmbedding(input));
+  const tokens = inputs.reduce((sum, input) => sum + fakeEmbeddingTokens(input), 0);
+
+  it.each([
+    { model: MODEL_LLAMA, upstream: () => ollama, path: '/api/embed', served: OLLAMA_SERVED },
+    { model: MODEL_QWEN, upstream: () => vllm, path: '/v1/embeddings', served: VLLM_SERVED },
+  ])(
+    'embeds two inputs on $model, base64 by default and floats on request',
+    async ({ model, upstream, path, served }) => {
+      const before = upstream().requests.length;
+      // The SDK asks for base64 and decodes it to numbers.
+      const encoded = await client.embeddings.create({ model, input: inputs });
+      expect(encoded.object).toBe('list');
+      expect(encoded.model).toBe(model);
+      expect(encoded.data.map((entry) => entry.index)).toEqual([0, 1]);
+      expect(encoded.data.map((entry) => entry.embedding)).toEqual(expected);
+      expect(encoded.usage).toEqual({ prompt_tokens: tokens, total_tokens: tokens });
+
+      const { data: floats, response } = await client.embeddings
+        .create({ model, input: inputs, encoding_format: 'float' })
+        .withResponse();
+      expect(floats.data.map((entry) => entry.embedding)).toEqual(expected);
+      expect(response.headers.get('x-iop-run-id')).toBeTruthy();
+
+      const body = lastBody(upstream(), path, before);
+      expect(body).toMatchObject({ model: served, input: inputs });
+    },
+  );
+
+  it.each([
+    { model: MODEL_LLAMA, upstream: () => ollama, path: '/api/embed' },
+    { model: MODEL_QWEN, upstream: () => vllm, path: '/v1/embeddings' },
+  ])('passes dimensions to $model', async ({ model, upstream, path }) => {
+    const before = upstream().requests.length;
+    const answer = await client.embeddings.create({
+      model,
+      input: 'short',
+      dimensions: 4,
+      encoding_format: 'float',
+    });
+    expect(answer.data[0]?.embedding).toEqual(fakeEmbedding('short', 4));
+    expect(lastBody(upstream(), path, before)['dimensions']).toBe(4);
+  });
+
+  it('refuses token-array input with 400 and an unknown model with 404', async () => {
+    const tokensError = await client.embeddings
+      .create({ model: MODEL_QWEN, input: [[1, 2, 3]] })
+      .catch((caught: unknown) => caught);
+    expect(tokensError).toBeInstanceOf(BadRequestError);
+    expect((tokensError as BadRequestError).param).toBe('input');
+    const missing = await client.embeddings
+      .create({ model: 'no-such-model', input: 'x' })
+      .catch((caught: unknown) => caught as { status?: number });
+    expect((missing as { status?: number }).status).toBe(404);
+  });
+
+  it('leaves the providers idle afterwards', async () => {
+    await waitUntil(
+      async () => (await admin.listProviders()).every((entry) => entry.inFlight === 0 && entry.queued === 0),
+      5_000,
+      () => 'providers idle',
+    );
   });
 });

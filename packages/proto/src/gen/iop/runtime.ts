@@ -80,6 +80,52 @@ export function registerRejectCodeToJSON(object: RegisterRejectCode): string {
   }
 }
 
+/** What a run asks of its backend. A node that does not list a kind in RegisterRequest.run_kinds never gets it. */
+export enum RunKind {
+  /** RUN_KIND_CHAT - A conversation (messages, tools): every adapter. */
+  RUN_KIND_CHAT = 0,
+  /** RUN_KIND_COMPLETION - Legacy text completion of a raw prompt (`completion`): ollama /api/generate, openai_compat /v1/completions. */
+  RUN_KIND_COMPLETION = 1,
+  /**
+   * RUN_KIND_EMBEDDING - Embedding vectors of `embedding.inputs`: ollama /api/embed, openai_compat /v1/embeddings. The answer is
+   * `embeddings` events (then usage and complete), no text.
+   */
+  RUN_KIND_EMBEDDING = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function runKindFromJSON(object: any): RunKind {
+  switch (object) {
+    case 0:
+    case "RUN_KIND_CHAT":
+      return RunKind.RUN_KIND_CHAT;
+    case 1:
+    case "RUN_KIND_COMPLETION":
+      return RunKind.RUN_KIND_COMPLETION;
+    case 2:
+    case "RUN_KIND_EMBEDDING":
+      return RunKind.RUN_KIND_EMBEDDING;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return RunKind.UNRECOGNIZED;
+  }
+}
+
+export function runKindToJSON(object: RunKind): string {
+  switch (object) {
+    case RunKind.RUN_KIND_CHAT:
+      return "RUN_KIND_CHAT";
+    case RunKind.RUN_KIND_COMPLETION:
+      return "RUN_KIND_COMPLETION";
+    case RunKind.RUN_KIND_EMBEDDING:
+      return "RUN_KIND_EMBEDDING";
+    case RunKind.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export enum CancelAction {
   CANCEL_ACTION_UNSPECIFIED = 0,
   CANCEL_ACTION_CANCEL_RUN = 1,
@@ -198,6 +244,11 @@ export interface RegisterRequest {
   supportedAdapters: string[];
   /** What kind of agent this is (`iop-node`); checked against `nodes[].agent_kind`. '' (an older node) = iop-node. */
   agentKind: string;
+  /**
+   * Run kinds this agent build executes besides chat (RUN_KIND_CHAT is implied). Empty (an older node) = chat
+   * only: the edge never sends such a node another kind and answers the caller with a clear error instead.
+   */
+  runKinds: RunKind[];
 }
 
 export interface RegisterResponse {
@@ -366,11 +417,32 @@ export interface RunRequest {
    * Older nodes ignore it.
    */
   extraBodyJson: string;
+  kind: RunKind;
+  /** kind = RUN_KIND_COMPLETION. */
+  completion?:
+    | CompletionInput
+    | undefined;
+  /** kind = RUN_KIND_EMBEDDING. */
+  embedding?: EmbeddingInput | undefined;
 }
 
 export interface RunRequest_MetadataEntry {
   key: string;
   value: string;
+}
+
+export interface CompletionInput {
+  /** The raw prompt, sent without a chat template. */
+  prompt: string;
+  /** Text after the insertion point (fill-in-the-middle); empty = none. */
+  suffix: string;
+}
+
+export interface EmbeddingInput {
+  /** The texts to embed, answered in this order (at most 2048). */
+  inputs: string[];
+  /** Output dimensions for models that can shorten their vectors; absent = the model's own size. */
+  dimensions?: number | undefined;
 }
 
 export interface ChatMessage {
@@ -451,7 +523,23 @@ export interface RunEvent {
     | { $case: "complete"; complete: RunCompleted }
     | { $case: "error"; error: RunError }
     | { $case: "cancelled"; cancelled: RunCancelled }
+    | //
+    /**
+     * Some of an embedding run's vectors: a run's vectors may span several events so that no frame grows past
+     * the frame limit (at most 1,048,576 values per event).
+     */
+    { $case: "embeddings"; embeddings: EmbeddingBatch }
     | undefined;
+}
+
+export interface EmbeddingBatch {
+  items: Embedding[];
+}
+
+export interface Embedding {
+  /** Position of the input it embeds (EmbeddingInput.inputs). */
+  index: number;
+  values: number[];
 }
 
 export interface RunStarted {
@@ -1128,6 +1216,7 @@ function createBaseRegisterRequest(): RegisterRequest {
     hostname: "",
     supportedAdapters: [],
     agentKind: "",
+    runKinds: [],
   };
 }
 
@@ -1159,6 +1248,13 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     }
     if (message.agentKind !== "") {
       writer.uint32(74).string(message.agentKind);
+    }
+    if (message.runKinds.length !== 0) {
+      writer.uint32(162).fork();
+      for (const v of message.runKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -1248,6 +1344,24 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
             message.agentKind = reader.string();
             continue;
           }
+          case 20: {
+            if (tag === 160) {
+              message.runKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 162) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.runKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1291,6 +1405,11 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
         : isSet(object.agent_kind)
         ? globalThis.String(object.agent_kind)
         : "",
+      runKinds: globalThis.Array.isArray(object?.runKinds)
+        ? object.runKinds.map((e: any) => runKindFromJSON(e))
+        : globalThis.Array.isArray(object?.run_kinds)
+        ? object.run_kinds.map((e: any) => runKindFromJSON(e))
+        : [],
     };
   },
 
@@ -1323,6 +1442,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     if (message.agentKind !== "") {
       obj.agentKind = message.agentKind;
     }
+    if (message.runKinds?.length) {
+      obj.runKinds = message.runKinds.map((e) => runKindToJSON(e));
+    }
     return obj;
   },
 
@@ -1340,6 +1462,7 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     message.hostname = object.hostname ?? "";
     message.supportedAdapters = object.supportedAdapters?.map((e) => e) || [];
     message.agentKind = object.agentKind ?? "";
+    message.runKinds = object.runKinds?.map((e) => e) || [];
     return message;
   },
 };
@@ -3467,6 +3590,9 @@ function createBaseRunRequest(): RunRequest {
     traceparent: "",
     collect: false,
     extraBodyJson: "",
+    kind: 0,
+    completion: undefined,
+    embedding: undefined,
   };
 }
 
@@ -3519,6 +3645,15 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.extraBodyJson !== "") {
       writer.uint32(130).string(message.extraBodyJson);
+    }
+    if (message.kind !== 0) {
+      writer.uint32(136).int32(message.kind);
+    }
+    if (message.completion !== undefined) {
+      CompletionInput.encode(message.completion, writer.uint32(146).fork()).join();
+    }
+    if (message.embedding !== undefined) {
+      EmbeddingInput.encode(message.embedding, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -3667,6 +3802,30 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.extraBodyJson = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.completion = CompletionInput.decode(reader, reader.uint32());
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.embedding = EmbeddingInput.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3738,6 +3897,9 @@ export const RunRequest: MessageFns<RunRequest> = {
         : isSet(object.extra_body_json)
         ? globalThis.String(object.extra_body_json)
         : "",
+      kind: isSet(object.kind) ? runKindFromJSON(object.kind) : 0,
+      completion: isSet(object.completion) ? CompletionInput.fromJSON(object.completion) : undefined,
+      embedding: isSet(object.embedding) ? EmbeddingInput.fromJSON(object.embedding) : undefined,
     };
   },
 
@@ -3797,6 +3959,15 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.extraBodyJson !== "") {
       obj.extraBodyJson = message.extraBodyJson;
     }
+    if (message.kind !== 0) {
+      obj.kind = runKindToJSON(message.kind);
+    }
+    if (message.completion !== undefined) {
+      obj.completion = CompletionInput.toJSON(message.completion);
+    }
+    if (message.embedding !== undefined) {
+      obj.embedding = EmbeddingInput.toJSON(message.embedding);
+    }
     return obj;
   },
 
@@ -3831,6 +4002,13 @@ export const RunRequest: MessageFns<RunRequest> = {
     message.traceparent = object.traceparent ?? "";
     message.collect = object.collect ?? false;
     message.extraBodyJson = object.extraBodyJson ?? "";
+    message.kind = object.kind ?? 0;
+    message.completion = (object.completion !== undefined && object.completion !== null)
+      ? CompletionInput.fromPartial(object.completion)
+      : undefined;
+    message.embedding = (object.embedding !== undefined && object.embedding !== null)
+      ? EmbeddingInput.fromPartial(object.embedding)
+      : undefined;
     return message;
   },
 };
@@ -3916,6 +4094,176 @@ export const RunRequest_MetadataEntry: MessageFns<RunRequest_MetadataEntry> = {
     const message = createBaseRunRequest_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletionInput(): CompletionInput {
+  return { prompt: "", suffix: "" };
+}
+
+export const CompletionInput: MessageFns<CompletionInput> = {
+  encode(message: CompletionInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.prompt !== "") {
+      writer.uint32(10).string(message.prompt);
+    }
+    if (message.suffix !== "") {
+      writer.uint32(18).string(message.suffix);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletionInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletionInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.prompt = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.suffix = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletionInput {
+    return {
+      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      suffix: isSet(object.suffix) ? globalThis.String(object.suffix) : "",
+    };
+  },
+
+  toJSON(message: CompletionInput): unknown {
+    const obj: any = {};
+    if (message.prompt !== "") {
+      obj.prompt = message.prompt;
+    }
+    if (message.suffix !== "") {
+      obj.suffix = message.suffix;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CompletionInput>): CompletionInput {
+    return CompletionInput.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompletionInput>): CompletionInput {
+    const message = createBaseCompletionInput();
+    message.prompt = object.prompt ?? "";
+    message.suffix = object.suffix ?? "";
+    return message;
+  },
+};
+
+function createBaseEmbeddingInput(): EmbeddingInput {
+  return { inputs: [], dimensions: undefined };
+}
+
+export const EmbeddingInput: MessageFns<EmbeddingInput> = {
+  encode(message: EmbeddingInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.inputs) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.dimensions !== undefined) {
+      writer.uint32(16).uint32(message.dimensions);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbeddingInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbeddingInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.inputs.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dimensions = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbeddingInput {
+    return {
+      inputs: globalThis.Array.isArray(object?.inputs) ? object.inputs.map((e: any) => globalThis.String(e)) : [],
+      dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : undefined,
+    };
+  },
+
+  toJSON(message: EmbeddingInput): unknown {
+    const obj: any = {};
+    if (message.inputs?.length) {
+      obj.inputs = message.inputs;
+    }
+    if (message.dimensions !== undefined) {
+      obj.dimensions = Math.round(message.dimensions);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EmbeddingInput>): EmbeddingInput {
+    return EmbeddingInput.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EmbeddingInput>): EmbeddingInput {
+    const message = createBaseEmbeddingInput();
+    message.inputs = object.inputs?.map((e) => e) || [];
+    message.dimensions = object.dimensions ?? undefined;
     return message;
   },
 };
@@ -4809,6 +5157,9 @@ export const RunEvent: MessageFns<RunEvent> = {
       case "cancelled":
         RunCancelled.encode(message.event.cancelled, writer.uint32(146).fork()).join();
         break;
+      case "embeddings":
+        EmbeddingBatch.encode(message.event.embeddings, writer.uint32(154).fork()).join();
+        break;
     }
     return writer;
   },
@@ -4922,6 +5273,14 @@ export const RunEvent: MessageFns<RunEvent> = {
             message.event = { $case: "cancelled", cancelled: RunCancelled.decode(reader, reader.uint32()) };
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.event = { $case: "embeddings", embeddings: EmbeddingBatch.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4971,6 +5330,8 @@ export const RunEvent: MessageFns<RunEvent> = {
         ? { $case: "error", error: RunError.fromJSON(object.error) }
         : isSet(object.cancelled)
         ? { $case: "cancelled", cancelled: RunCancelled.fromJSON(object.cancelled) }
+        : isSet(object.embeddings)
+        ? { $case: "embeddings", embeddings: EmbeddingBatch.fromJSON(object.embeddings) }
         : undefined,
     };
   },
@@ -5004,6 +5365,8 @@ export const RunEvent: MessageFns<RunEvent> = {
       obj.error = RunError.toJSON(message.event.error);
     } else if (message.event?.$case === "cancelled") {
       obj.cancelled = RunCancelled.toJSON(message.event.cancelled);
+    } else if (message.event?.$case === "embeddings") {
+      obj.embeddings = EmbeddingBatch.toJSON(message.event.embeddings);
     }
     return obj;
   },
@@ -5074,7 +5437,181 @@ export const RunEvent: MessageFns<RunEvent> = {
         }
         break;
       }
+      case "embeddings": {
+        if (object.event?.embeddings !== undefined && object.event?.embeddings !== null) {
+          message.event = { $case: "embeddings", embeddings: EmbeddingBatch.fromPartial(object.event.embeddings) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseEmbeddingBatch(): EmbeddingBatch {
+  return { items: [] };
+}
+
+export const EmbeddingBatch: MessageFns<EmbeddingBatch> = {
+  encode(message: EmbeddingBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Embedding.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbeddingBatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbeddingBatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Embedding.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbeddingBatch {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Embedding.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: EmbeddingBatch): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Embedding.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EmbeddingBatch>): EmbeddingBatch {
+    return EmbeddingBatch.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EmbeddingBatch>): EmbeddingBatch {
+    const message = createBaseEmbeddingBatch();
+    message.items = object.items?.map((e) => Embedding.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEmbedding(): Embedding {
+  return { index: 0, values: [] };
+}
+
+export const Embedding: MessageFns<Embedding> = {
+  encode(message: Embedding, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.values.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.values) {
+        writer.float(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Embedding {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedding();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag === 21) {
+              message.values.push(reader.float());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.float());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Embedding {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: Embedding): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => floatToJson(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Embedding>): Embedding {
+    return Embedding.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Embedding>): Embedding {
+    const message = createBaseEmbedding();
+    message.index = object.index ?? 0;
+    message.values = object.values?.map((e) => e) || [];
     return message;
   },
 };
