@@ -144,6 +144,29 @@ describe('createEdgeService run kinds', () => {
     h.close();
   });
 
+  it('refuses a run with fields an older node would ignore, and sends it to a newer node', async () => {
+    const older = setup([{ id: 'n1' }]);
+    const fields = { params: create.generationParams({ seed: 7 }) };
+    const error = await submit(older.service, runInput(fields)).catch((caught: unknown) => caught);
+    expect((error as ServiceError).code).toBe('node_error');
+    expect((error as ServiceError).message).toMatch(/predates 'seed'/);
+    expect(older.channels.get('n1')?.ofKind('runRequest')).toHaveLength(0);
+    older.close();
+    const newer = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const handle = await submit(newer.service, runInput({ ...fields, extraBodyJson: '{"top_k":2}' }));
+    expect(newer.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
+      runRequest: { params: { seed: 7 }, extraBodyJson: '{"top_k":2}' },
+    });
+    newer.emit('n1', handle.runId, 1, {
+      type: 'complete',
+      detail: 'stop',
+      finishReason: 'stop',
+      backendMs: 1,
+    });
+    await handle.done;
+    newer.close();
+  });
+
   it('refuses an embedding run without inputs', async () => {
     const h = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
     const error = await submit(h.service, runInput({ ...embedding, embedding: { inputs: [] } })).catch(

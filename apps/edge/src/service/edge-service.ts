@@ -464,15 +464,38 @@ const RUN_KIND_NAMES: Partial<Record<RunKind, string>> = {
 
 /**
  * A node runs only the kinds it announced at registration (older nodes: chat only); anything else is refused
- * here, before it is sent, with a message that says what to do.
+ * here, before it is sent, with a message that says what to do. A node that announces no kinds predates the
+ * request fields of GenerationParams 10-13 and RunRequest.extra_body_json too: it would ignore them, so a run
+ * carrying one is refused the same way rather than answered without it.
  */
 function requireRunKind(link: NodeLink, spec: RunSpec): void {
   const kind = spec.kind ?? RunKind.RUN_KIND_CHAT;
-  if (kind === RunKind.RUN_KIND_CHAT || link.info.runKinds.includes(kind)) return;
-  throw new ServiceError(
-    'node_error',
-    `node ${link.nodeId} (iop-node ${link.info.agentVersion || 'unknown version'}) does not run ${RUN_KIND_NAMES[kind] ?? `kind ${kind}`} requests: upgrade iop-node on it`,
-  );
+  const node = `node ${link.nodeId} (iop-node ${link.info.agentVersion || 'unknown version'})`;
+  if (kind !== RunKind.RUN_KIND_CHAT && !link.info.runKinds.includes(kind)) {
+    throw new ServiceError(
+      'node_error',
+      `${node} does not run ${RUN_KIND_NAMES[kind] ?? `kind ${kind}`} requests: upgrade iop-node on it`,
+    );
+  }
+  if (link.info.runKinds.length > 0) return;
+  const field = newerField(spec);
+  if (field) {
+    throw new ServiceError(
+      'node_error',
+      `${node} predates '${field}' and would ignore it: upgrade iop-node on it, or leave the field out`,
+    );
+  }
+}
+
+/** The first request field only nodes that announce run kinds apply, if the run carries one. */
+function newerField(spec: RunSpec): string | undefined {
+  const params = spec.params;
+  if (params?.seed !== undefined) return 'seed';
+  if (params?.presencePenalty !== undefined) return 'presence_penalty';
+  if (params?.frequencyPenalty !== undefined) return 'frequency_penalty';
+  if (params?.responseFormatJson) return 'response_format';
+  if (spec.extraBodyJson) return 'forwarded fields';
+  return undefined;
 }
 
 function validateRun(destination: RunDestination, spec: RunSpec): void {
