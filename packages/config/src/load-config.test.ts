@@ -216,7 +216,22 @@ models: [{ id: "m:1", providers: { p: "served" } }]
       default_max_tokens: null,
       min_max_tokens: null,
       default_thinking_token_budget: null,
+      drop_unsupported: false,
     });
+  });
+
+  it('reads drop_unsupported and refuses a non-boolean one with its path', () => {
+    const config = load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, drop_unsupported: true }]
+`);
+    expect(config.models[0]?.drop_unsupported).toBe(true);
+    expect(() =>
+      load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, drop_unsupported: "yes" }]
+`),
+    ).toThrow(/models\[0\]\.drop_unsupported/);
   });
 });
 

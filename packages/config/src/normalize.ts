@@ -195,6 +195,7 @@ function normalizeModel(model: Raw): ModelConfig {
     default_max_tokens: nullableInt(model.default_max_tokens),
     min_max_tokens: nullableInt(model.min_max_tokens),
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
+    drop_unsupported: bool(model.drop_unsupported, false),
   };
 }
 

@@ -186,6 +186,7 @@ const model = object(
     default_max_tokens: nullableInteger(LIMITS.max_tokens),
     min_max_tokens: nullableInteger(LIMITS.max_tokens),
     default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
+    drop_unsupported: bool,
   },
   ['id', 'providers'],
 );

@@ -283,6 +283,11 @@ export interface ModelConfig {
   readonly min_max_tokens: number | null;
   /** Thinking budget applied when a request names none; null = none. */
   readonly default_thinking_token_budget: number | null;
+  /**
+   * A request field one of this model's backends cannot take is dropped (and named in the
+   * `x-iop-dropped-params` response header) instead of refused with 400 `unsupported_parameter`.
+   */
+  readonly drop_unsupported: boolean;
 }
 
 export interface CliProfileConfig {

@@ -1,6 +1,9 @@
 export {
   defaultBehavior,
   defaultReply,
+  FAKE_EMBEDDING_DIMENSIONS,
+  fakeEmbedding,
+  fakeEmbeddingTokens,
   splitTokens,
   type FakeBehavior,
   type FakeToolCall,

@@ -1,12 +1,14 @@
 // Run events as a discriminated union: what adapters yield on the node and what surfaces consume on the edge.
 // The protobuf RunEvent is only the transport form; convert at the link with toWireRunEvent / fromWireRunEvent.
-import type { RunEvent, ToolCall, Usage } from './messages.js';
+import type { Embedding, RunEvent, ToolCall, Usage } from './messages.js';
 
 export type RunEventPart =
   | { type: 'start'; sessionId: string; adapter: string; target: string }
   | { type: 'text-delta'; text: string }
   | { type: 'reasoning-delta'; text: string }
   | { type: 'tool-call'; call: ToolCall }
+  /** Some of an embedding run's vectors, each with the index of its input. */
+  | { type: 'embeddings'; items: Embedding[] }
   | { type: 'usage'; usage: Usage }
   | { type: 'progress'; kind: string; message: string; fields: Record<string, string> }
   | { type: 'complete'; detail: string; finishReason: string; backendMs: number }
@@ -60,6 +62,8 @@ export function toWireRunEvent(
       return { runId, seq, atUnixMs, event: { $case: 'toolCall', toolCall: part.call } };
     case 'usage':
       return { runId, seq, atUnixMs, event: { $case: 'usage', usage: part.usage } };
+    case 'embeddings':
+      return { runId, seq, atUnixMs, event: { $case: 'embeddings', embeddings: { items: part.items } } };
     case 'progress':
       return {
         runId,
@@ -129,6 +133,8 @@ function partOf(body: NonNullable<RunEvent['event']>): RunEventPart {
       return { type: 'tool-call', call: body.toolCall };
     case 'usage':
       return { type: 'usage', usage: body.usage };
+    case 'embeddings':
+      return { type: 'embeddings', items: body.embeddings.items };
     case 'progress': {
       const progress = body.progress;
       return { type: 'progress', kind: progress.kind, message: progress.message, fields: progress.fields };

@@ -253,6 +253,8 @@ export async function streamMessage(
         break;
       case 'start':
       case 'progress':
+      // A chat run never carries embeddings (they belong to POST /v1/embeddings).
+      case 'embeddings':
         break;
       case 'complete': {
         await start();

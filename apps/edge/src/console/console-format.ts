@@ -107,6 +107,8 @@ export function formatRunPart(
       ];
     case 'progress':
       return [event(`progress run_id=${runId} kind=${part.kind} message=${quote(part.message)}`)];
+    case 'embeddings':
+      return [event(`embeddings run_id=${runId} count=${part.items.length}`)];
     case 'complete':
       return [...flushed(), event(`complete run_id=${runId} detail=${quote(part.detail)}`)];
     case 'error':

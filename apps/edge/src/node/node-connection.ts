@@ -393,6 +393,7 @@ export class NodeConnection implements AcceptedConnection {
         hostname: request.hostname,
         remoteAddress,
         supportedAdapters: [...request.supportedAdapters],
+        runKinds: [...request.runKinds],
         connectedSinceUnixMs: now,
         identityFingerprint,
       },

@@ -21,6 +21,7 @@ import {
   type ProviderLifecycleProgress,
   type ProviderStatusReport,
   type RunEventEnvelope,
+  type RunKind,
   type RunRequest,
 } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
@@ -58,6 +59,8 @@ export interface NodeLinkInfo {
   hostname: string;
   remoteAddress: string;
   supportedAdapters: string[];
+  /** Run kinds besides chat the node executes (RegisterRequest.run_kinds); empty for older nodes. */
+  runKinds: RunKind[];
   connectedSinceUnixMs: number;
   /** `sha256:…` of the identity key the node proved at registration ('' or absent: an agent without one). */
   identityFingerprint?: string;

@@ -127,6 +127,7 @@ export async function streamChatCompletion(
         break;
       case 'start':
       case 'progress':
+      case 'embeddings':
         break;
       case 'complete': {
         await closeThink();

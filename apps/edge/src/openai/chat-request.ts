@@ -5,7 +5,13 @@ import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
 import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
 
 export function chatRunSpec(body: ChatRequestBody): RunSpec {
-  const generation = generationParams(body, body.max_completion_tokens ?? body.max_tokens, body.stop);
+  const generation = generationParams(
+    body,
+    body.max_completion_tokens ?? body.max_tokens,
+    body.stop,
+    undefined,
+    body.response_format,
+  );
   return {
     messages: body.messages.map((message, index) => chatMessage(message, index)),
     tools: (body.tools ?? []).map((tool) =>

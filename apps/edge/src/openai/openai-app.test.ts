@@ -614,7 +614,6 @@ describe('errors', () => {
     for (const [fields, param] of [
       [{ options: { num_ctx: 8 } }, 'options'],
       [{ keep_alive: 0 }, 'keep_alive'],
-      [{ chat_template_kwargs: {} }, 'chat_template_kwargs'],
       [{ format: 'json' }, 'format'],
       [{ metadata: { cli: 'x' } }, 'metadata.cli'],
       [{ metadata: { source: 'x' } }, 'metadata.source'],
@@ -659,7 +658,7 @@ describe('errors', () => {
     expect((badJson.json()['error'] as Record<string, unknown>)['code']).toBe('invalid_json');
     const metadata = await post(url, '/v1/responses', { model: 'pooled', input: 'x', metadata: { n: 1 } });
     expect((metadata.json()['error'] as Record<string, unknown>)['param']).toBe('metadata.n');
-    const unknownPath = await post(url, '/v1/embeddings', { model: 'pooled', input: 'x' });
+    const unknownPath = await post(url, '/v1/audio/speech', { model: 'pooled', input: 'x' });
     expect(unknownPath.status).toBe(404);
     expect(unknownPath.headers.get('x-iop-overhead-ms')).not.toBeNull();
   });

@@ -34,9 +34,16 @@ import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
 import { chatRunSpec } from './chat-request.js';
+import {
+  collectEmbeddings,
+  embeddingsBody,
+  embeddingsRunSpec,
+  validateEmbeddingsRequest,
+} from './embeddings.js';
 import { randomId } from './ids.js';
 import { invalidRequest, mapOpenAIError, modelNotFound, OpenAIHttpError } from './openai-error.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
+import { planRequestFields, type RequestEndpoint } from './request-fields.js';
 import { responsesRunSpec } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
@@ -78,6 +85,8 @@ interface ResponseCall {
 export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
+/** Names the request fields a `drop_unsupported` model dropped (comma-separated). */
+const DROPPED_HEADER = 'x-iop-dropped-params';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
@@ -100,6 +109,7 @@ const ROUTE_LABELS = new Map([
   ['GET /v1/models/*model', '/v1/models/:model'],
   ['POST /v1/chat/completions', '/v1/chat/completions'],
   ['POST /v1/responses', '/v1/responses'],
+  ['POST /v1/embeddings', '/v1/embeddings'],
 ]);
 
 /** The routes the first middleware serves itself (path → metric label), POST only. */
@@ -123,7 +133,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   const clock = options.clock ?? systemClock;
   const metrics = options.metrics ?? noMetrics;
   const openai = config.openai;
-  const resolver = createRouteResolver(openai, service.models);
+  const resolver = createRouteResolver(openai, service.models, config.nodes);
   const runs = createRunStarter({
     service,
     logger,
@@ -225,6 +235,40 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     chatCompletions(request.body, exchangeOf(response)),
   );
   app.post('/v1/responses', json, (request, response) => responses(request.body, exchangeOf(response)));
+  app.post('/v1/embeddings', json, (request, response) => embeddings(request.body, exchangeOf(response)));
+
+  /** Embedding vectors through the same admission as chat; CLI agents cannot embed (400). */
+  async function embeddings(requestBody: unknown, exchange: Exchange): Promise<void> {
+    const body = validateEmbeddingsRequest(requestBody);
+    const route = resolveFor(exchange, body.model);
+    if (resolver.backends(route).includes('cli')) {
+      throw invalidRequest(
+        `The model '${route.model}' runs a CLI agent, which cannot compute embeddings`,
+        'model',
+        'unsupported_model',
+      );
+    }
+    const fields = planFields('embeddings', body, route);
+    const spec = withCaller(Object.assign(embeddingsRunSpec(body), fields), exchange);
+    const response = exchange.response;
+    if (spec.droppedParams) response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
+    const run = await runs.start(route, spec, disconnectSignal(exchange.request.socket));
+    try {
+      let collected;
+      try {
+        collected = await collectEmbeddings(run.parts(), spec.embedding?.inputs.length ?? 0);
+      } catch (error) {
+        setRunHeaders(response, run);
+        throw error;
+      }
+      const overhead = overheadOf(exchange, run, true);
+      metrics.overhead(overhead / 1000);
+      const answer = embeddingsBody(body.model, collected, body.encoding_format ?? 'float');
+      sendJson(exchange, 200, answer, runHeaders(run, overhead));
+    } finally {
+      run.finish('client disconnected');
+    }
+  }
 
   /** The catalogue as the request's key sees it: models outside its allow-list do not exist for it. */
   function visibleModels(exchange: Exchange): string[] {
@@ -242,6 +286,27 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return spec;
   }
 
+  /**
+   * No silent drop: every field of the body is taken, forwarded or refused for the route's backends (dropped
+   * fields are removed from the body before the spec is built from it). Returns what the spec must carry.
+   */
+  function planFields(
+    endpoint: RequestEndpoint,
+    body: object,
+    route: ResolvedRoute,
+  ): Pick<RunSpec, 'extraBodyJson' | 'droppedParams'> {
+    const plan = planRequestFields(body as Record<string, unknown>, {
+      endpoint,
+      model: route.model,
+      backends: resolver.backends(route),
+      dropUnsupported: route.kind === 'pool' && route.modelConfig.drop_unsupported,
+    });
+    return {
+      extraBodyJson: plan.extraBody ? JSON.stringify(plan.extraBody) : undefined,
+      droppedParams: plan.dropped.length > 0 ? plan.dropped : undefined,
+    };
+  }
+
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
   function resolveFor(exchange: Exchange, model: string): ResolvedRoute {
     const principal = exchange.principal;
@@ -254,7 +319,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   function chatCompletions(requestBody: unknown, exchange: Exchange): Promise<void> {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
-    const spec = withCaller(chatRunSpec(body), exchange);
+    const fields = planFields('chat', body, route);
+    const spec = withCaller(Object.assign(chatRunSpec(body), fields), exchange);
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -280,7 +346,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const route = resolveFor(exchange, body.model);
-    const spec = withCaller(responsesRunSpec(body), exchange);
+    const fields = planFields('responses', body, route);
+    const spec = withCaller(Object.assign(responsesRunSpec(body), fields), exchange);
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
@@ -291,6 +358,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     };
     if (body.background === true) {
       const queued = background.start(context, route, spec, outputOptions(spec));
+      if (spec.droppedParams) exchange.response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
       sendJson(exchange, 200, queued);
       return;
     }
@@ -374,6 +442,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     },
   ): Promise<void> {
     const response = exchange.response;
+    // Set before the run: an error answer names what was dropped too.
+    if (spec.droppedParams) response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
     const signal = disconnectSignal(exchange.request.socket);
     // A non-streaming answer is written once the run ended: the node may fetch it whole from the backend.
     spec.collect = !stream;

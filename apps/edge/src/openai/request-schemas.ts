@@ -1,6 +1,6 @@
-// JSON Schemas (ajv) and TypeScript shapes of the two request bodies the surface accepts. Fields OpenAI clients
-// commonly send but IOP ignores (n=1, user, store, presence_penalty, ...) pass through; provider-specific fields are
-// refused by request-validator.ts before the schema runs so the error names them.
+// JSON Schemas (ajv) and TypeScript shapes of the two request bodies the surface accepts. The schemas check the
+// fields IOP reads; what happens to every other field (forwarded, refused or dropped per backend) is decided by
+// request-fields.ts, and Ollama-native fields are refused by request-validator.ts before the schema runs.
 
 export interface ChatContentPart {
   type: string;
@@ -40,6 +40,20 @@ export interface GenerationFieldsBody {
   include_reasoning?: boolean | null;
   tool_choice?: string | Record<string, unknown> | null;
   metadata?: Record<string, string> | null;
+  seed?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+}
+
+/** OpenAI `response_format` (chat) — `text.format` in responses has the json_schema fields at its top level. */
+export interface ResponseFormatBody {
+  type: 'text' | 'json_object' | 'json_schema';
+  json_schema?: {
+    name?: string;
+    description?: string;
+    schema?: Record<string, unknown>;
+    strict?: boolean | null;
+  };
 }
 
 export interface ChatRequestBody extends GenerationFieldsBody {
@@ -49,6 +63,7 @@ export interface ChatRequestBody extends GenerationFieldsBody {
   max_completion_tokens?: number | null;
   stop?: string | string[] | null;
   tools?: FunctionToolBody[] | null;
+  response_format?: ResponseFormatBody | null;
 }
 
 export interface ResponsesContentPart {
@@ -81,6 +96,16 @@ export interface ResponsesRequestBody extends GenerationFieldsBody {
   max_output_tokens?: number | null;
   tools?: ResponsesToolBody[] | null;
   reasoning?: { effort?: string | null; summary?: string | null } | null;
+  text?: {
+    format?: {
+      type: 'text' | 'json_object' | 'json_schema';
+      name?: string;
+      description?: string;
+      schema?: Record<string, unknown>;
+      strict?: boolean | null;
+    } | null;
+    verbosity?: string | null;
+  } | null;
 }
 
 const nullableNumber = (minimum: number, maximum?: number) => ({
@@ -106,7 +131,18 @@ const generationFields = {
     type: ['object', 'null'],
     additionalProperties: { type: 'string', maxLength: 4096 },
   },
-  n: { type: ['integer', 'null'], minimum: 1, maximum: 1 },
+  n: { type: ['integer', 'null'], minimum: 1 },
+  seed: { type: ['integer', 'null'], minimum: -9007199254740991, maximum: 9007199254740991 },
+  presence_penalty: nullableNumber(-2, 2),
+  frequency_penalty: nullableNumber(-2, 2),
+} as const;
+
+const formatType = { type: 'string', enum: ['text', 'json_object', 'json_schema'] } as const;
+const jsonSchemaFields = {
+  name: { type: 'string', minLength: 1, maxLength: 64 },
+  description: { type: 'string' },
+  schema: { type: 'object' },
+  strict: { type: ['boolean', 'null'] },
 } as const;
 
 const chatContent = {
@@ -181,6 +217,14 @@ export const chatRequestSchema = {
         { type: 'array', maxItems: 16, items: { type: 'string' } },
         { type: 'null' },
       ],
+    },
+    response_format: {
+      type: ['object', 'null'],
+      required: ['type'],
+      properties: {
+        type: formatType,
+        json_schema: { type: 'object', required: ['name'], properties: jsonSchemaFields },
+      },
     },
     tools: {
       type: ['array', 'null'],
@@ -262,6 +306,17 @@ export const responsesRequestSchema = {
     reasoning: {
       type: ['object', 'null'],
       properties: { effort: { type: ['string', 'null'] }, summary: { type: ['string', 'null'] } },
+    },
+    text: {
+      type: ['object', 'null'],
+      properties: {
+        format: {
+          type: ['object', 'null'],
+          required: ['type'],
+          properties: { type: formatType, ...jsonSchemaFields },
+        },
+        verbosity: { type: ['string', 'null'] },
+      },
     },
   },
 } as const;

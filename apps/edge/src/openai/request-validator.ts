@@ -9,13 +9,13 @@ import {
   type ResponsesRequestBody,
 } from './request-schemas.js';
 
-/** Top-level fields of Ollama / vLLM native APIs that IOP does not pass through. */
-export const UNSUPPORTED_TOP_LEVEL_FIELDS = [
-  'options',
-  'chat_template_kwargs',
-  'format',
-  'keep_alive',
-] as const;
+/**
+ * Top-level fields of Ollama's native API, refused on every model: their OpenAI forms are the top-level fields
+ * (max_tokens, temperature, response_format, ...). vLLM's own fields (chat_template_kwargs, top_k, guided_json,
+ * ...) are not listed: they reach OpenAI-compatible backends like every field IOP does not know
+ * (request-fields.ts).
+ */
+export const UNSUPPORTED_TOP_LEVEL_FIELDS = ['options', 'format', 'keep_alive'] as const;
 /** Metadata keys that older IOP consumers used to steer providers; `metadata.workspace` is the only key read. */
 export const UNSUPPORTED_METADATA_KEYS = ['source', 'cli', 'inference'] as const;
 
@@ -44,7 +44,8 @@ function validate<T>(body: unknown, check: ValidateFunction<T>): T {
     throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
   }
   rejectProviderFields(body as Record<string, unknown>);
-  if (!check(body)) throw invalidRequest(describe(check.errors?.[0]), paramOf(check.errors?.[0]));
+  if (!check(body))
+    throw invalidRequest(describeSchemaError(check.errors?.[0]), schemaErrorParam(check.errors?.[0]));
   return body;
 }
 
@@ -52,7 +53,7 @@ function rejectProviderFields(body: Record<string, unknown>): void {
   for (const field of UNSUPPORTED_TOP_LEVEL_FIELDS) {
     if (field in body) {
       throw invalidRequest(
-        `Unsupported field '${field}': provider-specific request fields are not accepted; use the OpenAI top-level fields (max_tokens, temperature, top_p, stop, ...)`,
+        `Unsupported field '${field}': Ollama-native request fields are not accepted; use the OpenAI top-level fields (max_tokens, temperature, top_p, stop, response_format, ...)`,
         field,
         'unsupported_field',
       );
@@ -71,7 +72,8 @@ function rejectProviderFields(body: Record<string, unknown>): void {
   }
 }
 
-function paramOf(error: ErrorObject | undefined): string | null {
+/** The body path an ajv error points at (`messages[0].role`), or null for the body itself. */
+export function schemaErrorParam(error: ErrorObject | undefined): string | null {
   if (!error) return null;
   let path = error.instancePath
     .split('/')
@@ -86,9 +88,10 @@ function paramOf(error: ErrorObject | undefined): string | null {
   return path || null;
 }
 
-function describe(error: ErrorObject | undefined): string {
+/** An ajv error as the message of a 400 answer. */
+export function describeSchemaError(error: ErrorObject | undefined): string {
   if (!error) return 'The request body is invalid';
-  const param = paramOf(error);
+  const param = schemaErrorParam(error);
   if (error.keyword === 'required') return `Missing required parameter: '${param ?? ''}'`;
   if (error.keyword === 'enum') {
     const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues ?? [];

@@ -336,6 +336,7 @@ export async function streamResponse(
         break;
       case 'start':
       case 'progress':
+      case 'embeddings':
         break;
       case 'complete': {
         await closeThink();

@@ -4,11 +4,22 @@
 // because no IOP adapter can execute hosted tools.
 import { create, type ChatMessage } from '@iop/wire';
 import { invalidRequest } from './openai-error.js';
-import type { ResponsesContentPart, ResponsesInputItem, ResponsesRequestBody } from './request-schemas.js';
+import type {
+  ResponseFormatBody,
+  ResponsesContentPart,
+  ResponsesInputItem,
+  ResponsesRequestBody,
+} from './request-schemas.js';
 import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
 
 export function responsesRunSpec(body: ResponsesRequestBody): RunSpec {
-  const generation = generationParams(body, body.max_output_tokens, undefined, body.reasoning?.effort);
+  const generation = generationParams(
+    body,
+    body.max_output_tokens,
+    undefined,
+    body.reasoning?.effort,
+    chatResponseFormat(body.text?.format),
+  );
   const messages: ChatMessage[] = [];
   if (body.instructions) messages.push(create.chatMessage({ role: 'system', content: body.instructions }));
   if (typeof body.input === 'string')
@@ -85,6 +96,16 @@ function contentOf(
       );
   });
   return { text: texts.join('\n'), images };
+}
+
+/** Responses `text.format` (json_schema fields at its top level) → the chat `response_format` shape. */
+function chatResponseFormat(
+  format: NonNullable<ResponsesRequestBody['text']>['format'],
+): ResponseFormatBody | undefined {
+  if (format == null) return undefined;
+  if (format.type !== 'json_schema') return { type: format.type };
+  const { type: _type, ...schema } = format;
+  return { type: 'json_schema', json_schema: schema };
 }
 
 /** Responses `{type:'function', name}` → chat `{type:'function', function:{name}}`; strings pass unchanged. */

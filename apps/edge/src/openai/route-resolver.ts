@@ -2,7 +2,13 @@
 // a models[] entry (the provider pool, through the service's model catalogue) → an openai.model_routes entry →
 // the top-level openai.adapter/target fallback.
 // A fixed fallback target ignores the request's model; an empty one uses the model as target.
-import type { ModelConfig, OpenAIConfig } from '@iop/config';
+import {
+  ADAPTER_TYPES,
+  type AdapterType,
+  type ModelConfig,
+  type NodeConfig,
+  type OpenAIConfig,
+} from '@iop/config';
 import type { ModelCatalog } from '../service/types.js';
 import { modelNotFound } from './openai-error.js';
 
@@ -19,13 +25,33 @@ export type ResolvedRoute =
 
 export interface RouteResolver {
   resolve(model: string): ResolvedRoute;
+  /**
+   * The adapter types a run of the route may reach: a pool model's enabled providers; for an explicit route, the
+   * adapter instances its `adapter` names on its node (any node when none is named). Empty = unknown.
+   */
+  backends(route: ResolvedRoute): AdapterType[];
   /** Model ids of the catalogue, in order: models[], model_routes[], openai.models, without duplicates. */
   catalogue(): string[];
 }
 
-export function createRouteResolver(openai: OpenAIConfig, models: ModelCatalog): RouteResolver {
+export function createRouteResolver(
+  openai: OpenAIConfig,
+  models: ModelCatalog,
+  nodes: readonly NodeConfig[] = [],
+): RouteResolver {
   const routes = new Map(openai.model_routes.map((route) => [route.model, route]));
+  const routeBackends = new Map<string, AdapterType[]>();
   return {
+    backends(route) {
+      if (route.kind === 'pool') return models.backends(route.model);
+      const key = `${route.node}\u0000${route.adapter}`;
+      let types = routeBackends.get(key);
+      if (!types) {
+        types = adapterTypes(nodes, route.node, route.adapter);
+        routeBackends.set(key, types);
+      }
+      return types;
+    },
     resolve(model) {
       const modelConfig = models.get(model);
       if (modelConfig) return { kind: 'pool', model, modelConfig, workspaceRequired: false };
@@ -57,4 +83,16 @@ export function createRouteResolver(openai: OpenAIConfig, models: ModelCatalog):
       return [...new Set([...models.ids(), ...routes.keys(), ...openai.models])];
     },
   };
+}
+
+/** Types of the instances named `adapter` (or, for a bare type name, that type) on `node` ('' = every node). */
+function adapterTypes(nodes: readonly NodeConfig[], node: string, adapter: string): AdapterType[] {
+  const types = new Set<AdapterType>();
+  for (const entry of nodes) {
+    if (node !== '' && entry.id !== node && entry.alias !== node) continue;
+    for (const instance of entry.adapters.instances) if (instance.name === adapter) types.add(instance.type);
+  }
+  if (types.size === 0 && (ADAPTER_TYPES as readonly string[]).includes(adapter))
+    types.add(adapter as AdapterType);
+  return [...types];
 }

@@ -115,6 +115,7 @@ export class RunCollector {
         return false;
       case 'start':
       case 'progress':
+      case 'embeddings':
         return false;
       case 'complete': {
         const { includeReasoning, inlineReasoning } = this.options;

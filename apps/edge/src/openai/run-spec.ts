@@ -1,16 +1,25 @@
 // What a validated request asks the edge to run, independent of which endpoint it came through, plus the
 // conversions both endpoints share (generation fields, metadata, inline images).
-import { create, type ChatMessage, type GenerationParams, type ToolDefinition } from '@iop/wire';
+import {
+  create,
+  type ChatMessage,
+  type CompletionInput,
+  type EmbeddingInput,
+  type GenerationParams,
+  type RunKind,
+  type ToolDefinition,
+} from '@iop/wire';
 import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
-import type { GenerationFieldsBody } from './request-schemas.js';
+import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
 
 export interface RunSpec {
   messages: ChatMessage[];
   tools: ToolDefinition[];
   /** JSON of a chat-completions style tool_choice. */
   toolChoiceJson?: string;
-  params: GenerationParams;
+  /** undefined for runs without generation (embeddings). */
+  params: GenerationParams | undefined;
   /** metadata.workspace */
   workspace?: string;
   /** The caller's metadata, minus `workspace`, recorded with the run. */
@@ -25,6 +34,14 @@ export interface RunSpec {
   traceparent?: string;
   /** The answer is one JSON body (a non-streaming, non-background request): see RunRequest.collect. */
   collect?: boolean;
+  /** JSON object of fields forwarded verbatim to an OpenAI-compatible backend (RunRequest.extra_body_json). */
+  extraBodyJson?: string;
+  /** Fields the model's `drop_unsupported` removed (the `x-iop-dropped-params` header). */
+  droppedParams?: string[];
+  /** Non-chat runs (RunRequest.kind): text completion with `completion`, embeddings with `embedding`. */
+  kind?: RunKind;
+  completion?: CompletionInput;
+  embedding?: EmbeddingInput;
 }
 
 export function generationParams(
@@ -32,6 +49,7 @@ export function generationParams(
   maxTokens: number | null | undefined,
   stop: string | string[] | null | undefined,
   reasoningEffortOverride?: string | null,
+  responseFormat?: ResponseFormatBody | null,
 ): { params: GenerationParams; reasoningRequested: boolean; includeReasoning: boolean } {
   const think = body.think;
   let reasoningEffort = reasoningEffortOverride ?? body.reasoning_effort ?? '';
@@ -49,6 +67,12 @@ export function generationParams(
     thinkingBudget: body.thinking_token_budget ?? undefined,
     includeReasoning,
     think: thinkFlag,
+    seed: body.seed ?? undefined,
+    presencePenalty: body.presence_penalty ?? undefined,
+    frequencyPenalty: body.frequency_penalty ?? undefined,
+    // A text format asks for nothing: no format reaches the backend.
+    responseFormatJson:
+      responseFormat == null || responseFormat.type === 'text' ? '' : JSON.stringify(responseFormat),
   });
   const reasoningRequested =
     thinkFlag === true || (reasoningEffort !== '' && reasoningEffort !== 'none') || includeReasoning;

@@ -83,6 +83,10 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
     metadata: spec.metadata,
     collect: spec.collect,
+    extraBodyJson: spec.extraBodyJson,
+    kind: spec.kind,
+    completion: spec.completion,
+    embedding: spec.embedding,
   };
 }
 

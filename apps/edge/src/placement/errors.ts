@@ -12,6 +12,8 @@ export type PlacementErrorCode =
   | 'node_disconnected'
   /** No other edge answered the forward (gone, no responder, no answer in time): nothing ran there. */
   | 'owner_unreachable'
+  /** The node predates what the run needs (a run kind or a request field): upgrade iop-node. */
+  | 'node_outdated'
   /** The owner edge refused the run; `remoteCode` is its service error code. */
   | 'refused';
 

@@ -4,12 +4,13 @@
 // policy (read after the queue wait: a live refresh may have changed it), registers the reservation with the
 // node's link and sends the RunRequest. The reservation is the link's RunObserver for the run and hands each
 // node event to the supervisor as it comes (one event object per node event, nothing else per event).
-import { create, principalSessionId, type RunEventEnvelope, type RunRequest } from '@iop/wire';
+import { create, principalSessionId, RunKind, type RunEventEnvelope, type RunRequest } from '@iop/wire';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { PlacementError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
+import { requireRunKind } from './run-kind-check.js';
 import type { Dispatched, ExecutionObserver, PlacementRequest, Reservation } from './placement.js';
 import type { SessionSlot, SessionSlots } from './session-slots.js';
 
@@ -104,6 +105,7 @@ class LocalReservation implements Reservation, RunObserver {
       );
     }
     const { destination, spec } = placed;
+    requireRunKind(link, spec);
     const policy = destination.kind === 'model' ? this.deps.pool.model(destination.model) : undefined;
     const params = policy
       ? applyGenerationPolicy(
@@ -129,6 +131,10 @@ class LocalReservation implements Reservation, RunObserver {
       metadata: spec.metadata ?? {},
       traceparent,
       collect: spec.collect ?? false,
+      extraBodyJson: spec.extraBodyJson ?? '',
+      kind: spec.kind ?? RunKind.RUN_KIND_CHAT,
+      completion: spec.completion,
+      embedding: spec.embedding,
     };
     this.observer = observer;
     this.request = request;

@@ -1,7 +1,14 @@
 // What a run is, independent of where it executes and of the door it came through: its destination, its spec,
 // its surface and its outcome. These types sit below the service and placement (both use them); service/types.ts
 // re-exports them for the surfaces.
-import type { ChatMessage, GenerationParams, ToolDefinition } from '@iop/wire';
+import type {
+  ChatMessage,
+  CompletionInput,
+  EmbeddingInput,
+  GenerationParams,
+  RunKind,
+  ToolDefinition,
+} from '@iop/wire';
 import type { RunOutcomeStatus } from '../events/types.js';
 
 /** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
@@ -47,6 +54,18 @@ export interface RunSpec {
    * for the whole answer at once. The run's events carry the same content either way.
    */
   collect?: boolean;
+  /**
+   * JSON object of request fields forwarded verbatim to an OpenAI-compatible backend (RunRequest.extra_body_json);
+   * the surface sets it only when every backend the run may reach is openai_compat.
+   */
+  extraBodyJson?: string;
+  /**
+   * What the run asks for (RunRequest.kind); default chat. A completion carries `completion` and an embedding
+   * `embedding` instead of messages; a node that does not list the kind in its registration is never sent it.
+   */
+  kind?: RunKind;
+  completion?: CompletionInput;
+  embedding?: EmbeddingInput;
 }
 
 /** Which door a run came through (metrics, logs, usage). */

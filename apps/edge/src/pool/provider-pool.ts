@@ -23,7 +23,13 @@
 // Waiters are re-evaluated, oldest first across all queues, on every release, config change, node
 // connect/disconnect (event bus) and health change (`notifyChanged()`, plus a light poll while anyone waits,
 // because health reports arrive without an event).
-import { DEFAULTS, type EdgeConfig, type ModelConfig, type ProviderConfig } from '@iop/config';
+import {
+  DEFAULTS,
+  type AdapterType,
+  type EdgeConfig,
+  type ModelConfig,
+  type ProviderConfig,
+} from '@iop/config';
 import { systemClock, type Clock, type ClockTimer } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -110,6 +116,11 @@ export interface ProviderPool {
   model(model: string): ModelConfig | undefined;
   /** models[] ids in config order. */
   modelIds(): string[];
+  /**
+   * The adapter types (cli, ollama, openai_compat) of the enabled providers that serve `model`, without
+   * duplicates: what a request for it may reach (the surfaces refuse fields one of them cannot take).
+   */
+  modelBackends(model: string): AdapterType[];
   /** A slot on the best provider for `model`, waiting in its queue when all are busy. */
   acquire(model: string, options?: AcquireOptions): Promise<Lease>;
   /** A slot for an explicit route on a connected node, waiting in the route's queue when it is full. */
@@ -144,6 +155,8 @@ interface ProviderEntry {
   config: ProviderConfig;
   nodeId: string;
   adapter: string;
+  /** Type of the adapter instance; undefined when the reference dangles (a disabled provider). */
+  adapterType: AdapterType | undefined;
 }
 
 interface ModelEntry {
@@ -221,6 +234,17 @@ class ProviderPoolImpl implements ProviderPool {
 
   modelIds(): string[] {
     return [...this.routing.models.keys()];
+  }
+
+  modelBackends(model: string): AdapterType[] {
+    const entry = this.routing.models.get(model);
+    if (!entry) return [];
+    const types = new Set<AdapterType>();
+    for (const [providerId] of entry.providers) {
+      const provider = this.routing.providers.get(providerId);
+      if (provider?.config.enabled && provider.adapterType) types.add(provider.adapterType);
+    }
+    return [...types];
   }
 
   acquire(model: string, options: AcquireOptions = {}): Promise<Lease> {
@@ -678,10 +702,12 @@ function buildRouting(config: PoolConfig): RoutingTable {
   for (const node of config.nodes) {
     nodeLimits.set(node.id, node.runtime.max_concurrency);
     for (const provider of node.providers) {
+      const instance = node.adapters.instances.find((entry) => entry.name === provider.adapter_instance);
       providers.set(provider.id, {
         config: provider,
         nodeId: node.id,
         adapter: provider.adapter_instance ?? provider.adapter,
+        adapterType: instance?.type,
       });
       providerOrder.push(provider.id);
     }

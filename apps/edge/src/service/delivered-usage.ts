@@ -31,6 +31,7 @@ export class DeliveredUsage {
         return;
       case 'start':
       case 'progress':
+      case 'embeddings':
       case 'complete':
       case 'error':
       case 'cancelled':

@@ -3,6 +3,7 @@ import {
   CancelAction,
   create,
   principalDigest,
+  RunKind,
   toWireRunEvent,
   type Envelope,
   type RunEventPart,
@@ -43,7 +44,7 @@ function submit(service: EdgeService, input: SubmitRunInput) {
 }
 
 function setup(
-  nodes: { id: string; alias?: string }[] = [{ id: 'n1' }],
+  nodes: { id: string; alias?: string; runKinds?: RunKind[] }[] = [{ id: 'n1' }],
   overrides: Partial<EdgeServiceDeps> = {},
   poolConfig: PoolConfig = { models: [], nodes: [] },
 ) {
@@ -55,7 +56,7 @@ function setup(
     const channel = new FakeChannel();
     const link = new NodeLink({
       channel,
-      info: linkInfo(node.id, { alias: node.alias ?? node.id }),
+      info: linkInfo(node.id, { alias: node.alias ?? node.id, runKinds: node.runKinds ?? [] }),
       payload: defaultNodePayload(node.id),
       logger: silentLogger,
     });
@@ -125,6 +126,66 @@ function thrown(action: () => unknown): unknown {
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('createEdgeService run kinds', () => {
+  const embedding = { kind: RunKind.RUN_KIND_EMBEDDING, embedding: { inputs: ['a', 'b'] }, messages: [] };
+
+  it('refuses an embedding run for a node that did not announce the kind, sending nothing', async () => {
+    const h = setup([{ id: 'n1' }]);
+    const error = await submit(h.service, runInput(embedding)).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).code).toBe('node_error');
+    expect((error as ServiceError).message).toMatch(/does not run embedding requests: upgrade iop-node/);
+    expect(h.channels.get('n1')?.ofKind('runRequest')).toHaveLength(0);
+    expect(h.service.inFlightRuns).toBe(0);
+    expect(h.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+    h.close();
+  });
+
+  it('sends the kind and its input to a node that runs it, without messages', async () => {
+    const h = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const handle = await submit(h.service, runInput(embedding));
+    const sent = h.channels.get('n1')?.ofKind('runRequest')[0]?.msg;
+    expect(sent).toMatchObject({
+      runRequest: { kind: RunKind.RUN_KIND_EMBEDDING, embedding: { inputs: ['a', 'b'] }, messages: [] },
+    });
+    h.emit('n1', handle.runId, 1, { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 });
+    await handle.done;
+    h.close();
+  });
+
+  it('refuses a run with fields an older node would ignore, and sends it to a newer node', async () => {
+    const older = setup([{ id: 'n1' }]);
+    const fields = { params: create.generationParams({ seed: 7 }) };
+    const error = await submit(older.service, runInput(fields)).catch((caught: unknown) => caught);
+    expect((error as ServiceError).code).toBe('node_error');
+    expect((error as ServiceError).message).toMatch(/predates 'seed'/);
+    expect(older.channels.get('n1')?.ofKind('runRequest')).toHaveLength(0);
+    older.close();
+    const newer = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const handle = await submit(newer.service, runInput({ ...fields, extraBodyJson: '{"top_k":2}' }));
+    expect(newer.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
+      runRequest: { params: { seed: 7 }, extraBodyJson: '{"top_k":2}' },
+    });
+    newer.emit('n1', handle.runId, 1, {
+      type: 'complete',
+      detail: 'stop',
+      finishReason: 'stop',
+      backendMs: 1,
+    });
+    await handle.done;
+    newer.close();
+  });
+
+  it('refuses an embedding run without inputs', async () => {
+    const h = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const error = await submit(h.service, runInput({ ...embedding, embedding: { inputs: [] } })).catch(
+      (caught: unknown) => caught,
+    );
+    expect((error as ServiceError).code).toBe('invalid_request');
+    h.close();
+  });
+});
 
 describe('createEdgeService runs', () => {
   it("measures a run's overhead on the clock's monotonic scale, not rounded to whole milliseconds", async () => {

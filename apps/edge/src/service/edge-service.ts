@@ -9,7 +9,7 @@
 //
 // Node operations (commands, sessions, usage status) go to a node connected here. Errors are ServiceErrors; what
 // comes from below is translated in run-errors.ts.
-import { create, type NodeCommandResponse } from '@iop/wire';
+import { create, RunKind, type NodeCommandResponse } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -20,6 +20,7 @@ import { PlacementRouter, type RemoteEdges } from '../placement/placement-router
 import { SessionSlots } from '../placement/session-slots.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import { admissionTokens } from '../governance/admission-tokens.js';
+import { estimationMessages } from './estimation-messages.js';
 import type { Governor } from '../governance/governor.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import { disabledTracing, type Tracing } from '@iop/tracing';
@@ -127,7 +128,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     reservedTokens: (destination, spec) => {
       // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
       const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
-      return admissionTokens(spec.messages, {
+      return admissionTokens(estimationMessages(spec), {
         requested: spec.params?.maxTokens,
         modelDefault: policy?.default_max_tokens,
         modelMinimum: policy?.min_max_tokens,
@@ -282,10 +283,12 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       has: (model) => pool.hasModel(model),
       get: (model) => pool.model(model),
       ids: () => pool.modelIds(),
+      backends: (model) => pool.modelBackends(model),
     },
     admissionTotals: () => pool.totals(),
   };
 }
+
 
 function validateRun(destination: RunDestination, spec: RunSpec): void {
   const problems: string[] = [];
@@ -300,8 +303,13 @@ function validateRun(destination: RunDestination, spec: RunSpec): void {
   }
   const sessionId = spec.session?.kind === 'fixed' ? spec.session.sessionId : spec.session?.baseId;
   if (typeof sessionId !== 'string' || sessionId.trim() === '') problems.push('sessionId is required');
-  if (!Array.isArray(spec.messages) || spec.messages.length === 0)
+  const kind = spec.kind ?? RunKind.RUN_KIND_CHAT;
+  if (kind === RunKind.RUN_KIND_CHAT && (!Array.isArray(spec.messages) || spec.messages.length === 0))
     problems.push('messages must not be empty');
+  if (kind === RunKind.RUN_KIND_COMPLETION && !spec.completion)
+    problems.push('a completion run needs its prompt');
+  if (kind === RunKind.RUN_KIND_EMBEDDING && (spec.embedding?.inputs.length ?? 0) === 0)
+    problems.push('an embedding run needs at least one input');
   if (
     spec.timeoutMs !== undefined &&
     (!Number.isInteger(spec.timeoutMs) || spec.timeoutMs < 0 || spec.timeoutMs > MAX_UINT32)

@@ -51,6 +51,8 @@ export function fromPlacementError(error: PlacementError): ServiceError {
       return new ServiceError(error.code, error.message, options);
     case 'owner_unreachable':
       return new ServiceError('node_disconnected', error.message, options);
+    case 'node_outdated':
+      return new ServiceError('node_error', error.message, options);
     case 'refused':
       return new ServiceError(remoteCode(error.details.remoteCode), error.message, options);
     default: {

@@ -37,6 +37,7 @@ import { unwatchAbort, watchAbort } from './abort-watchers.js';
 import { ServiceError } from './errors.js';
 import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError } from './run-errors.js';
 import { DeliveredUsage } from './delivered-usage.js';
+import { estimationMessages } from './estimation-messages.js';
 import { RunEventStream } from './run-event-stream.js';
 import type {
   RunDestination,
@@ -197,7 +198,7 @@ export class RunSupervisor implements ExecutionObserver {
     this.principal = options.principal;
     // Reserved once: the home edge's reservation and the governor's admission count the same figure.
     this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(destination, spec) : 0;
-    this.delivered = new DeliveredUsage(spec.messages);
+    this.delivered = new DeliveredUsage(estimationMessages(spec));
     this.submittedAt = this.durationNow();
     this.stream = new RunEventStream(context.bufferSize, spec.background ?? false);
     this.done = new Promise((resolve) => {
@@ -638,6 +639,7 @@ export function outcomeOf(part: RunEventPart): RunOutcome {
     case 'tool-call':
     case 'usage':
     case 'progress':
+    case 'embeddings':
       throw new Error(`not a terminal part: ${part.type}`);
     default: {
       const unreachable: never = part;

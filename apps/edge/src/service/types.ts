@@ -1,6 +1,6 @@
 // Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin, UI) calls these and nothing below
 // them: a surface translates its protocol into a destination + run spec, and the run's parts back.
-import type { ModelConfig } from '@iop/config';
+import type { AdapterType, ModelConfig } from '@iop/config';
 import type { NodeCommandRequest, NodeCommandResponse } from '@iop/wire';
 import type { RunEventWithMeta } from '../events/types.js';
 import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
@@ -95,6 +95,8 @@ export interface ModelCatalog {
   get(model: string): ModelConfig | undefined;
   /** models[] ids in config order. */
   ids(): string[];
+  /** Adapter types (cli, ollama, openai_compat) of the enabled providers serving `model`. */
+  backends(model: string): AdapterType[];
 }
 
 export interface AdmissionTotals {

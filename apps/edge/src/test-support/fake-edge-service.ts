@@ -215,6 +215,7 @@ export class FakeEdgeService implements EdgeService {
       has: (model) => pool?.hasModel(model) ?? false,
       get: (model) => pool?.model(model),
       ids: () => pool?.modelIds() ?? [],
+      backends: (model) => pool?.modelBackends(model) ?? [],
     };
   }
 

@@ -152,6 +152,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
       case 'reasoning-delta':
       case 'tool-call':
       case 'progress':
+      case 'embeddings':
         return false;
       default: {
         const unknown: never = part;
@@ -287,6 +288,8 @@ export function summarize(part: RunEventPart): string {
       return `prompt=${part.usage.promptTokens} completion=${part.usage.completionTokens} total=${part.usage.totalTokens}`;
     case 'progress':
       return clip(`${part.kind}: ${part.message}`);
+    case 'embeddings':
+      return `${part.items.length} vector(s)`;
     case 'complete':
       return `finish=${part.finishReason} backend=${part.backendMs} ms${part.detail ? ` ${clip(part.detail)}` : ''}`;
     case 'error':

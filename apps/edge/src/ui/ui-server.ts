@@ -540,6 +540,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
           case 'reasoning-delta':
           case 'tool-call':
           case 'progress':
+          case 'embeddings':
             break;
           default: {
             const unknown: never = part;

@@ -3,13 +3,14 @@
 //
 // Lifecycle: a factory builds the adapter from its AdapterInstance (no I/O in the factory); `run` and `command`
 // may be called concurrently; `close` stops every session/process/request the adapter owns and is idempotent.
-import type {
-  AdapterInstance,
-  NodeCommandRequest,
-  NodeCommandResponse,
-  ProviderLifecycleProgress,
-  RunEventPart,
-  RunRequest,
+import {
+  RunKind,
+  type AdapterInstance,
+  type NodeCommandRequest,
+  type NodeCommandResponse,
+  type ProviderLifecycleProgress,
+  type RunEventPart,
+  type RunRequest,
 } from '@iop/wire';
 
 import type { AbortSignalLike } from './cancellation.js';
@@ -17,6 +18,12 @@ import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
 
 export const ADAPTER_INTERFACE_VERSION = 1;
+
+/**
+ * Run kinds besides chat this build executes (announced in RegisterRequest.run_kinds): the ollama and
+ * openai_compat adapters embed; the CLI adapter answers every non-chat run with an error.
+ */
+export const NODE_RUN_KINDS: readonly RunKind[] = [RunKind.RUN_KIND_EMBEDDING];
 
 export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
 

@@ -159,6 +159,8 @@ describe('NodeLink against a fake edge over loopback', () => {
       protocolVersion: PROTOCOL_VERSION,
       agentKind: 'iop-node',
       identityPublicKey: Buffer.alloc(0),
+      // No run kinds besides chat were given to this link.
+      runKinds: [],
     });
     expect(handler.registrations).toHaveLength(1);
     expect(handler.registrations[0].response.config?.revision).toBe('r1');

@@ -19,6 +19,7 @@ import {
   type NodeCommandRequest,
   type NodeConfigRefreshRequest,
   type RegisterResponse,
+  type RunKind,
   type RunRequest,
 } from '@iop/wire';
 import type { KeyObject } from 'node:crypto';
@@ -67,6 +68,8 @@ export interface RegistrationInfo {
   arch: string;
   hostname: string;
   supportedAdapters: string[];
+  /** Run kinds besides chat this build executes (RegisterRequest.run_kinds); default none. */
+  runKinds?: RunKind[];
 }
 
 /** What the link delivers to the rest of the node. Handlers must not throw (a throw is logged and ignored). */
@@ -311,6 +314,7 @@ export class NodeLink implements Outbound {
           arch: registration.arch,
           hostname: registration.hostname,
           supportedAdapters: registration.supportedAdapters,
+          runKinds: registration.runKinds ?? [],
           agentKind: NODE_AGENT_KIND,
           ...(registration.identity ? { identityPublicKey: registration.identity.publicKeySpki } : {}),
         }),

@@ -4,7 +4,12 @@
 // caller's: it is opened before and closed after.
 import type { Tracing } from '@iop/tracing';
 import os from 'node:os';
-import type { AdapterDeps, AdapterFactory, AdapterType } from '../adapters/adapter.js';
+import {
+  NODE_RUN_KINDS,
+  type AdapterDeps,
+  type AdapterFactory,
+  type AdapterType,
+} from '../adapters/adapter.js';
 import type { HttpClient } from '../adapters/http/http-client.js';
 import { createNodeHttpClient, type NodeHttpClient } from '../adapters/http/node-http-client.js';
 import { AdapterRegistry } from '../adapters/registry.js';
@@ -162,6 +167,7 @@ export class NodeAgent {
         arch: host.arch,
         hostname: host.hostname,
         supportedAdapters: this.registry.supportedTypes(),
+        runKinds: [...NODE_RUN_KINDS],
       },
       handler: runtime,
       logger: logger.child({ component: 'link' }),

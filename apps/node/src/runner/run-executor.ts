@@ -509,7 +509,12 @@ class RunStream {
     if (this.#record) {
       try {
         const { type, ...payload } = part;
-        this.#deps.history.appendEvent({ runId: this.#runId, seq: this.#seq, type, payload, at });
+        // Vectors are the answer, not a record of the run: history keeps their count and size.
+        const recorded =
+          part.type === 'embeddings'
+            ? { count: part.items.length, dimensions: part.items[0]?.values.length ?? 0 }
+            : payload;
+        this.#deps.history.appendEvent({ runId: this.#runId, seq: this.#seq, type, payload: recorded, at });
       } catch (error) {
         this.#deps.logger.warn({ error: errorMessage(error) }, 'run history write failed');
       }

@@ -125,3 +125,29 @@ export function planGeneration(behavior: FakeBehavior, input: GenerationInput): 
     completionTokens: reasoning.length + content.length + toolCalls.length,
   };
 }
+
+/** Vector size of a fake embedding when the request names no `dimensions`. */
+export const FAKE_EMBEDDING_DIMENSIONS = 8;
+
+/**
+ * Deterministic embedding of `text`: `dimensions` multiples of 1/64 in [-0.5, 0.5), exact in float32, so a
+ * test can compare what the client decoded (base64 float32 or JSON numbers) with `===`.
+ */
+export function fakeEmbedding(text: string, dimensions = FAKE_EMBEDDING_DIMENSIONS): number[] {
+  let hash = 2166136261;
+  for (let index = 0; index < text.length; index += 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 16777619) >>> 0;
+  }
+  const values: number[] = [];
+  for (let index = 0; index < dimensions; index += 1) {
+    hash = Math.imul(hash ^ (hash >>> 15), 2246822519) >>> 0;
+    values.push((hash % 64) / 64 - 0.5);
+  }
+  return values;
+}
+
+/** Fake token count of an embedding input: its whitespace-separated words (at least 1). */
+export function fakeEmbeddingTokens(text: string): number {
+  return Math.max(1, text.split(/\s+/).filter((word) => word.length > 0).length);
+}

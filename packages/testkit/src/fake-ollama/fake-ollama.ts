@@ -1,9 +1,11 @@
 // A fake Ollama server speaking the native API byte-for-byte where clients care: `/api/chat` and
 // `/api/generate` (NDJSON streams or one JSON body), thinking and tool calls, load/unload through an empty
-// prompt and `keep_alive`, `/api/tags`, `/api/ps`, `/api/version`, `/`, streamed `/api/pull` progress, and
+// prompt and `keep_alive`, `/api/embed` (deterministic vectors, `dimensions`), `/api/tags`, `/api/ps`, `/api/version`, `/`, streamed `/api/pull` progress, and
 // `{"error":"..."}` bodies. Checked against the official `ollama` npm client in fake-ollama.test.ts.
 import {
   defaultBehavior,
+  fakeEmbedding,
+  fakeEmbeddingTokens,
   planGeneration,
   type FakeBehavior,
   type FakeToolCall,
@@ -217,6 +219,24 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
     });
   };
 
+  /** `/api/embed`: `input` is a string or a list; `dimensions` shortens the vectors. */
+  const embed = (exchange: FakeExchange): void => {
+    const resolved = resolveModel(exchange);
+    if (!resolved) return;
+    const { body } = resolved;
+    const inputs = typeof body.input === 'string' ? [body.input] : body.input;
+    if (!Array.isArray(inputs) || !inputs.every((input) => typeof input === 'string'))
+      return exchange.sendError(400, 'invalid input type');
+    const dimensions = typeof body.dimensions === 'number' ? body.dimensions : undefined;
+    exchange.sendJson(200, {
+      model: body.model,
+      embeddings: inputs.map((input) => fakeEmbedding(input, dimensions)),
+      total_duration: 1_000_000,
+      load_duration: 100_000,
+      prompt_eval_count: inputs.reduce((sum, input) => sum + fakeEmbeddingTokens(input), 0),
+    });
+  };
+
   const pull = async (exchange: FakeExchange): Promise<void> => {
     const body = exchange.record.body;
     if (!isObject(body)) return exchange.sendError(400, 'invalid request body');
@@ -313,6 +333,9 @@ export async function startFakeOllama(options: FakeStartOptions = {}): Promise<F
         return;
       case '/api/generate':
         if (expect('POST')) await generate(exchange, 'response');
+        return;
+      case '/api/embed':
+        if (expect('POST')) embed(exchange);
         return;
       case '/api/pull':
         if (expect('POST')) await pull(exchange);

@@ -1,10 +1,12 @@
 // A fake OpenAI-compatible server in vLLM's flavour: `/v1/models` (owned_by "vllm", root, max_model_len),
 // `/v1/chat/completions` as JSON or SSE (reasoning_content deltas, tool-call deltas split across chunks,
-// stream_options.include_usage), `/v1/responses` as JSON or the SSE event sequence the SDK's ResponseStream
+// stream_options.include_usage), `/v1/embeddings` (float or base64, `dimensions`), `/v1/responses` as JSON or the SSE event sequence the SDK's ResponseStream
 // accepts, `/health`, `/version`, and vLLM error bodies `{"error":{"message","type","param","code":<int>}}`.
 // Checked against the official `openai` npm client in fake-openai.test.ts.
 import {
   defaultBehavior,
+  fakeEmbedding,
+  fakeEmbeddingTokens,
   planGeneration,
   type FakeToolCall,
   type Generation,
@@ -99,6 +101,39 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
       return undefined;
     }
     return { body, model };
+  };
+
+  /** `/v1/embeddings`: `input` a string or a list of strings; float lists or base64 float32 (little-endian). */
+  const embeddings = (exchange: FakeExchange): void => {
+    const resolved = resolveModel(exchange);
+    if (!resolved) return;
+    const { body, model } = resolved;
+    const inputs = typeof body.input === 'string' ? [body.input] : body.input;
+    if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((input) => typeof input === 'string'))
+      return exchange.sendError(400, 'input must be a string or a non-empty list of strings');
+    const dimensions = typeof body.dimensions === 'number' ? body.dimensions : undefined;
+    const base64 = body.encoding_format === 'base64';
+    const tokens = inputs.reduce((sum, input) => sum + fakeEmbeddingTokens(input), 0);
+    exchange.sendJson(200, {
+      id: randomId('embd-', 32),
+      object: 'list',
+      created: Math.floor(Date.now() / 1000),
+      model,
+      data: inputs.map((input, index) => {
+        const vector = fakeEmbedding(input, dimensions);
+        return {
+          index,
+          object: 'embedding',
+          embedding: base64 ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector,
+        };
+      }),
+      usage: {
+        prompt_tokens: tokens,
+        total_tokens: tokens,
+        completion_tokens: 0,
+        prompt_tokens_details: null,
+      },
+    });
   };
 
   const usageOf = (generation: Generation): JsonObject => ({
@@ -461,6 +496,9 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
         return;
       case '/v1/responses':
         if (expect('POST')) await responses(exchange);
+        return;
+      case '/v1/embeddings':
+        if (expect('POST')) embeddings(exchange);
         return;
       default:
         exchange.sendJson(404, { detail: 'Not Found' });

@@ -39,6 +39,7 @@ const nodeConfig = {
         maxSessions: 8,
         sessionIdleTtlMs: 900000,
         workspaceRoots: ['/srv/work'],
+        runAs: 'iop-agent',
       },
     },
     {
@@ -143,7 +144,12 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
       thinkingBudget: 1024,
       includeReasoning: true,
       think: true,
+      seed: -7,
+      presencePenalty: 0.5,
+      frequencyPenalty: -0.25,
+      responseFormatJson: '{"type":"json_object"}',
     },
+    extraBodyJson: '{"top_k":20}',
     timeoutMs: 60000,
     providerId: 'ollama-local',
     metadata: { origin: 'openai' },
@@ -242,6 +248,19 @@ export const sampleRunEvents: RunEvent[] = [
   toWireRunEvent('run-1', 0, { type: 'start', sessionId: 's-1', adapter: 'cli', target: 'claude' }, 1),
   toWireRunEvent('run-1', 1, { type: 'text-delta', text: 'Hel' }, 2),
   toWireRunEvent('run-1', 2, { type: 'reasoning-delta', text: 'thinking…' }, 3),
+  // float32-exact values: they survive the packed-float encoding unchanged.
+  toWireRunEvent(
+    'run-1',
+    2,
+    {
+      type: 'embeddings',
+      items: [
+        { index: 0, values: [0.5, -0.25, 0.125] },
+        { index: 1, values: [1, 0, -1] },
+      ],
+    },
+    3,
+  ),
   toWireRunEvent(
     'run-1',
     3,

@@ -40,6 +40,7 @@ export function linkInfo(nodeId: string, overrides: Partial<NodeLinkInfo> = {}):
     hostname: `${nodeId}-host`,
     remoteAddress: '127.0.0.1:50000',
     supportedAdapters: ['cli'],
+    runKinds: [],
     connectedSinceUnixMs: 1_000,
     ...overrides,
   };

@@ -48,6 +48,7 @@ export function modelConfig(
     default_max_tokens: null,
     min_max_tokens: null,
     default_thinking_token_budget: null,
+    drop_unsupported: false,
     ...fields,
   };
 }

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { NodeCommandRequest, NodeCommandResponse, RunEventPart, RunRequest } from '@iop/wire';
-import { isTerminalPart, type AdapterInstance, type CliProfile } from '@iop/wire';
+import { isTerminalPart, RunKind, type AdapterInstance, type CliProfile } from '@iop/wire';
 import { toAbortSignal } from '../cancellation.js';
 import { SessionLimitError, SessionRegistry, type LogicalSession } from '../../sessions/session-registry.js';
 import {
@@ -137,6 +137,18 @@ class CliAdapter implements Adapter {
     const startedAt = this.deps.now();
     const sessionId = request.sessionId || 'default';
     yield { type: 'start', sessionId, adapter: this.name, target: request.target };
+    if (request.kind !== RunKind.RUN_KIND_CHAT) {
+      // The edge refuses these for CLI models (400); a run that still arrives here is answered, not guessed at.
+      yield {
+        type: 'error',
+        code: 'invalid_request',
+        message:
+          'a CLI agent runs conversations only: it cannot answer embedding or text completion requests',
+        retryable: false,
+        backendMs: 0,
+      };
+      return;
+    }
     let failure: CliAdapterError;
     // The sessions hand the signal to fetch and to process APIs, which want a real AbortSignal.
     const { signal, release } = toAbortSignal(options.signal);

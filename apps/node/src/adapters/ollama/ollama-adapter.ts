@@ -3,12 +3,13 @@
 // the stream's final line with the whole message, read by the same parser, and the whole generation is then one
 // request_timeout_ms wait) and exposes its model lifecycle (list/load/unload/pull) as node commands. Settings come
 // from `instance.http`; the factory does no I/O. Every upstream call is tracked so `close()` aborts them all.
-import type {
-  AdapterInstance,
-  NodeCommandRequest,
-  NodeCommandResponse,
-  RunRequest,
-  RunEventPart,
+import {
+  RunKind,
+  type AdapterInstance,
+  type NodeCommandRequest,
+  type NodeCommandResponse,
+  type RunRequest,
+  type RunEventPart,
 } from '@iop/wire';
 
 import {
@@ -42,6 +43,7 @@ import {
   setOllamaModelLoaded,
   type OllamaEndpoint,
 } from './ollama-lifecycle.js';
+import { ollamaEmbedParts } from './ollama-embed.js';
 import { toOllamaChatRequest } from './ollama-request.js';
 import { ollamaChatParts } from './ollama-stream.js';
 
@@ -166,6 +168,10 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
         inflight,
         idleTimeoutMs: settings.requestTimeoutMs,
         stream: async function* (exchange) {
+          if (request.kind === RunKind.RUN_KIND_EMBEDDING) {
+            const headers = { ...endpoint.headers, ...traceHeaders(options) };
+            return yield* ollamaEmbedParts(exchange, endpoint.url('/api/embed'), headers, request);
+          }
           const body = toOllamaChatRequest(request, { contextSize: settings.contextSize });
           const response = await exchange.send(endpoint.url('/api/chat'), {
             method: 'POST',

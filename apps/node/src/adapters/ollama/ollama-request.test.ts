@@ -120,4 +120,55 @@ describe('toOllamaChatRequest', () => {
       'run has no target model',
     );
   });
+
+  it('maps seed and penalties to options, and response_format to format (json or the schema)', () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const body = toOllamaChatRequest(
+      userRun('llama3.2', 'x', {
+        params: create.generationParams({
+          seed: 42,
+          presencePenalty: 0.5,
+          frequencyPenalty: -0.5,
+          responseFormatJson: JSON.stringify({ type: 'json_schema', json_schema: { name: 'r', schema } }),
+        }),
+      }),
+      { contextSize: 0 },
+    );
+    expect(body.options).toEqual({ seed: 42, presence_penalty: 0.5, frequency_penalty: -0.5 });
+    expect(body.format).toEqual(schema);
+    const json = toOllamaChatRequest(
+      userRun('llama3.2', 'x', {
+        params: create.generationParams({ responseFormatJson: '{"type":"json_object"}' }),
+      }),
+      { contextSize: 0 },
+    );
+    expect(json.format).toBe('json');
+    expect(
+      toOllamaChatRequest(
+        userRun('llama3.2', 'x', {
+          params: create.generationParams({ responseFormatJson: '{"type":"text"}' }),
+        }),
+        { contextSize: 0 },
+      ),
+    ).not.toHaveProperty('format');
+  });
+
+  it('turns thinking off for reasoning effort none', () => {
+    const body = toOllamaChatRequest(
+      userRun('qwen3', 'x', { params: create.generationParams({ reasoningEffort: 'none' }) }),
+      { contextSize: 0 },
+    );
+    expect(body.think).toBe(false);
+  });
+
+  it('refuses a json_schema format without a schema, and a run carrying forwarded fields', () => {
+    const noSchema = userRun('llama3.2', 'x', {
+      params: create.generationParams({
+        responseFormatJson: '{"type":"json_schema","json_schema":{"name":"r"}}',
+      }),
+    });
+    expect(() => toOllamaChatRequest(noSchema, { contextSize: 0 })).toThrow(UpstreamError);
+    const forwarded = userRun('llama3.2', 'x', { extraBodyJson: '{"top_k":5}' });
+    expect(() => toOllamaChatRequest(forwarded, { contextSize: 0 })).toThrow(/extra_body_json/);
+  });
 });

@@ -1,7 +1,10 @@
 // Maps a RunRequest to Ollama's native `/api/chat` body. Messages keep their roles; assistant tool calls carry
 // argument objects (Ollama does not take JSON text), tool results name their tool, images ride as base64, and
 // the assistant's earlier reasoning goes back as `thinking`. Generation params become `options`
-// (num_predict, temperature, top_p, stop, num_ctx) and thinking becomes `think`.
+// (num_predict, temperature, top_p, stop, seed, presence_penalty, frequency_penalty, num_ctx), thinking becomes
+// `think` (reasoning effort `none` turns it off), and an OpenAI `response_format` becomes `format`: "json" for
+// json_object, the JSON schema itself for json_schema. A run carrying fields only OpenAI-compatible backends take
+// (extra_body_json) is refused: the edge never sends one here, so it is a bug or a stale edge.
 import type { ChatMessage, RunRequest, ToolCall } from '@iop/wire';
 
 import { UpstreamError } from '../http/upstream-error.js';
@@ -28,6 +31,7 @@ export interface OllamaChatRequest {
   tools?: { type: 'function'; function: { name: string; description: string; parameters: unknown } }[];
   options?: Record<string, unknown>;
   think?: boolean | 'low' | 'medium' | 'high';
+  format?: 'json' | Record<string, unknown>;
 }
 
 export interface OllamaRequestSettings {
@@ -82,7 +86,32 @@ function think(request: RunRequest): OllamaChatRequest['think'] {
   if (params?.think !== undefined) return params.think;
   const effort = params?.reasoningEffort;
   if (effort === 'low' || effort === 'medium' || effort === 'high') return effort;
+  if (effort === 'none') return false;
   return undefined;
+}
+
+/** OpenAI response_format JSON → Ollama `format`; undefined for plain text. */
+function format(json: string): OllamaChatRequest['format'] {
+  if (json.trim() === '') return undefined;
+  const responseFormat = parseJsonObject(json, 'response_format');
+  switch (responseFormat['type']) {
+    case 'text':
+      return undefined;
+    case 'json_object':
+      return 'json';
+    case 'json_schema': {
+      const spec = responseFormat['json_schema'];
+      const schema =
+        typeof spec === 'object' && spec !== null ? (spec as Record<string, unknown>)['schema'] : undefined;
+      if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+        throw invalid('response_format json_schema has no schema object');
+      return schema as Record<string, unknown>;
+    }
+    default:
+      throw invalid(
+        `response_format type ${JSON.stringify(responseFormat['type'])} is not supported by Ollama`,
+      );
+  }
 }
 
 /** Tool choice "none" means no tools for Ollama (it has no tool_choice); other choices keep the tools. */
@@ -97,6 +126,8 @@ function toolChoiceIsNone(json: string): boolean {
 
 export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequestSettings): OllamaChatRequest {
   if (request.target === '') throw invalid('run has no target model');
+  if (request.extraBodyJson.trim() !== '')
+    throw invalid('this run carries fields only OpenAI-compatible backends take (extra_body_json)');
   const toolNames = new Map<string, string>();
   for (const source of request.messages)
     for (const call of source.toolCalls) toolNames.set(call.id, call.name);
@@ -123,9 +154,14 @@ export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequest
   if (params?.topP !== undefined) options.top_p = params.topP;
   if (params?.topK !== undefined) options.top_k = params.topK;
   if (params && params.stop.length > 0) options.stop = [...params.stop];
+  if (params?.seed !== undefined) options.seed = params.seed;
+  if (params?.presencePenalty !== undefined) options.presence_penalty = params.presencePenalty;
+  if (params?.frequencyPenalty !== undefined) options.frequency_penalty = params.frequencyPenalty;
   if (settings.contextSize > 0) options.num_ctx = settings.contextSize;
   if (Object.keys(options).length > 0) body.options = options;
   const thinking = think(request);
   if (thinking !== undefined) body.think = thinking;
+  const output = format(params?.responseFormatJson ?? '');
+  if (output !== undefined) body.format = output;
   return body;
 }

@@ -6,12 +6,13 @@
 // silent wait, so request_timeout_ms bounds the whole answer (for a streamed run it bounds each gap).
 // Configured headers (e.g. Authorization) go on every call. The factory does no I/O; `close()` aborts every
 // upstream call in flight.
-import type {
-  AdapterInstance,
-  NodeCommandRequest,
-  NodeCommandResponse,
-  RunEventPart,
-  RunRequest,
+import {
+  RunKind,
+  type AdapterInstance,
+  type NodeCommandRequest,
+  type NodeCommandResponse,
+  type RunEventPart,
+  type RunRequest,
 } from '@iop/wire';
 
 import {
@@ -32,6 +33,7 @@ import { readSseBatches } from '../http/sse-reader.js';
 import { callUpstream } from '../http/upstream-call.js';
 import { runUpstream } from '../http/upstream-run.js';
 import { listOpenAIModels, toModelInfo } from './openai-models.js';
+import { openAIEmbeddingsParts } from './openai-embed.js';
 import { toOpenAIChatRequest } from './openai-request.js';
 import { openAIChatParts, openAICompletionParts } from './openai-stream.js';
 
@@ -45,6 +47,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
   const sseHeaders = { ...headers, accept: 'text/event-stream' };
   const modelsUrl = joinUrl(apiBase, '/models');
   const chatUrl = joinUrl(apiBase, '/chat/completions');
+  const embeddingsUrl = joinUrl(apiBase, '/embeddings');
   let knownModels: string[] = [];
   const listModels = (signal: AbortSignal, idleTimeoutMs: number) =>
     callUpstream({ deps, inflight, signal, idleTimeoutMs }, (exchange) =>
@@ -111,6 +114,10 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
         inflight,
         idleTimeoutMs: settings.requestTimeoutMs,
         stream: async function* (exchange) {
+          if (request.kind === RunKind.RUN_KIND_EMBEDDING) {
+            const embedHeaders = options.traceparent ? { ...headers, ...traceHeaders(options) } : headers;
+            return yield* openAIEmbeddingsParts(exchange, embeddingsUrl, embedHeaders, request);
+          }
           const body = toOpenAIChatRequest(request, { provider: settings.provider });
           const base = request.collect ? headers : sseHeaders;
           const response = await exchange.send(chatUrl, {

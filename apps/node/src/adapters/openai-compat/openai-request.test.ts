@@ -112,6 +112,47 @@ describe('toOpenAIChatRequest', () => {
   });
 });
 
+describe('toOpenAIChatRequest: forwarded and typed OpenAI fields', () => {
+  it('passes seed, penalties and response_format as is, and merges the forwarded fields', () => {
+    const responseFormat = { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' } } };
+    const body = toOpenAIChatRequest(
+      userRun('served', 'hi', {
+        params: create.generationParams({
+          seed: 7,
+          presencePenalty: 0.1,
+          frequencyPenalty: 0.2,
+          responseFormatJson: JSON.stringify(responseFormat),
+          think: true,
+        }),
+        extraBodyJson: JSON.stringify({
+          top_k: 20,
+          logit_bias: { '50256': -100 },
+          model: 'overridden?',
+          chat_template_kwargs: { enable_thinking: false, custom: 1 },
+        }),
+      }),
+      { provider: 'vllm' },
+    );
+    expect(body).toMatchObject({
+      model: 'served',
+      seed: 7,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
+      response_format: responseFormat,
+      top_k: 20,
+      logit_bias: { '50256': -100 },
+      // IOP's own keys win inside a merged object.
+      chat_template_kwargs: { enable_thinking: true, custom: 1 },
+    });
+  });
+
+  it('refuses forwarded fields that are not a JSON object', () => {
+    expect(() =>
+      toOpenAIChatRequest(userRun('served', 'hi', { extraBodyJson: '[1]' }), { provider: 'vllm' }),
+    ).toThrow(/extra_body_json/);
+  });
+});
+
 describe('ToolCallAssembler', () => {
   it('joins argument pieces per index and returns calls in index order', () => {
     const assembler = new ToolCallAssembler();

@@ -3,7 +3,10 @@
 // fields pass through as OpenAI names them: max_tokens, temperature, top_p, stop, tools, tool_choice,
 // reasoning_effort, stream_options. Images become data-URL `image_url` parts; assistant tool calls and tool
 // results keep their ids. For `provider: vllm`, `think` becomes chat_template_kwargs.enable_thinking (the switch
-// vLLM's reasoning models read); generic servers get only standard fields.
+// vLLM's reasoning models read); generic servers get only standard fields. seed, presence_penalty,
+// frequency_penalty and response_format pass as OpenAI names them; the fields the edge forwards verbatim
+// (extra_body_json: logit_bias, user, vLLM's top_k, guided_json, ...) are merged in last, never replacing a field
+// set here (an object such as chat_template_kwargs is merged key by key, the keys set here winning).
 import type { ChatMessage, RunRequest } from '@iop/wire';
 
 import { UpstreamError } from '../http/upstream-error.js';
@@ -110,5 +113,37 @@ export function toOpenAIChatRequest(request: RunRequest, settings: OpenAIRequest
   }
   const choice = toolChoice(request.toolChoiceJson);
   if (choice !== undefined) body.tool_choice = choice;
+  if (params?.seed !== undefined) body.seed = params.seed;
+  if (params?.presencePenalty !== undefined) body.presence_penalty = params.presencePenalty;
+  if (params?.frequencyPenalty !== undefined) body.frequency_penalty = params.frequencyPenalty;
+  if (params?.responseFormatJson)
+    body.response_format = parseObject(params.responseFormatJson, 'response_format');
+  mergeExtraBody(body, request.extraBodyJson);
   return body;
+}
+
+function parseObject(text: string, what: string): Json {
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch {
+    throw invalid(`${what} is not valid JSON`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalid(`${what} must be a JSON object`);
+  return value as Json;
+}
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Adds the forwarded fields the body does not set; an object both set is merged, the body's keys winning. */
+export function mergeExtraBody(body: Json, extraBodyJson: string): void {
+  if (extraBodyJson.trim() === '') return;
+  const extra = parseObject(extraBodyJson, 'extra_body_json');
+  for (const [key, value] of Object.entries(extra)) {
+    const own = body[key];
+    if (own === undefined) body[key] = value;
+    else if (isObject(own) && isObject(value)) body[key] = { ...value, ...own };
+  }
 }

@@ -87,6 +87,52 @@ export function registerRejectCodeToJSON(object: RegisterRejectCode): string {
   }
 }
 
+/** What a run asks of its backend. A node that does not list a kind in RegisterRequest.run_kinds never gets it. */
+export enum RunKind {
+  /** RUN_KIND_CHAT - A conversation (messages, tools): every adapter. */
+  RUN_KIND_CHAT = 0,
+  /** RUN_KIND_COMPLETION - Legacy text completion of a raw prompt (`completion`): ollama /api/generate, openai_compat /v1/completions. */
+  RUN_KIND_COMPLETION = 1,
+  /**
+   * RUN_KIND_EMBEDDING - Embedding vectors of `embedding.inputs`: ollama /api/embed, openai_compat /v1/embeddings. The answer is
+   * `embeddings` events (then usage and complete), no text.
+   */
+  RUN_KIND_EMBEDDING = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function runKindFromJSON(object: any): RunKind {
+  switch (object) {
+    case 0:
+    case "RUN_KIND_CHAT":
+      return RunKind.RUN_KIND_CHAT;
+    case 1:
+    case "RUN_KIND_COMPLETION":
+      return RunKind.RUN_KIND_COMPLETION;
+    case 2:
+    case "RUN_KIND_EMBEDDING":
+      return RunKind.RUN_KIND_EMBEDDING;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return RunKind.UNRECOGNIZED;
+  }
+}
+
+export function runKindToJSON(object: RunKind): string {
+  switch (object) {
+    case RunKind.RUN_KIND_CHAT:
+      return "RUN_KIND_CHAT";
+    case RunKind.RUN_KIND_COMPLETION:
+      return "RUN_KIND_COMPLETION";
+    case RunKind.RUN_KIND_EMBEDDING:
+      return "RUN_KIND_EMBEDDING";
+    case RunKind.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export enum CancelAction {
   CANCEL_ACTION_UNSPECIFIED = 0,
   CANCEL_ACTION_CANCEL_RUN = 1,
@@ -216,6 +262,11 @@ export interface RegisterRequest {
    * data dir. Empty: an agent without identity support. When set, the edge answers with a RegisterChallenge.
    */
   identityPublicKey: Buffer;
+  /**
+   * Run kinds this agent build executes besides chat (RUN_KIND_CHAT is implied). Empty (an older node) = chat
+   * only: the edge never sends such a node another kind and answers the caller with a clear error instead.
+   */
+  runKinds: RunKind[];
 }
 
 /** A fresh random nonce the node signs with its identity key (see RegisterProof). */
@@ -399,11 +450,40 @@ export interface RunRequest {
    * parts either way (text may arrive as one delta). Older nodes ignore it and stream.
    */
   collect: boolean;
+  /**
+   * JSON object of request fields the edge forwards verbatim to an OpenAI-compatible backend (`logit_bias`,
+   * `user`, `parallel_tool_calls`, and fields IOP does not know, such as vLLM's `top_k` or `guided_json`), merged
+   * into its request body without replacing a field IOP sets itself. Empty = none. The edge sets it only for
+   * openai_compat adapters (it refuses such fields for the others); other adapters refuse a run that carries it.
+   * Older nodes ignore it.
+   */
+  extraBodyJson: string;
+  kind: RunKind;
+  /** kind = RUN_KIND_COMPLETION. */
+  completion?:
+    | CompletionInput
+    | undefined;
+  /** kind = RUN_KIND_EMBEDDING. */
+  embedding?: EmbeddingInput | undefined;
 }
 
 export interface RunRequest_MetadataEntry {
   key: string;
   value: string;
+}
+
+export interface CompletionInput {
+  /** The raw prompt, sent without a chat template. */
+  prompt: string;
+  /** Text after the insertion point (fill-in-the-middle); empty = none. */
+  suffix: string;
+}
+
+export interface EmbeddingInput {
+  /** The texts to embed, answered in this order (at most 2048). */
+  inputs: string[];
+  /** Output dimensions for models that can shorten their vectors; absent = the model's own size. */
+  dimensions?: number | undefined;
 }
 
 export interface ChatMessage {
@@ -445,7 +525,24 @@ export interface GenerationParams {
     | boolean
     | undefined;
   /** Sample only from the k most likely tokens (Anthropic `top_k`; Ollama options.top_k, vLLM `top_k`). */
-  topK?: number | undefined;
+  topK?:
+    | number
+    | undefined;
+  /**
+   * Sampling and output fields of the OpenAI request, mapped per backend (the field table of
+   * agent-contract/outer/openai-compatible-api.md).
+   * Older nodes ignore them; the edge refuses them for adapters that cannot take them.
+   */
+  seed?: number | undefined;
+  presencePenalty?: number | undefined;
+  frequencyPenalty?:
+    | number
+    | undefined;
+  /**
+   * JSON of the OpenAI `response_format` ({"type":"json_object"} or {"type":"json_schema","json_schema":{...}});
+   * empty = plain text. OpenAI-compatible backends get it as is, Ollama as `format` ("json" or the schema).
+   */
+  responseFormatJson: string;
 }
 
 export interface CancelRequest {
@@ -471,7 +568,23 @@ export interface RunEvent {
     | { $case: "complete"; complete: RunCompleted }
     | { $case: "error"; error: RunError }
     | { $case: "cancelled"; cancelled: RunCancelled }
+    | //
+    /**
+     * Some of an embedding run's vectors: a run's vectors may span several events so that no frame grows past
+     * the frame limit (at most 1,048,576 values per event).
+     */
+    { $case: "embeddings"; embeddings: EmbeddingBatch }
     | undefined;
+}
+
+export interface EmbeddingBatch {
+  items: Embedding[];
+}
+
+export interface Embedding {
+  /** Position of the input it embeds (EmbeddingInput.inputs). */
+  index: number;
+  values: number[];
 }
 
 export interface RunStarted {
@@ -1206,6 +1319,7 @@ function createBaseRegisterRequest(): RegisterRequest {
     supportedAdapters: [],
     agentKind: "",
     identityPublicKey: Buffer.alloc(0),
+    runKinds: [],
   };
 }
 
@@ -1240,6 +1354,13 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     }
     if (message.identityPublicKey.length !== 0) {
       writer.uint32(82).bytes(message.identityPublicKey);
+    }
+    if (message.runKinds.length !== 0) {
+      writer.uint32(162).fork();
+      for (const v of message.runKinds) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -1337,6 +1458,24 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
             message.identityPublicKey = Buffer.from(reader.bytes());
             continue;
           }
+          case 20: {
+            if (tag === 160) {
+              message.runKinds.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 162) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.runKinds.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1385,6 +1524,11 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
         : isSet(object.identity_public_key)
         ? Buffer.from(bytesFromBase64(object.identity_public_key))
         : Buffer.alloc(0),
+      runKinds: globalThis.Array.isArray(object?.runKinds)
+        ? object.runKinds.map((e: any) => runKindFromJSON(e))
+        : globalThis.Array.isArray(object?.run_kinds)
+        ? object.run_kinds.map((e: any) => runKindFromJSON(e))
+        : [],
     };
   },
 
@@ -1420,6 +1564,9 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     if (message.identityPublicKey.length !== 0) {
       obj.identityPublicKey = base64FromBytes(message.identityPublicKey);
     }
+    if (message.runKinds?.length) {
+      obj.runKinds = message.runKinds.map((e) => runKindToJSON(e));
+    }
     return obj;
   },
 
@@ -1438,6 +1585,7 @@ export const RegisterRequest: MessageFns<RegisterRequest> = {
     message.supportedAdapters = object.supportedAdapters?.map((e) => e) || [];
     message.agentKind = object.agentKind ?? "";
     message.identityPublicKey = object.identityPublicKey ?? Buffer.alloc(0);
+    message.runKinds = object.runKinds?.map((e) => e) || [];
     return message;
   },
 };
@@ -3739,6 +3887,10 @@ function createBaseRunRequest(): RunRequest {
     metadata: {},
     traceparent: "",
     collect: false,
+    extraBodyJson: "",
+    kind: 0,
+    completion: undefined,
+    embedding: undefined,
   };
 }
 
@@ -3788,6 +3940,18 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.collect !== false) {
       writer.uint32(120).bool(message.collect);
+    }
+    if (message.extraBodyJson !== "") {
+      writer.uint32(130).string(message.extraBodyJson);
+    }
+    if (message.kind !== 0) {
+      writer.uint32(136).int32(message.kind);
+    }
+    if (message.completion !== undefined) {
+      CompletionInput.encode(message.completion, writer.uint32(146).fork()).join();
+    }
+    if (message.embedding !== undefined) {
+      EmbeddingInput.encode(message.embedding, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -3928,6 +4092,38 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.collect = reader.bool();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.extraBodyJson = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.completion = CompletionInput.decode(reader, reader.uint32());
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.embedding = EmbeddingInput.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3994,6 +4190,14 @@ export const RunRequest: MessageFns<RunRequest> = {
         : {},
       traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
       collect: isSet(object.collect) ? globalThis.Boolean(object.collect) : false,
+      extraBodyJson: isSet(object.extraBodyJson)
+        ? globalThis.String(object.extraBodyJson)
+        : isSet(object.extra_body_json)
+        ? globalThis.String(object.extra_body_json)
+        : "",
+      kind: isSet(object.kind) ? runKindFromJSON(object.kind) : 0,
+      completion: isSet(object.completion) ? CompletionInput.fromJSON(object.completion) : undefined,
+      embedding: isSet(object.embedding) ? EmbeddingInput.fromJSON(object.embedding) : undefined,
     };
   },
 
@@ -4050,6 +4254,18 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.collect !== false) {
       obj.collect = message.collect;
     }
+    if (message.extraBodyJson !== "") {
+      obj.extraBodyJson = message.extraBodyJson;
+    }
+    if (message.kind !== 0) {
+      obj.kind = runKindToJSON(message.kind);
+    }
+    if (message.completion !== undefined) {
+      obj.completion = CompletionInput.toJSON(message.completion);
+    }
+    if (message.embedding !== undefined) {
+      obj.embedding = EmbeddingInput.toJSON(message.embedding);
+    }
     return obj;
   },
 
@@ -4083,6 +4299,14 @@ export const RunRequest: MessageFns<RunRequest> = {
     );
     message.traceparent = object.traceparent ?? "";
     message.collect = object.collect ?? false;
+    message.extraBodyJson = object.extraBodyJson ?? "";
+    message.kind = object.kind ?? 0;
+    message.completion = (object.completion !== undefined && object.completion !== null)
+      ? CompletionInput.fromPartial(object.completion)
+      : undefined;
+    message.embedding = (object.embedding !== undefined && object.embedding !== null)
+      ? EmbeddingInput.fromPartial(object.embedding)
+      : undefined;
     return message;
   },
 };
@@ -4168,6 +4392,176 @@ export const RunRequest_MetadataEntry: MessageFns<RunRequest_MetadataEntry> = {
     const message = createBaseRunRequest_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletionInput(): CompletionInput {
+  return { prompt: "", suffix: "" };
+}
+
+export const CompletionInput: MessageFns<CompletionInput> = {
+  encode(message: CompletionInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.prompt !== "") {
+      writer.uint32(10).string(message.prompt);
+    }
+    if (message.suffix !== "") {
+      writer.uint32(18).string(message.suffix);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletionInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletionInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.prompt = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.suffix = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletionInput {
+    return {
+      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      suffix: isSet(object.suffix) ? globalThis.String(object.suffix) : "",
+    };
+  },
+
+  toJSON(message: CompletionInput): unknown {
+    const obj: any = {};
+    if (message.prompt !== "") {
+      obj.prompt = message.prompt;
+    }
+    if (message.suffix !== "") {
+      obj.suffix = message.suffix;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CompletionInput>): CompletionInput {
+    return CompletionInput.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompletionInput>): CompletionInput {
+    const message = createBaseCompletionInput();
+    message.prompt = object.prompt ?? "";
+    message.suffix = object.suffix ?? "";
+    return message;
+  },
+};
+
+function createBaseEmbeddingInput(): EmbeddingInput {
+  return { inputs: [], dimensions: undefined };
+}
+
+export const EmbeddingInput: MessageFns<EmbeddingInput> = {
+  encode(message: EmbeddingInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.inputs) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.dimensions !== undefined) {
+      writer.uint32(16).uint32(message.dimensions);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbeddingInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbeddingInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.inputs.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dimensions = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbeddingInput {
+    return {
+      inputs: globalThis.Array.isArray(object?.inputs) ? object.inputs.map((e: any) => globalThis.String(e)) : [],
+      dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : undefined,
+    };
+  },
+
+  toJSON(message: EmbeddingInput): unknown {
+    const obj: any = {};
+    if (message.inputs?.length) {
+      obj.inputs = message.inputs;
+    }
+    if (message.dimensions !== undefined) {
+      obj.dimensions = Math.round(message.dimensions);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EmbeddingInput>): EmbeddingInput {
+    return EmbeddingInput.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EmbeddingInput>): EmbeddingInput {
+    const message = createBaseEmbeddingInput();
+    message.inputs = object.inputs?.map((e) => e) || [];
+    message.dimensions = object.dimensions ?? undefined;
     return message;
   },
 };
@@ -4582,6 +4976,10 @@ function createBaseGenerationParams(): GenerationParams {
     includeReasoning: false,
     think: undefined,
     topK: undefined,
+    seed: undefined,
+    presencePenalty: undefined,
+    frequencyPenalty: undefined,
+    responseFormatJson: "",
   };
 }
 
@@ -4613,6 +5011,18 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     }
     if (message.topK !== undefined) {
       writer.uint32(72).uint32(message.topK);
+    }
+    if (message.seed !== undefined) {
+      writer.uint32(80).int64(message.seed);
+    }
+    if (message.presencePenalty !== undefined) {
+      writer.uint32(89).double(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== undefined) {
+      writer.uint32(97).double(message.frequencyPenalty);
+    }
+    if (message.responseFormatJson !== "") {
+      writer.uint32(106).string(message.responseFormatJson);
     }
     return writer;
   },
@@ -4702,6 +5112,38 @@ export const GenerationParams: MessageFns<GenerationParams> = {
             message.topK = reader.uint32();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.seed = longToNumber(reader.int64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 89) {
+              break;
+            }
+
+            message.presencePenalty = reader.double();
+            continue;
+          }
+          case 12: {
+            if (tag !== 97) {
+              break;
+            }
+
+            message.frequencyPenalty = reader.double();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.responseFormatJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4749,6 +5191,22 @@ export const GenerationParams: MessageFns<GenerationParams> = {
         : isSet(object.top_k)
         ? globalThis.Number(object.top_k)
         : undefined,
+      seed: isSet(object.seed) ? globalThis.Number(object.seed) : undefined,
+      presencePenalty: isSet(object.presencePenalty)
+        ? globalThis.Number(object.presencePenalty)
+        : isSet(object.presence_penalty)
+        ? globalThis.Number(object.presence_penalty)
+        : undefined,
+      frequencyPenalty: isSet(object.frequencyPenalty)
+        ? globalThis.Number(object.frequencyPenalty)
+        : isSet(object.frequency_penalty)
+        ? globalThis.Number(object.frequency_penalty)
+        : undefined,
+      responseFormatJson: isSet(object.responseFormatJson)
+        ? globalThis.String(object.responseFormatJson)
+        : isSet(object.response_format_json)
+        ? globalThis.String(object.response_format_json)
+        : "",
     };
   },
 
@@ -4781,6 +5239,18 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     if (message.topK !== undefined) {
       obj.topK = Math.round(message.topK);
     }
+    if (message.seed !== undefined) {
+      obj.seed = Math.round(message.seed);
+    }
+    if (message.presencePenalty !== undefined) {
+      obj.presencePenalty = floatToJson(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== undefined) {
+      obj.frequencyPenalty = floatToJson(message.frequencyPenalty);
+    }
+    if (message.responseFormatJson !== "") {
+      obj.responseFormatJson = message.responseFormatJson;
+    }
     return obj;
   },
 
@@ -4798,6 +5268,10 @@ export const GenerationParams: MessageFns<GenerationParams> = {
     message.includeReasoning = object.includeReasoning ?? false;
     message.think = object.think ?? undefined;
     message.topK = object.topK ?? undefined;
+    message.seed = object.seed ?? undefined;
+    message.presencePenalty = object.presencePenalty ?? undefined;
+    message.frequencyPenalty = object.frequencyPenalty ?? undefined;
+    message.responseFormatJson = object.responseFormatJson ?? "";
     return message;
   },
 };
@@ -5002,6 +5476,9 @@ export const RunEvent: MessageFns<RunEvent> = {
       case "cancelled":
         RunCancelled.encode(message.event.cancelled, writer.uint32(146).fork()).join();
         break;
+      case "embeddings":
+        EmbeddingBatch.encode(message.event.embeddings, writer.uint32(154).fork()).join();
+        break;
     }
     return writer;
   },
@@ -5115,6 +5592,14 @@ export const RunEvent: MessageFns<RunEvent> = {
             message.event = { $case: "cancelled", cancelled: RunCancelled.decode(reader, reader.uint32()) };
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.event = { $case: "embeddings", embeddings: EmbeddingBatch.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5164,6 +5649,8 @@ export const RunEvent: MessageFns<RunEvent> = {
         ? { $case: "error", error: RunError.fromJSON(object.error) }
         : isSet(object.cancelled)
         ? { $case: "cancelled", cancelled: RunCancelled.fromJSON(object.cancelled) }
+        : isSet(object.embeddings)
+        ? { $case: "embeddings", embeddings: EmbeddingBatch.fromJSON(object.embeddings) }
         : undefined,
     };
   },
@@ -5197,6 +5684,8 @@ export const RunEvent: MessageFns<RunEvent> = {
       obj.error = RunError.toJSON(message.event.error);
     } else if (message.event?.$case === "cancelled") {
       obj.cancelled = RunCancelled.toJSON(message.event.cancelled);
+    } else if (message.event?.$case === "embeddings") {
+      obj.embeddings = EmbeddingBatch.toJSON(message.event.embeddings);
     }
     return obj;
   },
@@ -5267,7 +5756,181 @@ export const RunEvent: MessageFns<RunEvent> = {
         }
         break;
       }
+      case "embeddings": {
+        if (object.event?.embeddings !== undefined && object.event?.embeddings !== null) {
+          message.event = { $case: "embeddings", embeddings: EmbeddingBatch.fromPartial(object.event.embeddings) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseEmbeddingBatch(): EmbeddingBatch {
+  return { items: [] };
+}
+
+export const EmbeddingBatch: MessageFns<EmbeddingBatch> = {
+  encode(message: EmbeddingBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Embedding.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbeddingBatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbeddingBatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Embedding.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbeddingBatch {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Embedding.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: EmbeddingBatch): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Embedding.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EmbeddingBatch>): EmbeddingBatch {
+    return EmbeddingBatch.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EmbeddingBatch>): EmbeddingBatch {
+    const message = createBaseEmbeddingBatch();
+    message.items = object.items?.map((e) => Embedding.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEmbedding(): Embedding {
+  return { index: 0, values: [] };
+}
+
+export const Embedding: MessageFns<Embedding> = {
+  encode(message: Embedding, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.values.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.values) {
+        writer.float(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Embedding {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedding();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag === 21) {
+              message.values.push(reader.float());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.float());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Embedding {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: Embedding): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => floatToJson(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Embedding>): Embedding {
+    return Embedding.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Embedding>): Embedding {
+    const message = createBaseEmbedding();
+    message.index = object.index ?? 0;
+    message.values = object.values?.map((e) => e) || [];
     return message;
   },
 };

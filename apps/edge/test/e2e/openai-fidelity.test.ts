@@ -1,0 +1,272 @@
+// Cross-process end to end (issue 31): the official `openai` client → a real edge process → a real `iop-node run`
+// process → its ollama and openai_compat (vLLM) adapters → fake inference servers that record what they received.
+// Embeddings: the SDK's default base64 and explicit floats, on an Ollama and a vLLM model.
+// No silent drop: every request field reaches each backend in that backend's own form, or is refused naming it,
+// or (on a `drop_unsupported` model) is dropped and named in `x-iop-dropped-params`.
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import OpenAI, { BadRequestError } from 'openai';
+import {
+  fakeEmbedding,
+  fakeEmbeddingTokens,
+  startFakeOllama,
+  startFakeOpenAI,
+  type FakeServer,
+  type RecordedRequest,
+} from '@iop/testkit';
+import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import {
+  ProcessGroup,
+  startEdgeProcess,
+  startNodeProcess,
+  waitUntil,
+  type EdgeProcess,
+} from '../support/e2e-processes.js';
+import {
+  FABRIC_TOKEN,
+  MODEL_LLAMA,
+  MODEL_QWEN,
+  OLLAMA_SERVED,
+  VLLM_SERVED,
+  fabricConfig,
+  ollamaProviderId,
+} from '../support/fabric-config.js';
+
+jest.setTimeout(60_000);
+
+/** An Ollama-served model that drops what Ollama cannot take instead of refusing it. */
+const MODEL_LENIENT = 'e2e-llama-lenient';
+
+const group = new ProcessGroup();
+let ollama: FakeServer;
+let vllm: FakeServer;
+let edge: EdgeProcess;
+let admin: AdminClient;
+let client: OpenAI;
+
+beforeAll(async () => {
+  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
+  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  const dir = await group.tempDir('iop-e2e-fidelity-');
+  const config = fabricConfig({
+    dataDir: `${dir}/data`,
+    nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 4 }],
+  });
+  (config['models'] as Record<string, unknown>[]).push({
+    id: MODEL_LENIENT,
+    providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
+    drop_unsupported: true,
+  });
+  edge = await startEdgeProcess(group, dir, config);
+  const node = startNodeProcess(group, {
+    edge: edge.addresses.transport,
+    nodeId: 'n1',
+    token: FABRIC_TOKEN,
+    dataDir: await group.tempDir('iop-e2e-fidelity-node-'),
+  });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  await waitUntil(
+    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
+    30_000,
+    () => `providers ready\n${node.describe()}\n${edge.describe()}`,
+  );
+  client = new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: 'unused', maxRetries: 0 });
+}, 90_000);
+
+afterAll(async () => {
+  admin?.close();
+  await group.close();
+  await ollama?.close();
+  await vllm?.close();
+});
+
+/** The body of the last request the fake received on `path` since `before`. */
+function lastBody(server: FakeServer, path: string, before: number): Record<string, unknown> {
+  const seen = server.requests.slice(before).filter((request: RecordedRequest) => request.path === path);
+  expect(seen.length).toBeGreaterThan(0);
+  return seen[seen.length - 1]?.body as Record<string, unknown>;
+}
+
+const schema = {
+  type: 'object',
+  properties: { city: { type: 'string' } },
+  required: ['city'],
+  additionalProperties: false,
+};
+const responseFormat = {
+  type: 'json_schema' as const,
+  json_schema: { name: 'weather', schema, strict: true },
+};
+
+describe('request fields reach each backend in its own form', () => {
+  it('response_format json_schema, seed and stop reach vLLM unchanged', async () => {
+    const before = vllm.requests.length;
+    await client.chat.completions.create({
+      model: MODEL_QWEN,
+      messages: [{ role: 'user', content: 'weather' }],
+      response_format: responseFormat,
+      seed: 1234,
+      stop: ['END', 'STOP'],
+      presence_penalty: 0.25,
+    });
+    const body = lastBody(vllm, '/v1/chat/completions', before);
+    expect(body['response_format']).toEqual(responseFormat);
+    expect(body['seed']).toBe(1234);
+    expect(body['stop']).toEqual(['END', 'STOP']);
+    expect(body['presence_penalty']).toBe(0.25);
+  });
+
+  it('response_format json_schema reaches Ollama as format (the schema); seed and stop as options', async () => {
+    const before = ollama.requests.length;
+    await client.chat.completions.create({
+      model: MODEL_LLAMA,
+      messages: [{ role: 'user', content: 'weather' }],
+      response_format: responseFormat,
+      seed: 1234,
+      stop: ['END'],
+    });
+    const body = lastBody(ollama, '/api/chat', before);
+    expect(body['format']).toEqual(schema);
+    expect(body['options']).toMatchObject({ seed: 1234, stop: ['END'] });
+
+    const jsonBefore = ollama.requests.length;
+    await client.chat.completions.create({
+      model: MODEL_LLAMA,
+      messages: [{ role: 'user', content: 'weather' }],
+      response_format: { type: 'json_object' },
+    });
+    expect(lastBody(ollama, '/api/chat', jsonBefore)['format']).toBe('json');
+  });
+
+  it('passes fields IOP does not know (top_k, guided_json) and logit_bias through to vLLM', async () => {
+    const before = vllm.requests.length;
+    await client.chat.completions.create({
+      model: MODEL_QWEN,
+      messages: [{ role: 'user', content: 'hi' }],
+      logit_bias: { '50256': -100 },
+      user: 'end-user-7',
+      // vLLM's extra_body fields, as the SDK sends them: top level.
+      ...({ top_k: 20, guided_json: schema } as Record<string, unknown>),
+    });
+    const body = lastBody(vllm, '/v1/chat/completions', before);
+    expect(body).toMatchObject({
+      logit_bias: { '50256': -100 },
+      user: 'end-user-7',
+      top_k: 20,
+      guided_json: schema,
+      model: VLLM_SERVED,
+    });
+  });
+
+  it('refuses logit_bias on an Ollama model with 400 naming it, without reaching the backend', async () => {
+    const before = ollama.requests.length;
+    const error = await client.chat.completions
+      .create({
+        model: MODEL_LLAMA,
+        messages: [{ role: 'user', content: 'hi' }],
+        logit_bias: { '42': 5 },
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BadRequestError);
+    const bad = error as BadRequestError;
+    expect(bad.code).toBe('unsupported_parameter');
+    expect(bad.param).toBe('logit_bias');
+    expect(bad.message).toContain('Ollama');
+    expect(ollama.requests.slice(before).filter((request) => request.path === '/api/chat')).toHaveLength(0);
+  });
+
+  it('drops logit_bias and top_k on a drop_unsupported model and names them in x-iop-dropped-params', async () => {
+    const before = ollama.requests.length;
+    const { data, response } = await client.chat.completions
+      .create({
+        model: MODEL_LENIENT,
+        messages: [{ role: 'user', content: 'hi' }],
+        logit_bias: { '42': 5 },
+        seed: 9,
+        ...({ top_k: 3 } as Record<string, unknown>),
+      })
+      .withResponse();
+    expect(data.object).toBe('chat.completion');
+    expect(response.headers.get('x-iop-dropped-params')).toBe('logit_bias,top_k');
+    const body = lastBody(ollama, '/api/chat', before);
+    expect(body['options']).toMatchObject({ seed: 9 });
+    expect(JSON.stringify(body)).not.toContain('logit_bias');
+    expect(JSON.stringify(body)).not.toContain('top_k');
+  });
+
+  it('responses: text.format json_schema reaches Ollama as format', async () => {
+    const before = ollama.requests.length;
+    await client.responses.create({
+      model: MODEL_LLAMA,
+      input: 'weather',
+      text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
+    });
+    expect(lastBody(ollama, '/api/chat', before)['format']).toEqual(schema);
+  });
+});
+
+describe('POST /v1/embeddings', () => {
+  const inputs = ['the quick brown fox', 'jumps over'];
+  const expected = inputs.map((input) => fakeEmbedding(input));
+  const tokens = inputs.reduce((sum, input) => sum + fakeEmbeddingTokens(input), 0);
+
+  it.each([
+    { model: MODEL_LLAMA, upstream: () => ollama, path: '/api/embed', served: OLLAMA_SERVED },
+    { model: MODEL_QWEN, upstream: () => vllm, path: '/v1/embeddings', served: VLLM_SERVED },
+  ])(
+    'embeds two inputs on $model, base64 by default and floats on request',
+    async ({ model, upstream, path, served }) => {
+      const before = upstream().requests.length;
+      // The SDK asks for base64 and decodes it to numbers.
+      const encoded = await client.embeddings.create({ model, input: inputs });
+      expect(encoded.object).toBe('list');
+      expect(encoded.model).toBe(model);
+      expect(encoded.data.map((entry) => entry.index)).toEqual([0, 1]);
+      expect(encoded.data.map((entry) => entry.embedding)).toEqual(expected);
+      expect(encoded.usage).toEqual({ prompt_tokens: tokens, total_tokens: tokens });
+
+      const { data: floats, response } = await client.embeddings
+        .create({ model, input: inputs, encoding_format: 'float' })
+        .withResponse();
+      expect(floats.data.map((entry) => entry.embedding)).toEqual(expected);
+      expect(response.headers.get('x-iop-run-id')).toBeTruthy();
+
+      const body = lastBody(upstream(), path, before);
+      expect(body).toMatchObject({ model: served, input: inputs });
+    },
+  );
+
+  it.each([
+    { model: MODEL_LLAMA, upstream: () => ollama, path: '/api/embed' },
+    { model: MODEL_QWEN, upstream: () => vllm, path: '/v1/embeddings' },
+  ])('passes dimensions to $model', async ({ model, upstream, path }) => {
+    const before = upstream().requests.length;
+    const answer = await client.embeddings.create({
+      model,
+      input: 'short',
+      dimensions: 4,
+      encoding_format: 'float',
+    });
+    expect(answer.data[0]?.embedding).toEqual(fakeEmbedding('short', 4));
+    expect(lastBody(upstream(), path, before)['dimensions']).toBe(4);
+  });
+
+  it('refuses token-array input with 400 and an unknown model with 404', async () => {
+    const tokensError = await client.embeddings
+      .create({ model: MODEL_QWEN, input: [[1, 2, 3]] })
+      .catch((caught: unknown) => caught);
+    expect(tokensError).toBeInstanceOf(BadRequestError);
+    expect((tokensError as BadRequestError).param).toBe('input');
+    const missing = await client.embeddings
+      .create({ model: 'no-such-model', input: 'x' })
+      .catch((caught: unknown) => caught as { status?: number });
+    expect((missing as { status?: number }).status).toBe(404);
+  });
+
+  it('leaves the providers idle afterwards', async () => {
+    await waitUntil(
+      async () => (await admin.listProviders()).every((entry) => entry.inFlight === 0 && entry.queued === 0),
+      5_000,
+      () => 'providers idle',
+    );
+  });
+});
