@@ -25,6 +25,7 @@ import { createNodeStore, type NodeStore } from './node/node-store.js';
 import { createProviderPool, type ProviderPool } from './pool/provider-pool.js';
 import { createConfigRefresher, type ConfigRefresher } from './refresh/config-refresher.js';
 import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
+import { RunRegistry } from './service/run-registry.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
 import type { EdgeTransport } from './transport/edge-transport.js';
@@ -184,7 +185,11 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       throw error;
     }
   }
+  // Background responses and A2A tasks, by (principal, kind, id); in cluster mode a miss is asked of the other edges.
+  // Bounds: DEFAULT_RUN_BOUNDS per kind (1000 runs, ended ones kept 1 hour).
+  const runRegistry = new RunRegistry({ clock, ...(cluster ? { remote: cluster.runs } : {}) });
   const service = createEdgeService({
+    runRegistry,
     registry,
     pool,
     events,
@@ -201,6 +206,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     try {
       // The fabric serves runs forwarded here only once the service exists: one explicit step, no order to keep.
       await cluster.serve(service);
+      cluster.serveRuns(runRegistry);
     } catch (error) {
       await cluster.close();
       pool.close();
@@ -275,6 +281,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         }
       }
       refresher?.close();
+      // Runs the surfaces left going (none when each closed cleanly) end before the fabric goes.
+      await runRegistry.close();
       await cluster?.close();
       service.shutdown();
       pool.close();

@@ -17,6 +17,7 @@
 import type { Clock } from '../clock.js';
 import {
   encodeRunKey,
+  RunRegistryError,
   type LocalRuns,
   type RemoteRuns,
   type RunCancelResult,
@@ -27,19 +28,7 @@ import {
 } from '../placement/run-directory.js';
 
 export type { RunKey, RunKind, RunUpdate, RunView, RunCancelResult } from '../placement/run-directory.js';
-
-export type RunRegistryErrorCode =
-  'registry_full' | 'duplicate_run' | 'shutting_down' | 'subscriber_too_slow' | 'too_many_subscribers';
-
-export class RunRegistryError extends Error {
-  override readonly name = 'RunRegistryError';
-  constructor(
-    readonly code: RunRegistryErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { RunRegistryError, type RunRegistryErrorCode } from '../placement/run-directory.js';
 
 export interface RunBounds {
   maxEntries: number;
