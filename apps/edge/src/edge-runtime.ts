@@ -7,7 +7,6 @@
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
-import type { PeerCalls } from './cluster/peer-calls.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
 import type { UsageQuery, UsageRow } from './governance/usage-store.js';
@@ -64,8 +63,6 @@ export interface EdgeCore {
   governance: Governance;
   /** Live config refresh; undefined when `refresh.enabled` is false. */
   refresher: ConfigRefresher | undefined;
-  /** Cluster mode only: calls to the other edges (A2A tasks held by another edge); undefined on one edge. */
-  peers?: PeerCalls;
   /** Cluster mode only: usage totals of every live edge added up (GetUsage); undefined on one edge. */
   clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
   /** True once every surface started, false again when stopping (/readyz). */
@@ -264,7 +261,6 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     metrics,
     governance,
     refresher: servedRefresher,
-    ...(cluster ? { peers: cluster.peers } : {}),
     ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
     ready: () => ready,
   };

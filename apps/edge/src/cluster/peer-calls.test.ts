@@ -1,7 +1,7 @@
 // A2A tasks and background responses across edges over a real nats-server (skipped with one printed line when it
-// is missing): two A2A surfaces, each with its own task store, joined by peer calls; two OpenAI apps whose
-// services' run registries are joined by the cluster's run lookups (cluster-runs.ts); a task or response created
-// on one edge is read and cancelled through the other.
+// is missing): two A2A surfaces or two OpenAI apps whose services' run registries are joined by the cluster's run
+// lookups (cluster-runs.ts over peer calls); a task or response created on one edge is read, followed and
+// cancelled through the other.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -80,6 +80,13 @@ async function edge(edgeId: string, others: string[]): Promise<{ url: string; se
   const nc = await connect({ servers: nats.url });
   connections.push(nc);
   const service = new FakeEdgeService(scripter);
+  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
+  service.runRegistry = new RunRegistry({ clock: systemClock, remote: createRemoteRuns(peers) });
+  const stopServing = serveRuns(peers, service.runRegistry);
+  closers.push(() => {
+    stopServing();
+    return Promise.resolve();
+  });
   const surface = await startA2ASurface({
     listen: '127.0.0.1:0',
     path: '/a2a',
@@ -89,7 +96,6 @@ async function edge(edgeId: string, others: string[]): Promise<{ url: string; se
     settings,
     service,
     logger: silentLogger,
-    peers: createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 }),
   });
   await nc.flush();
   surfaces.push(surface);

@@ -37,7 +37,8 @@ export interface RunBounds {
 }
 
 export const DEFAULT_RUN_BOUNDS: RunBounds = { maxEntries: 1000, ttlMs: 60 * 60 * 1000 };
-const DEFAULT_MAX_SUBSCRIBERS = 16;
+/** Subscriptions one run accepts at once (A2A `message/stream` + `tasks/resubscribe` calls of one task). */
+export const DEFAULT_MAX_SUBSCRIBERS = 16;
 const DEFAULT_MAX_QUEUED = 1024;
 
 /** How the owner of a run stops it: called once, by the first cancel (or close) while the run is going. */
