@@ -277,8 +277,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         }
       }
       refresher?.close();
-      // Runs the surfaces left going (none when each closed cleanly) end before the fabric goes.
-      await runRegistry.close();
+      // Runs the surfaces left going (A2A tasks) are cancelled and new ones refused; not awaited: the service's
+      // shutdown below ends every run, and a task's cancel may wait for its run's end.
+      void runRegistry.close();
       await cluster?.close();
       service.shutdown();
       pool.close();

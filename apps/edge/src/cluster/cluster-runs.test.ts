@@ -84,6 +84,17 @@ suite('run lookups through the fabric (cluster-runs over NATS)', () => {
     expect(await b.registry.get(task('t1', 'team'))).toBeUndefined();
   });
 
+  it('treats a malformed answer from another edge as no answer', async () => {
+    const b = await edge('edge-b', ['edge-c']);
+    const nc = await connect({ servers: nats.url });
+    connections.push(nc);
+    const rogue = createPeerCalls({ nc, edgeId: 'edge-c', liveEdges: () => ['edge-b'], timeoutMs: 2000 });
+    stops.push(rogue.serve(RUNS_TOPIC, () => Promise.resolve({ value: { state: 'x', ended: 'yes' } })));
+    await nc.flush();
+    expect(await b.registry.get(task('t3', 'team'))).toBeUndefined();
+    expect(await b.registry.cancel(task('t3', 'team'), 'r')).toBeUndefined();
+  });
+
   it('relays a subscription from the holding edge until the run ends, and passes its refusals on typed', async () => {
     const a = await edge('edge-a', ['edge-b'], 1);
     const b = await edge('edge-b', ['edge-a']);

@@ -8,7 +8,6 @@ import {
   RunRegistryError,
   type LocalRuns,
   type RemoteRuns,
-  type RunCancelResult,
   type RunKey,
   type RunUpdate,
   type RunView,
@@ -60,6 +59,16 @@ function parseCall(payload: unknown): RunCall | undefined {
   }
 }
 
+/** A well-formed view from another edge (anything else is treated as no answer). */
+function isView(value: unknown): value is RunView {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'state' in value &&
+    typeof (value as { ended?: unknown }).ended === 'boolean'
+  );
+}
+
 /** The other edges' registries, asked through `peers`. */
 export function createRemoteRuns(peers: PeerCalls): RemoteRuns {
   const ask = async (call: RunCall): Promise<unknown> => {
@@ -68,10 +77,16 @@ export function createRemoteRuns(peers: PeerCalls): RemoteRuns {
   };
   return {
     async get(key) {
-      return (await ask({ op: 'get', key })) as RunView | undefined;
+      const answer = await ask({ op: 'get', key });
+      return isView(answer) ? answer : undefined;
     },
     async cancel(key, reason) {
-      return (await ask({ op: 'cancel', key, reason })) as RunCancelResult | undefined;
+      const answer = await ask({ op: 'cancel', key, reason });
+      if (typeof answer !== 'object' || answer === null) return undefined;
+      const result = answer as Record<string, unknown>;
+      return isView(result['view']) && typeof result['alreadyEnded'] === 'boolean'
+        ? { view: result['view'], alreadyEnded: result['alreadyEnded'] }
+        : undefined;
     },
     async delete(key) {
       return (await ask({ op: 'delete', key })) === true;
