@@ -7,7 +7,6 @@
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
-import type { PeerCalls } from './cluster/peer-calls.js';
 import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
 import { openGovernance, type Governance } from './governance/governance.js';
 import type { UsageQuery, UsageRow } from './governance/usage-store.js';
@@ -25,6 +24,7 @@ import { createNodeStore, type NodeStore } from './node/node-store.js';
 import { createProviderPool, type ProviderPool } from './pool/provider-pool.js';
 import { createConfigRefresher, type ConfigRefresher } from './refresh/config-refresher.js';
 import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
+import { RunRegistry } from './service/run-registry.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
 import type { EdgeTransport } from './transport/edge-transport.js';
@@ -63,8 +63,6 @@ export interface EdgeCore {
   governance: Governance;
   /** Live config refresh; undefined when `refresh.enabled` is false. */
   refresher: ConfigRefresher | undefined;
-  /** Cluster mode only: calls to the other edges (A2A tasks held by another edge); undefined on one edge. */
-  peers?: PeerCalls;
   /** Cluster mode only: usage totals of every live edge added up (GetUsage); undefined on one edge. */
   clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
   /** True once every surface started, false again when stopping (/readyz). */
@@ -184,7 +182,11 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       throw error;
     }
   }
+  // Background responses and A2A tasks, by (principal, kind, id); in cluster mode a miss is asked of the other edges.
+  // Bounds: DEFAULT_RUN_BOUNDS per kind (1000 runs, ended ones kept 1 hour).
+  const runRegistry = new RunRegistry({ clock, ...(cluster ? { remote: cluster.runs } : {}) });
   const service = createEdgeService({
+    runRegistry,
     registry,
     pool,
     events,
@@ -202,6 +204,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     try {
       // The fabric serves runs forwarded here only once the service exists: one explicit step, no order to keep.
       await cluster.serve(service);
+      cluster.serveRuns(runRegistry);
     } catch (error) {
       await cluster.close();
       pool.close();
@@ -259,7 +262,6 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     metrics,
     governance,
     refresher: servedRefresher,
-    ...(cluster ? { peers: cluster.peers } : {}),
     ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
     ready: () => ready,
   };
@@ -276,6 +278,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         }
       }
       refresher?.close();
+      // Runs the surfaces left going (A2A tasks) are cancelled and new ones refused; not awaited: the service's
+      // shutdown below ends every run, and a task's cancel may wait for its run's end.
+      void runRegistry.close();
       await cluster?.close();
       service.shutdown();
       pool.close();

@@ -2,9 +2,10 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../logging.js';
 import { echoScripter, FakeEdgeService, type Scripter } from '../test-support/fake-edge-service.js';
-import { MAX_LISTENERS_PER_TASK } from './task-subscription.js';
+import { DEFAULT_MAX_SUBSCRIBERS as MAX_LISTENERS_PER_TASK } from '../service/run-registry.js';
 import { startA2ASurface, type RunningA2ASurface } from './a2a-surface.js';
 import { TEST_A2A_SETTINGS } from './test-support/a2a-settings.js';
+import { createPrincipalResolver, type Principal } from '../governance/principal.js';
 
 let surface: RunningA2ASurface | undefined;
 
@@ -23,7 +24,7 @@ async function start(
     bearerToken,
     edgeId: 'edge-test',
     version: '0.1.0',
-    settings: { ...TEST_A2A_SETTINGS, maxTasks: 10, maxContexts: 10 },
+    settings: { ...TEST_A2A_SETTINGS, maxContexts: 10 },
     service: new FakeEdgeService(scripter),
     logger: silentLogger,
   });
@@ -147,5 +148,75 @@ describe('A2A app hostile input', () => {
     expect(body.error?.message).toMatch(/too many subscriptions/);
     controller.abort();
     await rpc('tasks/cancel', { id: sent.result.id });
+  });
+});
+
+describe('A2A tasks belong to the key that created them', () => {
+  const principal = (id: string): Principal => ({
+    id,
+    models: undefined,
+    rpm: null,
+    tpm: null,
+    maxConcurrent: null,
+    tokenBudget: null,
+  });
+
+  it("answers team-a's get, cancel, resubscribe and follow-up of team's task exactly like an unknown id", async () => {
+    const resolver = createPrincipalResolver({
+      keys: [],
+      extra: [
+        { secret: 'secret-team', principal: principal('team') },
+        { secret: 'secret-team-a', principal: principal('team-a') },
+      ],
+    });
+    surface = await startA2ASurface({
+      listen: '127.0.0.1:0',
+      path: '/a2a',
+      bearerToken: '',
+      principals: () => resolver,
+      edgeId: 'edge-test',
+      version: '0.1.0',
+      settings: { ...TEST_A2A_SETTINGS, maxContexts: 10 },
+      service: new FakeEdgeService(echoScripter),
+      logger: silentLogger,
+    });
+    const url = `http://${surface.address}/a2a`;
+    const call = async (secret: string, method: string, params: Record<string, unknown>) => {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return (await response.json()) as {
+        result?: { id: string; status: { state: string } };
+        error?: { code: number; message: string };
+      };
+    };
+    const sent = await call('secret-team', 'message/send', {
+      message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hello' }] },
+      configuration: { blocking: true },
+    });
+    const taskId = sent.result?.id as string;
+    expect(sent.result?.status.state).toBe('completed');
+    expect((await call('secret-team', 'tasks/get', { id: taskId })).result?.id).toBe(taskId);
+
+    const unknown = (await call('secret-team-a', 'tasks/get', { id: 'no-such-task' })).error;
+    expect(unknown?.code).toBe(-32001);
+    const asUnknown = { code: -32001, message: `task ${taskId} not found` };
+    expect((await call('secret-team-a', 'tasks/get', { id: taskId })).error).toEqual(asUnknown);
+    expect((await call('secret-team-a', 'tasks/cancel', { id: taskId })).error).toEqual(asUnknown);
+    expect((await call('secret-team-a', 'tasks/resubscribe', { id: taskId })).error).toEqual(asUnknown);
+    const followUp = await call('secret-team-a', 'message/send', {
+      message: {
+        kind: 'message',
+        messageId: 'm2',
+        role: 'user',
+        taskId,
+        parts: [{ kind: 'text', text: 'again' }],
+      },
+    });
+    expect(followUp.error).toEqual(asUnknown);
+    // The owner is told the task is finished, and that it cannot be canceled.
+    expect((await call('secret-team', 'tasks/cancel', { id: taskId })).error?.code).toBe(-32002);
   });
 });

@@ -29,9 +29,6 @@ import {
   type JsonRpcRequest,
 } from './json-rpc.js';
 import type { TaskManager } from './task-manager.js';
-import type { FabricCalls } from '../service/fabric-calls.js';
-import { FabricStreamError } from '../service/fabric-calls.js';
-import { toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
 export interface A2AAppOptions {
   path: string;
@@ -53,8 +50,6 @@ export interface A2AAppOptions {
   maxBodyBytes?: number;
   /** Request counts, durations and time to first artifact chunk (default: not recorded). */
   metrics?: HttpMetricsRecorder;
-  /** Cluster mode: a task this edge does not hold is asked of the other edges (tasks/get, tasks/cancel). */
-  peers?: FabricCalls;
 }
 
 /** Largest JSON-RPC body read (well under what one frame to a node carries). */
@@ -210,38 +205,21 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       case 'tasks/get': {
         const taskId = readTaskId(rpc.params);
         const historyLength = readCount(rpc.params['historyLength'], 'params.historyLength');
-        const task = await orPeers(options.peers, () => tasks.get(taskId, historyLength, principal), {
-          method: 'tasks/get',
-          taskId,
-          ...(historyLength !== undefined ? { historyLength } : {}),
-          ...(principal ? { principal: toWirePrincipal(principal) } : {}),
-        });
+        // Wherever the task is held: the service's run registry asks the other edges when this one has not it.
+        const task = await tasks.get(taskId, historyLength, principal);
         response.json(jsonRpcResult(id, task));
         return;
       }
       case 'tasks/cancel': {
         const taskId = readTaskId(rpc.params);
-        const task = await orPeers(options.peers, () => tasks.cancel(taskId, principal), {
-          method: 'tasks/cancel',
-          taskId,
-          ...(principal ? { principal: toWirePrincipal(principal) } : {}),
-        });
+        const task = await tasks.cancel(taskId, principal);
         response.json(jsonRpcResult(id, task));
         return;
       }
       case 'tasks/resubscribe': {
         const taskId = readTaskId(rpc.params);
         const controller = streamController(response);
-        const events = await orPeerStream(
-          options.peers,
-          () => tasks.resubscribe(taskId, controller.signal, principal),
-          {
-            method: 'tasks/resubscribe',
-            taskId,
-            ...(principal ? { principal: toWirePrincipal(principal) } : {}),
-          },
-          controller.signal,
-        );
+        const events = await tasks.resubscribe(taskId, controller.signal, principal);
         await writeStream(response, id, events, controller);
         return;
       }
@@ -380,73 +358,4 @@ function readTaskId(params: Record<string, unknown>): string {
     throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.id must be a non-empty string');
   }
   return id;
-}
-
-/** The peer-call topic of A2A task look-ups (cluster mode), and its payload. */
-export const A2A_TASKS_TOPIC = 'a2a-tasks';
-/** Peer streams: `tasks/resubscribe` of a task another edge holds. */
-export const A2A_RESUBSCRIBE_TOPIC = 'a2a-resubscribe';
-export interface A2ATaskCall {
-  /** tasks/resubscribe goes as a peer stream (A2A_RESUBSCRIBE_TOPIC), the others as calls (A2A_TASKS_TOPIC). */
-  method: 'tasks/get' | 'tasks/cancel' | 'tasks/resubscribe';
-  taskId: string;
-  historyLength?: number;
-  principal?: WirePrincipal;
-}
-
-/**
- * This edge's stream of a task; when it does not hold the task and other edges exist, the stream of the edge that
- * does (relayed over NATS, ended with it); otherwise this edge's task-not-found.
- */
-async function orPeerStream(
-  peers: FabricCalls | undefined,
-  here: () => AsyncIterable<StreamEvent>,
-  call: A2ATaskCall,
-  signal: AbortSignal,
-): Promise<AsyncIterable<StreamEvent>> {
-  try {
-    return here();
-  } catch (error) {
-    if (!peers || !(error instanceof JsonRpcError) || error.code !== JSON_RPC_ERRORS.taskNotFound)
-      throw error;
-    let remote: AsyncIterable<unknown> | undefined;
-    try {
-      remote = await peers.open(A2A_RESUBSCRIBE_TOPIC, call, signal);
-    } catch (caught) {
-      if (caught instanceof FabricStreamError) throw new JsonRpcError(caught.code, caught.message);
-      throw caught;
-    }
-    if (!remote) throw error;
-    return relayPeerStream(remote);
-  }
-}
-
-async function* relayPeerStream(remote: AsyncIterable<unknown>): AsyncIterable<StreamEvent> {
-  try {
-    for await (const event of remote) yield event as StreamEvent;
-  } catch (error) {
-    if (error instanceof FabricStreamError) throw new JsonRpcError(error.code, error.message);
-    throw error;
-  }
-}
-
-/**
- * This edge's answer; when it does not hold the task and other edges exist, the first edge that does (its
- * JSON-RPC error, e.g. not cancelable, is passed on); otherwise this edge's task-not-found.
- */
-async function orPeers<T>(
-  peers: FabricCalls | undefined,
-  here: () => T | Promise<T>,
-  call: A2ATaskCall,
-): Promise<T> {
-  try {
-    return await here();
-  } catch (error) {
-    if (!peers || !(error instanceof JsonRpcError) || error.code !== JSON_RPC_ERRORS.taskNotFound)
-      throw error;
-    const answer = await peers.ask(A2A_TASKS_TOPIC, call);
-    if (!answer) throw error;
-    if ('error' in answer) throw new JsonRpcError(answer.error.code, answer.error.message);
-    return answer.value as T;
-  }
 }

@@ -10,11 +10,7 @@ import type { EdgeConfig } from '@iop/config';
 import { EDGE_VERSION } from '../version.js';
 import type { Governance } from '../governance/governance.js';
 import type { PrincipalResolver } from '../governance/principal.js';
-import type { FabricCalls } from '../service/fabric-calls.js';
-import { fromWirePrincipal } from '../governance/wire-principal.js';
-import { A2A_RESUBSCRIBE_TOPIC, A2A_TASKS_TOPIC, createA2AApp, type A2ATaskCall } from './a2a-app.js';
-import { FabricStreamError } from '../service/fabric-calls.js';
-import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
+import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 
 export interface A2ASurfaceOptions {
@@ -33,8 +29,6 @@ export interface A2ASurfaceOptions {
   logger: Logger;
   now?: () => number;
   metrics?: HttpMetricsRecorder;
-  /** Cluster mode: tasks/get and tasks/cancel of a task another edge holds are asked of it (and answered here). */
-  peers?: FabricCalls;
 }
 
 export interface RunningA2ASurface {
@@ -63,38 +57,6 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     tasks,
     logger,
     ...(options.metrics ? { metrics: options.metrics } : {}),
-    ...(options.peers ? { peers: options.peers } : {}),
-  });
-  // Other edges ask for the tasks this edge holds; a task it does not hold is not its answer.
-  const stopServing = options.peers?.serve(A2A_TASKS_TOPIC, async (payload) => {
-    const call = payload as A2ATaskCall;
-    const principal = call.principal ? fromWirePrincipal(call.principal) : undefined;
-    if (call.method !== 'tasks/get' && call.method !== 'tasks/cancel') {
-      return { error: { code: JSON_RPC_ERRORS.methodNotFound, message: `method ${call.method} not found` } };
-    }
-    try {
-      const value =
-        call.method === 'tasks/get'
-          ? tasks.get(call.taskId, call.historyLength, principal)
-          : await tasks.cancel(call.taskId, principal);
-      return { value };
-    } catch (error) {
-      if (!(error instanceof JsonRpcError)) throw error;
-      if (error.code === JSON_RPC_ERRORS.taskNotFound) return undefined;
-      return { error: { code: error.code, message: error.message } };
-    }
-  });
-  // ... and resubscribe to them: this edge streams a task it holds to the edge the client reached.
-  const stopStreaming = options.peers?.serveStream(A2A_RESUBSCRIBE_TOPIC, (payload, signal) => {
-    const call = payload as A2ATaskCall;
-    const principal = call.principal ? fromWirePrincipal(call.principal) : undefined;
-    try {
-      return tasks.resubscribe(call.taskId, signal, principal);
-    } catch (error) {
-      if (!(error instanceof JsonRpcError)) throw error;
-      if (error.code === JSON_RPC_ERRORS.taskNotFound) return undefined;
-      throw new FabricStreamError(error.code, error.message);
-    }
   });
   const guard = createHostGuard({
     listen: options.listen,
@@ -106,15 +68,16 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     name: 'a2a',
     address: listener.address,
     close: () => {
-      stopServing?.();
-      stopStreaming?.();
       return listener.close();
     },
   };
 }
 
-/** Task store and context bounds (documented in agent-contract/outer/a2a-json-rpc-api.md). */
-export const A2A_LIMITS = { maxTasks: 1000, finishedTaskTtlMs: 60 * 60 * 1000, maxContexts: 1000 } as const;
+/**
+ * Context bounds (documented in agent-contract/outer/a2a-json-rpc-api.md); tasks are bounded by the service's run
+ * registry (DEFAULT_RUN_BOUNDS: 1000 per edge, finished ones kept 1 hour).
+ */
+export const A2A_LIMITS = { maxContexts: 1000 } as const;
 
 /** The A2A surface as the runtime starts it: from `a2a.*` config, or nothing when disabled. */
 /** What the A2A surface uses of the runtime's core. */
@@ -125,8 +88,6 @@ export interface A2ASurfaceDeps {
   metrics: EdgeMetrics;
   /** API keys (the same principals as the OpenAI surface). */
   governance?: Pick<Governance, 'keys'>;
-  /** Cluster mode: the other edges (tasks another edge holds). */
-  peers?: FabricCalls;
 }
 
 export function createA2ASurface() {
@@ -153,7 +114,6 @@ export function createA2ASurface() {
       service: context.service,
       logger: context.logger,
       metrics: edgeHttpMetrics(context.metrics, 'a2a'),
-      ...(context.peers ? { peers: context.peers } : {}),
     });
   };
 }

@@ -7,6 +7,12 @@
 // node, ...) is a JSON-RPC error and no task is created; a message that has to wait behind an earlier turn of its
 // context is admitted when its turn comes, and a refusal then fails the task. The service owns the run's deadline
 // (a2a.timeout_sec) and its release.
+//
+// Tasks live in the service's run registry (service/run-registry.ts, kind `a2a.task`, keyed by the caller's
+// principal): it holds each task's current state, its events for `message/stream` and `tasks/resubscribe`, and the
+// cancel handle; it bounds how many are kept (the oldest finished first) and for how long, answers another key's
+// task exactly like an unknown one, and in cluster mode finds a task another edge holds. This file runs the turns
+// and translates them into the A2A task shape.
 import type { ChatMessage, RunEventPart } from '@iop/wire';
 import { create } from '@iop/wire';
 import type { Principal } from '../governance/principal.js';
@@ -23,8 +29,13 @@ import {
   type TaskState,
 } from './a2a-types.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
-import { TaskSubscription } from './task-subscription.js';
-import { TaskStore, TaskStoreFullError, type TaskRecord } from './task-store.js';
+import {
+  RunRegistryError,
+  type RegisteredRun,
+  type RunKey,
+  type RunRegistry,
+  type RunUpdate,
+} from '../service/run-registry.js';
 
 export interface A2ASettings {
   /** Node id or alias; empty = the single connected node. */
@@ -34,8 +45,6 @@ export interface A2ASettings {
   /** Prefix of the IOP session ids made for A2A contexts. */
   sessionId: string;
   timeoutSec: number;
-  maxTasks: number;
-  finishedTaskTtlMs: number;
   maxContexts: number;
 }
 
@@ -69,22 +78,29 @@ interface ContextState {
   lastUsedMs: number;
 }
 
+/** A task of this edge that has not finished: the run behind it and its entry in the run registry. */
+interface TaskRecord {
+  task: Task;
+  registered: RegisteredRun;
+  handle?: RunHandle | undefined;
+  /** Resolves when the task is terminal. */
+  finished: Promise<void>;
+  markFinished: () => void;
+}
+
 const MAX_CONTEXT_HISTORY = 50;
 const CANCEL_WAIT_MS = 10_000;
+const KIND = 'a2a.task';
 
 export class TaskManager {
-  private readonly store: TaskStore;
   private readonly contexts = new Map<string, ContextState>();
+  private readonly registry: RunRegistry;
 
   constructor(
     private readonly settings: A2ASettings,
     private readonly deps: TaskManagerDeps,
   ) {
-    this.store = new TaskStore({
-      maxTasks: settings.maxTasks,
-      finishedTtlMs: settings.finishedTaskTtlMs,
-      now: deps.now,
-    });
+    this.registry = deps.service.runRegistry;
   }
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */
@@ -103,21 +119,49 @@ export class TaskManager {
     traceparent?: string,
   ): Promise<AsyncIterable<StreamEvent>> {
     const record = await this.start(params, principal, traceparent);
-    return this.follow(record, signal);
+    return taskEvents(() => this.registry.subscribeLocal(record.registered.key, signal));
   }
 
-  get(id: string, historyLength?: number, principal?: Principal): Task {
-    return snapshot(this.require(id, principal).task, historyLength);
+  /** The task (this edge's or, in cluster mode, another edge's), for the key that created it. */
+  async get(id: string, historyLength?: number, principal?: Principal): Promise<Task> {
+    const found = await this.registry.get(keyOf(id, principal));
+    if (!found) throw notFound(id);
+    return snapshot(found.state as Task, historyLength);
   }
 
   async cancel(id: string, principal?: Principal): Promise<Task> {
-    const record = this.require(id, principal);
-    if (this.store.isTerminal(record)) {
+    const result = await this.registry.cancel(keyOf(id, principal), 'canceled by A2A client');
+    if (!result) throw notFound(id);
+    const task = result.view.state as Task;
+    if (result.alreadyEnded) {
       throw new JsonRpcError(
         JSON_RPC_ERRORS.taskNotCancelable,
-        `task ${id} is already ${record.task.status.state} and cannot be canceled`,
+        `task ${id} is already ${task.status.state} and cannot be canceled`,
       );
     }
+    return task;
+  }
+
+  /** The task's state, then its live events until the final one (wherever the task is held). */
+  async resubscribe(
+    id: string,
+    signal: AbortSignal,
+    principal?: Principal,
+  ): Promise<AsyncIterable<StreamEvent>> {
+    let updates: AsyncIterable<RunUpdate> | undefined;
+    try {
+      updates = await this.registry.subscribe(keyOf(id, principal), signal);
+    } catch (error) {
+      throw subscriptionError(error);
+    }
+    if (!updates) throw notFound(id);
+    const found = updates;
+    return taskEvents(() => found);
+  }
+
+  /** The registry's cancel handle of a task of this edge (called once, by the first cancel). */
+  private async cancelRecord(record: TaskRecord): Promise<void> {
+    if (isTerminal(record)) return;
     if (record.handle) {
       await record.handle.cancel('canceled by A2A client');
     } else {
@@ -125,22 +169,9 @@ export class TaskManager {
       this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled before it started.'));
     }
     await Promise.race([record.finished, delay(CANCEL_WAIT_MS)]);
-    if (!this.store.isTerminal(record)) {
+    if (!isTerminal(record)) {
       this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled.'));
     }
-    return snapshot(record.task);
-  }
-
-  resubscribe(id: string, signal: AbortSignal, principal?: Principal): AsyncIterable<StreamEvent> {
-    return this.follow(this.require(id, principal), signal);
-  }
-
-  /** The task, for the key that created it: another key's task is reported exactly like a missing one. */
-  private require(id: string, principal: Principal | undefined): TaskRecord {
-    const record = this.store.get(id);
-    if (!record || (record.owner ?? '') !== (principal?.id ?? ''))
-      throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${id} not found`);
-    return record;
   }
 
   private async start(
@@ -151,12 +182,11 @@ export class TaskManager {
   ): Promise<TaskRecord> {
     const message = parseMessage(params['message']);
     if (message.taskId !== undefined) {
-      const existing = this.store.get(message.taskId);
-      if (!existing || (existing.owner ?? '') !== (principal?.id ?? ''))
-        throw new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${message.taskId} not found`);
+      const existing = await this.registry.get(keyOf(message.taskId, principal));
+      if (!existing) throw notFound(message.taskId);
       throw new JsonRpcError(
         JSON_RPC_ERRORS.invalidParams,
-        `task ${message.taskId} is ${existing.task.status.state}; send a new message with its contextId to continue the conversation`,
+        `task ${message.taskId} is ${(existing.state as Task).status.state}; send a new message with its contextId to continue the conversation`,
       );
     }
     const prompt = promptOf(message.parts);
@@ -175,9 +205,8 @@ export class TaskManager {
         handle = await this.submit(context, userTurn, taskId, contextId, traceparent, collect);
       }
       const userMessage: Message = { ...message, contextId, taskId };
-      const record = this.addRecord(taskId, contextId, userMessage);
+      const record = this.addRecord(keyOf(taskId, principal), contextId, userMessage);
       record.handle = handle;
-      record.owner = principal?.id ?? '';
       context.tail = context.tail
         .then(() => this.execute(record, context, prompt, handle, userTurn, traceparent, collect))
         .catch((error: unknown) => {
@@ -195,21 +224,30 @@ export class TaskManager {
     }
   }
 
-  private addRecord(taskId: string, contextId: string, userMessage: Message): TaskRecord {
+  private addRecord(key: RunKey, contextId: string, userMessage: Message): TaskRecord {
+    const task: Task = {
+      kind: 'task',
+      id: key.id,
+      contextId,
+      status: { state: 'submitted', timestamp: this.timestamp() },
+      history: [userMessage],
+      artifacts: [],
+    };
+    let markFinished: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => {
+      markFinished = resolve;
+    });
+    let registered: RegisteredRun;
     try {
-      return this.store.add({
-        kind: 'task',
-        id: taskId,
-        contextId,
-        status: { state: 'submitted', timestamp: this.timestamp() },
-        history: [userMessage],
-        artifacts: [],
-      });
+      registered = this.registry.add(key, structuredClone(task), () => this.cancelRecord(record));
     } catch (error) {
-      if (error instanceof TaskStoreFullError)
+      // Full of running tasks: refused rather than forgetting work in flight.
+      if (error instanceof RunRegistryError)
         throw new JsonRpcError(JSON_RPC_ERRORS.internalError, error.message);
       throw error;
     }
+    const record: TaskRecord = { task, registered, finished, markFinished };
+    return record;
   }
 
   /** One turn of a context through the service's admission path. */
@@ -291,7 +329,7 @@ export class TaskManager {
     traceparent: string | undefined,
     collect: boolean,
   ): Promise<void> {
-    if (this.store.isTerminal(record)) {
+    if (isTerminal(record)) {
       // Canceled before its turn; a run admitted for it is cancelled too (capacity is released when it ends).
       if (admitted) await admitted.cancel('a2a task canceled');
       return;
@@ -318,14 +356,14 @@ export class TaskManager {
         return;
       }
       record.handle = handle;
-      if (this.store.isTerminal(record)) {
+      if (isTerminal(record)) {
         await handle.cancel('a2a task canceled');
         return;
       }
     }
     this.transition(record, 'working');
     const text = await this.collect(record, handle);
-    if (this.store.isTerminal(record)) return;
+    if (isTerminal(record)) return;
     const outcome = await handle.done;
     switch (outcome.status) {
       case 'completed':
@@ -358,6 +396,7 @@ export class TaskManager {
         text += part.text;
         const artifact: Artifact = { artifactId, name: 'output', parts: [{ kind: 'text', text }] };
         record.task.artifacts = [artifact];
+        record.registered.update(structuredClone(record.task));
         this.emit(record, {
           kind: 'artifact-update',
           taskId: record.task.id,
@@ -383,10 +422,11 @@ export class TaskManager {
   }
 
   private transition(record: TaskRecord, state: TaskState, message?: Message): void {
-    if (this.store.isTerminal(record)) return;
+    if (isTerminal(record)) return;
     record.task.status = { state, timestamp: this.timestamp(), ...(message ? { message } : {}) };
     if (message) record.task.history = [...(record.task.history ?? []), message];
     const final = TERMINAL_STATES.has(state);
+    if (!final) record.registered.update(structuredClone(record.task));
     this.emit(record, {
       kind: 'status-update',
       taskId: record.task.id,
@@ -395,48 +435,78 @@ export class TaskManager {
       final,
     });
     if (final) {
-      this.store.finish(record);
-      record.listeners.clear();
+      // After the final event: subscribers see it, then their subscription ends.
+      record.registered.end(structuredClone(record.task));
+      record.handle = undefined;
+      record.markFinished();
       this.deps.logger.info({ taskId: record.task.id, state }, 'a2a task finished');
     }
   }
 
   private emit(record: TaskRecord, event: StreamEvent): void {
-    for (const listener of record.listeners) listener(event);
-  }
-
-  /**
-   * The task snapshot, then live events until a final status-update (or the caller goes away). The subscription
-   * is bounded (TaskSubscription): a task with too many subscribers refuses another, and a client that falls
-   * too far behind gets an error instead of an unbounded queue.
-   */
-  private async *follow(record: TaskRecord, signal: AbortSignal): AsyncGenerator<StreamEvent> {
-    const subscription = new TaskSubscription(record.listeners);
-    try {
-      yield snapshot(record.task);
-      if (this.store.isTerminal(record)) {
-        yield {
-          kind: 'status-update',
-          taskId: record.task.id,
-          contextId: record.task.contextId,
-          status: record.task.status,
-          final: true,
-        };
-        return;
-      }
-      for (;;) {
-        const event = await subscription.next(signal);
-        if (!event) return;
-        yield event;
-        if (event.kind === 'status-update' && event.final) return;
-      }
-    } finally {
-      subscription.close();
-    }
+    record.registered.emit(structuredClone(event));
   }
 
   private timestamp(): string {
     return new Date(this.deps.now()).toISOString();
+  }
+}
+
+function keyOf(id: string, principal: Principal | undefined): RunKey {
+  return { principal: principal?.id ?? '', kind: KIND, id };
+}
+
+/** Another key's task is reported exactly like a missing one. */
+function notFound(id: string): JsonRpcError {
+  return new JsonRpcError(JSON_RPC_ERRORS.taskNotFound, `task ${id} not found`);
+}
+
+function isTerminal(record: TaskRecord): boolean {
+  return TERMINAL_STATES.has(record.task.status.state);
+}
+
+/** A registry refusal of a subscription as the A2A client sees it. */
+function subscriptionError(error: unknown): unknown {
+  if (!(error instanceof RunRegistryError)) return error;
+  return new JsonRpcError(
+    error.code === 'too_many_subscribers' ? JSON_RPC_ERRORS.invalidRequest : JSON_RPC_ERRORS.internalError,
+    error.message,
+  );
+}
+
+/**
+ * A task's registry updates as A2A stream events: the task, then its status and artifact updates until the final
+ * one. A task that had already ended yields its state and its final status. `open` subscribes when the stream is
+ * first read; a task with too many subscribers refuses another, and a client that falls too far behind gets an
+ * error (it may resubscribe to get the task's current state); the run itself is not affected.
+ */
+async function* taskEvents(open: () => AsyncIterable<RunUpdate> | undefined): AsyncGenerator<StreamEvent> {
+  let last: Task | undefined;
+  let final = false;
+  try {
+    const updates = open();
+    if (!updates) return;
+    for await (const update of updates) {
+      if ('state' in update) {
+        last = update.state as Task;
+        yield last;
+        continue;
+      }
+      const event = update.event as StreamEvent;
+      if (event.kind === 'status-update' && event.final) final = true;
+      yield event;
+    }
+  } catch (error) {
+    throw subscriptionError(error);
+  }
+  if (!final && last && TERMINAL_STATES.has(last.status.state)) {
+    yield {
+      kind: 'status-update',
+      taskId: last.id,
+      contextId: last.contextId,
+      status: last.status,
+      final: true,
+    };
   }
 }
 

@@ -60,6 +60,8 @@ import { keyFileIsShared, readFabricKeyring, type FabricKeyring } from './fabric
 import { FabricSealer } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
+import { createRemoteRuns, serveRuns } from './cluster-runs.js';
+import type { LocalRuns, RemoteRuns } from '../placement/run-directory.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
@@ -126,6 +128,10 @@ export interface EdgeCluster {
   attachRefresher(local: ConfigRefresher, configPath: string): ConfigRefresher;
   /** Calls to the other live edges for state one edge holds (A2A tasks). */
   readonly peers: PeerCalls;
+  /** The other edges' run registries (background responses, A2A tasks), for the service's run registry. */
+  readonly runs: RemoteRuns;
+  /** Answers the other edges' run lookups from this edge's registry (until close). */
+  serveRuns(local: LocalRuns): void;
   /** Cluster-wide key limits; undefined without a governor. */
   readonly limits: ClusterLimits | undefined;
   /** Usage totals of every live edge added up (GetUsage); undefined without `usage`. */
@@ -286,6 +292,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   private readonly timers: ReturnType<typeof setInterval>[] = [];
   private currentConfig: () => EdgeConfig;
   readonly peers: PeerCalls;
+  readonly runs: RemoteRuns;
+  private stopServingRuns: (() => void) | undefined;
   readonly limits: ClusterLimits | undefined;
   private readonly clusterUsage: ClusterUsage | undefined;
   private clusterRefresher: ClusterRefresher | undefined;
@@ -312,6 +320,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       edgeId: this.edgeId,
       liveEdges: () => this.view.states().map((state) => state.edgeId),
     });
+    this.runs = createRemoteRuns(this.peers);
     this.limits = options.governor
       ? createClusterLimits({
           nc,
@@ -471,6 +480,11 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     void this.nc.closed().then(() => {
       for (const forward of [...this.forwarded.values()]) forward.lost('the edge lost its NATS connection');
     });
+  }
+
+  serveRuns(local: LocalRuns): void {
+    if (this.stopServingRuns) throw new Error('the cluster already serves a run registry');
+    this.stopServingRuns = serveRuns(this.peers, local);
   }
 
   async serve(host: ForwardedRunHost): Promise<void> {
@@ -813,6 +827,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       this.clusterUsage?.close();
       for (const stop of this.stopWatches) stop();
       this.clusterRefresher?.close();
+      this.stopServingRuns?.();
       for (const forward of [...this.forwarded.values()]) forward.leave();
       // Runs other edges forwarded here end there with an error (this edge is leaving), then here.
       const leaving: RunOutcome = {

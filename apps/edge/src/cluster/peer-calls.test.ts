@@ -1,5 +1,6 @@
-// A2A tasks across edges over a real nats-server (skipped with one printed line when it is missing): two A2A
-// surfaces, each with its own task store, joined by peer calls; a task created on one edge is read and
+// A2A tasks and background responses across edges over a real nats-server (skipped with one printed line when it
+// is missing): two A2A surfaces or two OpenAI apps whose services' run registries are joined by the cluster's run
+// lookups (cluster-runs.ts over peer calls); a task or response created on one edge is read, followed and
 // cancelled through the other.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
@@ -15,6 +16,9 @@ import { silentLogger } from '../logging.js';
 import { FakeEdgeService, textRun, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createPeerCalls } from './peer-calls.js';
+import { createRemoteRuns, serveRuns } from './cluster-runs.js';
+import { RunRegistry } from '../service/run-registry.js';
+import { systemClock } from '../clock.js';
 import { TEST_A2A_SETTINGS } from '../a2a/test-support/a2a-settings.js';
 
 const available = natsServerAvailable('cluster peer-call tests');
@@ -52,12 +56,11 @@ async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
     nodes.list,
     pool,
   );
-  const app = createOpenAIApp({
-    config,
-    service,
-    logger: silentLogger,
-    peers: createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 }),
-  });
+  // The service's run registry, joined to the other edges' registries by the cluster's run lookups.
+  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
+  service.runRegistry = new RunRegistry({ clock: systemClock, remote: createRemoteRuns(peers) });
+  const stopServing = serveRuns(peers, service.runRegistry);
+  const app = createOpenAIApp({ config, service, logger: silentLogger });
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   await nc.flush();
@@ -65,6 +68,7 @@ async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
     () =>
       new Promise<void>((resolve) => {
         closeOpenAIApp(app);
+        stopServing();
         pool.close();
         server.closeAllConnections();
         server.close(() => resolve());
@@ -77,6 +81,13 @@ async function edge(edgeId: string, others: string[]): Promise<{ url: string; se
   const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const service = new FakeEdgeService(scripter);
+  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
+  service.runRegistry = new RunRegistry({ clock: systemClock, remote: createRemoteRuns(peers) });
+  const stopServing = serveRuns(peers, service.runRegistry);
+  closers.push(() => {
+    stopServing();
+    return Promise.resolve();
+  });
   const surface = await startA2ASurface({
     listen: '127.0.0.1:0',
     path: '/a2a',
@@ -86,7 +97,6 @@ async function edge(edgeId: string, others: string[]): Promise<{ url: string; se
     settings,
     service,
     logger: silentLogger,
-    peers: createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 }),
   });
   await nc.flush();
   surfaces.push(surface);

@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { connectAll, FakeNodes, poolConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { BackgroundResponses } from './background-responses.js';
+import { RunRegistry } from '../service/run-registry.js';
 import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
 import { createRunStarter } from './run-starter.js';
@@ -41,13 +42,8 @@ function setup(delayMs: number) {
     sessionId: 's',
     timeoutMs: 0,
   });
-  const store = new BackgroundResponses({
-    runs,
-    clock,
-    logger: silentLogger,
-    maxEntries: 2,
-    ttlMs: 1000,
-  });
+  const registry = new RunRegistry({ clock, bounds: { 'openai.response': { maxEntries: 2, ttlMs: 1000 } } });
+  const store = new BackgroundResponses({ runs, registry, logger: silentLogger });
   const modelConfig = pool.model('m');
   if (!modelConfig) throw new Error('model missing');
   const route = { kind: 'pool' as const, model: 'm', modelConfig, workspaceRequired: false as const };
@@ -58,7 +54,7 @@ function setup(delayMs: number) {
     request: { model: 'm', input: 'x' },
     output,
   });
-  return { store, route, context, pool, service, advance: (ms: number) => (now += ms) };
+  return { store, registry, route, context, pool, service, advance: (ms: number) => (now += ms) };
 }
 
 describe('BackgroundResponses', () => {
@@ -66,14 +62,14 @@ describe('BackgroundResponses', () => {
     const { store, route, context, pool } = setup(0);
     store.start(context('r1'), route, spec, output);
     store.start(context('r2'), route, spec, output);
-    await eventually(() => {
-      expect(store.get('r1')['status']).toBe('completed');
-      expect(store.get('r2')['status']).toBe('completed');
+    await eventually(async () => {
+      expect((await store.get('r1'))['status']).toBe('completed');
+      expect((await store.get('r2'))['status']).toBe('completed');
     });
     store.start(context('r3'), route, spec, output);
-    expect(() => store.get('r1')).toThrow(OpenAIHttpError);
+    await expect(store.get('r1')).rejects.toThrow(OpenAIHttpError);
     expect(store.size).toBe(2);
-    await eventually(() => expect(store.get('r3')['status']).toBe('completed'));
+    await eventually(async () => expect((await store.get('r3'))['status']).toBe('completed'));
     pool.close();
   });
 
@@ -81,16 +77,42 @@ describe('BackgroundResponses', () => {
     const { store, route, context, pool, service, advance } = setup(200);
     store.start(context('r1'), route, spec, output);
     store.start(context('r2'), route, spec, output);
-    expect(() => store.start(context('r3'), route, spec, output)).toThrow(/already running/);
+    expect(() => store.start(context('r3'), route, spec, output)).toThrow(
+      expect.objectContaining({ status: 429, code: 'too_many_background_responses' }),
+    );
     store.close();
-    expect(store.get('r1')['status']).toBe('cancelled');
+    expect((await store.get('r1'))['status']).toBe('cancelled');
     await eventually(() => {
       expect(service.active).toBe(0);
       expect(pool.totals().inFlight).toBe(0);
     });
     advance(1001);
-    expect(() => store.get('r1')).toThrow(/No response/);
+    await expect(store.get('r1')).rejects.toThrow(/No response/);
     expect(() => store.start(context('r4'), route, spec, output)).toThrow(/shutting down/);
+    pool.close();
+  });
+
+  it("keeps keys apart: team-a neither reads nor cancels team's response, and is told 404 like for an unknown id", async () => {
+    const { store, route, context, pool, service } = setup(200);
+    const team = { ...spec, principal: { id: 'team' } } as RunSpec;
+    store.start(context('r1'), route, team, output);
+    const unknown = await store.get('nope', 'team-a').catch((error: unknown) => error);
+    for (const attempt of [store.get('r1', 'team-a'), store.cancel('r1', 'team-a'), store.get('r1')]) {
+      const error = await attempt.catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(OpenAIHttpError);
+      expect((error as OpenAIHttpError).status).toBe(404);
+      expect((error as OpenAIHttpError).message).toBe(
+        (unknown as OpenAIHttpError).message.replace('nope', 'r1'),
+      );
+    }
+    expect((await store.get('r1', 'team'))['status']).not.toBe('cancelled');
+    expect((await store.cancel('r1', 'team'))['status']).toBe('cancelled');
+    await eventually(() => {
+      expect(service.active).toBe(0);
+      expect(pool.totals().inFlight).toBe(0);
+    });
+    // A finished response is returned unchanged by a second cancel.
+    expect((await store.cancel('r1', 'team'))['status']).toBe('cancelled');
     pool.close();
   });
 });

@@ -2,11 +2,14 @@
 // run proceeds in the edge, detached from the client connection; `GET /v1/responses/{id}` polls it and
 // `POST /v1/responses/{id}/cancel` cancels it (leaving the provider queue or cancelling the run on the node).
 //
-// The store is in memory and bounded: at most `maxEntries` responses (the oldest finished ones are evicted first;
-// when all are running a new background request is refused) and finished responses are forgotten after `ttlMs`.
-// close() cancels every running one (edge shutdown).
+// This file runs the response and translates it into the Response object; the service's run registry
+// (service/run-registry.ts, kind `openai.response`) holds it: its bounds (at most so many per edge, the oldest
+// finished ones evicted first, a new background request refused with 429 when all are running; finished ones
+// forgotten after a TTL), the owner check (another key's response is a 404 like an unknown id) and, in cluster
+// mode, the lookup of a response another edge holds. close() cancels the responses this surface started.
 import type { Logger } from '../logging.js';
-import type { Clock } from '../clock.js';
+import type { RegisteredRun, RunKey, RunRegistry } from '../service/run-registry.js';
+import { RunRegistryError } from '../service/run-registry.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import type { ResolvedRoute } from './route-resolver.js';
@@ -16,36 +19,27 @@ import type { RunSpec } from './run-spec.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
-interface Entry {
+/** A response this surface started that has not finished. */
+interface Running {
   context: ResponsesOutputContext;
-  status: BackgroundStatus;
-  body: Record<string, unknown>;
+  registered: RegisteredRun;
   controller: AbortController;
-  finishedAt?: number;
-  /** The principal id that created it ('' = anonymous): only the same key may read or cancel it. */
-  owner: string;
 }
 
 export interface BackgroundResponsesOptions {
   runs: RunStarter;
-  clock: Clock;
+  /** The service's run registry, where the responses are held and looked up. */
+  registry: RunRegistry;
   logger: Logger;
-  /** Default 1000. */
-  maxEntries?: number;
-  /** How long a finished response stays retrievable. Default 1 hour. */
-  ttlMs?: number;
 }
 
+const KIND = 'openai.response';
+
 export class BackgroundResponses {
-  private readonly entries = new Map<string, Entry>();
-  private readonly maxEntries: number;
-  private readonly ttlMs: number;
+  private readonly running = new Map<string, Running>();
   private closed = false;
 
-  constructor(private readonly options: BackgroundResponsesOptions) {
-    this.maxEntries = options.maxEntries ?? 1000;
-    this.ttlMs = options.ttlMs ?? 60 * 60 * 1000;
-  }
+  constructor(private readonly options: BackgroundResponsesOptions) {}
 
   /** Starts a background response and returns its `queued` body. */
   start(
@@ -56,127 +50,125 @@ export class BackgroundResponses {
   ): Record<string, unknown> {
     if (this.closed)
       throw new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
-    this.makeRoom();
-    const entry: Entry = {
-      context,
-      status: 'queued',
-      body: withStatus(responseObject(context, 'in_progress', [], null), 'queued'),
-      controller: new AbortController(),
-      owner: spec.principal?.id ?? '',
-    };
-    this.entries.set(context.id, entry);
-    void this.run(entry, route, spec, output);
-    return entry.body;
+    const key = keyOf(context.id, spec.principal?.id);
+    const body = withStatus(responseObject(context, 'in_progress', [], null), 'queued');
+    const controller = new AbortController();
+    let registered: RegisteredRun;
+    try {
+      registered = this.options.registry.add(key, body, (reason) => {
+        // The caller sees `cancelled` at once; the run leaves the queue or is cancelled on the node.
+        registered.end(withStatus(registered.state as Record<string, unknown>, 'cancelled'));
+        this.running.delete(context.id);
+        controller.abort(new Error(reason));
+      });
+    } catch (error) {
+      throw registryRefusal(error);
+    }
+    const running: Running = { context, registered, controller };
+    this.running.set(context.id, running);
+    void this.run(running, route, spec, output);
+    return body;
   }
 
   /** The response's current body, for its owner (`owner`: the caller's principal id; another key gets 404). */
-  get(id: string, owner?: string): Record<string, unknown> {
-    return this.entry(id, owner).body;
+  async get(id: string, owner?: string): Promise<Record<string, unknown>> {
+    const found = await this.options.registry.get(keyOf(id, owner));
+    if (!found) throw notFound(id);
+    return found.state as Record<string, unknown>;
   }
 
   /** Cancels a queued or running response; a finished one is returned unchanged. */
-  cancel(id: string, owner?: string): Record<string, unknown> {
-    const entry = this.entry(id, owner);
-    if (entry.status === 'queued' || entry.status === 'in_progress') {
-      this.finish(entry, 'cancelled', withStatus(entry.body, 'cancelled'));
-      entry.controller.abort(new Error('cancelled by the caller'));
-    }
-    return entry.body;
+  async cancel(id: string, owner?: string): Promise<Record<string, unknown>> {
+    const result = await this.options.registry.cancel(keyOf(id, owner), 'cancelled by the caller');
+    if (!result) throw notFound(id);
+    return result.view.state as Record<string, unknown>;
   }
 
-  /** Running and finished responses held. */
+  /** Responses of this edge held in the registry, running and finished. */
   get size(): number {
-    return this.entries.size;
+    return this.options.registry.size(KIND);
   }
 
+  /** Cancels every response this surface started that is still running, and refuses new ones. */
   close(): void {
     this.closed = true;
-    for (const entry of this.entries.values()) {
-      if (entry.status === 'queued' || entry.status === 'in_progress') {
-        this.finish(entry, 'cancelled', withStatus(entry.body, 'cancelled'));
-        entry.controller.abort(new Error('edge shutting down'));
-      }
+    for (const { registered, controller } of [...this.running.values()]) {
+      registered.end(withStatus(registered.state as Record<string, unknown>, 'cancelled'));
+      controller.abort(new Error('edge shutting down'));
     }
+    this.running.clear();
   }
 
-  private async run(entry: Entry, route: ResolvedRoute, spec: RunSpec, output: OutputOptions): Promise<void> {
-    const signal = entry.controller.signal;
+  private async run(
+    running: Running,
+    route: ResolvedRoute,
+    spec: RunSpec,
+    output: OutputOptions,
+  ): Promise<void> {
+    const { context, registered, controller } = running;
+    const signal = controller.signal;
     try {
       const run = await this.options.runs.start(route, spec, signal);
       try {
-        if (entry.finishedAt === undefined) {
-          entry.status = 'in_progress';
-          entry.body = withStatus(entry.body, 'in_progress');
-        }
+        registered.update(withStatus(registered.state as Record<string, unknown>, 'in_progress'));
         const collected = await run.collect(output);
-        const body = responsesBody(entry.context, collected);
-        this.finish(entry, body['status'] as BackgroundStatus, { ...body, background: true });
+        registered.end({ ...responsesBody(context, collected), background: true });
       } finally {
         run.finish('background response cancelled');
       }
     } catch (error) {
       if (signal.aborted) return;
       const mapped = mapOpenAIError(error);
-      const failed = responseObject(entry.context, 'failed', [], null, {
+      const failed = responseObject(context, 'failed', [], null, {
         code: mapped.body.error.code ?? 'error',
         message: mapped.body.error.message,
       });
-      this.finish(entry, 'failed', { ...failed, background: true });
+      registered.end({ ...failed, background: true });
       this.options.logger.debug(
-        { response: entry.context.id, code: mapped.body.error.code },
+        { response: context.id, code: mapped.body.error.code },
         'background response failed',
       );
+    } finally {
+      this.running.delete(context.id);
     }
   }
+}
 
-  private finish(entry: Entry, status: BackgroundStatus, body: Record<string, unknown>): void {
-    if (entry.finishedAt !== undefined) return;
-    entry.status = status;
-    entry.body = body;
-    entry.finishedAt = this.options.clock.now();
-  }
+function keyOf(id: string, owner: string | undefined): RunKey {
+  return { principal: owner ?? '', kind: KIND, id };
+}
 
-  private entry(id: string, owner: string | undefined): Entry {
-    this.expire();
-    const entry = this.entries.get(id);
-    // Another key's response is reported exactly like a missing one.
-    if (!entry || entry.owner !== (owner ?? '')) {
-      throw new OpenAIHttpError(
-        404,
-        'invalid_request_error',
-        'response_not_found',
-        `No response with id '${id}'`,
-        'response_id',
+function notFound(id: string): OpenAIHttpError {
+  // Another key's response is reported exactly like a missing one.
+  return new OpenAIHttpError(
+    404,
+    'invalid_request_error',
+    'response_not_found',
+    `No response with id '${id}'`,
+    'response_id',
+  );
+}
+
+function registryRefusal(error: unknown): unknown {
+  if (!(error instanceof RunRegistryError)) return error;
+  switch (error.code) {
+    case 'registry_full':
+      return new OpenAIHttpError(
+        429,
+        'rate_limit_error',
+        'too_many_background_responses',
+        `too many background responses are already running: ${error.message}`,
+        'background',
+        { 'retry-after': '1' },
       );
-    }
-    return entry;
-  }
-
-  private expire(): void {
-    const cutoff = this.options.clock.now() - this.ttlMs;
-    for (const [id, entry] of this.entries) {
-      if (entry.finishedAt !== undefined && entry.finishedAt <= cutoff) this.entries.delete(id);
-    }
-  }
-
-  private makeRoom(): void {
-    this.expire();
-    if (this.entries.size < this.maxEntries) return;
-    // Map order is insertion order: the first finished entry is the oldest one.
-    for (const [id, entry] of this.entries) {
-      if (entry.finishedAt !== undefined) {
-        this.entries.delete(id);
-        return;
-      }
-    }
-    throw new OpenAIHttpError(
-      429,
-      'rate_limit_error',
-      'too_many_background_responses',
-      `${this.maxEntries} background responses are already running`,
-      'background',
-      { 'retry-after': '1' },
-    );
+    case 'shutting_down':
+      return new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
+    case 'duplicate_run':
+    case 'holder_lost':
+    case 'subscriber_too_slow':
+    case 'too_many_subscribers':
+      // A response id is fresh per request and add() neither streams nor asks the fabric: the edge's own fault.
+      return new OpenAIHttpError(500, 'server_error', error.code, error.message);
   }
 }
 

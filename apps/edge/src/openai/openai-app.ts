@@ -53,7 +53,6 @@ import type { RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { HttpMount } from '../http/http-mount.js';
-import type { FabricCalls } from '../service/fabric-calls.js';
 
 export interface OpenAIAppOptions {
   config: EdgeConfig;
@@ -61,24 +60,12 @@ export interface OpenAIAppOptions {
   logger: Logger;
   clock?: Clock;
   metrics?: OpenAIMetrics;
-  /** Limits of the background-response store (`background: true`). */
-  background?: { maxEntries?: number; ttlMs?: number };
   /**
    * The keys in force, asked on every request (live key changes); default: `openai.api_keys` of `config`.
    */
   principals?: () => PrincipalResolver;
-  /** Cluster mode: a background response this edge does not hold is asked of the other edges (and answered here). */
-  peers?: FabricCalls;
   /** Routes of other APIs served on this listener (the Anthropic Messages API), offered every request first. */
   mounts?: readonly HttpMount[];
-}
-
-/** The peer-call topic of background-response look-ups (cluster mode), and its payload. */
-export const OPENAI_RESPONSES_TOPIC = 'openai-responses';
-interface ResponseCall {
-  method: 'get' | 'cancel';
-  id: string;
-  owner: string;
 }
 
 /** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
@@ -96,7 +83,7 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 export type OpenAIApp = RequestListener & { readonly [CLOSE]: () => void };
 const CLOSE = Symbol('closeOpenAIApp');
 
-/** Cancels the app's running background responses and stops answering peers (surface shutdown). */
+/** Cancels the app's running background responses (surface shutdown). */
 export function closeOpenAIApp(app: OpenAIApp): void {
   app[CLOSE]();
 }
@@ -141,32 +128,12 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     timeoutMs: openai.timeout_sec * 1000,
   });
   const catalogueCreated = Math.floor(clock.now() / 1000);
-  const background = new BackgroundResponses({ runs, clock, logger, ...options.background });
+  // Background responses are held in the service's run registry (looked up on the other edges in cluster mode).
+  const background = new BackgroundResponses({ runs, registry: service.runRegistry, logger });
+  const backgroundBody = (method: 'get' | 'cancel', id: string, owner: string | undefined) =>
+    method === 'get' ? background.get(id, owner) : background.cancel(id, owner);
 
   const app = express();
-  // Other edges ask for the background responses this edge holds; one it does not hold is not its answer.
-  const stopPeers = options.peers?.serve(OPENAI_RESPONSES_TOPIC, (payload) => {
-    const call = payload as ResponseCall;
-    try {
-      const body =
-        call.method === 'get' ? background.get(call.id, call.owner) : background.cancel(call.id, call.owner);
-      return Promise.resolve({ value: body });
-    } catch (error) {
-      if (error instanceof OpenAIHttpError && error.status === 404) return Promise.resolve(undefined);
-      throw error;
-    }
-  });
-  /** This edge's background response, else (cluster mode) the first other edge that holds it, else 404. */
-  const backgroundBody = async (method: 'get' | 'cancel', id: string, owner: string | undefined) => {
-    try {
-      return method === 'get' ? background.get(id, owner) : background.cancel(id, owner);
-    } catch (error) {
-      if (!options.peers || !(error instanceof OpenAIHttpError) || error.status !== 404) throw error;
-      const answer = await options.peers.ask(OPENAI_RESPONSES_TOPIC, { method, id, owner: owner ?? '' });
-      if (!answer || 'error' in answer) throw error;
-      return answer.value as Record<string, unknown>;
-    }
-  };
   app.disable('x-powered-by');
   app.set('etag', false);
   const fixedPrincipals = createPrincipalResolver({ keys: openai.api_keys });
@@ -398,7 +365,6 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
 
   return Object.assign(listener, {
     [CLOSE]: () => {
-      stopPeers?.();
       background.close();
     },
   });

@@ -14,7 +14,6 @@ import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
 import type { HttpMount } from '../http/http-mount.js';
-import type { FabricCalls } from '../service/fabric-calls.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -28,8 +27,6 @@ export interface OpenAISurfaceDeps {
   metrics?: EdgeMetrics;
   /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
   governance?: Pick<Governance, 'keys'>;
-  /** Cluster mode: the other edges (background responses another edge holds). */
-  peers?: FabricCalls;
 }
 
 export interface OpenAISurface {
@@ -63,7 +60,6 @@ export async function createOpenAISurface(
     clock: context.clock,
     metrics,
     ...(context.governance ? { principals: context.governance.keys.openai } : {}),
-    ...(context.peers ? { peers: context.peers } : {}),
     ...(options.mounts ? { mounts: options.mounts } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);

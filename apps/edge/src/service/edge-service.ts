@@ -9,6 +9,7 @@
 //
 // Node operations (commands, sessions, usage status) go to a node connected here. Errors are ServiceErrors; what
 // comes from below is translated in run-errors.ts.
+import { RunRegistry } from './run-registry.js';
 import { create, RunKind, type NodeCommandResponse } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
@@ -62,6 +63,8 @@ export interface EdgeServiceDeps {
   clock?: Clock;
   /** Session slots for `{ kind: 'slot' }` sessions; created when omitted. */
   sessions?: SessionSlots;
+  /** The registry of long-lived runs (service/run-registry.ts); a single edge's one is created when omitted. */
+  runRegistry?: RunRegistry;
   metrics?: AdmissionMetrics;
   /**
    * Principal limits (allow-list, rpm/tpm, max_concurrent, budget) checked before capacity is taken, and the
@@ -108,6 +111,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const clock = deps.clock ?? systemClock;
   const pool = deps.pool;
   const remote = deps.remote;
+  const runRegistry = deps.runRegistry ?? new RunRegistry({ clock });
   const runs = new Map<string, RunSupervisor>();
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
@@ -279,6 +283,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       return [...local, ...remote.nodes().filter((node) => !ids.has(node.nodeId))];
     },
     inFabric: remote !== undefined,
+    runRegistry,
     models: {
       has: (model) => pool.hasModel(model),
       get: (model) => pool.model(model),

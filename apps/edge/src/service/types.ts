@@ -7,6 +7,7 @@ import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placeme
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
 import type { Principal } from '../governance/principal.js';
+import type { RunRegistry } from './run-registry.js';
 
 export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
 export type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
@@ -130,6 +131,11 @@ export interface EdgeService {
   fabricNodes(): NodeSummary[];
   /** True in cluster mode (this edge is one of a fabric's edges). */
   readonly inFabric: boolean;
+  /**
+   * The long-lived runs (background responses, A2A tasks) by (principal, kind, id): the surfaces register theirs
+   * here and look them up here; in cluster mode a key this edge does not hold is looked up on the other edges.
+   */
+  readonly runRegistry: RunRegistry;
   /** Every provider with its capacity, in_flight, queued and health (in cluster mode: of the whole fabric). */
   providers(): ProviderStatus[];
   models: ModelCatalog;

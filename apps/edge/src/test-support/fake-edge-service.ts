@@ -16,6 +16,8 @@ import {
   type RunEventPart,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
+import { systemClock } from '../clock.js';
+import { RunRegistry } from '../service/run-registry.js';
 import { isPoolError } from '../pool/errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
 import { fromPoolError } from '../service/edge-service.js';
@@ -372,6 +374,8 @@ export class FakeEdgeService implements EdgeService {
 
   /** A single edge: the fabric is this edge's nodes (cluster tests override both). */
   inFabric = false;
+  /** The registry of long-lived runs; a test of the fabric replaces it with one that has RemoteRuns. */
+  runRegistry = new RunRegistry({ clock: systemClock });
 
   fabricNodes(): NodeSummary[] {
     return this.listNodes();

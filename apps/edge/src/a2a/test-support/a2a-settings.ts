@@ -7,7 +7,5 @@ export const TEST_A2A_SETTINGS: A2ASettings = {
   target: 'fake-cli',
   sessionId: 'a2a',
   timeoutSec: 30,
-  maxTasks: 100,
-  finishedTaskTtlMs: 60_000,
   maxContexts: 100,
 };

@@ -1,0 +1,339 @@
+// The service-level registry of long-lived runs: background responses (OpenAI) and A2A tasks. The surfaces start
+// the run and translate its state; the registry holds what a later lookup needs — the state the surface last
+// published (a response object, a task), whether the run ended, and the cancel handle — and serves get / cancel /
+// subscribe / delete, on this edge and (cluster mode) through the fabric: a key this edge does not hold is asked
+// of the other edges (placement/run-directory.ts RemoteRuns, implemented by the cluster), which check the
+// principal where the run is held.
+//
+// Keys are (principal, kind, id) under one unambiguous encoding (encodeRunKey). A principal never sees another
+// principal's run: a lookup with the wrong principal is the same miss as an unknown id. Anonymous runs (no keys
+// configured) have principal ''.
+//
+// Bounds, per kind: at most `maxEntries` runs (adding one evicts the oldest ended run first; when every run is
+// still going the add is refused with `registry_full`), and an ended run is forgotten `ttlMs` after it ended.
+// Subscriptions are bounded too: at most `maxSubscribers` per run, each buffering at most `maxQueued` updates its
+// reader has not taken (a slower reader gets `subscriber_too_slow` and may subscribe again). close() cancels
+// every run still going (edge shutdown).
+import type { Clock } from '../clock.js';
+import {
+  encodeRunKey,
+  RunRegistryError,
+  type LocalRuns,
+  type RemoteRuns,
+  type RunCancelResult,
+  type RunKey,
+  type RunKind,
+  type RunUpdate,
+  type RunView,
+} from '../placement/run-directory.js';
+
+export type { RunKey, RunKind, RunUpdate, RunView, RunCancelResult } from '../placement/run-directory.js';
+export { RunRegistryError, type RunRegistryErrorCode } from '../placement/run-directory.js';
+
+export interface RunBounds {
+  maxEntries: number;
+  /** How long an ended run stays retrievable. */
+  ttlMs: number;
+}
+
+export const DEFAULT_RUN_BOUNDS: RunBounds = { maxEntries: 1000, ttlMs: 60 * 60 * 1000 };
+/** Subscriptions one run accepts at once (A2A `message/stream` + `tasks/resubscribe` calls of one task). */
+export const DEFAULT_MAX_SUBSCRIBERS = 16;
+const DEFAULT_MAX_QUEUED = 1024;
+
+/** How the owner of a run stops it: called once, by the first cancel (or close) while the run is going. */
+export type RunCanceller = (reason: string) => Promise<void> | void;
+
+/** The owner's handle on a registered run: it publishes state and events, and says when the run ended. */
+export interface RegisteredRun {
+  readonly key: RunKey;
+  readonly ended: boolean;
+  /** The current state (a JSON value: a lookup on another edge gets a copy of it). */
+  readonly state: unknown;
+  /** Replaces the state lookups answer with. */
+  update(state: unknown): void;
+  /** Passes one event to the run's subscribers. */
+  emit(event: unknown): void;
+  /** The run ended with `state`; later updates are ignored and subscriptions end. */
+  end(state: unknown): void;
+}
+
+export interface RunRegistryOptions {
+  clock: Clock;
+  /** Bounds per kind; a kind not named gets DEFAULT_RUN_BOUNDS. */
+  bounds?: Partial<Record<RunKind, RunBounds>>;
+  /** Cluster mode: the other edges' registries, asked when this edge does not hold a key. */
+  remote?: RemoteRuns;
+  maxSubscribers?: number;
+  maxQueued?: number;
+}
+
+interface Entry {
+  key: RunKey;
+  state: unknown;
+  endedAt: number | undefined;
+  cancel: RunCanceller | undefined;
+  cancelling: Promise<void> | undefined;
+  subscribers: Set<Subscriber>;
+}
+
+type Subscriber = (update: RunUpdate | 'end') => void;
+
+export class RunRegistry implements LocalRuns {
+  /** Per kind, in insertion order (the first ended entry of a kind is its oldest). */
+  private readonly entries = new Map<RunKind, Map<string, Entry>>();
+  private readonly maxSubscribers: number;
+  private readonly maxQueued: number;
+  private closed = false;
+
+  constructor(private readonly options: RunRegistryOptions) {
+    this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
+    this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+  }
+
+  /** True when lookups of keys held elsewhere go to the other edges. */
+  get inFabric(): boolean {
+    return this.options.remote !== undefined;
+  }
+
+  /**
+   * Registers a run that is going. Throws RunRegistryError: `registry_full` (every run of the kind is going),
+   * `duplicate_run` (the key is held), `shutting_down`.
+   */
+  add(key: RunKey, state: unknown, cancel: RunCanceller): RegisteredRun {
+    if (this.closed) throw new RunRegistryError('shutting_down', 'the edge is shutting down');
+    const shelf = this.shelf(key.kind);
+    const encoded = encodeRunKey(key);
+    this.expire(key.kind);
+    if (shelf.has(encoded))
+      throw new RunRegistryError('duplicate_run', `run ${key.id} is already registered`);
+    this.makeRoom(key.kind);
+    const entry: Entry = {
+      key: { ...key },
+      state,
+      endedAt: undefined,
+      cancel,
+      cancelling: undefined,
+      subscribers: new Set(),
+    };
+    shelf.set(encoded, entry);
+    return this.handle(entry);
+  }
+
+  /** Runs held here (of one kind, or all). */
+  size(kind?: RunKind): number {
+    if (kind) return this.entries.get(kind)?.size ?? 0;
+    let total = 0;
+    for (const shelf of this.entries.values()) total += shelf.size;
+    return total;
+  }
+
+  // --- lookups: this edge first, then (cluster mode) the other edges ---
+
+  async get(key: RunKey): Promise<RunView | undefined> {
+    return this.getLocal(key) ?? (await this.options.remote?.get(key));
+  }
+
+  async cancel(key: RunKey, reason: string): Promise<RunCancelResult | undefined> {
+    return (await this.cancelLocal(key, reason)) ?? (await this.options.remote?.cancel(key, reason));
+  }
+
+  async subscribe(key: RunKey, signal: AbortSignal): Promise<AsyncIterable<RunUpdate> | undefined> {
+    return this.subscribeLocal(key, signal) ?? (await this.options.remote?.subscribe(key, signal));
+  }
+
+  /** Forgets a run (cancelling it first when it is going); false when no edge held it. */
+  async delete(key: RunKey): Promise<boolean> {
+    if (this.deleteLocal(key)) return true;
+    return (await this.options.remote?.delete(key)) ?? false;
+  }
+
+  // --- this edge only (what the cluster serves to the other edges) ---
+
+  getLocal(key: RunKey): RunView | undefined {
+    const entry = this.lookup(key);
+    return entry ? view(entry) : undefined;
+  }
+
+  async cancelLocal(key: RunKey, reason: string): Promise<RunCancelResult | undefined> {
+    const entry = this.lookup(key);
+    if (!entry) return undefined;
+    const alreadyEnded = entry.endedAt !== undefined;
+    if (!alreadyEnded) await this.stop(entry, reason);
+    return { view: view(entry), alreadyEnded };
+  }
+
+  subscribeLocal(key: RunKey, signal: AbortSignal): AsyncIterable<RunUpdate> | undefined {
+    const entry = this.lookup(key);
+    if (!entry) return undefined;
+    if (entry.subscribers.size >= this.maxSubscribers) {
+      throw new RunRegistryError(
+        'too_many_subscribers',
+        `too many subscriptions to run ${key.id} (at most ${this.maxSubscribers.toString()}); close one and retry`,
+      );
+    }
+    return this.follow(entry, signal);
+  }
+
+  deleteLocal(key: RunKey): boolean {
+    const entry = this.lookup(key);
+    if (!entry) return false;
+    if (entry.endedAt === undefined) void this.stop(entry, 'run deleted');
+    this.shelf(key.kind).delete(encodeRunKey(key));
+    endSubscribers(entry);
+    return true;
+  }
+
+  /** Cancels every run still going and refuses new ones (edge shutdown). */
+  async close(reason = 'edge shutting down'): Promise<void> {
+    this.closed = true;
+    const going: Promise<void>[] = [];
+    for (const shelf of this.entries.values()) {
+      for (const entry of shelf.values())
+        if (entry.endedAt === undefined) going.push(this.stop(entry, reason));
+    }
+    await Promise.allSettled(going);
+  }
+
+  // --- internals ---
+
+  private lookup(key: RunKey): Entry | undefined {
+    this.expire(key.kind);
+    // The principal is part of the encoded key: another principal's run is simply not there.
+    return this.entries.get(key.kind)?.get(encodeRunKey(key));
+  }
+
+  private shelf(kind: RunKind): Map<string, Entry> {
+    let shelf = this.entries.get(kind);
+    if (!shelf) {
+      shelf = new Map();
+      this.entries.set(kind, shelf);
+    }
+    return shelf;
+  }
+
+  private bounds(kind: RunKind): RunBounds {
+    return this.options.bounds?.[kind] ?? DEFAULT_RUN_BOUNDS;
+  }
+
+  private expire(kind: RunKind): void {
+    const shelf = this.entries.get(kind);
+    if (!shelf) return;
+    const cutoff = this.options.clock.now() - this.bounds(kind).ttlMs;
+    for (const [encoded, entry] of shelf) {
+      if (entry.endedAt !== undefined && entry.endedAt <= cutoff) shelf.delete(encoded);
+    }
+  }
+
+  private makeRoom(kind: RunKind): void {
+    const shelf = this.shelf(kind);
+    const { maxEntries } = this.bounds(kind);
+    if (shelf.size < maxEntries) return;
+    for (const [encoded, entry] of shelf) {
+      if (entry.endedAt !== undefined) {
+        shelf.delete(encoded);
+        if (shelf.size < maxEntries) return;
+      }
+    }
+    throw new RunRegistryError(
+      'registry_full',
+      `${maxEntries.toString()} runs of kind ${kind} are already going on this edge`,
+    );
+  }
+
+  /** Calls the owner's cancel once; every cancel waits for that one call. */
+  private stop(entry: Entry, reason: string): Promise<void> {
+    if (!entry.cancelling) {
+      const cancel = entry.cancel;
+      entry.cancel = undefined;
+      entry.cancelling = (async () => {
+        await cancel?.(reason);
+      })();
+    }
+    return entry.cancelling;
+  }
+
+  private handle(entry: Entry): RegisteredRun {
+    const clock = this.options.clock;
+    return {
+      key: entry.key,
+      get ended() {
+        return entry.endedAt !== undefined;
+      },
+      get state() {
+        return entry.state;
+      },
+      update(state) {
+        if (entry.endedAt !== undefined) return;
+        entry.state = state;
+      },
+      emit(event) {
+        if (entry.endedAt !== undefined) return;
+        for (const subscriber of entry.subscribers) subscriber({ event });
+      },
+      end(state) {
+        if (entry.endedAt !== undefined) return;
+        entry.state = state;
+        entry.endedAt = clock.now();
+        entry.cancel = undefined;
+        endSubscribers(entry);
+      },
+    };
+  }
+
+  private async *follow(entry: Entry, signal: AbortSignal): AsyncGenerator<RunUpdate> {
+    const queue: (RunUpdate | 'end')[] = [];
+    let overflowed = false;
+    let wake: (() => void) | undefined;
+    const subscriber: Subscriber = (update) => {
+      if (overflowed) return;
+      if (update !== 'end' && queue.length >= this.maxQueued) overflowed = true;
+      else queue.push(update);
+      wake?.();
+    };
+    const onAbort = (): void => wake?.();
+    // Subscribed before the first yield: nothing the owner emits after the snapshot is missed.
+    const ended = entry.endedAt !== undefined;
+    if (!ended) entry.subscribers.add(subscriber);
+    signal.addEventListener('abort', onAbort);
+    try {
+      yield { state: structuredClone(entry.state) };
+      if (ended) return;
+      for (;;) {
+        if (signal.aborted) return;
+        const next = queue.shift();
+        if (next === 'end') return;
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        if (overflowed) {
+          throw new RunRegistryError(
+            'subscriber_too_slow',
+            `the reader fell more than ${this.maxQueued.toString()} updates behind; subscribe again to continue`,
+          );
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      entry.subscribers.delete(subscriber);
+    }
+  }
+}
+
+function view(entry: Entry): RunView {
+  return { state: structuredClone(entry.state), ended: entry.endedAt !== undefined };
+}
+
+function endSubscribers(entry: Entry): void {
+  for (const subscriber of entry.subscribers) subscriber('end');
+  entry.subscribers.clear();
+}
+
+export function isRunRegistryError(error: unknown): error is RunRegistryError {
+  return error instanceof RunRegistryError;
+}
