@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
-import type { RunEventPart } from '@iop/wire';
+import { RunKind, type RunEventPart } from '@iop/wire';
 import { textRun } from '../test-support/fake-edge-service.js';
 import { abortWatcherCount } from '../service/abort-watchers.js';
 import {
@@ -289,6 +289,69 @@ describe('chat completions', () => {
       .stream({ model: 'pooled', messages: user('hi') })
       .finalChatCompletion();
     expect(streamed.choices[0]?.message.content).toBe('<think>thinking hard</think>Answer');
+  });
+});
+
+describe('completions', () => {
+  it('answers a text_completion through the pool, sending the prompt as a completion run', async () => {
+    const { client, service } = await start();
+    const { data, response } = await client.completions
+      .create({ model: 'pooled', prompt: 'once upon', max_tokens: 100, seed: 3, stop: ['END'] })
+      .withResponse();
+    expect(data).toMatchObject({
+      object: 'text_completion',
+      model: 'pooled',
+      choices: [{ text: 'Hello there', index: 0, logprobs: null, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+    });
+    expect(data.id).toMatch(/^cmpl-/);
+    expect(response.headers.get('x-iop-provider')).toBe('prov-a');
+    const input = service.submitted[0];
+    expect(input).toMatchObject({
+      kind: RunKind.RUN_KIND_COMPLETION,
+      completion: { prompt: 'once upon', suffix: '' },
+      messages: [],
+      collect: true,
+    });
+    expect(input?.params).toMatchObject({ maxTokens: 100, seed: 3, stop: ['END'] });
+  });
+
+  it('streams text_completion chunks, a usage chunk and [DONE], leaving reasoning out', async () => {
+    const { client, url } = await start({ strictOutput: false, scripter: () => ({ parts: reasoningParts }) });
+    const whole = await client.completions.create({ model: 'pooled', prompt: 'x' });
+    expect(whole.choices[0]?.text).toBe('Answer');
+    const streamed = await post(url, '/v1/completions', {
+      model: 'pooled',
+      prompt: ['x'],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(streamed.text).toContain('"object":"text_completion"');
+    expect(streamed.text).toContain(
+      '"choices":[{"text":"Answer","index":0,"logprobs":null,"finish_reason":null}]',
+    );
+    expect(streamed.text).toContain('"finish_reason":"stop"');
+    expect(streamed.text).toContain('"choices":[],"usage":{');
+    expect(streamed.text).not.toContain('thinking');
+    expect(streamed.text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it('refuses a CLI model, several prompts and an unknown model before any run', async () => {
+    const { client, service } = await start();
+    const cli = await client.completions
+      .create({ model: 'codex', prompt: 'x' })
+      .catch((caught: unknown) => caught);
+    expect(cli).toBeInstanceOf(BadRequestError);
+    expect((cli as BadRequestError).code).toBe('unsupported_model');
+    const several = await client.completions
+      .create({ model: 'pooled', prompt: ['a', 'b'] })
+      .catch((caught: unknown) => caught);
+    expect((several as BadRequestError).param).toBe('prompt');
+    const missing = await client.completions
+      .create({ model: 'nope', prompt: 'x' })
+      .catch((caught: unknown) => caught);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect(service.submitted).toHaveLength(0);
   });
 });
 

@@ -35,6 +35,13 @@ import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
 import { chatRunSpec } from './chat-request.js';
 import {
+  completionBody,
+  completionsRunSpec,
+  streamCompletion,
+  validateCompletionsRequest,
+  type CompletionOutputContext,
+} from './completions.js';
+import {
   collectEmbeddings,
   embeddingsBody,
   embeddingsRunSpec,
@@ -97,6 +104,7 @@ const ROUTE_LABELS = new Map([
   ['POST /v1/chat/completions', '/v1/chat/completions'],
   ['POST /v1/responses', '/v1/responses'],
   ['POST /v1/embeddings', '/v1/embeddings'],
+  ['POST /v1/completions', '/v1/completions'],
 ]);
 
 /** The routes the first middleware serves itself (path → metric label), POST only. */
@@ -203,6 +211,34 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   );
   app.post('/v1/responses', json, (request, response) => responses(request.body, exchangeOf(response)));
   app.post('/v1/embeddings', json, (request, response) => embeddings(request.body, exchangeOf(response)));
+  app.post('/v1/completions', json, (request, response) => completions(request.body, exchangeOf(response)));
+
+  /** Legacy text completion of a raw prompt through the same admission as chat; CLI agents cannot (400). */
+  function completions(requestBody: unknown, exchange: Exchange): Promise<void> {
+    const body = validateCompletionsRequest(requestBody);
+    const route = resolveFor(exchange, body.model);
+    if (resolver.backends(route).includes('cli')) {
+      throw invalidRequest(
+        `The model '${route.model}' runs a CLI agent, which cannot complete a raw prompt`,
+        'model',
+        'unsupported_model',
+      );
+    }
+    const fields = planFields('completions', body, route);
+    const spec = withCaller(Object.assign(completionsRunSpec(body), fields), exchange);
+    const context: CompletionOutputContext = {
+      id: `cmpl-${randomId()}`,
+      created: Math.floor(clock.now() / 1000),
+      model: body.model,
+      includeUsage: body.stream_options?.include_usage === true,
+    };
+    return serveRun(exchange, route, spec, body.stream === true, {
+      // A text completion is text only: reasoning a backend reports is neither returned nor inlined.
+      output: { includeReasoning: false, inlineReasoning: false },
+      json: (run) => completionBody(context, run),
+      stream: (parts, sink) => streamCompletion(parts, sink, context),
+    });
+  }
 
   /** Embedding vectors through the same admission as chat; CLI agents cannot embed (400). */
   async function embeddings(requestBody: unknown, exchange: Exchange): Promise<void> {
@@ -403,6 +439,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     spec: RunSpec,
     stream: boolean,
     writers: {
+      /** How reasoning shows in a collected answer; default from the spec and `strict_output`. */
+      output?: OutputOptions;
       json: (run: CollectedRun) => Record<string, unknown>;
       stream: (parts: AsyncIterable<RunEventPart>, sink: SseSink) => Promise<void>;
     },
@@ -418,7 +456,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       if (!stream) {
         let collected: CollectedRun;
         try {
-          collected = await run.collect(outputOptions(spec));
+          collected = await run.collect(writers.output ?? outputOptions(spec));
         } catch (error) {
           setRunHeaders(response, run);
           throw error;

@@ -29,7 +29,7 @@ interface FieldRule {
   why?: string;
 }
 
-export type RequestEndpoint = 'chat' | 'responses' | 'embeddings';
+export type RequestEndpoint = 'chat' | 'responses' | 'embeddings' | 'completions';
 
 export interface FieldPlan {
   /** Fields removed from the body because the model drops what it cannot take (`x-iop-dropped-params`). */
@@ -256,10 +256,45 @@ const EMBEDDINGS: Record<string, FieldRule> = {
   user: COMMON['user'],
 };
 
+/** /v1/completions (CLI models are refused before: they cannot complete a raw prompt). */
+const COMPLETIONS: Record<string, FieldRule> = {
+  model: MAPPED,
+  prompt: MAPPED,
+  stream: MAPPED,
+  stream_options: MAPPED,
+  max_tokens: SAMPLING,
+  temperature: SAMPLING,
+  top_p: SAMPLING,
+  stop: SAMPLING,
+  seed: SAMPLING,
+  presence_penalty: SAMPLING,
+  frequency_penalty: SAMPLING,
+  // Ollama's suffix goes through the model's template, which a raw prompt bypasses.
+  suffix: {
+    ollama: when(isOneOf('')),
+    openai_compat: 'mapped',
+    cli: 'refused',
+    why: 'a raw prompt bypasses the template that applies a suffix',
+  },
+  echo: {
+    ollama: when(isFalse),
+    openai_compat: forwardUnless(isFalse),
+    cli: when(isFalse),
+    why: 'it cannot echo the prompt',
+  },
+  // The answer's `logprobs` is always null: any value asks for something IOP does not return.
+  logprobs: { ollama: 'refused', openai_compat: 'refused', cli: 'refused', why: LOGPROBS_WHY },
+  n: CHAT['n'],
+  best_of: { ...CHAT['n'], why: 'IOP returns one choice per request' },
+  logit_bias: CHAT['logit_bias'],
+  user: COMMON['user'],
+};
+
 const TABLES: Record<RequestEndpoint, Record<string, FieldRule>> = {
   chat: CHAT,
   responses: RESPONSES,
   embeddings: EMBEDDINGS,
+  completions: COMPLETIONS,
 };
 
 /** Every field IOP does not know: passed to OpenAI-compatible backends, refused by the others. */

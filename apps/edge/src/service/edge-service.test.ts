@@ -154,6 +154,36 @@ describe('createEdgeService run kinds', () => {
     h.close();
   });
 
+  it('refuses a completion run for a node that announced only embedding, and sends it to one that runs it', async () => {
+    const completion = {
+      kind: RunKind.RUN_KIND_COMPLETION,
+      completion: { prompt: 'once upon', suffix: '' },
+      messages: [],
+    };
+    const older = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const error = await submit(older.service, runInput(completion)).catch((caught: unknown) => caught);
+    expect((error as ServiceError).code).toBe('node_error');
+    expect((error as ServiceError).message).toMatch(
+      /does not run text completion requests: upgrade iop-node/,
+    );
+    expect(older.channels.get('n1')?.ofKind('runRequest')).toHaveLength(0);
+    expect(older.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+    older.close();
+    const newer = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_COMPLETION, RunKind.RUN_KIND_EMBEDDING] }]);
+    const handle = await submit(newer.service, runInput(completion));
+    expect(newer.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
+      runRequest: { kind: RunKind.RUN_KIND_COMPLETION, completion: { prompt: 'once upon' }, messages: [] },
+    });
+    newer.emit('n1', handle.runId, 1, {
+      type: 'complete',
+      detail: 'stop',
+      finishReason: 'stop',
+      backendMs: 1,
+    });
+    await handle.done;
+    newer.close();
+  });
+
   it('refuses a run with fields an older node would ignore, and sends it to a newer node', async () => {
     const older = setup([{ id: 'n1' }]);
     const fields = { params: create.generationParams({ seed: 7 }) };

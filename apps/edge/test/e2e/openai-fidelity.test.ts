@@ -1,6 +1,7 @@
 // Cross-process end to end (issue 31): the official `openai` client → a real edge process → a real `iop-node run`
 // process → its ollama and openai_compat (vLLM) adapters → fake inference servers that record what they received.
-// Embeddings: the SDK's default base64 and explicit floats, on an Ollama and a vLLM model.
+// Embeddings: the SDK's default base64 and explicit floats, on an Ollama and a vLLM model. Legacy completions
+// (`completions.create`, streamed and not): Ollama /api/generate with the raw prompt, vLLM /v1/completions.
 // No silent drop: every request field reaches each backend in that backend's own form, or is refused naming it,
 // or (on a `drop_unsupported` model) is dropped and named in `x-iop-dropped-params`.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -201,6 +202,126 @@ describe('request fields reach each backend in its own form', () => {
       text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
     });
     expect(lastBody(ollama, '/api/chat', before)['format']).toEqual(schema);
+  });
+});
+
+describe('POST /v1/completions', () => {
+  const prompt = 'once upon a time';
+
+  it.each([
+    {
+      model: MODEL_LLAMA,
+      upstream: () => ollama,
+      path: '/api/generate',
+      expectBody: (body: Record<string, unknown>) => {
+        expect(body).toMatchObject({ prompt, raw: true });
+        expect(body['options']).toMatchObject({
+          num_predict: 3,
+          temperature: 0.5,
+          top_p: 0.9,
+          seed: 77,
+          stop: ['THE END'],
+        });
+      },
+    },
+    {
+      model: MODEL_QWEN,
+      upstream: () => vllm,
+      path: '/v1/completions',
+      expectBody: (body: Record<string, unknown>) => {
+        expect(body).toMatchObject({
+          prompt,
+          max_tokens: 3,
+          temperature: 0.5,
+          top_p: 0.9,
+          seed: 77,
+          stop: ['THE END'],
+          user: 'u-1',
+        });
+        expect(body).not.toHaveProperty('messages');
+      },
+    },
+  ])(
+    'completes a raw prompt on $model, whole and streamed',
+    async ({ model, upstream, path, expectBody }) => {
+      const fields = { temperature: 0.5, top_p: 0.9, seed: 77, stop: ['THE END'], max_tokens: 3 };
+      const user = model === MODEL_QWEN ? { user: 'u-1' } : {};
+      const before = upstream().requests.length;
+      const whole = await client.completions.create({ model, prompt, ...fields, ...user });
+      expect(whole.id).toMatch(/^cmpl-/);
+      expect(whole.object).toBe('text_completion');
+      expect(whole.model).toBe(model);
+      expect(whole.choices).toHaveLength(1);
+      const [choice] = whole.choices;
+      expect(choice?.index).toBe(0);
+      expect(choice?.logprobs).toBeNull();
+      expect(choice?.finish_reason).toBe('length');
+      expect(choice?.text.startsWith('once upon')).toBe(true);
+      expect(whole.usage?.completion_tokens).toBe(3);
+      expect(whole.usage?.total_tokens).toBe((whole.usage?.prompt_tokens ?? 0) + 3);
+      const wholeBody = lastBody(upstream(), path, before);
+      expectBody(wholeBody);
+      expect(wholeBody['stream']).toBe(false);
+
+      const streamBefore = upstream().requests.length;
+      const stream = await client.completions.create({
+        model,
+        prompt: [prompt],
+        ...fields,
+        ...user,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = '';
+      const finishes: (string | null)[] = [];
+      let usage: { completion_tokens: number } | undefined;
+      for await (const chunk of stream) {
+        expect(chunk.object).toBe('text_completion');
+        expect(chunk.id).toMatch(/^cmpl-/);
+        for (const entry of chunk.choices) {
+          text += entry.text;
+          finishes.push(entry.finish_reason);
+        }
+        if (chunk.usage) usage = chunk.usage;
+      }
+      expect(text).toBe(choice?.text);
+      expect(finishes[finishes.length - 1]).toBe('length');
+      expect(usage?.completion_tokens).toBe(3);
+      const streamBody = lastBody(upstream(), path, streamBefore);
+      expectBody(streamBody);
+      expect(streamBody['stream']).toBe(true);
+    },
+  );
+
+  it('refuses what a backend cannot do: several prompts, token ids, n > 1, echo and suffix on Ollama, logprobs', async () => {
+    const refused = async (body: Record<string, unknown>): Promise<BadRequestError> => {
+      const error = await client.completions
+        .create(body as unknown as OpenAI.CompletionCreateParamsNonStreaming)
+        .catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(BadRequestError);
+      return error as BadRequestError;
+    };
+    expect((await refused({ model: MODEL_QWEN, prompt: ['a', 'b'] })).param).toBe('prompt');
+    expect((await refused({ model: MODEL_QWEN, prompt: [1, 2, 3] })).param).toBe('prompt');
+    expect((await refused({ model: MODEL_QWEN, prompt: 'a', n: 2 })).param).toBe('n');
+    expect((await refused({ model: MODEL_QWEN, prompt: 'a', logprobs: 2 })).param).toBe('logprobs');
+    const echo = await refused({ model: MODEL_LLAMA, prompt: 'a', echo: true });
+    expect(echo.param).toBe('echo');
+    expect(echo.code).toBe('unsupported_parameter');
+    expect((await refused({ model: MODEL_LLAMA, prompt: 'a', suffix: 'z' })).param).toBe('suffix');
+    expect((await refused({ model: MODEL_LLAMA, prompt: 'a', logit_bias: { '1': 2 } })).param).toBe(
+      'logit_bias',
+    );
+  });
+
+  it('forwards echo and suffix to vLLM and answers 404 for an unknown model', async () => {
+    const before = vllm.requests.length;
+    await client.completions.create({ model: MODEL_QWEN, prompt: 'a b', echo: true, suffix: 'z' });
+    expect(lastBody(vllm, '/v1/completions', before)).toMatchObject({ echo: true, suffix: 'z' });
+    const missing = await client.completions
+      .create({ model: 'no-such-model', prompt: 'x' })
+      .catch((caught: unknown) => caught as { status?: number });
+    expect((missing as { status?: number }).status).toBe(404);
   });
 });
 

@@ -21,9 +21,9 @@ export const ADAPTER_INTERFACE_VERSION = 1;
 
 /**
  * Run kinds besides chat this build executes (announced in RegisterRequest.run_kinds): the ollama and
- * openai_compat adapters embed; the CLI adapter answers every non-chat run with an error.
+ * openai_compat adapters embed and complete raw prompts; the CLI adapter answers every non-chat run with an error.
  */
-export const NODE_RUN_KINDS: readonly RunKind[] = [RunKind.RUN_KIND_EMBEDDING];
+export const NODE_RUN_KINDS: readonly RunKind[] = [RunKind.RUN_KIND_COMPLETION, RunKind.RUN_KIND_EMBEDDING];
 
 export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
 

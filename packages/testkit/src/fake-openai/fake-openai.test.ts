@@ -44,6 +44,36 @@ describe('fake OpenAI (vLLM flavour)', () => {
     expect(completion.usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 8, total_tokens: 10 });
   });
 
+  it('answers legacy text completions, whole and streamed with a usage chunk, and refuses several prompts', async () => {
+    const whole = await client.completions.create({ model: MODEL, prompt: 'hello there', max_tokens: 3 });
+    expect(whole.object).toBe('text_completion');
+    expect(whole.id).toMatch(/^cmpl-/);
+    expect(whole.choices[0]?.text).toBe('hello there hello');
+    expect(whole.choices[0]?.finish_reason).toBe('length');
+    expect(whole.usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
+
+    const stream = await client.completions.create({
+      model: MODEL,
+      prompt: ['hello there'],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.text ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe('hello there hello there hello there hello there');
+    expect(usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 8 });
+    expect(server.requests[server.requests.length - 1]?.path).toBe('/v1/completions');
+
+    const several = await client.completions
+      .create({ model: MODEL, prompt: ['a', 'b'] })
+      .catch((caught: unknown) => caught as { status?: number });
+    expect((several as { status?: number }).status).toBe(400);
+  });
+
   it('streams reasoning_content, content and a final usage chunk with include_usage', async () => {
     server.setBehavior({ reasoning: 'think hard', tokenCount: 2 });
     const stream = await client.chat.completions.create({

@@ -1,6 +1,7 @@
 // A fake OpenAI-compatible server in vLLM's flavour: `/v1/models` (owned_by "vllm", root, max_model_len),
 // `/v1/chat/completions` as JSON or SSE (reasoning_content deltas, tool-call deltas split across chunks,
-// stream_options.include_usage), `/v1/embeddings` (float or base64, `dimensions`), `/v1/responses` as JSON or the SSE event sequence the SDK's ResponseStream
+// stream_options.include_usage), `/v1/completions` (legacy text completion of `prompt`, JSON or SSE
+// `text_completion` chunks), `/v1/embeddings` (float or base64, `dimensions`), `/v1/responses` as JSON or the SSE event sequence the SDK's ResponseStream
 // accepts, `/health`, `/version`, and vLLM error bodies `{"error":{"message","type","param","code":<int>}}`.
 // Checked against the official `openai` npm client in fake-openai.test.ts.
 import {
@@ -261,6 +262,80 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
     });
   };
 
+  /** `/v1/completions`: one string prompt (or a list of one), JSON or SSE `text_completion` chunks. */
+  const textCompletions = async (exchange: FakeExchange): Promise<void> => {
+    const resolved = resolveModel(exchange);
+    if (!resolved) return;
+    const { body, model } = resolved;
+    const prompt =
+      typeof body.prompt === 'string'
+        ? body.prompt
+        : Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] === 'string'
+          ? body.prompt[0]
+          : undefined;
+    if (prompt === undefined)
+      return exchange.sendError(400, "'prompt' must be a string or a list of one string");
+    const generation = planGeneration(exchange.behavior, {
+      model,
+      prompt,
+      promptTexts: [prompt],
+      maxTokens: typeof body.max_tokens === 'number' ? body.max_tokens : undefined,
+      withReasoning: false,
+    });
+    const id = randomId('cmpl-', 32);
+    const createdAt = Math.floor(Date.now() / 1000);
+    const choice = (text: string, finishReason: string | null): JsonObject => ({
+      index: 0,
+      text,
+      logprobs: null,
+      finish_reason: finishReason,
+      stop_reason: null,
+    });
+    if (body.stream !== true) {
+      await playBlocking(exchange, generation.content.length, () => ({
+        id,
+        object: 'text_completion',
+        created: createdAt,
+        model,
+        choices: [choice(generation.content.join(''), generation.finishReason)],
+        usage: usageOf(generation),
+      }));
+      return;
+    }
+    const includeUsage = isObject(body.stream_options) && body.stream_options.include_usage === true;
+    const event = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
+    const chunk = (text: string, finishReason: string | null = null): string =>
+      event({
+        id,
+        object: 'text_completion',
+        created: createdAt,
+        model,
+        choices: [choice(text, finishReason)],
+        ...(includeUsage ? { usage: null } : {}),
+      });
+    const tail = [chunk('', generation.finishReason)];
+    if (includeUsage) {
+      tail.push(
+        event({
+          id,
+          object: 'text_completion',
+          created: createdAt,
+          model,
+          choices: [],
+          usage: usageOf(generation),
+        }),
+      );
+    }
+    tail.push('data: [DONE]\n\n');
+    await playStream(exchange, {
+      contentType: SSE,
+      head: [],
+      tokens: generation.content.map((text) => chunk(text)),
+      tail,
+      errorChunks: (message) => [event(vllmErrorBody(500, message)), 'data: [DONE]\n\n'],
+    });
+  };
+
   const responses = async (exchange: FakeExchange): Promise<void> => {
     const resolved = resolveModel(exchange);
     if (!resolved) return;
@@ -496,6 +571,9 @@ export async function startFakeOpenAI(options: FakeStartOptions = {}): Promise<F
         return;
       case '/v1/responses':
         if (expect('POST')) await responses(exchange);
+        return;
+      case '/v1/completions':
+        if (expect('POST')) await textCompletions(exchange);
         return;
       case '/v1/embeddings':
         if (expect('POST')) embeddings(exchange);

@@ -44,6 +44,7 @@ import {
   type OllamaEndpoint,
 } from './ollama-lifecycle.js';
 import { ollamaEmbedParts } from './ollama-embed.js';
+import { asChatLines, toOllamaGenerateRequest } from './ollama-generate.js';
 import { toOllamaChatRequest } from './ollama-request.js';
 import { ollamaChatParts } from './ollama-stream.js';
 
@@ -172,8 +173,12 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
             const headers = { ...endpoint.headers, ...traceHeaders(options) };
             return yield* ollamaEmbedParts(exchange, endpoint.url('/api/embed'), headers, request);
           }
-          const body = toOllamaChatRequest(request, { contextSize: settings.contextSize });
-          const response = await exchange.send(endpoint.url('/api/chat'), {
+          const completion = request.kind === RunKind.RUN_KIND_COMPLETION;
+          const requestSettings = { contextSize: settings.contextSize };
+          const body = completion
+            ? toOllamaGenerateRequest(request, requestSettings)
+            : toOllamaChatRequest(request, requestSettings);
+          const response = await exchange.send(endpoint.url(completion ? '/api/generate' : '/api/chat'), {
             method: 'POST',
             headers: {
               ...endpoint.headers,
@@ -182,7 +187,8 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
             },
             body,
           });
-          return yield* ollamaChatParts(readNdjson(exchange.chunks(response)), request.runId);
+          const lines = readNdjson(exchange.chunks(response));
+          return yield* ollamaChatParts(completion ? asChatLines(lines) : lines, request.runId);
         },
       });
     },

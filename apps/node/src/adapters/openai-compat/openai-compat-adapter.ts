@@ -36,6 +36,11 @@ import { listOpenAIModels, toModelInfo } from './openai-models.js';
 import { openAIEmbeddingsParts } from './openai-embed.js';
 import { toOpenAIChatRequest } from './openai-request.js';
 import { openAIChatParts, openAICompletionParts } from './openai-stream.js';
+import {
+  asChatChunkBatches,
+  asChatCompletionBody,
+  toOpenAITextCompletionRequest,
+} from './openai-text-completion.js';
 
 export const OPENAI_COMPAT_DEFAULT_BASE_URL = 'http://127.0.0.1:8000/v1';
 
@@ -48,6 +53,7 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
   const modelsUrl = joinUrl(apiBase, '/models');
   const chatUrl = joinUrl(apiBase, '/chat/completions');
   const embeddingsUrl = joinUrl(apiBase, '/embeddings');
+  const completionsUrl = joinUrl(apiBase, '/completions');
   let knownModels: string[] = [];
   const listModels = (signal: AbortSignal, idleTimeoutMs: number) =>
     callUpstream({ deps, inflight, signal, idleTimeoutMs }, (exchange) =>
@@ -118,9 +124,12 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
             const embedHeaders = options.traceparent ? { ...headers, ...traceHeaders(options) } : headers;
             return yield* openAIEmbeddingsParts(exchange, embeddingsUrl, embedHeaders, request);
           }
-          const body = toOpenAIChatRequest(request, { provider: settings.provider });
+          const completion = request.kind === RunKind.RUN_KIND_COMPLETION;
+          const body = completion
+            ? toOpenAITextCompletionRequest(request)
+            : toOpenAIChatRequest(request, { provider: settings.provider });
           const base = request.collect ? headers : sseHeaders;
-          const response = await exchange.send(chatUrl, {
+          const response = await exchange.send(completion ? completionsUrl : chatUrl, {
             method: 'POST',
             // send() copies the headers: the shared object is never changed.
             headers: options.traceparent ? { ...base, ...traceHeaders(options) } : base,
@@ -128,9 +137,14 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
           });
           // Whatever was asked, the answer's content type decides how it is read (some servers ignore `stream`).
           if (response.header('content-type')?.includes('application/json')) {
-            return yield* openAICompletionParts(await exchange.json(response), request.runId);
+            const answer = await exchange.json(response);
+            return yield* openAICompletionParts(
+              completion ? asChatCompletionBody(answer) : answer,
+              request.runId,
+            );
           }
-          return yield* openAIChatParts(readSseBatches(exchange.chunks(response)), request.runId);
+          const batches = readSseBatches(exchange.chunks(response));
+          return yield* openAIChatParts(completion ? asChatChunkBatches(batches) : batches, request.runId);
         },
       });
     },

@@ -1,0 +1,219 @@
+// POST /v1/completions (legacy text completion): the body's check, its run spec (RunRequest.kind = completion:
+// the raw prompt and suffix travel in `completion`, no messages; sampling fields in the generation params) and
+// the answer, one `text_completion` body or a stream of `text_completion` chunks ending in `data: [DONE]`.
+// One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no
+// tokenizer to turn them back into text and Ollama takes text only), as are several prompts (one run is one
+// completion). Reasoning the backend may report is not part of a text completion and is left out.
+import { Ajv } from 'ajv';
+import { RunKind, type RunEventPart, type Usage } from '@iop/wire';
+import { errorDataObject, invalidRequest, runFailed } from './openai-error.js';
+import { describeSchemaError, schemaErrorParam } from './request-validator.js';
+import { finishReasonOf, usageTotals, type CollectedRun, type UsageTotals } from './run-output.js';
+import { generationParams, type RunSpec } from './run-spec.js';
+import type { SseSink } from './sse-sink.js';
+
+export interface CompletionsRequestBody {
+  model: string;
+  prompt: string | string[];
+  suffix?: string | null;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  seed?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+  user?: string | null;
+}
+
+const number = { type: ['number', 'null'] } as const;
+const schema = {
+  type: 'object',
+  required: ['model', 'prompt'],
+  properties: {
+    model: { type: 'string', minLength: 1 },
+    prompt: {
+      anyOf: [{ type: 'string' }, { type: 'array', minItems: 1, maxItems: 1, items: { type: 'string' } }],
+    },
+    suffix: { type: ['string', 'null'] },
+    max_tokens: { type: ['integer', 'null'], minimum: 1 },
+    temperature: { type: ['number', 'null'], minimum: 0, maximum: 2 },
+    top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    stop: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', maxItems: 4, items: { type: 'string' } },
+        { type: 'null' },
+      ],
+    },
+    seed: { type: ['integer', 'null'] },
+    presence_penalty: number,
+    frequency_penalty: number,
+    stream: { type: ['boolean', 'null'] },
+    stream_options: {
+      anyOf: [
+        { type: 'object', properties: { include_usage: { type: ['boolean', 'null'] } } },
+        { type: 'null' },
+      ],
+    },
+    user: { type: ['string', 'null'] },
+  },
+} as const;
+
+const validateBody = new Ajv({
+  allErrors: false,
+  strict: false,
+  allowUnionTypes: true,
+}).compile<CompletionsRequestBody>(schema);
+
+export function validateCompletionsRequest(body: unknown): CompletionsRequestBody {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
+  }
+  const prompt = (body as Record<string, unknown>)['prompt'];
+  if (Array.isArray(prompt)) {
+    if (prompt.some((entry) => typeof entry === 'number' || Array.isArray(entry))) {
+      throw invalidRequest(
+        "Token ids in 'prompt' are not supported: send the text (IOP has no tokenizer and Ollama takes text only)",
+        'prompt',
+        'unsupported_parameter',
+      );
+    }
+    if (prompt.length > 1) {
+      throw invalidRequest(
+        `'prompt' holds ${prompt.length} prompts: IOP completes one prompt per request (send one request each)`,
+        'prompt',
+        'unsupported_parameter',
+      );
+    }
+  }
+  if (!validateBody(body)) {
+    const error = validateBody.errors?.[0];
+    throw invalidRequest(describeSchemaError(error), schemaErrorParam(error));
+  }
+  return body;
+}
+
+/** The run spec of a completions request: no messages, the prompt (and suffix) in `completion`. */
+export function completionsRunSpec(body: CompletionsRequestBody): RunSpec {
+  const prompt = typeof body.prompt === 'string' ? body.prompt : (body.prompt[0] ?? '');
+  // Only the sampling fields: reasoning switches are not completion fields (unknown ones are forwarded or refused).
+  const sampling = {
+    model: body.model,
+    temperature: body.temperature,
+    top_p: body.top_p,
+    seed: body.seed,
+    presence_penalty: body.presence_penalty,
+    frequency_penalty: body.frequency_penalty,
+  };
+  const { params } = generationParams(sampling, body.max_tokens, body.stop);
+  return {
+    messages: [],
+    tools: [],
+    params,
+    kind: RunKind.RUN_KIND_COMPLETION,
+    completion: { prompt, suffix: body.suffix ?? '' },
+    metadata: {},
+    reasoningRequested: false,
+    includeReasoning: false,
+  };
+}
+
+export interface CompletionOutputContext {
+  /** `cmpl-…` */
+  id: string;
+  /** Unix seconds. */
+  created: number;
+  model: string;
+  includeUsage: boolean;
+}
+
+function completionUsage(usage: UsageTotals): Record<string, unknown> {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.totalTokens,
+  };
+}
+
+/** The whole `text_completion` answer. */
+export function completionBody(context: CompletionOutputContext, run: CollectedRun): Record<string, unknown> {
+  return {
+    id: context.id,
+    object: 'text_completion',
+    created: context.created,
+    model: context.model,
+    choices: [{ text: run.text, index: 0, logprobs: null, finish_reason: run.finishReason }],
+    usage: completionUsage(run.usage),
+  };
+}
+
+/**
+ * Streams a run as `text_completion` chunks, then (with `stream_options.include_usage`) a usage chunk, then
+ * `data: [DONE]`. Throws (before anything is written) if the run fails first, so the caller can answer with an
+ * HTTP error; a failure after output started becomes an SSE error object.
+ */
+export async function streamCompletion(
+  parts: AsyncIterable<RunEventPart>,
+  sink: SseSink,
+  context: CompletionOutputContext,
+): Promise<void> {
+  const head =
+    `data: {"id":"${context.id}","object":"text_completion","created":${context.created},` +
+    `"model":${JSON.stringify(context.model)},"choices":[{"text":`;
+  const usageField = context.includeUsage ? ',"usage":null' : '';
+  const open = `,"index":0,"logprobs":null,"finish_reason":null}]${usageField}}\n\n`;
+  let usage: Usage | undefined;
+  const fail = async (code: string, message: string) => {
+    if (!sink.started) throw runFailed(code, message);
+    await sink.write(`data: ${JSON.stringify(errorDataObject(runFailed(code, message)))}\n\n`);
+  };
+  for await (const part of parts) {
+    if (sink.closed) return;
+    switch (part.type) {
+      case 'text-delta':
+        if (part.text !== '') await sink.write(head + JSON.stringify(part.text) + open);
+        break;
+      case 'usage':
+        usage = part.usage;
+        break;
+      case 'start':
+      case 'progress':
+      case 'reasoning-delta':
+      case 'tool-call':
+      case 'embeddings':
+        break;
+      case 'complete': {
+        const finish = finishReasonOf(part.finishReason, false);
+        await sink.write(
+          `${head}"","index":0,"logprobs":null,"finish_reason":"${finish}"}]${usageField}}\n\n`,
+        );
+        if (context.includeUsage) {
+          const body = {
+            id: context.id,
+            object: 'text_completion',
+            created: context.created,
+            model: context.model,
+            choices: [],
+            usage: completionUsage(usageTotals(usage)),
+          };
+          await sink.write(`data: ${JSON.stringify(body)}\n\n`);
+        }
+        await sink.write('data: [DONE]\n\n');
+        return;
+      }
+      case 'error':
+        await fail(part.code, part.message);
+        return;
+      case 'cancelled':
+        await fail('run_cancelled', `The run was cancelled: ${part.reason}`);
+        return;
+      default: {
+        const unreachable: never = part;
+        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+}
