@@ -3,23 +3,24 @@
 // B by its own principal only; another principal (`team-a` for `team`'s run) and a malformed lookup get exactly
 // what an unknown id gets.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { systemClock } from '../clock.js';
 import type { RunKey, RunUpdate } from '../placement/run-directory.js';
 import { RunRegistry } from '../service/run-registry.js';
+import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createRemoteRuns, RUNS_TOPIC, serveRuns } from './cluster-runs.js';
+import type { FabricBus } from './fabric-bus.js';
 import { createPeerCalls } from './peer-calls.js';
 
 const available = natsServerAvailable('cluster run-lookup tests');
 const suite = available ? describe : describe.skip;
 
 let nats: NatsServer;
-const connections: NatsConnection[] = [];
+const connections: FabricBus[] = [];
 const stops: (() => void)[] = [];
 
 async function edge(edgeId: string, others: string[], maxSubscribers?: number) {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 2000 });
   const registry = new RunRegistry({
@@ -86,7 +87,8 @@ suite('run lookups through the fabric (cluster-runs over NATS)', () => {
 
   it('treats a malformed answer from another edge as no answer', async () => {
     const b = await edge('edge-b', ['edge-c']);
-    const nc = await connect({ servers: nats.url });
+    // An edge of the fabric (it holds the key) whose answers are garbage.
+    const nc = await connectFabric(nats.url, 'edge-c');
     connections.push(nc);
     const rogue = createPeerCalls({ nc, edgeId: 'edge-c', liveEdges: () => ['edge-b'], timeoutMs: 2000 });
     stops.push(rogue.serve(RUNS_TOPIC, () => Promise.resolve({ value: { state: 'x', ended: 'yes' } })));
