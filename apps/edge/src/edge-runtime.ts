@@ -7,9 +7,8 @@
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
-import { createEventBus, type ClosableEventBus } from './events/event-bus.js';
-import { openGovernance, type Governance } from './governance/governance.js';
-import type { UsageQuery, UsageRow } from './governance/usage-store.js';
+import { createEventBus } from './events/event-bus.js';
+import { openGovernance } from './governance/governance.js';
 import { createTracing, type Tracing } from '@iop/tracing';
 import { CLOSE_REASONS } from '@iop/wire';
 import type { Logger } from './logging.js';
@@ -19,12 +18,13 @@ import {
   type NodeConfigApplyOptions,
   type NodeConfigApplyOutcome,
 } from './node/node-config-push.js';
-import { createNodeRegistry, type NodeRegistry } from './node/node-registry.js';
-import { createNodeStore, type NodeStore } from './node/node-store.js';
-import { createProviderPool, type ProviderPool } from './pool/provider-pool.js';
-import { createConfigRefresher, type ConfigRefresher } from './refresh/config-refresher.js';
-import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
+import { createNodeRegistry } from './node/node-registry.js';
+import { createNodeStore } from './node/node-store.js';
+import { createProviderPool } from './pool/provider-pool.js';
+import { createConfigRefresher } from './refresh/config-refresher.js';
+import { createEdgeService, type AdmissionMetrics } from './service/edge-service.js';
 import { RunRegistry } from './service/run-registry.js';
+import type { EdgeCore } from './edge-core.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
 import type { EdgeTransport } from './transport/edge-transport.js';
@@ -44,30 +44,7 @@ export interface EdgeRuntimeOptions {
   tracing?: Tracing;
 }
 
-/**
- * Everything a surface may use, by type. A surface factory takes a `Pick` of it, so what each surface depends on
- * is visible in its signature.
- */
-export interface EdgeCore {
-  config: EdgeConfig;
-  configPath: string;
-  logger: Logger;
-  clock: Clock;
-  events: ClosableEventBus;
-  store: NodeStore;
-  registry: NodeRegistry;
-  pool: ProviderPool;
-  service: EdgeServiceImpl;
-  metrics: EdgeMetrics;
-  /** API keys of each surface (live), their limits at admission, and the usage store. */
-  governance: Governance;
-  /** Live config refresh; undefined when `refresh.enabled` is false. */
-  refresher: ConfigRefresher | undefined;
-  /** Cluster mode only: usage totals of every live edge added up (GetUsage); undefined on one edge. */
-  clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
-  /** True once every surface started, false again when stopping (/readyz). */
-  ready(): boolean;
-}
+export type { EdgeCore };
 
 export interface EdgeRuntime extends EdgeCore {
   transportAddress: string;

@@ -1,6 +1,6 @@
 // A surface is one outward-facing listener (OpenAI HTTP, A2A, admin gRPC, metrics, bootstrap, UI, ...) started by
 // the edge runtime over the typed core. Surfaces only translate their protocol to EdgeService calls.
-import type { EdgeCore } from './edge-runtime.js';
+import type { EdgeCore } from './edge-core.js';
 
 export interface Surface {
   /** Short name for logs ("openai", "a2a", "admin"). */

@@ -3,7 +3,24 @@
 // other (cycles are refused separately).
 import type { LayerTable } from './layer-rules.js';
 
-/** apps/edge/src: surfaces → service → placement → pool / cluster → node → transport → base. */
+const SURFACE_MAY_IMPORT = [
+  'service',
+  'http',
+  'net',
+  'tls',
+  'present',
+  'governance',
+  'refresh',
+  'events',
+  'metrics',
+  'logging.ts',
+  'version.ts',
+  'clock.ts',
+  'random-ids.ts',
+  'fault.ts',
+];
+
+/** apps/edge/src: surfaces → service → cluster → placement → pool → node → transport → base. */
 export const EDGE: LayerTable = {
   root: 'apps/edge/src',
   layers: {
@@ -16,6 +33,8 @@ export const EDGE: LayerTable = {
     net: 0,
     http: 0,
     tls: 0,
+    // presentation helpers any surface or command may use (terminal-safe text, node labels)
+    present: 0,
     events: 1,
     // one framed TCP/TLS connection per node; bounds before registration
     transport: 2,
@@ -27,21 +46,23 @@ export const EDGE: LayerTable = {
     governance: 5,
     refresh: 5,
     adopt: 5,
-    // a remote directory and transport over NATS (authenticated, encrypted) for placement
-    cluster: 6,
-    // "where does this run execute": the local pool or a remote edge
-    placement: 7,
+    // "where does this run execute": the local pool or a remote edge (the interfaces the cluster implements)
+    placement: 6,
+    // a remote directory and transport over NATS (authenticated, encrypted) behind placement's interfaces
+    cluster: 7,
     // submitRun · cancel · lookup: one run supervisor per run
     service: 8,
     // surfaces: translate a protocol to service calls
     openai: 9,
-    anthropic: 9,
+    // mounted on the OpenAI listener (above it: it reuses the OpenAI surface's HTTP plumbing)
+    anthropic: 9.5,
     a2a: 9,
     console: 9,
     admin: 9,
     bootstrap: 9,
     ui: 9,
     // composition root
+    'edge-core.ts': 10,
     'edge-runtime.ts': 10,
     'surfaces.ts': 10,
     'surface.ts': 10,
@@ -53,19 +74,20 @@ export const EDGE: LayerTable = {
   allowOutside: ['apps/edge/package.json'],
   restricted: [
     {
+      // A surface reaches runs and nodes only through the service: never placement, cluster, pool, node or
+      // transport, and never another surface. Besides the service it may use the shared HTTP and base helpers and
+      // the service-level registries it is handed by type: governance (its API keys and usage), refresh (config
+      // refresh), events (the run and node feed) and metrics (its own counters).
       name: 'surface',
-      entries: ['openai', 'anthropic', 'a2a', 'console', 'admin', 'bootstrap', 'ui'],
-      mayImport: [
-        'service',
-        'http',
-        'net',
-        'tls',
-        'logging.ts',
-        'version.ts',
-        'clock.ts',
-        'random-ids.ts',
-        'fault.ts',
-      ],
+      entries: ['openai', 'a2a', 'console', 'admin', 'bootstrap', 'ui'],
+      mayImport: SURFACE_MAY_IMPORT,
+    },
+    {
+      // The Anthropic Messages API is mounted on the OpenAI listener and reuses its HTTP plumbing (body reader, SSE
+      // writer, route resolution, run starter); the OpenAI surface never imports it.
+      name: 'surface mounted on the OpenAI listener',
+      entries: ['anthropic'],
+      mayImport: [...SURFACE_MAY_IMPORT, 'openai'],
     },
   ],
 };

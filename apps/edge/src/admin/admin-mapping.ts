@@ -8,7 +8,7 @@ import {
   type SubmitRunRequest,
 } from '@iop/wire';
 import type { EdgeEvent } from '../events/types.js';
-import { toWireDiscovery } from '../node/discovered.js';
+import { toWireDiscovery } from '../service/node-views.js';
 import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
 
 /** A provider as the pool sees it: the node's last probe (health_detail, health_cause) is the node's to report. */

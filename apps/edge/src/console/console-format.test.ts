@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { formatResultMap, formatSessions, quote } from './console-format.js';
-import { NodeLabels } from '../node/node-labels.js';
+import { NodeLabels } from '../present/node-labels.js';
 import { TextLineAssembler } from './text-line-assembler.js';
 
 describe('console formatting', () => {

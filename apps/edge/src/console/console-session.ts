@@ -21,7 +21,7 @@ import { create, type NodeCommandResponse } from '@iop/wire';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
-import { discoverySummary } from '../node/discovered.js';
+import { discoverySummary } from '../service/node-views.js';
 import type { EdgeService, NodeSummary, RunHandle, SessionRef } from '../service/types.js';
 import { describeConsoleError, nodeReportedError } from './console-errors.js';
 import {
@@ -32,8 +32,8 @@ import {
   type ProviderStatusView,
   type RunTextState,
 } from './console-format.js';
-import { NodeLabels } from '../node/node-labels.js';
-import { terminalText } from '../node/terminal-text.js';
+import { NodeLabels } from '../present/node-labels.js';
+import { terminalText } from '../present/terminal-text.js';
 import { TextLineAssembler } from './text-line-assembler.js';
 
 export interface ConsoleDefaults {

@@ -17,7 +17,7 @@ import { create, isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { ClosableEventBus } from '../events/event-bus.js';
 import type { Logger } from '../logging.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
-import { NodeLabels } from '../node/node-labels.js';
+import { NodeLabels } from '../present/node-labels.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { EdgeService } from '../service/types.js';
 import { DEFAULT_HTTP_SERVER_LIMITS } from '../http/http-server.js';
