@@ -201,7 +201,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     listProviders: unary('ListProviders', () => {
       // Each provider with the node's last probe of it (detail and cause), when its node reported one.
       const reported = new Map<string, { healthDetail: string; healthCause: string }>();
-      for (const node of service.clusterNodes?.() ?? service.listNodes()) {
+      for (const node of service.fabricNodes()) {
         for (const entry of node.providers) {
           reported.set(`${node.nodeId}\n${entry.providerId}`, {
             healthDetail: entry.detail,

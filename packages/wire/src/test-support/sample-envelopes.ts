@@ -39,6 +39,7 @@ const nodeConfig = {
         maxSessions: 8,
         sessionIdleTtlMs: 900000,
         workspaceRoots: ['/srv/work'],
+        runAs: '',
       },
     },
     {
