@@ -1,7 +1,10 @@
 // Issue 30: an agent cannot read its node's secrets. A real `iop-node run` as root, against a fake edge in this
 // process, runs a stand-in CLI (`cat`) as a `run_as` user this test creates: `cat` on the node's token file (and
 // its identity key) gets "Permission denied", while a file of the agent user's own is read. Needs root and
-// useradd; skipped with one line otherwise.
+// useradd; skipped with one line otherwise. A second run repeats it the way a service install runs the node:
+// root bounded to CAP_SETUID CAP_SETGID CAP_KILL CAP_DAC_READ_SEARCH (setpriv, like the unit's
+// CapabilityBoundingSet), the agent user from `--agent-user` rather than the config, the workspaces dir (0711,
+// the agent's) as its working directory.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,7 +43,7 @@ function createAgentUser(home: string): string | undefined {
   return undefined;
 }
 
-function payload(): NodeConfigPayload {
+function payload(runAs: string): NodeConfigPayload {
   return {
     nodeId: 'test-node',
     alias: 'test-node',
@@ -59,10 +62,15 @@ function payload(): NodeConfigPayload {
           maxSessions: 4,
           sessionIdleTtlMs: 0,
           workspaceRoots: [],
-          runAs: USER,
+          runAs,
           profiles: {
             cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
             sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
+            write: create.cliProfile({
+              command: 'sh',
+              args: ['-c', 'echo "$2" > agent-made.txt && cat agent-made.txt', 'sh', '{prompt}'],
+              mode: 'oneshot',
+            }),
           },
         },
       },
@@ -99,6 +107,16 @@ let home: string;
 let edge: FakeEdge | undefined;
 let node: ChildProcess | undefined;
 let stderr = '';
+let serviceEdge: FakeEdge | undefined;
+let serviceNode: ChildProcess | undefined;
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-agent-user-'));
@@ -110,12 +128,10 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  if (node && node.exitCode === null && node.signalCode === null) {
-    const exited = new Promise((resolve) => node?.once('exit', resolve));
-    node.kill('SIGTERM');
-    await exited;
-  }
+  await stop(node);
+  await stop(serviceNode);
   await edge?.close();
+  await serviceEdge?.close();
   if (!skipReason) execFileSync('userdel', [USER], { stdio: 'pipe' });
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -136,7 +152,7 @@ describe('CLI agents as a run_as user (node run as root)', () => {
         accepted: true,
         heartbeatIntervalMs: 1000,
         heartbeatTimeoutMs: 10_000,
-        config: payload(),
+        config: payload(USER),
       }),
     });
     // The node's working directory (the agents' default workspace) is the agent's home.
@@ -215,5 +231,84 @@ describe('CLI agents as a run_as user (node run as root)', () => {
       `sleeper cancelled (${stderr})`,
     );
     await waitFor(() => agentProcesses() === 0, 10_000, "the agent's processes gone");
+  }, 60_000);
+
+  it('works as a service install runs it: root with four capabilities, --agent-user, workspaces dir', async () => {
+    if (skipReason) return;
+    const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((file) => fs.existsSync(file));
+    if (!setpriv) {
+      process.stdout.write('[agent-user] service-mode case skipped: setpriv not found\n');
+      return;
+    }
+    const dataDir = path.join(dir, 'service-data');
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    const tokenFile = path.join(dir, 'service.token');
+    fs.writeFileSync(tokenFile, 'iop_service_secret_token\n', { mode: 0o600 });
+    const workspaces = path.join(dir, 'workspaces');
+    fs.mkdirSync(workspaces);
+    fs.chownSync(workspaces, fs.statSync(home).uid, fs.statSync(home).gid);
+    fs.chmodSync(workspaces, 0o711);
+
+    serviceEdge = await FakeEdge.start({
+      answer: () => ({
+        accepted: true,
+        heartbeatIntervalMs: 1000,
+        heartbeatTimeoutMs: 10_000,
+        config: payload(''),
+      }),
+    });
+    let serviceStderr = '';
+    serviceNode = spawn(
+      setpriv,
+      [
+        '--bounding-set=-all,+setuid,+setgid,+kill,+dac_read_search',
+        '--inh-caps=-all',
+        process.execPath,
+        '--import',
+        register,
+        main,
+        'run',
+        '--edge',
+        `127.0.0.1:${serviceEdge.port}`,
+        '--node-id',
+        'test-node',
+        '--data-dir',
+        dataDir,
+        '--token-file',
+        tokenFile,
+        '--agent-user',
+        USER,
+        '--log-format',
+        'json',
+      ],
+      { cwd: workspaces, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    serviceNode.stderr?.on('data', (chunk: Buffer) => (serviceStderr += chunk.toString()));
+    const current = serviceEdge;
+    await waitFor(() => current.registrations.length === 1, 20_000, `registration (${serviceStderr})`);
+    const ask = async (runId: string, target: string, text: string) => {
+      await current
+        .latest()
+        .send(
+          envelope.runRequest({ runId, adapter: 'cli', target, sessionId: runId, messages: prompt(text) }),
+        );
+      await waitFor(
+        () =>
+          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
+        15_000,
+        `end of ${runId} (${serviceStderr})`,
+      );
+      return runOutput(current, runId).text;
+    };
+    const token = await ask('svc-token', 'cat', tokenFile);
+    expect(token).toContain('Permission denied');
+    expect(token).not.toContain('iop_service_secret_token');
+    expect(await ask('svc-key', 'cat', path.join(dataDir, 'identity.key'))).toContain('Permission denied');
+    // The node made its identity key and history in its data dir (root's, without CAP_DAC_OVERRIDE).
+    expect(fs.statSync(path.join(dataDir, 'identity.key')).uid).toBe(0);
+    // The agent works in the workspaces dir (its default workspace) and what it makes is its own ($1 is the
+    // end-of-options '--' before the prompt).
+    expect(await ask('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
+    expect(fs.statSync(path.join(workspaces, 'agent-made.txt')).uid).toBe(fs.statSync(home).uid);
   }, 60_000);
 });

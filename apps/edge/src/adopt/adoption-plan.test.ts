@@ -31,7 +31,7 @@ const DISCOVERED: NodeDiscovered = {
     { name: 'codex', path: '/usr/bin/codex', version: 'codex-cli 0.46.0' },
     { name: 'someday', path: '/usr/bin/someday', version: '1' },
   ],
-  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [] },
+  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
   discoveredAtUnixMs: 1,
 };
 

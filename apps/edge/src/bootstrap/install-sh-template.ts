@@ -13,7 +13,9 @@ export const INSTALL_SH_TEMPLATE = `#!/usr/bin/env bash
 # the SHA-256 written into this script (so the line's pin covers the artifact too), installs it under ~/.iop
 # (/opt/iop as root; IOP_HOME overrides), stores the token in a file only the node's user can read, and starts
 # the node in the foreground pinned to the edge's key (--service: a systemd unit or a launchd agent instead; as
-# root on Linux the unit runs as the unprivileged iop-node user). Everything is in functions and runs only from
+# root on Linux the unit runs the node as root limited to CAP_SETUID CAP_SETGID CAP_KILL CAP_DAC_READ_SEARCH, and
+# its CLI agents as the unprivileged iop-agent user in <root>/workspaces, so they cannot read the node's token,
+# identity key or history). Everything is in functions and runs only from
 # the last line, so a truncated download does nothing.
 set -euo pipefail
 
@@ -24,7 +26,8 @@ IOP_DEFAULT_EDGE=__IOP_EDGE__
 IOP_DEFAULT_EDGE_FINGERPRINT=__IOP_EDGE_FINGERPRINT__
 # '<sha256>  <artifact file>' per line: the only artifacts this script installs.
 IOP_ARTIFACT_SHA256S=__IOP_ARTIFACT_SHA256S__
-IOP_SERVICE_USER=iop-node
+# The unprivileged user CLI agents of a root service install run as (no login shell, a home of its own).
+IOP_AGENT_USER=iop-agent
 IOP_SERVICE_NAME=iop-node
 IOP_LAUNCHD_LABEL=dev.iop.node
 
@@ -137,12 +140,19 @@ iop_xml_escape() {
   printf '%s' "$1" | sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' -e 's/>/\\&gt;/g' -e 's/"/\\&quot;/g' -e "s/'/\\&apos;/g"
 }
 
-# systemd unit for the node: user unit (default.target) or, as root, a system unit (multi-user.target) that
-# runs as the unprivileged $IOP_SERVICE_USER with a read-only system and only its data dir writable.
-# Arguments: binary edge node-id token-file data-dir scope(user|system) fingerprint. The token stays in its file.
+# systemd unit for the node: user unit (default.target; its agents share the node's user) or, as root, a system
+# unit (multi-user.target). The system unit runs the node as root with only the capabilities it needs to start
+# agents as $IOP_AGENT_USER (setuid/setgid), to stop their process trees (kill) and to enter their workspaces
+# (dac_read_search: agents make their directories 0700); no CAP_DAC_OVERRIDE, so it cannot write files that are
+# not root's. setuid(2) to the agent drops every capability, so the agents have none; NoNewPrivileges stays on
+# (it stops gains through execve, e.g. sudo, not a root process dropping to a user). The node's token and data
+# dir are root's 0600/0700, out of the agents' reach; their working directory is the workspaces dir.
+# Arguments: binary edge node-id token-file data-dir scope(user|system) fingerprint workspaces-dir agent-home.
+# The token stays in its file.
 iop_systemd_unit() {
   local word exec_start="" wanted=default.target
-  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" \${7:+--edge-fingerprint "$7"}; do
+  for word in "$1" run --edge "$2" --node-id "$3" --token-file "$4" --data-dir "$5" \${7:+--edge-fingerprint "$7"} \\
+    \${8:+--agent-user "$IOP_AGENT_USER"}; do
     exec_start="$exec_start $(iop_systemd_quote "$word")"
   done
   [ "$6" = system ] && wanted=multi-user.target
@@ -163,13 +173,12 @@ UMask=0077
 UNIT
   if [ "$6" = system ]; then
     cat <<HARDENED
-User=$IOP_SERVICE_USER
-Group=$IOP_SERVICE_USER
+WorkingDirectory=$(iop_systemd_quote "$8")
 ProtectSystem=full
 ProtectHome=read-only
 PrivateTmp=yes
 # No PrivateDevices: the node reports GPUs (nvidia-smi needs /dev/nvidia*) and its agents may use them.
-ReadWritePaths=$(iop_systemd_quote "$5")
+ReadWritePaths=$(iop_systemd_quote "$5") $(iop_systemd_quote "$8") $(iop_systemd_quote "$9")
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
@@ -180,7 +189,7 @@ RestrictSUIDSGID=yes
 RestrictNamespaces=yes
 RestrictRealtime=yes
 LockPersonality=yes
-CapabilityBoundingSet=
+CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL CAP_DAC_READ_SEARCH
 AmbientCapabilities=
 HARDENED
   fi
@@ -191,16 +200,22 @@ WantedBy=$wanted
 UNIT_TAIL
 }
 
-# Root installs: the system user the node service runs as (created once, no login, no home of its own).
-iop_ensure_service_user() {
-  if id -u "$IOP_SERVICE_USER" >/dev/null 2>&1; then return 0; fi
-  command -v useradd >/dev/null 2>&1 || iop_die "useradd not found: cannot create the $IOP_SERVICE_USER service user"
-  local shell=/usr/sbin/nologin
-  [ -x "$shell" ] || shell=/sbin/nologin
-  [ -x "$shell" ] || shell=/bin/false
-  useradd --system --user-group --home-dir "$1" --no-create-home --shell "$shell" "$IOP_SERVICE_USER" ||
-    iop_die "could not create the $IOP_SERVICE_USER service user"
-  iop_say "created system user $IOP_SERVICE_USER"
+# Root installs: the system user CLI agents run as (created once, no login shell), its home $1 (0700) and the
+# workspaces dir $2 (0711: the node, root without CAP_DAC_OVERRIDE, passes through it), both its own.
+iop_ensure_agent_user() {
+  if ! id -u "$IOP_AGENT_USER" >/dev/null 2>&1; then
+    command -v useradd >/dev/null 2>&1 || iop_die "useradd not found: cannot create the $IOP_AGENT_USER agent user"
+    local shell=/usr/sbin/nologin
+    [ -x "$shell" ] || shell=/sbin/nologin
+    [ -x "$shell" ] || shell=/bin/false
+    useradd --system --user-group --home-dir "$1" --no-create-home --shell "$shell" "$IOP_AGENT_USER" ||
+      iop_die "could not create the $IOP_AGENT_USER agent user"
+    iop_say "created system user $IOP_AGENT_USER (CLI agents run as it)"
+  fi
+  mkdir -p "$1" "$2"
+  chown "$IOP_AGENT_USER:$IOP_AGENT_USER" "$1" "$2"
+  chmod 700 "$1"
+  chmod 711 "$2"
 }
 
 # launchd property list. Arguments: binary edge node-id token-file data-dir log-file fingerprint.
@@ -235,27 +250,33 @@ iop_install_service() {
   local os="$1" binary="$2" edge="$3" node_id="$4" token_file="$5" data_dir="$6" root="$7" fingerprint="$8"
   if [ "$os" = linux ]; then
     command -v systemctl >/dev/null 2>&1 || iop_die "--service needs systemd (systemctl not found)"
-    local unit_dir scope=user
+    local unit_dir scope=user workspaces="" agent_home=""
     if [ "$(id -u)" = 0 ]; then
       unit_dir="\${IOP_SYSTEMD_SYSTEM_DIR:-/etc/systemd/system}"
       scope=system
-      # The service user owns only its token and data; the binary stays root's so the node cannot replace it.
-      iop_ensure_service_user "$data_dir"
-      chown "$IOP_SERVICE_USER:$IOP_SERVICE_USER" "$token_file" "$data_dir"
+      workspaces="$root/workspaces"
+      agent_home="$root/agent-home"
+      iop_ensure_agent_user "$agent_home" "$workspaces"
+      # Everything the node owns is root's and private (an earlier install ran the node as iop-node; the node
+      # has no CAP_DAC_OVERRIDE, so files of that user would be unreadable to it now).
+      chown -R root:root "$token_file" "$data_dir"
       chmod 600 "$token_file"
       chmod 700 "$data_dir"
     else
       unit_dir="\${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
     fi
     mkdir -p "$unit_dir"
-    iop_systemd_unit "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$scope" "$fingerprint" >"$unit_dir/$IOP_SERVICE_NAME.service"
+    iop_systemd_unit "$binary" "$edge" "$node_id" "$token_file" "$data_dir" "$scope" "$fingerprint" \\
+      "$workspaces" "$agent_home" >"$unit_dir/$IOP_SERVICE_NAME.service"
     if [ "$scope" = system ]; then
+      iop_say "CLI agents run as $IOP_AGENT_USER in $workspaces (workspace_roots); they cannot read $token_file or $data_dir"
       systemctl daemon-reload
       systemctl enable --now "$IOP_SERVICE_NAME.service"
     else
       systemctl --user daemon-reload
       systemctl --user enable --now "$IOP_SERVICE_NAME.service"
       iop_say "user services stop at logout unless lingering is on: sudo loginctl enable-linger $(id -un)"
+      iop_say "warning: CLI agents run as $(id -un), the node's own user, and can read its token (install as root to separate them)"
     fi
     iop_say "installed $unit_dir/$IOP_SERVICE_NAME.service (logs: journalctl $([ "$scope" = user ] && echo --user) -u $IOP_SERVICE_NAME)"
   else

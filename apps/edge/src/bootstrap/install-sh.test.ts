@@ -209,14 +209,24 @@ describe('install.sh service definitions', () => {
     );
     expect(result.stdout).toContain('WantedBy=default.target');
     expect(result.stdout).not.toContain('User=');
-    const system = runLibrary(script, `iop_systemd_unit b e n t /var/d system ${fingerprint}`).stdout;
+    expect(result.stdout).not.toContain('--agent-user');
+    const system = runLibrary(
+      script,
+      `iop_systemd_unit b e n t /var/d system ${fingerprint} /var/w /var/h`,
+    ).stdout;
     expect(system).toContain('WantedBy=multi-user.target');
-    expect(system).toContain(`"--data-dir" "/var/d" "--edge-fingerprint" "${fingerprint}"`);
+    expect(system).toContain(
+      `"--data-dir" "/var/d" "--edge-fingerprint" "${fingerprint}" "--agent-user" "iop-agent"`,
+    );
+    // The node runs as root with four capabilities; agents (iop-agent) in the workspaces dir.
+    expect(system).not.toMatch(/^User=/m);
     for (const line of [
-      'User=iop-node',
+      'WorkingDirectory="/var/w"',
       'ProtectSystem=full',
-      'ReadWritePaths="/var/d"',
-      'CapabilityBoundingSet=',
+      'ReadWritePaths="/var/d" "/var/w" "/var/h"',
+      'CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL CAP_DAC_READ_SEARCH',
+      'AmbientCapabilities=',
+      'NoNewPrivileges=yes',
     ])
       expect(system.split('\n')).toContain(line);
   });
@@ -347,7 +357,10 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
       },
     );
     expect(result.status).toBe(0);
+    // A user install cannot separate its agents: it says so, and the unit names no agent user.
+    expect(result.stderr).toContain("CLI agents run as tester, the node's own user, and can read its token");
     const unit = fs.readFileSync(path.join(dir, 'config', 'systemd', 'user', 'iop-node.service'), 'utf8');
+    expect(unit).not.toContain('--agent-user');
     expect(unit).toContain(`"--token-file" "${path.join(dir, 'home', '.iop', 'node.token')}"`);
     expect(unit).not.toContain('secret-token');
     expect(fs.readFileSync(path.join(dir, 'systemctl-calls'), 'utf8')).toBe(
@@ -357,7 +370,7 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
     expect(fs.existsSync(path.join(dir, 'agent-args'))).toBe(false);
   });
 
-  it('--service as root runs the unit as the iop-node user: token and data dir its own, binary root-owned', () => {
+  it('--service as root makes the iop-agent user and its workspaces; token and data dir stay root-only', () => {
     const name = 'iop-node-0.1.0-linux-amd64.tar.gz';
     const rendered = buildArtifact(name);
     const bin = fakeTools({ s: 'Linux', m: 'x86_64' }, '0');
@@ -365,10 +378,10 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
       fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho "${tool} $*" >> "${dir}/calls"\n`, {
         mode: 0o755,
       });
-    // id: uid 0 for the installer, and no iop-node user yet.
+    // id: uid 0 for the installer, and no iop-agent user yet.
     fs.writeFileSync(
       path.join(bin, 'id'),
-      '#!/bin/sh\ncase "$1 $2" in "-u iop-node") exit 1 ;; "-u ") echo 0 ;; *) echo root ;; esac\n',
+      '#!/bin/sh\ncase "$1 $2" in "-u iop-agent") exit 1 ;; "-u ") echo 0 ;; *) echo root ;; esac\n',
       { mode: 0o755 },
     );
     for (const tool of ['useradd', 'chown', 'systemctl']) record(tool);
@@ -389,21 +402,29 @@ describe('install.sh end to end (file:// artifacts, stand-in agent)', () => {
         timeout: 20_000,
       },
     );
-    expect(result.stderr).toContain('created system user iop-node');
+    expect(result.stderr).toContain('created system user iop-agent');
     expect(result.status).toBe(0);
     const calls = fs.readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n');
+    const workspaces = path.join(root, 'workspaces');
+    const agentHome = path.join(root, 'agent-home');
     expect(calls[0]).toMatch(
-      /^useradd --system --user-group --home-dir .* --no-create-home --shell \S+ iop-node$/,
+      /^useradd --system --user-group --home-dir (\S+) --no-create-home --shell \S+ iop-agent$/,
     );
-    // Only the token file and the data dir change owner; never the install root, bin/ or versions/.
-    expect(calls[1]).toBe(
-      `chown iop-node:iop-node ${path.join(root, 'node.token')} ${path.join(root, 'node')}`,
-    );
-    expect(calls.filter((call) => call.startsWith('chown'))).toHaveLength(1);
-    expect(calls.slice(2)).toEqual(['systemctl daemon-reload', 'systemctl enable --now iop-node.service']);
+    expect(calls[0]?.split(' ')[4]).toBe(agentHome);
+    // The agent owns its home and workspaces; the node's token and data dir are root's; never bin/ or versions/.
+    expect(calls[1]).toBe(`chown iop-agent:iop-agent ${agentHome} ${workspaces}`);
+    expect(calls[2]).toBe(`chown -R root:root ${path.join(root, 'node.token')} ${path.join(root, 'node')}`);
+    expect(calls.filter((call) => call.startsWith('chown'))).toHaveLength(2);
+    expect(calls.slice(3)).toEqual(['systemctl daemon-reload', 'systemctl enable --now iop-node.service']);
     expect(fs.statSync(path.join(root, 'node.token')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(root, 'node')).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(agentHome).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(workspaces).mode & 0o777).toBe(0o711);
+    expect(result.stderr).toContain(`CLI agents run as iop-agent in ${workspaces}`);
     const unit = fs.readFileSync(path.join(dir, 'units', 'iop-node.service'), 'utf8');
-    expect(unit).toContain('User=iop-node\nGroup=iop-node\n');
+    expect(unit).not.toMatch(/^User=/m);
+    expect(unit).toContain(`WorkingDirectory="${workspaces}"\n`);
+    expect(unit).toContain('"--agent-user" "iop-agent"');
     expect(unit).toContain(`"--edge-fingerprint" "${fingerprint}"`);
     expect(unit).toContain('NoNewPrivileges=yes');
     expect(unit).not.toContain('secret-token');

@@ -37,7 +37,7 @@ const DISCOVERED: NodeDiscovered = {
     },
   ],
   clis: [{ name: 'codex', path: '/usr/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [] },
+  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
   discoveredAtUnixMs: 1,
 };
 

@@ -124,6 +124,7 @@ describe('iop-edge nodes list', () => {
             cpuCores: 16,
             memoryBytes: 64 * GIB,
             gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
+            agentsSeparateUser: false,
           },
           discoveredAtUnixMs: NOW,
         },
@@ -133,7 +134,7 @@ describe('iop-edge nodes list', () => {
     let run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--addr', address], run.io, [command])).toBe(0);
     expect(run.out().split('\n')[1]).toMatch(
-      / cli {7}- {9}ollama: 3 models · claude 2\.0\.14 · codex · 1× GPU 24 GB$/,
+      / cli {7}- {9}ollama: 3 models · claude 2\.0\.14 · codex · 1× GPU 24 GB · agents share node user$/,
     );
     run = memoryIo(dir);
     expect(await runCli(['nodes', 'list', '--json', '--addr', address], run.io, [command])).toBe(0);
@@ -158,6 +159,7 @@ describe('iop-edge nodes list', () => {
         cpu_cores: 16,
         memory_bytes: 64 * GIB,
         gpus: [{ name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memory_bytes: 24 * GIB }],
+        agents_share_node_user: true,
       },
       discovered_at: new Date(NOW).toISOString(),
     });
@@ -179,7 +181,14 @@ describe('iop-edge nodes list', () => {
               version: `0.46.0${ESC}]8;;http://evil.example/\u0007x\u009b1A`,
             },
           ],
-          host: { os: 'linux', arch: 'x64', cpuCores: 1, memoryBytes: 0, gpus: [] },
+          host: {
+            os: 'linux',
+            arch: 'x64',
+            cpuCores: 1,
+            memoryBytes: 0,
+            gpus: [],
+            agentsSeparateUser: false,
+          },
           discoveredAtUnixMs: NOW,
         },
       },

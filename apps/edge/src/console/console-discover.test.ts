@@ -10,7 +10,7 @@ const DISCOVERED: NodeDiscovered = {
     { kind: 'ollama', baseUrl: 'http://127.0.0.1:11434', models: ['a', 'b'], version: '', loadedModels: [] },
   ],
   clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 1, gpus: [] },
+  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
   discoveredAtUnixMs: 1,
 };
 
@@ -52,7 +52,9 @@ describe('console discovery', () => {
       event: { kind: 'discovered', nodeId: 'n1', alias: 'n1', reason: 'reported', atUnixMs: 2 },
     });
     await waitForLine(lines, /discovered/);
-    expect(lines).toContain('[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0');
+    expect(lines).toContain(
+      '[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0 · agents share node user',
+    );
   });
 
   it("strips a node's escape sequences from what it discovered and from its run text", async () => {
@@ -74,7 +76,9 @@ describe('console discovery', () => {
       event: { kind: 'discovered', nodeId: 'n1', alias: 'n1', reason: 'reported', atUnixMs: 2 },
     });
     await waitForLine(lines, /discovered/);
-    expect(lines).toContain('[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0');
+    expect(lines).toContain(
+      '[node0-evt] discovered node=n1 ollama: 2 models · codex 0.46.0 · agents share node user',
+    );
     // An echoing run: the answer text carries the sequences back from the "node".
     service.script = undefined;
     await session.handleLine(`hello${ESC}]52;c;aGk=\u0007${ESC}[1A\u009b2J\tworld`);
@@ -92,7 +96,7 @@ describe('console discovery', () => {
       return create.nodeCommandResponse({ ok: true, result: { backends: 'ollama', clis: 'codex' } });
     };
     await session.handleLine('/discover');
-    expect(lines).toEqual(['[node0-discover] ollama: 2 models · codex 0.46.0']);
+    expect(lines).toEqual(['[node0-discover] ollama: 2 models · codex 0.46.0 · agents share node user']);
   });
 
   it('/discover prints the node’s error when the node cannot discover', async () => {

@@ -24,6 +24,7 @@ const DISCOVERED: NodeDiscovered = {
     cpuCores: 8,
     memoryBytes: 1,
     gpus: [{ name: 'G', memoryBytes: 1, vendor: 'nvidia' }],
+    agentsSeparateUser: false,
   },
   discoveredAtUnixMs: 1,
 };

@@ -37,6 +37,7 @@ const REPORT: NodeDiscovery = {
     cpuCores: 16,
     memoryBytes: 64 * GIB,
     gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
+    agentsSeparateUser: false,
   },
   discoveredAtUnixMs: Date.UTC(2026, 11, 1, 4, 0, 0),
 };
@@ -44,8 +45,23 @@ const REPORT: NodeDiscovery = {
 describe('node discovery (edge view)', () => {
   it('summarizes a report on one line', () => {
     expect(discoverySummary(fromWireDiscovery(REPORT))).toBe(
+      'ollama: 3 models · vllm: 1 model · claude 2.0.14 · codex · 1× GPU 24 GB · agents share node user',
+    );
+  });
+
+  it('says agents share the node user unless the node reports a user of their own (older nodes: shared)', () => {
+    const separate = fromWireDiscovery({ ...REPORT, host: { ...REPORT.host!, agentsSeparateUser: true } });
+    expect(discoverySummary(separate)).toBe(
       'ollama: 3 models · vllm: 1 model · claude 2.0.14 · codex · 1× GPU 24 GB',
     );
+    expect((discoveredToJson(separate)['host'] as Record<string, unknown>)['agents_share_node_user']).toBe(
+      false,
+    );
+    const old = fromWireDiscovery({ ...REPORT, host: undefined });
+    expect(old.host.agentsSeparateUser).toBe(false);
+    expect(
+      discoverySummary({ ...separate, clis: [], host: { ...separate.host, agentsSeparateUser: false } }),
+    ).not.toContain('agents');
   });
 
   it('groups equal GPUs and says when nothing was reported or found', () => {
@@ -92,6 +108,7 @@ describe('node discovery (edge view)', () => {
         cpu_cores: 16,
         memory_bytes: 64 * GIB,
         gpus: [{ name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memory_bytes: 24 * GIB }],
+        agents_share_node_user: true,
       },
       discovered_at: '2026-12-01T04:00:00.000Z',
     });

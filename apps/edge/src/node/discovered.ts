@@ -32,6 +32,8 @@ export interface DiscoveredHost {
   cpuCores: number;
   memoryBytes: number;
   gpus: DiscoveredGpu[];
+  /** The node's CLI agents run as a user of their own; false (and every older node): they share its user. */
+  agentsSeparateUser: boolean;
 }
 
 export interface NodeDiscovered {
@@ -62,6 +64,7 @@ export function fromWireDiscovery(discovery: NodeDiscovery): NodeDiscovered {
         memoryBytes: gpu.memoryBytes,
         vendor: gpu.vendor,
       })),
+      agentsSeparateUser: host?.agentsSeparateUser ?? false,
     },
     discoveredAtUnixMs: discovery.discoveredAtUnixMs,
   };
@@ -97,13 +100,16 @@ export function discoveredToJson(discovered: NodeDiscovered): Record<string, unk
         vendor: gpu.vendor,
         memory_bytes: gpu.memoryBytes,
       })),
+      // A prompt on this node's CLI agents can read the node's token, identity key and history.
+      agents_share_node_user: !discovered.host.agentsSeparateUser,
     },
     discovered_at: new Date(discovered.discoveredAtUnixMs).toISOString(),
   };
 }
 
 /**
- * One line per node: `ollama: 3 models · vllm: 1 model · claude 2.1 · codex · 1× GPU 24 GB`. A CLI shows its
+ * One line per node: `ollama: 3 models · vllm: 1 model · claude 2.1 · codex · 1× GPU 24 GB · agents share node
+ * user` (the last when it has CLIs whose agents run as the node's own user). A CLI shows its
  * version's leading number (`2.x` style detail stays in `--json`); GPUs of the same size are counted together.
  */
 export function discoverySummary(discovered: NodeDiscovered | undefined): string {
@@ -123,6 +129,8 @@ export function discoverySummary(discovered: NodeDiscovered | undefined): string
     gpuGroups.set(label, (gpuGroups.get(label) ?? 0) + 1);
   }
   for (const [label, count] of gpuGroups) parts.push(`${count}× ${label}`);
+  // Only where it matters: CLI agents that share the node's user can read its secrets.
+  if (discovered.clis.length > 0 && !discovered.host.agentsSeparateUser) parts.push('agents share node user');
   return parts.length > 0 ? parts.join(' · ') : 'nothing found';
 }
 

@@ -18,7 +18,7 @@ const REPORT = {
     },
   ],
   clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 8, gpus: [] },
+  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 8, gpus: [], agentsSeparateUser: false },
   discoveredAtUnixMs: 7,
 };
 

@@ -65,6 +65,7 @@ const node: NodeSummary = {
       cpuCores: 16,
       memoryBytes: 64 * 2 ** 30,
       gpus: [{ name: 'RTX', memoryBytes: 24 * 2 ** 30, vendor: 'nvidia' }],
+      agentsSeparateUser: false,
     },
     discoveredAtUnixMs: 1700,
   },

@@ -1,5 +1,6 @@
 // The adapter types this build ships, wired to their real factories. The cli adapter gets the agent's working
-// directory (relative commands and the default workspace) and environment (allow-listed by the adapter).
+// directory (relative commands and the default workspace), environment (allow-listed by the adapter) and the
+// node's default agent user (`--agent-user`).
 import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
 import { createCliAdapter } from '../adapters/cli/cli-adapter.js';
 import { createOllamaAdapter } from '../adapters/ollama/ollama-adapter.js';
@@ -8,10 +9,17 @@ import { createOpenAICompatAdapter } from '../adapters/openai-compat/openai-comp
 export function defaultAdapterFactories(context: {
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** `--agent-user`: the run_as of cli instances that set none. */
+  agentUser?: string;
 }): Record<AdapterType, AdapterFactory> {
   return {
     cli: (instance, deps) =>
-      createCliAdapter(instance, { ...deps, agentCwd: context.cwd, inheritedEnv: context.env }),
+      createCliAdapter(instance, {
+        ...deps,
+        agentCwd: context.cwd,
+        inheritedEnv: context.env,
+        ...(context.agentUser ? { defaultRunAs: context.agentUser } : {}),
+      }),
     ollama: createOllamaAdapter,
     openai_compat: createOpenAICompatAdapter,
   };

@@ -46,7 +46,7 @@ export interface RunCommandOverrides {
 const USAGE =
   'run --edge HOST:PORT[,HOST:PORT...] --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
   '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
-  '[--history-retain N] [--replaced-exit-code N] ' +
+  '[--history-retain N] [--replaced-exit-code N] [--agent-user USER] ' +
   '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
@@ -74,6 +74,9 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         'replaced-exit-code': { type: 'string' },
         'log-level': { type: 'string' },
         'log-format': { type: 'string' },
+        // The local user every cli instance without its own run_as runs its agents as (a service install
+        // passes iop-agent): they cannot read this node's token, identity key or history.
+        'agent-user': { type: 'string' },
       });
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
       const edgeFlag = stringFlag(flags, 'edge');
@@ -92,6 +95,9 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const registerTimeoutMs = integerFlag(flags, 'register-timeout-ms', 10_000, 1);
       const retainRuns = integerFlag(flags, 'history-retain', 1000, 1);
       const replacedExitCode = integerFlag(flags, 'replaced-exit-code', EXIT_CODE_REPLACED, 0);
+      const agentUser = stringFlag(flags, 'agent-user');
+      if (agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(agentUser))
+        throw new UsageError(`--agent-user '${agentUser}' is not a valid user name`);
       const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
       const tls = tlsOptions(flags, io.cwd);
       const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
@@ -164,14 +170,20 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
                     createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) }),
                   ),
                 ).connect,
-          factories: overrides.factories?.(io) ?? defaultAdapterFactories({ cwd: io.cwd, env: io.env }),
+          factories:
+            overrides.factories?.(io) ??
+            defaultAdapterFactories({
+              cwd: io.cwd,
+              env: io.env,
+              ...(agentUser ? { agentUser } : {}),
+            }),
           history,
           logger,
           retryIntervalMs,
           maxRetries,
           registerTimeoutMs,
           // Probes run with the node's own environment: OLLAMA_HOST and the PATH its CLIs are found on.
-          discovery: { deps: systemProbeDeps(io.env) },
+          discovery: { deps: systemProbeDeps(io.env, undefined, agentUser) },
           tracing,
         });
         logger.info(

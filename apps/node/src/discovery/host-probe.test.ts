@@ -33,7 +33,16 @@ describe('probeHost', () => {
       cpuCores: 16,
       memoryBytes: 64 * GIB,
       gpus: [{ name: 'NVIDIA GeForce RTX 3090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
+      agentsSeparateUser: false,
     });
+  });
+
+  it('says whether CLI agents run as a user of their own (unknown = they share the node user)', async () => {
+    const separate = fakeProbeDeps({
+      host: { platform: 'linux', arch: 'x64', cpuCores: 2, memoryBytes: GIB, agentsSeparateUser: true },
+    });
+    expect((await probeHost(separate, options())).agentsSeparateUser).toBe(true);
+    expect((await probeHost(fakeProbeDeps(), options())).agentsSeparateUser).toBe(false);
   });
 
   it('reports the Apple-silicon GPU with the unified memory, and no GPU without either tool', async () => {

@@ -1,4 +1,4 @@
-// Host facts: OS, architecture, CPU cores, memory, and GPUs where the platform tells — `nvidia-smi` when it is on
+// Host facts: OS, architecture, CPU cores, memory, whether CLI agents run as a user of their own, and GPUs where the platform tells — `nvidia-smi` when it is on
 // PATH, and on Apple silicon the chip name from `sysctl` (its GPU shares the unified memory).
 import type { DiscoveredGpu, DiscoveredHost } from '@iop/wire';
 import type { ProbeDeps } from './probe-deps.js';
@@ -36,6 +36,7 @@ export async function probeHost(
     cpuCores: facts.cpuCores,
     memoryBytes: facts.memoryBytes,
     gpus,
+    agentsSeparateUser: facts.agentsSeparateUser ?? false,
   };
 }
 

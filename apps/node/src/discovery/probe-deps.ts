@@ -28,6 +28,8 @@ export interface HostFacts {
   arch: string;
   cpuCores: number;
   memoryBytes: number;
+  /** CLI agents run as a user of their own (`--agent-user` on a node that can switch users); absent = no. */
+  agentsSeparateUser?: boolean;
 }
 
 export interface ProbeDeps {
@@ -105,11 +107,16 @@ function killTree(child: ChildProcess): void {
   }
 }
 
-/** The real probes; `http` defaults to a client of discovery's own (its idle sockets never hold the process). */
+/**
+ * The real probes; `http` defaults to a client of discovery's own (its idle sockets never hold the process).
+ * `agentUser` is `iop-node run --agent-user`: agents run as it only when this process is root.
+ */
 export function systemProbeDeps(
   env: NodeJS.ProcessEnv,
   http: HttpClient = createNodeHttpClient(),
+  agentUser?: string,
 ): ProbeDeps {
+  const agentsSeparateUser = Boolean(agentUser) && process.geteuid?.() === 0;
   return {
     http,
     exec: execBounded,
@@ -120,6 +127,7 @@ export function systemProbeDeps(
       arch: process.arch,
       cpuCores: os.availableParallelism?.() ?? os.cpus().length,
       memoryBytes: os.totalmem(),
+      agentsSeparateUser,
     }),
   };
 }

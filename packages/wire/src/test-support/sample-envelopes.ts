@@ -238,6 +238,7 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
       cpuCores: 16,
       memoryBytes: 68_719_476_736,
       gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 25_757_220_864, vendor: 'nvidia' }],
+      agentsSeparateUser: true,
     },
     discoveredAtUnixMs: 1_700_000_000_789,
   }),

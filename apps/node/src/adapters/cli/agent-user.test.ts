@@ -88,6 +88,30 @@ describe('run_as user', () => {
     await adapter.close();
   });
 
+  it('uses the node default agent user (--agent-user) for instances without run_as, fails closed', async () => {
+    const { launcher, specs } = recordingLauncher();
+    const instance = cliInstance({ env: { command: 'sh', args: ['-c', 'echo hi'], mode: 'oneshot' } });
+    const asRoot = testAdapter(instance, {
+      launcher,
+      defaultRunAs: 'iop-agent',
+      agentUser: { readPasswd: () => PASSWD, currentUid: () => 0 },
+    });
+    await collect(asRoot, request('env', 'hello'));
+    expect(specs.length).toBeGreaterThan(0);
+    expect(specs.every((spec) => spec.user?.uid === 997)).toBe(true);
+    await asRoot.close();
+    const started = specs.length;
+    const notRoot = testAdapter(instance, {
+      launcher,
+      defaultRunAs: 'iop-agent',
+      agentUser: { readPasswd: () => PASSWD, currentUid: () => 998 },
+    });
+    const parts = await collect(notRoot, request('env', 'hello'));
+    expect(terminal(parts)).toMatchObject({ type: 'error', code: 'run_as_unavailable' });
+    expect(specs).toHaveLength(started);
+    await notRoot.close();
+  });
+
   it("refuses a terminal profile under run_as (node-pty would keep the node's groups)", async () => {
     const launched = createProcessLauncher().launch({
       command: 'sh',

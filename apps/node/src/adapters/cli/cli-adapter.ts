@@ -54,6 +54,11 @@ export interface CliAdapterDeps extends AdapterDeps {
   statusTimeoutMs?: number;
   /** How `run_as` is resolved (user database, current uid). */
   agentUser?: AgentUserDeps;
+  /**
+   * The user of instances without their own `run_as` (`iop-node run --agent-user`, set by a service install):
+   * agents of this node never run as the node's own user, and fail with run_as_unavailable when it cannot switch.
+   */
+  defaultRunAs?: string;
 }
 
 export const DEFAULT_MAX_SESSIONS = 16;
@@ -97,7 +102,7 @@ class CliAdapter implements Adapter {
     this.name = instance.name;
     this.agentCwd = deps.agentCwd ?? process.cwd();
     this.inheritedEnv = deps.inheritedEnv ?? process.env;
-    this.agentUser = agentUserOf(instance.cli?.runAs ?? '', deps.agentUser);
+    this.agentUser = agentUserOf(instance.cli?.runAs || deps.defaultRunAs || '', deps.agentUser);
     const launcher = deps.launcher ?? createProcessLauncher();
     this.services = {
       launcher:

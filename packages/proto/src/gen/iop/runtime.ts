@@ -753,6 +753,12 @@ export interface DiscoveredHost {
   cpuCores: number;
   memoryBytes: number;
   gpus: DiscoveredGpu[];
+  /**
+   * true: the node's CLI agents run as a user of their own (`iop-node run --agent-user` and the node can switch
+   * users). false (also every node older than this field): they share the node's user, so a prompt can read the
+   * node's token, identity key and history. Per-instance `run_as` is not reflected here.
+   */
+  agentsSeparateUser: boolean;
 }
 
 function createBaseEnvelope(): Envelope {
@@ -8415,7 +8421,7 @@ export const DiscoveredGpu: MessageFns<DiscoveredGpu> = {
 };
 
 function createBaseDiscoveredHost(): DiscoveredHost {
-  return { os: "", arch: "", cpuCores: 0, memoryBytes: 0, gpus: [] };
+  return { os: "", arch: "", cpuCores: 0, memoryBytes: 0, gpus: [], agentsSeparateUser: false };
 }
 
 export const DiscoveredHost: MessageFns<DiscoveredHost> = {
@@ -8434,6 +8440,9 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     }
     for (const v of message.gpus) {
       DiscoveredGpu.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.agentsSeparateUser !== false) {
+      writer.uint32(48).bool(message.agentsSeparateUser);
     }
     return writer;
   },
@@ -8491,6 +8500,14 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
             message.gpus.push(DiscoveredGpu.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.agentsSeparateUser = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8518,6 +8535,11 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
         ? globalThis.Number(object.memory_bytes)
         : 0,
       gpus: globalThis.Array.isArray(object?.gpus) ? object.gpus.map((e: any) => DiscoveredGpu.fromJSON(e)) : [],
+      agentsSeparateUser: isSet(object.agentsSeparateUser)
+        ? globalThis.Boolean(object.agentsSeparateUser)
+        : isSet(object.agents_separate_user)
+        ? globalThis.Boolean(object.agents_separate_user)
+        : false,
     };
   },
 
@@ -8538,6 +8560,9 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     if (message.gpus?.length) {
       obj.gpus = message.gpus.map((e) => DiscoveredGpu.toJSON(e));
     }
+    if (message.agentsSeparateUser !== false) {
+      obj.agentsSeparateUser = message.agentsSeparateUser;
+    }
     return obj;
   },
 
@@ -8551,6 +8576,7 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     message.cpuCores = object.cpuCores ?? 0;
     message.memoryBytes = object.memoryBytes ?? 0;
     message.gpus = object.gpus?.map((e) => DiscoveredGpu.fromPartial(e)) || [];
+    message.agentsSeparateUser = object.agentsSeparateUser ?? false;
     return message;
   },
 };
