@@ -309,6 +309,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       kind: spec.kind ?? RunKind.RUN_KIND_CHAT,
       completion: spec.completion,
       embedding: spec.embedding,
+      fetchImageUrls: spec.fetchImageUrls ?? false,
     };
     const tracker = new RunTracker({
       request,
@@ -495,6 +496,7 @@ function newerField(spec: RunSpec): string | undefined {
   if (params?.frequencyPenalty !== undefined) return 'frequency_penalty';
   if (params?.responseFormatJson) return 'response_format';
   if (spec.extraBodyJson) return 'forwarded fields';
+  if (spec.messages.some((message) => message.imageUrls.length > 0)) return 'image_url (remote image URLs)';
   return undefined;
 }
 

@@ -44,7 +44,7 @@ import {
   type OllamaEndpoint,
 } from './ollama-lifecycle.js';
 import { ollamaEmbedParts } from './ollama-embed.js';
-import { toOllamaChatRequest } from './ollama-request.js';
+import { fetchImageUrls, toOllamaChatRequest } from './ollama-request.js';
 import { ollamaChatParts } from './ollama-stream.js';
 
 export const OLLAMA_DEFAULT_BASE_URL = 'http://127.0.0.1:11434';
@@ -172,7 +172,8 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
             const headers = { ...endpoint.headers, ...traceHeaders(options) };
             return yield* ollamaEmbedParts(exchange, endpoint.url('/api/embed'), headers, request);
           }
-          const body = toOllamaChatRequest(request, { contextSize: settings.contextSize });
+          const ready = await fetchImageUrls(request, deps.fetchImage, options.signal);
+          const body = toOllamaChatRequest(ready, { contextSize: settings.contextSize });
           const response = await exchange.send(endpoint.url('/api/chat'), {
             method: 'POST',
             headers: {
