@@ -35,6 +35,8 @@ jest.setTimeout(60_000);
 
 /** An Ollama-served model that drops what Ollama cannot take instead of refusing it. */
 const MODEL_LENIENT = 'e2e-llama-lenient';
+/** An Ollama-served model whose node fetches remote images (with the node's default, public-only address check). */
+const MODEL_FETCH = 'e2e-llama-fetch';
 
 const group = new ProcessGroup();
 let ollama: FakeServer;
@@ -55,6 +57,11 @@ beforeAll(async () => {
     id: MODEL_LENIENT,
     providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
     drop_unsupported: true,
+  });
+  (config['models'] as Record<string, unknown>[]).push({
+    id: MODEL_FETCH,
+    providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
+    fetch_image_urls: true,
   });
   edge = await startEdgeProcess(group, dir, config);
   const node = startNodeProcess(group, {
@@ -96,6 +103,49 @@ const responseFormat = {
   type: 'json_schema' as const,
   json_schema: { name: 'weather', schema, strict: true },
 };
+
+describe('image URLs', () => {
+  const imagePart = (url: string) => [
+    { role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url } }] },
+  ];
+
+  it('reach vLLM unchanged as image_url parts', async () => {
+    const before = vllm.requests.length;
+    const url = 'https://images.example/cat.png?size=2';
+    await client.chat.completions.create({ model: MODEL_QWEN, messages: imagePart(url) });
+    const body = lastBody(vllm, '/v1/chat/completions', before);
+    expect(body['messages']).toEqual([
+      { role: 'user', content: [{ type: 'image_url', image_url: { url } }] },
+    ]);
+  });
+
+  it('are refused with 400 for an Ollama model without fetch_image_urls, naming model and backend', async () => {
+    const before = ollama.requests.length;
+    const error = await client.chat.completions
+      .create({ model: MODEL_LLAMA, messages: imagePart('https://images.example/cat.png') })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BadRequestError);
+    const bad = error as BadRequestError;
+    expect(bad.code).toBe('unsupported_image_url');
+    expect(bad.message).toContain(`Model '${MODEL_LLAMA}'`);
+    expect(bad.message).toContain('Ollama');
+    expect(ollama.requests.slice(before).filter((request) => request.path === '/api/chat')).toHaveLength(0);
+  });
+
+  it('with fetch_image_urls the node fetches, and refuses a loopback image host: image_fetch_failed', async () => {
+    const before = ollama.requests.length;
+    // The fake Ollama itself is on 127.0.0.1: the node's default address check must refuse to fetch from it.
+    const error = await client.chat.completions
+      .create({ model: MODEL_FETCH, messages: imagePart(`${ollama.url}/image.png`) })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    const failed = error as InstanceType<typeof OpenAI.APIError>;
+    expect(failed.status).toBe(502);
+    expect(failed.code).toBe('image_fetch_failed');
+    expect(failed.message).toContain('blocked_address');
+    expect(ollama.requests.slice(before)).toHaveLength(0);
+  });
+});
 
 describe('request fields reach each backend in its own form', () => {
   it('response_format json_schema, seed and stop reach vLLM unchanged', async () => {
