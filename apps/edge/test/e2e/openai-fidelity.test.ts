@@ -3,6 +3,8 @@
 // Embeddings: the SDK's default base64 and explicit floats, on an Ollama and a vLLM model.
 // No silent drop: every request field reaches each backend in that backend's own form, or is refused naming it,
 // or (on a `drop_unsupported` model) is dropped and named in `x-iop-dropped-params`.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
 import {
@@ -44,10 +46,20 @@ let vllm: FakeServer;
 let edge: EdgeProcess;
 let admin: AdminClient;
 let client: OpenAI;
+/** Serves PNG_BYTES at /cat.png on 127.0.0.1, the one loopback address the node is allowed to fetch images from. */
+let images: http.Server;
+let imageBase: string;
+const PNG_BYTES = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 
 beforeAll(async () => {
   ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
   vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  images = http.createServer((req, res) => {
+    if (req.url === '/cat.png') res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
+  imageBase = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
   const dir = await group.tempDir('iop-e2e-fidelity-');
   const config = fabricConfig({
     dataDir: `${dir}/data`,
@@ -69,6 +81,8 @@ beforeAll(async () => {
     nodeId: 'n1',
     token: FABRIC_TOKEN,
     dataDir: await group.tempDir('iop-e2e-fidelity-node-'),
+    // The test's allow-list: loopback 127.0.0.1 only (every other private address stays refused).
+    args: ['--image-fetch-allow', '127.0.0.1/32'],
   });
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
   await waitUntil(
@@ -84,6 +98,7 @@ afterAll(async () => {
   await group.close();
   await ollama?.close();
   await vllm?.close();
+  if (images) await new Promise<void>((resolve) => images.close(() => resolve()));
 });
 
 /** The body of the last request the fake received on `path` since `before`. */
@@ -132,11 +147,18 @@ describe('image URLs', () => {
     expect(ollama.requests.slice(before).filter((request) => request.path === '/api/chat')).toHaveLength(0);
   });
 
-  it('with fetch_image_urls the node fetches, and refuses a loopback image host: image_fetch_failed', async () => {
+  it('with fetch_image_urls the node fetches the image and Ollama receives it as base64', async () => {
     const before = ollama.requests.length;
-    // The fake Ollama itself is on 127.0.0.1: the node's default address check must refuse to fetch from it.
+    await client.chat.completions.create({ model: MODEL_FETCH, messages: imagePart(`${imageBase}/cat.png`) });
+    const body = lastBody(ollama, '/api/chat', before);
+    expect(body['messages']).toEqual([{ role: 'user', content: '', images: [PNG_BYTES.toString('base64')] }]);
+  });
+
+  it('with fetch_image_urls the node refuses a private image host outside its allow-list: image_fetch_failed', async () => {
+    const before = ollama.requests.length;
+    // 127.0.0.2 is loopback but not on the node's allow-list (127.0.0.1/32): refused before any connection.
     const error = await client.chat.completions
-      .create({ model: MODEL_FETCH, messages: imagePart(`${ollama.url}/image.png`) })
+      .create({ model: MODEL_FETCH, messages: imagePart('http://127.0.0.2:9/cat.png') })
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     const failed = error as InstanceType<typeof OpenAI.APIError>;

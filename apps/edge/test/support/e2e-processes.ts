@@ -211,6 +211,8 @@ export interface NodeProcessOptions {
   maxRetries?: number;
   /** Extra environment of the node process (e.g. IOP_OTLP_ENDPOINT). */
   env?: Record<string, string>;
+  /** Extra `iop-node run` flags (e.g. `--image-fetch-allow 127.0.0.1`). */
+  args?: string[];
 }
 
 /** Starts `iop-node run` against `edge` (host:port) with JSON logs on stderr. */
@@ -232,6 +234,7 @@ export function startNodeProcess(group: ProcessGroup, options: NodeProcessOption
       String(options.maxRetries ?? 200),
       '--log-format',
       'json',
+      ...(options.args ?? []),
     ],
     { ...options.env, IOP_NODE_TOKEN: options.token },
   );

@@ -1,6 +1,7 @@
 // `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
 // flags, read the token, lock the data dir, open the history, build the agent, map the link's outcome to an exit
 // code (0 for a deliberate stop; 1 for a rejection, a failed first connection or exhausted reconnects).
+import { allowListCheck, createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
 import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,7 +45,7 @@ export interface RunCommandOverrides {
 const USAGE =
   'run --edge HOST:PORT[,HOST:PORT...] --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
   '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
-  '[--history-retain N] [--replaced-exit-code N] ' +
+  '[--history-retain N] [--replaced-exit-code N] [--image-fetch-allow CIDR[,CIDR...]] ' +
   '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
@@ -72,6 +73,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         'replaced-exit-code': { type: 'string' },
         'log-level': { type: 'string' },
         'log-format': { type: 'string' },
+        // Networks the node may fetch remote images from besides public addresses (an internal image server).
+        'image-fetch-allow': { type: 'string' },
       });
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
       const edgeFlag = stringFlag(flags, 'edge');
@@ -90,6 +93,15 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const registerTimeoutMs = integerFlag(flags, 'register-timeout-ms', 10_000, 1);
       const retainRuns = integerFlag(flags, 'history-retain', 1000, 1);
       const replacedExitCode = integerFlag(flags, 'replaced-exit-code', EXIT_CODE_REPLACED, 0);
+      const imageFetchAllow = stringFlag(flags, 'image-fetch-allow');
+      let fetchImage: ImageFetcher | undefined;
+      if (imageFetchAllow !== undefined) {
+        try {
+          fetchImage = createImageFetcher({ allowAddress: allowListCheck(imageFetchAllow.split(',')) });
+        } catch (error) {
+          throw new UsageError(`--image-fetch-allow: ${(error as Error).message}`);
+        }
+      }
       const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
       const tls = tlsOptions(flags, io.cwd);
       const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
@@ -156,6 +168,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           factories: overrides.factories?.(io) ?? defaultAdapterFactories({ cwd: io.cwd, env: io.env }),
           history,
           logger,
+          ...(fetchImage ? { fetchImage } : {}),
           retryIntervalMs,
           maxRetries,
           registerTimeoutMs,

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { createImageFetcher, ImageFetchError, isPublicAddress, type AddressCheck } from './image-fetch.js';
+import {
+  allowListCheck,
+  createImageFetcher,
+  ImageFetchError,
+  isPublicAddress,
+  type AddressCheck,
+} from './image-fetch.js';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
 /** The test's allow-list: loopback IPv4 only. */
@@ -171,5 +177,22 @@ describe('isPublicAddress', () => {
     ['::ffff:8.8.8.8', 6],
   ] as const)('allows %s', (address, family) => {
     expect(isPublicAddress(address, family)).toBe(true);
+  });
+});
+
+describe('allowListCheck', () => {
+  it('allows public addresses and the named networks, nothing else private', () => {
+    const check = allowListCheck(['127.0.0.1', '10.1.2.0/24', 'fd00::/8']);
+    expect(check('127.0.0.1', 4)).toBe(true);
+    expect(check('127.0.0.2', 4)).toBe(false);
+    expect(check('10.1.2.200', 4)).toBe(true);
+    expect(check('10.1.3.1', 4)).toBe(false);
+    expect(check('fd00::5', 6)).toBe(true);
+    expect(check('::1', 6)).toBe(false);
+    expect(check('8.8.8.8', 4)).toBe(true);
+  });
+
+  it.each(['localhost', '10.0.0.0/33', '10.0.0.0/x', ''])('refuses the entry %j', (entry) => {
+    expect(() => allowListCheck([entry])).toThrow(RangeError);
   });
 });

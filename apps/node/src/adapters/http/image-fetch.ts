@@ -118,6 +118,25 @@ export function isPublicAddress(address: string, family: 4 | 6): boolean {
   return !NON_PUBLIC.check(address, 'ipv4');
 }
 
+/**
+ * The default check widened by operator-named networks (`--image-fetch-allow`, e.g. an internal image server):
+ * an address is allowed when it is public or inside one of `cidrs` ("10.1.2.0/24", "127.0.0.1", "fd00::/8").
+ * Throws RangeError for a malformed entry.
+ */
+export function allowListCheck(cidrs: readonly string[]): AddressCheck {
+  const allowed = new BlockList();
+  for (const entry of cidrs) {
+    const [net = '', prefixText] = entry.trim().split('/');
+    const family = isIP(net);
+    const prefix = prefixText === undefined ? (family === 6 ? 128 : 32) : Number(prefixText);
+    if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32))
+      throw new RangeError(`'${entry}' is not an IP address or CIDR network`);
+    allowed.addSubnet(net, prefix, family === 6 ? 'ipv6' : 'ipv4');
+  }
+  return (address, family) =>
+    isPublicAddress(address, family) || allowed.check(address, family === 6 ? 'ipv6' : 'ipv4');
+}
+
 const systemResolve: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
     dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
