@@ -86,7 +86,16 @@ function runParts(edge: FakeEdge, runId: string): RunEventPart[] {
 }
 
 const prompt = (text: string) => [
-  { role: 'user', content: text, toolCalls: [], toolCallId: '', name: '', images: [], reasoning: '' },
+  {
+    role: 'user',
+    content: text,
+    toolCalls: [],
+    toolCallId: '',
+    name: '',
+    images: [],
+    imageUrls: [],
+    reasoning: '',
+  },
 ];
 
 describe('iop-node process', () => {

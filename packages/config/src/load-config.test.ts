@@ -217,7 +217,22 @@ models: [{ id: "m:1", providers: { p: "served" } }]
       min_max_tokens: null,
       default_thinking_token_budget: null,
       drop_unsupported: false,
+      fetch_image_urls: false,
     });
+  });
+
+  it('reads fetch_image_urls and refuses a non-boolean one with its path', () => {
+    const config = load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, fetch_image_urls: true }]
+`);
+    expect(config.models[0]?.fetch_image_urls).toBe(true);
+    expect(() =>
+      load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, fetch_image_urls: 1 }]
+`),
+    ).toThrow(/models\[0\]\.fetch_image_urls/);
   });
 
   it('reads drop_unsupported and refuses a non-boolean one with its path', () => {

@@ -196,6 +196,7 @@ function normalizeModel(model: Raw): ModelConfig {
     min_max_tokens: nullableInt(model.min_max_tokens),
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
     drop_unsupported: bool(model.drop_unsupported, false),
+    fetch_image_urls: bool(model.fetch_image_urls, false),
   };
 }
 

@@ -187,6 +187,7 @@ const model = object(
     min_max_tokens: nullableInteger(LIMITS.max_tokens),
     default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
     drop_unsupported: bool,
+    fetch_image_urls: bool,
   },
   ['id', 'providers'],
 );

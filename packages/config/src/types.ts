@@ -288,6 +288,12 @@ export interface ModelConfig {
    * `x-iop-dropped-params` response header) instead of refused with 400 `unsupported_parameter`.
    */
   readonly drop_unsupported: boolean;
+  /**
+   * A remote `image_url` (http/https) for an Ollama backend is fetched by the node (size and time bounded, public
+   * addresses only) and sent inline; without it such a request is refused with 400 `unsupported_image_url`.
+   * OpenAI-compatible backends receive image URLs as is either way.
+   */
+  readonly fetch_image_urls: boolean;
 }
 
 export interface CliProfileConfig {

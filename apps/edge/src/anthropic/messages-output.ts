@@ -251,9 +251,9 @@ export async function streamMessage(
       case 'usage':
         usage = part.usage;
         break;
+      // A chat run never carries embeddings (they belong to POST /v1/embeddings).
       case 'start':
       case 'progress':
-      // A chat run never carries embeddings (they belong to POST /v1/embeddings).
       case 'embeddings':
         break;
       case 'complete': {

@@ -2,7 +2,7 @@
 import { create, type ChatMessage, type ToolCall } from '@iop/wire';
 import { invalidRequest } from './openai-error.js';
 import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
-import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+import { generationParams, imageInput, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
 
 export function chatRunSpec(body: ChatRequestBody): RunSpec {
   const generation = generationParams(
@@ -25,6 +25,7 @@ export function chatRunSpec(body: ChatRequestBody): RunSpec {
 
 function chatMessage(message: ChatMessageBody, index: number): ChatMessage {
   const images: string[] = [];
+  const imageUrls: string[] = [];
   let content = '';
   if (typeof message.content === 'string') content = message.content;
   else if (Array.isArray(message.content)) {
@@ -34,7 +35,9 @@ function chatMessage(message: ChatMessageBody, index: number): ChatMessage {
       if (part.type === 'text') texts.push(part.text ?? '');
       else if (part.type === 'image_url' && part.image_url !== undefined) {
         const url = typeof part.image_url === 'string' ? part.image_url : part.image_url.url;
-        images.push(inlineImage(url, `${param}.image_url`));
+        const image = imageInput(url, `${param}.image_url`);
+        if ('url' in image) imageUrls.push(image.url);
+        else images.push(image.base64);
       } else {
         throw invalidRequest(`Unsupported content part type '${part.type}' at '${param}'`, `${param}.type`);
       }
@@ -56,6 +59,7 @@ function chatMessage(message: ChatMessageBody, index: number): ChatMessage {
     toolCallId: message.tool_call_id ?? '',
     name: message.name ?? '',
     images,
+    imageUrls,
     reasoning: message.reasoning_content ?? '',
   });
 }

@@ -491,16 +491,49 @@ describe('more shapes', () => {
       content: 'what is this?',
       images: ['iVBORw0KGgo='],
     });
-    const remote = await client.chat.completions
+    // An http(s) URL is kept as is for the OpenAI-compatible backend (vLLM here); data: URLs still go inline.
+    const remoteUrl = 'https://images.example/a.png?x=1';
+    await client.chat.completions.create({
+      model: 'pooled',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: remoteUrl } }] }],
+    });
+    expect(service.submitted[1]?.messages[0]).toMatchObject({ images: [], imageUrls: [remoteUrl] });
+    expect(service.submitted[1]?.fetchImageUrls).toBeUndefined();
+    await client.responses.create({
+      model: 'pooled',
+      input: [{ role: 'user', content: [{ type: 'input_image', image_url: remoteUrl, detail: 'auto' }] }],
+    });
+    expect(service.submitted[2]?.messages[0]).toMatchObject({ images: [], imageUrls: [remoteUrl] });
+    // Other schemes are refused with the part's path.
+    const ftp = await client.chat.completions
       .create({
         model: 'pooled',
         messages: [
-          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'ftp://example.com/a.png' } }] },
         ],
       })
       .catch((error: unknown) => error);
-    expect(remote).toBeInstanceOf(BadRequestError);
-    expect((remote as APIError).param).toBe('messages[0].content[0].image_url');
+    expect(ftp).toBeInstanceOf(BadRequestError);
+    expect((ftp as APIError).param).toBe('messages[0].content[0].image_url');
+    expect((ftp as APIError).code).toBe('unsupported_image_url');
+    // Ollama (without fetch_image_urls) and CLI backends refuse remote images, naming the model and backend.
+    for (const [model, backend] of [
+      ['llama3', 'Ollama'],
+      ['codex', 'CLI agent'],
+    ] as const) {
+      const refused = await client.chat.completions
+        .create({
+          model,
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: remoteUrl } }] }],
+          metadata: { workspace: 'w' },
+        })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(BadRequestError);
+      expect((refused as APIError).code).toBe('unsupported_image_url');
+      expect((refused as APIError).message).toContain(`Model '${model}'`);
+      expect((refused as APIError).message).toContain(backend);
+    }
+    expect(service.submitted).toHaveLength(3);
   });
 
   it('an operator cancel before output is a 502 run_cancelled', async () => {

@@ -56,7 +56,7 @@ import { responsesBody, streamResponse, type ResponsesOutputContext } from './re
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
 import { createRunStarter, type StartedRun } from './run-starter.js';
 import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.js';
-import type { RunSpec } from './run-spec.js';
+import { checkImageUrls, hasImageUrls, type RunSpec } from './run-spec.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { HttpMount } from '../http/http-mount.js';
@@ -310,6 +310,14 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     };
   }
 
+  /** Remote images: refused for backends that cannot take them (400), fetched by the node when the model allows. */
+  function withImageUrls(spec: RunSpec, route: ResolvedRoute): RunSpec {
+    if (!hasImageUrls(spec)) return spec;
+    const fetchEnabled = route.kind === 'pool' && route.modelConfig.fetch_image_urls;
+    if (checkImageUrls(route.model, resolver.backends(route), fetchEnabled)) spec.fetchImageUrls = true;
+    return spec;
+  }
+
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
   function resolveFor(exchange: Exchange, model: string): ResolvedRoute {
     const principal = exchange.principal;
@@ -323,7 +331,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
     const fields = planFields('chat', body, route);
-    const spec = withCaller(Object.assign(chatRunSpec(body), fields), exchange);
+    const spec = withImageUrls(withCaller(Object.assign(chatRunSpec(body), fields), exchange), route);
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -350,7 +358,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     }
     const route = resolveFor(exchange, body.model);
     const fields = planFields('responses', body, route);
-    const spec = withCaller(Object.assign(responsesRunSpec(body), fields), exchange);
+    const spec = withImageUrls(withCaller(Object.assign(responsesRunSpec(body), fields), exchange), route);
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,

@@ -10,7 +10,7 @@ import type {
   ResponsesInputItem,
   ResponsesRequestBody,
 } from './request-schemas.js';
-import { generationParams, inlineImage, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+import { generationParams, imageInput, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
 
 export function responsesRunSpec(body: ResponsesRequestBody): RunSpec {
   const generation = generationParams(
@@ -43,9 +43,14 @@ function addItem(messages: ChatMessage[], item: ResponsesInputItem, index: numbe
   switch (type) {
     case 'message': {
       if (!item.role) throw invalidRequest(`Missing required parameter: '${param}.role'`, `${param}.role`);
-      const { text, images } = contentOf(item.content, `${param}.content`);
+      const { text, images, imageUrls } = contentOf(item.content, `${param}.content`);
       messages.push(
-        create.chatMessage({ role: item.role === 'developer' ? 'system' : item.role, content: text, images }),
+        create.chatMessage({
+          role: item.role === 'developer' ? 'system' : item.role,
+          content: text,
+          images,
+          imageUrls,
+        }),
       );
       return;
     }
@@ -79,23 +84,26 @@ function addItem(messages: ChatMessage[], item: ResponsesInputItem, index: numbe
 function contentOf(
   content: string | ResponsesContentPart[] | undefined,
   param: string,
-): { text: string; images: string[] } {
-  if (content === undefined) return { text: '', images: [] };
-  if (typeof content === 'string') return { text: content, images: [] };
+): { text: string; images: string[]; imageUrls: string[] } {
+  if (content === undefined) return { text: '', images: [], imageUrls: [] };
+  if (typeof content === 'string') return { text: content, images: [], imageUrls: [] };
   const texts: string[] = [];
   const images: string[] = [];
+  const imageUrls: string[] = [];
   content.forEach((part, index) => {
     if (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text')
       texts.push(part.text ?? '');
     else if (part.type === 'input_image' && part.image_url) {
-      images.push(inlineImage(part.image_url, `${param}[${index}].image_url`));
+      const image = imageInput(part.image_url, `${param}[${index}].image_url`);
+      if ('url' in image) imageUrls.push(image.url);
+      else images.push(image.base64);
     } else
       throw invalidRequest(
         `Unsupported content part type '${part.type}' at '${param}[${index}]'`,
         `${param}[${index}].type`,
       );
   });
-  return { text: texts.join('\n'), images };
+  return { text: texts.join('\n'), images, imageUrls };
 }
 
 /** Responses `text.format` (json_schema fields at its top level) → the chat `response_format` shape. */

@@ -9,6 +9,7 @@ import {
   type RunKind,
   type ToolDefinition,
 } from '@iop/wire';
+import type { AdapterType } from '@iop/config';
 import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
@@ -42,6 +43,8 @@ export interface RunSpec {
   kind?: RunKind;
   completion?: CompletionInput;
   embedding?: EmbeddingInput;
+  /** The node fetches the messages' image URLs for a backend that takes only inline images (RunRequest.fetch_image_urls). */
+  fetchImageUrls?: boolean;
 }
 
 export function generationParams(
@@ -88,17 +91,54 @@ export function splitMetadata(metadata: Record<string, string> | null | undefine
   return { workspace: workspace === '' ? undefined : workspace, metadata: rest };
 }
 
-/** A `data:` URL's base64 payload; remote URLs are refused because nodes do not fetch on the caller's behalf. */
-export function inlineImage(url: string, param: string): string {
+/**
+ * An image part's URL: a `data:` URL's base64 payload (inline), or an http(s) URL kept as given (remote; which
+ * backends take it is decided per model by `checkImageUrls`). Other schemes are refused.
+ */
+export function imageInput(url: string, param: string): { base64: string } | { url: string } {
   const match = /^data:[^;,]+;base64,(.*)$/s.exec(url);
-  if (!match) {
-    throw invalidRequest(
-      `Unsupported image URL at '${param}': only base64 data: URLs are accepted`,
-      param,
-      'unsupported_image_url',
-    );
+  if (match) return { base64: match[1] ?? '' };
+  if (/^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url)) return { url };
+  throw invalidRequest(
+    `Unsupported image URL at '${param}': only base64 data: URLs and http(s) URLs are accepted`,
+    param,
+    'unsupported_image_url',
+  );
+}
+
+/** Whether any message of the spec carries a remote image URL. */
+export function hasImageUrls(spec: Pick<RunSpec, 'messages'>): boolean {
+  return spec.messages.some((message) => message.imageUrls.length > 0);
+}
+
+/**
+ * Remote images per backend: OpenAI-compatible backends receive the URL as is; Ollama takes only inline images,
+ * so the model must set `fetch_image_urls` (the node then fetches them); a CLI agent never takes them. Returns
+ * whether the run asks the node to fetch; throws 400 `unsupported_image_url` naming the model and backend.
+ */
+export function checkImageUrls(
+  model: string,
+  backends: readonly AdapterType[],
+  fetchEnabled: boolean,
+): boolean {
+  // No known backend (as for the field rules): every adapter type may serve it.
+  const types: readonly AdapterType[] = backends.length > 0 ? backends : ['openai_compat', 'ollama', 'cli'];
+  for (const backend of types) {
+    if (backend === 'cli')
+      throw invalidRequest(
+        `Model '${model}' is served by a CLI agent backend, which takes no image URLs: send the image inline as a base64 data: URL`,
+        'messages',
+        'unsupported_image_url',
+      );
+    if (backend === 'ollama' && !fetchEnabled)
+      throw invalidRequest(
+        `Model '${model}' is served by an Ollama backend, which takes no image URLs: send the image inline as a ` +
+          "base64 data: URL, or set 'fetch_image_urls: true' on the model to have the node fetch it",
+        'messages',
+        'unsupported_image_url',
+      );
   }
-  return match[1] ?? '';
+  return fetchEnabled && types.includes('ollama');
 }
 
 export function toolDefinition(name: string, description: string | null | undefined, parameters: unknown) {

@@ -87,6 +87,7 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     kind: spec.kind,
     completion: spec.completion,
     embedding: spec.embedding,
+    fetchImageUrls: spec.fetchImageUrls,
   };
 }
 

@@ -135,6 +135,7 @@ class LocalReservation implements Reservation, RunObserver {
       kind: spec.kind ?? RunKind.RUN_KIND_CHAT,
       completion: spec.completion,
       embedding: spec.embedding,
+      fetchImageUrls: spec.fetchImageUrls ?? false,
     };
     this.observer = observer;
     this.request = request;

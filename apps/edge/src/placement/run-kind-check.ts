@@ -44,5 +44,6 @@ function newerField(spec: RunSpec): string | undefined {
   if (params?.frequencyPenalty !== undefined) return 'frequency_penalty';
   if (params?.responseFormatJson) return 'response_format';
   if (spec.extraBodyJson) return 'forwarded fields';
+  if (spec.messages.some((message) => message.imageUrls.length > 0)) return 'image_url (remote image URLs)';
   return undefined;
 }

@@ -66,6 +66,11 @@ export interface RunSpec {
   kind?: RunKind;
   completion?: CompletionInput;
   embedding?: EmbeddingInput;
+  /**
+   * The model sets `fetch_image_urls`: the node fetches the messages' image URLs for a backend that takes only
+   * inline images (RunRequest.fetch_image_urls).
+   */
+  fetchImageUrls?: boolean;
 }
 
 /** Which door a run came through (metrics, logs, usage). */

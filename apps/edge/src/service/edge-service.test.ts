@@ -207,6 +207,29 @@ describe('createEdgeService run kinds', () => {
     newer.close();
   });
 
+  it('refuses image URLs for an older node, and sends them with fetch_image_urls to a newer one', async () => {
+    const messages = [create.chatMessage({ role: 'user', imageUrls: ['https://a.example/x.png'] })];
+    const older = setup([{ id: 'n1' }]);
+    const error = await submit(older.service, runInput({ messages })).catch((caught: unknown) => caught);
+    expect((error as ServiceError).code).toBe('node_error');
+    expect((error as ServiceError).message).toMatch(/predates 'image_url/);
+    expect(older.channels.get('n1')?.ofKind('runRequest')).toHaveLength(0);
+    older.close();
+    const newer = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
+    const handle = await submit(newer.service, runInput({ messages, fetchImageUrls: true }));
+    expect(newer.channels.get('n1')?.ofKind('runRequest')[0]?.msg).toMatchObject({
+      runRequest: { messages: [{ imageUrls: ['https://a.example/x.png'] }], fetchImageUrls: true },
+    });
+    newer.emit('n1', handle.runId, 1, {
+      type: 'complete',
+      detail: 'stop',
+      finishReason: 'stop',
+      backendMs: 1,
+    });
+    await handle.done;
+    newer.close();
+  });
+
   it('refuses an embedding run without inputs', async () => {
     const h = setup([{ id: 'n1', runKinds: [RunKind.RUN_KIND_EMBEDDING] }]);
     const error = await submit(h.service, runInput({ ...embedding, embedding: { inputs: [] } })).catch(

@@ -4,6 +4,8 @@
 // (`completions.create`, streamed and not): Ollama /api/generate with the raw prompt, vLLM /v1/completions.
 // No silent drop: every request field reaches each backend in that backend's own form, or is refused naming it,
 // or (on a `drop_unsupported` model) is dropped and named in `x-iop-dropped-params`.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
 import {
@@ -36,6 +38,8 @@ jest.setTimeout(60_000);
 
 /** An Ollama-served model that drops what Ollama cannot take instead of refusing it. */
 const MODEL_LENIENT = 'e2e-llama-lenient';
+/** An Ollama-served model whose node fetches remote images (with the node's default, public-only address check). */
+const MODEL_FETCH = 'e2e-llama-fetch';
 
 const group = new ProcessGroup();
 let ollama: FakeServer;
@@ -43,10 +47,20 @@ let vllm: FakeServer;
 let edge: EdgeProcess;
 let admin: AdminClient;
 let client: OpenAI;
+/** Serves PNG_BYTES at /cat.png on 127.0.0.1, the one loopback address the node is allowed to fetch images from. */
+let images: http.Server;
+let imageBase: string;
+const PNG_BYTES = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 
 beforeAll(async () => {
   ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
   vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  images = http.createServer((req, res) => {
+    if (req.url === '/cat.png') res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
+  imageBase = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
   const dir = await group.tempDir('iop-e2e-fidelity-');
   const config = fabricConfig({
     dataDir: `${dir}/data`,
@@ -57,12 +71,19 @@ beforeAll(async () => {
     providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
     drop_unsupported: true,
   });
+  (config['models'] as Record<string, unknown>[]).push({
+    id: MODEL_FETCH,
+    providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
+    fetch_image_urls: true,
+  });
   edge = await startEdgeProcess(group, dir, config);
   const node = startNodeProcess(group, {
     edge: edge.addresses.transport,
     nodeId: 'n1',
     token: FABRIC_TOKEN,
     dataDir: await group.tempDir('iop-e2e-fidelity-node-'),
+    // The test's allow-list: loopback 127.0.0.1 only (every other private address stays refused).
+    args: ['--image-fetch-allow', '127.0.0.1/32'],
   });
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
   await waitUntil(
@@ -78,6 +99,7 @@ afterAll(async () => {
   await group.close();
   await ollama?.close();
   await vllm?.close();
+  if (images) await new Promise<void>((resolve) => images.close(() => resolve()));
 });
 
 /** The body of the last request the fake received on `path` since `before`. */
@@ -97,6 +119,56 @@ const responseFormat = {
   type: 'json_schema' as const,
   json_schema: { name: 'weather', schema, strict: true },
 };
+
+describe('image URLs', () => {
+  const imagePart = (url: string) => [
+    { role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url } }] },
+  ];
+
+  it('reach vLLM unchanged as image_url parts', async () => {
+    const before = vllm.requests.length;
+    const url = 'https://images.example/cat.png?size=2';
+    await client.chat.completions.create({ model: MODEL_QWEN, messages: imagePart(url) });
+    const body = lastBody(vllm, '/v1/chat/completions', before);
+    expect(body['messages']).toEqual([
+      { role: 'user', content: [{ type: 'image_url', image_url: { url } }] },
+    ]);
+  });
+
+  it('are refused with 400 for an Ollama model without fetch_image_urls, naming model and backend', async () => {
+    const before = ollama.requests.length;
+    const error = await client.chat.completions
+      .create({ model: MODEL_LLAMA, messages: imagePart('https://images.example/cat.png') })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BadRequestError);
+    const bad = error as BadRequestError;
+    expect(bad.code).toBe('unsupported_image_url');
+    expect(bad.message).toContain(`Model '${MODEL_LLAMA}'`);
+    expect(bad.message).toContain('Ollama');
+    expect(ollama.requests.slice(before).filter((request) => request.path === '/api/chat')).toHaveLength(0);
+  });
+
+  it('with fetch_image_urls the node fetches the image and Ollama receives it as base64', async () => {
+    const before = ollama.requests.length;
+    await client.chat.completions.create({ model: MODEL_FETCH, messages: imagePart(`${imageBase}/cat.png`) });
+    const body = lastBody(ollama, '/api/chat', before);
+    expect(body['messages']).toEqual([{ role: 'user', content: '', images: [PNG_BYTES.toString('base64')] }]);
+  });
+
+  it('with fetch_image_urls the node refuses a private image host outside its allow-list: image_fetch_failed', async () => {
+    const before = ollama.requests.length;
+    // 127.0.0.2 is loopback but not on the node's allow-list (127.0.0.1/32): refused before any connection.
+    const error = await client.chat.completions
+      .create({ model: MODEL_FETCH, messages: imagePart('http://127.0.0.2:9/cat.png') })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    const failed = error as InstanceType<typeof OpenAI.APIError>;
+    expect(failed.status).toBe(502);
+    expect(failed.code).toBe('image_fetch_failed');
+    expect(failed.message).toContain('blocked_address');
+    expect(ollama.requests.slice(before)).toHaveLength(0);
+  });
+});
 
 describe('request fields reach each backend in its own form', () => {
   it('response_format json_schema, seed and stop reach vLLM unchanged', async () => {

@@ -211,7 +211,7 @@ export interface NodeProcessOptions {
   maxRetries?: number;
   /** Extra environment of the node process (e.g. IOP_OTLP_ENDPOINT). */
   env?: Record<string, string>;
-  /** Extra `iop-node run` flags (e.g. --edge-fingerprint). */
+  /** Extra `iop-node run` flags (e.g. --edge-fingerprint, `--image-fetch-allow 127.0.0.1`). */
   args?: string[];
 }
 

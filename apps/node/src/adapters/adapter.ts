@@ -16,6 +16,7 @@ import {
 import type { AbortSignalLike } from './cancellation.js';
 import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
+import type { ImageFetcher } from './http/image-fetch.js';
 
 export const ADAPTER_INTERFACE_VERSION = 1;
 
@@ -76,6 +77,11 @@ export interface AdapterDeps {
   /** The HTTP adapters' upstream client (createNodeHttpClient's keep-alive HTTP/1.1 client in production); `fetch` wrapped when absent. */
   http?: HttpClient;
   logger: AdapterLogger;
+  /**
+   * Fetches ChatMessage.image_urls for adapters whose backend takes only inline images (Ollama) when the run sets
+   * fetch_image_urls; absent = such runs fail with `image_fetch_failed`. Production: createImageFetcher().
+   */
+  fetchImage?: ImageFetcher;
   /**
    * Milliseconds on a monotonic clock with sub-millisecond precision (performance.now() in production), for the
    * durations adapters measure: the backend time of a run (the edge subtracts it from its own time for the

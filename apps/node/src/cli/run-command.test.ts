@@ -95,6 +95,7 @@ describe('iop-node run', () => {
     [['--token=x'], '--token is refused'],
     [[], 'no token'],
     [['--retry-interval-ms', 'soon'], '--retry-interval-ms must be an integer'],
+    [['--image-fetch-allow', '127.0.0.1,localhost'], "--image-fetch-allow: 'localhost' is not an IP address"],
   ])('refuses %j with a usage error', async (extra, message) => {
     const io = memoryIo({}, dir);
     const code = await runCli(

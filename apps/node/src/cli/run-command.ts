@@ -2,6 +2,7 @@
 // flags, read the token, lock the data dir, load (or make) its identity key, open the history, build the agent,
 // map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first connection or
 // exhausted reconnects).
+import { allowListCheck, createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
 import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -46,7 +47,7 @@ export interface RunCommandOverrides {
 const USAGE =
   'run --edge HOST:PORT[,HOST:PORT...] --node-id ID [--token-file F] [--data-dir D] [--retry-interval-ms N] [--max-retries N] ' +
   '[--register-timeout-ms N] [--edge-fingerprint sha256:HEX] [--tls] [--tls-ca FILE] [--tls-servername NAME] ' +
-  '[--history-retain N] [--replaced-exit-code N] [--agent-user USER] ' +
+  '[--history-retain N] [--replaced-exit-code N] [--agent-user USER] [--image-fetch-allow CIDR[,CIDR...]] ' +
   '[--log-level L] [--log-format pretty|json]';
 
 export function createRunCommand(overrides: RunCommandOverrides = {}): CliCommand {
@@ -77,6 +78,8 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         // The local user every cli instance without its own run_as runs its agents as (a service install
         // passes iop-agent): they cannot read this node's token, identity key or history.
         'agent-user': { type: 'string' },
+        // Networks the node may fetch remote images from besides public addresses (an internal image server).
+        'image-fetch-allow': { type: 'string' },
       });
       if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
       const edgeFlag = stringFlag(flags, 'edge');
@@ -98,6 +101,15 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
       const agentUser = stringFlag(flags, 'agent-user');
       if (agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(agentUser))
         throw new UsageError(`--agent-user '${agentUser}' is not a valid user name`);
+      const imageFetchAllow = stringFlag(flags, 'image-fetch-allow');
+      let fetchImage: ImageFetcher | undefined;
+      if (imageFetchAllow !== undefined) {
+        try {
+          fetchImage = createImageFetcher({ allowAddress: allowListCheck(imageFetchAllow.split(',')) });
+        } catch (error) {
+          throw new UsageError(`--image-fetch-allow: ${(error as Error).message}`);
+        }
+      }
       const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
       const tls = tlsOptions(flags, io.cwd);
       const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
@@ -179,6 +191,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             }),
           history,
           logger,
+          ...(fetchImage ? { fetchImage } : {}),
           retryIntervalMs,
           maxRetries,
           registerTimeoutMs,

@@ -92,6 +92,7 @@ describe('NodeAgent end to end against a fake edge', () => {
             toolCallId: '',
             name: '',
             images: [],
+            imageUrls: [],
             reasoning: '',
           },
         ],

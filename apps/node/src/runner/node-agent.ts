@@ -11,6 +11,7 @@ import {
   type AdapterType,
 } from '../adapters/adapter.js';
 import type { HttpClient } from '../adapters/http/http-client.js';
+import { createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
 import { createNodeHttpClient, type NodeHttpClient } from '../adapters/http/node-http-client.js';
 import { AdapterRegistry } from '../adapters/registry.js';
 import { DiscoveryReporter } from '../discovery/discovery-reporter.js';
@@ -44,6 +45,8 @@ export interface NodeAgentOptions {
    * unless `fetch` is given, in which case the adapters use that fetch.
    */
   http?: HttpClient;
+  /** Fetches remote images for Ollama runs with fetch_image_urls; default createImageFetcher() (public addresses, 20 MiB, 10 s). */
+  fetchImage?: ImageFetcher;
   retryIntervalMs?: number;
   maxRetries?: number;
   registerTimeoutMs?: number;
@@ -85,6 +88,7 @@ export class NodeAgent {
     const adapterDeps: AdapterDeps = {
       fetch: options.fetch ?? fetch,
       http: options.http ?? this.#ownHttp,
+      fetchImage: options.fetchImage ?? createImageFetcher(),
       logger: logger.child({ component: 'adapter' }),
       // Durations (see AdapterDeps.now): the system clock's Date.now() would round each backend wait to whole ms.
       now: options.clock ? () => clock.now() : () => performance.now(),

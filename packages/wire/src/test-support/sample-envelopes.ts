@@ -112,6 +112,7 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
         toolCallId: '',
         name: '',
         images: [],
+        imageUrls: [],
         reasoning: '',
       },
       {
@@ -121,6 +122,7 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
         toolCallId: '',
         name: '',
         images: [],
+        imageUrls: [],
         reasoning: 'need the file',
       },
       {
@@ -130,6 +132,7 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
         toolCallId: 'call-1',
         name: 'read',
         images: ['aGk='],
+        imageUrls: ['https://images.example/cat.png'],
         reasoning: '',
       },
     ],

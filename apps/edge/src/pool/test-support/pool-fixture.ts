@@ -49,6 +49,7 @@ export function modelConfig(
     min_max_tokens: null,
     default_thinking_token_budget: null,
     drop_unsupported: false,
+    fetch_image_urls: false,
     ...fields,
   };
 }

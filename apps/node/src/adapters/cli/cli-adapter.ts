@@ -154,6 +154,17 @@ class CliAdapter implements Adapter {
       };
       return;
     }
+    if (request.messages.some((message) => message.imageUrls.length > 0)) {
+      // The edge refuses remote images for CLI models (400); a CLI agent is never sent to fetch a caller's URL.
+      yield {
+        type: 'error',
+        code: 'invalid_request',
+        message: 'a CLI agent takes no image URLs',
+        retryable: false,
+        backendMs: 0,
+      };
+      return;
+    }
     let failure: CliAdapterError;
     // The sessions hand the signal to fetch and to process APIs, which want a real AbortSignal.
     const { signal, release } = toAbortSignal(options.signal);

@@ -1,13 +1,15 @@
 // Typed failures of an upstream HTTP exchange (Ollama, OpenAI-compatible servers). The `code` is what a run's
 // `error` part carries: `upstream_http_<status>`, `upstream_error` (a failure the server reported or a broken
 // stream), `upstream_unreachable` (no connection), `upstream_timeout` (request_timeout_ms of silence), and
-// `invalid_request` (the run cannot be expressed for this backend; nothing was sent).
+// `invalid_request` (the run cannot be expressed for this backend; nothing was sent), and `image_fetch_failed` (a
+// remote image the node fetches for the backend could not be fetched; the message names the cause).
 export type UpstreamErrorCode =
   | `upstream_http_${number}`
   | 'upstream_error'
   | 'upstream_unreachable'
   | 'upstream_timeout'
-  | 'invalid_request';
+  | 'invalid_request'
+  | 'image_fetch_failed';
 
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';

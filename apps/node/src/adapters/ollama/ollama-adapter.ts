@@ -45,7 +45,7 @@ import {
 } from './ollama-lifecycle.js';
 import { ollamaEmbedParts } from './ollama-embed.js';
 import { asChatLines, toOllamaGenerateRequest } from './ollama-generate.js';
-import { toOllamaChatRequest } from './ollama-request.js';
+import { fetchImageUrls, toOllamaChatRequest } from './ollama-request.js';
 import { ollamaChatParts } from './ollama-stream.js';
 
 export const OLLAMA_DEFAULT_BASE_URL = 'http://127.0.0.1:11434';
@@ -175,9 +175,13 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
           }
           const completion = request.kind === RunKind.RUN_KIND_COMPLETION;
           const requestSettings = { contextSize: settings.contextSize };
+          // A chat's remote images are fetched first (fetch_image_urls); a completion has none.
           const body = completion
             ? toOllamaGenerateRequest(request, requestSettings)
-            : toOllamaChatRequest(request, requestSettings);
+            : toOllamaChatRequest(
+                await fetchImageUrls(request, deps.fetchImage, options.signal),
+                requestSettings,
+              );
           const response = await exchange.send(endpoint.url(completion ? '/api/generate' : '/api/chat'), {
             method: 'POST',
             headers: {

@@ -1,9 +1,82 @@
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 
+import { ImageFetchError, type ImageFetcher } from '../http/image-fetch.js';
 import { UpstreamError } from '../http/upstream-error.js';
 import { userRun } from '../http/test-support/http-adapter-fixtures.js';
-import { toOllamaChatRequest } from './ollama-request.js';
+import { fetchImageUrls, toOllamaChatRequest } from './ollama-request.js';
+
+const neverAborted = new AbortController().signal;
+
+describe('fetchImageUrls', () => {
+  const withUrls = (fetch: boolean) =>
+    userRun('llava', '', {
+      fetchImageUrls: fetch,
+      messages: [
+        create.chatMessage({ role: 'system', content: 'be brief' }),
+        create.chatMessage({
+          role: 'user',
+          content: 'compare',
+          images: ['aW5saW5l'],
+          imageUrls: ['https://a.example/1.png', 'https://a.example/2.png'],
+        }),
+      ],
+    });
+
+  it('fetches each URL and appends its base64 to the inline images of its message', async () => {
+    const asked: string[] = [];
+    const fetcher: ImageFetcher = (url) => {
+      asked.push(url);
+      return Promise.resolve({
+        base64: Buffer.from(url).toString('base64'),
+        contentType: 'image/png',
+        bytes: 1,
+      });
+    };
+    const ready = await fetchImageUrls(withUrls(true), fetcher, neverAborted);
+    expect(asked).toEqual(['https://a.example/1.png', 'https://a.example/2.png']);
+    const body = toOllamaChatRequest(ready, { contextSize: 0 });
+    expect(body.messages[1]).toEqual({
+      role: 'user',
+      content: 'compare',
+      images: [
+        'aW5saW5l',
+        Buffer.from('https://a.example/1.png').toString('base64'),
+        Buffer.from('https://a.example/2.png').toString('base64'),
+      ],
+    });
+  });
+
+  it('refuses image URLs when the run does not allow fetching, and before fetching', async () => {
+    let called = false;
+    const fetcher: ImageFetcher = () => {
+      called = true;
+      return Promise.reject(new Error('unreachable'));
+    };
+    const error = await fetchImageUrls(withUrls(false), fetcher, neverAborted).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect((error as UpstreamError).code).toBe('invalid_request');
+    expect((error as UpstreamError).message).toContain('fetch_image_urls');
+    expect(called).toBe(false);
+    // Never sent as URLs either.
+    expect(() => toOllamaChatRequest(withUrls(true), { contextSize: 0 })).toThrow(/image URLs/);
+  });
+
+  it('turns a failed fetch into image_fetch_failed naming the cause', async () => {
+    const fetcher: ImageFetcher = () =>
+      Promise.reject(new ImageFetchError('blocked_address', 'the image host resolves to 10.0.0.1'));
+    const error = await fetchImageUrls(withUrls(true), fetcher, neverAborted).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect((error as UpstreamError).code).toBe('image_fetch_failed');
+    expect((error as UpstreamError).retryable).toBe(false);
+    expect((error as UpstreamError).message).toContain('blocked_address');
+  });
+
+  it('leaves a run without image URLs as it is', async () => {
+    const run = userRun('llava', 'hi');
+    expect(await fetchImageUrls(run, undefined, neverAborted)).toBe(run);
+  });
+});
 
 describe('toOllamaChatRequest', () => {
   it('maps messages with images, tool calls, tool results and reasoning', () => {

@@ -4,9 +4,12 @@
 // (num_predict, temperature, top_p, stop, seed, presence_penalty, frequency_penalty, num_ctx), thinking becomes
 // `think` (reasoning effort `none` turns it off), and an OpenAI `response_format` becomes `format`: "json" for
 // json_object, the JSON schema itself for json_schema. A run carrying fields only OpenAI-compatible backends take
-// (extra_body_json) is refused: the edge never sends one here, so it is a bug or a stale edge.
+// (extra_body_json) is refused: the edge never sends one here, so it is a bug or a stale edge. Remote images
+// (image_urls) are fetched by the node first when the run sets fetch_image_urls (fetchImageUrls), refused otherwise.
 import type { ChatMessage, RunRequest, ToolCall } from '@iop/wire';
 
+import { ImageFetchError, type ImageFetcher } from '../http/image-fetch.js';
+import type { AbortSignalLike } from '../cancellation.js';
 import { UpstreamError } from '../http/upstream-error.js';
 
 export interface OllamaToolCall {
@@ -124,8 +127,57 @@ function toolChoiceIsNone(json: string): boolean {
   }
 }
 
+/**
+ * Ollama takes only inline images: with `fetch_image_urls` set on the run, each message's remote images are
+ * fetched (one at a time, bounded by the fetcher) and appended to its base64 images; the request is returned
+ * unchanged when it has none. A failed fetch is `image_fetch_failed` naming the cause; nothing is sent then.
+ */
+export async function fetchImageUrls(
+  request: RunRequest,
+  fetchImage: ImageFetcher | undefined,
+  signal: AbortSignalLike,
+): Promise<RunRequest> {
+  if (!request.messages.some((source) => source.imageUrls.length > 0)) return request;
+  if (!request.fetchImageUrls)
+    throw invalid(
+      "Ollama takes no image URLs: set 'fetch_image_urls: true' on the model to have the node fetch them",
+    );
+  if (!fetchImage)
+    throw new UpstreamError('image_fetch_failed', 'image_fetch_failed: this node has no image fetcher', {
+      retryable: false,
+    });
+  const messages: ChatMessage[] = [];
+  for (const source of request.messages) {
+    if (source.imageUrls.length === 0) {
+      messages.push(source);
+      continue;
+    }
+    const images = [...source.images];
+    for (const url of source.imageUrls) {
+      try {
+        images.push((await fetchImage(url, signal)).base64);
+      } catch (error) {
+        if (error instanceof ImageFetchError)
+          throw new UpstreamError(
+            'image_fetch_failed',
+            `image_fetch_failed (${error.reason}): ${error.message}`,
+            {
+              retryable: false,
+              cause: error,
+            },
+          );
+        throw error;
+      }
+    }
+    messages.push({ ...source, images, imageUrls: [] });
+  }
+  return { ...request, messages };
+}
+
 export function toOllamaChatRequest(request: RunRequest, settings: OllamaRequestSettings): OllamaChatRequest {
   if (request.target === '') throw invalid('run has no target model');
+  if (request.messages.some((source) => source.imageUrls.length > 0))
+    throw invalid('Ollama takes only inline images: the run still carries image URLs (fetch them first)');
   if (request.extraBodyJson.trim() !== '')
     throw invalid('this run carries fields only OpenAI-compatible backends take (extra_body_json)');
   const toolNames = new Map<string, string>();

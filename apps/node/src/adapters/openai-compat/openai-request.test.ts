@@ -78,6 +78,35 @@ describe('toOpenAIChatRequest', () => {
     ]);
   });
 
+  it('passes remote image URLs as image_url parts unchanged, after the inline images', () => {
+    const url = 'https://images.example/cat.png?size=large&v=2';
+    const body = toOpenAIChatRequest(
+      userRun('m', '', {
+        messages: [
+          create.chatMessage({
+            role: 'user',
+            content: 'what is this?',
+            images: ['iVBORw0K'],
+            imageUrls: [url],
+          }),
+          create.chatMessage({ role: 'user', content: '', imageUrls: ['http://a.example/b.jpg'] }),
+        ],
+      }),
+      { provider: 'vllm' },
+    );
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what is this?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0K' } },
+          { type: 'image_url', image_url: { url } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://a.example/b.jpg' } }] },
+    ]);
+  });
+
   it('maps think to chat_template_kwargs for vLLM only, and a bare tool_choice word to a string', () => {
     const think = create.generationParams({ think: false });
     expect(

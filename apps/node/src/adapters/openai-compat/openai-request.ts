@@ -26,7 +26,7 @@ export function imageMimeType(base64: string): string {
 }
 
 function content(message: ChatMessage): string | Json[] | null {
-  if (message.images.length === 0) {
+  if (message.images.length === 0 && message.imageUrls.length === 0) {
     // OpenAI wants null content on an assistant turn that only calls tools.
     return message.role === 'assistant' && message.toolCalls.length > 0 && message.content === ''
       ? null
@@ -37,6 +37,8 @@ function content(message: ChatMessage): string | Json[] | null {
   for (const image of message.images) {
     parts.push({ type: 'image_url', image_url: { url: `data:${imageMimeType(image)};base64,${image}` } });
   }
+  // Remote images go to the backend as the caller gave them: the backend fetches them.
+  for (const url of message.imageUrls) parts.push({ type: 'image_url', image_url: { url } });
   return parts;
 }
 

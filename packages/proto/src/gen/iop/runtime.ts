@@ -464,7 +464,15 @@ export interface RunRequest {
     | CompletionInput
     | undefined;
   /** kind = RUN_KIND_EMBEDDING. */
-  embedding?: EmbeddingInput | undefined;
+  embedding?:
+    | EmbeddingInput
+    | undefined;
+  /**
+   * The model sets `fetch_image_urls`: an adapter whose backend takes only inline images (Ollama) fetches
+   * ChatMessage.image_urls itself (size and time bounded, public addresses only). Unset = such an adapter refuses
+   * a run with image URLs.
+   */
+  fetchImageUrls: boolean;
 }
 
 export interface RunRequest_MetadataEntry {
@@ -496,6 +504,12 @@ export interface ChatMessage {
   /** Base64 images (no data: prefix). */
   images: string[];
   reasoning: string;
+  /**
+   * Remote images (http/https URLs), in the order the caller gave them, after `images`. OpenAI-compatible
+   * backends receive them as image_url parts unchanged; Ollama only when RunRequest.fetch_image_urls is set (the
+   * node fetches them); CLI adapters refuse them. Older nodes ignore them (the edge does not send them there).
+   */
+  imageUrls: string[];
 }
 
 export interface ToolDefinition {
@@ -3897,6 +3911,7 @@ function createBaseRunRequest(): RunRequest {
     kind: 0,
     completion: undefined,
     embedding: undefined,
+    fetchImageUrls: false,
   };
 }
 
@@ -3958,6 +3973,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.embedding !== undefined) {
       EmbeddingInput.encode(message.embedding, writer.uint32(154).fork()).join();
+    }
+    if (message.fetchImageUrls !== false) {
+      writer.uint32(160).bool(message.fetchImageUrls);
     }
     return writer;
   },
@@ -4130,6 +4148,14 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.embedding = EmbeddingInput.decode(reader, reader.uint32());
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.fetchImageUrls = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4204,6 +4230,11 @@ export const RunRequest: MessageFns<RunRequest> = {
       kind: isSet(object.kind) ? runKindFromJSON(object.kind) : 0,
       completion: isSet(object.completion) ? CompletionInput.fromJSON(object.completion) : undefined,
       embedding: isSet(object.embedding) ? EmbeddingInput.fromJSON(object.embedding) : undefined,
+      fetchImageUrls: isSet(object.fetchImageUrls)
+        ? globalThis.Boolean(object.fetchImageUrls)
+        : isSet(object.fetch_image_urls)
+        ? globalThis.Boolean(object.fetch_image_urls)
+        : false,
     };
   },
 
@@ -4272,6 +4303,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.embedding !== undefined) {
       obj.embedding = EmbeddingInput.toJSON(message.embedding);
     }
+    if (message.fetchImageUrls !== false) {
+      obj.fetchImageUrls = message.fetchImageUrls;
+    }
     return obj;
   },
 
@@ -4313,6 +4347,7 @@ export const RunRequest: MessageFns<RunRequest> = {
     message.embedding = (object.embedding !== undefined && object.embedding !== null)
       ? EmbeddingInput.fromPartial(object.embedding)
       : undefined;
+    message.fetchImageUrls = object.fetchImageUrls ?? false;
     return message;
   },
 };
@@ -4573,7 +4608,7 @@ export const EmbeddingInput: MessageFns<EmbeddingInput> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: "", content: "", toolCalls: [], toolCallId: "", name: "", images: [], reasoning: "" };
+  return { role: "", content: "", toolCalls: [], toolCallId: "", name: "", images: [], reasoning: "", imageUrls: [] };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -4598,6 +4633,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.reasoning !== "") {
       writer.uint32(58).string(message.reasoning);
+    }
+    for (const v of message.imageUrls) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -4671,6 +4709,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.reasoning = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.imageUrls.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4700,6 +4746,11 @@ export const ChatMessage: MessageFns<ChatMessage> = {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => globalThis.String(e)) : [],
       reasoning: isSet(object.reasoning) ? globalThis.String(object.reasoning) : "",
+      imageUrls: globalThis.Array.isArray(object?.imageUrls)
+        ? object.imageUrls.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.image_urls)
+        ? object.image_urls.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4726,6 +4777,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.reasoning !== "") {
       obj.reasoning = message.reasoning;
     }
+    if (message.imageUrls?.length) {
+      obj.imageUrls = message.imageUrls;
+    }
     return obj;
   },
 
@@ -4741,6 +4795,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.name = object.name ?? "";
     message.images = object.images?.map((e) => e) || [];
     message.reasoning = object.reasoning ?? "";
+    message.imageUrls = object.imageUrls?.map((e) => e) || [];
     return message;
   },
 };
