@@ -759,6 +759,13 @@ export interface DiscoveredHost {
    * node's token, identity key and history. Per-instance `run_as` is not reflected here.
    */
   agentsSeparateUser: boolean;
+  /**
+   * Set only with agents_separate_user: the local user the CLI agents run as, and the directory their runs work
+   * in by default (the node's working directory; `iop-edge node adopt` writes it as the CLI instance's
+   * workspace_roots and the user as its run_as). Empty otherwise.
+   */
+  agentUser: string;
+  agentWorkspaceRoot: string;
 }
 
 function createBaseEnvelope(): Envelope {
@@ -8421,7 +8428,16 @@ export const DiscoveredGpu: MessageFns<DiscoveredGpu> = {
 };
 
 function createBaseDiscoveredHost(): DiscoveredHost {
-  return { os: "", arch: "", cpuCores: 0, memoryBytes: 0, gpus: [], agentsSeparateUser: false };
+  return {
+    os: "",
+    arch: "",
+    cpuCores: 0,
+    memoryBytes: 0,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: "",
+    agentWorkspaceRoot: "",
+  };
 }
 
 export const DiscoveredHost: MessageFns<DiscoveredHost> = {
@@ -8443,6 +8459,12 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     }
     if (message.agentsSeparateUser !== false) {
       writer.uint32(48).bool(message.agentsSeparateUser);
+    }
+    if (message.agentUser !== "") {
+      writer.uint32(58).string(message.agentUser);
+    }
+    if (message.agentWorkspaceRoot !== "") {
+      writer.uint32(66).string(message.agentWorkspaceRoot);
     }
     return writer;
   },
@@ -8508,6 +8530,22 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
             message.agentsSeparateUser = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.agentUser = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.agentWorkspaceRoot = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8540,6 +8578,16 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
         : isSet(object.agents_separate_user)
         ? globalThis.Boolean(object.agents_separate_user)
         : false,
+      agentUser: isSet(object.agentUser)
+        ? globalThis.String(object.agentUser)
+        : isSet(object.agent_user)
+        ? globalThis.String(object.agent_user)
+        : "",
+      agentWorkspaceRoot: isSet(object.agentWorkspaceRoot)
+        ? globalThis.String(object.agentWorkspaceRoot)
+        : isSet(object.agent_workspace_root)
+        ? globalThis.String(object.agent_workspace_root)
+        : "",
     };
   },
 
@@ -8563,6 +8611,12 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     if (message.agentsSeparateUser !== false) {
       obj.agentsSeparateUser = message.agentsSeparateUser;
     }
+    if (message.agentUser !== "") {
+      obj.agentUser = message.agentUser;
+    }
+    if (message.agentWorkspaceRoot !== "") {
+      obj.agentWorkspaceRoot = message.agentWorkspaceRoot;
+    }
     return obj;
   },
 
@@ -8577,6 +8631,8 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     message.memoryBytes = object.memoryBytes ?? 0;
     message.gpus = object.gpus?.map((e) => DiscoveredGpu.fromPartial(e)) || [];
     message.agentsSeparateUser = object.agentsSeparateUser ?? false;
+    message.agentUser = object.agentUser ?? "";
+    message.agentWorkspaceRoot = object.agentWorkspaceRoot ?? "";
     return message;
   },
 };
