@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseConfigText, type EdgeConfig } from '@iop/config';
+import { parseConfigText, renderNodeEntries, type EdgeConfig } from '@iop/config';
 import type { NodeDiscovered } from '../node/discovered.js';
 import { planAdoption } from './adoption-plan.js';
 
@@ -31,7 +31,16 @@ const DISCOVERED: NodeDiscovered = {
     { name: 'codex', path: '/usr/bin/codex', version: 'codex-cli 0.46.0' },
     { name: 'someday', path: '/usr/bin/someday', version: '1' },
   ],
-  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
+  host: {
+    os: 'linux',
+    arch: 'x64',
+    cpuCores: 8,
+    memoryBytes: 1,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
+  },
   discoveredAtUnixMs: 1,
 };
 
@@ -53,7 +62,8 @@ describe('planAdoption', () => {
       },
     ]);
     expect(plan.entries.instances[2]?.comment).toBe(
-      'discovered on PATH: claude 2.0.14 (Claude Code), codex codex-cli 0.46.0 (profiles as in the shipped configs/edge.yaml)',
+      'discovered on PATH: claude 2.0.14 (Claude Code), codex codex-cli 0.46.0 (profiles as in the shipped configs/edge.yaml)' +
+        "; no run_as: agents run as the node's user (a prompt can read the node's token, identity key and history)",
     );
     expect(plan.entries.providers.map((entry) => entry.value)).toEqual([
       {
@@ -182,5 +192,50 @@ describe('planAdoption', () => {
       category: 'api',
       capacity: 2,
     });
+  });
+
+  it('writes run_as and workspace_roots from a node whose agents run as a user of their own, and the YAML loads', () => {
+    const separate: NodeDiscovered = {
+      ...DISCOVERED,
+      backends: [],
+      host: {
+        ...DISCOVERED.host,
+        agentsSeparateUser: true,
+        agentUser: 'iop-agent',
+        agentWorkspaceRoot: '/var/lib/iop-node/workspaces',
+      },
+    };
+    const plan = planAdoption(config('nodes:\n  - id: svc\n'), 'svc', separate);
+    const cli = plan.entries.instances[0];
+    expect(cli?.value).toMatchObject({
+      name: 'agents',
+      type: 'cli',
+      run_as: 'iop-agent',
+      workspace_roots: ['/var/lib/iop-node/workspaces'],
+    });
+    expect(cli?.comment).toContain(
+      'run_as iop-agent and workspace_roots [/var/lib/iop-node/workspaces]: the node runs its agents as that user',
+    );
+    expect(plan.entries.providers[0]?.comment).toContain("on iop-agent's account");
+    const loaded = config(renderNodeEntries(plan.entries));
+    const instance = loaded.nodes[0]?.adapters.instances[0];
+    expect(instance).toMatchObject({
+      type: 'cli',
+      run_as: 'iop-agent',
+      workspace_roots: ['/var/lib/iop-node/workspaces'],
+    });
+  });
+
+  it('writes neither on a node whose agents share its user, says so, and the YAML loads', () => {
+    const plan = planAdoption(config(''), 'laptop', { ...DISCOVERED, backends: [] });
+    const cli = plan.entries.instances[0];
+    expect(cli?.value).not.toHaveProperty('run_as');
+    expect(cli?.value).not.toHaveProperty('workspace_roots');
+    expect(cli?.comment).toContain("no run_as: agents run as the node's user");
+    const text = renderNodeEntries(plan.entries);
+    expect(text).toContain('# discovered on PATH:');
+    expect(text).toContain("agents run as the node's user");
+    const instance = config(text).nodes[0]?.adapters.instances[0];
+    expect(instance).toMatchObject({ type: 'cli', run_as: '', workspace_roots: [] });
   });
 });

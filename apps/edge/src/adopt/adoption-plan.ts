@@ -139,9 +139,20 @@ export function planAdoption(
   const profileNames = Object.keys(profiles);
   if (profileNames.length > 0) {
     const name = unique('agents', instanceNames);
+    const { agentsSeparateUser, agentUser, agentWorkspaceRoot } = discovered.host;
+    const separate = agentsSeparateUser && agentUser !== '' && agentWorkspaceRoot !== '';
+    const isolation = separate
+      ? `; run_as ${agentUser} and workspace_roots [${agentWorkspaceRoot}]: the node runs its agents as that user` +
+        ` (it cannot read the node's token, identity key or history), and runs stay in its workspaces dir`
+      : `; no run_as: agents run as the node's user (a prompt can read the node's token, identity key and history)`;
     instances.push({
-      value: { name, type: 'cli', profiles },
-      comment: `discovered on PATH: ${found.join(', ')} (profiles as in the shipped configs/edge.yaml)`,
+      value: {
+        name,
+        type: 'cli',
+        ...(separate ? { run_as: agentUser, workspace_roots: [agentWorkspaceRoot] } : {}),
+        profiles,
+      },
+      comment: `discovered on PATH: ${found.join(', ')} (profiles as in the shipped configs/edge.yaml)${isolation}`,
     });
     const providerId = unique(identifier(`${nodeId}-${name}`), providerIds);
     providers.push({
@@ -153,7 +164,7 @@ export function planAdoption(
         models: profileNames,
         capacity: profileNames.length,
       },
-      comment: `capacity ${profileNames.length}: one run per CLI at a time; each run is a whole agent process on the node user's account`,
+      comment: `capacity ${profileNames.length}: one run per CLI at a time; each run is a whole agent process on ${separate ? `${agentUser}'s` : "the node user's"} account`,
     });
     addModels(providerId, profileNames);
   }

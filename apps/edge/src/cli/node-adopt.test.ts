@@ -37,7 +37,16 @@ const DISCOVERED: NodeDiscovered = {
     },
   ],
   clis: [{ name: 'codex', path: '/usr/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 8, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
+  host: {
+    os: 'linux',
+    arch: 'x64',
+    cpuCores: 8,
+    memoryBytes: 1,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
+  },
   discoveredAtUnixMs: 1,
 };
 

@@ -10,7 +10,16 @@ const DISCOVERED: NodeDiscovered = {
     { kind: 'ollama', baseUrl: 'http://127.0.0.1:11434', models: ['a', 'b'], version: '', loadedModels: [] },
   ],
   clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
+  host: {
+    os: 'linux',
+    arch: 'x64',
+    cpuCores: 4,
+    memoryBytes: 1,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
+  },
   discoveredAtUnixMs: 1,
 };
 

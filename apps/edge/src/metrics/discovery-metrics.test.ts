@@ -25,6 +25,8 @@ const DISCOVERED: NodeDiscovered = {
     memoryBytes: 1,
     gpus: [{ name: 'G', memoryBytes: 1, vendor: 'nvidia' }],
     agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
   },
   discoveredAtUnixMs: 1,
 };

@@ -38,6 +38,8 @@ const REPORT: NodeDiscovery = {
     memoryBytes: 64 * GIB,
     gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
     agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
   },
   discoveredAtUnixMs: Date.UTC(2026, 11, 1, 4, 0, 0),
 };
@@ -50,7 +52,10 @@ describe('node discovery (edge view)', () => {
   });
 
   it('says agents share the node user unless the node reports a user of their own (older nodes: shared)', () => {
-    const separate = fromWireDiscovery({ ...REPORT, host: { ...REPORT.host!, agentsSeparateUser: true } });
+    const separate = fromWireDiscovery({
+      ...REPORT,
+      host: { ...REPORT.host!, agentsSeparateUser: true, agentUser: '', agentWorkspaceRoot: '' },
+    });
     expect(discoverySummary(separate)).toBe(
       'ollama: 3 models · vllm: 1 model · claude 2.0.14 · codex · 1× GPU 24 GB',
     );
@@ -60,8 +65,36 @@ describe('node discovery (edge view)', () => {
     const old = fromWireDiscovery({ ...REPORT, host: undefined });
     expect(old.host.agentsSeparateUser).toBe(false);
     expect(
-      discoverySummary({ ...separate, clis: [], host: { ...separate.host, agentsSeparateUser: false } }),
+      discoverySummary({
+        ...separate,
+        clis: [],
+        host: { ...separate.host, agentsSeparateUser: false, agentUser: '', agentWorkspaceRoot: '' },
+      }),
     ).not.toContain('agents');
+  });
+
+  it('carries the agent user and workspace root only from a node whose agents run as a user of their own', () => {
+    const separate = fromWireDiscovery({
+      ...REPORT,
+      host: {
+        ...REPORT.host!,
+        agentsSeparateUser: true,
+        agentUser: 'iop-agent',
+        agentWorkspaceRoot: '/var/lib/iop-node/workspaces',
+      },
+    });
+    expect(separate.host).toMatchObject({
+      agentUser: 'iop-agent',
+      agentWorkspaceRoot: '/var/lib/iop-node/workspaces',
+    });
+    expect(discoveredToJson(separate)['host']).toMatchObject({
+      agents_share_node_user: false,
+      agent_user: 'iop-agent',
+      agent_workspace_root: '/var/lib/iop-node/workspaces',
+    });
+    // A node that says its agents share its user: a stray user name is not taken for a separate one.
+    const shared = fromWireDiscovery({ ...REPORT, host: { ...REPORT.host!, agentUser: 'iop-agent' } });
+    expect(shared.host).toMatchObject({ agentsSeparateUser: false, agentUser: '', agentWorkspaceRoot: '' });
   });
 
   it('groups equal GPUs and says when nothing was reported or found', () => {
@@ -109,6 +142,8 @@ describe('node discovery (edge view)', () => {
         memory_bytes: 64 * GIB,
         gpus: [{ name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memory_bytes: 24 * GIB }],
         agents_share_node_user: true,
+        agent_user: '',
+        agent_workspace_root: '',
       },
       discovered_at: '2026-12-01T04:00:00.000Z',
     });

@@ -34,6 +34,9 @@ export interface DiscoveredHost {
   gpus: DiscoveredGpu[];
   /** The node's CLI agents run as a user of their own; false (and every older node): they share its user. */
   agentsSeparateUser: boolean;
+  /** With `agentsSeparateUser`: the user the agents run as and their default workspace directory ('' otherwise). */
+  agentUser: string;
+  agentWorkspaceRoot: string;
 }
 
 export interface NodeDiscovered {
@@ -65,6 +68,8 @@ export function fromWireDiscovery(discovery: NodeDiscovery): NodeDiscovered {
         vendor: gpu.vendor,
       })),
       agentsSeparateUser: host?.agentsSeparateUser ?? false,
+      agentUser: host?.agentsSeparateUser ? host.agentUser : '',
+      agentWorkspaceRoot: host?.agentsSeparateUser ? host.agentWorkspaceRoot : '',
     },
     discoveredAtUnixMs: discovery.discoveredAtUnixMs,
   };
@@ -102,6 +107,8 @@ export function discoveredToJson(discovered: NodeDiscovered): Record<string, unk
       })),
       // A prompt on this node's CLI agents can read the node's token, identity key and history.
       agents_share_node_user: !discovered.host.agentsSeparateUser,
+      agent_user: discovered.host.agentUser,
+      agent_workspace_root: discovered.host.agentWorkspaceRoot,
     },
     discovered_at: new Date(discovered.discoveredAtUnixMs).toISOString(),
   };

@@ -18,7 +18,16 @@ const REPORT = {
     },
   ],
   clis: [{ name: 'codex', path: '/bin/codex', version: 'codex-cli 0.46.0' }],
-  host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 8, gpus: [], agentsSeparateUser: false },
+  host: {
+    os: 'linux',
+    arch: 'x64',
+    cpuCores: 4,
+    memoryBytes: 8,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: '',
+    agentWorkspaceRoot: '',
+  },
   discoveredAtUnixMs: 7,
 };
 

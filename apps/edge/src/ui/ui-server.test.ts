@@ -66,6 +66,8 @@ const node: NodeSummary = {
       memoryBytes: 64 * 2 ** 30,
       gpus: [{ name: 'RTX', memoryBytes: 24 * 2 ** 30, vendor: 'nvidia' }],
       agentsSeparateUser: false,
+      agentUser: '',
+      agentWorkspaceRoot: '',
     },
     discoveredAtUnixMs: 1700,
   },

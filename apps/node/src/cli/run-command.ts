@@ -196,7 +196,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
           maxRetries,
           registerTimeoutMs,
           // Probes run with the node's own environment: OLLAMA_HOST and the PATH its CLIs are found on.
-          discovery: { deps: systemProbeDeps(io.env, undefined, agentUser) },
+          discovery: { deps: systemProbeDeps(io.env, undefined, agentUser, io.cwd) },
           tracing,
         });
         logger.info(

@@ -11,7 +11,16 @@ function discovery(models: string[], at = 1): NodeDiscovery {
       { kind: 'ollama', baseUrl: 'http://127.0.0.1:11434', models, version: '0.12.6', loadedModels: [] },
     ],
     clis: [],
-    host: { os: 'linux', arch: 'x64', cpuCores: 4, memoryBytes: 1, gpus: [], agentsSeparateUser: false },
+    host: {
+      os: 'linux',
+      arch: 'x64',
+      cpuCores: 4,
+      memoryBytes: 1,
+      gpus: [],
+      agentsSeparateUser: false,
+      agentUser: '',
+      agentWorkspaceRoot: '',
+    },
     discoveredAtUnixMs: at,
   };
 }

@@ -34,15 +34,51 @@ describe('probeHost', () => {
       memoryBytes: 64 * GIB,
       gpus: [{ name: 'NVIDIA GeForce RTX 3090', memoryBytes: 24 * GIB, vendor: 'nvidia' }],
       agentsSeparateUser: false,
+      agentUser: '',
+      agentWorkspaceRoot: '',
     });
   });
 
   it('says whether CLI agents run as a user of their own (unknown = they share the node user)', async () => {
     const separate = fakeProbeDeps({
-      host: { platform: 'linux', arch: 'x64', cpuCores: 2, memoryBytes: GIB, agentsSeparateUser: true },
+      host: {
+        platform: 'linux',
+        arch: 'x64',
+        cpuCores: 2,
+        memoryBytes: GIB,
+        agentsSeparateUser: true,
+        agentUser: '',
+        agentWorkspaceRoot: '',
+      },
     });
     expect((await probeHost(separate, options())).agentsSeparateUser).toBe(true);
     expect((await probeHost(fakeProbeDeps(), options())).agentsSeparateUser).toBe(false);
+  });
+
+  it('reports the agent user and workspace root only when the agents run as that user', async () => {
+    const facts = {
+      platform: 'linux',
+      arch: 'x64',
+      cpuCores: 2,
+      memoryBytes: GIB,
+      agentUser: 'iop-agent',
+      agentWorkspaceRoot: '/var/lib/iop-node/workspaces',
+    };
+    const separate = await probeHost(
+      fakeProbeDeps({ host: { ...facts, agentsSeparateUser: true } }),
+      options(),
+    );
+    expect(separate).toMatchObject({
+      agentsSeparateUser: true,
+      agentUser: 'iop-agent',
+      agentWorkspaceRoot: '/var/lib/iop-node/workspaces',
+    });
+    // --agent-user given but the node cannot switch users (not root): nothing that would make adopt write run_as.
+    const shared = await probeHost(
+      fakeProbeDeps({ host: { ...facts, agentsSeparateUser: false } }),
+      options(),
+    );
+    expect(shared).toMatchObject({ agentsSeparateUser: false, agentUser: '', agentWorkspaceRoot: '' });
   });
 
   it('reports the Apple-silicon GPU with the unified memory, and no GPU without either tool', async () => {

@@ -37,6 +37,9 @@ export async function probeHost(
     memoryBytes: facts.memoryBytes,
     gpus,
     agentsSeparateUser: facts.agentsSeparateUser ?? false,
+    // Only where the agents really run as that user: adopt writes these as the CLI instance's run_as/workspace_roots.
+    agentUser: facts.agentsSeparateUser ? (facts.agentUser ?? '') : '',
+    agentWorkspaceRoot: facts.agentsSeparateUser ? (facts.agentWorkspaceRoot ?? '') : '',
   };
 }
 

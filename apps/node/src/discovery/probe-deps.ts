@@ -30,6 +30,9 @@ export interface HostFacts {
   memoryBytes: number;
   /** CLI agents run as a user of their own (`--agent-user` on a node that can switch users); absent = no. */
   agentsSeparateUser?: boolean;
+  /** With `agentsSeparateUser`: the user the agents run as and the directory their runs default to. */
+  agentUser?: string;
+  agentWorkspaceRoot?: string;
 }
 
 export interface ProbeDeps {
@@ -109,14 +112,17 @@ function killTree(child: ChildProcess): void {
 
 /**
  * The real probes; `http` defaults to a client of discovery's own (its idle sockets never hold the process).
- * `agentUser` is `iop-node run --agent-user`: agents run as it only when this process is root.
+ * `agentUser` is `iop-node run --agent-user`: agents run as it only when this process is root. `cwd` is the
+ * node's working directory, which is the CLI agents' default workspace (under the service unit: its workspaces dir).
  */
 export function systemProbeDeps(
   env: NodeJS.ProcessEnv,
   http: HttpClient = createNodeHttpClient(),
   agentUser?: string,
+  cwd: string = process.cwd(),
 ): ProbeDeps {
   const agentsSeparateUser = Boolean(agentUser) && process.geteuid?.() === 0;
+  const agent = agentsSeparateUser && agentUser ? { agentUser, agentWorkspaceRoot: cwd } : {};
   return {
     http,
     exec: execBounded,
@@ -128,6 +134,7 @@ export function systemProbeDeps(
       cpuCores: os.availableParallelism?.() ?? os.cpus().length,
       memoryBytes: os.totalmem(),
       agentsSeparateUser,
+      ...agent,
     }),
   };
 }

@@ -209,6 +209,8 @@ describe('CommandRouter discover', () => {
               memoryBytes: 1,
               gpus: [],
               agentsSeparateUser: false,
+              agentUser: '',
+              agentWorkspaceRoot: '',
             },
             discoveredAtUnixMs: 1,
           },

@@ -242,6 +242,8 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
       memoryBytes: 68_719_476_736,
       gpus: [{ name: 'NVIDIA GeForce RTX 4090', memoryBytes: 25_757_220_864, vendor: 'nvidia' }],
       agentsSeparateUser: true,
+      agentUser: '',
+      agentWorkspaceRoot: '',
     },
     discoveredAtUnixMs: 1_700_000_000_789,
   }),

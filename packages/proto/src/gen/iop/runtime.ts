@@ -773,6 +773,13 @@ export interface DiscoveredHost {
    * node's token, identity key and history. Per-instance `run_as` is not reflected here.
    */
   agentsSeparateUser: boolean;
+  /**
+   * Set only with agents_separate_user: the local user the CLI agents run as, and the directory their runs work
+   * in by default (the node's working directory; `iop-edge node adopt` writes it as the CLI instance's
+   * workspace_roots and the user as its run_as). Empty otherwise.
+   */
+  agentUser: string;
+  agentWorkspaceRoot: string;
 }
 
 function createBaseEnvelope(): Envelope {
@@ -8476,7 +8483,16 @@ export const DiscoveredGpu: MessageFns<DiscoveredGpu> = {
 };
 
 function createBaseDiscoveredHost(): DiscoveredHost {
-  return { os: "", arch: "", cpuCores: 0, memoryBytes: 0, gpus: [], agentsSeparateUser: false };
+  return {
+    os: "",
+    arch: "",
+    cpuCores: 0,
+    memoryBytes: 0,
+    gpus: [],
+    agentsSeparateUser: false,
+    agentUser: "",
+    agentWorkspaceRoot: "",
+  };
 }
 
 export const DiscoveredHost: MessageFns<DiscoveredHost> = {
@@ -8498,6 +8514,12 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     }
     if (message.agentsSeparateUser !== false) {
       writer.uint32(48).bool(message.agentsSeparateUser);
+    }
+    if (message.agentUser !== "") {
+      writer.uint32(58).string(message.agentUser);
+    }
+    if (message.agentWorkspaceRoot !== "") {
+      writer.uint32(66).string(message.agentWorkspaceRoot);
     }
     return writer;
   },
@@ -8563,6 +8585,22 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
             message.agentsSeparateUser = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.agentUser = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.agentWorkspaceRoot = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8595,6 +8633,16 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
         : isSet(object.agents_separate_user)
         ? globalThis.Boolean(object.agents_separate_user)
         : false,
+      agentUser: isSet(object.agentUser)
+        ? globalThis.String(object.agentUser)
+        : isSet(object.agent_user)
+        ? globalThis.String(object.agent_user)
+        : "",
+      agentWorkspaceRoot: isSet(object.agentWorkspaceRoot)
+        ? globalThis.String(object.agentWorkspaceRoot)
+        : isSet(object.agent_workspace_root)
+        ? globalThis.String(object.agent_workspace_root)
+        : "",
     };
   },
 
@@ -8618,6 +8666,12 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     if (message.agentsSeparateUser !== false) {
       obj.agentsSeparateUser = message.agentsSeparateUser;
     }
+    if (message.agentUser !== "") {
+      obj.agentUser = message.agentUser;
+    }
+    if (message.agentWorkspaceRoot !== "") {
+      obj.agentWorkspaceRoot = message.agentWorkspaceRoot;
+    }
     return obj;
   },
 
@@ -8632,6 +8686,8 @@ export const DiscoveredHost: MessageFns<DiscoveredHost> = {
     message.memoryBytes = object.memoryBytes ?? 0;
     message.gpus = object.gpus?.map((e) => DiscoveredGpu.fromPartial(e)) || [];
     message.agentsSeparateUser = object.agentsSeparateUser ?? false;
+    message.agentUser = object.agentUser ?? "";
+    message.agentWorkspaceRoot = object.agentWorkspaceRoot ?? "";
     return message;
   },
 };
