@@ -294,7 +294,6 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   };
 }
 
-
 function validateRun(destination: RunDestination, spec: RunSpec): void {
   const problems: string[] = [];
   if (destination.kind === 'model') {
