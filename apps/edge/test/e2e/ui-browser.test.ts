@@ -104,10 +104,12 @@ function dashboardConfig(dir: string): Record<string, unknown> {
 }
 
 async function chat(model: string, content: string): Promise<Response> {
+  // A CLI agent takes no sampling parameters (max_tokens is refused for it by name): only the HTTP models get one.
+  const limit = model === CLI_MODEL ? {} : { max_tokens: 32 };
   return fetch(`${edge.addresses.openai}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: 32 }),
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }], ...limit }),
   });
 }
 
