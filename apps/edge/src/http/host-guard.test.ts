@@ -130,6 +130,24 @@ describe('createHostGuard: Origin', () => {
   });
 });
 
+describe('createHostGuard: checkRequest on a keep-alive connection', () => {
+  const guard = createHostGuard({ listen: '127.0.0.1:19096' });
+  const socket = { localAddress: '127.0.0.1', localPort: 19096 };
+  const request = (headers: http.IncomingHttpHeaders): http.IncomingMessage =>
+    ({ socket, headers }) as unknown as http.IncomingMessage;
+
+  it('remembers only an accepted Host/Origin pair: a changed one on the same socket is checked again', () => {
+    expect(guard.checkRequest(request({ host: '127.0.0.1:19096' }))).toBeUndefined();
+    expect(guard.checkRequest(request({ host: '127.0.0.1:19096' }))).toBeUndefined();
+    expect(guard.checkRequest(request({ host: 'rebind.evil.example:19096' }))).toMatchObject({ status: 421 });
+    expect(
+      guard.checkRequest(request({ host: '127.0.0.1:19096', origin: 'http://evil.example' })),
+    ).toMatchObject({ status: 403 });
+    expect(guard.checkRequest(request({ host: '127.0.0.1:19096' }))).toBeUndefined();
+    expect(guard.checkRequest(request({}))).toMatchObject({ status: 421 });
+  });
+});
+
 describe('guardRequests', () => {
   let server: http.Server | undefined;
   afterEach(async () => {

@@ -151,16 +151,24 @@ export function createHostGuard(options: HostGuardOptions): HostGuard {
     return allowed(parsed.name, port, local) ? undefined : refusal;
   }
 
+  // A keep-alive connection sends the same Host (and Origin) on every request, and the verdict depends only on
+  // them and the connection's local endpoint: the headers last accepted on a socket are remembered, so the
+  // requests after the first on a connection cost two string comparisons. Refusals are never remembered (the
+  // guard closes such a connection anyway).
+  const acceptedOn = new WeakMap<object, { host: string | undefined; origin: string | undefined }>();
+
   return {
     checkHost,
     checkOrigin,
     checkRequest(request) {
-      const local: LocalEndpoint = {
-        address: request.socket.localAddress,
-        port: request.socket.localPort ?? -1,
-      };
-      const origin = request.headers.origin;
-      return checkHost(request.headers.host, local) ?? checkOrigin(origin, local);
+      const { host, origin } = request.headers;
+      const socket = request.socket;
+      const last = acceptedOn.get(socket);
+      if (last !== undefined && last.host === host && last.origin === origin) return undefined;
+      const local: LocalEndpoint = { address: socket.localAddress, port: socket.localPort ?? -1 };
+      const refusal = checkHost(host, local) ?? checkOrigin(origin, local);
+      if (refusal === undefined) acceptedOn.set(socket, { host, origin });
+      return refusal;
     },
   };
 }

@@ -4,10 +4,9 @@
 // One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no
 // tokenizer to turn them back into text and Ollama takes text only), as are several prompts (one run is one
 // completion). Reasoning the backend may report is not part of a text completion and is left out.
-import { Ajv } from 'ajv';
 import { RunKind, type RunEventPart, type Usage } from '@iop/wire';
 import { errorDataObject, invalidRequest, runFailed } from './openai-error.js';
-import { describeSchemaError, schemaErrorParam } from './request-validator.js';
+import { checkBody, compileBodySchema } from './request-validator.js';
 import { finishReasonOf, usageTotals, type CollectedRun, type UsageTotals } from './run-output.js';
 import { generationParams, type RunSpec } from './run-spec.js';
 import type { SseSink } from './sse-sink.js';
@@ -62,38 +61,29 @@ const schema = {
   },
 } as const;
 
-const validateBody = new Ajv({
-  allErrors: false,
-  strict: false,
-  allowUnionTypes: true,
-}).compile<CompletionsRequestBody>(schema);
+const validateBody = compileBodySchema<CompletionsRequestBody>(schema);
 
 export function validateCompletionsRequest(body: unknown): CompletionsRequestBody {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
+  return checkBody(body, validateBody, refuseTokenOrManyPrompts);
+}
+
+function refuseTokenOrManyPrompts(body: Record<string, unknown>): void {
+  const prompt = body['prompt'];
+  if (!Array.isArray(prompt)) return;
+  if (prompt.some((entry) => typeof entry === 'number' || Array.isArray(entry))) {
+    throw invalidRequest(
+      "Token ids in 'prompt' are not supported: send the text (IOP has no tokenizer and Ollama takes text only)",
+      'prompt',
+      'unsupported_parameter',
+    );
   }
-  const prompt = (body as Record<string, unknown>)['prompt'];
-  if (Array.isArray(prompt)) {
-    if (prompt.some((entry) => typeof entry === 'number' || Array.isArray(entry))) {
-      throw invalidRequest(
-        "Token ids in 'prompt' are not supported: send the text (IOP has no tokenizer and Ollama takes text only)",
-        'prompt',
-        'unsupported_parameter',
-      );
-    }
-    if (prompt.length > 1) {
-      throw invalidRequest(
-        `'prompt' holds ${prompt.length} prompts: IOP completes one prompt per request (send one request each)`,
-        'prompt',
-        'unsupported_parameter',
-      );
-    }
+  if (prompt.length > 1) {
+    throw invalidRequest(
+      `'prompt' holds ${prompt.length} prompts: IOP completes one prompt per request (send one request each)`,
+      'prompt',
+      'unsupported_parameter',
+    );
   }
-  if (!validateBody(body)) {
-    const error = validateBody.errors?.[0];
-    throw invalidRequest(describeSchemaError(error), schemaErrorParam(error));
-  }
-  return body;
 }
 
 /** The run spec of a completions request: no messages, the prompt (and suffix) in `completion`. */

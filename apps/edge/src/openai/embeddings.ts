@@ -3,10 +3,9 @@
 // each vector as a JSON float list or, for `encoding_format: "base64"` (what the official SDK asks for unless told
 // otherwise), base64 of its little-endian float32 bytes. Token-array inputs are refused: Ollama cannot take them
 // and IOP has no tokenizer to turn them back into text.
-import { Ajv } from 'ajv';
 import { RunKind, type Embedding, type RunEventPart, type Usage } from '@iop/wire';
 import { invalidRequest, runFailed } from './openai-error.js';
-import { describeSchemaError, schemaErrorParam } from './request-validator.js';
+import { checkBody, compileBodySchema } from './request-validator.js';
 import type { RunSpec } from './run-spec.js';
 
 /** OpenAI's own limit on inputs per request. */
@@ -37,17 +36,14 @@ const schema = {
   },
 } as const;
 
-const validateBody = new Ajv({
-  allErrors: false,
-  strict: false,
-  allowUnionTypes: true,
-}).compile<EmbeddingsRequestBody>(schema);
+const validateBody = compileBodySchema<EmbeddingsRequestBody>(schema);
 
 export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequestBody {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
-  }
-  const input = (body as Record<string, unknown>)['input'];
+  return checkBody(body, validateBody, refuseTokenInputs);
+}
+
+function refuseTokenInputs(body: Record<string, unknown>): void {
+  const input = body['input'];
   const tokens =
     Array.isArray(input) &&
     input.length > 0 &&
@@ -59,11 +55,6 @@ export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequestBody 
       'unsupported_parameter',
     );
   }
-  if (!validateBody(body)) {
-    const error = validateBody.errors?.[0];
-    throw invalidRequest(describeSchemaError(error), schemaErrorParam(error));
-  }
-  return body;
 }
 
 /** The run spec of an embeddings request: no messages, the inputs in `embedding`. */

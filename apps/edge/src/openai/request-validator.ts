@@ -40,10 +40,27 @@ export function validateResponsesRequest(body: unknown): ResponsesRequestBody {
 }
 
 function validate<T>(body: unknown, check: ValidateFunction<T>): T {
+  return checkBody(body, check, rejectProviderFields);
+}
+
+/** Compiles a request body schema with the surface's one ajv instance (once, at module load). */
+export function compileBodySchema<T>(schema: object): ValidateFunction<T> {
+  return ajv.compile<T>(schema);
+}
+
+/**
+ * The body as T when it is a JSON object that `precheck` lets through (it throws the 400 that names a refused
+ * field) and that matches `check`; otherwise a 400 naming the first field that does not.
+ */
+export function checkBody<T>(
+  body: unknown,
+  check: ValidateFunction<T>,
+  precheck?: (body: Record<string, unknown>) => void,
+): T {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
   }
-  rejectProviderFields(body as Record<string, unknown>);
+  precheck?.(body as Record<string, unknown>);
   if (!check(body))
     throw invalidRequest(describeSchemaError(check.errors?.[0]), schemaErrorParam(check.errors?.[0]));
   return body;
