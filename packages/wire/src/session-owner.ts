@@ -22,8 +22,19 @@ export function principalSessionId(sessionId: string, principal: string | undefi
 
 /** The fixed-length digest of a principal id its sessions carry (also keeps raw key ids off the node). */
 export function principalDigest(principal: string): string {
-  return createHash('sha256').update(principal, 'utf8').digest('hex').slice(0, DIGEST_CHARS);
+  let digest = digests.get(principal);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(principal, 'utf8').digest('hex').slice(0, DIGEST_CHARS);
+    // Every run of a keyed principal asks for it: kept per principal id, bounded (an edge has a few keys; a
+    // flood of distinct ids only restarts the table).
+    if (digests.size >= MAX_REMEMBERED_DIGESTS) digests.clear();
+    digests.set(principal, digest);
+  }
+  return digest;
 }
+
+const MAX_REMEMBERED_DIGESTS = 1024;
+const digests = new Map<string, string>();
 
 const OWNED = /^k([0-9a-f]{24})\./;
 
