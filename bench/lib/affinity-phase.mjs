@@ -36,6 +36,7 @@ export function affinityShape(quick) {
     turns: 12,
     concurrency: quick ? 8 : 16,
     thinkMs: [20, 180],
+    startSpreadMs: 2000,
     systemTokens: 1000,
     taskTokens: 1500,
     turnTokens: 150,
@@ -172,6 +173,7 @@ async function oneRun({ name, affinity, sessionHeader, pinned = false, shape, lo
       const statsBefore = await backendStats(urls);
       const workload = await runAgentWorkload({
         urlFor: (index) => urls[index % urls.length],
+        providerOf: (index) => `p${index % urls.length}`,
         model: MODEL,
         shape,
         sessionHeader: false,

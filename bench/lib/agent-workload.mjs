@@ -2,7 +2,8 @@
 // the same system prompt (shared by all, as one agent's tool descriptions are) and a task of its own; each next
 // turn appends the previous answer (as the assistant message, exactly as streamed) and a new user message (a tool
 // result) after a pause in `shape.thinkMs` (the tool running: seeded, so every run waits alike), so the context
-// grows turn by turn. Turns of one conversation are sequential; at most `concurrency` conversations run at once. Every turn is a streamed chat completion; the time to first token is measured from
+// grows turn by turn. A conversation's first turn waits up to `shape.startSpreadMs` (seeded) so that they do not
+// all start at once. Turns of one conversation are sequential; at most `concurrency` conversations run at once. Every turn is a streamed chat completion; the time to first token is measured from
 // sending the request to the first content delta. With `sessionHeader`, each request carries
 // `x-session-id: <conversation>` (an explicit affinity key); without it the edge can only key on the messages.
 import http from 'node:http';
@@ -138,8 +139,9 @@ function streamTurn({ target, agent, body, headers, timeoutMs }) {
 
 /**
  * Runs the workload against `url` (the OpenAI surface's base URL), or conversation i against `urlFor(i)` (to pin
- * conversations to backends directly, the best placement can do). `shape`: `{ seed, conversations, turns,
- * concurrency, thinkMs: [least, most], systemTokens, taskTokens, turnTokens }`. A conversation whose turn fails stops there (its next
+ * conversations to backends directly, the best placement can do; `providerOf(i)` names the backend where no
+ * x-iop-provider header does). `shape`: `{ seed, conversations, turns,
+ * concurrency, thinkMs: [least, most], startSpreadMs, systemTokens, taskTokens, turnTokens }`. A conversation whose turn fails stops there (its next
  * turn would lack the answer); the failure is counted.
  * @returns {Promise<object>} TTFT summaries (all turns, first turns, follow-ups), the provider of every turn
  *   (`x-iop-provider`), how often a follow-up stayed on its previous turn's provider, errors and wall time.
@@ -147,6 +149,7 @@ function streamTurn({ target, agent, body, headers, timeoutMs }) {
 export async function runAgentWorkload({
   url,
   urlFor,
+  providerOf,
   model,
   shape,
   sessionHeader,
@@ -170,6 +173,8 @@ export async function runAgentWorkload({
     const headers = sessionHeader ? { 'x-session-id': `${sessionPrefix}-${index}` } : {};
     let previousProvider;
     const think = random(hashSeed(`${shape.seed}:think:${index}`));
+    // Agents do not all start in the same millisecond: a seeded delay before the first turn.
+    await new Promise((resolve) => setTimeout(resolve, think() * (shape.startSpreadMs ?? 0)));
     for (let turn = 0; turn < shape.turns; turn += 1) {
       if (turn > 0) {
         // The agent runs the tool the answer asked for before its next turn.
@@ -188,7 +193,7 @@ export async function runAgentWorkload({
         errors.push({ conversation: index, turn, status: result.status, error: result.error });
         return;
       }
-      const provider = result.provider ?? (urlFor ? urlFor(index) : undefined);
+      const provider = result.provider ?? providerOf?.(index);
       turns.push({
         conversation: index,
         turn,

@@ -12,6 +12,7 @@ const shape = {
   turns: 3,
   concurrency: 2,
   thinkMs: [0, 2],
+  startSpreadMs: 5,
   systemTokens: 50,
   taskTokens: 40,
   turnTokens: 10,
@@ -52,6 +53,7 @@ describe('agent workload', () => {
   it('sends every turn with the growing context, so a backend that served the last turn has all but the new message', async () => {
     const result = await runAgentWorkload({
       urlFor: (index) => backends[index % 2].url,
+      providerOf: (index) => `w${index % 2}`,
       model: 'bench-model',
       shape,
       sessionHeader: false,
@@ -62,6 +64,7 @@ describe('agent workload', () => {
     assert.equal(result.ttft_first_turns.count, 4);
     assert.equal(result.follow_ups, 8);
     assert.equal(result.same_provider_follow_ups, 8);
+    assert.deepEqual(result.providers, { w0: 6, w1: 6 });
     const counted = await Promise.all(backends.map(stats));
     for (const backend of counted) {
       assert.equal(backend.requests, 6);
