@@ -1,11 +1,12 @@
 // The affinity phase of `pnpm bench` (issue 32): does placing a conversation's turns on the provider that served
 // its previous turn pay off when backends have a prefix cache? Topology: four prefix-cache fake backends
 // (bench/prefix-cache-backend.mjs, one process) as four providers of one model on the bench node, an edge, and the
-// multi-turn agent workload (./agent-workload.mjs) in this process. Three runs, each on fresh processes (empty
+// multi-turn agent workload (./agent-workload.mjs) in this process. Four runs, each on fresh processes (empty
 // caches, fresh counters) with the same prompts:
 //   off      models[].affinity.enabled: false, requests with x-session-id;
 //   on       affinity enabled, requests with x-session-id (the explicit key);
-//   on_hash  affinity enabled, no x-session-id (the edge keys on a hash of the conversation's head).
+//   on_hash  affinity enabled, no x-session-id (the edge keys on a hash of the conversation's head);
+//   pinned   no edge: conversation i straight to backend i mod 4 (the best placement can do, a reference).
 // Reported per run: TTFT p50/p99 (all turns, first turns, follow-ups), the affinity hit rate from the edge's
 // `iop_affinity_total{result}` when it exports it, the backends' own counts (follow-ups whose previous turn was
 // in the serving backend's cache, prompt tokens computed vs cached, the most requests a backend held at once)
@@ -224,12 +225,12 @@ async function oneRun({ name, affinity, sessionHeader, pinned = false, shape, lo
 }
 
 /**
- * The whole phase: the off run, then the two on runs (unless the edge rejects `models[].affinity`). Resolves the
+ * The whole phase: the off run, then the two on runs (unless the edge rejects `models[].affinity`), then the
+ * pinned reference; `shape` defaults to affinityShape(quick). Resolves the
  * per-run details and the summary figures (`ttft_p50_off_ms`, `ttft_p50_on_ms`, `hit_rate`, ...; null where a run
  * was skipped).
  */
-export async function affinityPhase({ quick, log }) {
-  const shape = affinityShape(quick);
+export async function affinityPhase({ quick, log, shape = affinityShape(quick) }) {
   let off = await oneRun({ name: 'off', affinity: { enabled: false }, sessionHeader: true, shape, log });
   let supported = true;
   if (off.skipped) {
