@@ -78,6 +78,7 @@ function streamTurn({ target, agent, body, headers, timeoutMs }) {
     let ttftMs;
     let text = '';
     let carry = '';
+    let streamError;
     let settled = false;
     const settle = (value) => {
       if (settled) return;
@@ -116,6 +117,7 @@ function streamTurn({ target, agent, body, headers, timeoutMs }) {
             } catch {
               continue;
             }
+            if (event?.error) streamError = JSON.stringify(event.error).slice(0, 2000);
             const content = event?.choices?.[0]?.delta?.content;
             if (typeof content === 'string' && content !== '') {
               if (ttftMs === undefined) ttftMs = performance.now() - start;
@@ -123,11 +125,13 @@ function streamTurn({ target, agent, body, headers, timeoutMs }) {
             }
           }
         });
-        response.on('end', () =>
-          ttftMs === undefined
-            ? settle({ status: 200, error: 'stream ended without content', text, provider, queueMs })
-            : settle({ status: 200, ttftMs, text, provider, queueMs }),
-        );
+        response.on('end', () => {
+          // A stream that failed after it started (an error event) is a failed turn, whatever came before it.
+          if (streamError !== undefined) settle({ status: 200, error: streamError, text, provider, queueMs });
+          else if (ttftMs === undefined)
+            settle({ status: 200, error: 'stream ended without content', text, provider, queueMs });
+          else settle({ status: 200, ttftMs, text, provider, queueMs });
+        });
         response.on('error', (error) => settle({ status: 0, error: error.message, text, provider, queueMs }));
       },
     );
@@ -189,7 +193,7 @@ export async function runAgentWorkload({
         timeoutMs,
         body: { model, messages, stream: true },
       });
-      if (result.status !== 200 || result.ttftMs === undefined) {
+      if (result.status !== 200 || result.ttftMs === undefined || result.error !== undefined) {
         errors.push({ conversation: index, turn, status: result.status, error: result.error });
         return;
       }
@@ -231,6 +235,8 @@ export async function runAgentWorkload({
     ttft: summarize(turns.map((turn) => turn.ttftMs)),
     ttft_first_turns: summarize(turns.filter((turn) => turn.turn === 0).map((turn) => turn.ttftMs)),
     ttft_follow_ups: summarize(followUps.map((turn) => turn.ttftMs)),
+    /** x-iop-queue-ms of the turns that carried it (time waiting for a provider slot at the edge). */
+    queue_ms: summarize(turns.map((turn) => turn.queueMs).filter(Number.isFinite)),
     follow_ups: followUps.length,
     same_provider_follow_ups: followUps.filter((turn) => turn.sameProvider).length,
     providers,

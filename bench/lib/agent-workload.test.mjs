@@ -101,6 +101,30 @@ describe('agent workload', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it('counts a stream that ends in an error event as a failed turn, though content came first', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((request, response) => {
+      request.resume();
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: {"choices":[{"index":0,"delta":{"content":"part"}}]}\n\n');
+      response.end('data: {"error":{"message":"backend lost","code":"upstream_error"}}\n\ndata: [DONE]\n\n');
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const result = await runAgentWorkload({
+        url: `http://127.0.0.1:${server.address().port}`,
+        model: 'bench-model',
+        shape: { ...shape, conversations: 1 },
+        sessionHeader: false,
+      });
+      assert.equal(result.completed, 0);
+      assert.equal(result.errors, 1);
+      assert.match(result.first_errors[0].error, /backend lost/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });
 
 describe('affinity metric', () => {
