@@ -29,7 +29,10 @@ try {
   const result = await affinityPhase({ quick: flags.quick, log });
   await mkdir(path.dirname(flags.out), { recursive: true });
   await writeFile(flags.out, `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  for (const [measure, value] of formatAffinityRows(result)) process.stdout.write(`${measure}  ${value}\n`);
+  const rows = formatAffinityRows(result);
+  const width = Math.max(...rows.map(([measure]) => measure.length));
+  for (const [measure, value, note] of rows)
+    process.stdout.write(`${measure.padEnd(width)}  ${value}${note ? `  [${note}]` : ''}\n`);
   process.stdout.write(`\nwritten ${path.relative(process.cwd(), flags.out)}\n`);
 } catch (error) {
   process.stderr.write(`affinity bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
