@@ -13,6 +13,7 @@ import http from 'node:http';
 import { PrefixCache, prefixHashes } from './prefix-cache.mjs';
 
 const MODEL = 'bench-model';
+const MAX_BODY_BYTES = 16 * 2 ** 20;
 const WORDS = ['read', 'file', 'edit', 'test', 'run', 'ok', 'fix', 'next', 'call', 'tool', 'diff', 'line'];
 
 /**
@@ -62,12 +63,22 @@ export async function startPrefixCacheBackend(options) {
     }
     const chunks = [];
     let size = 0;
+    let tooLarge = false;
     request.on('data', (chunk) => {
       size += chunk.length;
-      if (size > 16 * 2 ** 20) request.destroy();
-      else chunks.push(chunk);
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      else if (!tooLarge) {
+        // Answer at once and close the connection; the rest of the body is not read.
+        tooLarge = true;
+        chunks.length = 0;
+        counts.rejected += 1;
+        response.setHeader('connection', 'close');
+        sendError(response, 413, `body larger than ${MAX_BODY_BYTES} bytes`);
+        response.once('finish', () => request.destroy());
+      }
     });
     request.on('end', () => {
+      if (tooLarge) return;
       let body;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
@@ -230,6 +241,11 @@ function sendJson(response, status, value) {
 
 function sendError(response, status, message) {
   sendJson(response, status, {
-    error: { message, type: status === 404 ? 'NotFoundError' : 'BadRequestError', param: null, code: status },
+    error: {
+      message,
+      type: status === 404 ? 'NotFoundError' : status === 413 ? 'RequestTooLargeError' : 'BadRequestError',
+      param: null,
+      code: status,
+    },
   });
 }
