@@ -9,7 +9,10 @@
 //      RSS, a minute of heartbeats with requests through the real node (x-iop-overhead-ms), nobody dropped;
 //   5. the node's run history: events/s written;
 //   6. cluster mode: two edges over nats-server, the node on one; a run sent to the other edge is forwarded over
-//      NATS: p50 at 100 req/s of forwarded minus local (skipped when nats-server is missing).
+//      NATS: p50 at 100 req/s of forwarded minus local (skipped when nats-server is missing);
+//   7. conversation affinity: four prefix-cache backends as four providers of one model, a multi-turn agent
+//      workload with models[].affinity off and on: TTFT p50/p99 and the hit rate (after everything else, on its
+//      own processes, so the phases before it run as they did).
 // Prints one table and writes bench/results/latest.json. Flags: --quick (short phases, for trying changes),
 // --latency-ms N (backend latency, default 10), --out FILE.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -17,6 +20,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { affinityPhase, formatAffinityRows } from './lib/affinity-phase.mjs';
 import { measureHistory } from './lib/history-bench.mjs';
 import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
@@ -222,6 +226,16 @@ async function main() {
     eventsPerRun: 500,
   });
 
+  log('conversation affinity');
+  // The last phase: a failure here is reported in its place, and everything measured before is still written.
+  let affinity;
+  try {
+    affinity = await affinityPhase({ quick, log });
+  } catch (error) {
+    log(`affinity phase failed: ${error instanceof Error ? error.stack : String(error)}`);
+    affinity = { error: error instanceof Error ? error.message : String(error) };
+  }
+
   const at500 = rates[500];
   const result = {
     date: startedAt.toISOString(),
@@ -256,6 +270,13 @@ async function main() {
     },
     history_events_per_s: history.eventsPerS,
     cluster_forward_added_p50_ms: cluster ? cluster.added_p50 : null,
+    // Affinity phase: null where the "on" runs were skipped (affinity.on_skipped says why).
+    affinity_ttft_p50_off_ms: affinity.ttft_p50_off_ms ?? null,
+    affinity_ttft_p99_off_ms: affinity.ttft_p99_off_ms ?? null,
+    affinity_ttft_p50_on_ms: affinity.ttft_p50_on_ms ?? null,
+    affinity_ttft_p99_on_ms: affinity.ttft_p99_on_ms ?? null,
+    affinity_ttft_p50_ratio: affinity.ttft_p50_ratio ?? null,
+    affinity_hit_rate: affinity.hit_rate ?? null,
     overhead_header_ms: overheadHeader,
     overhead_metric_mean_ms: overheadMetric.meanMs,
     fixed_rate: rates,
@@ -264,6 +285,7 @@ async function main() {
     nodes,
     history,
     cluster,
+    affinity,
     rss_after_load_mb: { edge: edgeRssAfterLoadMb, node: nodeRssAfterLoadMb },
   };
   await mkdir(path.dirname(flags.out), { recursive: true });
@@ -398,6 +420,7 @@ function printTable(r) {
         ]
       : ['cluster, forwarded run', '', 'skipped (no nats-server)', ''],
   );
+  for (const [measure, value, note] of formatAffinityRows(r.affinity)) rows.push([measure, '', value, note]);
   const header = ['measure', 'direct', 'IOP', 'added'];
   const widths = header.map((_, column) =>
     Math.max(...[header, ...rows].map((row) => String(row[column]).length)),

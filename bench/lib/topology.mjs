@@ -2,7 +2,8 @@
 // one node (`iop-node run`) whose openai_compat provider points at the backend; and, separately, an edge with
 // many configured nodes for the simulated-node phase. Everything listens on 127.0.0.1 with ports chosen by the OS.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,7 @@ import { startProcess, waitUntil } from './processes.mjs';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const edgeMain = path.join(repoRoot, 'bench/edge-serve.mjs');
 const nodeMain = path.join(repoRoot, 'apps/node/dist/main.js');
+const edgeCli = path.join(repoRoot, 'apps/edge/dist/main.js');
 export const MODEL = 'bench-model';
 const NODE_TOKEN = 'bench-node-token';
 
@@ -167,6 +169,46 @@ export async function startClusterPair({ backendUrl, natsUrl, logLevel = 'warn' 
   }
   const node = await startBenchNode(edges[0].addresses['node transport'], logLevel);
   return { edges, node, localUrl: edges[0].addresses.openai, forwardedUrl: edges[1].addresses.openai };
+}
+
+/**
+ * The bench node's entry in edge.yaml with the given adapter instances and providers (for phases that need their
+ * own backends, e.g. the affinity phase's four providers); started with startBenchNodeOn.
+ */
+export function benchNodeEntry({ instances, providers, maxConcurrency = 1024 }) {
+  return {
+    id: 'bench-node',
+    token: NODE_TOKEN,
+    runtime: { max_concurrency: maxConcurrency, health_probe_interval_ms: 0 },
+    adapters: { instances },
+    providers,
+  };
+}
+
+/** Writes an edge.yaml with `nodes` and `models` into a fresh data dir: `{ dataDir, configPath }`. */
+export async function writeEdgeConfig({ prefix, nodes, models, logLevel = 'warn' }) {
+  const dataDir = await tempDir(prefix);
+  const configPath = path.join(dataDir, 'edge.yaml');
+  await writeFile(configPath, edgeYaml({ dataDir, nodes, models, logLevel }));
+  return { dataDir, configPath };
+}
+
+/**
+ * `iop-edge config check` of a config file: `{ ok, output }` (the edge's own validation, the same the serve command
+ * runs first; `output` lists every problem with its path).
+ */
+export function checkEdgeConfig(configPath) {
+  const result = spawnSync(process.execPath, [edgeCli, 'config', 'check', '--config', configPath], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { ok: result.status === 0, output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() };
+}
+
+/** Starts `iop-edge serve` on a config written by writeEdgeConfig. */
+export async function startEdgeFromConfig(name, { dataDir, configPath }) {
+  const yaml = await readFile(configPath, 'utf8');
+  return startEdge(name, yaml, dataDir);
 }
 
 /** Waits until the edge answers a chat completion through the node (registration + provider ready). */
