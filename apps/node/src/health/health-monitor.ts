@@ -9,11 +9,21 @@
 // A failed probe is logged with its cause code and detail: every failure at debug, and at warn the first one and
 // each change of a provider's health or cause (a provider failing the same way every round warns once); its
 // recovery is logged at info. The report carries the cause too, so `nodes list` shows it.
-import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
+//
+// Each entry also carries the models the provider's backend holds loaded (from the ResidentMonitor, when given):
+// `residentChanged()` re-sends the last probe results with the new lists, without probing.
+import {
+  envelope,
+  ProviderHealth,
+  ResidentState,
+  type ProviderConfig,
+  type ProviderHealthEntry,
+} from '@iop/wire';
 import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
+import type { ResidentSnapshot } from './resident-monitor.js';
 
 export interface HealthMonitorDeps {
   adapters: { resolve(name: string): Adapter };
@@ -24,7 +34,14 @@ export interface HealthMonitorDeps {
   clock: Clock;
   logger: Logger;
   probeTimeoutMs?: number;
+  /** Loaded models per adapter instance (the ResidentMonitor); absent = every entry says unknown. */
+  resident?: { snapshot(adapterName: string): ResidentSnapshot | undefined };
 }
+
+const RESIDENT_VALUES: Record<ResidentSnapshot['state'], ResidentState> = {
+  fresh: ResidentState.RESIDENT_STATE_FRESH,
+  stale: ResidentState.RESIDENT_STATE_STALE,
+};
 
 const HEALTH_VALUES: Record<HealthState, ProviderHealth> = {
   healthy: ProviderHealth.PROVIDER_HEALTH_HEALTHY,
@@ -69,11 +86,27 @@ export class HealthMonitor {
    * Runs one probe round now over every provider whose probes are on (`dueOnly`: only those whose interval has
    * passed); resolves with what was sent (undefined when nothing changed).
    */
-  async probeRound(options: { dueOnly?: boolean } = {}): Promise<ProviderHealthEntry[] | undefined> {
-    if (this.#round) await this.#round;
+  probeRound(options: { dueOnly?: boolean } = {}): Promise<ProviderHealthEntry[] | undefined> {
+    return this.#exclusive(() => this.#probeAll(options.dueOnly ?? false));
+  }
+
+  /**
+   * A backend's loaded models changed: sends the last probe results again with the current resident lists (no
+   * probe); resolves with what was sent (undefined when nothing changed or nothing was probed yet).
+   */
+  residentChanged(): Promise<ProviderHealthEntry[] | undefined> {
+    if (!this.#running) return Promise.resolve(undefined);
+    return this.#exclusive(() => this.#report(this.#probed()));
+  }
+
+  /** Runs `work` after any round in flight, so rounds and reports never overlap. */
+  async #exclusive(
+    work: () => Promise<ProviderHealthEntry[] | undefined>,
+  ): Promise<ProviderHealthEntry[] | undefined> {
+    while (this.#round) await this.#round;
     let sent: ProviderHealthEntry[] | undefined;
     this.#round = (async () => {
-      sent = await this.#probeAll(options.dueOnly ?? false);
+      sent = await work();
     })();
     try {
       await this.#round;
@@ -155,6 +188,8 @@ export class HealthMonitor {
           cause: result.health === 'healthy' ? '' : (result.cause ?? 'error'),
           checkedAtUnixMs: this.#deps.clock.now(),
           models: result.models,
+          residentModels: [],
+          residentState: ResidentState.RESIDENT_STATE_UNSPECIFIED,
         };
       }),
     );
@@ -164,9 +199,15 @@ export class HealthMonitor {
     const current = new Set(probed.map((provider) => provider.id));
     for (const id of this.#latest.keys()) if (!current.has(id)) this.#latest.delete(id);
     for (const id of this.#logged.keys()) if (!current.has(id)) this.#logged.delete(id);
+    return this.#report(probed);
+  }
+
+  /** Sends the latest entries of `probed` (with their resident lists) when they differ from what was sent. */
+  async #report(probed: readonly ProviderConfig[]): Promise<ProviderHealthEntry[] | undefined> {
+    if (this.#controller.signal.aborted) return undefined;
     const report = probed.flatMap((provider) => {
       const latest = this.#latest.get(provider.id);
-      return latest ? [latest.entry] : [];
+      return latest ? [this.#withResident(latest.entry, provider.adapter)] : [];
     });
     const force = this.#forceNext;
     this.#forceNext = false;
@@ -181,6 +222,12 @@ export class HealthMonitor {
     if (sent) this.#reported = next;
     else this.#forceNext = true;
     return sent ? report : undefined;
+  }
+
+  #withResident(entry: ProviderHealthEntry, adapterName: string): ProviderHealthEntry {
+    const resident = this.#deps.resident?.snapshot(adapterName);
+    if (!resident) return entry;
+    return { ...entry, residentModels: [...resident.models], residentState: RESIDENT_VALUES[resident.state] };
   }
 
   /** Logs a probe's outcome for `provider`: see the header for which lines at which level. */
@@ -258,7 +305,14 @@ interface ProbeOutcome {
 }
 
 function fingerprint(entry: ProviderHealthEntry): string {
-  return JSON.stringify([entry.health, entry.detail, entry.cause, entry.models]);
+  return JSON.stringify([
+    entry.health,
+    entry.detail,
+    entry.cause,
+    entry.models,
+    entry.residentModels,
+    entry.residentState,
+  ]);
 }
 
 function errorMessage(error: unknown): string {
