@@ -344,3 +344,51 @@ describe('HealthMonitor resident models', () => {
     }
   });
 });
+
+describe('HealthMonitor resident models without health probes', () => {
+  it('reports an unprobed provider whose backend list is known, with health unspecified', async () => {
+    const clock = new FakeClock();
+    const factory = fakeFactory('ollama');
+    const registry = new AdapterRegistry({
+      factories: { ollama: factory },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      logger: silentLogger,
+    });
+    registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
+    const outbound = new RecordingOutbound();
+    const resident = new Map<string, ResidentSnapshot>();
+    const monitor = new HealthMonitor({
+      adapters: registry,
+      providers: () => [provider('gpu-a', 'ollama-a'), provider('gpu-b', 'ollama-b')],
+      intervalMs: () => 0,
+      outbound,
+      clock,
+      logger: silentLogger,
+      resident: { snapshot: (name) => resident.get(name) },
+    });
+    try {
+      monitor.start();
+      clock.advance(0);
+      await monitor.probeRound();
+      // Nothing probed, nothing known: nothing to report.
+      expect(reports(outbound)).toHaveLength(0);
+      resident.set('ollama-b', { models: ['llama3.2:latest'], state: 'fresh' });
+      await monitor.residentChanged();
+      expect(reports(outbound).at(-1)?.providers).toEqual([
+        {
+          providerId: 'gpu-b',
+          health: ProviderHealth.PROVIDER_HEALTH_UNSPECIFIED,
+          detail: '',
+          cause: '',
+          checkedAtUnixMs: 0,
+          models: [],
+          residentModels: ['llama3.2:latest'],
+          residentState: ResidentState.RESIDENT_STATE_FRESH,
+        },
+      ]);
+      expect(factory.built.every((adapter) => adapter.runs.length === 0)).toBe(true);
+    } finally {
+      await monitor.stop();
+    }
+  });
+});

@@ -11,7 +11,9 @@
 // recovery is logged at info. The report carries the cause too, so `nodes list` shows it.
 //
 // Each entry also carries the models the provider's backend holds loaded (from the ResidentMonitor, when given):
-// `residentChanged()` re-sends the last probe results with the new lists, without probing.
+// `residentChanged()` re-sends the last probe results with the new lists, without probing. A provider that is not
+// probed but whose backend's list is known is reported with health unspecified (`unknown` on the edge, as when
+// it is left out) and its list, so placement by residency does not depend on health probes being on.
 import {
   envelope,
   ProviderHealth,
@@ -96,7 +98,7 @@ export class HealthMonitor {
    */
   residentChanged(): Promise<ProviderHealthEntry[] | undefined> {
     if (!this.#running) return Promise.resolve(undefined);
-    return this.#exclusive(() => this.#report(this.#probed()));
+    return this.#exclusive(() => this.#report());
   }
 
   /** Runs `work` after any round in flight, so rounds and reports never overlap. */
@@ -199,15 +201,22 @@ export class HealthMonitor {
     const current = new Set(probed.map((provider) => provider.id));
     for (const id of this.#latest.keys()) if (!current.has(id)) this.#latest.delete(id);
     for (const id of this.#logged.keys()) if (!current.has(id)) this.#logged.delete(id);
-    return this.#report(probed);
+    return this.#report();
   }
 
-  /** Sends the latest entries of `probed` (with their resident lists) when they differ from what was sent. */
-  async #report(probed: readonly ProviderConfig[]): Promise<ProviderHealthEntry[] | undefined> {
+  /**
+   * Sends the latest entry of each probed provider, and a resident-only entry of each unprobed enabled provider
+   * whose backend's list is known, when that differs from what was sent.
+   */
+  async #report(): Promise<ProviderHealthEntry[] | undefined> {
     if (this.#controller.signal.aborted) return undefined;
-    const report = probed.flatMap((provider) => {
-      const latest = this.#latest.get(provider.id);
-      return latest ? [this.#withResident(latest.entry, provider.adapter)] : [];
+    const probed = new Set(this.#probed().map((provider) => provider.id));
+    const report = this.#deps.providers().flatMap((provider) => {
+      if (!provider.enabled) return [];
+      const latest = probed.has(provider.id) ? this.#latest.get(provider.id) : undefined;
+      if (latest) return [this.#withResident(latest.entry, provider.adapter)];
+      if (probed.has(provider.id) || !this.#deps.resident?.snapshot(provider.adapter)) return [];
+      return [this.#withResident(unprobedEntry(provider.id), provider.adapter)];
     });
     const force = this.#forceNext;
     this.#forceNext = false;
@@ -302,6 +311,20 @@ interface ProbeOutcome {
   detail: string;
   cause?: HealthCause;
   models: string[];
+}
+
+/** The entry of a provider that is not probed: health unspecified (the edge shows `unknown`), no models. */
+function unprobedEntry(providerId: string): ProviderHealthEntry {
+  return {
+    providerId,
+    health: ProviderHealth.PROVIDER_HEALTH_UNSPECIFIED,
+    detail: '',
+    cause: '',
+    checkedAtUnixMs: 0,
+    models: [],
+    residentModels: [],
+    residentState: ResidentState.RESIDENT_STATE_UNSPECIFIED,
+  };
 }
 
 function fingerprint(entry: ProviderHealthEntry): string {
