@@ -98,7 +98,10 @@ export class HealthMonitor {
    */
   residentChanged(): Promise<ProviderHealthEntry[] | undefined> {
     if (!this.#running) return Promise.resolve(undefined);
-    return this.#exclusive(() => this.#report());
+    return this.#exclusive(() => this.#report()).catch((error: unknown) => {
+      this.#deps.logger.warn({ error: String(error) }, 'resident models report failed');
+      return undefined;
+    });
   }
 
   /** Runs `work` after any round in flight, so rounds and reports never overlap. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { silentLogger } from '@iop/logging';
+import { silentLogger, type Logger } from '@iop/logging';
 import type { Adapter } from '../adapters/adapter.js';
 import { FakeClock } from '../link/test-support/fake-clock.js';
 import { FakeAdapter } from '../runner/test-support/fake-adapter.js';
@@ -47,7 +47,7 @@ describe('ResidentMonitor', () => {
     await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
   });
 
-  function setup(options: { intervalMs?: number; adapters?: Adapter[] } = {}) {
+  function setup(options: { intervalMs?: number; adapters?: Adapter[]; logger?: Logger } = {}) {
     const clock = new FakeClock();
     const ollama = new FakeResidentAdapter('ollama-a');
     const cli = new FakeAdapter('cli', 'cli');
@@ -58,7 +58,7 @@ describe('ResidentMonitor', () => {
       adapters: { list: () => adapters },
       intervalMs: () => interval,
       clock,
-      logger: silentLogger,
+      logger: options.logger ?? silentLogger,
       onChange: () => (changes += 1),
       minGapMs: 250,
       timeoutMs: 1000,
@@ -134,7 +134,17 @@ describe('ResidentMonitor', () => {
   });
 
   it('keeps the last list when /api/ps fails or hangs, and marks it stale after 3 intervals', async () => {
-    const { monitor, clock, ollama, changes } = setup({ intervalMs: 1000 });
+    const lines: { level: string; message: string }[] = [];
+    const at = (level: string) => (_fields: Record<string, unknown>, message: string) =>
+      void lines.push({ level, message });
+    const logger: Logger = {
+      debug: at('debug'),
+      info: at('info'),
+      warn: at('warn'),
+      error: at('error'),
+      child: () => logger,
+    };
+    const { monitor, clock, ollama, changes } = setup({ intervalMs: 1000, logger });
     monitor.start();
     clock.advance(0);
     ollama.answer(['llama3.2:latest']);
@@ -163,6 +173,15 @@ describe('ResidentMonitor', () => {
     await settle();
     expect(monitor.snapshot('ollama-a')).toEqual({ models: ['llama3.2:latest'], state: 'fresh' });
     expect(changes()).toBe(3);
+    // Each failed ask at debug; only the changes of state above debug, once each.
+    expect(lines.filter((line) => line.level === 'debug')).toHaveLength(3);
+    expect(lines.filter((line) => line.level !== 'debug')).toEqual([
+      {
+        level: 'info',
+        message: 'resident model list of ollama-a is stale: /api/ps has not answered; kept, not placed by',
+      },
+      { level: 'info', message: 'resident model list of ollama-a is fresh again' },
+    ]);
   });
 
   it('an instance that never answered is unknown, not an empty list', async () => {

@@ -221,7 +221,7 @@ export class ResidentMonitor {
       clock.clearTimeout(timer);
       this.#controller.signal.removeEventListener('abort', onStop);
     }
-    this.#announce(state);
+    this.#announce(adapter.name, state);
   }
 
   #stateOf(state: InstanceState): ResidentState {
@@ -231,11 +231,25 @@ export class ResidentMonitor {
       : 'stale';
   }
 
-  #announce(state: InstanceState): void {
+  #announce(adapterName: string, state: InstanceState): void {
     if (state.answeredAt === undefined) return;
-    const fingerprint = `${this.#stateOf(state)}\u0000${state.models.join('\u0000')}`;
+    const current = this.#stateOf(state);
+    const fingerprint = `${current}\u0000${state.models.join('\u0000')}`;
     if (fingerprint === state.announced) return;
+    const previous = state.announced.split('\u0000')[0];
     state.announced = fingerprint;
+    // Once per change of state, not per failed ask (those are at debug).
+    if (current === 'stale') {
+      this.#deps.logger.info(
+        { adapter: adapterName, lastAnswerMs: this.#deps.clock.now() - state.answeredAt },
+        `resident model list of ${adapterName} is stale: /api/ps has not answered; kept, not placed by`,
+      );
+    } else if (previous === 'stale') {
+      this.#deps.logger.info(
+        { adapter: adapterName },
+        `resident model list of ${adapterName} is fresh again`,
+      );
+    }
     this.#deps.onChange();
   }
 }
