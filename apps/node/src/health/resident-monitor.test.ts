@@ -133,6 +133,29 @@ describe('ResidentMonitor', () => {
     expect(ollama.asks).toHaveLength(0);
   });
 
+  it('a round due while a run end waits for its gap asks once, not twice', async () => {
+    const { monitor, clock, ollama } = setup({ intervalMs: 1000 });
+    monitor.start();
+    clock.advance(0);
+    ollama.answer([]);
+    await settle();
+    // A run ends at t=900, more than the gap after the last ask: asked at once; a second run end queues one more.
+    clock.advance(900);
+    monitor.runEnded('ollama-a');
+    expect(ollama.asks).toHaveLength(1);
+    monitor.runEnded('ollama-a');
+    ollama.answer([]);
+    await settle();
+    // The queued ask waits 250 ms from t=900; the periodic round is due at t=1000 and takes its place.
+    clock.advance(100);
+    expect(ollama.asks).toHaveLength(1);
+    clock.advance(150);
+    expect(ollama.asks).toHaveLength(1);
+    ollama.answer([]);
+    await settle();
+    expect(ollama.asks).toHaveLength(0);
+  });
+
   it('keeps the last list when /api/ps fails or hangs, and marks it stale after 3 intervals', async () => {
     const lines: { level: string; message: string }[] = [];
     const at = (level: string) => (_fields: Record<string, unknown>, message: string) =>

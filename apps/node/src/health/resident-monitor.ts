@@ -123,7 +123,11 @@ export class ResidentMonitor {
     await Promise.all(
       adapters.map((adapter) => {
         const state = this.#stateFor(adapter.name);
-        return state.inFlight ?? this.#ask(adapter, state);
+        if (state.inFlight) return state.inFlight;
+        // Asked now: a run end's ask waiting for its gap is answered by this one.
+        this.#deps.clock.clearTimeout(state.gapTimer);
+        state.gapTimer = undefined;
+        return this.#ask(adapter, state);
       }),
     );
   }
