@@ -82,6 +82,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     clock,
     logger: logger.child({ component: 'provider-pool' }),
     pollIntervalMs: options.poolPollIntervalMs,
+    // Called only on dispatches, after `metrics` below exists.
+    onColdLoad: (providerId) => metrics.modelColdLoads.inc({ provider: providerId }),
   });
   const metrics = new EdgeMetrics({
     processMetrics: true,

@@ -175,6 +175,12 @@ const live: Case[] = [
     class: 'live',
   },
   {
+    name: 'node runtime.resident_poll_interval_ms',
+    mutate: (r) => (node(r).runtime.resident_poll_interval_ms = 2000),
+    path: 'nodes[n1].runtime.resident_poll_interval_ms',
+    class: 'live',
+  },
+  {
     name: 'node discovery.openai_compat_urls',
     mutate: (r) => (node(r).discovery = { openai_compat_urls: ['http://10.0.0.9:8000/v1'] }),
     path: 'nodes[n1].discovery.openai_compat_urls',

@@ -23,6 +23,7 @@ const LIVE_PROVIDER_FIELDS = new Set(['capacity', 'priority', 'max_queue', 'queu
 const LIVE_NODE_PATHS = new Set([
   'runtime.max_concurrency',
   'runtime.health_probe_interval_ms',
+  'runtime.resident_poll_interval_ms',
   'discovery.openai_compat_urls',
   'discovery.local_ports',
 ]);

@@ -129,7 +129,11 @@ nodes:
     const node = config.nodes[0];
     expect(node?.alias).toBe('n1');
     expect(node?.agent_kind).toBe('iop-node');
-    expect(node?.runtime).toEqual({ max_concurrency: 4, health_probe_interval_ms: 30_000 });
+    expect(node?.runtime).toEqual({
+      max_concurrency: 4,
+      health_probe_interval_ms: 30_000,
+      resident_poll_interval_ms: 5_000,
+    });
     expect(node?.adapters.instances[0]).toEqual({
       name: 'cli',
       type: 'cli',

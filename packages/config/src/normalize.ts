@@ -328,6 +328,7 @@ function normalizeNode(
       runtime: {
         max_concurrency: int(runtime.max_concurrency, DEFAULTS.max_concurrency),
         health_probe_interval_ms: int(runtime.health_probe_interval_ms, DEFAULTS.health_probe_interval_ms),
+        resident_poll_interval_ms: int(runtime.resident_poll_interval_ms, DEFAULTS.resident_poll_interval_ms),
       },
       adapters: { instances },
       providers,

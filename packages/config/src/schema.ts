@@ -158,6 +158,7 @@ const node = object(
     runtime: object({
       max_concurrency: integer(LIMITS.max_concurrency),
       health_probe_interval_ms: integer(LIMITS.health_probe_interval_ms),
+      resident_poll_interval_ms: integer(LIMITS.resident_poll_interval_ms),
     }),
     adapters,
     providers: { type: 'array', items: provider, maxItems: 1024 },

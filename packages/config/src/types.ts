@@ -370,6 +370,8 @@ export interface NodeAdaptersConfig {
 export interface NodeRuntimeConfig {
   readonly max_concurrency: number;
   readonly health_probe_interval_ms: number;
+  /** How often the node asks each Ollama which models it holds loaded (/api/ps), besides after runs; 0 = never. */
+  readonly resident_poll_interval_ms: number;
 }
 
 /** `nodes[].providers[]` — a provider-pool candidate served by one adapter instance of the node. */

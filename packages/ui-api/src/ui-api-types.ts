@@ -55,6 +55,10 @@ export interface UiProvider {
   queued: number;
   priority: number;
   served_models: string[];
+  /** Served models the node reports loaded on its backend (Ollama /api/ps); absent from older edges. */
+  resident_models?: string[];
+  /** fresh | stale | unknown: how far resident_models is known. */
+  resident_state?: string;
 }
 
 export interface UiModel {

@@ -52,6 +52,8 @@ export const RunKind = runtime.RunKind;
 export type RunKind = runtime.RunKind;
 export const ProviderHealth = runtime.ProviderHealth;
 export type ProviderHealth = runtime.ProviderHealth;
+export const ResidentState = runtime.ResidentState;
+export type ResidentState = runtime.ResidentState;
 
 /** Version of the edge⇄node protocol spoken by this build. A mismatch is rejected at registration. */
 export const PROTOCOL_VERSION = 1;

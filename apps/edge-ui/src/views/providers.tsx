@@ -69,7 +69,15 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
                   )}
                 </td>
                 <td class="num">{provider.priority}</td>
-                <td>{provider.served_models.join(', ') || '–'}</td>
+                <td>
+                  {provider.served_models.join(', ') || '–'}
+                  {provider.resident_state !== undefined && provider.resident_state !== 'unknown' && (
+                    <div class="muted" data-testid="resident">
+                      loaded: {provider.resident_models?.join(', ') || 'none'}
+                      {provider.resident_state === 'stale' ? ' (stale)' : ''}
+                    </div>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -11,8 +11,15 @@ import type { EdgeEvent } from '../events/types.js';
 import { toWireDiscovery } from '../service/node-views.js';
 import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
 
-/** A provider as the pool sees it: the node's last probe (health_detail, health_cause) is the node's to report. */
-export type PooledProviderStatus = Omit<ProviderStatus, 'healthDetail' | 'healthCause'>;
+/**
+ * A provider as the pool sees it: the node's last probe (health_detail, health_cause) is the node's to report;
+ * the resident fields are absent in views that predate them (unknown).
+ */
+export type PooledProviderStatus = Omit<
+  ProviderStatus,
+  'healthDetail' | 'healthCause' | 'residentModels' | 'residentState'
+> &
+  Partial<Pick<ProviderStatus, 'residentModels' | 'residentState'>>;
 
 /**
  * A connected node as NodeInfo. Its providers carry the pool's view (status, capacity, in-flight...) when the

@@ -95,6 +95,8 @@ const pool: PooledProviderStatus[] = [
     queued: 3,
     servedModels: ['llama3.2'],
     priority: 1,
+    residentModels: ['llama3.2'],
+    residentState: 'fresh',
   },
 ];
 
@@ -610,6 +612,8 @@ describe('admin surface wiring', () => {
         queued: 3,
         servedModels: ['llama3.2'],
         priority: 1,
+        residentModels: ['llama3.2'],
+        residentState: 'fresh',
       },
     ];
     expect(await client.listProviders()).toEqual(

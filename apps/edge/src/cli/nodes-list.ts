@@ -128,6 +128,9 @@ function toJson(node: NodeInfo): Record<string, unknown> {
       queued: provider.queued,
       served_models: provider.servedModels,
       priority: provider.priority,
+      // Served models the node reports loaded on the backend (Ollama /api/ps); state fresh | stale | unknown.
+      resident_models: provider.residentModels,
+      resident_state: provider.residentState || 'unknown',
     })),
   };
 }

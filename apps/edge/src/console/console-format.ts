@@ -13,6 +13,9 @@ export interface ProviderStatusView {
   inFlight: number;
   queued: number;
   servedModels: string[];
+  /** Served models loaded on the backend and how far that is known (fresh | stale | unknown); absent = unknown. */
+  residentModels?: string[];
+  residentState?: string;
 }
 
 /** A value inside double quotes with JSON escaping, so spaces and quotes in it stay unambiguous. */
@@ -63,8 +66,17 @@ export function formatProviderLine(provider: ProviderStatusView): string {
   const models = provider.servedModels.length > 0 ? provider.servedModels.join(',') : '-';
   return (
     `${provider.providerId} node=${provider.nodeId || '-'} status=${provider.status} health=${provider.health} ` +
-    `capacity=${provider.capacity} in_flight=${provider.inFlight} queued=${provider.queued} models=${models}`
+    `capacity=${provider.capacity} in_flight=${provider.inFlight} queued=${provider.queued} models=${models}` +
+    residentField(provider)
   );
+}
+
+/** ` resident=a,b` (`-` for none; `(stale)` when the backend stopped answering); nothing when unknown. */
+function residentField(provider: ProviderStatusView): string {
+  const state = provider.residentState;
+  if (state !== 'fresh' && state !== 'stale') return '';
+  const models = provider.residentModels?.length ? provider.residentModels.join(',') : '-';
+  return ` resident=${models}${state === 'stale' ? '(stale)' : ''}`;
 }
 
 /** Text assembly state of one run: answer text and reasoning text are assembled into lines separately. */

@@ -362,12 +362,38 @@ describe('ConsoleSession', () => {
         queued: 0,
         servedModels: [],
       },
+      {
+        providerId: 'ollama-b',
+        nodeId: 'test-node',
+        status: 'ready',
+        health: 'healthy',
+        capacity: 1,
+        inFlight: 0,
+        queued: 0,
+        servedModels: ['llama3.2', 'qwen3'],
+        residentModels: ['qwen3'],
+        residentState: 'fresh',
+      },
+      {
+        providerId: 'ollama-c',
+        nodeId: 'test-node',
+        status: 'ready',
+        health: 'healthy',
+        capacity: 1,
+        inFlight: 0,
+        queued: 0,
+        servedModels: ['llama3.2'],
+        residentModels: [],
+        residentState: 'stale',
+      },
     ];
     let lines = await harness({ providerStatus: () => providers }).script(['/providers']);
     expect(lines).toEqual([
       'edge> /providers',
       'ollama-a node=test-node status=ready health=healthy capacity=2 in_flight=1 queued=0 models=llama3.2,qwen3',
       'vllm-b node=gpu status=disabled health=disabled capacity=0 in_flight=0 queued=0 models=-',
+      'ollama-b node=test-node status=ready health=healthy capacity=1 in_flight=0 queued=0 models=llama3.2,qwen3 resident=qwen3',
+      'ollama-c node=test-node status=ready health=healthy capacity=1 in_flight=0 queued=0 models=llama3.2 resident=-(stale)',
     ]);
     lines = await harness({ providerStatus: () => [] }).script(['/providers']);
     expect(lines).toEqual(['edge> /providers', 'no providers configured']);

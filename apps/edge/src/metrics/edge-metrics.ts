@@ -50,6 +50,8 @@ export class EdgeMetrics {
   readonly overheadSeconds: CellHistogram<'surface'>;
   readonly providerDispatches: Counter<'provider' | 'node'>;
   readonly providerRejections: Counter<'model' | 'reason'>;
+  /** Model runs dispatched to a provider whose node reported the model not loaded (Ollama /api/ps). */
+  readonly modelColdLoads: Counter<'provider'>;
   readonly runsAdmitted: Counter<'surface'>;
   readonly runsRejected: Counter<'surface' | 'reason'>;
   /**
@@ -112,6 +114,12 @@ export class EdgeMetrics {
       name: 'iop_provider_rejections_total',
       help: 'Requests the pool could not place, by model and reason (queue_full, queue_timeout, no_provider).',
       labelNames: ['model', 'reason'],
+      registers,
+    });
+    this.modelColdLoads = new Counter({
+      name: 'iop_model_cold_loads_total',
+      help: 'Model runs dispatched to a provider whose node reported the model not loaded (a cold load), by provider.',
+      labelNames: ['provider'],
       registers,
     });
     const runsAdmitted = cellCounter({

@@ -65,7 +65,9 @@ describe('mapNodeConfig', () => {
     const second = mapNodeConfig(testNode());
     expect(second.revision).toBe(first.revision);
     const changed = mapNodeConfig(
-      testNode({ runtime: { max_concurrency: 5, health_probe_interval_ms: 15_000 } }),
+      testNode({
+        runtime: { max_concurrency: 5, health_probe_interval_ms: 15_000, resident_poll_interval_ms: 5_000 },
+      }),
     );
     expect(changed.revision).not.toBe(first.revision);
     const base = testNode();

@@ -12,7 +12,11 @@ import {
 import type { AdapterInstance, CliProfile, NodeConfigPayload, ProviderConfig } from '@iop/wire';
 
 /** Used for a node known only to the node store (registered by `iop-edge node register`, absent from config). */
-export const DEFAULT_PAYLOAD_SETTINGS = { maxConcurrency: 4, healthProbeIntervalMs: 30_000 } as const;
+export const DEFAULT_PAYLOAD_SETTINGS = {
+  maxConcurrency: 4,
+  healthProbeIntervalMs: 30_000,
+  residentPollIntervalMs: 5_000,
+} as const;
 
 export function mapNodeConfig(node: NodeConfig): NodeConfigPayload {
   return withRevision({
@@ -23,6 +27,7 @@ export function mapNodeConfig(node: NodeConfig): NodeConfigPayload {
     providers: node.providers.map(mapProvider),
     revision: '',
     healthProbeIntervalMs: node.runtime.health_probe_interval_ms,
+    residentPollIntervalMs: node.runtime.resident_poll_interval_ms,
     discovery: {
       openaiCompatUrls: [...node.discovery.openai_compat_urls],
       localPorts: [...node.discovery.local_ports],
@@ -40,6 +45,7 @@ export function defaultNodePayload(nodeId: string): NodeConfigPayload {
     providers: [],
     revision: '',
     healthProbeIntervalMs: DEFAULT_PAYLOAD_SETTINGS.healthProbeIntervalMs,
+    residentPollIntervalMs: DEFAULT_PAYLOAD_SETTINGS.residentPollIntervalMs,
     discovery: { openaiCompatUrls: [], localPorts: [...DEFAULT_DISCOVERY_LOCAL_PORTS] },
   });
 }

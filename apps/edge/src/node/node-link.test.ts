@@ -1,6 +1,13 @@
 import { systemClock } from '../clock.js';
 import { describe, it, expect } from '@jest/globals';
-import { create, ProviderHealth, toWireRunEvent, type Envelope, type RunEventEnvelope } from '@iop/wire';
+import {
+  create,
+  ProviderHealth,
+  ResidentState,
+  toWireRunEvent,
+  type Envelope,
+  type RunEventEnvelope,
+} from '@iop/wire';
 import { silentLogger } from '../logging.js';
 import { NodeLink, type RunObserver } from './node-link.js';
 import { createNodeRegistry } from './node-registry.js';
@@ -196,6 +203,8 @@ describe('NodeLink', () => {
               cause: '',
               checkedAtUnixMs: 1,
               models: [],
+              residentModels: ['llama3.2:latest'],
+              residentState: ResidentState.RESIDENT_STATE_FRESH,
             },
             {
               providerId: 'b',
@@ -204,6 +213,8 @@ describe('NodeLink', () => {
               cause: 'connection_refused',
               checkedAtUnixMs: 2,
               models: [],
+              residentModels: ['qwen3:8b'],
+              residentState: ResidentState.RESIDENT_STATE_UNSPECIFIED,
             },
           ],
         },
@@ -211,7 +222,14 @@ describe('NodeLink', () => {
     });
     const summary = link.summary();
     expect(summary.providers).toEqual([
-      { providerId: 'a', health: 'healthy', detail: '', cause: '', checkedAtUnixMs: 1 },
+      {
+        providerId: 'a',
+        health: 'healthy',
+        detail: '',
+        cause: '',
+        checkedAtUnixMs: 1,
+        resident: { models: ['llama3.2:latest'], state: 'fresh' },
+      },
       {
         providerId: 'b',
         health: 'unreachable',

@@ -12,12 +12,14 @@ import {
   fromWireRunEvent,
   isTerminalPart,
   ProviderHealth,
+  ResidentState,
   type CancelRequest,
   type Envelope,
   type NodeCommandRequest,
   type NodeCommandResponse,
   type NodeConfigPayload,
   type NodeConfigRefreshResult,
+  type ProviderHealthEntry,
   type ProviderLifecycleProgress,
   type ProviderStatusReport,
   type RunEventEnvelope,
@@ -421,6 +423,7 @@ export class NodeLink {
       detail: entry.detail,
       cause: entry.cause,
       checkedAtUnixMs: entry.checkedAtUnixMs,
+      ...residentOf(entry),
     }));
   }
 
@@ -519,6 +522,24 @@ export class NodeLink {
 
   private closedError(): NodeLinkError {
     return new NodeLinkError('link_closed', `node ${this.nodeId} is disconnected (${this.closeReason})`);
+  }
+}
+
+/** The entry's resident list as the summary keeps it; nothing when the node did not report one (unknown). */
+function residentOf(entry: ProviderHealthEntry): Pick<ProviderHealthSummary, 'resident'> {
+  switch (entry.residentState) {
+    case ResidentState.RESIDENT_STATE_FRESH:
+      return { resident: { models: [...entry.residentModels], state: 'fresh' } };
+    case ResidentState.RESIDENT_STATE_STALE:
+      return { resident: { models: [...entry.residentModels], state: 'stale' } };
+    case ResidentState.RESIDENT_STATE_UNSPECIFIED:
+    case ResidentState.UNRECOGNIZED:
+      return {};
+    default: {
+      const unknownValue: never = entry.residentState;
+      void unknownValue;
+      return {};
+    }
   }
 }
 

@@ -30,4 +30,16 @@ export interface ProviderHealthSummary {
   /** Why the last probe failed (ProviderHealthEntry.cause: connection_refused, timeout, tls, http_status…); '' when healthy. */
   cause: string;
   checkedAtUnixMs: number;
+  /**
+   * The models the provider's backend holds loaded (Ollama /api/ps), when the node reports it: absent = unknown
+   * (an older node, a backend that cannot say, residency off or never answered). `stale` = the backend stopped
+   * answering; the last list is kept for display and not placed by.
+   */
+  resident?: ResidentModels;
+}
+
+export interface ResidentModels {
+  /** Names as the backend spells them (`llama3.2:latest`). */
+  readonly models: readonly string[];
+  readonly state: 'fresh' | 'stale';
 }

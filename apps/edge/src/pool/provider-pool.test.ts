@@ -14,12 +14,17 @@ import {
 
 const pools: ProviderPool[] = [];
 
-function makePool(config: PoolConfig, nodes = new FakeNodes(), extra: { pollIntervalMs?: number } = {}) {
+function makePool(
+  config: PoolConfig,
+  nodes = new FakeNodes(),
+  extra: { pollIntervalMs?: number; onColdLoad?: (providerId: string) => void } = {},
+) {
   connectAll(nodes, config);
   const pool = createProviderPool({
     config,
     nodes,
     pollIntervalMs: extra.pollIntervalMs ?? 1000,
+    ...(extra.onColdLoad ? { onColdLoad: extra.onColdLoad } : {}),
   });
   pools.push(pool);
   return { pool, nodes };
@@ -70,6 +75,59 @@ describe('dispatch order', () => {
     // Freeing c makes it the least loaded provider, whatever its priority.
     picks[2]?.release();
     expect((await pool.acquire('m')).providerId).toBe('c');
+  });
+
+  it('prefers, among equal in_flight, a provider whose node reports the served model resident, before priority', async () => {
+    const config = poolConfig([
+      providerConfig('a', { capacity: 2, priority: 1 }),
+      providerConfig('b', { capacity: 2, priority: 2 }),
+      providerConfig('c', { capacity: 2, priority: 3 }),
+    ]);
+    const cold: string[] = [];
+    const { pool, nodes } = makePool(config, new FakeNodes(), { onColdLoad: (id) => cold.push(id) });
+    // a: the model not loaded; b: loaded (tag-less served name = `:latest`); c: never reported (unknown).
+    nodes.setResident('node-a', 'a', { models: ['other:7b'], state: 'fresh' });
+    nodes.setResident('node-b', 'b', { models: ['served-b:latest'], state: 'fresh' });
+    const first = await pool.acquire('m');
+    expect(first.providerId).toBe('b');
+    expect(cold).toEqual([]);
+    // b is busier now: the lowest in_flight still comes first; a and c tie (not loaded = unknown), priority a.
+    const second = await pool.acquire('m');
+    expect(second.providerId).toBe('a');
+    expect(cold).toEqual(['a']);
+    // c (unknown) is never a cold load.
+    const third = await pool.acquire('m');
+    expect(third.providerId).toBe('c');
+    expect(cold).toEqual(['a']);
+    for (const lease of [first, second, third]) lease.release();
+    // Every one free again; with b's list stale, nobody is preferred: priority picks a (a cold load again).
+    nodes.setResident('node-b', 'b', { models: ['served-b:latest'], state: 'stale' });
+    const stale = await pool.acquire('m');
+    expect(stale.providerId).toBe('a');
+    expect(cold).toEqual(['a', 'a']);
+    stale.release();
+    // a now reports it loaded too: a and b both resident → priority a; b's fresh again, b only once a is busy.
+    nodes.setResident('node-a', 'a', { models: ['served-a'], state: 'fresh' });
+    nodes.setResident('node-b', 'b', { models: ['served-b:latest'], state: 'fresh' });
+    const both = [await pool.acquire('m'), await pool.acquire('m')];
+    expect(both.map((lease) => lease.providerId)).toEqual(['a', 'b']);
+    for (const lease of both) lease.release();
+    expect(cold).toEqual(['a', 'a']);
+    expectIdle(pool);
+  });
+
+  it('shows each provider served models resident and how far that is known in the snapshot', () => {
+    const config = poolConfig([providerConfig('a'), providerConfig('b'), providerConfig('c')]);
+    const { pool, nodes } = makePool(config);
+    nodes.setResident('node-a', 'a', { models: ['served-a:latest', 'unrelated'], state: 'fresh' });
+    nodes.setResident('node-b', 'b', { models: ['served-b'], state: 'stale' });
+    expect(
+      pool.snapshot().map((status) => [status.providerId, status.residentModels, status.residentState]),
+    ).toEqual([
+      ['a', ['served-a'], 'fresh'],
+      ['b', ['served-b'], 'stale'],
+      ['c', [], 'unknown'],
+    ]);
   });
 
   it('rotates round-robin among equal in_flight and priority, across config refreshes and reconnects', async () => {

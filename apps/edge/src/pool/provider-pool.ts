@@ -3,8 +3,10 @@
 // Dispatch rule (agent-contract/inner/edge-config-runtime-refresh.md): candidates are the enabled providers
 // mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, and whose node
 // runs fewer than its `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the lowest
-// in_flight wins; ties go to the lower `priority` number; ties again rotate round-robin. The rotation remembers the
-// last provider id picked per model (not an index), so it survives config refreshes and node reconnects.
+// in_flight wins; ties go to a provider whose node reports the served model resident (loaded; Ollama /api/ps,
+// resident-models.ts), then to the lower `priority` number; ties again rotate round-robin. The rotation remembers
+// the last provider id picked per model (not an index), so it survives config refreshes and node reconnects. A
+// dispatch to a provider whose fresh report says the model is not loaded is a cold load (`onColdLoad`).
 //
 // Explicit routes (console, admin, A2A, OpenAI model_routes/fallback) name a node, adapter instance and target.
 // They count against the node's max_concurrency too and, when a provider of that node has the same adapter
@@ -36,6 +38,7 @@ import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
 import { PoolError } from './errors.js';
+import { isResident, residentServedModels } from './resident-models.js';
 
 /** The part of the edge config the pool reads. */
 export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'>;
@@ -94,6 +97,13 @@ export interface ProviderStatus {
   queued: number;
   servedModels: string[];
   priority: number;
+  /**
+   * Served models the node reports loaded on the provider's backend (Ollama /api/ps). The pool always sets both
+   * resident fields; optional for views built elsewhere (a remote edge's, older test fixtures).
+   */
+  residentModels?: string[];
+  /** How far `residentModels` is known: unknown = not reported (an older node, a backend that cannot say). */
+  residentState?: 'fresh' | 'stale' | 'unknown';
 }
 
 /** Runs on one node against its `runtime.max_concurrency` (0 = unlimited). */
@@ -149,6 +159,8 @@ export interface ProviderPoolOptions {
   logger?: Logger;
   /** How often waiters are re-evaluated while any exist (health reports carry no event). Default 250 ms. */
   pollIntervalMs?: number;
+  /** A model run was dispatched to a provider whose node reported the model not loaded (counted as a metric). */
+  onColdLoad?: (providerId: string) => void;
 }
 
 interface ProviderEntry {
@@ -181,6 +193,8 @@ interface Candidate {
   target: string;
   inFlight: number;
   order: number;
+  /** The served model is loaded on the provider's backend (undefined = unknown). */
+  resident: boolean | undefined;
 }
 
 type Demand = { kind: 'model'; model: string } | ({ kind: 'route' } & RouteDemand);
@@ -308,6 +322,7 @@ class ProviderPoolImpl implements ProviderPool {
         queued: enabled ? (queuedByProvider.get(providerId) ?? 0) : 0,
         servedModels: [...provider.config.models],
         priority: provider.config.priority,
+        ...residentStatus(node, providerId, provider.config.models),
       };
     });
   }
@@ -470,6 +485,7 @@ class ProviderPoolImpl implements ProviderPool {
       );
       if (free.length === 0) return undefined;
       const chosen = this.pick(demand.model, entry, free);
+      if (chosen.resident === false) this.options.onColdLoad?.(chosen.provider.config.id);
       return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target);
     }
     if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
@@ -521,7 +537,13 @@ class ProviderPoolImpl implements ProviderPool {
       if (!node) return;
       const health = healthOf(node, providerId);
       if (health === 'unhealthy' || health === 'unreachable') return;
-      result.push({ provider, target, inFlight: this.providerInFlight.get(providerId) ?? 0, order });
+      result.push({
+        provider,
+        target,
+        inFlight: this.providerInFlight.get(providerId) ?? 0,
+        order,
+        resident: isResident(node, providerId, target),
+      });
     });
     return result;
   }
@@ -588,7 +610,10 @@ class ProviderPoolImpl implements ProviderPool {
     return limit === 0 || (this.nodeInFlight.get(nodeId) ?? 0) < limit;
   }
 
-  /** Lowest in_flight, then lowest priority number, then the next provider after the last one picked. */
+  /**
+   * Lowest in_flight, then the model resident, then lowest priority number, then the next provider after the
+   * last one picked.
+   */
   private pick(model: string, entry: ModelEntry, free: Candidate[]): Candidate {
     let tied: Candidate[] = [];
     for (const candidate of free) {
@@ -598,9 +623,11 @@ class ProviderPoolImpl implements ProviderPool {
         continue;
       }
       const byLoad = candidate.inFlight - best.inFlight;
+      const byResident = residentRank(candidate) - residentRank(best);
       const byPriority = candidate.provider.config.priority - best.provider.config.priority;
-      if (byLoad < 0 || (byLoad === 0 && byPriority < 0)) tied = [candidate];
-      else if (byLoad === 0 && byPriority === 0) tied.push(candidate);
+      const order = byLoad || byResident || byPriority;
+      if (order < 0) tied = [candidate];
+      else if (order === 0) tied.push(candidate);
     }
     let chosen = tied[0];
     if (tied.length > 1) {
@@ -730,6 +757,23 @@ function buildRouting(config: PoolConfig): RoutingTable {
 
 function increment(counters: Map<string, number>, key: string): void {
   counters.set(key, (counters.get(key) ?? 0) + 1);
+}
+
+/** 0 when the model is known loaded on the candidate, 1 otherwise (not loaded and unknown rank alike). */
+function residentRank(candidate: Candidate): number {
+  return candidate.resident === true ? 0 : 1;
+}
+
+function residentStatus(
+  node: DirectoryNode | undefined,
+  providerId: string,
+  served: readonly string[],
+): Pick<ProviderStatus, 'residentModels' | 'residentState'> {
+  const resident = node?.providers.find((entry) => entry.providerId === providerId)?.resident;
+  return {
+    residentModels: residentServedModels(resident, served),
+    residentState: resident?.state ?? 'unknown',
+  };
 }
 
 function healthOf(node: DirectoryNode, providerId: string): ProviderHealthStatus {

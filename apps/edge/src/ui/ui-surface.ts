@@ -161,6 +161,8 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
         queued: provider.queued,
         priority: provider.priority,
         served_models: [...provider.servedModels],
+        resident_models: [...(provider.residentModels ?? [])],
+        resident_state: provider.residentState ?? 'unknown',
       };
     });
   };

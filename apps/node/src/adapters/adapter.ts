@@ -68,6 +68,11 @@ export interface Adapter {
   terminateSession(target: string, sessionId: string): Promise<boolean>;
   /** Cheap health probe (e.g. list models). Adapters without a backend to probe report healthy. */
   probeHealth(signal: AbortSignal): Promise<HealthProbeResult>;
+  /**
+   * The models the backend holds loaded in memory now (Ollama `GET /api/ps`), for the edge's placement. Only
+   * adapters whose backend can say implement it; it throws when the backend does not answer.
+   */
+  residentModels?(signal: AbortSignal): Promise<string[]>;
   close(): Promise<void>;
 }
 

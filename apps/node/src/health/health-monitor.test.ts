@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { ProviderHealth, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
+import { ProviderHealth, ResidentState, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import { FakeClock } from '../link/test-support/fake-clock.js';
@@ -7,6 +7,7 @@ import { silentLogger, type Logger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
 import { HealthMonitor } from './health-monitor.js';
+import type { ResidentSnapshot } from './resident-monitor.js';
 
 function provider(
   id: string,
@@ -279,5 +280,115 @@ describe('HealthMonitor', () => {
     await runFor(clock2, 5000);
     expect(counts2[0]).toBe(0);
     expect(counts2[1]).toBeGreaterThanOrEqual(5);
+  });
+});
+
+describe('HealthMonitor resident models', () => {
+  it('carries each provider backend resident list and state, and re-sends it on residentChanged without probing', async () => {
+    const factory = fakeFactory('ollama');
+    const registry = new AdapterRegistry({
+      factories: { ollama: factory },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      logger: silentLogger,
+    });
+    registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
+    const outbound = new RecordingOutbound();
+    const resident = new Map<string, ResidentSnapshot>([
+      ['ollama-a', { models: ['llama3.2:latest'], state: 'fresh' }],
+    ]);
+    const monitor = new HealthMonitor({
+      adapters: registry,
+      providers: () => [provider('gpu-a', 'ollama-a'), provider('gpu-b', 'ollama-b')],
+      intervalMs: () => 60_000,
+      outbound,
+      clock: systemClock,
+      logger: silentLogger,
+      probeTimeoutMs: 50,
+      resident: { snapshot: (name) => resident.get(name) },
+    });
+    try {
+      // Before the monitor runs, a resident change sends nothing.
+      expect(await monitor.residentChanged()).toBeUndefined();
+      let probeCount = 0;
+      for (const adapter of factory.built) {
+        adapter.probeHealth = () => {
+          probeCount += 1;
+          return Promise.resolve({ health: 'healthy', detail: 'ok', models: [] });
+        };
+      }
+      monitor.start();
+      await monitor.probeRound();
+      const probesBefore = probeCount;
+      const entries = () =>
+        reports(outbound)
+          .at(-1)
+          ?.providers.map((entry) => [entry.providerId, entry.residentModels, entry.residentState]);
+      expect(entries()).toEqual([
+        ['gpu-a', ['llama3.2:latest'], ResidentState.RESIDENT_STATE_FRESH],
+        ['gpu-b', [], ResidentState.RESIDENT_STATE_UNSPECIFIED],
+      ]);
+      const sentBefore = reports(outbound).length;
+      // Nothing changed: nothing sent.
+      expect(await monitor.residentChanged()).toBeUndefined();
+      resident.set('ollama-a', { models: ['llama3.2:latest'], state: 'stale' });
+      resident.set('ollama-b', { models: ['qwen3:8b'], state: 'fresh' });
+      await monitor.residentChanged();
+      expect(reports(outbound)).toHaveLength(sentBefore + 1);
+      expect(entries()).toEqual([
+        ['gpu-a', ['llama3.2:latest'], ResidentState.RESIDENT_STATE_STALE],
+        ['gpu-b', ['qwen3:8b'], ResidentState.RESIDENT_STATE_FRESH],
+      ]);
+      expect(probeCount).toBe(probesBefore);
+    } finally {
+      await monitor.stop();
+    }
+  });
+});
+
+describe('HealthMonitor resident models without health probes', () => {
+  it('reports an unprobed provider whose backend list is known, with health unspecified', async () => {
+    const clock = new FakeClock();
+    const factory = fakeFactory('ollama');
+    const registry = new AdapterRegistry({
+      factories: { ollama: factory },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      logger: silentLogger,
+    });
+    registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
+    const outbound = new RecordingOutbound();
+    const resident = new Map<string, ResidentSnapshot>();
+    const monitor = new HealthMonitor({
+      adapters: registry,
+      providers: () => [provider('gpu-a', 'ollama-a'), provider('gpu-b', 'ollama-b')],
+      intervalMs: () => 0,
+      outbound,
+      clock,
+      logger: silentLogger,
+      resident: { snapshot: (name) => resident.get(name) },
+    });
+    try {
+      monitor.start();
+      clock.advance(0);
+      await monitor.probeRound();
+      // Nothing probed, nothing known: nothing to report.
+      expect(reports(outbound)).toHaveLength(0);
+      resident.set('ollama-b', { models: ['llama3.2:latest'], state: 'fresh' });
+      await monitor.residentChanged();
+      expect(reports(outbound).at(-1)?.providers).toEqual([
+        {
+          providerId: 'gpu-b',
+          health: ProviderHealth.PROVIDER_HEALTH_UNSPECIFIED,
+          detail: '',
+          cause: '',
+          checkedAtUnixMs: 0,
+          models: [],
+          residentModels: ['llama3.2:latest'],
+          residentState: ResidentState.RESIDENT_STATE_FRESH,
+        },
+      ]);
+      expect(factory.built.every((adapter) => adapter.runs.length === 0)).toBe(true);
+    } finally {
+      await monitor.stop();
+    }
   });
 });

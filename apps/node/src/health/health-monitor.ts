@@ -9,11 +9,23 @@
 // A failed probe is logged with its cause code and detail: every failure at debug, and at warn the first one and
 // each change of a provider's health or cause (a provider failing the same way every round warns once); its
 // recovery is logged at info. The report carries the cause too, so `nodes list` shows it.
-import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
+//
+// Each entry also carries the models the provider's backend holds loaded (from the ResidentMonitor, when given):
+// `residentChanged()` re-sends the last probe results with the new lists, without probing. A provider that is not
+// probed but whose backend's list is known is reported with health unspecified (`unknown` on the edge, as when
+// it is left out) and its list, so placement by residency does not depend on health probes being on.
+import {
+  envelope,
+  ProviderHealth,
+  ResidentState,
+  type ProviderConfig,
+  type ProviderHealthEntry,
+} from '@iop/wire';
 import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
 import type { Clock, TimerHandle } from '../link/clock.js';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
+import type { ResidentSnapshot } from './resident-monitor.js';
 
 export interface HealthMonitorDeps {
   adapters: { resolve(name: string): Adapter };
@@ -24,7 +36,14 @@ export interface HealthMonitorDeps {
   clock: Clock;
   logger: Logger;
   probeTimeoutMs?: number;
+  /** Loaded models per adapter instance (the ResidentMonitor); absent = every entry says unknown. */
+  resident?: { snapshot(adapterName: string): ResidentSnapshot | undefined };
 }
+
+const RESIDENT_VALUES: Record<ResidentSnapshot['state'], ResidentState> = {
+  fresh: ResidentState.RESIDENT_STATE_FRESH,
+  stale: ResidentState.RESIDENT_STATE_STALE,
+};
 
 const HEALTH_VALUES: Record<HealthState, ProviderHealth> = {
   healthy: ProviderHealth.PROVIDER_HEALTH_HEALTHY,
@@ -69,11 +88,30 @@ export class HealthMonitor {
    * Runs one probe round now over every provider whose probes are on (`dueOnly`: only those whose interval has
    * passed); resolves with what was sent (undefined when nothing changed).
    */
-  async probeRound(options: { dueOnly?: boolean } = {}): Promise<ProviderHealthEntry[] | undefined> {
-    if (this.#round) await this.#round;
+  probeRound(options: { dueOnly?: boolean } = {}): Promise<ProviderHealthEntry[] | undefined> {
+    return this.#exclusive(() => this.#probeAll(options.dueOnly ?? false));
+  }
+
+  /**
+   * A backend's loaded models changed: sends the last probe results again with the current resident lists (no
+   * probe); resolves with what was sent (undefined when nothing changed or nothing was probed yet).
+   */
+  residentChanged(): Promise<ProviderHealthEntry[] | undefined> {
+    if (!this.#running) return Promise.resolve(undefined);
+    return this.#exclusive(() => this.#report()).catch((error: unknown) => {
+      this.#deps.logger.warn({ error: String(error) }, 'resident models report failed');
+      return undefined;
+    });
+  }
+
+  /** Runs `work` after any round in flight, so rounds and reports never overlap. */
+  async #exclusive(
+    work: () => Promise<ProviderHealthEntry[] | undefined>,
+  ): Promise<ProviderHealthEntry[] | undefined> {
+    while (this.#round) await this.#round;
     let sent: ProviderHealthEntry[] | undefined;
     this.#round = (async () => {
-      sent = await this.#probeAll(options.dueOnly ?? false);
+      sent = await work();
     })();
     try {
       await this.#round;
@@ -155,6 +193,8 @@ export class HealthMonitor {
           cause: result.health === 'healthy' ? '' : (result.cause ?? 'error'),
           checkedAtUnixMs: this.#deps.clock.now(),
           models: result.models,
+          residentModels: [],
+          residentState: ResidentState.RESIDENT_STATE_UNSPECIFIED,
         };
       }),
     );
@@ -164,9 +204,22 @@ export class HealthMonitor {
     const current = new Set(probed.map((provider) => provider.id));
     for (const id of this.#latest.keys()) if (!current.has(id)) this.#latest.delete(id);
     for (const id of this.#logged.keys()) if (!current.has(id)) this.#logged.delete(id);
-    const report = probed.flatMap((provider) => {
-      const latest = this.#latest.get(provider.id);
-      return latest ? [latest.entry] : [];
+    return this.#report();
+  }
+
+  /**
+   * Sends the latest entry of each probed provider, and a resident-only entry of each unprobed enabled provider
+   * whose backend's list is known, when that differs from what was sent.
+   */
+  async #report(): Promise<ProviderHealthEntry[] | undefined> {
+    if (this.#controller.signal.aborted) return undefined;
+    const probed = new Set(this.#probed().map((provider) => provider.id));
+    const report = this.#deps.providers().flatMap((provider) => {
+      if (!provider.enabled) return [];
+      const latest = probed.has(provider.id) ? this.#latest.get(provider.id) : undefined;
+      if (latest) return [this.#withResident(latest.entry, provider.adapter)];
+      if (probed.has(provider.id) || !this.#deps.resident?.snapshot(provider.adapter)) return [];
+      return [this.#withResident(unprobedEntry(provider.id), provider.adapter)];
     });
     const force = this.#forceNext;
     this.#forceNext = false;
@@ -181,6 +234,12 @@ export class HealthMonitor {
     if (sent) this.#reported = next;
     else this.#forceNext = true;
     return sent ? report : undefined;
+  }
+
+  #withResident(entry: ProviderHealthEntry, adapterName: string): ProviderHealthEntry {
+    const resident = this.#deps.resident?.snapshot(adapterName);
+    if (!resident) return entry;
+    return { ...entry, residentModels: [...resident.models], residentState: RESIDENT_VALUES[resident.state] };
   }
 
   /** Logs a probe's outcome for `provider`: see the header for which lines at which level. */
@@ -257,8 +316,29 @@ interface ProbeOutcome {
   models: string[];
 }
 
+/** The entry of a provider that is not probed: health unspecified (the edge shows `unknown`), no models. */
+function unprobedEntry(providerId: string): ProviderHealthEntry {
+  return {
+    providerId,
+    health: ProviderHealth.PROVIDER_HEALTH_UNSPECIFIED,
+    detail: '',
+    cause: '',
+    checkedAtUnixMs: 0,
+    models: [],
+    residentModels: [],
+    residentState: ResidentState.RESIDENT_STATE_UNSPECIFIED,
+  };
+}
+
 function fingerprint(entry: ProviderHealthEntry): string {
-  return JSON.stringify([entry.health, entry.detail, entry.cause, entry.models]);
+  return JSON.stringify([
+    entry.health,
+    entry.detail,
+    entry.cause,
+    entry.models,
+    entry.residentModels,
+    entry.residentState,
+  ]);
 }
 
 function errorMessage(error: unknown): string {

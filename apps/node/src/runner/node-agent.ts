@@ -18,6 +18,7 @@ import { DiscoveryReporter } from '../discovery/discovery-reporter.js';
 import { NodeDiscoverer } from '../discovery/node-discoverer.js';
 import type { ProbeDeps } from '../discovery/probe-deps.js';
 import { HealthMonitor } from '../health/health-monitor.js';
+import { ResidentMonitor } from '../health/resident-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import type { ConnectFunction } from '../link/dial.js';
@@ -72,6 +73,7 @@ export class NodeAgent {
   readonly settings: NodeSettings;
   readonly #commands: CommandRouter;
   readonly #health: HealthMonitor;
+  readonly #resident: ResidentMonitor;
   readonly #discovery: DiscoveryReporter | undefined;
   readonly #logger: Logger;
   #running: Promise<LinkOutcome> | undefined;
@@ -110,6 +112,7 @@ export class NodeAgent {
       maxConcurrency: () => this.settings.maxConcurrency(),
       shutdownGraceMs: options.shutdownGraceMs,
       ...(options.tracing ? { tracing: options.tracing } : {}),
+      runEnded: (adapterName) => this.#resident.runEnded(adapterName),
     });
     this.#discovery = options.discovery
       ? new DiscoveryReporter({
@@ -138,6 +141,13 @@ export class NodeAgent {
       linkStatus: () => this.link.status(),
       ...(discovery ? { discover: () => discovery.request(true) } : {}),
     });
+    this.#resident = new ResidentMonitor({
+      adapters: this.registry,
+      intervalMs: () => this.settings.residentPollIntervalMs(),
+      clock,
+      logger: logger.child({ component: 'resident' }),
+      onChange: () => void this.#health.residentChanged(),
+    });
     this.#health = new HealthMonitor({
       adapters: this.registry,
       providers: () => this.settings.providers(),
@@ -145,6 +155,7 @@ export class NodeAgent {
       outbound,
       clock,
       logger: logger.child({ component: 'health' }),
+      resident: this.#resident,
     });
     const runtime = new NodeRuntime(
       {
@@ -153,6 +164,7 @@ export class NodeAgent {
         executor: this.executor,
         commands: this.#commands,
         health: this.#health,
+        resident: this.#resident,
         outbound,
         logger: logger.child({ component: 'runtime' }),
         ...(discovery ? { discovery } : {}),
@@ -201,6 +213,7 @@ export class NodeAgent {
       this.#logger.info({ reason }, 'node stopping');
       this.#commands.abortAll(reason);
       await this.#health.stop();
+      await this.#resident.stop();
       await this.#discovery?.stop();
       await this.executor.shutdown(`node ${reason}`);
       await this.link.stop(reason);
@@ -213,6 +226,7 @@ export class NodeAgent {
   async #release(): Promise<void> {
     this.#commands.abortAll('node stopped');
     await this.#health.stop();
+    await this.#resident.stop();
     await this.#discovery?.stop();
     await this.executor.shutdown('node stopped');
     await this.registry.close();

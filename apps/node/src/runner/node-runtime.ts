@@ -21,6 +21,7 @@ import {
 import type { AdapterRegistry } from '../adapters/registry.js';
 import type { DiscoveryReporter } from '../discovery/discovery-reporter.js';
 import type { HealthMonitor } from '../health/health-monitor.js';
+import { DEFAULT_RESIDENT_POLL_INTERVAL_MS, type ResidentMonitor } from '../health/resident-monitor.js';
 import type { LinkHandler } from '../link/node-link.js';
 import type { Logger } from '@iop/logging';
 import type { CommandRouter } from './command-router.js';
@@ -33,6 +34,8 @@ export interface NodeRuntimeDeps {
   executor: RunExecutor;
   commands: CommandRouter;
   health: HealthMonitor;
+  /** Loaded models of the backends (reported with health); absent = not asked (tests, embedders). */
+  resident?: ResidentMonitor;
   outbound: Outbound;
   logger: Logger;
   /** Absent = this agent does not discover (tests, embedders). */
@@ -63,6 +66,11 @@ export class NodeSettings {
     return this.#payload?.healthProbeIntervalMs ?? 0;
   }
 
+  /** `resident_poll_interval_ms`: the payload's, or the default when absent (no payload yet, an older edge). */
+  residentPollIntervalMs(): number {
+    return this.#payload?.residentPollIntervalMs ?? DEFAULT_RESIDENT_POLL_INTERVAL_MS;
+  }
+
   /** Undefined until a payload arrives, or when the edge predates discovery settings. */
   discovery(): DiscoverySettings | undefined {
     return this.#payload?.discovery;
@@ -87,6 +95,7 @@ export class NodeRuntime implements LinkHandler {
       this.#deps.logger.warn({}, 'edge sent no config payload; keeping the current adapters');
     }
     this.#deps.health.start();
+    this.#deps.resident?.start();
     this.#deps.health.requestFullReport();
     if (this.#deps.discovery) {
       this.#deps.discovery.start();

@@ -49,6 +49,7 @@ describe('RunExecutor', () => {
   let factory: ReturnType<typeof fakeFactory>;
   let maxConcurrency: number;
   let executor: RunExecutor;
+  let ended: string[];
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-executor-'));
@@ -62,6 +63,7 @@ describe('RunExecutor', () => {
     });
     registry.apply([adapterInstance('cli', 'cli')]);
     maxConcurrency = 4;
+    ended = [];
     executor = new RunExecutor({
       adapters: registry,
       outbound,
@@ -70,6 +72,7 @@ describe('RunExecutor', () => {
       now: Date.now,
       maxConcurrency: () => maxConcurrency,
       shutdownGraceMs: 1000,
+      runEnded: (adapterName) => ended.push(adapterName),
     });
   });
 
@@ -81,6 +84,14 @@ describe('RunExecutor', () => {
   });
 
   const adapter = (): FakeAdapter => factory.built[0];
+
+  it('tells runEnded the adapter of each run once it ended (after its slot is free), failed runs too', async () => {
+    executor.submit(runRequest('r1'));
+    executor.submit(runRequest('r2', { metadata: { fake: 'fail' } }));
+    await executor.idle();
+    expect(ended).toEqual(['cli', 'cli']);
+    expect(executor.inFlight).toBe(0);
+  });
 
   it('streams the adapter parts as numbered, timestamped run events and records the run', async () => {
     const before = Date.now();

@@ -40,6 +40,8 @@ export interface RunExecutorDeps {
   shutdownGraceMs?: number;
   /** Spans of each run and its backend call, continuing the edge's trace; default off. */
   tracing?: Tracing;
+  /** Told after each run ends, with its adapter instance (the resident-model monitor asks that backend again). */
+  runEnded?: (adapterName: string) => void;
 }
 
 /** Why a run's signal was aborted; adapters see `message` as `signal.reason`. */
@@ -120,6 +122,7 @@ export class RunExecutor {
       lease.release();
       slot.release();
       this.#runs.delete(request.runId);
+      this.#deps.runEnded?.(lease.adapter.name);
     });
   }
 

@@ -25,7 +25,7 @@ console: { node: "", adapter: cli, target: fake-cli, session_id: default }
 nodes:
   - id: test-node
     alias: test-node
-    runtime: { max_concurrency: 4, health_probe_interval_ms: 15000 }
+    runtime: { max_concurrency: 4, health_probe_interval_ms: 15000, resident_poll_interval_ms: 5000 }
     adapters:
       cli:
         enabled: true

@@ -29,7 +29,7 @@ export function nodeConfig(id: string, providers: ProviderConfig[]): NodeConfig 
     agent_kind: 'iop-node',
     token: '',
     token_sha256: '',
-    runtime: { max_concurrency: 4, health_probe_interval_ms: 5000 },
+    runtime: { max_concurrency: 4, health_probe_interval_ms: 5000, resident_poll_interval_ms: 5000 },
     adapters: { instances: [] },
     discovery: { openai_compat_urls: [], local_ports: [] },
     providers,
@@ -98,6 +98,25 @@ export class FakeNodes {
     node.providers = [
       ...node.providers.filter((entry) => entry.providerId !== providerId),
       { providerId, health, detail: '', cause: '', checkedAtUnixMs: 0 },
+    ];
+  }
+
+  /** The node's report of what `providerId`'s backend holds loaded (undefined = unknown, as an older node). */
+  setResident(nodeId: string, providerId: string, resident: ProviderHealthSummary['resident']): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) throw new Error(`node ${nodeId} is not connected`);
+    const previous = node.providers.find((entry) => entry.providerId === providerId) ?? {
+      providerId,
+      health: 'healthy' as const,
+      detail: '',
+      cause: '',
+      checkedAtUnixMs: 0,
+    };
+    const { resident: _dropped, ...rest } = previous;
+    void _dropped;
+    node.providers = [
+      ...node.providers.filter((entry) => entry.providerId !== providerId),
+      resident ? { ...rest, resident } : rest,
     ];
   }
 

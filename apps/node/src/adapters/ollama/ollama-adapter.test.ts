@@ -504,6 +504,15 @@ describe('ollama adapter', () => {
     expect((await adapter.probeHealth(never)).health).toBe('healthy');
   });
 
+  it('lists the models Ollama holds loaded (/api/ps): none at first, the model after a run', async () => {
+    expect(await adapter.residentModels?.(never)).toEqual([]);
+    await collect(adapter.run(userRun('llama3.2', 'hello'), { signal: never }));
+    expect(await adapter.residentModels?.(never)).toEqual(['llama3.2:latest']);
+    expect(server.requests.at(-1)).toMatchObject({ method: 'GET', path: '/api/ps' });
+    server.setBehavior({ failure: { kind: 'http', status: 500, message: 'boom' } });
+    await expect(adapter.residentModels?.(never)).rejects.toThrow('boom');
+  });
+
   it('reports a probe that gets no answer in time as unreachable', async () => {
     const slow = createOllamaAdapter(
       httpInstance('ollama', 'slow', { baseUrl: server.url, requestTimeoutMs: 100 }),

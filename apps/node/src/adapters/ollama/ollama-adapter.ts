@@ -38,6 +38,7 @@ import { runUpstream } from '../http/upstream-run.js';
 import {
   keepAliveArg,
   listOllamaModels,
+  listOllamaRunning,
   listOllamaTags,
   pullOllamaModel,
   setOllamaModelLoaded,
@@ -210,6 +211,10 @@ export function createOllamaAdapter(instance: AdapterInstance, deps: AdapterDeps
       );
       if (result.health === 'healthy') knownModels = result.models;
       return result;
+    },
+
+    residentModels(signal: AbortSignal): Promise<string[]> {
+      return call(signal, probeTimeoutMs(settings), (exchange) => listOllamaRunning(exchange, endpoint));
     },
 
     close(): Promise<void> {

@@ -89,6 +89,19 @@ export async function listOllamaTags(
   return tags.map((entry) => asString(entry.name) || asString(entry.model)).filter((name) => name !== '');
 }
 
+/** The names of the models Ollama holds loaded now (`/api/ps`), as it spells them (e.g. `llama3.2:latest`). */
+export async function listOllamaRunning(
+  exchange: UpstreamExchange,
+  endpoint: OllamaEndpoint,
+): Promise<string[]> {
+  const running = modelEntries(
+    await exchange.json(
+      await exchange.send(endpoint.url('/api/ps'), { method: 'GET', headers: endpoint.headers }),
+    ),
+  );
+  return running.map((entry) => asString(entry.name) || asString(entry.model)).filter((name) => name !== '');
+}
+
 /** keep_alive from a command argument: a number of seconds or a duration string such as `10m`. */
 export function keepAliveArg(value: string | undefined): number | string | undefined {
   if (value === undefined || value.trim() === '') return undefined;

@@ -78,6 +78,12 @@ export interface ProviderStatus {
    */
   healthDetail: string;
   healthCause: string;
+  /**
+   * Served models the node reports loaded on this provider's backend now (Ollama /api/ps; a subset of
+   * served_models) and how far that is known: fresh | stale | unknown (an older node or a backend that cannot say).
+   */
+  residentModels: string[];
+  residentState: string;
 }
 
 export interface ListProvidersResponse {
@@ -704,6 +710,8 @@ function createBaseProviderStatus(): ProviderStatus {
     priority: 0,
     healthDetail: "",
     healthCause: "",
+    residentModels: [],
+    residentState: "",
   };
 }
 
@@ -741,6 +749,12 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     }
     if (message.healthCause !== "") {
       writer.uint32(90).string(message.healthCause);
+    }
+    for (const v of message.residentModels) {
+      writer.uint32(98).string(v!);
+    }
+    if (message.residentState !== "") {
+      writer.uint32(106).string(message.residentState);
     }
     return writer;
   },
@@ -846,6 +860,22 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
             message.healthCause = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.residentModels.push(reader.string());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.residentState = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -895,6 +925,16 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
         : isSet(object.health_cause)
         ? globalThis.String(object.health_cause)
         : "",
+      residentModels: globalThis.Array.isArray(object?.residentModels)
+        ? object.residentModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.resident_models)
+        ? object.resident_models.map((e: any) => globalThis.String(e))
+        : [],
+      residentState: isSet(object.residentState)
+        ? globalThis.String(object.residentState)
+        : isSet(object.resident_state)
+        ? globalThis.String(object.resident_state)
+        : "",
     };
   },
 
@@ -933,6 +973,12 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     if (message.healthCause !== "") {
       obj.healthCause = message.healthCause;
     }
+    if (message.residentModels?.length) {
+      obj.residentModels = message.residentModels;
+    }
+    if (message.residentState !== "") {
+      obj.residentState = message.residentState;
+    }
     return obj;
   },
 
@@ -952,6 +998,8 @@ export const ProviderStatus: MessageFns<ProviderStatus> = {
     message.priority = object.priority ?? 0;
     message.healthDetail = object.healthDetail ?? "";
     message.healthCause = object.healthCause ?? "";
+    message.residentModels = object.residentModels?.map((e) => e) || [];
+    message.residentState = object.residentState ?? "";
     return message;
   },
 };

@@ -217,6 +217,54 @@ export function providerHealthToJSON(object: ProviderHealth): string {
   }
 }
 
+/**
+ * How far `ProviderHealthEntry.resident_models` can be trusted. UNSPECIFIED (an older node, a provider whose
+ * backend cannot say, or one never answered yet) = unknown: the edge neither prefers nor counts cold loads.
+ */
+export enum ResidentState {
+  RESIDENT_STATE_UNSPECIFIED = 0,
+  /** RESIDENT_STATE_FRESH - The backend answered within the stale limit: what it holds loaded now. */
+  RESIDENT_STATE_FRESH = 1,
+  /**
+   * RESIDENT_STATE_STALE - The last answer is older than the stale limit (the backend stopped answering /api/ps): the last list, kept
+   * for display, not used for placement.
+   */
+  RESIDENT_STATE_STALE = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function residentStateFromJSON(object: any): ResidentState {
+  switch (object) {
+    case 0:
+    case "RESIDENT_STATE_UNSPECIFIED":
+      return ResidentState.RESIDENT_STATE_UNSPECIFIED;
+    case 1:
+    case "RESIDENT_STATE_FRESH":
+      return ResidentState.RESIDENT_STATE_FRESH;
+    case 2:
+    case "RESIDENT_STATE_STALE":
+      return ResidentState.RESIDENT_STATE_STALE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ResidentState.UNRECOGNIZED;
+  }
+}
+
+export function residentStateToJSON(object: ResidentState): string {
+  switch (object) {
+    case ResidentState.RESIDENT_STATE_UNSPECIFIED:
+      return "RESIDENT_STATE_UNSPECIFIED";
+    case ResidentState.RESIDENT_STATE_FRESH:
+      return "RESIDENT_STATE_FRESH";
+    case ResidentState.RESIDENT_STATE_STALE:
+      return "RESIDENT_STATE_STALE";
+    case ResidentState.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Every frame on the link. `request_id` correlates request/response pairs (node commands, config refresh). */
 export interface Envelope {
   requestId: string;
@@ -319,7 +367,15 @@ export interface NodeConfigPayload {
   revision: string;
   healthProbeIntervalMs: number;
   /** Where the node looks for model servers besides Ollama and the usual local ports (`nodes[].discovery`). */
-  discovery?: DiscoverySettings | undefined;
+  discovery?:
+    | DiscoverySettings
+    | undefined;
+  /**
+   * How often the node asks each Ollama instance which models it holds loaded (`GET /api/ps`) besides the
+   * refresh after each run on it (`nodes[].runtime.resident_poll_interval_ms`); 0 = never (then nothing is
+   * reported: unknown). Absent (an older edge) = the node's default, 5000.
+   */
+  residentPollIntervalMs?: number | undefined;
 }
 
 export interface DiscoverySettings {
@@ -716,6 +772,12 @@ export interface ProviderHealthEntry {
    * host_unreachable | http_status | invalid_response | network | cancelled | error. `detail` says it in words.
    */
   cause: string;
+  /**
+   * Models the backend holds loaded in memory (Ollama `GET /api/ps` names, e.g. `llama3.2:latest`), as of the
+   * node's last successful ask; meaningful only as `resident_state` says.
+   */
+  residentModels: string[];
+  residentState: ResidentState;
 }
 
 export interface ProviderStatusReport {
@@ -2168,6 +2230,7 @@ function createBaseNodeConfigPayload(): NodeConfigPayload {
     revision: "",
     healthProbeIntervalMs: 0,
     discovery: undefined,
+    residentPollIntervalMs: undefined,
   };
 }
 
@@ -2196,6 +2259,9 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     }
     if (message.discovery !== undefined) {
       DiscoverySettings.encode(message.discovery, writer.uint32(66).fork()).join();
+    }
+    if (message.residentPollIntervalMs !== undefined) {
+      writer.uint32(72).uint32(message.residentPollIntervalMs);
     }
     return writer;
   },
@@ -2277,6 +2343,14 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
             message.discovery = DiscoverySettings.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.residentPollIntervalMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2315,6 +2389,11 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
         ? globalThis.Number(object.health_probe_interval_ms)
         : 0,
       discovery: isSet(object.discovery) ? DiscoverySettings.fromJSON(object.discovery) : undefined,
+      residentPollIntervalMs: isSet(object.residentPollIntervalMs)
+        ? globalThis.Number(object.residentPollIntervalMs)
+        : isSet(object.resident_poll_interval_ms)
+        ? globalThis.Number(object.resident_poll_interval_ms)
+        : undefined,
     };
   },
 
@@ -2344,6 +2423,9 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     if (message.discovery !== undefined) {
       obj.discovery = DiscoverySettings.toJSON(message.discovery);
     }
+    if (message.residentPollIntervalMs !== undefined) {
+      obj.residentPollIntervalMs = Math.round(message.residentPollIntervalMs);
+    }
     return obj;
   },
 
@@ -2362,6 +2444,7 @@ export const NodeConfigPayload: MessageFns<NodeConfigPayload> = {
     message.discovery = (object.discovery !== undefined && object.discovery !== null)
       ? DiscoverySettings.fromPartial(object.discovery)
       : undefined;
+    message.residentPollIntervalMs = object.residentPollIntervalMs ?? undefined;
     return message;
   },
 };
@@ -7783,7 +7866,16 @@ export const ProviderLifecycleProgress: MessageFns<ProviderLifecycleProgress> = 
 };
 
 function createBaseProviderHealthEntry(): ProviderHealthEntry {
-  return { providerId: "", health: 0, detail: "", checkedAtUnixMs: 0, models: [], cause: "" };
+  return {
+    providerId: "",
+    health: 0,
+    detail: "",
+    checkedAtUnixMs: 0,
+    models: [],
+    cause: "",
+    residentModels: [],
+    residentState: 0,
+  };
 }
 
 export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
@@ -7805,6 +7897,12 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     }
     if (message.cause !== "") {
       writer.uint32(50).string(message.cause);
+    }
+    for (const v of message.residentModels) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.residentState !== 0) {
+      writer.uint32(64).int32(message.residentState);
     }
     return writer;
   },
@@ -7870,6 +7968,22 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
             message.cause = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.residentModels.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.residentState = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7898,6 +8012,16 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
         : 0,
       models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
       cause: isSet(object.cause) ? globalThis.String(object.cause) : "",
+      residentModels: globalThis.Array.isArray(object?.residentModels)
+        ? object.residentModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.resident_models)
+        ? object.resident_models.map((e: any) => globalThis.String(e))
+        : [],
+      residentState: isSet(object.residentState)
+        ? residentStateFromJSON(object.residentState)
+        : isSet(object.resident_state)
+        ? residentStateFromJSON(object.resident_state)
+        : 0,
     };
   },
 
@@ -7921,6 +8045,12 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     if (message.cause !== "") {
       obj.cause = message.cause;
     }
+    if (message.residentModels?.length) {
+      obj.residentModels = message.residentModels;
+    }
+    if (message.residentState !== 0) {
+      obj.residentState = residentStateToJSON(message.residentState);
+    }
     return obj;
   },
 
@@ -7935,6 +8065,8 @@ export const ProviderHealthEntry: MessageFns<ProviderHealthEntry> = {
     message.checkedAtUnixMs = object.checkedAtUnixMs ?? 0;
     message.models = object.models?.map((e) => e) || [];
     message.cause = object.cause ?? "";
+    message.residentModels = object.residentModels?.map((e) => e) || [];
+    message.residentState = object.residentState ?? 0;
     return message;
   },
 };
