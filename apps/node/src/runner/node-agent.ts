@@ -21,7 +21,7 @@ import { HealthMonitor } from '../health/health-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
 import { systemClock, type Clock } from '../link/clock.js';
 import type { ConnectFunction } from '../link/dial.js';
-import { NodeLink, type LinkOutcome, type RegistrationIdentity } from '../link/node-link.js';
+import { EdgeLink, type LinkOutcome, type RegistrationIdentity } from '../link/edge-link.js';
 import type { Logger } from '@iop/logging';
 import { CommandRouter } from './command-router.js';
 import type { Outbound } from '../link/outbound.js';
@@ -66,7 +66,7 @@ export interface NodeAgentOptions {
 }
 
 export class NodeAgent {
-  readonly link: NodeLink;
+  readonly link: EdgeLink;
   readonly registry: AdapterRegistry;
   readonly executor: RunExecutor;
   readonly settings: NodeSettings;
@@ -160,7 +160,7 @@ export class NodeAgent {
       this.settings,
     );
     const host = options.host ?? { os: process.platform, arch: process.arch, hostname: os.hostname() };
-    this.link = new NodeLink({
+    this.link = new EdgeLink({
       connect: options.connect,
       registration: {
         nodeId: options.nodeId,

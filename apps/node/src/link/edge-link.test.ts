@@ -17,10 +17,10 @@ import {
   describeOutcome,
   EXIT_CODE_REPLACED,
   exitCodeFor,
-  NodeLink,
+  EdgeLink,
   type LinkHandler,
-  type NodeLinkOptions,
-} from './node-link.js';
+  type EdgeLinkOptions,
+} from './edge-link.js';
 import { systemClock } from './clock.js';
 import { FakeClock } from './test-support/fake-clock.js';
 import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
@@ -59,9 +59,9 @@ const registration = {
   supportedAdapters: ['cli', 'ollama'],
 };
 
-describe('NodeLink against a fake edge over loopback', () => {
+describe('EdgeLink against a fake edge over loopback', () => {
   const edges: FakeEdge[] = [];
-  const links: NodeLink[] = [];
+  const links: EdgeLink[] = [];
 
   afterEach(async () => {
     await Promise.all(links.splice(0).map((link) => link.stop()));
@@ -77,9 +77,9 @@ describe('NodeLink against a fake edge over loopback', () => {
   function createLink(
     edge: FakeEdge,
     handler: LinkHandler,
-    options: Partial<NodeLinkOptions> = {},
-  ): NodeLink {
-    const link = new NodeLink({
+    options: Partial<EdgeLinkOptions> = {},
+  ): EdgeLink {
+    const link = new EdgeLink({
       connect: createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 }),
       registration,
       handler,
@@ -206,7 +206,7 @@ describe('NodeLink against a fake edge over loopback', () => {
     const port = edge.port;
     await edge.close();
     edges.length = 0;
-    const link = new NodeLink({
+    const link = new EdgeLink({
       connect: createDialer({ host: '127.0.0.1', port, connectTimeoutMs: 500 }),
       registration,
       handler: new RecordingHandler(),
@@ -421,14 +421,14 @@ describe('NodeLink against a fake edge over loopback', () => {
   });
 });
 
-describe('NodeLink reconnect defaults (fake clock)', () => {
+describe('EdgeLink reconnect defaults (fake clock)', () => {
   it('after a lost link, tries every 10 s (mid-jitter), 10 times, then ends with retries-exhausted', async () => {
     const edge = await FakeEdge.start();
     const clock = new FakeClock();
     const dial = createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 });
     const attempts: number[] = [];
     let first = true;
-    const link = new NodeLink({
+    const link = new EdgeLink({
       connect: (signal) => {
         if (first) {
           first = false;

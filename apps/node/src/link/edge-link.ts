@@ -1,5 +1,6 @@
-// The node's side of its one connection to the edge: dial, register, keep the link alive with heartbeats,
-// dispatch the edge's messages to a handler, and reconnect after a lost link.
+// EdgeLink: the node's end of its one connection to the edge (the edge's end is apps/edge's NodeLink): dial,
+// register, keep the link alive with heartbeats, dispatch the edge's messages to a handler, and reconnect after a
+// lost link.
 //
 // Lifecycle (see link-state.ts): `run()` dials and registers (`connecting`); a rejection or a failed first
 // connection ends the link at once. After a first registration a lost connection moves to `reconnecting`: an
@@ -91,7 +92,7 @@ export type LinkOutcome =
   | { kind: 'retries-exhausted'; attempts: number; lastError: string }
   | { kind: 'closed-by-edge'; reason: string };
 
-export interface NodeLinkOptions {
+export interface EdgeLinkOptions {
   connect: ConnectFunction;
   registration: RegistrationInfo;
   handler: LinkHandler;
@@ -133,8 +134,8 @@ type Attempt =
       error: LinkError;
     };
 
-export class NodeLink implements Outbound {
-  readonly #options: NodeLinkOptions;
+export class EdgeLink implements Outbound {
+  readonly #options: EdgeLinkOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #machine = new LinkStateMachine();
@@ -145,7 +146,7 @@ export class NodeLink implements Outbound {
   #handshake: FramedConnection | undefined;
   #running: Promise<LinkOutcome> | undefined;
 
-  constructor(options: NodeLinkOptions) {
+  constructor(options: EdgeLinkOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
