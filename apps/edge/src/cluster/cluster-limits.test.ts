@@ -6,7 +6,7 @@ import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { testPrincipal as key } from '../governance/test-support/test-principal.js';
-import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { silentLogger } from '../logging.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createClusterLimits, rendezvousHome, type ClusterLimits } from './cluster-limits.js';

@@ -11,7 +11,7 @@
 // recovery is logged at info. The report carries the cause too, so `nodes list` shows it.
 import { envelope, ProviderHealth, type ProviderConfig, type ProviderHealthEntry } from '@iop/wire';
 import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
-import type { Clock, TimerHandle } from '../link/clock.js';
+import type { Clock, ClockTimer } from '@iop/clock';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
 
@@ -34,7 +34,7 @@ const HEALTH_VALUES: Record<HealthState, ProviderHealth> = {
 
 export class HealthMonitor {
   readonly #deps: HealthMonitorDeps;
-  #timer: TimerHandle | undefined;
+  #timer: ClockTimer | undefined;
   #running = false;
   #round: Promise<void> | undefined;
   /** Fingerprint per provider id of what was last reported. */
@@ -104,7 +104,6 @@ export class HealthMonitor {
           if (next !== undefined) this.#schedule(next, true);
         });
     }, delayMs);
-    this.#timer.unref?.();
   }
 
   /** A provider's probe interval: its own when the payload sets one, else the node's; 0 = never probed. */
@@ -217,7 +216,7 @@ export class HealthMonitor {
     const controller = new AbortController();
     const onStop = () => controller.abort('health monitor stopped');
     this.#controller.signal.addEventListener('abort', onStop, { once: true });
-    let timer: TimerHandle | undefined;
+    let timer: ClockTimer | undefined;
     const timeout = new Promise<ProbeOutcome>((resolve) => {
       timer = this.#deps.clock.setTimeout(() => {
         controller.abort('health probe timed out');

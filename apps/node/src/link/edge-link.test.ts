@@ -21,8 +21,7 @@ import {
   type LinkHandler,
   type EdgeLinkOptions,
 } from './edge-link.js';
-import { systemClock } from './clock.js';
-import { FakeClock } from './test-support/fake-clock.js';
+import { ManualClock, systemClock } from '@iop/clock';
 import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
 
 class RecordingHandler implements LinkHandler {
@@ -424,7 +423,7 @@ describe('EdgeLink against a fake edge over loopback', () => {
 describe('EdgeLink reconnect defaults (fake clock)', () => {
   it('after a lost link, tries every 10 s (mid-jitter), 10 times, then ends with retries-exhausted', async () => {
     const edge = await FakeEdge.start();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const dial = createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 });
     const attempts: number[] = [];
     let first = true;
@@ -453,7 +452,11 @@ describe('EdgeLink reconnect defaults (fake clock)', () => {
       const lostAt = clock.now();
       for (let attempt = 1; attempt <= DEFAULT_MAX_RETRIES; attempt += 1) {
         // Nothing happens before the interval has fully passed.
-        await waitFor(() => clock.pending().includes(DEFAULT_RETRY_INTERVAL_MS), 3000, `wait ${attempt}`);
+        await waitFor(
+          () => clock.pendingDelays().includes(DEFAULT_RETRY_INTERVAL_MS),
+          3000,
+          `wait ${attempt}`,
+        );
         clock.advance(DEFAULT_RETRY_INTERVAL_MS - 1);
         await new Promise((resolve) => setImmediate(resolve));
         expect(attempts).toHaveLength(attempt - 1);

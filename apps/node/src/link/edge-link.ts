@@ -26,7 +26,7 @@ import {
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from './outbound.js';
-import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+import { sleep, systemClock, type Clock, type ClockTimer } from '@iop/clock';
 import type { ConnectFunction } from './dial.js';
 import { LinkError } from './link-error.js';
 import { LinkStateMachine, type LinkState } from './link-state.js';
@@ -119,8 +119,8 @@ interface Session {
   iterator: AsyncIterator<Envelope>;
   response: RegisterResponse;
   lastReceivedAt: number;
-  pingTimer: TimerHandle | undefined;
-  watchdogTimer: TimerHandle | undefined;
+  pingTimer: ClockTimer | undefined;
+  watchdogTimer: ClockTimer | undefined;
   pingSeq: number;
   peerGoodbye: string | undefined;
   ended: boolean;
@@ -255,7 +255,8 @@ export class EdgeLink implements Outbound {
     const interval = this.#options.retryIntervalMs ?? DEFAULT_RETRY_INTERVAL_MS;
     let lastError = '';
     for (let attempt = 1; attempt <= maxRetries; attempt += 1) {
-      await sleep(this.#clock, this.#retryDelay(interval), this.#stopController.signal);
+      // No socket is open during this wait: the timer itself keeps the node alive until the next attempt.
+      await sleep(this.#clock, this.#retryDelay(interval), this.#stopController.signal, { keepAlive: true });
       if (this.#stopReason !== undefined) return { kind: 'stopped', reason: this.#stopReason };
       this.#logger.info({ attempt, maxRetries }, 'reconnecting to edge');
       const result = await this.#attempt();
@@ -516,7 +517,7 @@ export class EdgeLink implements Outbound {
   }
 
   #withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timeout'> {
-    let handle: TimerHandle | undefined;
+    let handle: ClockTimer | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       handle = this.#clock.setTimeout(() => resolve('timeout'), timeoutMs);
     });

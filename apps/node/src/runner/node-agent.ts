@@ -19,7 +19,7 @@ import { NodeDiscoverer } from '../discovery/node-discoverer.js';
 import type { ProbeDeps } from '../discovery/probe-deps.js';
 import { HealthMonitor } from '../health/health-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
-import { systemClock, type Clock } from '../link/clock.js';
+import { systemClock, type Clock } from '@iop/clock';
 import type { ConnectFunction } from '../link/dial.js';
 import { EdgeLink, type LinkOutcome, type RegistrationIdentity } from '../link/edge-link.js';
 import type { Logger } from '@iop/logging';
