@@ -5,10 +5,15 @@
 // batched), `finish` exactly once with the outcome, `close` on shutdown (flushes pending events).
 import type { Usage } from '@iop/wire';
 
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+/**
+ * A recorded run's status. The finished ones are the run-outcome vocabulary of the whole product (the edge's run
+ * events, dashboard and usage say the same): `completed`, `error`, `cancelled`. Histories written before schema 3
+ * said `failed` for `error`; they are migrated on open (see sqlite-run-history.ts).
+ */
+export type RunStatus = 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
 
 /** Statuses a run can end with through `finish` (`interrupted` is only set by crash recovery). */
-export type FinishedRunStatus = 'completed' | 'failed' | 'cancelled';
+export type FinishedRunStatus = 'completed' | 'error' | 'cancelled';
 
 export interface RunStartRecord {
   runId: string;

@@ -388,7 +388,7 @@ export class RunExecutor {
         break;
       case 'error':
         outcome = {
-          status: 'failed',
+          status: 'error',
           endedAt,
           detail: '',
           errorCode: terminal.code,
@@ -397,7 +397,7 @@ export class RunExecutor {
         };
         break;
       case undefined:
-        outcome = { status: 'failed', endedAt, detail: '', errorCode: 'no_terminal_event', usage };
+        outcome = { status: 'error', endedAt, detail: '', errorCode: 'no_terminal_event', usage };
         break;
       default: {
         const unreachable: never = terminal;
