@@ -166,7 +166,7 @@ suite('cluster-wide key limits over NATS', () => {
     const lease = leased.lease as unknown as { ref: { home: string; id: string } };
     expect(lease.ref.home).toBe(home);
     // The owner rebuilds the principal from the wire and finishes the lease when the run ends.
-    const atOwner = owner.limits.withLease(principal, lease.ref);
+    const atOwner = owner.limits.withLimitLease(principal, lease.ref);
     atOwner.lease?.finish(9);
     await waitFor(() => homeEdge.limits.held === 0);
     // The requester's own release (e.g. after a refusal) changes nothing: releases are idempotent per lease.

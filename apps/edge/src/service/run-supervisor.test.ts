@@ -55,7 +55,7 @@ const script: NodeScript = (request) => ({
   ],
 });
 
-/** A home edge's lease per run, counted (what cluster-limits' ClusterLease is to the home edge). */
+/** A home edge's lease per run, counted (what cluster-limits' HomeLimitLease is to the home edge). */
 class CountingLimits implements SharedLimits {
   open = 0;
   readonly finished: number[] = [];
