@@ -25,7 +25,7 @@ export interface RunStartRecord {
   startedAt: number;
 }
 
-export interface RunOutcome {
+export interface RunEndRecord {
   status: FinishedRunStatus;
   endedAt: number;
   /** complete detail (`stop`, `idle-timeout`, ...) or the cancel reason. */
@@ -64,7 +64,7 @@ export interface RunSummary {
 export interface RunHistory {
   recordStart(run: RunStartRecord): void;
   appendEvent(event: RunEventRecord): void;
-  finish(runId: string, outcome: RunOutcome): void;
+  finish(runId: string, outcome: RunEndRecord): void;
   /** Newest first. */
   list(options?: { limit?: number }): RunSummary[];
   events(runId: string): RunEventRecord[];

@@ -60,7 +60,7 @@ import {
 import type {
   RunEventRecord,
   RunHistory,
-  RunOutcome,
+  RunEndRecord,
   RunStartRecord,
   RunStatus,
   RunSummary,
@@ -140,7 +140,7 @@ const WRITER_ANSWER_TIMEOUT_MS = 30_000;
 type QueuedWrite =
   | { kind: 'start'; run: RunStartRecord }
   | { kind: 'event'; event: RunEventRecord }
-  | { kind: 'finish'; runId: string; outcome: RunOutcome };
+  | { kind: 'finish'; runId: string; outcome: RunEndRecord };
 
 interface RunRow {
   id: string;
@@ -426,7 +426,7 @@ export class SqliteRunHistory implements RunHistory {
   }
 
   /** Queues the run's end, committed (with its events) at the end of this event-loop turn. Never throws. */
-  finish(runId: string, outcome: RunOutcome): void {
+  finish(runId: string, outcome: RunEndRecord): void {
     this.writable();
     this.queueRunWrite({ kind: 'finish', runId, outcome });
   }
@@ -1018,7 +1018,7 @@ function message(error: unknown): string {
 
 /** Retention pass interval: every finish for small histories, every tenth of `retainRuns` for large ones. */
 /** A run's outcome as the columns status, ended_at, detail, error_code, error_message, usage_json. */
-function outcomeColumns(outcome: RunOutcome): (string | number | null)[] {
+function outcomeColumns(outcome: RunEndRecord): (string | number | null)[] {
   return [
     outcome.status,
     outcome.endedAt,

@@ -17,7 +17,7 @@ import {
 } from '@iop/wire';
 import { Cancellation, type AbortSignalLike } from '../adapters/cancellation.js';
 import type { AdapterHold } from '../adapters/registry.js';
-import type { RunHistory, RunOutcome } from '../history/run-history.js';
+import type { RunHistory, RunEndRecord } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
 import { disabledTracing, type Tracing } from '@iop/tracing';
 import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
@@ -378,7 +378,7 @@ export class RunExecutor {
 
   #recordFinish(runId: string, terminal: TerminalPart | undefined, usage: Usage | undefined): void {
     const endedAt = this.#deps.now();
-    let outcome: RunOutcome;
+    let outcome: RunEndRecord;
     switch (terminal?.type) {
       case 'complete':
         outcome = { status: 'completed', endedAt, detail: terminal.detail, usage };
