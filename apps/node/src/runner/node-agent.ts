@@ -90,8 +90,9 @@ export class NodeAgent {
       http: options.http ?? this.#ownHttp,
       fetchImage: options.fetchImage ?? createImageFetcher(),
       logger: logger.child({ component: 'adapter' }),
-      // Durations (see AdapterDeps.now): the system clock's Date.now() would round each backend wait to whole ms.
-      now: options.clock ? () => clock.now() : () => performance.now(),
+      // Durations (see AdapterDeps.now): the clock's monotonic reading (performance.now() on the system clock);
+      // Date.now() would round each backend wait to whole ms. A test clock without one measures with now().
+      now: clock.monotonicNow ? clock.monotonicNow.bind(clock) : () => clock.now(),
     };
     this.registry = new AdapterRegistry({
       factories: options.factories,
