@@ -14,10 +14,6 @@ const REPO = path.resolve(import.meta.dirname, '../../..');
  * without a reason a reviewer accepts.
  */
 const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
-  AdapterType: {
-    modules: ['apps/node/src/adapters/adapter.ts', 'packages/config/src/types.ts'],
-    why: 'the node repeats the config union; to be imported from @iop/config',
-  },
   CliCommand: {
     modules: [
       'apps/edge/src/cli/command.ts',
@@ -46,10 +42,6 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
     modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
-  NetworkInterfaces: {
-    modules: ['apps/edge/src/bootstrap/bootstrap-urls.ts', 'apps/edge/src/http/host-guard.ts'],
-    why: 'the same injected os.networkInterfaces shape written twice; to move to one base module',
-  },
   ProviderConfig: {
     modules: ['packages/config/src/types.ts', 'packages/wire/src/messages.ts'],
     why: "edge.yaml's provider entry and the wire message (the protocol's name) the edge sends a node",
@@ -73,10 +65,6 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
   SqlStatement: {
     modules: ['apps/edge/src/governance/usage-database.ts', 'apps/node/src/history/sqlite-driver.ts'],
     why: "each store's small driver interface over better-sqlite3 / node:sqlite; to move to @iop/sqlite-wal",
-  },
-  SqliteEngine: {
-    modules: ['apps/edge/src/governance/usage-database.ts', 'packages/sqlite-wal/src/wal-checkpointer.ts'],
-    why: 'the engine names the usage store repeats from @iop/sqlite-wal',
   },
   UiError: {
     modules: ['apps/edge/src/ui/errors.ts', 'packages/ui-api/src/ui-api-types.ts'],
