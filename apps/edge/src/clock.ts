@@ -1,30 +1,4 @@
-// The one time source of the edge (pool queues, run deadlines, background responses), injected so tests control
-// timestamps and timers.
-
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  /**
-   * Monotonic milliseconds with sub-millisecond precision (performance.now()), for durations that are reported,
-   * such as a run's overhead: `now()` counts whole milliseconds, so a difference of two readings is off by up to
-   * 1 ms. Clocks without it (test clocks) measure durations with `now()`.
-   */
-  monotonicNow?(): number;
-  setTimeout(callback: () => void, ms: number): ClockTimer;
-  clearTimeout(timer: ClockTimer): void;
-}
-
-/** Opaque timer handle. */
-export type ClockTimer = object | number;
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  monotonicNow: () => performance.now(),
-  setTimeout: (callback, ms) => {
-    const timer = setTimeout(callback, ms);
-    // A pending queue timeout must never keep the process alive on shutdown.
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
-};
+// The edge's time source is @iop/clock's (one Clock for both apps); the edge's modules import it through this
+// base-layer module. Its system clock unrefs every timer: a pending queue timeout, deadline or background-response
+// expiry never keeps the edge alive on shutdown.
+export { systemClock, type Clock, type ClockTimer, type TimerOptions } from '@iop/clock';

@@ -138,6 +138,7 @@ export const PACKAGE_LAYERS: Readonly<Record<string, number>> = {
   proto: 0,
   logging: 0,
   'cli-kit': 0,
+  clock: 0,
   tracing: 0,
   'sqlite-wal': 0,
   config: 0,

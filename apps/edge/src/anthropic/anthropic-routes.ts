@@ -28,11 +28,11 @@ import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
 import { createRouteResolver, type ResolvedRoute } from '../openai/route-resolver.js';
 import { createRunStarter, type StartedRun } from '../openai/run-starter.js';
-import type { RunSpec } from '../openai/run-spec.js';
+import type { RequestedRun } from '../openai/requested-run.js';
 import { SseSink } from '../openai/sse-sink.js';
 import { AnthropicHttpError, invalidRequest, mapAnthropicError, notFound } from './anthropic-error.js';
 import { messageBody, messageId, streamMessage, type MessageOutputContext } from './messages-output.js';
-import { conversationOf, messagesRunSpec } from './messages-request.js';
+import { conversationOf, messagesRequestedRun } from './messages-request.js';
 import { validateCountTokensRequest, validateMessagesRequest } from './messages-validator.js';
 import { estimateInputTokens } from './token-estimate.js';
 
@@ -258,7 +258,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
         `model: '${body.model}' runs a CLI agent that needs a workspace, which the Messages API cannot name; use the OpenAI API with metadata.workspace`,
       );
     }
-    const spec = withCaller(messagesRunSpec(body), exchange);
+    const spec = withCaller(messagesRequestedRun(body), exchange);
     const stream = body.stream === true;
     // A non-streamed answer is written once the run ended: the node may fetch it whole from the backend.
     spec.collect = !stream;
@@ -286,7 +286,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
   }
 
   /** Adds who is asking and in which trace: the key's principal and the request's `traceparent` header. */
-  function withCaller(spec: RunSpec, exchange: Exchange): RunSpec {
+  function withCaller(spec: RequestedRun, exchange: Exchange): RequestedRun {
     spec.principal = exchange.principal;
     const traceparent = exchange.request.headers.traceparent;
     if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;

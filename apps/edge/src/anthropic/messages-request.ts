@@ -1,8 +1,8 @@
-// A validated Messages API body → the run spec every surface hands the service (openai/run-spec.ts's RunSpec):
+// A validated Messages API body → the RequestedRun the OpenAI endpoints build too (openai/requested-run.ts):
 // system prompt and conversation as chat messages, tools, a chat-completions style tool choice, and generation
 // parameters. The mapping is listed in agent-contract/outer/anthropic-messages-api.md ("Request mapping").
 import { create, type ChatMessage, type GenerationParams, type ToolCall } from '@iop/wire';
-import { toolDefinition, type RunSpec } from '../openai/run-spec.js';
+import { toolDefinition, type RequestedRun } from '../openai/requested-run.js';
 import { invalidRequest } from './anthropic-error.js';
 import type {
   ContentBlockBody,
@@ -25,11 +25,11 @@ const IMAGE_MEDIA_TYPES: ReadonlySet<string> = new Set([
 /** The conversation part of a request (also what count_tokens estimates). */
 export interface Conversation {
   messages: ChatMessage[];
-  tools: RunSpec['tools'];
+  tools: RequestedRun['tools'];
   toolChoiceJson?: string;
 }
 
-export function messagesRunSpec(body: MessagesRequestBody): RunSpec {
+export function messagesRequestedRun(body: MessagesRequestBody): RequestedRun {
   const { params, reasoningRequested } = generationParams(body);
   const userId = body.metadata?.user_id;
   return {

@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import type { EdgeConfig } from '@iop/config';
 import { nodeFacingAddress } from './node-facing-address.js';
 import type { ArtifactSet } from './artifact-set.js';
-import { artifactUrl, bootstrapPublicUrl, type NetworkInterfaces } from './bootstrap-urls.js';
+import type { NetworkInterfaces } from '../http/host-guard.js';
+import { artifactUrl, bootstrapPublicUrl } from './bootstrap-urls.js';
 import { renderInstallPs1, renderInstallSh } from './install-scripts.js';
 
 export interface BootstrapManifest {

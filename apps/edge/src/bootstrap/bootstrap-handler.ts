@@ -10,7 +10,7 @@ import type { EdgeConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
 import { CHECKSUMS_FILE, formatChecksums, readArtifactSet } from './artifact-set.js';
 import { renderBootstrapContent } from './bootstrap-content.js';
-import type { NetworkInterfaces } from './bootstrap-urls.js';
+import type { NetworkInterfaces } from '../http/host-guard.js';
 
 export interface BootstrapHandlerDeps {
   config: EdgeConfig;

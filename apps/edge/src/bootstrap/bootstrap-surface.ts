@@ -10,7 +10,8 @@ import type { Logger } from '../logging.js';
 import { readEdgeFingerprint } from '../tls/edge-identity.js';
 import { EDGE_VERSION } from '../version.js';
 import { createBootstrapHandler } from './bootstrap-handler.js';
-import { bootstrapPublicUrl, type NetworkInterfaces } from './bootstrap-urls.js';
+import type { NetworkInterfaces } from '../http/host-guard.js';
+import { bootstrapPublicUrl } from './bootstrap-urls.js';
 
 export interface BootstrapSurfaceOptions {
   interfaces?: NetworkInterfaces;

@@ -5,12 +5,10 @@
 // the token, the edge address and fingerprint and the artifact URL; the token reaches bash through its
 // environment (not its arguments) and PowerShell as a parameter of a function in the current session, so it
 // never shows in a process list.
-import type os from 'node:os';
 import type { EdgeConfig } from '@iop/config';
+import type { NetworkInterfaces } from '../http/host-guard.js';
 import { parseListenAddress } from '../net/listen-address.js';
 import { psQuote, shQuote } from './shell-quote.js';
-
-export type NetworkInterfaces = () => ReturnType<typeof os.networkInterfaces>;
 
 /** Base URL without a trailing slash, e.g. http://192.0.2.10:19091. */
 export function bootstrapPublicUrl(

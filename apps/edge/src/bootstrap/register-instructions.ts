@@ -5,7 +5,8 @@
 import type { EdgeConfig } from '@iop/config';
 import type { ArtifactSet } from './artifact-set.js';
 import { renderBootstrapContent } from './bootstrap-content.js';
-import { unixInstallCommand, windowsInstallCommand, type NetworkInterfaces } from './bootstrap-urls.js';
+import type { NetworkInterfaces } from '../http/host-guard.js';
+import { unixInstallCommand, windowsInstallCommand } from './bootstrap-urls.js';
 
 export interface InstallLines {
   publicUrl: string;

@@ -13,7 +13,7 @@ import {
 } from '../bootstrap/artifact-set.js';
 import { renderBootstrapContent } from '../bootstrap/bootstrap-content.js';
 import { readEdgeFingerprint } from '../tls/edge-identity.js';
-import type { NetworkInterfaces } from '../bootstrap/bootstrap-urls.js';
+import type { NetworkInterfaces } from '../http/host-guard.js';
 import { EDGE_VERSION } from '../version.js';
 import { parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { configFlag, loadValidConfig } from './config-source.js';

@@ -1,10 +1,10 @@
 // `iop-edge console [--config P]`: `serve` plus the interactive ops console on stdin/stdout (prompt `edge> `).
 // The console is a diagnostic surface over the same EdgeService and event bus as every other surface; see
-// console/console-session.ts for its commands and the node label rule. `/exit`, end of input (Ctrl-D), Ctrl-C at
+// console/ops-console.ts for its commands and the node label rule. `/exit`, end of input (Ctrl-D), Ctrl-C at
 // an idle prompt, SIGINT or SIGTERM shut the edge down cleanly.
 import type { EdgeConfig } from '@iop/config';
 import { ConsolePrompt } from '../console/console-prompt.js';
-import { ConsoleSession } from '../console/console-session.js';
+import { OpsConsole } from '../console/ops-console.js';
 import { startEdgeRuntime, type EdgeRuntime, type EdgeRuntimeOptions } from '../edge-runtime.js';
 import { createLogger, type Logger } from '../logging.js';
 import type { SurfaceFactory } from '../surface.js';
@@ -54,7 +54,7 @@ export function createConsoleCommand(deps: ConsoleCommandDeps = {}): CliCommand 
         writeLine(io.stderr, `iop-edge console: ${error instanceof Error ? error.message : String(error)}`);
         return 1;
       }
-      const session = new ConsoleSession({
+      const ops = new OpsConsole({
         service: runtime.service,
         events: runtime.events,
         write: prompt.writeLine,
@@ -75,11 +75,11 @@ export function createConsoleCommand(deps: ConsoleCommandDeps = {}): CliCommand 
         for (const surface of runtime.surfaces)
           writeLine(io.stdout, `  ${surface.name.padEnd(15)} ${surface.address}`);
         writeLine(io.stdout, 'type /help for commands, /exit to leave');
-        session.start();
-        if (signalled === undefined) await prompt.run(session);
+        ops.start();
+        if (signalled === undefined) await prompt.run(ops);
       } finally {
         unsubscribe();
-        await session.close();
+        await ops.close();
         if (signalled !== undefined) logger.info({ signal: signalled }, 'termination signal received');
         await runtime.stop('shutdown');
       }

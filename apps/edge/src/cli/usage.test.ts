@@ -6,7 +6,7 @@ import { createAdminClient } from '../admin/admin-client.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
-import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { openUsageDatabase } from '../governance/usage-database.js';
 import { UsageStore, type UsageRecord } from '../governance/usage-store.js';
 import { silentLogger } from '../logging.js';

@@ -6,7 +6,7 @@ import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { testPrincipal as key } from '../governance/test-support/test-principal.js';
-import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { silentLogger } from '../logging.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
 import { createClusterLimits, rendezvousHome, type ClusterLimits } from './cluster-limits.js';
@@ -166,7 +166,7 @@ suite('cluster-wide key limits over NATS', () => {
     const lease = leased.lease as unknown as { ref: { home: string; id: string } };
     expect(lease.ref.home).toBe(home);
     // The owner rebuilds the principal from the wire and finishes the lease when the run ends.
-    const atOwner = owner.limits.withLease(principal, lease.ref);
+    const atOwner = owner.limits.withLimitLease(principal, lease.ref);
     atOwner.lease?.finish(9);
     await waitFor(() => homeEdge.limits.held === 0);
     // The requester's own release (e.g. after a refusal) changes nothing: releases are idempotent per lease.

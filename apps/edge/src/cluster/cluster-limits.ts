@@ -17,7 +17,7 @@ import type { Logger } from '../logging.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
 /** Where a lease is held: its home edge and its id there. */
-export interface LeaseRef {
+export interface LimitLeaseRef {
   home: string;
   id: string;
 }
@@ -41,14 +41,14 @@ type ReserveReply =
     };
 
 /** A run's share of a key's limits, held on the key's home edge. */
-export class ClusterLease implements LimitLease {
+export class HomeLimitLease implements LimitLease {
   private finished = false;
 
   constructor(
-    readonly ref: LeaseRef,
-    private readonly release: (ref: LeaseRef, tokens: number) => void,
+    readonly ref: LimitLeaseRef,
+    private readonly release: (ref: LimitLeaseRef, tokens: number) => void,
     /** This edge's open leases (reported to their homes until finished or handed off). */
-    private readonly open: OpenLeases,
+    private readonly open: OpenLimitLeases,
   ) {
     open.add(ref);
   }
@@ -67,10 +67,10 @@ export class ClusterLease implements LimitLease {
 }
 
 /** Lease ids per home that runs on this edge still hold. */
-class OpenLeases {
+class OpenLimitLeases {
   readonly byHome = new Map<string, Set<string>>();
 
-  add(ref: LeaseRef): void {
+  add(ref: LimitLeaseRef): void {
     let ids = this.byHome.get(ref.home);
     if (!ids) {
       ids = new Set();
@@ -79,7 +79,7 @@ class OpenLeases {
     ids.add(ref.id);
   }
 
-  delete(ref: LeaseRef): void {
+  delete(ref: LimitLeaseRef): void {
     const ids = this.byHome.get(ref.home);
     if (!ids) return;
     ids.delete(ref.id);
@@ -121,7 +121,7 @@ export interface ClusterLimits extends SharedLimits {
    */
   reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
   /** The principal of a run forwarded here with a lease another edge reserved. */
-  withLease(principal: Principal, ref: LeaseRef): Principal;
+  withLimitLease(principal: Principal, ref: LimitLeaseRef): Principal;
   /** Leases this edge holds as a home (tests, metrics). */
   readonly held: number;
   /** Releases the leases an edge that left had reserved here (their runs ended with it). */
@@ -173,7 +173,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   const timeoutMs = options.timeoutMs ?? 5000;
   /** Leases this edge holds as the home, by id. */
   const held = new Map<string, { from: string; estimate: number; lease: LimitLease; seenAt: number }>();
-  const open = new OpenLeases();
+  const open = new OpenLimitLeases();
   const leaseTtlMs = options.leaseTtlMs ?? 6000;
   let reportedAt = Number.NEGATIVE_INFINITY;
   let sequence = 0;
@@ -220,7 +220,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     }
   }
 
-  function release(ref: LeaseRef, tokens: number): void {
+  function release(ref: LimitLeaseRef, tokens: number): void {
     if (ref.home === edgeId) {
       releaseHeld(ref.id, tokens);
       return;
@@ -238,7 +238,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     estimate: number,
     from: string,
     elsewhere: SpentTokens | undefined,
-  ): LeaseRef {
+  ): LimitLeaseRef {
     const lease = governor.reserve(principal, estimate, elsewhere);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
     held.set(id, { from, estimate, lease, seenAt: now() });
@@ -314,7 +314,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
         return {
           ...principal,
-          lease: new ClusterLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
+          lease: new HomeLimitLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
         };
       }
       let reply: ReserveReply;
@@ -347,11 +347,11 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         );
       }
       return reply.ok
-        ? { ...principal, lease: new ClusterLease({ home, id: reply.id }, release, open) }
+        ? { ...principal, lease: new HomeLimitLease({ home, id: reply.id }, release, open) }
         : principal;
     },
-    withLease(principal, ref) {
-      return { ...principal, lease: new ClusterLease(ref, release, open) };
+    withLimitLease(principal, ref) {
+      return { ...principal, lease: new HomeLimitLease(ref, release, open) };
     },
     get held() {
       return held.size;

@@ -26,7 +26,7 @@ interface Entry {
 }
 
 /** Where a model run should go: this edge, or another edge by id. */
-export type Placement = { kind: 'local' } | { kind: 'remote'; edgeId: string };
+export type EdgeChoice = { kind: 'local' } | { kind: 'remote'; edgeId: string };
 
 export class ClusterView {
   private readonly edges = new Map<string, Entry>();
@@ -114,7 +114,7 @@ export class ClusterView {
    * queues here), else the remote edge with the shortest queue; here when no edge has any (local admission gives
    * the precise refusal).
    */
-  place(providerIds: readonly string[], local: ProviderStatus[]): Placement {
+  place(providerIds: readonly string[], local: ProviderStatus[]): EdgeChoice {
     const wanted = new Set(providerIds);
     const localUsable = local.filter((provider) => wanted.has(provider.providerId) && usable(provider));
     if (localUsable.some((provider) => provider.inFlight < provider.capacity)) return { kind: 'local' };

@@ -47,7 +47,12 @@ import type { RunEventWithMeta } from '../events/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { Governor } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
-import { ClusterLease, createClusterLimits, type ClusterLimits, type LeaseRef } from './cluster-limits.js';
+import {
+  HomeLimitLease,
+  createClusterLimits,
+  type ClusterLimits,
+  type LimitLeaseRef,
+} from './cluster-limits.js';
 import { registerClusterMetrics, registerRejectedMetric, type ClusterMetrics } from './cluster-metrics.js';
 import {
   createFabricBus,
@@ -150,7 +155,7 @@ interface ForwardRequest {
   traceparent?: string;
   principal?: WirePrincipal;
   /** The principal's limits, reserved on its home edge by the requester. */
-  lease?: LeaseRef;
+  lease?: LimitLeaseRef;
 }
 
 export type ForwardReply =
@@ -417,7 +422,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       model: request.model,
       ...(traceparent !== '' ? { traceparent } : {}),
       ...(principal ? { principal: toWirePrincipal(principal) } : {}),
-      ...(principal?.lease instanceof ClusterLease ? { lease: principal.lease.ref } : {}),
+      ...(principal?.lease instanceof HomeLimitLease ? { lease: principal.lease.ref } : {}),
     };
     // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
     // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
@@ -434,7 +439,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   accepted(run: ForwardedRun, principal: Principal | undefined): void {
     this.metrics?.forwarded(run.edgeId);
     // The owner holds the lease now (it reports it open and finishes it).
-    if (principal?.lease instanceof ClusterLease) principal.lease.handOff();
+    if (principal?.lease instanceof HomeLimitLease) principal.lease.handOff();
   }
 
   released(run: ForwardedRun): void {
@@ -807,9 +812,9 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   }
 
   /** A forwarded run's principal, with the lease its requester reserved (released here when the run ends). */
-  private principalOf(wire: WirePrincipal, lease: LeaseRef | undefined) {
+  private principalOf(wire: WirePrincipal, lease: LimitLeaseRef | undefined) {
     const principal = fromWirePrincipal(wire);
-    return lease && this.limits ? this.limits.withLease(principal, lease) : principal;
+    return lease && this.limits ? this.limits.withLimitLease(principal, lease) : principal;
   }
 
   private cancelServed(forwardId: string, reason: string): void {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import type { NodeDiscovered } from '../node/discovered.js';
-import { ConsoleSession } from './console-session.js';
+import { OpsConsole } from './ops-console.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 
@@ -23,9 +23,9 @@ const DISCOVERED: NodeDiscovered = {
   discoveredAtUnixMs: 1,
 };
 
-const sessions: ConsoleSession[] = [];
+const consoles: OpsConsole[] = [];
 afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
+  await Promise.all(consoles.splice(0).map((ops) => ops.close()));
 });
 
 function setup() {
@@ -33,15 +33,15 @@ function setup() {
   const service = FakeEdgeService.forConsole(bus);
   service.nodes = [node('n1', 'n1', 1_700_000_000_000)];
   const lines: string[] = [];
-  const session = new ConsoleSession({
+  const ops = new OpsConsole({
     service,
     events: bus,
     write: (line) => lines.push(line),
     defaults: { node: '', adapter: 'cli', target: 'fake-cli', sessionId: 'default' },
   });
-  sessions.push(session);
-  session.start();
-  return { bus, service, session, lines };
+  consoles.push(ops);
+  ops.start();
+  return { bus, service, ops, lines };
 }
 
 async function waitForLine(lines: string[], pattern: RegExp): Promise<void> {
@@ -67,7 +67,7 @@ describe('console discovery', () => {
   });
 
   it("strips a node's escape sequences from what it discovered and from its run text", async () => {
-    const { bus, service, session, lines } = setup();
+    const { bus, service, ops, lines } = setup();
     const ESC = '\u001b';
     service.nodes = [
       {
@@ -90,31 +90,31 @@ describe('console discovery', () => {
     );
     // An echoing run: the answer text carries the sequences back from the "node".
     service.script = undefined;
-    await session.handleLine(`hello${ESC}]52;c;aGk=\u0007${ESC}[1A\u009b2J\tworld`);
+    await ops.handleLine(`hello${ESC}]52;c;aGk=\u0007${ESC}[1A\u009b2J\tworld`);
     expect(lines).toContain('[node0-msg] echo: hello\tworld');
     // eslint-disable-next-line no-control-regex -- no control character may be left
     expect(lines.join('\n')).not.toMatch(/[\u001b\u0007\u009b]/);
   });
 
   it('/discover asks the selected node for a fresh pass and prints what it reported', async () => {
-    const { service, session, lines } = setup();
+    const { service, ops, lines } = setup();
     service.commandHandler = (input) => {
       if (input.request.command !== 'discover') return undefined;
       // The node's report lands before its answer, as on the wire.
       service.nodes = [{ ...node('n1', 'n1', 1_700_000_000_000), discovered: DISCOVERED }];
       return create.nodeCommandResponse({ ok: true, result: { backends: 'ollama', clis: 'codex' } });
     };
-    await session.handleLine('/discover');
+    await ops.handleLine('/discover');
     expect(lines).toEqual(['[node0-discover] ollama: 2 models · codex 0.46.0 · agents share node user']);
   });
 
   it('/discover prints the node’s error when the node cannot discover', async () => {
-    const { service, session, lines } = setup();
+    const { service, ops, lines } = setup();
     service.commandResponses.set(
       'discover',
       create.nodeCommandResponse({ ok: false, error: 'discovery is not enabled on this node' }),
     );
-    await session.handleLine('/discover');
+    await ops.handleLine('/discover');
     expect(lines.join('\n')).toContain('discovery is not enabled on this node');
   });
 });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { PassThrough } from 'node:stream';
 import { ConsolePrompt } from './console-prompt.js';
-import { ConsoleSession } from './console-session.js';
+import { OpsConsole } from './ops-console.js';
 import { FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 
 function setup(terminal: boolean): {
   prompt: ConsolePrompt;
-  session: ConsoleSession;
+  ops: OpsConsole;
   input: PassThrough;
   bus: FakeEventBus;
   text: () => string;
@@ -18,14 +18,14 @@ function setup(terminal: boolean): {
   output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
   const prompt = new ConsolePrompt({ input, output, terminal });
   const bus = new FakeEventBus();
-  const session = new ConsoleSession({
+  const ops = new OpsConsole({
     service: FakeEdgeService.forConsole(bus),
     events: bus,
     write: prompt.writeLine,
     defaults: { adapter: 'cli', target: 't', sessionId: 's' },
   });
-  session.start();
-  return { prompt, session, input, bus, text: () => text };
+  ops.start();
+  return { prompt, ops, input, bus, text: () => text };
 }
 
 async function until(condition: () => boolean): Promise<void> {
@@ -38,17 +38,17 @@ async function until(condition: () => boolean): Promise<void> {
 
 describe('ConsolePrompt', () => {
   it('ends the loop on stop() while waiting for input', async () => {
-    const { prompt, session } = setup(false);
-    const loop = prompt.run(session);
+    const { prompt, ops } = setup(false);
+    const loop = prompt.run(ops);
     await new Promise((resolve) => setTimeout(resolve, 5));
     prompt.stop();
     await loop;
-    await session.close();
+    await ops.close();
   });
 
   it('shows the prompt on a terminal and redraws it under asynchronous output', async () => {
-    const { prompt, session, bus, text, input } = setup(true);
-    const loop = prompt.run(session);
+    const { prompt, ops, bus, text, input } = setup(true);
+    const loop = prompt.run(ops);
     await until(() => text().includes('edge> '));
     bus.publish({
       type: 'node',
@@ -59,6 +59,6 @@ describe('ConsolePrompt', () => {
     expect(text().lastIndexOf('edge> ')).toBeGreaterThan(text().indexOf('connected node=n1'));
     input.write('/exit\r');
     await loop;
-    await session.close();
+    await ops.close();
   });
 });

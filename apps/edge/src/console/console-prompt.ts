@@ -1,4 +1,4 @@
-// The console's readline front-end: shows the `edge> ` prompt, feeds lines to a ConsoleSession one at a time and
+// The console's readline front-end: shows the `edge> ` prompt, feeds lines to an OpsConsole one at a time and
 // keeps asynchronous output (node events, background runs) from garbling the prompt line.
 //
 // On a terminal the typed line is echoed by readline itself. With piped input (scripts, tests) nothing echoes,
@@ -6,20 +6,20 @@
 // interactive transcript (`edge> /nodes` followed by its output).
 //
 // Ends on `/exit`, on end of input, on `stop()`, or on Ctrl-C at an idle prompt (Ctrl-C during a foreground run
-// cancels the run instead). The caller owns the streams and the session's lifecycle.
+// cancels the run instead). The caller owns the streams and the console's lifecycle.
 import { createInterface } from 'node:readline';
-import type { ConsoleSession } from './console-session.js';
+import type { OpsConsole } from './ops-console.js';
 
 export interface ConsolePromptOptions {
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream;
-  /** A fixed prompt; default: the session's `promptText()` (`edge> `, or with the adapter/target it switched to). */
+  /** A fixed prompt; default: the console's `promptText()` (`edge> `, or with the adapter/target it switched to). */
   prompt?: string;
   /** Whether input is an interactive terminal (default: the input stream's isTTY). */
   terminal?: boolean;
 }
 
-/** Owns the prompt: `writeLine` is the writer to give the ConsoleSession, `run` drives the session. */
+/** Owns the prompt: `writeLine` is the writer to give the OpsConsole, `run` drives it. */
 export class ConsolePrompt {
   private readonly options: ConsolePromptOptions;
   private readonly terminal: boolean;
@@ -50,9 +50,9 @@ export class ConsolePrompt {
   }
 
   /** Runs the prompt loop until /exit, end of input, Ctrl-C at an idle prompt or stop(). */
-  async run(session: ConsoleSession): Promise<void> {
+  async run(ops: OpsConsole): Promise<void> {
     const { input, output } = this.options;
-    const promptText = (): string => this.options.prompt ?? session.promptText();
+    const promptText = (): string => this.options.prompt ?? ops.promptText();
     const reader = createInterface({ input, output, terminal: this.terminal, prompt: promptText() });
     const lines: string[] = [];
     let ended = false;
@@ -70,7 +70,7 @@ export class ConsolePrompt {
       notify();
     });
     reader.on('SIGINT', () => {
-      if (!session.interrupt()) {
+      if (!ops.interrupt()) {
         ended = true;
         lines.length = 0;
         notify();
@@ -90,7 +90,7 @@ export class ConsolePrompt {
         if (line === undefined) return;
         this.atPrompt = false;
         if (!this.terminal) output.write(`${promptText()}${line}\n`);
-        const result = await session.handleLine(line);
+        const result = await ops.handleLine(line);
         if (result === 'exit') return;
       }
     } finally {

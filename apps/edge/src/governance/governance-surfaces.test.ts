@@ -22,7 +22,7 @@ import { closeOpenAIApp, createOpenAIApp } from '../openai/openai-app.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { createEdgeService } from '../service/edge-service.js';
 import { openGovernance, type Governance } from './governance.js';
-import { ManualClock } from './test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { TEST_A2A_SETTINGS } from '../a2a/test-support/a2a-settings.js';
 
 const KEYS = {

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { GovernanceError } from './errors.js';
 import { createGovernor, periodAt, type Admission, type RunEnd } from './governor.js';
 import { testPrincipal as key } from './test-support/test-principal.js';
-import { ManualClock } from './test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import type { UsageRecord } from './usage-store.js';
 
 function setup(spentOnDisk: Record<string, number> = {}) {

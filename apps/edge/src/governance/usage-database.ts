@@ -4,6 +4,7 @@
 // the same choice (apps/node/src/history/sqlite-driver.ts); the edge keeps its own few lines because apps never
 // import each other.
 import Database from 'better-sqlite3';
+import type { SqliteEngine } from '@iop/sqlite-wal';
 
 export interface SqlStatement {
   run(...parameters: unknown[]): { changes: number | bigint };
@@ -16,8 +17,6 @@ export interface SqlDatabase {
   prepare(sql: string): SqlStatement;
   close(): void;
 }
-
-export type SqliteEngine = 'better-sqlite3' | 'node:sqlite';
 
 export interface OpenedDatabase {
   db: SqlDatabase;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../logging.js';
-import { ManualClock } from './test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { openUsageDatabase } from './usage-database.js';
 import { UsageStore, type UsageRecord } from './usage-store.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { createHeartbeatSweeper, heartbeatTickMs, type HeartbeatTarget } from './heartbeat-sweeper.js';
 
 /** A link as the sweeper sees it: records pings; a test moves `lastSeenUnixMs` as frames "arrive". */

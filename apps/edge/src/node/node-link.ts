@@ -1,4 +1,5 @@
-// The edge side of one authenticated node connection, after the handshake.
+// NodeLink: the edge's end of one authenticated node connection, after the handshake (the node's end is
+// apps/node's EdgeLink).
 //
 // Responsibilities: send run / cancel / command / config-refresh messages; route incoming run events to the
 // observer registered for their run id; correlate request/response pairs by `Envelope.requestId` with a timeout;

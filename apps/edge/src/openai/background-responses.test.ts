@@ -9,11 +9,11 @@ import { RunRegistry } from '../service/run-registry.js';
 import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
 import { createRunStarter } from './run-starter.js';
-import type { RunSpec } from './run-spec.js';
+import type { RequestedRun } from './requested-run.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually } from './test-support/openai-harness.js';
 
-const spec: RunSpec = {
+const spec: RequestedRun = {
   messages: [create.chatMessage({ role: 'user', content: 'hi' })],
   tools: [],
   params: create.generationParams({}),
@@ -94,7 +94,7 @@ describe('BackgroundResponses', () => {
 
   it("keeps keys apart: team-a neither reads nor cancels team's response, and is told 404 like for an unknown id", async () => {
     const { store, route, context, pool, service } = setup(200);
-    const team = { ...spec, principal: { id: 'team' } } as RunSpec;
+    const team = { ...spec, principal: { id: 'team' } } as RequestedRun;
     store.start(context('r1'), route, team, output);
     const unknown = await store.get('nope', 'team-a').catch((error: unknown) => error);
     for (const attempt of [store.get('r1', 'team-a'), store.cancel('r1', 'team-a'), store.get('r1')]) {

@@ -15,7 +15,7 @@ import { responseObject, responsesBody, type ResponsesOutputContext } from './re
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunStarter } from './run-starter.js';
 import type { OutputOptions } from './run-output.js';
-import type { RunSpec } from './run-spec.js';
+import type { RequestedRun } from './requested-run.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
@@ -45,7 +45,7 @@ export class BackgroundResponses {
   start(
     context: ResponsesOutputContext,
     route: ResolvedRoute,
-    spec: RunSpec,
+    spec: RequestedRun,
     output: OutputOptions,
   ): Record<string, unknown> {
     if (this.closed)
@@ -102,7 +102,7 @@ export class BackgroundResponses {
   private async run(
     running: Running,
     route: ResolvedRoute,
-    spec: RunSpec,
+    spec: RequestedRun,
     output: OutputOptions,
   ): Promise<void> {
     const { context, registered, controller } = running;

@@ -1,10 +1,16 @@
-// /v1/chat/completions body → RunSpec.
+// /v1/chat/completions body → RequestedRun.
 import { create, type ChatMessage, type ToolCall } from '@iop/wire';
 import { invalidRequest } from './openai-error.js';
 import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
-import { generationParams, imageInput, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+import {
+  generationParams,
+  imageInput,
+  splitMetadata,
+  toolDefinition,
+  type RequestedRun,
+} from './requested-run.js';
 
-export function chatRunSpec(body: ChatRequestBody): RunSpec {
+export function chatRequestedRun(body: ChatRequestBody): RequestedRun {
   const generation = generationParams(
     body,
     body.max_completion_tokens ?? body.max_tokens,

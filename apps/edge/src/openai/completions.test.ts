@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { RunKind, create, type RunEventPart } from '@iop/wire';
 import { OpenAIHttpError } from './openai-error.js';
-import { completionBody, completionsRunSpec, validateCompletionsRequest } from './completions.js';
+import { completionBody, completionsRequestedRun, validateCompletionsRequest } from './completions.js';
 import { planRequestFields } from './request-fields.js';
 import { collectRun } from './run-output.js';
 
@@ -22,12 +22,12 @@ function refusal(run: () => unknown): OpenAIHttpError {
 describe('validateCompletionsRequest', () => {
   it('takes a string prompt or a list of one string', () => {
     expect(validateCompletionsRequest({ model: 'm', prompt: 'hi' }).prompt).toBe('hi');
-    expect(completionsRunSpec(validateCompletionsRequest({ model: 'm', prompt: ['hi'] })).completion).toEqual(
-      {
-        prompt: 'hi',
-        suffix: '',
-      },
-    );
+    expect(
+      completionsRequestedRun(validateCompletionsRequest({ model: 'm', prompt: ['hi'] })).completion,
+    ).toEqual({
+      prompt: 'hi',
+      suffix: '',
+    });
   });
 
   it('refuses token ids and several prompts with 400 naming prompt', () => {
@@ -52,9 +52,9 @@ describe('validateCompletionsRequest', () => {
   });
 });
 
-describe('completionsRunSpec', () => {
+describe('completionsRequestedRun', () => {
   it('carries the prompt and suffix in completion and the sampling fields in the params, no messages', () => {
-    const spec = completionsRunSpec(
+    const spec = completionsRequestedRun(
       validateCompletionsRequest({
         model: 'm',
         prompt: 'def add(',

@@ -1,4 +1,4 @@
-// POST /v1/completions (legacy text completion): the body's check, its run spec (RunRequest.kind = completion:
+// POST /v1/completions (legacy text completion): the body's check, its requested run (RunRequest.kind = completion:
 // the raw prompt and suffix travel in `completion`, no messages; sampling fields in the generation params) and
 // the answer, one `text_completion` body or a stream of `text_completion` chunks ending in `data: [DONE]`.
 // One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no
@@ -8,7 +8,7 @@ import { RunKind, type RunEventPart, type Usage } from '@iop/wire';
 import { errorDataObject, invalidRequest, runFailed } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
 import { finishReasonOf, usageTotals, type CollectedRun, type UsageTotals } from './run-output.js';
-import { generationParams, type RunSpec } from './run-spec.js';
+import { generationParams, type RequestedRun } from './requested-run.js';
 import type { SseSink } from './sse-sink.js';
 
 export interface CompletionsRequestBody {
@@ -86,8 +86,8 @@ function refuseTokenOrManyPrompts(body: Record<string, unknown>): void {
   }
 }
 
-/** The run spec of a completions request: no messages, the prompt (and suffix) in `completion`. */
-export function completionsRunSpec(body: CompletionsRequestBody): RunSpec {
+/** The requested run of a completions request: no messages, the prompt (and suffix) in `completion`. */
+export function completionsRequestedRun(body: CompletionsRequestBody): RequestedRun {
   const prompt = typeof body.prompt === 'string' ? body.prompt : (body.prompt[0] ?? '');
   // Only the sampling fields: reasoning switches are not completion fields (unknown ones are forwarded or refused).
   const sampling = {

@@ -4,7 +4,7 @@ import { OpenAIHttpError } from './openai-error.js';
 import {
   collectEmbeddings,
   embeddingsBody,
-  embeddingsRunSpec,
+  embeddingsRequestedRun,
   float32Base64,
   validateEmbeddingsRequest,
 } from './embeddings.js';
@@ -26,8 +26,10 @@ function status(run: () => unknown): number | undefined {
 }
 
 describe('embeddings', () => {
-  it('builds an embedding run spec with the inputs and no messages', () => {
-    const spec = embeddingsRunSpec(validateEmbeddingsRequest({ model: 'm', input: 'one', dimensions: 3 }));
+  it('builds an embedding requested run with the inputs and no messages', () => {
+    const spec = embeddingsRequestedRun(
+      validateEmbeddingsRequest({ model: 'm', input: 'one', dimensions: 3 }),
+    );
     expect(spec.kind).toBe(RunKind.RUN_KIND_EMBEDDING);
     expect(spec.embedding).toEqual({ inputs: ['one'], dimensions: 3 });
     expect(spec.messages).toEqual([]);

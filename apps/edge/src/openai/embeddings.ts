@@ -1,4 +1,4 @@
-// POST /v1/embeddings: the body's check, its run spec (RunRequest.kind = embedding: the inputs travel in
+// POST /v1/embeddings: the body's check, its requested run (RunRequest.kind = embedding: the inputs travel in
 // `embedding`, no messages), the run's `embeddings` parts read back in input order, and the OpenAI answer with
 // each vector as a JSON float list or, for `encoding_format: "base64"` (what the official SDK asks for unless told
 // otherwise), base64 of its little-endian float32 bytes. Token-array inputs are refused: Ollama cannot take them
@@ -6,7 +6,7 @@
 import { RunKind, type Embedding, type RunEventPart, type Usage } from '@iop/wire';
 import { invalidRequest, runFailed } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
-import type { RunSpec } from './run-spec.js';
+import type { RequestedRun } from './requested-run.js';
 
 /** OpenAI's own limit on inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -57,8 +57,8 @@ function refuseTokenInputs(body: Record<string, unknown>): void {
   }
 }
 
-/** The run spec of an embeddings request: no messages, the inputs in `embedding`. */
-export function embeddingsRunSpec(body: EmbeddingsRequestBody): RunSpec {
+/** The requested run of an embeddings request: no messages, the inputs in `embedding`. */
+export function embeddingsRequestedRun(body: EmbeddingsRequestBody): RequestedRun {
   const inputs = typeof body.input === 'string' ? [body.input] : body.input;
   return {
     messages: [],

@@ -33,10 +33,10 @@ import { isPlainJsonRequest, readJsonBody } from './json-body.js';
 import { BackgroundResponses } from './background-responses.js';
 import { noMetrics, type OpenAIMetrics } from './openai-metrics.js';
 import { chatCompletionBody, streamChatCompletion, type ChatOutputContext } from './chat-completion.js';
-import { chatRunSpec } from './chat-request.js';
+import { chatRequestedRun } from './chat-request.js';
 import {
   completionBody,
-  completionsRunSpec,
+  completionsRequestedRun,
   streamCompletion,
   validateCompletionsRequest,
   type CompletionOutputContext,
@@ -44,19 +44,19 @@ import {
 import {
   collectEmbeddings,
   embeddingsBody,
-  embeddingsRunSpec,
+  embeddingsRequestedRun,
   validateEmbeddingsRequest,
 } from './embeddings.js';
 import { randomId } from './ids.js';
 import { invalidRequest, mapOpenAIError, modelNotFound, OpenAIHttpError } from './openai-error.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
 import { planRequestFields, type RequestEndpoint } from './request-fields.js';
-import { responsesRunSpec } from './responses-request.js';
+import { responsesRequestedRun } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
 import { createRunStarter, type StartedRun } from './run-starter.js';
 import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.js';
-import { checkImageUrls, hasImageUrls, type RunSpec } from './run-spec.js';
+import { checkImageUrls, hasImageUrls, type RequestedRun } from './requested-run.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { HttpMount } from '../http/http-mount.js';
@@ -225,7 +225,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const fields = planFields('completions', body, route);
-    const spec = withCaller(Object.assign(completionsRunSpec(body), fields), exchange);
+    const spec = withCaller(Object.assign(completionsRequestedRun(body), fields), exchange);
     const context: CompletionOutputContext = {
       id: `cmpl-${randomId()}`,
       created: Math.floor(clock.now() / 1000),
@@ -252,7 +252,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const fields = planFields('embeddings', body, route);
-    const spec = withCaller(Object.assign(embeddingsRunSpec(body), fields), exchange);
+    const spec = withCaller(Object.assign(embeddingsRequestedRun(body), fields), exchange);
     const response = exchange.response;
     if (spec.droppedParams) response.setHeader(DROPPED_HEADER, spec.droppedParams.join(','));
     const run = await runs.start(route, spec, disconnectSignal(exchange.request.socket));
@@ -281,7 +281,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   }
 
   /** Adds who is asking and in which trace: the key's principal and the request's `traceparent` header. */
-  function withCaller(spec: RunSpec, exchange: Exchange): RunSpec {
+  function withCaller(spec: RequestedRun, exchange: Exchange): RequestedRun {
     // `spec` was just built for this request: filled in place rather than copied.
     spec.principal = exchange.principal;
     const traceparent = exchange.request.headers.traceparent;
@@ -297,7 +297,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     endpoint: RequestEndpoint,
     body: object,
     route: ResolvedRoute,
-  ): Pick<RunSpec, 'extraBodyJson' | 'droppedParams'> {
+  ): Pick<RequestedRun, 'extraBodyJson' | 'droppedParams'> {
     const plan = planRequestFields(body as Record<string, unknown>, {
       endpoint,
       model: route.model,
@@ -311,7 +311,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   }
 
   /** Remote images: refused for backends that cannot take them (400), fetched by the node when the model allows. */
-  function withImageUrls(spec: RunSpec, route: ResolvedRoute): RunSpec {
+  function withImageUrls(spec: RequestedRun, route: ResolvedRoute): RequestedRun {
     if (!hasImageUrls(spec)) return spec;
     const fetchEnabled = route.kind === 'pool' && route.modelConfig.fetch_image_urls;
     if (checkImageUrls(route.model, resolver.backends(route), fetchEnabled)) spec.fetchImageUrls = true;
@@ -331,7 +331,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
     const fields = planFields('chat', body, route);
-    const spec = withImageUrls(withCaller(Object.assign(chatRunSpec(body), fields), exchange), route);
+    const spec = withImageUrls(withCaller(Object.assign(chatRequestedRun(body), fields), exchange), route);
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -358,7 +358,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     }
     const route = resolveFor(exchange, body.model);
     const fields = planFields('responses', body, route);
-    const spec = withImageUrls(withCaller(Object.assign(responsesRunSpec(body), fields), exchange), route);
+    const spec = withImageUrls(
+      withCaller(Object.assign(responsesRequestedRun(body), fields), exchange),
+      route,
+    );
     requireWorkspace(route, spec);
     const context: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
@@ -437,14 +440,14 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     sendJson(exchange, mapped.status, mapped.body);
   }
 
-  function outputOptions(spec: RunSpec): OutputOptions {
+  function outputOptions(spec: RequestedRun): OutputOptions {
     return { includeReasoning: spec.includeReasoning, inlineReasoning: !openai.strict_output };
   }
 
   async function serveRun(
     exchange: Exchange,
     route: ResolvedRoute,
-    spec: RunSpec,
+    spec: RequestedRun,
     stream: boolean,
     writers: {
       /** How reasoning shows in a collected answer; default from the spec and `strict_output`. */
@@ -546,7 +549,7 @@ function sendJson(exchange: Exchange, status: number, body: unknown, headers?: (
   response.end(text);
 }
 
-function requireWorkspace(route: ResolvedRoute, spec: RunSpec): void {
+function requireWorkspace(route: ResolvedRoute, spec: RequestedRun): void {
   if (route.workspaceRequired && !spec.workspace) {
     throw invalidRequest(
       `The model '${route.model}' runs a CLI agent and requires 'metadata.workspace'`,

@@ -1,4 +1,4 @@
-// /v1/responses body → RunSpec. `instructions` becomes the leading system message; input items become chat
+// /v1/responses body → RequestedRun. `instructions` becomes the leading system message; input items become chat
 // messages (function_call → assistant tool call, function_call_output → tool message). Reasoning items that
 // clients replay are dropped (the node has no use for them); non-function tools (web_search, ...) are ignored
 // because no IOP adapter can execute hosted tools.
@@ -10,9 +10,15 @@ import type {
   ResponsesInputItem,
   ResponsesRequestBody,
 } from './request-schemas.js';
-import { generationParams, imageInput, splitMetadata, toolDefinition, type RunSpec } from './run-spec.js';
+import {
+  generationParams,
+  imageInput,
+  splitMetadata,
+  toolDefinition,
+  type RequestedRun,
+} from './requested-run.js';
 
-export function responsesRunSpec(body: ResponsesRequestBody): RunSpec {
+export function responsesRequestedRun(body: ResponsesRequestBody): RequestedRun {
   const generation = generationParams(
     body,
     body.max_output_tokens,

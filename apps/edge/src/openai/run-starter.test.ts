@@ -14,9 +14,9 @@ import {
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { createRunStarter } from './run-starter.js';
-import type { RunSpec } from './run-spec.js';
+import type { RequestedRun } from './requested-run.js';
 
-const spec: RunSpec = {
+const spec: RequestedRun = {
   messages: [create.chatMessage({ role: 'user', content: 'hi' })],
   tools: [],
   params: create.generationParams({}),

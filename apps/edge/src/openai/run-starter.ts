@@ -10,13 +10,13 @@ import type {
   RunDestination,
   RunEventWithMeta,
   RunHandle,
-  RunSpec as ServiceRunSpec,
+  RunSpec,
   RunSurface,
   SubmitOptions,
 } from '../service/types.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { collectRun, RunCollector, type CollectedRun, type OutputOptions } from './run-output.js';
-import type { RunSpec } from './run-spec.js';
+import type { RequestedRun } from './requested-run.js';
 
 export interface RunStarterDeps {
   service: EdgeService;
@@ -43,19 +43,19 @@ export interface StartedRun {
 }
 
 export interface RunStarter {
-  start(route: ResolvedRoute, spec: RunSpec, signal: AbortSignal): Promise<StartedRun>;
+  start(route: ResolvedRoute, requested: RequestedRun, signal: AbortSignal): Promise<StartedRun>;
 }
 
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   const surface = deps.surface ?? 'openai';
   return {
-    start(route, spec, signal) {
+    start(route, requested, signal) {
       const options: SubmitOptions = { surface, signal, model: route.model };
-      if (spec.principal) options.principal = spec.principal;
-      if (spec.traceparent) options.traceparent = spec.traceparent;
+      if (requested.principal) options.principal = requested.principal;
+      if (requested.traceparent) options.traceparent = requested.traceparent;
       // A promise chain: no async frame kept alive while the run request is on its way to the node.
       return deps.service
-        .submitRun(destinationOf(route), serviceSpec(spec, deps), options)
+        .submitRun(destinationOf(route), runSpecOf(requested, deps), options)
         .then((handle) => new StartedRunImpl(handle, signal, deps.logger));
     },
   };
@@ -71,23 +71,24 @@ function destinationOf(route: ResolvedRoute): RunDestination {
   };
 }
 
-function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
+/** The service's RunSpec of a requested run: who asked and how to answer stay with the surface. */
+function runSpecOf(requested: RequestedRun, deps: RunStarterDeps): RunSpec {
   return {
     session: { kind: 'slot', baseId: deps.sessionId },
-    messages: spec.messages,
-    tools: spec.tools,
-    toolChoiceJson: spec.toolChoiceJson,
-    params: spec.params,
-    reasoningRequested: spec.reasoningRequested,
-    workspace: spec.workspace,
+    messages: requested.messages,
+    tools: requested.tools,
+    toolChoiceJson: requested.toolChoiceJson,
+    params: requested.params,
+    reasoningRequested: requested.reasoningRequested,
+    workspace: requested.workspace,
     timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
-    metadata: spec.metadata,
-    collect: spec.collect,
-    extraBodyJson: spec.extraBodyJson,
-    kind: spec.kind,
-    completion: spec.completion,
-    embedding: spec.embedding,
-    fetchImageUrls: spec.fetchImageUrls,
+    metadata: requested.metadata,
+    collect: requested.collect,
+    extraBodyJson: requested.extraBodyJson,
+    kind: requested.kind,
+    completion: requested.completion,
+    embedding: requested.embedding,
+    fetchImageUrls: requested.fetchImageUrls,
   };
 }
 

@@ -25,14 +25,14 @@ export class RunRegistryError extends Error {
   }
 }
 
-/** The kinds of long-lived run the registry holds. */
-export const RUN_KINDS = ['openai.response', 'a2a.task'] as const;
-export type RunKind = (typeof RUN_KINDS)[number];
+/** The kinds of long-lived run the registry holds (not the wire's RunKind: chat, completion, embedding). */
+export const REGISTERED_RUN_KINDS = ['openai.response', 'a2a.task'] as const;
+export type RegisteredRunKind = (typeof REGISTERED_RUN_KINDS)[number];
 
 /** One run: whose it is ('' = anonymous), what kind, and the id the surface gave it. */
 export interface RunKey {
   principal: string;
-  kind: RunKind;
+  kind: RegisteredRunKind;
   id: string;
 }
 
@@ -52,7 +52,7 @@ export function isRunKey(value: unknown): value is RunKey {
     typeof key['principal'] === 'string' &&
     typeof key['id'] === 'string' &&
     key['id'] !== '' &&
-    (RUN_KINDS as readonly unknown[]).includes(key['kind'])
+    (REGISTERED_RUN_KINDS as readonly unknown[]).includes(key['kind'])
   );
 }
 

@@ -22,12 +22,18 @@ import {
   type RemoteRuns,
   type RunCancelResult,
   type RunKey,
-  type RunKind,
+  type RegisteredRunKind,
   type RunUpdate,
   type RunView,
 } from '../placement/run-directory.js';
 
-export type { RunKey, RunKind, RunUpdate, RunView, RunCancelResult } from '../placement/run-directory.js';
+export type {
+  RunKey,
+  RegisteredRunKind,
+  RunUpdate,
+  RunView,
+  RunCancelResult,
+} from '../placement/run-directory.js';
 export { RunRegistryError, type RunRegistryErrorCode } from '../placement/run-directory.js';
 
 export interface RunBounds {
@@ -61,7 +67,7 @@ export interface RegisteredRun {
 export interface RunRegistryOptions {
   clock: Clock;
   /** Bounds per kind; a kind not named gets DEFAULT_RUN_BOUNDS. */
-  bounds?: Partial<Record<RunKind, RunBounds>>;
+  bounds?: Partial<Record<RegisteredRunKind, RunBounds>>;
   /** Cluster mode: the other edges' registries, asked when this edge does not hold a key. */
   remote?: RemoteRuns;
   maxSubscribers?: number;
@@ -81,7 +87,7 @@ type Subscriber = (update: RunUpdate | 'end') => void;
 
 export class RunRegistry implements LocalRuns {
   /** Per kind, in insertion order (the first ended entry of a kind is its oldest). */
-  private readonly entries = new Map<RunKind, Map<string, Entry>>();
+  private readonly entries = new Map<RegisteredRunKind, Map<string, Entry>>();
   private readonly maxSubscribers: number;
   private readonly maxQueued: number;
   private closed = false;
@@ -121,7 +127,7 @@ export class RunRegistry implements LocalRuns {
   }
 
   /** Runs held here (of one kind, or all). */
-  size(kind?: RunKind): number {
+  size(kind?: RegisteredRunKind): number {
     if (kind) return this.entries.get(kind)?.size ?? 0;
     let total = 0;
     for (const shelf of this.entries.values()) total += shelf.size;
@@ -203,7 +209,7 @@ export class RunRegistry implements LocalRuns {
     return this.entries.get(key.kind)?.get(encodeRunKey(key));
   }
 
-  private shelf(kind: RunKind): Map<string, Entry> {
+  private shelf(kind: RegisteredRunKind): Map<string, Entry> {
     let shelf = this.entries.get(kind);
     if (!shelf) {
       shelf = new Map();
@@ -212,11 +218,11 @@ export class RunRegistry implements LocalRuns {
     return shelf;
   }
 
-  private bounds(kind: RunKind): RunBounds {
+  private bounds(kind: RegisteredRunKind): RunBounds {
     return this.options.bounds?.[kind] ?? DEFAULT_RUN_BOUNDS;
   }
 
-  private expire(kind: RunKind): void {
+  private expire(kind: RegisteredRunKind): void {
     const shelf = this.entries.get(kind);
     if (!shelf) return;
     const cutoff = this.options.clock.now() - this.bounds(kind).ttlMs;
@@ -225,7 +231,7 @@ export class RunRegistry implements LocalRuns {
     }
   }
 
-  private makeRoom(kind: RunKind): void {
+  private makeRoom(kind: RegisteredRunKind): void {
     const shelf = this.shelf(kind);
     const { maxEntries } = this.bounds(kind);
     if (shelf.size < maxEntries) return;

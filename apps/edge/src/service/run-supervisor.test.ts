@@ -11,7 +11,7 @@ import { createEventBus } from '../events/event-bus.js';
 import { createGovernor, type Governor, type LimitLease } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
-import { ManualClock } from '../governance/test-support/manual-clock.js';
+import { ManualClock } from '@iop/clock';
 import { silentLogger } from '../logging.js';
 import { createNodeRegistry } from '../node/node-registry.js';
 import type { PlacementRequest } from '../placement/placement.js';
@@ -55,7 +55,7 @@ const script: NodeScript = (request) => ({
   ],
 });
 
-/** A home edge's lease per run, counted (what cluster-limits' ClusterLease is to the home edge). */
+/** A home edge's lease per run, counted (what cluster-limits' HomeLimitLease is to the home edge). */
 class CountingLimits implements SharedLimits {
   open = 0;
   readonly finished: number[] = [];

@@ -5,7 +5,7 @@
 export type UiErrorCode =
   | 'insecure_listen' // non-loopback ui.listen without refresh.admin_token
   | 'listen_failed' // the port could not be bound
-  | 'unauthorized' // missing or wrong admin token, or no live login session
+  | 'unauthorized' // missing or wrong admin token, or no live login
   | 'too_many_attempts' // login throttled (per address or for the whole edge)
   | 'not_found'
   | 'method_not_allowed'

@@ -263,7 +263,7 @@ describe('ui handler: static app', () => {
 });
 
 describe('ui handler: authentication', () => {
-  it('asks for the admin token on every API call and accepts a bearer header or the session cookie', async () => {
+  it('asks for the admin token on every API call and accepts a bearer header or the login cookie', async () => {
     const { base } = await start({ token: 'admin-secret' });
     const denied = await fetch(`${base}/api/v1/overview`);
     expect(denied.status).toBe(401);
@@ -303,21 +303,21 @@ describe('ui handler: authentication', () => {
     const { base, handler } = await start({ token: 'admin-secret' });
     const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-    expect(handler.loginSessions).toBe(1);
+    expect(handler.logins).toBe(1);
     const logout = await postJson(`${base}/api/v1/logout`, {}, { cookie });
     expect(logout.status).toBe(200);
     expect(logout.headers.get('set-cookie')).toMatch(/^iop_ui_session=; Path=\/; Max-Age=0; HttpOnly/);
-    expect(handler.loginSessions).toBe(0);
+    expect(handler.logins).toBe(0);
     expect((await fetch(`${base}/api/v1/overview`, { headers: { cookie } })).status).toBe(401);
   });
 
-  it('ends a session at its expiry and keeps at most maxSessions', async () => {
+  it('ends a login at its expiry and keeps at most maxLogins', async () => {
     let now = 10_000;
     const clock = { ...systemClock, now: () => now };
     const { base, handler } = await start({
       token: 'admin-secret',
       clock,
-      sessionLimits: { ttlMs: 60_000, maxSessions: 3 },
+      loginLimits: { ttlMs: 60_000, maxLogins: 3 },
     });
     const cookies: string[] = [];
     for (let index = 0; index < 4; index += 1) {
@@ -325,7 +325,7 @@ describe('ui handler: authentication', () => {
       cookies.push((login.headers.get('set-cookie') ?? '').split(';')[0] ?? '');
     }
     expect(new Set(cookies).size).toBe(4);
-    expect(handler.loginSessions).toBe(3);
+    expect(handler.logins).toBe(3);
     // The oldest made room for the fourth.
     expect((await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookies[0] ?? '' } })).status).toBe(401);
     expect((await fetch(`${base}/api/v1/runs`, { headers: { cookie: cookies[3] ?? '' } })).status).toBe(200);
@@ -364,7 +364,7 @@ describe('ui handler: authentication', () => {
     const login = await postJson(`${base}/api/v1/login`, {});
     expect(await login.json()).toEqual({ authenticated: true, token_required: false });
     expect(login.headers.get('set-cookie')).toBeNull();
-    expect(handler.loginSessions).toBe(0);
+    expect(handler.logins).toBe(0);
   });
 
   it('refuses a login that is not JSON (a cross-site form cannot sign in)', async () => {

@@ -5,8 +5,8 @@
 // Security: every request first passes the listener's Host / Origin guard (http/host-guard.ts): a Host that is
 // not this listener (DNS rebinding) gets 421, a browser Origin that is not this listener 403, before anything is
 // read. With a token (refresh.admin_token) every /api request then needs `Authorization: Bearer <token>` (scripts)
-// or the `iop_ui_session` cookie that `POST /api/v1/login` sets after checking the token: a random session id
-// (login-sessions.ts) — never the token — HttpOnly, SameSite=Strict, Secure over HTTPS, with an expiry;
+// or the `iop_ui_session` cookie that `POST /api/v1/login` sets after checking the token: a random login id
+// (ui-logins.ts) — never the token — HttpOnly, SameSite=Strict, Secure over HTTPS, with an expiry;
 // `POST /api/v1/logout` forgets it. Logins are throttled per client address and edge-wide (login-throttle.ts,
 // 429 + Retry-After). Mutating requests (login, config refresh, terminate, playground) must be JSON, so a
 // cross-site form cannot send them. The static app itself is public: it holds no data.
@@ -41,7 +41,7 @@ import type {
 import type { UiAssets } from './ui-assets.js';
 import { UiError, isUiError } from './errors.js';
 import { guardRequests, type HostGuard } from '../http/host-guard.js';
-import { createLoginSessions, type LoginSessionLimits } from './login-sessions.js';
+import { createUiLogins, type UiLoginLimits } from './ui-logins.js';
 import { createLoginThrottle, type LoginThrottleLimits } from './login-throttle.js';
 
 /** A playground run as the surface starts it: already placed on a provider, its parts ending after the terminal. */
@@ -89,12 +89,12 @@ export interface UiHandlerDeps {
   version: string;
   /** '' = no authentication (the surface only allows that on loopback). */
   token: string;
-  /** Served over HTTPS: the session cookie is marked Secure. */
+  /** Served over HTTPS: the login cookie is marked Secure. */
   secure?: boolean;
   /** The listener's Host / Origin guard, applied to every request before anything else. */
   guard: HostGuard;
-  /** Login session lifetime and count. */
-  sessionLimits?: Partial<LoginSessionLimits>;
+  /** Login lifetime and count. */
+  loginLimits?: Partial<UiLoginLimits>;
   /** Failed-login throttle. */
   loginThrottle?: Partial<LoginThrottleLimits>;
   service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession'>;
@@ -124,14 +124,17 @@ export interface UiHandler {
   handle: http.RequestListener;
   /** Open live feeds and playground runs (tests; every one is released exactly once). */
   readonly openStreams: number;
-  /** Live login sessions (tests: bounded, logout removes one). */
-  readonly loginSessions: number;
+  /** Live logins (tests: bounded, logout removes one). */
+  readonly logins: number;
   readonly openPlaygrounds: number;
   /** Ends every live feed and playground stream; later API requests get 503. */
   close(): void;
 }
 
-/** The login session cookie: a random session id, never the admin token. */
+/**
+ * The login cookie: a random login id, never the admin token. Its name predates the UiLogin naming and stays, so an
+ * upgrade does not sign everyone out.
+ */
 export const UI_COOKIE = 'iop_ui_session';
 const SECURITY_HEADERS: Record<string, string> = {
   'x-content-type-options': 'nosniff',
@@ -148,7 +151,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   let playgrounds = 0;
   let streams = 0;
   let closed = false;
-  const sessions = createLoginSessions(clock, deps.sessionLimits);
+  const logins = createUiLogins(clock, deps.loginLimits);
   const throttle = createLoginThrottle(clock, deps.loginThrottle);
 
   function authorized(request: http.IncomingMessage): boolean {
@@ -156,10 +159,10 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     const header = request.headers.authorization ?? '';
     if (header.startsWith('Bearer ') && sameSecret(header.slice(7), deps.token)) return true;
     const cookie = cookieValue(request.headers.cookie ?? '', UI_COOKIE);
-    return cookie !== undefined && sessions.valid(cookie);
+    return cookie !== undefined && logins.valid(cookie);
   }
 
-  function sessionCookie(value: string, maxAgeSeconds: number): string {
+  function loginCookie(value: string, maxAgeSeconds: number): string {
     return `${UI_COOKIE}=${value}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${deps.secure ? '; Secure' : ''}`;
   }
 
@@ -186,21 +189,21 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       throw new UiError('unauthorized', 'wrong token');
     }
     throttle.succeeded(address);
-    const session = sessions.create();
-    const maxAge = Math.max(1, Math.floor((session.expiresAtMs - clock.now()) / 1000));
-    response.setHeader('set-cookie', sessionCookie(session.id, maxAge));
+    const login = logins.create();
+    const maxAge = Math.max(1, Math.floor((login.expiresAtMs - clock.now()) / 1000));
+    response.setHeader('set-cookie', loginCookie(login.id, maxAge));
     sendJson(response, 200, {
       authenticated: true,
       token_required: true,
-      expires_at_ms: session.expiresAtMs,
+      expires_at_ms: login.expiresAtMs,
     });
   }
 
   function logout(request: http.IncomingMessage, response: http.ServerResponse): void {
     checkMutation(request);
     const cookie = cookieValue(request.headers.cookie ?? '', UI_COOKIE);
-    if (cookie !== undefined) sessions.revoke(cookie);
-    response.setHeader('set-cookie', sessionCookie('', 0));
+    if (cookie !== undefined) logins.revoke(cookie);
+    response.setHeader('set-cookie', loginCookie('', 0));
     sendJson(response, 200, { authenticated: false });
   }
 
@@ -582,8 +585,8 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
 
   return {
     handle: guardRequests(deps.guard, handleGuarded),
-    get loginSessions() {
-      return sessions.size;
+    get logins() {
+      return logins.size;
     },
     get openStreams() {
       return streams;

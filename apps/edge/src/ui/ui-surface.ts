@@ -3,7 +3,7 @@
 // console's node labels — for as long as the edge runs.
 //
 // Security: like the admin API, without `refresh.admin_token` it only listens on loopback and refuses to start
-// otherwise; with a token every API call needs it or a login session (ui-server.ts). Every request passes the
+// otherwise; with a token every API call needs it or a login (ui-server.ts). Every request passes the
 // listener's Host / Origin guard first (http/host-guard.ts, names from `http.allowed_hosts`).
 //
 // Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and

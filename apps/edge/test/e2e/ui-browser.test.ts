@@ -309,7 +309,7 @@ suite('ops dashboard with an admin token, in headless Chromium', () => {
     await tokenGroup.close();
   });
 
-  it('asks for the token, then loads and goes live with a session cookie (never the token), and signs out', async () => {
+  it('asks for the token, then loads and goes live with a login cookie (never the token), and signs out', async () => {
     const dir = await tokenGroup.tempDir('iop-e2e-ui-token-');
     const base = fabricConfig({ dataDir: `${dir}/data`, nodes: [] });
     const tokened = await startEdgeProcess(tokenGroup, dir, {

@@ -13,6 +13,7 @@ import {
   type RunRequest,
 } from '@iop/wire';
 
+import type { AdapterType } from '@iop/config';
 import type { AbortSignalLike } from './cancellation.js';
 import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
@@ -26,7 +27,8 @@ export const ADAPTER_INTERFACE_VERSION = 1;
  */
 export const NODE_RUN_KINDS: readonly RunKind[] = [RunKind.RUN_KIND_COMPLETION, RunKind.RUN_KIND_EMBEDDING];
 
-export type AdapterType = 'cli' | 'ollama' | 'openai_compat';
+/** The adapter types (config's union: the edge pushes `adapters[].type` from edge.yaml). */
+export type { AdapterType };
 
 export interface RunOptions {
   /**

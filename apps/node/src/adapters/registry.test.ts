@@ -129,7 +129,7 @@ describe('AdapterRegistry', () => {
     expect(cli.built).toHaveLength(1);
   });
 
-  it('closes a removed instance only after its last lease is released, exactly once', async () => {
+  it('closes a removed instance only after its last hold is released, exactly once', async () => {
     const { registry, cli } = setup();
     registry.apply([adapterInstance('cli', 'cli')]);
     const first = registry.acquire('cli');
@@ -152,11 +152,11 @@ describe('AdapterRegistry', () => {
   it('close() closes active and retiring instances once and refuses later applies', async () => {
     const { registry, cli } = setup();
     registry.apply([adapterInstance('a', 'cli'), adapterInstance('b', 'cli')]);
-    const lease = registry.acquire('a');
+    const hold = registry.acquire('a');
     registry.apply([adapterInstance('b', 'cli')]);
     await registry.close();
     await registry.close();
-    lease.release();
+    hold.release();
     await flush();
     expect(cli.built.map((adapter) => adapter.closeCount)).toEqual([1, 1]);
     expect(() => registry.apply([])).toThrow(RegistryError);

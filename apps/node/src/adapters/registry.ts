@@ -1,8 +1,8 @@
 // The node's adapter instances, built from the `adapters` of the config payload the edge pushes. `apply` swaps
 // in a new set atomically: instances whose settings did not change are kept as they are (their sessions and
-// in-flight runs continue), changed or removed ones are retired and closed once their last lease is released.
+// in-flight runs continue), changed or removed ones are retired and closed once their last hold is released.
 //
-// Runs and commands hold a lease on the adapter they use (`acquire` → `release()`, exactly once), which is what
+// Runs and commands take an AdapterHold on the adapter they use (`acquire` → `release()`, exactly once), which is what
 // lets a refresh retire an instance without cutting a run short.
 import type { AdapterInstance } from '@iop/wire';
 import type { Logger } from '@iop/logging';
@@ -30,7 +30,8 @@ export interface AdapterRegistryDeps {
   logger: Logger;
 }
 
-export interface AdapterLease {
+/** A run's or command's hold on one adapter instance: a refresh never closes an instance that is held. */
+export interface AdapterHold {
   readonly adapter: Adapter;
   /** Idempotent. The last release of a retired instance closes it. */
   release(): void;
@@ -46,7 +47,7 @@ export interface RegistryChange {
 interface Entry {
   adapter: Adapter;
   fingerprint: string;
-  leases: number;
+  holds: number;
   retired: boolean;
   closing: Promise<void> | undefined;
 }
@@ -103,7 +104,7 @@ export class AdapterRegistry {
         }
         const factory = this.factoryFor(instance.type)!;
         const adapter = factory(instance, this.deps.adapterDeps);
-        const entry: Entry = { adapter, fingerprint, leases: 0, retired: false, closing: undefined };
+        const entry: Entry = { adapter, fingerprint, holds: 0, retired: false, closing: undefined };
         built.push(entry);
         next.set(instance.name, entry);
         (current ? change.replaced : change.added).push(instance.name);
@@ -139,18 +140,18 @@ export class AdapterRegistry {
     return this.entryByType(name).adapter;
   }
 
-  /** Resolves and takes a lease; the adapter will not be closed by a refresh before `release()`. */
-  acquire(name: string): AdapterLease {
+  /** Resolves and takes a hold; the adapter will not be closed by a refresh before `release()`. */
+  acquire(name: string): AdapterHold {
     const entry = this.active.get(name) ?? this.entryByType(name);
-    entry.leases += 1;
+    entry.holds += 1;
     let released = false;
     return {
       adapter: entry.adapter,
       release: () => {
         if (released) return;
         released = true;
-        entry.leases -= 1;
-        if (entry.retired && entry.leases === 0) void this.closeEntry(entry);
+        entry.holds -= 1;
+        if (entry.retired && entry.holds === 0) void this.closeEntry(entry);
       },
     };
   }
@@ -199,7 +200,7 @@ export class AdapterRegistry {
 
   private retire(entry: Entry): void {
     entry.retired = true;
-    if (entry.leases === 0) void this.closeEntry(entry);
+    if (entry.holds === 0) void this.closeEntry(entry);
     else this.retiring.add(entry);
   }
 

@@ -34,7 +34,7 @@ describe('iop-node history', () => {
       startedAt: start + 2000,
     });
     history.finish('run-b', {
-      status: 'failed',
+      status: 'error',
       endedAt: start + 2100,
       detail: '',
       errorCode: 'node_busy',
@@ -52,7 +52,7 @@ describe('iop-node history', () => {
       /^RUN ID\s+STATUS\s+ADAPTER\s+TARGET\s+SESSION\s+STARTED\s+DURATION\s+EVENTS\s+OUTCOME$/,
     );
     expect(lines[1]).toMatch(
-      /^run-b\s+failed\s+ollama\s+llama3\s+s\s+2026-01-02 03:04:07\s+100ms\s+0\s+node_busy: busy$/,
+      /^run-b\s+error\s+ollama\s+llama3\s+s\s+2026-01-02 03:04:07\s+100ms\s+0\s+node_busy: busy$/,
     );
     expect(lines[2]).toMatch(
       /^run-a\s+completed\s+cli\s+fake-cli\s+default\s+2026-01-02 03:04:05\s+1\.5s\s+1\s+idle-timeout$/,
@@ -68,7 +68,7 @@ describe('iop-node history', () => {
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({
       run_id: 'run-b',
-      status: 'failed',
+      status: 'error',
       error_code: 'node_busy',
       duration_ms: 100,
       background: true,

@@ -18,7 +18,7 @@ import {
   describeOutcome,
   exitCodeFor,
   EXIT_CODE_REPLACED,
-} from '../link/node-link.js';
+} from '../link/edge-link.js';
 import { createLogger, type Logger } from '@iop/logging';
 import { parseEdgeFingerprint } from '@iop/wire';
 import { NodeAgent } from '../runner/node-agent.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DiscoverySettings, NodeDiscovery } from '@iop/wire';
 import { silentLogger } from '@iop/logging';
-import { systemClock } from '../link/clock.js';
+import { systemClock } from '@iop/clock';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
 import { DiscoveryReporter } from './discovery-reporter.js';
 

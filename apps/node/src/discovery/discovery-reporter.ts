@@ -5,7 +5,7 @@
 // up when a pass starts, and a report that cannot be sent is sent again by the next pass.
 import { envelope, type DiscoverySettings, type NodeDiscovery } from '@iop/wire';
 import type { Logger } from '@iop/logging';
-import type { Clock, TimerHandle } from '../link/clock.js';
+import type { Clock, ClockTimer } from '@iop/clock';
 import type { Outbound } from '../link/outbound.js';
 import type { NodeDiscoverer } from './node-discoverer.js';
 
@@ -35,7 +35,7 @@ export class DiscoveryReporter {
   #forceQueued = false;
   /** Fingerprint of the last report the edge received; undefined = send the next one whatever it holds. */
   #lastSent: string | undefined;
-  #timer: TimerHandle | undefined;
+  #timer: ClockTimer | undefined;
   #started = false;
 
   constructor(deps: DiscoveryReporterDeps) {
@@ -88,7 +88,6 @@ export class DiscoveryReporter {
         if (!this.#controller.signal.aborted) this.#schedule();
       });
     }, this.#deps.intervalMs ?? DEFAULT_DISCOVERY_INTERVAL_MS);
-    this.#timer.unref?.();
   }
 
   async #pass(force: boolean): Promise<DiscoveryPass | undefined> {

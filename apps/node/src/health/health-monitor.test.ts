@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ProviderHealth, ResidentState, type ProviderConfig, type ProviderStatusReport } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
-import { systemClock, type Clock } from '../link/clock.js';
-import { FakeClock } from '../link/test-support/fake-clock.js';
+import { ManualClock, systemClock, type Clock } from '@iop/clock';
 import { silentLogger, type Logger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
 import { RecordingOutbound } from '../runner/test-support/recording-outbound.js';
@@ -233,7 +232,7 @@ describe('HealthMonitor', () => {
     return counts;
   }
 
-  async function runFor(clock: FakeClock, ms: number, stepMs = 250): Promise<void> {
+  async function runFor(clock: ManualClock, ms: number, stepMs = 250): Promise<void> {
     for (let elapsed = 0; elapsed < ms; elapsed += stepMs) {
       clock.advance(stepMs);
       for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
@@ -241,20 +240,20 @@ describe('HealthMonitor', () => {
   }
 
   it('health_probe_interval_ms 0 disables probes: none in 5 s, even after a registration report', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { monitor, outbound, adapters } = setup([provider('gpu-a', 'ollama-a')], 0, clock);
     const counts = counting(adapters);
     monitor.start();
     monitor.requestFullReport();
     await runFor(clock, 5000);
     expect(counts).toEqual([0, 0]);
-    expect(clock.pending()).toEqual([]);
+    expect(clock.pendingDelays()).toEqual([]);
     // The registration report is still sent, without the unprobed provider (the edge shows it `unknown`).
     expect(reports(outbound).map((report) => report.providers)).toEqual([[]]);
   });
 
   it("a provider's own interval overrides the node's: on at 1 s under a disabled node, off under a 1 s node", async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const { monitor, adapters } = setup(
       [provider('fast', 'ollama-a', true, 1000), provider('node-default', 'ollama-b')],
       0,
@@ -269,7 +268,7 @@ describe('HealthMonitor', () => {
     expect(counts[1]).toBe(0);
     await monitor.stop();
 
-    const clock2 = new FakeClock();
+    const clock2 = new ManualClock();
     const second = setup(
       [provider('quiet', 'ollama-a', true, 0), provider('node-default', 'ollama-b')],
       1000,

@@ -22,7 +22,7 @@ import {
   type ProviderHealthEntry,
 } from '@iop/wire';
 import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
-import type { Clock, TimerHandle } from '../link/clock.js';
+import type { Clock, ClockTimer } from '@iop/clock';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
 import type { ResidentSnapshot } from './resident-monitor.js';
@@ -53,7 +53,7 @@ const HEALTH_VALUES: Record<HealthState, ProviderHealth> = {
 
 export class HealthMonitor {
   readonly #deps: HealthMonitorDeps;
-  #timer: TimerHandle | undefined;
+  #timer: ClockTimer | undefined;
   #running = false;
   #round: Promise<void> | undefined;
   /** Fingerprint per provider id of what was last reported. */
@@ -142,7 +142,6 @@ export class HealthMonitor {
           if (next !== undefined) this.#schedule(next, true);
         });
     }, delayMs);
-    this.#timer.unref?.();
   }
 
   /** A provider's probe interval: its own when the payload sets one, else the node's; 0 = never probed. */
@@ -276,7 +275,7 @@ export class HealthMonitor {
     const controller = new AbortController();
     const onStop = () => controller.abort('health monitor stopped');
     this.#controller.signal.addEventListener('abort', onStop, { once: true });
-    let timer: TimerHandle | undefined;
+    let timer: ClockTimer | undefined;
     const timeout = new Promise<ProbeOutcome>((resolve) => {
       timer = this.#deps.clock.setTimeout(() => {
         controller.abort('health probe timed out');

@@ -5,10 +5,15 @@
 // batched), `finish` exactly once with the outcome, `close` on shutdown (flushes pending events).
 import type { Usage } from '@iop/wire';
 
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+/**
+ * A recorded run's status. The finished ones are the run-outcome vocabulary of the whole product (the edge's run
+ * events, dashboard and usage say the same): `completed`, `error`, `cancelled`. Histories written before schema 3
+ * said `failed` for `error`; they are migrated on open (see sqlite-run-history.ts).
+ */
+export type RunStatus = 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
 
 /** Statuses a run can end with through `finish` (`interrupted` is only set by crash recovery). */
-export type FinishedRunStatus = 'completed' | 'failed' | 'cancelled';
+export type FinishedRunStatus = 'completed' | 'error' | 'cancelled';
 
 export interface RunStartRecord {
   runId: string;
@@ -20,7 +25,7 @@ export interface RunStartRecord {
   startedAt: number;
 }
 
-export interface RunOutcome {
+export interface RunEndRecord {
   status: FinishedRunStatus;
   endedAt: number;
   /** complete detail (`stop`, `idle-timeout`, ...) or the cancel reason. */
@@ -59,7 +64,7 @@ export interface RunSummary {
 export interface RunHistory {
   recordStart(run: RunStartRecord): void;
   appendEvent(event: RunEventRecord): void;
-  finish(runId: string, outcome: RunOutcome): void;
+  finish(runId: string, outcome: RunEndRecord): void;
   /** Newest first. */
   list(options?: { limit?: number }): RunSummary[];
   events(runId: string): RunEventRecord[];

@@ -329,7 +329,7 @@ describe('SqliteRunHistory', () => {
     history.recordStart(start('run-2', 20));
     history.appendEvent({ runId: 'run-2', seq: 1, type: 'text-delta', payload: { text: 'new' }, at: 21 });
     history.finish('run-2', {
-      status: 'failed',
+      status: 'error',
       endedAt: 22,
       detail: '',
       errorCode: 'x',
@@ -350,7 +350,7 @@ describe('SqliteRunHistory', () => {
     });
     expect(runs.get('run-1')?.usage?.totalTokens).toBe(3);
     expect(runs.get('run-2')).toMatchObject({
-      status: 'failed',
+      status: 'error',
       startedAt: 20,
       endedAt: 22,
       errorCode: 'x',
@@ -451,8 +451,62 @@ describe('SqliteRunHistory', () => {
     expect(history.events('new-run').map((event) => event.payload)).toEqual([{ text: 'new' }]);
     await history.close();
     const migrated = new Database(databasePath, { readonly: true });
-    expect(migrated.pragma('user_version', { simple: true })).toBe(2);
+    expect(migrated.pragma('user_version', { simple: true })).toBe(3);
     migrated.close();
+  });
+
+  it('reads a schema 2 error outcome (`failed`) as `error`: read-only as stored, writable by migrating the rows', async () => {
+    fs.mkdirSync(path.dirname(databasePath), { recursive: true });
+    const old = new Database(databasePath);
+    old.exec(`CREATE TABLE runs (id TEXT PRIMARY KEY, adapter TEXT NOT NULL, target TEXT NOT NULL,
+        session_id TEXT NOT NULL, provider_id TEXT NOT NULL DEFAULT '', background INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER, detail TEXT NOT NULL DEFAULT '',
+        error_code TEXT, error_message TEXT, usage_json TEXT, events_json TEXT);
+      CREATE INDEX runs_by_start ON runs(started_at);
+      CREATE TABLE run_events (run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+        type TEXT NOT NULL, payload_json TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (run_id, seq));
+      INSERT INTO runs (id, adapter, target, session_id, status, started_at, ended_at, detail, error_code,
+          error_message)
+        VALUES ('broken', 'ollama', 'llama3', 's', 'failed', 1, 2, '', 'node_busy', 'busy'),
+               ('fine', 'cli', 'fake-cli', 'default', 'completed', 3, 4, 'stop', NULL, NULL),
+               ('stopped', 'cli', 'fake-cli', 'default', 'cancelled', 5, 6, 'client gone', NULL, NULL);
+      PRAGMA user_version = 2;`);
+    old.close();
+    const stored = () => {
+      const raw = new Database(databasePath, { readonly: true });
+      try {
+        return {
+          version: raw.pragma('user_version', { simple: true }),
+          statuses: raw.prepare('SELECT id, status FROM runs ORDER BY id').all(),
+        };
+      } finally {
+        raw.close();
+      }
+    };
+    const expected = { broken: 'error', fine: 'completed', stopped: 'cancelled' };
+
+    const reader = SqliteRunHistory.open({ path: databasePath, readonly: true });
+    expect(Object.fromEntries(reader.list().map((run) => [run.runId, run.status]))).toEqual(expected);
+    await reader.close();
+    expect(stored().version).toBe(2);
+    expect(stored().statuses).toContainEqual({ id: 'broken', status: 'failed' });
+
+    const history = SqliteRunHistory.open({ path: databasePath });
+    expect(Object.fromEntries(history.list().map((run) => [run.runId, run.status]))).toEqual(expected);
+    expect(history.list().find((run) => run.runId === 'broken')).toMatchObject({
+      errorCode: 'node_busy',
+      errorMessage: 'busy',
+      endedAt: 2,
+    });
+    await history.close();
+    expect(stored()).toEqual({
+      version: 3,
+      statuses: [
+        { id: 'broken', status: 'error' },
+        { id: 'fine', status: 'completed' },
+        { id: 'stopped', status: 'cancelled' },
+      ],
+    });
   });
 
   it.each([
@@ -486,7 +540,7 @@ describe('SqliteRunHistory', () => {
     history.recordStart(start('run-1', 1));
     history.appendEvent({ runId: 'run-1', seq: 1, type: 'text-delta', payload: { text: 'old' }, at: 1 });
     history.finish('run-1', {
-      status: 'failed',
+      status: 'error',
       endedAt: 2,
       detail: '',
       errorCode: 'x',

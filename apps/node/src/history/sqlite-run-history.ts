@@ -60,7 +60,7 @@ import {
 import type {
   RunEventRecord,
   RunHistory,
-  RunOutcome,
+  RunEndRecord,
   RunStartRecord,
   RunStatus,
   RunSummary,
@@ -76,8 +76,11 @@ import {
 
 export const HISTORY_FILE_NAME = 'history.db';
 export const DEFAULT_RETAIN_RUNS = 1000;
-/** 2: runs.events_json (the events of a run committed whole, see `apply`). */
-const SCHEMA_VERSION = 2;
+/**
+ * 2: runs.events_json (the events of a run committed whole, see `apply`). 3: a run that ended in an error has
+ * status `error` (the product's run-outcome word), no longer `failed`.
+ */
+const SCHEMA_VERSION = 3;
 export const INTERRUPTED_DETAIL = 'node stopped before the run ended';
 
 export interface SqliteRunHistoryOptions {
@@ -137,7 +140,7 @@ const WRITER_ANSWER_TIMEOUT_MS = 30_000;
 type QueuedWrite =
   | { kind: 'start'; run: RunStartRecord }
   | { kind: 'event'; event: RunEventRecord }
-  | { kind: 'finish'; runId: string; outcome: RunOutcome };
+  | { kind: 'finish'; runId: string; outcome: RunEndRecord };
 
 interface RunRow {
   id: string;
@@ -309,7 +312,15 @@ export class SqliteRunHistory implements RunHistory {
       db.exec(SCHEMA);
       // A database written by schema 1 has no events_json yet (CREATE TABLE IF NOT EXISTS left it as it was).
       if (!hasInlineEvents(db)) db.exec('ALTER TABLE runs ADD COLUMN events_json TEXT');
-      db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      // Schemas 1 and 2 recorded an error outcome as `failed`. One transaction with the version bump, so a crash
+      // in between leaves the file to be migrated again on the next open.
+      const version =
+        (db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0;
+      db.exec(
+        version < 3
+          ? `BEGIN; UPDATE runs SET status = 'error' WHERE status = 'failed'; PRAGMA user_version = ${SCHEMA_VERSION}; COMMIT;`
+          : `PRAGMA user_version = ${SCHEMA_VERSION}`,
+      );
       const now = (options.now ?? Date.now)();
       const recovered = Number(
         db
@@ -415,7 +426,7 @@ export class SqliteRunHistory implements RunHistory {
   }
 
   /** Queues the run's end, committed (with its events) at the end of this event-loop turn. Never throws. */
-  finish(runId: string, outcome: RunOutcome): void {
+  finish(runId: string, outcome: RunEndRecord): void {
     this.writable();
     this.queueRunWrite({ kind: 'finish', runId, outcome });
   }
@@ -990,9 +1001,14 @@ function toSummary(row: RunRow): RunSummary {
   };
 }
 
-const STATUSES: readonly RunStatus[] = ['running', 'completed', 'failed', 'cancelled', 'interrupted'];
+const STATUSES: readonly RunStatus[] = ['running', 'completed', 'error', 'cancelled', 'interrupted'];
 
+/**
+ * A stored status as a RunStatus. `failed` is the error outcome of a history written before schema 3 that a
+ * read-only open (which never migrates) reads as it is.
+ */
 function toStatus(value: string): RunStatus {
+  if (value === 'failed') return 'error';
   return (STATUSES as readonly string[]).includes(value) ? (value as RunStatus) : 'interrupted';
 }
 
@@ -1002,7 +1018,7 @@ function message(error: unknown): string {
 
 /** Retention pass interval: every finish for small histories, every tenth of `retainRuns` for large ones. */
 /** A run's outcome as the columns status, ended_at, detail, error_code, error_message, usage_json. */
-function outcomeColumns(outcome: RunOutcome): (string | number | null)[] {
+function outcomeColumns(outcome: RunEndRecord): (string | number | null)[] {
   return [
     outcome.status,
     outcome.endedAt,

@@ -144,7 +144,7 @@ describe('CommandRouter', () => {
     });
   });
 
-  it('turns an adapter that throws into ok=false and releases its lease', async () => {
+  it('turns an adapter that throws into ok=false and releases its adapter hold', async () => {
     const { router, cli } = setup();
     cli.built[0].onCommand = () => Promise.reject(new Error('pipe closed'));
     const response = await router.handle('r', command({ command: 'sessions' }));

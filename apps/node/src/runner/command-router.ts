@@ -72,16 +72,16 @@ export class CommandRouter {
       adapterName = provider.adapter;
     }
     if (!adapterName) return failure(`command '${request.command}' names no adapter`);
-    let lease;
+    let hold;
     try {
-      lease = this.#deps.adapters.acquire(adapterName);
+      hold = this.#deps.adapters.acquire(adapterName);
     } catch (error) {
       return failure(errorMessage(error));
     }
     const controller = new AbortController();
     this.#inFlight.add(controller);
     try {
-      const response = await lease.adapter.command(request, {
+      const response = await hold.adapter.command(request, {
         signal: controller.signal,
         onProgress: (progress) => {
           void this.#deps.outbound.send(envelope.providerLifecycleProgress(requestId, progress));
@@ -99,10 +99,10 @@ export class CommandRouter {
         { command: request.command, adapter: adapterName, error: errorMessage(error) },
         'node command failed',
       );
-      return failure(`${request.command} failed on adapter '${lease.adapter.name}': ${errorMessage(error)}`);
+      return failure(`${request.command} failed on adapter '${hold.adapter.name}': ${errorMessage(error)}`);
     } finally {
       this.#inFlight.delete(controller);
-      lease.release();
+      hold.release();
     }
   }
 

@@ -20,9 +20,9 @@ import type { ProbeDeps } from '../discovery/probe-deps.js';
 import { HealthMonitor } from '../health/health-monitor.js';
 import { ResidentMonitor } from '../health/resident-monitor.js';
 import type { RunHistory } from '../history/run-history.js';
-import { systemClock, type Clock } from '../link/clock.js';
+import { systemClock, type Clock } from '@iop/clock';
 import type { ConnectFunction } from '../link/dial.js';
-import { NodeLink, type LinkOutcome, type RegistrationIdentity } from '../link/node-link.js';
+import { EdgeLink, type LinkOutcome, type RegistrationIdentity } from '../link/edge-link.js';
 import type { Logger } from '@iop/logging';
 import { CommandRouter } from './command-router.js';
 import type { Outbound } from '../link/outbound.js';
@@ -67,7 +67,7 @@ export interface NodeAgentOptions {
 }
 
 export class NodeAgent {
-  readonly link: NodeLink;
+  readonly link: EdgeLink;
   readonly registry: AdapterRegistry;
   readonly executor: RunExecutor;
   readonly settings: NodeSettings;
@@ -92,8 +92,9 @@ export class NodeAgent {
       http: options.http ?? this.#ownHttp,
       fetchImage: options.fetchImage ?? createImageFetcher(),
       logger: logger.child({ component: 'adapter' }),
-      // Durations (see AdapterDeps.now): the system clock's Date.now() would round each backend wait to whole ms.
-      now: options.clock ? () => clock.now() : () => performance.now(),
+      // Durations (see AdapterDeps.now): the clock's monotonic reading (performance.now() on the system clock);
+      // Date.now() would round each backend wait to whole ms. A test clock without one measures with now().
+      now: clock.monotonicNow ? clock.monotonicNow.bind(clock) : () => clock.now(),
     };
     this.registry = new AdapterRegistry({
       factories: options.factories,
@@ -172,7 +173,7 @@ export class NodeAgent {
       this.settings,
     );
     const host = options.host ?? { os: process.platform, arch: process.arch, hostname: os.hostname() };
-    this.link = new NodeLink({
+    this.link = new EdgeLink({
       connect: options.connect,
       registration: {
         nodeId: options.nodeId,

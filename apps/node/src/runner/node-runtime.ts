@@ -22,7 +22,7 @@ import type { AdapterRegistry } from '../adapters/registry.js';
 import type { DiscoveryReporter } from '../discovery/discovery-reporter.js';
 import type { HealthMonitor } from '../health/health-monitor.js';
 import { DEFAULT_RESIDENT_POLL_INTERVAL_MS, type ResidentMonitor } from '../health/resident-monitor.js';
-import type { LinkHandler } from '../link/node-link.js';
+import type { LinkHandler } from '../link/edge-link.js';
 import type { Logger } from '@iop/logging';
 import type { CommandRouter } from './command-router.js';
 import type { Outbound } from '../link/outbound.js';

@@ -145,7 +145,7 @@ describe('RunExecutor', () => {
     expect(busy.part).toMatchObject({ type: 'error', code: 'node_busy', retryable: true });
     expect(busy.seq).toBe(1);
     expect(history.list().find((run) => run.runId === 'busy')).toMatchObject({
-      status: 'failed',
+      status: 'error',
       errorCode: 'node_busy',
     });
     await executor.cancel(cancelRequest({ runId: 'hold' }));

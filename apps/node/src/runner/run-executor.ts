@@ -2,8 +2,8 @@
 // streams the adapter's parts to the edge as RunEvents (per-run seq from 1, node timestamps), records history,
 // and honours cancels (abort one run) and session terminations.
 //
-// Lifecycle of a run: submit → slot + adapter lease → adapter.run(signal) → exactly one terminal event sent →
-// finally: lease, slot and cancellation released, history finished. Sending awaits the link so a congested edge
+// Lifecycle of a run: submit → slot + adapter hold → adapter.run(signal) → exactly one terminal event sent →
+// finally: hold, slot and cancellation released, history finished. Sending awaits the link so a congested edge
 // slows the adapter down instead of buffering without bound. `shutdown` aborts every run and waits (bounded).
 import {
   CancelAction,
@@ -16,8 +16,8 @@ import {
   type Usage,
 } from '@iop/wire';
 import { Cancellation, type AbortSignalLike } from '../adapters/cancellation.js';
-import type { AdapterLease } from '../adapters/registry.js';
-import type { RunHistory, RunOutcome } from '../history/run-history.js';
+import type { AdapterHold } from '../adapters/registry.js';
+import type { RunHistory, RunEndRecord } from '../history/run-history.js';
 import type { Logger } from '@iop/logging';
 import { disabledTracing, type Tracing } from '@iop/tracing';
 import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
@@ -25,7 +25,7 @@ import type { Outbound } from '../link/outbound.js';
 
 /** The registry as the runner uses it (AdapterRegistry implements it). */
 export interface AdapterSource {
-  acquire(name: string): AdapterLease;
+  acquire(name: string): AdapterHold;
 }
 
 export interface RunExecutorDeps {
@@ -98,9 +98,9 @@ export class RunExecutor {
       });
       return;
     }
-    let lease: AdapterLease;
+    let hold: AdapterHold;
     try {
-      lease = this.#deps.adapters.acquire(request.adapter);
+      hold = this.#deps.adapters.acquire(request.adapter);
     } catch (error) {
       slot.release();
       void this.#refuse(request, {
@@ -118,8 +118,8 @@ export class RunExecutor {
       slot,
     };
     this.#runs.set(request.runId, active);
-    active.done = this.#execute(active, lease).finally(() => {
-      lease.release();
+    active.done = this.#execute(active, hold).finally(() => {
+      hold.release();
       slot.release();
       this.#runs.delete(request.runId);
       this.#deps.runEnded?.(lease.adapter.name);
@@ -184,10 +184,10 @@ export class RunExecutor {
     }
   }
 
-  async #execute(active: ActiveRun, lease: AdapterLease): Promise<void> {
+  async #execute(active: ActiveRun, hold: AdapterHold): Promise<void> {
     const { request, cancellation } = active;
     const { logger, now } = this.#deps;
-    const adapter = lease.adapter;
+    const adapter = hold.adapter;
     const startedAt = now();
     let deadline: NodeJS.Timeout | undefined;
     if (request.timeoutMs > 0) {
@@ -301,9 +301,9 @@ export class RunExecutor {
         this.#abort(active, 'session-terminated', request.reason || 'session terminated');
       }
     }
-    let lease: AdapterLease;
+    let hold: AdapterHold;
     try {
-      lease = this.#deps.adapters.acquire(request.adapter);
+      hold = this.#deps.adapters.acquire(request.adapter);
     } catch (error) {
       this.#deps.logger.warn(
         { adapter: request.adapter, error: errorMessage(error) },
@@ -312,9 +312,9 @@ export class RunExecutor {
       return false;
     }
     try {
-      const terminated = await lease.adapter.terminateSession(request.target, request.sessionId);
+      const terminated = await hold.adapter.terminateSession(request.target, request.sessionId);
       this.#deps.logger.info(
-        { adapter: lease.adapter.name, target: request.target, sessionId: request.sessionId, terminated },
+        { adapter: hold.adapter.name, target: request.target, sessionId: request.sessionId, terminated },
         'session terminated',
       );
       return terminated;
@@ -325,7 +325,7 @@ export class RunExecutor {
       );
       return false;
     } finally {
-      lease.release();
+      hold.release();
     }
   }
 
@@ -381,7 +381,7 @@ export class RunExecutor {
 
   #recordFinish(runId: string, terminal: TerminalPart | undefined, usage: Usage | undefined): void {
     const endedAt = this.#deps.now();
-    let outcome: RunOutcome;
+    let outcome: RunEndRecord;
     switch (terminal?.type) {
       case 'complete':
         outcome = { status: 'completed', endedAt, detail: terminal.detail, usage };
@@ -391,7 +391,7 @@ export class RunExecutor {
         break;
       case 'error':
         outcome = {
-          status: 'failed',
+          status: 'error',
           endedAt,
           detail: '',
           errorCode: terminal.code,
@@ -400,7 +400,7 @@ export class RunExecutor {
         };
         break;
       case undefined:
-        outcome = { status: 'failed', endedAt, detail: '', errorCode: 'no_terminal_event', usage };
+        outcome = { status: 'error', endedAt, detail: '', errorCode: 'no_terminal_event', usage };
         break;
       default: {
         const unreachable: never = terminal;

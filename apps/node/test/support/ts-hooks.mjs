@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import swc from '@swc/core';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
-const workspacePackage = /^@iop\/(proto|wire|config|testkit)$/;
+const workspacePackage = /^@iop\/(proto|wire|config|testkit|clock)$/;
 
 export async function resolve(specifier, context, nextResolve) {
   const match = workspacePackage.exec(specifier);

@@ -1,4 +1,4 @@
-// The ops console transcript of the README (run ids masked as `manual-...`): the in-process ConsoleSession test
+// The ops console transcript of the README (run ids masked as `manual-...`): the in-process OpsConsole test
 // and the cross-process console e2e test both hold the console's output to it, line by line.
 export const README_TRANSCRIPT: readonly string[] = [
   '[node0-evt] connected node=test-node reason=registered',

@@ -1,5 +1,7 @@
-// What a validated request asks the edge to run, independent of which endpoint it came through, plus the
-// conversions both endpoints share (generation fields, metadata, inline images).
+// RequestedRun: what a validated OpenAI-compatible (or Anthropic Messages) request asks the edge to run,
+// independent of which endpoint it came through, plus the conversions the endpoints share (generation fields,
+// metadata, images). It carries what only the surface needs (who asked, trace context, how to present reasoning,
+// dropped parameters); the run starter turns it into the service's RunSpec (placement/run-types.ts).
 import {
   create,
   type ChatMessage,
@@ -14,7 +16,7 @@ import type { Principal } from '../governance/principal.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
 
-export interface RunSpec {
+export interface RequestedRun {
   messages: ChatMessage[];
   tools: ToolDefinition[];
   /** JSON of a chat-completions style tool_choice. */
@@ -106,8 +108,8 @@ export function imageInput(url: string, param: string): { base64: string } | { u
   );
 }
 
-/** Whether any message of the spec carries a remote image URL. */
-export function hasImageUrls(spec: Pick<RunSpec, 'messages'>): boolean {
+/** Whether any message of the requested run carries a remote image URL. */
+export function hasImageUrls(spec: Pick<RequestedRun, 'messages'>): boolean {
   return spec.messages.some((message) => message.imageUrls.length > 0);
 }
 

@@ -17,12 +17,11 @@ import {
   describeOutcome,
   EXIT_CODE_REPLACED,
   exitCodeFor,
-  NodeLink,
+  EdgeLink,
   type LinkHandler,
-  type NodeLinkOptions,
-} from './node-link.js';
-import { systemClock } from './clock.js';
-import { FakeClock } from './test-support/fake-clock.js';
+  type EdgeLinkOptions,
+} from './edge-link.js';
+import { ManualClock, systemClock } from '@iop/clock';
 import { FakeEdge, waitFor, type FakeEdgeOptions } from './test-support/fake-edge.js';
 
 class RecordingHandler implements LinkHandler {
@@ -59,9 +58,9 @@ const registration = {
   supportedAdapters: ['cli', 'ollama'],
 };
 
-describe('NodeLink against a fake edge over loopback', () => {
+describe('EdgeLink against a fake edge over loopback', () => {
   const edges: FakeEdge[] = [];
-  const links: NodeLink[] = [];
+  const links: EdgeLink[] = [];
 
   afterEach(async () => {
     await Promise.all(links.splice(0).map((link) => link.stop()));
@@ -77,9 +76,9 @@ describe('NodeLink against a fake edge over loopback', () => {
   function createLink(
     edge: FakeEdge,
     handler: LinkHandler,
-    options: Partial<NodeLinkOptions> = {},
-  ): NodeLink {
-    const link = new NodeLink({
+    options: Partial<EdgeLinkOptions> = {},
+  ): EdgeLink {
+    const link = new EdgeLink({
       connect: createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 }),
       registration,
       handler,
@@ -206,7 +205,7 @@ describe('NodeLink against a fake edge over loopback', () => {
     const port = edge.port;
     await edge.close();
     edges.length = 0;
-    const link = new NodeLink({
+    const link = new EdgeLink({
       connect: createDialer({ host: '127.0.0.1', port, connectTimeoutMs: 500 }),
       registration,
       handler: new RecordingHandler(),
@@ -421,14 +420,14 @@ describe('NodeLink against a fake edge over loopback', () => {
   });
 });
 
-describe('NodeLink reconnect defaults (fake clock)', () => {
+describe('EdgeLink reconnect defaults (fake clock)', () => {
   it('after a lost link, tries every 10 s (mid-jitter), 10 times, then ends with retries-exhausted', async () => {
     const edge = await FakeEdge.start();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const dial = createDialer({ host: '127.0.0.1', port: edge.port, connectTimeoutMs: 500 });
     const attempts: number[] = [];
     let first = true;
-    const link = new NodeLink({
+    const link = new EdgeLink({
       connect: (signal) => {
         if (first) {
           first = false;
@@ -453,7 +452,11 @@ describe('NodeLink reconnect defaults (fake clock)', () => {
       const lostAt = clock.now();
       for (let attempt = 1; attempt <= DEFAULT_MAX_RETRIES; attempt += 1) {
         // Nothing happens before the interval has fully passed.
-        await waitFor(() => clock.pending().includes(DEFAULT_RETRY_INTERVAL_MS), 3000, `wait ${attempt}`);
+        await waitFor(
+          () => clock.pendingDelays().includes(DEFAULT_RETRY_INTERVAL_MS),
+          3000,
+          `wait ${attempt}`,
+        );
         clock.advance(DEFAULT_RETRY_INTERVAL_MS - 1);
         await new Promise((resolve) => setImmediate(resolve));
         expect(attempts).toHaveLength(attempt - 1);

@@ -1,6 +1,7 @@
-// The interactive ops console: a diagnostic surface over EdgeService and the EventBus (the README's `edge>`
-// prompt). It takes one input line at a time and writes output lines through an injected writer, so it runs the
-// same in a terminal, over piped stdin and in-process tests.
+// OpsConsole, the interactive ops console: a diagnostic surface over EdgeService and the EventBus (the README's
+// `edge>` prompt). Not a "session": its `/session` names the logical session its runs use. It takes one input line
+// at a time and writes output lines through an injected writer, so it runs the same in a terminal, over piped stdin
+// and in-process tests.
 //
 // Lifecycle: construct, `start()` (subscribes to node lifecycle events), feed lines with `handleLine()` one at a
 // time (a foreground run is awaited before the next line), `close()` once.
@@ -44,7 +45,7 @@ export interface ConsoleDefaults {
   sessionId: string;
 }
 
-export interface ConsoleSessionOptions {
+export interface OpsConsoleOptions {
   service: EdgeService;
   events: EventBus;
   /** Receives every output line, without a line ending. */
@@ -116,7 +117,7 @@ const COMMANDS: ReadonlySet<string> = new Set<CommandName>([
   'help',
 ]);
 
-export class ConsoleSession {
+export class OpsConsole {
   private readonly service: EdgeService;
   private readonly events: EventBus;
   private readonly write: (line: string) => void;
@@ -137,7 +138,7 @@ export class ConsoleSession {
   private runCounter = 0;
   private closed = false;
 
-  constructor(options: ConsoleSessionOptions) {
+  constructor(options: OpsConsoleOptions) {
     this.service = options.service;
     this.events = options.events;
     // Node ids, discovery strings and run text come from nodes: no escape sequence of theirs reaches the terminal.

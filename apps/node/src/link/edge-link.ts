@@ -1,5 +1,6 @@
-// The node's side of its one connection to the edge: dial, register, keep the link alive with heartbeats,
-// dispatch the edge's messages to a handler, and reconnect after a lost link.
+// EdgeLink: the node's end of its one connection to the edge (the edge's end is apps/edge's NodeLink): dial,
+// register, keep the link alive with heartbeats, dispatch the edge's messages to a handler, and reconnect after a
+// lost link.
 //
 // Lifecycle (see link-state.ts): `run()` dials and registers (`connecting`); a rejection or a failed first
 // connection ends the link at once. After a first registration a lost connection moves to `reconnecting`: an
@@ -25,7 +26,7 @@ import {
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from './outbound.js';
-import { sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+import { sleep, systemClock, type Clock, type ClockTimer } from '@iop/clock';
 import type { ConnectFunction } from './dial.js';
 import { LinkError } from './link-error.js';
 import { LinkStateMachine, type LinkState } from './link-state.js';
@@ -91,7 +92,7 @@ export type LinkOutcome =
   | { kind: 'retries-exhausted'; attempts: number; lastError: string }
   | { kind: 'closed-by-edge'; reason: string };
 
-export interface NodeLinkOptions {
+export interface EdgeLinkOptions {
   connect: ConnectFunction;
   registration: RegistrationInfo;
   handler: LinkHandler;
@@ -113,39 +114,40 @@ export interface LinkStatusView {
   edgeId: string;
 }
 
-interface Session {
+/** The connection of one registration, from an accepted RegisterResponse until it closes. */
+interface LiveConnection {
   connection: FramedConnection;
   iterator: AsyncIterator<Envelope>;
   response: RegisterResponse;
   lastReceivedAt: number;
-  pingTimer: TimerHandle | undefined;
-  watchdogTimer: TimerHandle | undefined;
+  pingTimer: ClockTimer | undefined;
+  watchdogTimer: ClockTimer | undefined;
   pingSeq: number;
   peerGoodbye: string | undefined;
   ended: boolean;
 }
 
 type Attempt =
-  | { ok: true; session: Session }
+  | { ok: true; live: LiveConnection }
   | {
       ok: false;
       rejected: { code: string; reason: string; transient: boolean } | undefined;
       error: LinkError;
     };
 
-export class NodeLink implements Outbound {
-  readonly #options: NodeLinkOptions;
+export class EdgeLink implements Outbound {
+  readonly #options: EdgeLinkOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #machine = new LinkStateMachine();
   readonly #stopController = new AbortController();
   #stopReason: string | undefined;
-  #session: Session | undefined;
+  #live: LiveConnection | undefined;
   /** A connection still in its handshake (so stop() can close it). */
   #handshake: FramedConnection | undefined;
   #running: Promise<LinkOutcome> | undefined;
 
-  constructor(options: NodeLinkOptions) {
+  constructor(options: EdgeLinkOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
@@ -166,7 +168,7 @@ export class NodeLink implements Outbound {
       nodeId: this.#options.registration.nodeId,
       connected: registered,
       state: registered ? 'connected' : this.#machine.state,
-      edgeId: this.#session?.response.edgeId ?? '',
+      edgeId: this.#live?.response.edgeId ?? '',
     };
   }
 
@@ -178,10 +180,10 @@ export class NodeLink implements Outbound {
 
   /** Sends when registered; resolves false when the link is down or the write failed. */
   async send(message: Envelope): Promise<boolean> {
-    const session = this.#session;
-    if (!session || session.ended || this.#machine.state !== 'registered') return false;
+    const live = this.#live;
+    if (!live || live.ended || this.#machine.state !== 'registered') return false;
     try {
-      await session.connection.send(message);
+      await live.connection.send(message);
       return true;
     } catch (error) {
       this.#logger.debug({ error: errorMessage(error) }, 'send to edge failed');
@@ -196,7 +198,7 @@ export class NodeLink implements Outbound {
       this.#machine.transition('closing');
       this.#stopController.abort(reason);
       const closing: Promise<void>[] = [];
-      if (this.#session) closing.push(this.#session.connection.close(reason, { goodbye: true }));
+      if (this.#live) closing.push(this.#live.connection.close(reason, { goodbye: true }));
       if (this.#handshake) closing.push(this.#handshake.close(reason, { goodbye: true }));
       await Promise.all(closing);
     }
@@ -212,29 +214,29 @@ export class NodeLink implements Outbound {
         return this.#finish({ kind: 'rejected', code: first.rejected.code, reason: first.rejected.reason });
       return this.#finish({ kind: 'connect-failed', message: first.error.message });
     }
-    let session = first.session;
+    let live = first.live;
     let reconnect = false;
     for (;;) {
       // stop() may have run between the handshake and here (another microtask chain): do not re-enter registered.
       if (this.#stopReason !== undefined) {
-        await session.connection.close(this.#stopReason, { goodbye: true });
+        await live.connection.close(this.#stopReason, { goodbye: true });
         return this.#finish({ kind: 'stopped', reason: this.#stopReason });
       }
-      if (session.response.protocolVersion !== 0 && session.response.protocolVersion !== PROTOCOL_VERSION) {
+      if (live.response.protocolVersion !== 0 && live.response.protocolVersion !== PROTOCOL_VERSION) {
         this.#logger.warn(
-          { edgeProtocol: session.response.protocolVersion, nodeProtocol: PROTOCOL_VERSION },
+          { edgeProtocol: live.response.protocolVersion, nodeProtocol: PROTOCOL_VERSION },
           'edge speaks another protocol version',
         );
       }
       this.#machine.transition('registered');
-      this.#session = session;
+      this.#live = live;
       this.#logger.info(
-        { edgeId: session.response.edgeId, reconnect, remoteAddress: session.connection.remoteAddress },
+        { edgeId: live.response.edgeId, reconnect, remoteAddress: live.connection.remoteAddress },
         'registered with edge',
       );
-      await this.#notifyRegistered(session.response, reconnect);
-      const reason = await this.#serve(session);
-      this.#session = undefined;
+      await this.#notifyRegistered(live.response, reconnect);
+      const reason = await this.#serve(live);
+      this.#live = undefined;
       if (this.#stopReason !== undefined) return this.#finish({ kind: 'stopped', reason: this.#stopReason });
       this.#logger.warn({ reason }, 'lost the link to the edge');
       this.#machine.transition('reconnecting');
@@ -243,26 +245,27 @@ export class NodeLink implements Outbound {
 
       const next = await this.#reconnect();
       if ('kind' in next) return this.#finish(next);
-      session = next.session;
+      live = next.live;
       reconnect = true;
     }
   }
 
-  /** Retries every retryIntervalMs up to maxRetries; a registered session or the outcome that ends the link. */
-  async #reconnect(): Promise<{ session: Session } | LinkOutcome> {
+  /** Retries every retryIntervalMs up to maxRetries; a new live connection or the outcome that ends the link. */
+  async #reconnect(): Promise<{ live: LiveConnection } | LinkOutcome> {
     const maxRetries = this.#options.maxRetries ?? DEFAULT_MAX_RETRIES;
     const interval = this.#options.retryIntervalMs ?? DEFAULT_RETRY_INTERVAL_MS;
     let lastError = '';
     for (let attempt = 1; attempt <= maxRetries; attempt += 1) {
-      await sleep(this.#clock, this.#retryDelay(interval), this.#stopController.signal);
+      // No socket is open during this wait: the timer itself keeps the node alive until the next attempt.
+      await sleep(this.#clock, this.#retryDelay(interval), this.#stopController.signal, { keepAlive: true });
       if (this.#stopReason !== undefined) return { kind: 'stopped', reason: this.#stopReason };
       this.#logger.info({ attempt, maxRetries }, 'reconnecting to edge');
       const result = await this.#attempt();
       if (this.#stopReason !== undefined) {
-        if (result.ok) await result.session.connection.close(this.#stopReason, { goodbye: true });
+        if (result.ok) await result.live.connection.close(this.#stopReason, { goodbye: true });
         return { kind: 'stopped', reason: this.#stopReason };
       }
-      if (result.ok) return { session: result.session };
+      if (result.ok) return { live: result.live };
       if (result.rejected && !result.rejected.transient) {
         return { kind: 'rejected', code: result.rejected.code, reason: result.rejected.reason };
       }
@@ -383,7 +386,7 @@ export class NodeLink implements Outbound {
       }
       return {
         ok: true,
-        session: {
+        live: {
           connection,
           iterator,
           response,
@@ -406,31 +409,31 @@ export class NodeLink implements Outbound {
   }
 
   /** Reads and dispatches until the connection ends; returns why it ended. */
-  async #serve(session: Session): Promise<string> {
-    const response = session.response;
+  async #serve(live: LiveConnection): Promise<string> {
+    const response = live.response;
     const intervalMs = response.heartbeatIntervalMs || DEFAULT_HEARTBEAT_INTERVAL_MS;
     const timeoutMs = response.heartbeatTimeoutMs || intervalMs * 3;
-    this.#schedulePing(session, intervalMs);
-    this.#armWatchdog(session, timeoutMs);
+    this.#schedulePing(live, intervalMs);
+    this.#armWatchdog(live, timeoutMs);
     try {
       for (;;) {
-        const next = await session.iterator.next();
+        const next = await live.iterator.next();
         if (next.done) break;
-        session.lastReceivedAt = this.#clock.now();
-        this.#dispatch(session, next.value);
+        live.lastReceivedAt = this.#clock.now();
+        this.#dispatch(live, next.value);
       }
     } catch (error) {
       this.#logger.warn({ error: errorMessage(error) }, 'edge connection failed');
     } finally {
-      session.ended = true;
-      this.#clock.clearTimeout(session.pingTimer);
-      this.#clock.clearTimeout(session.watchdogTimer);
+      live.ended = true;
+      this.#clock.clearTimeout(live.pingTimer);
+      this.#clock.clearTimeout(live.watchdogTimer);
     }
-    const closed = await session.connection.closed;
-    return session.peerGoodbye ?? closed.reason;
+    const closed = await live.connection.closed;
+    return live.peerGoodbye ?? closed.reason;
   }
 
-  #dispatch(session: Session, message: Envelope): void {
+  #dispatch(live: LiveConnection, message: Envelope): void {
     const body = message.msg;
     if (!body) return;
     const handler = this.#options.handler;
@@ -455,7 +458,7 @@ export class NodeLink implements Outbound {
         );
         return;
       case 'goodbye':
-        session.peerGoodbye = body.goodbye.reason;
+        live.peerGoodbye = body.goodbye.reason;
         this.#logger.info({ reason: body.goodbye.reason, detail: body.goodbye.detail }, 'edge said goodbye');
         return;
       case 'registerRequest':
@@ -477,30 +480,30 @@ export class NodeLink implements Outbound {
     }
   }
 
-  #schedulePing(session: Session, intervalMs: number): void {
-    session.pingTimer = this.#clock.setTimeout(() => {
-      if (session.ended) return;
-      session.pingSeq += 1;
-      void session.connection
-        .send(envelope.heartbeatPing(session.pingSeq, this.#clock.now()))
+  #schedulePing(live: LiveConnection, intervalMs: number): void {
+    live.pingTimer = this.#clock.setTimeout(() => {
+      if (live.ended) return;
+      live.pingSeq += 1;
+      void live.connection
+        .send(envelope.heartbeatPing(live.pingSeq, this.#clock.now()))
         .catch(() => undefined);
-      this.#schedulePing(session, intervalMs);
+      this.#schedulePing(live, intervalMs);
     }, intervalMs);
   }
 
   /** Closes the connection when nothing at all arrived for `timeoutMs` (the edge pings too). */
-  #armWatchdog(session: Session, timeoutMs: number): void {
-    const remaining = session.lastReceivedAt + timeoutMs - this.#clock.now();
-    session.watchdogTimer = this.#clock.setTimeout(
+  #armWatchdog(live: LiveConnection, timeoutMs: number): void {
+    const remaining = live.lastReceivedAt + timeoutMs - this.#clock.now();
+    live.watchdogTimer = this.#clock.setTimeout(
       () => {
-        if (session.ended) return;
-        if (this.#clock.now() - session.lastReceivedAt >= timeoutMs) {
+        if (live.ended) return;
+        if (this.#clock.now() - live.lastReceivedAt >= timeoutMs) {
           this.#logger.warn({ timeoutMs }, 'edge silent past the heartbeat timeout');
-          session.peerGoodbye = undefined;
-          void session.connection.close(CLOSE_REASONS.heartbeatTimeout, { goodbye: true });
+          live.peerGoodbye = undefined;
+          void live.connection.close(CLOSE_REASONS.heartbeatTimeout, { goodbye: true });
           return;
         }
-        this.#armWatchdog(session, timeoutMs);
+        this.#armWatchdog(live, timeoutMs);
       },
       Math.max(1, remaining),
     );
@@ -515,7 +518,7 @@ export class NodeLink implements Outbound {
   }
 
   #withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timeout'> {
-    let handle: TimerHandle | undefined;
+    let handle: ClockTimer | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       handle = this.#clock.setTimeout(() => resolve('timeout'), timeoutMs);
     });
@@ -524,7 +527,7 @@ export class NodeLink implements Outbound {
 
   #finish(outcome: LinkOutcome, attempt?: Attempt): LinkOutcome {
     if (attempt?.ok)
-      void attempt.session.connection.close(this.#stopReason ?? CLOSE_REASONS.shutdown, { goodbye: true });
+      void attempt.live.connection.close(this.#stopReason ?? CLOSE_REASONS.shutdown, { goodbye: true });
     if (this.#machine.state !== 'closing') this.#machine.transition('closing');
     this.#machine.transition('closed');
     this.#stopController.abort('link closed');

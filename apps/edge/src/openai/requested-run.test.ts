@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { OpenAIHttpError } from './openai-error.js';
-import { checkImageUrls, imageInput } from './run-spec.js';
+import { checkImageUrls, imageInput } from './requested-run.js';
 
 function refusal(fn: () => unknown): OpenAIHttpError {
   try {

@@ -5,7 +5,7 @@ import { ServiceError } from '../service/errors.js';
 import type { NodeSummary } from '../service/types.js';
 import type { EventBus } from '../events/types.js';
 import { ConsolePrompt } from './console-prompt.js';
-import { ConsoleSession, type ConsoleDefaults } from './console-session.js';
+import { OpsConsole, type ConsoleDefaults } from './ops-console.js';
 import type { ProviderStatusView } from './console-format.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
@@ -16,7 +16,7 @@ const DEFAULTS: ConsoleDefaults = { node: '', adapter: 'cli', target: 'fake-cli'
 interface Harness {
   service: FakeEdgeService;
   bus: FakeEventBus;
-  session: ConsoleSession;
+  ops: OpsConsole;
   input: PassThrough;
   output: () => string[];
   /** Waits until an output line matches. */
@@ -25,10 +25,10 @@ interface Harness {
   script: (lines: string[]) => Promise<string[]>;
 }
 
-const sessions: ConsoleSession[] = [];
+const consoles: OpsConsole[] = [];
 
 afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
+  await Promise.all(consoles.splice(0).map((ops) => ops.close()));
 });
 
 function harness(
@@ -50,16 +50,16 @@ function harness(
     text += chunk.toString('utf8');
   });
   const prompt = new ConsolePrompt({ input, output: sink, terminal: false });
-  const session = new ConsoleSession({
+  const ops = new OpsConsole({
     service,
     events: bus,
     write: prompt.writeLine,
     defaults: options.defaults ?? DEFAULTS,
     providerStatus: options.providerStatus,
   });
-  sessions.push(session);
-  session.start();
-  const loop = prompt.run(session);
+  consoles.push(ops);
+  ops.start();
+  const loop = prompt.run(ops);
   const output = (): string[] =>
     text.split('\n').filter((line, index, all) => index < all.length - 1 || line !== '');
   const waitFor = async (pattern: RegExp): Promise<void> => {
@@ -73,7 +73,7 @@ function harness(
   return {
     service,
     bus,
-    session,
+    ops,
     input,
     output,
     waitFor,
@@ -142,7 +142,7 @@ function transcriptResponses(service: FakeEdgeService): void {
   );
 }
 
-describe('ConsoleSession', () => {
+describe('OpsConsole', () => {
   it('reproduces the README transcript line by line', async () => {
     const h = harness();
     transcriptResponses(h.service);
@@ -279,7 +279,7 @@ describe('ConsoleSession', () => {
     await h.waitFor(/^edge> \/background$/);
     expect(h.output().some((line) => line.includes('start run_id'))).toBe(false);
     release();
-    await h.session.backgroundSettled();
+    await h.ops.backgroundSettled();
     const lines = await h.script(['/background off']);
     expect(maskRunIds(lines)).toEqual([
       'edge> /background on',
@@ -470,10 +470,10 @@ describe('ConsoleSession', () => {
     const h = harness({ nodes: ['test-node'] });
     h.service.script = (run) =>
       run.emit({ type: 'start', sessionId: 'default', adapter: 'cli', target: 'fake-cli' });
-    expect(h.session.interrupt()).toBe(false);
+    expect(h.ops.interrupt()).toBe(false);
     h.input.write('long task\n');
     await h.waitFor(/start run_id/);
-    expect(h.session.interrupt()).toBe(true);
+    expect(h.ops.interrupt()).toBe(true);
     const lines = await h.script(['/background']);
     expect(maskRunIds(lines)).toEqual([
       'edge> long task',
@@ -498,7 +498,7 @@ describe('ConsoleSession', () => {
       'no nodes connected',
       'edge> /exit',
     ]);
-    expect(await h.session.handleLine('/help')).toBe('continue');
+    expect(await h.ops.handleLine('/help')).toBe('continue');
   });
 
   it('/nodes shows each node with its label; a node connecting later gets the next label', async () => {
@@ -614,14 +614,14 @@ describe('ConsoleSession', () => {
         };
       },
     };
-    const session = new ConsoleSession({
+    const ops = new OpsConsole({
       service: FakeEdgeService.forConsole(),
       events: lossy,
       write: (line) => lines.push(line),
       defaults: DEFAULTS,
     });
-    sessions.push(session);
-    session.start();
+    consoles.push(ops);
+    ops.start();
     dropped = 3;
     bus.publish({
       type: 'node',
@@ -639,11 +639,11 @@ describe('ConsoleSession', () => {
     const h = harness();
     await h.script([]);
     expect(h.bus.subscriptions.size).toBe(1);
-    await h.session.close();
+    await h.ops.close();
     expect(h.bus.subscriptions.size).toBe(0);
     connect(h, 'after');
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(h.output()).toEqual([]);
-    expect(await h.session.handleLine('/nodes')).toBe('exit');
+    expect(await h.ops.handleLine('/nodes')).toBe('exit');
   });
 });
