@@ -346,7 +346,7 @@ describe('HealthMonitor resident models', () => {
 
 describe('HealthMonitor resident models without health probes', () => {
   it('reports an unprobed provider whose backend list is known, with health unspecified', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },

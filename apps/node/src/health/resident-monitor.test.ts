@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { silentLogger, type Logger } from '@iop/logging';
 import type { Adapter } from '../adapters/adapter.js';
-import { FakeClock } from '../link/test-support/fake-clock.js';
+import { ManualClock } from '@iop/clock';
 import { FakeAdapter } from '../runner/test-support/fake-adapter.js';
 import { ResidentMonitor } from './resident-monitor.js';
 
@@ -48,7 +48,7 @@ describe('ResidentMonitor', () => {
   });
 
   function setup(options: { intervalMs?: number; adapters?: Adapter[]; logger?: Logger } = {}) {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const ollama = new FakeResidentAdapter('ollama-a');
     const cli = new FakeAdapter('cli', 'cli');
     const adapters = options.adapters ?? [ollama, cli];
@@ -242,7 +242,7 @@ describe('ResidentMonitor', () => {
     const ask = ollama.asks[0];
     await monitor.stop();
     expect(ask?.signal.aborted).toBe(true);
-    expect(clock.pending()).toEqual([]);
+    expect(clock.pending).toBe(0);
     ollama.asks.shift();
     monitor.runEnded('ollama-a');
     clock.advance(10_000);

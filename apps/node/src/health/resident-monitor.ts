@@ -12,17 +12,17 @@
 // sends a report).
 import type { Logger } from '@iop/logging';
 import type { Adapter } from '../adapters/adapter.js';
-import type { Clock, TimerHandle } from '../link/clock.js';
+import type { Clock, ClockTimer } from '@iop/clock';
 
 /** Default of `nodes[].runtime.resident_poll_interval_ms` when the payload does not carry one (an older edge). */
 export const DEFAULT_RESIDENT_POLL_INTERVAL_MS = 5000;
 
-export type ResidentState = 'fresh' | 'stale';
+export type ResidentFreshness = 'fresh' | 'stale';
 
 export interface ResidentSnapshot {
   /** Sorted model names as the backend spells them. */
   readonly models: readonly string[];
-  readonly state: ResidentState;
+  readonly state: ResidentFreshness;
 }
 
 export interface ResidentMonitorDeps {
@@ -51,7 +51,7 @@ interface InstanceState {
   inFlight: Promise<void> | undefined;
   /** A run ended while an ask was in flight: ask once more after it. */
   again: boolean;
-  gapTimer: TimerHandle | undefined;
+  gapTimer: ClockTimer | undefined;
 }
 
 const DEFAULT_MIN_GAP_MS = 250;
@@ -61,7 +61,7 @@ export class ResidentMonitor {
   readonly #deps: ResidentMonitorDeps;
   readonly #instances = new Map<string, InstanceState>();
   readonly #controller = new AbortController();
-  #timer: TimerHandle | undefined;
+  #timer: ClockTimer | undefined;
   #running = false;
 
   constructor(deps: ResidentMonitorDeps) {
@@ -142,7 +142,6 @@ export class ResidentMonitor {
         this.#schedule(interval > 0 ? interval : DEFAULT_RESIDENT_POLL_INTERVAL_MS);
       });
     }, delayMs);
-    this.#timer.unref?.();
   }
 
   #residentAdapters(): Adapter[] {
@@ -179,7 +178,6 @@ export class ResidentMonitor {
       state.gapTimer = undefined;
       if (this.#instances.get(adapter.name) === state) void this.#ask(adapter, state);
     }, wait);
-    state.gapTimer.unref?.();
   }
 
   #ask(adapter: Adapter, state: InstanceState): Promise<void> {
@@ -202,7 +200,7 @@ export class ResidentMonitor {
     const controller = new AbortController();
     const onStop = () => controller.abort('resident monitor stopped');
     this.#controller.signal.addEventListener('abort', onStop, { once: true });
-    let timer: TimerHandle | undefined;
+    let timer: ClockTimer | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
       timer = clock.setTimeout(() => {
         controller.abort('resident models ask timed out');
@@ -228,7 +226,7 @@ export class ResidentMonitor {
     this.#announce(adapter.name, state);
   }
 
-  #stateOf(state: InstanceState): ResidentState {
+  #stateOf(state: InstanceState): ResidentFreshness {
     const staleAfter = this.#deps.staleAfterMs ?? 3 * Math.max(1, this.#deps.intervalMs());
     return state.answeredAt !== undefined && this.#deps.clock.now() - state.answeredAt <= staleAfter
       ? 'fresh'

@@ -122,7 +122,7 @@ export class RunExecutor {
       hold.release();
       slot.release();
       this.#runs.delete(request.runId);
-      this.#deps.runEnded?.(lease.adapter.name);
+      this.#deps.runEnded?.(hold.adapter.name);
     });
   }
 
