@@ -82,6 +82,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     clock,
     logger: logger.child({ component: 'provider-pool' }),
     pollIntervalMs: options.poolPollIntervalMs,
+    // Read at placement time, after `metrics` below exists.
+    metrics: { affinity: (result) => metrics.affinityResults.inc({ result }) },
   });
   const metrics = new EdgeMetrics({
     processMetrics: true,

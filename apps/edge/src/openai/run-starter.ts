@@ -88,6 +88,7 @@ function serviceSpec(spec: RunSpec, deps: RunStarterDeps): ServiceRunSpec {
     completion: spec.completion,
     embedding: spec.embedding,
     fetchImageUrls: spec.fetchImageUrls,
+    affinityKey: spec.affinityKey,
   };
 }
 

@@ -202,6 +202,8 @@ const KEY: Principal = {
   tpm: null,
   maxConcurrent: 4,
   tokenBudget: null,
+  weight: 1,
+  priority: 'interactive',
 };
 
 function submit(h: Harness, text: string, options: Partial<SubmitOptions> & { timeoutMs?: number } = {}) {
