@@ -2,7 +2,7 @@
 // learns more than this interface says; behind it are this edge's provider pool (local-placement.ts) and, in
 // cluster mode, the other edges of the fabric (cluster/remote-edges.ts, through placement-router.ts).
 //
-// A placement takes capacity for a run where it will execute (`reserve`: the pool's FIFO queue here; nothing on
+// A placement takes capacity for a run where it will execute (`reserve`: the pool's fair-share queue here; nothing on
 // a remote edge, whose own supervisor does the exact admission), sends it there (`dispatch`), and reports what
 // happens to it through an ExecutionObserver. It keeps no lifetime of its own: no deadline, no cancel grace, no
 // usage record. The supervisor decides when the run ends and calls `release()` exactly once.
