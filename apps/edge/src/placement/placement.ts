@@ -109,8 +109,11 @@ export interface ForwardedRunHost {
 }
 
 export interface Placement {
-  /** The edge a run to `destination` should execute on now; undefined = this edge. */
-  edgeFor(destination: RunDestination): string | undefined;
+  /**
+   * The edge a run to `destination` should execute on now; undefined = this edge. With the run's `request`, a
+   * model run whose conversation was last served by a provider of another edge goes back there while it is free.
+   */
+  edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined;
   /**
    * Takes capacity for the run on `edgeId` (from edgeFor; undefined = this edge's pool), waiting in the pool's
    * queue when none is free (the request's signal leaves it). Throws PlacementError or PoolError.

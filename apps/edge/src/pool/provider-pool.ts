@@ -162,6 +162,10 @@ export interface ProviderPool {
   acquireRoute(route: RouteDemand, options?: AcquireOptions): Promise<Lease>;
   /** Swaps models, providers, capacity, priority, queue policy, node limits and enabled flags at once. */
   applyConfig(config: PoolConfig): void;
+  /** The provider that served affinity key `key` last, on this edge or another (cluster placement reads it). */
+  affinityProvider(key: string): string | undefined;
+  /** Records that `providerId` serves `key` now: a run forwarded to the edge owning that provider (cluster). */
+  recordAffinity(key: string, providerId: string): void;
   /** Re-evaluates waiters now (call after a health change or node (dis)connect the pool was not told about). */
   notifyChanged(): void;
   snapshot(): ProviderStatus[];
@@ -347,6 +351,14 @@ class ProviderPoolImpl implements ProviderPool {
 
   notifyChanged(): void {
     this.drain();
+  }
+
+  affinityProvider(key: string): string | undefined {
+    return this.affinity.get(key);
+  }
+
+  recordAffinity(key: string, providerId: string): void {
+    this.affinity.set(key, providerId);
   }
 
   snapshot(): ProviderStatus[] {
