@@ -91,9 +91,9 @@ describe('FairQueue', () => {
     const seq = { n: 0 };
     fill(queue, seq, 'bulk', 3, flow('bulk', 1, 'batch'));
     fill(queue, seq, 'chat', 2);
-    expect(queue.headClass()).toBe('interactive');
+    expect(queue.head()?.name).toBe('chat0');
     expect(serveAll(queue)).toEqual(['chat0', 'chat1', 'bulk0', 'bulk1', 'bulk2']);
-    expect(queue.headClass()).toBeUndefined();
+    expect(queue.head()).toBeUndefined();
   });
 
   it('moves a whole flow when its key changes priority while waiting', () => {
@@ -112,6 +112,7 @@ describe('FairQueue', () => {
     fill(queue, seq, 'b', 1);
     expect([...queue.order()].map((item) => item.name)).toEqual(['a0', 'b0', 'a1']);
     expect([...queue.order()].map((item) => item.name)).toEqual(['a0', 'b0', 'a1']);
+    expect(queue.head()).toBe(a0);
     const iterator = queue.order();
     expect(iterator.next().value).toBe(a0);
     expect(queue.remove(a1)).toBe(true);

@@ -100,12 +100,15 @@ export class FairQueue<T> {
     this.detach(entry);
   }
 
-  /** The class of the waiter `order()` yields first; undefined when empty. */
-  headClass(): QueueClass | undefined {
+  /** The waiter `order()` yields first, without building the order (O(flows)); undefined when empty. */
+  head(): T | undefined {
     for (const priority of CLASSES) {
+      let best: Flow<T> | undefined;
       for (const flow of this.flows.values()) {
-        if (flow.priority === priority && flow.entries.length > 0) return priority;
+        if (flow.priority !== priority || flow.entries.length === 0) continue;
+        if (!best || flowBefore(flow, best)) best = flow;
       }
+      if (best) return best.entries[0].item;
     }
     return undefined;
   }
@@ -113,29 +116,36 @@ export class FairQueue<T> {
   /**
    * Waiters in the order the discipline would serve them if each were served in turn (interactive flows first,
    * then lowest pass, then oldest head; FIFO within a flow). Lazy and side-effect free: the pool stops at the
-   * first waiter it can serve and calls `take` for it.
+   * first waiter it can serve and calls `take` for it. Going past a flow's first waiter copies that flow's list
+   * (the pool may change the queue while the generator is suspended), which only happens while waiters hold out
+   * for their affine provider.
    */
   *order(): Generator<T> {
     for (const priority of CLASSES) {
-      // Each flow's waiters as they are now: the pool may remove some while the generator is suspended.
       const cursors: Cursor<T>[] = [];
       for (const flow of this.flows.values()) {
-        if (flow.priority === priority && flow.entries.length > 0) {
-          cursors.push({ flow, entries: [...flow.entries], pass: flow.pass, index: 0 });
+        const first = flow.entries[0];
+        if (flow.priority === priority && first !== undefined) {
+          cursors.push({ flow, current: first, rest: undefined, pass: flow.pass });
         }
       }
       while (cursors.length > 0) {
         let best = 0;
         for (let index = 1; index < cursors.length; index += 1) {
-          if (before(cursors[index], cursors[best])) best = index;
+          if (cursorBefore(cursors[index], cursors[best])) best = index;
         }
         const cursor = cursors[best];
-        const entry = cursor.entries[cursor.index];
-        cursor.index += 1;
-        cursor.pass += 1 / cursor.flow.weight;
-        if (cursor.index >= cursor.entries.length) cursors.splice(best, 1);
+        const entry = cursor.current;
         // Skip what left (or was served) since the generator started.
         if (this.entries.get(entry.item) === entry) yield entry.item;
+        cursor.pass += 1 / cursor.flow.weight;
+        if (cursor.rest === undefined) {
+          const live = cursor.flow.entries;
+          cursor.rest = live.slice(live.indexOf(entry) + 1);
+        }
+        const next = cursor.rest.shift();
+        if (next === undefined) cursors.splice(best, 1);
+        else cursor.current = next;
       }
     }
   }
@@ -178,14 +188,20 @@ export class FairQueue<T> {
 /** A flow's position while `order()` simulates serving. */
 interface Cursor<T> {
   readonly flow: Flow<T>;
-  readonly entries: readonly Entry<T>[];
+  current: Entry<T>;
+  /** The flow's later waiters, copied when the cursor first moves past `current`. */
+  rest: Entry<T>[] | undefined;
   pass: number;
-  index: number;
 }
 
-function before<T>(a: Cursor<T>, b: Cursor<T>): boolean {
+function cursorBefore<T>(a: Cursor<T>, b: Cursor<T>): boolean {
   if (a.pass !== b.pass) return a.pass < b.pass;
-  return a.entries[a.index].seq < b.entries[b.index].seq;
+  return a.current.seq < b.current.seq;
+}
+
+function flowBefore<T>(a: Flow<T>, b: Flow<T>): boolean {
+  if (a.pass !== b.pass) return a.pass < b.pass;
+  return a.entries[0].seq < b.entries[0].seq;
 }
 
 /** Config and the wire bound weights already; anything else (a bug) counts as 1 rather than starving a flow. */

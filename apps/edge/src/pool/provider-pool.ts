@@ -561,8 +561,8 @@ class ProviderPoolImpl implements ProviderPool {
     for (;;) {
       const heads: { queue: PoolQueue; head: Waiter }[] = [];
       for (const queue of this.queues.values()) {
-        const head = queue.waiters.order().next();
-        if (!head.done) heads.push({ queue, head: head.value });
+        const head = queue.waiters.head();
+        if (head !== undefined) heads.push({ queue, head });
       }
       heads.sort(
         (a, b) =>
