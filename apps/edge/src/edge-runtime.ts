@@ -84,6 +84,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     pollIntervalMs: options.poolPollIntervalMs,
     // Called only on dispatches, after `metrics` below exists.
     onColdLoad: (providerId) => metrics.modelColdLoads.inc({ provider: providerId }),
+    // Read at placement time, after `metrics` below exists.
+    metrics: { affinity: (result) => metrics.affinityResults.inc({ result }) },
   });
   const metrics = new EdgeMetrics({
     processMetrics: true,

@@ -33,6 +33,8 @@ describe('openai.api_keys', () => {
         tpm: null,
         max_concurrent: null,
         token_budget: null,
+        weight: 1,
+        priority: 'interactive',
       },
     ]);
   });
@@ -55,8 +57,36 @@ openai:
       tpm: 1000,
       max_concurrent: 1,
       token_budget: { tokens: 100, per: 'month' },
+      weight: 1,
+      priority: 'interactive',
     });
     expect(config.openai.api_keys[1]).toMatchObject({ id: 'team-b', key: '', key_sha256: sha('sk-team-b') });
+  });
+
+  it('reads a key’s fair-share weight and priority, and refuses them out of range with their paths', () => {
+    const config = load(`
+openai:
+  api_keys:
+    - { id: bulk, key: sk-bulk, weight: 3, priority: batch }
+    - { id: chat, key: sk-chat }
+`);
+    expect(config.openai.api_keys[0]).toMatchObject({ weight: 3, priority: 'batch' });
+    expect(config.openai.api_keys[1]).toMatchObject({ weight: 1, priority: 'interactive' });
+    const found = issues(`
+openai:
+  api_keys:
+    - { id: a, key: x, weight: 0 }
+    - { id: b, key: y, weight: 1001 }
+    - { id: c, key: z, weight: 1.5, priority: urgent }
+`);
+    expect(found.map((issue) => `${issue.path} ${issue.code}`)).toEqual(
+      expect.arrayContaining([
+        'openai.api_keys[0].weight range',
+        'openai.api_keys[1].weight range',
+        'openai.api_keys[2].weight type',
+        'openai.api_keys[2].priority enum',
+      ]),
+    );
   });
 
   it('rejects entries without exactly one secret, bad limits, and duplicates, with their paths', () => {

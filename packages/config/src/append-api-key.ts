@@ -13,6 +13,9 @@ export interface ApiKeyEntry {
   readonly tpm?: number;
   readonly max_concurrent?: number;
   readonly token_budget?: { readonly tokens: number; readonly per: 'day' | 'month' };
+  /** Fair share of a model's queue (1..1000). */
+  readonly weight?: number;
+  readonly priority?: 'interactive' | 'batch';
 }
 
 export function appendApiKey(text: string, entry: ApiKeyEntry): string {

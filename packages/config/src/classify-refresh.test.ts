@@ -82,6 +82,18 @@ interface Case {
 
 const live: Case[] = [
   {
+    name: 'routing.affinity bounds (added section)',
+    mutate: (r) => (r.routing = { affinity: { max_entries: 50 } }),
+    path: 'routing.affinity.max_entries',
+    class: 'live',
+  },
+  {
+    name: 'models[].affinity',
+    mutate: (r) => (r.models[0].affinity = { max_wait_ms: 200 }),
+    path: 'models[m1].affinity.max_wait_ms',
+    class: 'live',
+  },
+  {
     name: 'provider capacity',
     mutate: (r) => (provider(r, 'p-cli').capacity = 3),
     path: 'nodes[n1].providers[p-cli].capacity',

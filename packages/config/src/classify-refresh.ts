@@ -113,6 +113,10 @@ export function classifyRefresh(
       else report(collector, difference, 'restart', `${section} settings are read at startup`);
     }
   }
+  // issue 32 (h-fairshare): routing settings (affinity table bounds) are read by the pool on every refresh.
+  for (const difference of diff(current.routing, next.routing, 'routing')) {
+    report(collector, difference, 'live', 'routing settings are applied to the pool live');
+  }
   classifyModels(current, next, collector);
   classifyNodes(current, next, collector);
   classifyProviders(current, next, collector);

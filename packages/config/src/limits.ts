@@ -38,6 +38,11 @@ export const LIMITS = {
   reserve_max_tokens: { min: 0, max: 10_000_000 },
   cluster_heartbeat_ms: { min: 50, max: 60_000 },
   cluster_state_ttl_ms: { min: 1_000, max: 600_000 },
+  // issue 32, fair share and affinity (h-fairshare)
+  key_weight: { min: 1, max: 1000 },
+  affinity_max_entries: { min: 1, max: 10_000_000 },
+  affinity_ttl_ms: { min: 1_000, max: 7 * DAY_MS },
+  affinity_max_wait_ms: { min: 0, max: 600_000 },
 } as const satisfies Record<string, Limit>;
 
 export const DEFAULTS = {
@@ -83,4 +88,10 @@ export const DEFAULTS = {
   tracing_sample_ratio: 1,
   cluster_heartbeat_ms: 500,
   cluster_state_ttl_ms: 3_000,
+  // issue 32, fair share and affinity (h-fairshare)
+  key_weight: 1,
+  key_priority: 'interactive',
+  affinity_max_entries: 10_000,
+  affinity_ttl_ms: 600_000,
+  affinity_max_wait_ms: 0,
 } as const;

@@ -222,7 +222,39 @@ models: [{ id: "m:1", providers: { p: "served" } }]
       default_thinking_token_budget: null,
       drop_unsupported: false,
       fetch_image_urls: false,
+      affinity: { enabled: true, hash_messages: true, max_wait_ms: 0 },
     });
+    expect(config.routing).toEqual({ affinity: { max_entries: 10_000, ttl_ms: 600_000 } });
+  });
+
+  it('reads models[].affinity and routing.affinity, refusing bad values with their paths', () => {
+    const config = load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, affinity: { enabled: false, hash_messages: false, max_wait_ms: 250 } }]
+routing: { affinity: { max_entries: 500, ttl_ms: 60000 } }
+`);
+    expect(config.models[0]?.affinity).toEqual({ enabled: false, hash_messages: false, max_wait_ms: 250 });
+    expect(config.routing.affinity).toEqual({ max_entries: 500, ttl_ms: 60_000 });
+    const result = parseConfigText(
+      `
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, affinity: { enabled: 1, max_wait_ms: -1, sticky: true } }]
+routing: { affinity: { max_entries: 0, ttl_ms: 10 }, other: {} }
+`,
+      'edge.yaml',
+    );
+    expect(result.ok).toBe(false);
+    const paths = result.ok ? [] : result.issues.map((issue) => `${issue.path} ${issue.code}`);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'models[0].affinity.enabled type',
+        'models[0].affinity.max_wait_ms range',
+        'models[0].affinity.sticky unknown_key',
+        'routing.affinity.max_entries range',
+        'routing.affinity.ttl_ms range',
+        'routing.other unknown_key',
+      ]),
+    );
   });
 
   it('reads fetch_image_urls and refuses a non-boolean one with its path', () => {

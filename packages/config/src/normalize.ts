@@ -17,6 +17,7 @@ import {
   PROVIDER_CATEGORIES,
   TOKEN_BUDGET_PERIODS,
   ADMIN_ROLES,
+  KEY_PRIORITIES,
   type AdminKeyConfig,
   type AdapterInstanceConfig,
   type ApiKeyConfig,
@@ -29,6 +30,7 @@ import {
   type OllamaAdapterInstanceConfig,
   type OpenAICompatAdapterInstanceConfig,
   type ProviderConfig,
+  type RoutingConfig,
 } from './types.js';
 
 type Raw = Record<string, unknown>;
@@ -180,6 +182,7 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       heartbeat_ms: int(cluster.heartbeat_ms, DEFAULTS.cluster_heartbeat_ms),
       state_ttl_ms: int(cluster.state_ttl_ms, DEFAULTS.cluster_state_ttl_ms),
     },
+    routing: normalizeRouting(record(root.routing)),
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,
   };
@@ -197,6 +200,27 @@ function normalizeModel(model: Raw): ModelConfig {
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
     drop_unsupported: bool(model.drop_unsupported, false),
     fetch_image_urls: bool(model.fetch_image_urls, false),
+    affinity: normalizeModelAffinity(record(model.affinity)),
+  };
+}
+
+// issue 32, conversation affinity (h-fairshare)
+function normalizeModelAffinity(affinity: Raw): ModelConfig['affinity'] {
+  return {
+    enabled: bool(affinity.enabled, true),
+    hash_messages: bool(affinity.hash_messages, true),
+    max_wait_ms: int(affinity.max_wait_ms, DEFAULTS.affinity_max_wait_ms),
+  };
+}
+
+function normalizeRouting(routing: Raw): RoutingConfig {
+  // issue 32, conversation affinity (h-fairshare)
+  const affinity = record(routing.affinity);
+  return {
+    affinity: {
+      max_entries: int(affinity.max_entries, DEFAULTS.affinity_max_entries),
+      ttl_ms: int(affinity.ttl_ms, DEFAULTS.affinity_ttl_ms),
+    },
   };
 }
 
@@ -230,6 +254,8 @@ function normalizeApiKey(value: unknown, index: number, context: Context): ApiKe
     tpm: nullableInt(entry.tpm),
     max_concurrent: nullableInt(entry.max_concurrent),
     token_budget: tokens === null ? null : { tokens, per: oneOf(budget.per, TOKEN_BUDGET_PERIODS, 'day') },
+    weight: int(entry.weight, DEFAULTS.key_weight),
+    priority: oneOf(entry.priority, KEY_PRIORITIES, DEFAULTS.key_priority),
   };
 }
 
@@ -259,6 +285,8 @@ const UNLIMITED_KEY = {
   tpm: null,
   max_concurrent: null,
   token_budget: null,
+  weight: DEFAULTS.key_weight,
+  priority: DEFAULTS.key_priority,
 } as const satisfies Partial<ApiKeyConfig>;
 
 function sha256Hex(value: string): string {

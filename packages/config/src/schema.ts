@@ -13,6 +13,7 @@ import {
   LOG_LEVELS,
   PROVIDER_CATEGORIES,
   TOKEN_BUDGET_PERIODS,
+  KEY_PRIORITIES,
 } from './types.js';
 
 type Schema = Record<string, unknown>;
@@ -189,6 +190,11 @@ const model = object(
     default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
     drop_unsupported: bool,
     fetch_image_urls: bool,
+    affinity: object({
+      enabled: bool,
+      hash_messages: bool,
+      max_wait_ms: integer(LIMITS.affinity_max_wait_ms),
+    }),
   },
   ['id', 'providers'],
 );
@@ -224,6 +230,8 @@ const apiKey: Schema = {
         },
         ['tokens', 'per'],
       ),
+      weight: integer(LIMITS.key_weight),
+      priority: { type: 'string', enum: [...KEY_PRIORITIES] },
     },
     ['id'],
   ),
@@ -329,6 +337,13 @@ export const edgeConfigSchema: Schema = extensible({
     }),
     heartbeat_ms: integer(LIMITS.cluster_heartbeat_ms),
     state_ttl_ms: integer(LIMITS.cluster_state_ttl_ms),
+  }),
+  routing: object({
+    // issue 32, conversation affinity (h-fairshare)
+    affinity: object({
+      max_entries: integer(LIMITS.affinity_max_entries),
+      ttl_ms: integer(LIMITS.affinity_ttl_ms),
+    }),
   }),
   models: { type: 'array', items: model, maxItems: 4096 },
   nodes: { type: 'array', items: node, maxItems: 4096 },

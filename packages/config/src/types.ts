@@ -202,7 +202,18 @@ export interface ApiKeyConfig {
   /** Runs of this key in flight at once. */
   readonly max_concurrent: number | null;
   readonly token_budget: TokenBudgetConfig | null;
+  /**
+   * Share of a model's queue this key gets against other keys waiting for the same model (1..1000, default 1):
+   * a key of weight 2 is served twice as often as one of weight 1 while both wait.
+   */
+  readonly weight: number;
+  /** `batch` waiters of a model are served only while no `interactive` waiter of it can be (default interactive). */
+  readonly priority: KeyPriority;
 }
+
+/** Queue class of an API key: `batch` waits while any `interactive` waiter of the same model can be served. */
+export type KeyPriority = 'interactive' | 'batch';
+export const KEY_PRIORITIES: readonly KeyPriority[] = ['interactive', 'batch'];
 
 /** `usage` — the per-run usage records kept under edge.data_dir. */
 export interface UsageConfig {
@@ -294,6 +305,35 @@ export interface ModelConfig {
    * OpenAI-compatible backends receive image URLs as is either way.
    */
   readonly fetch_image_urls: boolean;
+  /** Conversation affinity: prefer the provider that served a conversation's previous turn. */
+  readonly affinity: ModelAffinityConfig;
+}
+
+/** `models[].affinity` (issue 32). */
+export interface ModelAffinityConfig {
+  /** false = this model's runs are placed without affinity (the key is ignored). Default true. */
+  readonly enabled: boolean;
+  /**
+   * Chat runs without an explicit key (x-session-id, user, metadata.user_id, A2A context) use a hash of the
+   * conversation's head (its system/developer messages and first user message). Default true.
+   */
+  readonly hash_messages: boolean;
+  /** How long a run waits for its affine provider to get a free slot before spilling to another. Default 0. */
+  readonly max_wait_ms: number;
+}
+
+/** `routing:` — how the pool chooses among a model's providers. */
+export interface RoutingConfig {
+  // issue 32, conversation affinity (h-fairshare)
+  readonly affinity: AffinityRoutingConfig;
+}
+
+/** `routing.affinity` — the table of affinity key → provider that served it last. */
+export interface AffinityRoutingConfig {
+  /** Entries kept (least recently used dropped first). Default 10000. */
+  readonly max_entries: number;
+  /** An entry not used for this long is forgotten. Default 600000 (10 min). */
+  readonly ttl_ms: number;
 }
 
 export interface CliProfileConfig {
@@ -447,6 +487,7 @@ export interface EdgeConfig {
   readonly usage: UsageConfig;
   readonly tracing: TracingConfig;
   readonly cluster: ClusterConfig;
+  readonly routing: RoutingConfig;
   readonly models: readonly ModelConfig[];
   readonly nodes: readonly NodeConfig[];
 }

@@ -159,6 +159,8 @@ describe('A2A tasks belong to the key that created them', () => {
     tpm: null,
     maxConcurrent: null,
     tokenBudget: null,
+    weight: 1,
+    priority: 'interactive',
   });
 
   it("answers team-a's get, cancel, resubscribe and follow-up of team's task exactly like an unknown id", async () => {

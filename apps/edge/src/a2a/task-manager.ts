@@ -274,6 +274,8 @@ export class TaskManager {
         messages,
         timeoutMs: this.settings.timeoutSec * 1000,
         metadata: { surface: 'a2a', a2a_task_id: taskId, a2a_context_id: contextId },
+        // The context is the conversation (a models[] destination would prefer the provider that served it).
+        affinityKey: contextId,
         ...(collect ? { collect } : {}),
       },
       {

@@ -28,7 +28,7 @@ import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
 import { createRouteResolver, type ResolvedRoute } from '../openai/route-resolver.js';
 import { createRunStarter, type StartedRun } from '../openai/run-starter.js';
-import type { RequestedRun } from '../openai/requested-run.js';
+import { requestAffinityKey, type RequestedRun } from '../openai/requested-run.js';
 import { SseSink } from '../openai/sse-sink.js';
 import { AnthropicHttpError, invalidRequest, mapAnthropicError, notFound } from './anthropic-error.js';
 import { messageBody, messageId, streamMessage, type MessageOutputContext } from './messages-output.js';
@@ -285,11 +285,19 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
     }
   }
 
-  /** Adds who is asking and in which trace: the key's principal and the request's `traceparent` header. */
+  /**
+   * Adds who is asking, in which trace and in which conversation: the key's principal, the request's
+   * `traceparent` header, and its affinity key (`x-session-id`, else `metadata.user_id`).
+   */
   function withCaller(spec: RequestedRun, exchange: Exchange): RequestedRun {
     spec.principal = exchange.principal;
     const traceparent = exchange.request.headers.traceparent;
     if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
+    const affinityKey = requestAffinityKey(
+      exchange.request.headers['x-session-id'],
+      spec.metadata['user_id'],
+    );
+    if (affinityKey !== undefined) spec.affinityKey = affinityKey;
     return spec;
   }
 

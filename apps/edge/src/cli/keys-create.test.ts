@@ -61,8 +61,27 @@ describe('iop-edge keys create', () => {
       tpm: null,
       max_concurrent: 1,
       token_budget: { tokens: 100, per: 'day' },
+      weight: 1,
+      priority: 'interactive',
     });
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('writes a key’s fair share (weight, priority), and refuses a weight beyond 1000 without writing', async () => {
+    const io = memoryIo(dir);
+    const argv = ['bulk', '--weight', '3', '--priority', 'batch', '--config', file];
+    expect(await command.run(argv, io.io)).toBe(0);
+    const loaded = parseConfigText(fs.readFileSync(file, 'utf8'), file);
+    if (!loaded.ok) throw new Error('invalid result');
+    expect(loaded.config.openai.api_keys[1]).toMatchObject({ id: 'bulk', weight: 3, priority: 'batch' });
+    const before = fs.readFileSync(file, 'utf8');
+    const heavy = memoryIo(dir);
+    expect(await command.run(['heavy', '--weight', '1001', '--config', file], heavy.io)).toBe(1);
+    expect(heavy.err()).toContain('weight');
+    expect(fs.readFileSync(file, 'utf8')).toBe(before);
+    await expect(command.run(['x', '--priority', 'urgent', '--config', file], io.io)).rejects.toThrow(
+      '--priority',
+    );
   });
 
   it('creates openai.api_keys when the file has none', async () => {

@@ -1,5 +1,5 @@
 // `iop-edge keys create <id> [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N] [--budget N/day|N/month]
-// [--json] [--config P]`: makes a new API key, appends `{ id, key_sha256, limits }` to openai.api_keys of edge.yaml
+// [--weight N] [--priority interactive|batch] [--json] [--config P]`: makes a new API key, appends `{ id, key_sha256, limits }` to openai.api_keys of edge.yaml
 // (the YAML document is edited in place, so comments and layout elsewhere stay) and prints the key once: the file
 // keeps only its SHA-256. The result is validated as a whole before anything is written, and written atomically.
 // A running edge applies it with `iop-edge config refresh --mode apply` (key changes are live).
@@ -29,7 +29,7 @@ export function createKeysCreateCommand(deps: KeysCreateDeps = {}): CliCommand {
     path: ['keys', 'create'],
     summary: 'Create an API key (a principal with optional limits); prints the key once, stores its SHA-256.',
     usage:
-      'keys create <id> [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N] [--budget N/day|N/month] [--json] [--config P]',
+      'keys create <id> [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N] [--budget N/day|N/month] [--weight N] [--priority interactive|batch] [--json] [--config P]',
     async run(argv, io) {
       const flags = parseFlags(argv, {
         ...configFlag,
@@ -39,6 +39,8 @@ export function createKeysCreateCommand(deps: KeysCreateDeps = {}): CliCommand {
         tpm: { type: 'string' },
         'max-concurrent': { type: 'string' },
         budget: { type: 'string' },
+        weight: { type: 'string' },
+        priority: { type: 'string' },
       });
       const [id, ...extra] = flags.positionals;
       if (!id) throw new UsageError('a key id is required');
@@ -76,6 +78,17 @@ export function createKeysCreateCommand(deps: KeysCreateDeps = {}): CliCommand {
           tokens: positiveInteger(match[1] ?? '', '--budget'),
           per: match[2] === 'month' ? 'month' : 'day',
         };
+      }
+
+      // The key's fair share of a model's queue; bounds are checked with the whole config below.
+      const weight = stringFlag(flags, 'weight');
+      if (weight !== undefined) entry.weight = positiveInteger(weight, '--weight');
+      const priority = stringFlag(flags, 'priority');
+      if (priority !== undefined) {
+        if (priority !== 'interactive' && priority !== 'batch') {
+          throw new UsageError(`invalid --priority '${priority}': expected interactive or batch`);
+        }
+        entry.priority = priority;
       }
 
       const { path: configPath } = resolveCommandConfigPath(stringFlag(flags, 'config'), io);

@@ -81,6 +81,23 @@ describe('ClusterView', () => {
     ]);
   });
 
+  it('names the live remote edge where a provider is usable with a free slot (conversation affinity)', () => {
+    const { view, advance } = setup();
+    view.update(
+      state('b', [
+        provider('pb', 'nb', { inFlight: 1 }),
+        provider('pfull', 'nb', { inFlight: 2 }),
+        provider('psick', 'nb', { health: 'unhealthy' }),
+      ]),
+    );
+    expect(view.edgeOfFreeProvider('pb')).toBe('b');
+    expect(view.edgeOfFreeProvider('pfull')).toBeUndefined();
+    expect(view.edgeOfFreeProvider('psick')).toBeUndefined();
+    expect(view.edgeOfFreeProvider('unknown')).toBeUndefined();
+    advance(600);
+    expect(view.edgeOfFreeProvider('pb')).toBeUndefined();
+  });
+
   it('places a run here while a local provider has room, then on the edge with the most free slots', () => {
     const { view } = setup();
     view.update(state('b', [provider('pb', 'nb', { inFlight: 1 })]));

@@ -94,6 +94,15 @@ export class ClusterView {
     return this.states().find((state) => state.nodes.includes(nodeId))?.edgeId;
   }
 
+  /** The live remote edge where `providerId` is usable with a free slot (conversation affinity); else undefined. */
+  edgeOfFreeProvider(providerId: string): string | undefined {
+    for (const state of this.states()) {
+      const provider = state.providers.find((entry) => entry.providerId === providerId);
+      if (provider && usable(provider) && provider.inFlight < provider.capacity) return state.edgeId;
+    }
+    return undefined;
+  }
+
   /**
    * The local snapshot with every provider whose node is connected to another live edge replaced by that edge's
    * figures: the cluster-wide pool as every edge sees it.

@@ -386,6 +386,10 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     return this.view.edgeOfNode(ref);
   }
 
+  edgeOfFreeProvider(providerId: string): string | undefined {
+    return this.view.edgeOfFreeProvider(providerId);
+  }
+
   reserve(edgeId: string): Reservation {
     // Unique per requester (its subject) and, with this process's random prefix, at every owner.
     const forwardId = `${this.forwardPrefix}${(this.forwardSequence += 1).toString(36)}`;

@@ -14,6 +14,8 @@ const key = (id: string, secret: string, models: string[] = []) => ({
   tpm: null,
   max_concurrent: null,
   token_budget: null,
+  weight: 1,
+  priority: 'interactive' as const,
 });
 
 describe('principal resolution', () => {

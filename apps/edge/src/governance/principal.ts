@@ -2,7 +2,7 @@
 // `bearer_token` shortcut (an unlimited principal). Resolution compares SHA-256 digests with timingSafeEqual
 // against every known key without an early exit, so timing reveals neither which key nor how much of one matched.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyConfig, TokenBudgetConfig } from '@iop/config';
+import { DEFAULTS, type ApiKeyConfig, type KeyPriority, type TokenBudgetConfig } from '@iop/config';
 import type { LimitLease } from './limit-lease.js';
 
 export interface Principal {
@@ -14,6 +14,10 @@ export interface Principal {
   readonly tpm: number | null;
   readonly maxConcurrent: number | null;
   readonly tokenBudget: TokenBudgetConfig | null;
+  /** The key's share of a model's queue against other keys (fair share; 1..1000, default 1). */
+  readonly weight: number;
+  /** `batch`: waits while an interactive waiter of the same model can be served. */
+  readonly priority: KeyPriority;
   /**
    * Cluster mode: this run's share of the key's limits, already taken on the key's home edge. The governor that
    * admits the run then counts nothing itself and hands the run's tokens to the lease when it ends.
@@ -32,12 +36,23 @@ export function principalOf(key: ApiKeyConfig): Principal {
     tpm: key.tpm,
     maxConcurrent: key.max_concurrent,
     tokenBudget: key.token_budget,
+    weight: key.weight,
+    priority: key.priority,
   };
 }
 
 /** An unlimited principal (a shared bearer token). */
 export function unlimitedPrincipal(id: string): Principal {
-  return { id, models: undefined, rpm: null, tpm: null, maxConcurrent: null, tokenBudget: null };
+  return {
+    id,
+    models: undefined,
+    rpm: null,
+    tpm: null,
+    maxConcurrent: null,
+    tokenBudget: null,
+    weight: DEFAULTS.key_weight,
+    priority: DEFAULTS.key_priority,
+  };
 }
 
 /** True when the principal may use `model` (a model outside the allow-list is treated as unknown). */

@@ -1,4 +1,7 @@
-// A principal as it crosses to another edge (JSON): the owning edge checks the same key's allow-list and limits.
+// A principal as it crosses to another edge (JSON): the owning edge checks the same key's allow-list and limits,
+// and queues the run under the key's fair share (weight, priority). An edge that predates fair share sends neither:
+// the defaults apply, as for a key that names none. Values out of range (a buggy or older peer) fall back too.
+import { DEFAULTS, LIMITS, type KeyPriority } from '@iop/config';
 import type { Principal } from '../governance/principal.js';
 
 export interface WirePrincipal {
@@ -8,6 +11,8 @@ export interface WirePrincipal {
   tpm: number | null;
   maxConcurrent: number | null;
   tokenBudget: Principal['tokenBudget'];
+  weight?: number;
+  priority?: KeyPriority;
 }
 
 export function toWirePrincipal(principal: Principal): WirePrincipal {
@@ -18,6 +23,8 @@ export function toWirePrincipal(principal: Principal): WirePrincipal {
     tpm: principal.tpm,
     maxConcurrent: principal.maxConcurrent,
     tokenBudget: principal.tokenBudget,
+    weight: principal.weight,
+    priority: principal.priority,
   };
 }
 
@@ -29,5 +36,14 @@ export function fromWirePrincipal(principal: WirePrincipal): Principal {
     tpm: principal.tpm,
     maxConcurrent: principal.maxConcurrent,
     tokenBudget: principal.tokenBudget,
+    weight: wireWeight(principal.weight),
+    priority: principal.priority === 'batch' ? 'batch' : DEFAULTS.key_priority,
   };
+}
+
+function wireWeight(weight: unknown): number {
+  const { min, max } = LIMITS.key_weight;
+  return typeof weight === 'number' && Number.isInteger(weight) && weight >= min && weight <= max
+    ? weight
+    : DEFAULTS.key_weight;
 }

@@ -62,6 +62,8 @@ export class EdgeMetrics {
   readonly nodeConnections: LineCachedCounter<'node'>;
   readonly nodeDisconnects: LineCachedCounter<'node' | 'reason'>;
   readonly runOutcomes: Counter<'outcome'>;
+  /** Model runs with an affinity key, by how their placement went (hit, miss, spill). */
+  readonly affinityResults: Counter<'result'>;
   readonly frameErrors: Counter<'code'>;
   /** Hot-path cells of the per-request counters (same series as the counters above; see counter-cells.ts). */
   readonly cells: {
@@ -158,6 +160,12 @@ export class EdgeMetrics {
       runsAdmitted: runsAdmitted.cells,
       runOutcomes: runOutcomes.cells,
     };
+    this.affinityResults = new Counter({
+      name: 'iop_affinity_total',
+      help: 'Model runs with a conversation affinity key by placement result: hit (the provider that served the key last), miss (no usable entry), spill (that provider was busy).',
+      labelNames: ['result'],
+      registers,
+    });
     this.frameErrors = new Counter({
       name: 'iop_frame_errors_total',
       help: 'Connections closed for bad frames, by wire error code.',

@@ -56,7 +56,7 @@ import { responsesBody, streamResponse, type ResponsesOutputContext } from './re
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
 import { createRunStarter, type StartedRun } from './run-starter.js';
 import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.js';
-import { checkImageUrls, hasImageUrls, type RequestedRun } from './requested-run.js';
+import { checkImageUrls, hasImageUrls, requestAffinityKey, type RequestedRun } from './requested-run.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { HttpMount } from '../http/http-mount.js';
@@ -225,7 +225,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       );
     }
     const fields = planFields('completions', body, route);
-    const spec = withCaller(Object.assign(completionsRequestedRun(body), fields), exchange);
+    const spec = withCaller(Object.assign(completionsRequestedRun(body), fields), exchange, requestBody);
     const context: CompletionOutputContext = {
       id: `cmpl-${randomId()}`,
       created: Math.floor(clock.now() / 1000),
@@ -280,12 +280,21 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     return principal ? catalogue.filter((model) => allowsModel(principal, model)) : catalogue;
   }
 
-  /** Adds who is asking and in which trace: the key's principal and the request's `traceparent` header. */
-  function withCaller(spec: RequestedRun, exchange: Exchange): RequestedRun {
+  /**
+   * Adds who is asking, in which trace and in which conversation: the key's principal, the request's
+   * `traceparent` header, and its affinity key (`x-session-id`, else the body's `user`).
+   */
+  function withCaller(spec: RequestedRun, exchange: Exchange, requestBody?: unknown): RequestedRun {
     // `spec` was just built for this request: filled in place rather than copied.
     spec.principal = exchange.principal;
     const traceparent = exchange.request.headers.traceparent;
     if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
+    const user =
+      typeof requestBody === 'object' && requestBody !== null
+        ? (requestBody as Record<string, unknown>)['user']
+        : undefined;
+    const affinityKey = requestAffinityKey(exchange.request.headers['x-session-id'], user);
+    if (affinityKey !== undefined) spec.affinityKey = affinityKey;
     return spec;
   }
 
@@ -331,7 +340,10 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const body = validateChatRequest(requestBody);
     const route = resolveFor(exchange, body.model);
     const fields = planFields('chat', body, route);
-    const spec = withImageUrls(withCaller(Object.assign(chatRequestedRun(body), fields), exchange), route);
+    const spec = withImageUrls(
+      withCaller(Object.assign(chatRequestedRun(body), fields), exchange, requestBody),
+      route,
+    );
     requireWorkspace(route, spec);
     const output = outputOptions(spec);
     const context: ChatOutputContext = {
@@ -359,7 +371,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     const route = resolveFor(exchange, body.model);
     const fields = planFields('responses', body, route);
     const spec = withImageUrls(
-      withCaller(Object.assign(responsesRequestedRun(body), fields), exchange),
+      withCaller(Object.assign(responsesRequestedRun(body), fields), exchange, requestBody),
       route,
     );
     requireWorkspace(route, spec);

@@ -47,6 +47,25 @@ export interface RequestedRun {
   embedding?: EmbeddingInput;
   /** The node fetches the messages' image URLs for a backend that takes only inline images (RunRequest.fetch_image_urls). */
   fetchImageUrls?: boolean;
+  /** The conversation's affinity key: `x-session-id`, else the body's `user` (service RunSpec.affinityKey). */
+  affinityKey?: string;
+}
+
+/** Longest affinity key taken from a request (a longer `x-session-id` or `user` is cut: it is hashed anyway). */
+const MAX_AFFINITY_KEY_CHARS = 1024;
+
+/**
+ * The affinity key a request names: its `x-session-id` header, else `fallback` (OpenAI `user`, Anthropic
+ * `metadata.user_id`); undefined when neither is a non-empty string.
+ */
+export function requestAffinityKey(
+  sessionHeader: string | string[] | undefined,
+  fallback: unknown,
+): string | undefined {
+  const header = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+  const key = typeof header === 'string' && header.trim() !== '' ? header.trim() : fallback;
+  if (typeof key !== 'string' || key === '') return undefined;
+  return key.slice(0, MAX_AFFINITY_KEY_CHARS);
 }
 
 export function generationParams(

@@ -1,5 +1,6 @@
 // The local side of placement: runs that execute on a node connected to this edge. `reserve` takes a pool lease
-// (provider slot and node slot, waiting in the pool's FIFO queue; queue timeout and max_queue stay pool
+// (provider slot and node slot, waiting in the pool's fair-share queue under the run's principal, preferring the
+// provider of the run's affinity key; queue timeout and max_queue stay pool
 // mechanisms) and the session (fixed, or a free slot of a base id); `dispatch` applies the model's generation
 // policy (read after the queue wait: a live refresh may have changed it), registers the reservation with the
 // node's link and sends the RunRequest. The reservation is the link's RunObserver for the run and hands each
@@ -7,7 +8,8 @@
 import { create, principalSessionId, RunKind, type RunEventEnvelope, type RunRequest } from '@iop/wire';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
-import type { Lease, ProviderPool } from '../pool/provider-pool.js';
+import type { AcquireOptions, Lease, ProviderPool } from '../pool/provider-pool.js';
+import { affinityKeyFor } from './affinity-key.js';
 import { PlacementError } from './errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { requireRunKind } from './run-kind-check.js';
@@ -28,17 +30,17 @@ export class LocalPlacement {
     const { destination, spec } = request;
     const { pool, sessions } = this.deps;
     const started = performance.now();
-    const signal = request.signal ? { signal: request.signal } : {};
+    const options = acquireOptions(request, pool);
     const lease =
       destination.kind === 'model'
-        ? await pool.acquire(destination.model, signal)
+        ? await pool.acquire(destination.model, options)
         : await pool.acquireRoute(
             {
               nodeId: resolveNodeLink(this.deps.registry, destination.node).nodeId,
               adapter: destination.adapter,
               target: destination.target,
             },
-            signal,
+            options,
           );
     const queueMs = performance.now() - started;
     const adapter = destination.kind === 'model' ? lease.adapter : destination.adapter;
@@ -186,6 +188,25 @@ class LocalReservation implements Reservation, RunObserver {
     this.session.release();
     this.lease.release();
   }
+}
+
+/**
+ * What the pool needs to queue and place the run: its abort signal, its principal's fair share (a forwarded run
+ * carries its principal, so the owner edge queues it under the same key) and, for a model run, its affinity key.
+ */
+function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireOptions {
+  const { principal, destination } = request;
+  const options: AcquireOptions = {};
+  if (request.signal) options.signal = request.signal;
+  if (principal) {
+    options.principalKey = principal.id;
+    options.weight = principal.weight;
+    options.priority = principal.priority;
+  }
+  const policy = destination.kind === 'model' ? pool.model(destination.model)?.affinity : undefined;
+  const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
+  if (affinityKey !== undefined) options.affinityKey = affinityKey;
+  return options;
 }
 
 /**

@@ -2,10 +2,18 @@
 // where the cluster view finds the most free capacity (this edge on a tie), an explicit route to the edge its
 // node is connected to; everything else runs here. On a single edge there is no RemoteEdges and every run is
 // reserved in the local pool with one branch.
+//
+// Conversation affinity across the fabric: provider ids are unique in the fabric (one edge.yaml), so this edge's
+// pool table remembers key → provider for runs it forwarded too (the owner's answer names the provider). A model
+// run whose key was last served by a provider of another edge goes to that edge while the provider has a free
+// slot there (the owner's pool then prefers the same provider, since the key travels with the run); otherwise
+// the normal choice applies. Keys are per requesting edge: a conversation whose turns arrive at different edges
+// is kept together only by each edge's own memory.
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderPool, ProviderStatus } from '../pool/provider-pool.js';
+import { affinityKeyFor } from './affinity-key.js';
 import type { LocalPlacement } from './local-placement.js';
-import type { Placement, PlacementRequest, Reservation } from './placement.js';
+import type { Dispatched, ExecutionObserver, Placement, PlacementRequest, Reservation } from './placement.js';
 import type { RunDestination } from './run-types.js';
 
 /**
@@ -19,6 +27,8 @@ export interface RemoteEdges {
   edgeForProviders(providerIds: readonly string[], local: ProviderStatus[]): string | undefined;
   /** The other edge a node (id or alias) is connected to; undefined = none. */
   edgeOfNode(ref: string): string | undefined;
+  /** The other live edge where provider `providerId` is usable and has a free slot now; undefined = none. */
+  edgeOfFreeProvider(providerId: string): string | undefined;
   /**
    * A reservation for a run forwarded to `edgeId`. Nothing is held here before dispatch: the owner's own run
    * supervisor admits it exactly (limits travel as the principal's lease).
@@ -37,13 +47,22 @@ export class PlacementRouter implements Placement {
     private readonly remote: RemoteEdges | undefined,
   ) {}
 
-  edgeFor(destination: RunDestination): string | undefined {
+  edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined {
     const remote = this.remote;
     if (!remote?.accepting) return undefined;
     if (destination.kind === 'model') {
       const model = this.pool.model(destination.model);
       if (!model) return undefined;
-      return remote.edgeForProviders(Object.keys(model.providers), this.pool.snapshot());
+      const local = this.pool.snapshot();
+      const key = request ? affinityKeyFor(request.spec, request.principal?.id, model.affinity) : undefined;
+      const preferred = key === undefined ? undefined : this.pool.affinityProvider(key);
+      if (preferred !== undefined && Object.hasOwn(model.providers, preferred)) {
+        const here = local.find((provider) => provider.providerId === preferred);
+        if (here?.status === 'ready' && here.inFlight < here.capacity) return undefined;
+        const owner = remote.edgeOfFreeProvider(preferred);
+        if (owner !== undefined) return owner;
+      }
+      return remote.edgeForProviders(Object.keys(model.providers), local);
     }
     const ref = destination.node?.trim() ?? '';
     if (ref === '' || this.local.hasNode(ref)) return undefined;
@@ -52,6 +71,63 @@ export class PlacementRouter implements Placement {
 
   reserve(request: PlacementRequest, edgeId: string | undefined): Promise<Reservation> {
     if (edgeId === undefined || !this.remote) return this.local.reserve(request);
-    return Promise.resolve(this.remote.reserve(edgeId));
+    const reservation = this.remote.reserve(edgeId);
+    const { destination } = request;
+    const policy = destination.kind === 'model' ? this.pool.model(destination.model)?.affinity : undefined;
+    const key = policy ? affinityKeyFor(request.spec, request.principal?.id, policy) : undefined;
+    return Promise.resolve(
+      key === undefined ? reservation : new RememberingReservation(reservation, key, this.pool),
+    );
+  }
+}
+
+/** A forwarded run's reservation that records which provider the owner edge placed the run's key on. */
+class RememberingReservation implements Reservation {
+  constructor(
+    private readonly inner: Reservation,
+    private readonly key: string,
+    private readonly pool: ProviderPool,
+  ) {}
+
+  get edgeId(): string | undefined {
+    return this.inner.edgeId;
+  }
+  get nodeId(): string {
+    return this.inner.nodeId;
+  }
+  get adapter(): string {
+    return this.inner.adapter;
+  }
+  get target(): string {
+    return this.inner.target;
+  }
+  get providerId(): string | undefined {
+    return this.inner.providerId;
+  }
+  get queueMs(): number {
+    return this.inner.queueMs;
+  }
+  get deadlineSlackMs(): number {
+    return this.inner.deadlineSlackMs;
+  }
+
+  async dispatch(
+    request: PlacementRequest,
+    observer: ExecutionObserver,
+    traceparent: string,
+  ): Promise<Dispatched> {
+    const dispatched = await this.inner.dispatch(request, observer, traceparent);
+    if (dispatched.providerId !== undefined && dispatched.providerId !== '') {
+      this.pool.recordAffinity(this.key, dispatched.providerId);
+    }
+    return dispatched;
+  }
+
+  cancel(reason: string): void {
+    this.inner.cancel(reason);
+  }
+
+  release(): void {
+    this.inner.release();
   }
 }

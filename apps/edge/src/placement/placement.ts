@@ -2,7 +2,7 @@
 // learns more than this interface says; behind it are this edge's provider pool (local-placement.ts) and, in
 // cluster mode, the other edges of the fabric (cluster/remote-edges.ts, through placement-router.ts).
 //
-// A placement takes capacity for a run where it will execute (`reserve`: the pool's FIFO queue here; nothing on
+// A placement takes capacity for a run where it will execute (`reserve`: the pool's fair-share queue here; nothing on
 // a remote edge, whose own supervisor does the exact admission), sends it there (`dispatch`), and reports what
 // happens to it through an ExecutionObserver. It keeps no lifetime of its own: no deadline, no cancel grace, no
 // usage record. The supervisor decides when the run ends and calls `release()` exactly once.
@@ -109,8 +109,11 @@ export interface ForwardedRunHost {
 }
 
 export interface Placement {
-  /** The edge a run to `destination` should execute on now; undefined = this edge. */
-  edgeFor(destination: RunDestination): string | undefined;
+  /**
+   * The edge a run to `destination` should execute on now; undefined = this edge. With the run's `request`, a
+   * model run whose conversation was last served by a provider of another edge goes back there while it is free.
+   */
+  edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined;
   /**
    * Takes capacity for the run on `edgeId` (from edgeFor; undefined = this edge's pool), waiting in the pool's
    * queue when none is free (the request's signal leaves it). Throws PlacementError or PoolError.

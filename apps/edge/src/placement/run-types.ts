@@ -71,6 +71,12 @@ export interface RunSpec {
    * inline images (RunRequest.fetch_image_urls).
    */
   fetchImageUrls?: boolean;
+  /**
+   * The conversation this run continues, as the caller named it (`x-session-id`, OpenAI `user`, Anthropic
+   * `metadata.user_id`, A2A context id): the pool prefers the provider that served it last (affinity-key.ts
+   * scopes it by principal). Travels with a forwarded run, so the owner edge places it the same way.
+   */
+  affinityKey?: string;
 }
 
 /** Which door a run came through (metrics, logs, usage). */

@@ -18,30 +18,44 @@
 // and outlive config swaps, so a capacity cut or a disabled provider only affects new dispatches while running
 // work drains.
 //
-// Queueing: with no free slot the caller waits in a FIFO queue — one per model, one per explicit route. What waits
+// Conversation affinity (affinity-table.ts): a model run may carry an affinity key (already scoped by principal).
+// Before the order above, the provider that served that key last is chosen when it is a free candidate; when it
+// is a candidate but has no free slot the run waits for it up to the model's `affinity.max_wait_ms` (default 0)
+// and then spills to the normal order. Every placement with a key records its provider, and counts
+// `hit` / `miss` / `spill` (iop_affinity_total). Affinity only ever chooses among free candidates: it never
+// breaks a provider's capacity or a node's max_concurrency.
+//
+// Queueing: with no free slot the caller waits — one queue per model, one per explicit route. What waits
 // for a model's providers (in any queue those providers could serve) is at most the sum of their `max_queue`
 // (full → `queue_full` at once) and a waiter gives up after the largest `queue_timeout_ms` among them
 // (`queue_timeout`); a route uses its matching providers' settings, or the provider defaults when none matches. A waiter whose signal aborts leaves the queue.
-// Waiters are re-evaluated, oldest first across all queues, on every release, config change, node
-// connect/disconnect (event bus) and health change (`notifyChanged()`, plus a light poll while anyone waits,
-// because health reports arrive without an event).
+// Within a queue, waiters are served by fair share between principals (fair-queue.ts: weighted round robin by
+// the key's `weight`, FIFO within a key, `batch` keys after `interactive` ones); a newcomer never overtakes a
+// waiter of its queue. Across queues, the next waiter of each queue competes interactive first, then oldest.
+// Waiters are re-evaluated on every release, config change, node connect/disconnect (event bus) and health
+// change (`notifyChanged()`, plus a light poll while anyone waits, because health reports arrive without an
+// event), and when a waiter's affinity wait ends.
 import {
   DEFAULTS,
   type AdapterType,
   type EdgeConfig,
+  type KeyPriority,
   type ModelConfig,
   type ProviderConfig,
+  type RoutingConfig,
 } from '@iop/config';
 import { systemClock, type Clock, type ClockTimer } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
+import { AffinityTable } from './affinity-table.js';
 import { PoolError } from './errors.js';
 import { isResident, residentServedModels } from './resident-models.js';
+import { FairQueue, type FlowSpec } from './fair-queue.js';
 
-/** The part of the edge config the pool reads. */
-export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'>;
+/** The part of the edge config the pool reads (`routing` omitted = its defaults). */
+export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'> & { readonly routing?: RoutingConfig };
 
 /** A connected node as the pool needs it: its providers' last health reports. */
 export interface DirectoryNode {
@@ -79,6 +93,27 @@ export interface RouteDemand {
 export interface AcquireOptions {
   /** Aborting while queued removes the caller from the queue (the promise rejects with `aborted`). */
   signal?: AbortSignal;
+  /**
+   * Conversation affinity key, already scoped by principal (placement/affinity-key.ts); model runs only, and only
+   * while the model's `affinity.enabled`.
+   */
+  affinityKey?: string;
+  /** Whose run it is, for fair share in the queue: the key id; omitted/'' = anonymous (one share together). */
+  principalKey?: string;
+  /** The key's share of the queue (1..1000, default 1). */
+  weight?: number;
+  /** `batch` waits while an `interactive` waiter of the same queue can be served (default interactive). */
+  priority?: KeyPriority;
+}
+
+/** How a placement with an affinity key went: its provider, another one (none recorded), or a spill. */
+export type AffinityResult = 'hit' | 'miss' | 'spill';
+
+/** What the pool reports to metrics (the runtime passes the edge's counters; tests a recorder). */
+export interface PoolMetrics {
+  /** A model run with an affinity key was placed: `hit` on the key's provider, `spill` elsewhere while that
+   * provider was a busy candidate, `miss` when the key had no (usable) entry. */
+  affinity(result: AffinityResult): void;
 }
 
 export type ProviderRunStatus = 'ready' | 'disabled' | 'offline';
@@ -137,6 +172,10 @@ export interface ProviderPool {
   acquireRoute(route: RouteDemand, options?: AcquireOptions): Promise<Lease>;
   /** Swaps models, providers, capacity, priority, queue policy, node limits and enabled flags at once. */
   applyConfig(config: PoolConfig): void;
+  /** The provider that served affinity key `key` last, on this edge or another (cluster placement reads it). */
+  affinityProvider(key: string): string | undefined;
+  /** Records that `providerId` serves `key` now: a run forwarded to the edge owning that provider (cluster). */
+  recordAffinity(key: string, providerId: string): void;
   /** Re-evaluates waiters now (call after a health change or node (dis)connect the pool was not told about). */
   notifyChanged(): void;
   snapshot(): ProviderStatus[];
@@ -161,6 +200,7 @@ export interface ProviderPoolOptions {
   pollIntervalMs?: number;
   /** A model run was dispatched to a provider whose node reported the model not loaded (counted as a metric). */
   onColdLoad?: (providerId: string) => void;
+  metrics?: PoolMetrics;
 }
 
 interface ProviderEntry {
@@ -199,15 +239,34 @@ interface Candidate {
 
 type Demand = { kind: 'model'; model: string } | ({ kind: 'route' } & RouteDemand);
 
+/** A model run's affinity: its key, and until when (clock.now()) it waits for the key's provider. */
+interface AffinityWish {
+  key: string;
+  until: number;
+}
+
 interface Waiter {
   seq: number;
   queueKey: string;
   demand: Demand;
+  flow: FlowSpec;
+  affinity: AffinityWish | undefined;
   resolve(lease: Lease): void;
   reject(error: PoolError): void;
   timer: ClockTimer | null;
+  /** Wakes the queue when the waiter's affinity wait ends (it may then spill to another provider). */
+  affinityTimer: ClockTimer | null;
   detachAbort: () => void;
 }
+
+/** One queue: a model's or an explicit route's waiters, in fair-share order. */
+interface PoolQueue {
+  demand: Demand;
+  waiters: FairQueue<Waiter>;
+}
+
+/** A dispatch attempt: a lease, `hold` (this waiter waits for its affine provider; others may go), or none. */
+type Attempt = Lease | 'hold' | undefined;
 
 const DEFAULT_POLL_INTERVAL_MS = 250;
 
@@ -219,7 +278,8 @@ class ProviderPoolImpl implements ProviderPool {
   private routing: RoutingTable;
   private readonly providerInFlight = new Map<string, number>();
   private readonly nodeInFlight = new Map<string, number>();
-  private readonly queues = new Map<string, Waiter[]>();
+  private readonly queues = new Map<string, PoolQueue>();
+  private readonly affinity: AffinityTable;
   private readonly lastPicked = new Map<string, string>();
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -236,6 +296,12 @@ class ProviderPoolImpl implements ProviderPool {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    const affinity = routingOf(options.config).affinity;
+    this.affinity = new AffinityTable({
+      maxEntries: affinity.max_entries,
+      ttlMs: affinity.ttl_ms,
+      clock: this.clock,
+    });
   }
 
   hasModel(model: string): boolean {
@@ -268,21 +334,24 @@ class ProviderPoolImpl implements ProviderPool {
         new PoolError('model_not_found', `The model '${model}' does not exist`, { model }),
       );
     }
-    return this.admit({ kind: 'model', model }, options.signal);
+    return this.admit({ kind: 'model', model }, options);
   }
 
   acquireRoute(route: RouteDemand, options: AcquireOptions = {}): Promise<Lease> {
-    return this.admit({ kind: 'route', ...route }, options.signal);
+    return this.admit({ kind: 'route', ...route }, options);
   }
 
   applyConfig(config: PoolConfig): void {
     // Built completely before the swap, so no dispatch ever sees half of a config.
     this.routing = buildRouting(config);
+    const affinity = routingOf(config).affinity;
+    this.affinity.resize(affinity.max_entries, affinity.ttl_ms);
+    this.affinity.forgetProviders((providerId) => this.routing.providers.has(providerId));
     for (const [key, queue] of this.queues) {
-      const head = queue[0];
-      if (!head || head.demand.kind !== 'model' || this.routing.models.has(head.demand.model)) continue;
-      const model = head.demand.model;
-      for (const waiter of [...queue]) {
+      const demand = queue.demand;
+      if (demand.kind !== 'model' || this.routing.models.has(demand.model)) continue;
+      const model = demand.model;
+      for (const waiter of queue.waiters.items()) {
         this.removeWaiter(waiter);
         waiter.reject(
           new PoolError('model_not_found', `The model '${model}' was removed from the config`, { model }),
@@ -298,14 +367,22 @@ class ProviderPoolImpl implements ProviderPool {
     this.drain();
   }
 
+  affinityProvider(key: string): string | undefined {
+    return this.affinity.get(key);
+  }
+
+  recordAffinity(key: string, providerId: string): void {
+    this.affinity.set(key, providerId);
+  }
+
   snapshot(): ProviderStatus[] {
     const nodes = this.options.nodes;
     const queuedByProvider = new Map<string, number>();
     for (const queue of this.queues.values()) {
-      const head = queue[0];
-      if (!head) continue;
-      for (const providerId of this.providersServing(head.demand)) {
-        queuedByProvider.set(providerId, (queuedByProvider.get(providerId) ?? 0) + queue.length);
+      const length = queue.waiters.length;
+      if (length === 0) continue;
+      for (const providerId of this.providersServing(queue.demand)) {
+        queuedByProvider.set(providerId, (queuedByProvider.get(providerId) ?? 0) + length);
       }
     }
     return this.routing.providerOrder.map((providerId) => {
@@ -352,7 +429,7 @@ class ProviderPoolImpl implements ProviderPool {
     if (this.closed) return;
     this.closed = true;
     for (const queue of [...this.queues.values()]) {
-      for (const waiter of [...queue]) {
+      for (const waiter of queue.waiters.items()) {
         this.removeWaiter(waiter);
         waiter.reject(shuttingDown(waiter.demand));
       }
@@ -360,17 +437,20 @@ class ProviderPoolImpl implements ProviderPool {
     this.stopWatching();
   }
 
-  private admit(demand: Demand, signal: AbortSignal | undefined): Promise<Lease> {
+  private admit(demand: Demand, options: AcquireOptions): Promise<Lease> {
+    const signal = options.signal;
     if (this.closed) return Promise.reject(shuttingDown(demand));
     if (signal?.aborted) return Promise.reject(abortedError(demand, signal));
     const queueKey = queueKeyOf(demand);
     const queue = this.queues.get(queueKey);
     const nodes = this.options.nodes;
-    // FIFO: a newcomer never overtakes someone already waiting in the same queue. A free slot means the demand
-    // is servable, so the "can it ever be served" check only runs for those about to wait.
-    if (!queue || queue.length === 0) {
-      const lease = this.tryDispatch(demand, nodes);
-      if (lease) return Promise.resolve(lease);
+    const affinity = this.affinityWish(demand, options.affinityKey);
+    // A newcomer never overtakes someone already waiting in the same queue (the queue's order decides who is
+    // next). A free slot means the demand is servable, so the "can it ever be served" check only runs for those
+    // about to wait.
+    if (!queue || queue.waiters.length === 0) {
+      const attempt = this.tryDispatch(demand, nodes, affinity);
+      if (attempt !== undefined && attempt !== 'hold') return Promise.resolve(attempt);
     }
     const blocked = this.blocked(demand, nodes);
     if (blocked) return Promise.reject(blocked);
@@ -387,12 +467,36 @@ class ProviderPoolImpl implements ProviderPool {
         ),
       );
     }
-    return this.enqueue(demand, queueKey, timeoutMs, signal);
+    const flow: FlowSpec = {
+      principal: options.principalKey ?? '',
+      weight: options.weight ?? DEFAULTS.key_weight,
+      priority: options.priority ?? DEFAULTS.key_priority,
+    };
+    const waiting = this.enqueue(demand, queueKey, flow, affinity, timeoutMs, signal);
+    // Where waiters may hold out for their affine provider (max_wait_ms > 0), a free slot can coexist with a
+    // queue: the newcomer (or one ahead of it) may take it now.
+    if (demand.kind === 'model' && this.holdsForAffinity(demand.model)) this.drain();
+    return waiting;
+  }
+
+  private holdsForAffinity(model: string): boolean {
+    const config = this.routing.models.get(model)?.config.affinity;
+    return config !== undefined && config.enabled && config.max_wait_ms > 0;
+  }
+
+  /** The affinity a model demand carries (undefined: no key, a route, or affinity off for the model). */
+  private affinityWish(demand: Demand, key: string | undefined): AffinityWish | undefined {
+    if (key === undefined || key === '' || demand.kind !== 'model') return undefined;
+    const config = this.routing.models.get(demand.model)?.config.affinity;
+    if (!config?.enabled) return undefined;
+    return { key, until: this.clock.now() + config.max_wait_ms };
   }
 
   private enqueue(
     demand: Demand,
     queueKey: string,
+    flow: FlowSpec,
+    affinity: AffinityWish | undefined,
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<Lease> {
@@ -401,9 +505,12 @@ class ProviderPoolImpl implements ProviderPool {
         seq: ++this.waiterSeq,
         queueKey,
         demand,
+        flow,
+        affinity,
         resolve,
         reject,
         timer: null,
+        affinityTimer: null,
         detachAbort: () => undefined,
       };
       waiter.timer = this.clock.setTimeout(() => {
@@ -416,6 +523,13 @@ class ProviderPoolImpl implements ProviderPool {
           ),
         );
       }, timeoutMs);
+      const holdMs = affinity ? affinity.until - this.clock.now() : 0;
+      if (holdMs > 0) {
+        waiter.affinityTimer = this.clock.setTimeout(() => {
+          waiter.affinityTimer = null;
+          this.drain();
+        }, holdMs);
+      }
       if (signal) {
         const onAbort = () => {
           if (this.removeWaiter(waiter)) waiter.reject(abortedError(demand, signal));
@@ -425,67 +539,108 @@ class ProviderPoolImpl implements ProviderPool {
       }
       let queue = this.queues.get(queueKey);
       if (!queue) {
-        queue = [];
+        queue = { demand, waiters: new FairQueue<Waiter>() };
         this.queues.set(queueKey, queue);
       }
-      queue.push(waiter);
+      queue.waiters.push(waiter, waiter.seq, flow);
       this.waiting += 1;
       this.watch();
     });
   }
 
-  /** Takes a waiter out of its queue and clears its timer and abort hook; false when it already left. */
-  private removeWaiter(waiter: Waiter): boolean {
+  /**
+   * Takes a waiter out of its queue and clears its timers and abort hook; false when it already left. `served`
+   * charges its principal's share (fair-queue.ts); leaving (abort, timeout, shutdown) does not.
+   */
+  private removeWaiter(waiter: Waiter, served = false): boolean {
     const queue = this.queues.get(waiter.queueKey);
-    const index = queue ? queue.indexOf(waiter) : -1;
-    if (!queue || index < 0) return false;
-    queue.splice(index, 1);
-    if (queue.length === 0) this.queues.delete(waiter.queueKey);
+    if (!queue) return false;
+    if (served) queue.waiters.take(waiter);
+    else if (!queue.waiters.remove(waiter)) return false;
+    if (queue.waiters.length === 0) this.queues.delete(waiter.queueKey);
     this.waiting -= 1;
     if (waiter.timer !== null) this.clock.clearTimeout(waiter.timer);
+    if (waiter.affinityTimer !== null) this.clock.clearTimeout(waiter.affinityTimer);
     waiter.detachAbort();
     if (this.waiting === 0) this.stopWatching();
     return true;
   }
 
-  /** Hands free slots to waiters, oldest first across all queues, until no head can be served. */
+  /**
+   * Hands free slots to waiters until none can be served. Each queue offers its waiters in fair-share order;
+   * across queues the next waiter of each competes, interactive before batch, then oldest first.
+   */
   private drain(): void {
     if (this.waiting === 0) return;
     const nodes = this.options.nodes;
     for (;;) {
-      const heads = [...this.queues.values()]
-        .map((queue) => queue[0])
-        .filter((waiter): waiter is Waiter => waiter !== undefined)
-        .sort((a, b) => a.seq - b.seq);
+      const heads: { queue: PoolQueue; head: Waiter }[] = [];
+      for (const queue of this.queues.values()) {
+        const head = queue.waiters.head();
+        if (head !== undefined) heads.push({ queue, head });
+      }
+      heads.sort(
+        (a, b) =>
+          classRank(a.head.flow.priority) - classRank(b.head.flow.priority) || a.head.seq - b.head.seq,
+      );
       let served = false;
-      for (const head of heads) {
-        const lease = this.tryDispatch(head.demand, nodes);
-        if (!lease) continue;
-        this.removeWaiter(head);
-        head.resolve(lease);
-        served = true;
-        break;
+      for (const { queue } of heads) {
+        for (const waiter of queue.waiters.order()) {
+          const attempt = this.tryDispatch(waiter.demand, nodes, waiter.affinity);
+          // No slot for this queue's demand: nobody behind this waiter can be served either.
+          if (attempt === undefined) break;
+          // It holds out for its affine provider: the next one in order may take another free slot.
+          if (attempt === 'hold') continue;
+          this.removeWaiter(waiter, true);
+          waiter.resolve(attempt);
+          served = true;
+          break;
+        }
+        if (served) break;
       }
       if (!served) return;
     }
   }
 
   /**
-   * A lease when a slot is free now; undefined = wait. Waiters stay queued through a node's reconnect or a health
-   * flap (until their queue timeout); only admission refuses demands nothing could serve (see `blocked`).
+   * A lease when a slot is free now; undefined = wait; `hold` = a slot is free, but not on the provider this
+   * run's affinity waits for. Waiters stay queued through a node's reconnect or a health flap (until their queue
+   * timeout); only admission refuses demands nothing could serve (see `blocked`).
    */
-  private tryDispatch(demand: Demand, nodes: NodeDirectory): Lease | undefined {
+  private tryDispatch(demand: Demand, nodes: NodeDirectory, affinity?: AffinityWish): Attempt {
     if (demand.kind === 'model') {
       const entry = this.routing.models.get(demand.model);
       if (!entry) return undefined;
-      const free = this.candidates(entry, nodes).filter(
+      const candidates = this.candidates(entry, nodes);
+      const free = candidates.filter(
         (candidate) =>
           candidate.inFlight < candidate.provider.config.capacity &&
           this.nodeHasRoom(candidate.provider.nodeId),
       );
       if (free.length === 0) return undefined;
+      let result: AffinityResult = 'miss';
+      if (affinity !== undefined) {
+        const preferred = this.affinity.get(affinity.key);
+        if (preferred !== undefined) {
+          const hit = free.find((candidate) => candidate.provider.config.id === preferred);
+          if (hit) {
+            this.options.metrics?.affinity('hit');
+            this.affinity.set(affinity.key, preferred);
+            return this.lease(demand.model, hit.provider.nodeId, hit.provider, hit.target);
+          }
+          // Its provider is busy (still a candidate): wait for it until the wait ends, then spill.
+          if (candidates.some((candidate) => candidate.provider.config.id === preferred)) {
+            if (this.clock.now() < affinity.until) return 'hold';
+            result = 'spill';
+          }
+        }
+      }
       const chosen = this.pick(demand.model, entry, free);
       if (chosen.resident === false) this.options.onColdLoad?.(chosen.provider.config.id);
+      if (affinity !== undefined) {
+        this.options.metrics?.affinity(result);
+        this.affinity.set(affinity.key, chosen.provider.config.id);
+      }
       return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target);
     }
     if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
@@ -575,15 +730,14 @@ class ProviderPoolImpl implements ProviderPool {
    * explicit route's) that one of the same providers could serve. `max_queue` bounds what waits for a provider,
    * whichever door the waiters came through.
    */
-  private waitingFor(demand: Demand, ownQueue: Waiter[] | undefined): number {
+  private waitingFor(demand: Demand, ownQueue: PoolQueue | undefined): number {
     const providers = new Set(this.providersServing(demand));
-    let count = ownQueue?.length ?? 0;
+    let count = ownQueue?.waiters.length ?? 0;
     if (providers.size === 0) return count;
     for (const queue of this.queues.values()) {
-      const head = queue[0];
-      if (!head || queue === ownQueue) continue;
-      if (this.providersServing(head.demand).some((providerId) => providers.has(providerId)))
-        count += queue.length;
+      if (queue === ownQueue || queue.waiters.length === 0) continue;
+      if (this.providersServing(queue.demand).some((providerId) => providers.has(providerId)))
+        count += queue.waiters.length;
     }
     return count;
   }
@@ -753,6 +907,19 @@ function buildRouting(config: PoolConfig): RoutingTable {
     models.set(model.id, { config: model, providers: mapped, queueLimit, queueTimeoutMs });
   }
   return { models, providers, providerOrder, nodeLimits };
+}
+
+/** The routing section, with its defaults when a caller's config has none (tests, older callers). */
+function routingOf(config: PoolConfig): RoutingConfig {
+  return (
+    config.routing ?? {
+      affinity: { max_entries: DEFAULTS.affinity_max_entries, ttl_ms: DEFAULTS.affinity_ttl_ms },
+    }
+  );
+}
+
+function classRank(priority: KeyPriority): number {
+  return priority === 'interactive' ? 0 : 1;
 }
 
 function increment(counters: Map<string, number>, key: string): void {

@@ -94,6 +94,9 @@ class FakeFabric implements RemoteEdges, ForwardTransport {
   edgeOfNode(): string | undefined {
     return undefined;
   }
+  edgeOfFreeProvider(): string | undefined {
+    return undefined;
+  }
   reserve(edgeId: string): ForwardedRun {
     const run = new ForwardedRun(edgeId, `f${this.runs.length + 1}`, this, 60_000, 8_000);
     this.runs.push(run);
@@ -202,6 +205,8 @@ const KEY: Principal = {
   tpm: null,
   maxConcurrent: 4,
   tokenBudget: null,
+  weight: 1,
+  priority: 'interactive',
 };
 
 function submit(h: Harness, text: string, options: Partial<SubmitOptions> & { timeoutMs?: number } = {}) {

@@ -238,7 +238,7 @@ export class RunSupervisor implements ExecutionObserver {
       // the next submit of the same turn decides (no extra turn of the event loop per run).
       const reserving = this.takeLimits();
       if (reserving) await reserving;
-      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(request.destination);
+      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(request.destination, this.placed());
       for (;;) {
         if (edgeId === undefined) this.admitHere();
         const reservation = await context.placement.reserve(this.placed(), edgeId);

@@ -109,8 +109,8 @@ export interface AdmissionTotals {
 
 export interface EdgeService {
   /**
-   * Admits and starts a run: waits for capacity (FIFO per model or route, bounded by max_queue and
-   * queue_timeout_ms), takes the session, applies the model's generation policy, sends the run and returns once
+   * Admits and starts a run: waits for capacity (per model or route, fair share between keys and FIFO within a
+   * key, bounded by max_queue and queue_timeout_ms), takes the session, applies the model's generation policy, sends the run and returns once
    * it is on the wire. The service owns the run from then on: one deadline, one cancel path, one release.
    */
   submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle>;

@@ -5,6 +5,8 @@
 //   1. 36 chats spread over the three edges are all answered, by providers on all three nodes (an edge forwards
 //      what its own node has no room for), and no backend ever sees more than 2 at once.
 //   2. A background response created on one edge is read on another; `nodes list` shows each node with its edge.
+//      A conversation (`x-session-id`) forwarded once to another edge's provider goes back to that provider on its
+//      next turns, though the receiving edge's own provider has room again (issue 32, affinity fabric-wide).
 //   3. Killing one edge (SIGKILL) mid-run: its node registers with another edge within one retry interval, the
 //      runs other edges had forwarded to it end with a well-formed error, the runs it had forwarded to others are
 //      cancelled there (their backends see them end long before their natural end), and afterwards every
@@ -79,10 +81,15 @@ function chats(server: FakeServer): RecordedRequest[] {
   return server.requests.filter((request) => request.path === '/api/chat');
 }
 
-function chat(edgeId: string, text: string, signal?: AbortSignal): Promise<Response> {
+function chat(
+  edgeId: string,
+  text: string,
+  signal?: AbortSignal,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(`${(edges.get(edgeId) as EdgeProcess).addresses.openai}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model: MODEL_LLAMA, messages: [{ role: 'user', content: text }] }),
     ...(signal ? { signal } : {}),
   });
@@ -203,6 +210,39 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
       ['n2', 'e2'],
       ['n3', 'e3'],
     ]);
+    for (const edgeId of EDGE_IDS) await waitUntil(() => idle(edgeId), 10_000, `${edgeId} idle`);
+  });
+
+  it('keeps a conversation on the provider of another edge that served it, though this edge has room again', async () => {
+    // n1 (e1's own node) is kept busy while turn 1 arrives at e1: it is forwarded to n2 or n3.
+    const own = backends.get('n1') as FakeServer;
+    own.setBehavior({ firstTokenDelayMs: 1500 });
+    const holders = [chat('e1', 'hold 1'), chat('e1', 'hold 2')];
+    await waitUntil(
+      async () =>
+        (await (admins.get('e1') as AdminClient).listProviders()).some(
+          (provider) => provider.providerId === ollamaProviderId('n1') && provider.inFlight === CAPACITY,
+        ),
+      10_000,
+      () => 'n1 busy',
+    );
+    const turn = (text: string) => chat('e1', text, undefined, { 'x-session-id': 'cluster-conv' });
+    const first = await turn('turn 1');
+    expect(first.status).toBe(200);
+    const home = first.headers.get('x-iop-provider') ?? '';
+    expect([ollamaProviderId('n2'), ollamaProviderId('n3')]).toContain(home);
+    for (const holder of await Promise.all(holders)) expect(holder.status).toBe(200);
+    own.setBehavior({ firstTokenDelayMs: 0 });
+    await waitUntil(() => idle('e1'), 10_000, 'e1 idle');
+    // n1 is free now (the capacity rule alone would serve here): the conversation stays where its prefix is.
+    for (let index = 2; index <= 6; index += 1) {
+      const next = await turn(`turn ${index}`);
+      expect(next.status).toBe(200);
+      expect(next.headers.get('x-iop-provider')).toBe(home);
+    }
+    // Another conversation with no history still takes this edge's free provider.
+    const fresh = await chat('e1', 'a new conversation', undefined, { 'x-session-id': 'cluster-fresh' });
+    expect(fresh.headers.get('x-iop-provider')).toBe(ollamaProviderId('n1'));
     for (const edgeId of EDGE_IDS) await waitUntil(() => idle(edgeId), 10_000, `${edgeId} idle`);
   });
 

@@ -11,6 +11,8 @@ export function testPrincipal(overrides: Partial<Parameters<typeof principalOf>[
     tpm: null,
     max_concurrent: null,
     token_budget: null,
+    weight: 1,
+    priority: 'interactive',
     ...overrides,
   });
 }
