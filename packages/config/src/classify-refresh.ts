@@ -112,6 +112,9 @@ export function classifyRefresh(
       else report(collector, difference, 'restart', `${section} settings are read at startup`);
     }
   }
+  for (const difference of diff(current.routing, next.routing, 'routing')) {
+    report(collector, difference, 'live', 'routing (retry, circuit breaker) is applied live');
+  }
   classifyModels(current, next, collector);
   classifyNodes(current, next, collector);
   classifyProviders(current, next, collector);

@@ -70,6 +70,9 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
   const natsTls = record(nats.tls);
   const ui = record(root.ui);
   const httpSection = record(root.http);
+  const routing = record(root.routing);
+  const retry = record(routing.retry);
+  const breaker = record(routing.circuit_breaker);
 
   const instanceSources: PathSegment[][][] = [];
   const nodes = list(root.nodes).map((rawNode, index) => {
@@ -180,6 +183,17 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       heartbeat_ms: int(cluster.heartbeat_ms, DEFAULTS.cluster_heartbeat_ms),
       state_ttl_ms: int(cluster.state_ttl_ms, DEFAULTS.cluster_state_ttl_ms),
     },
+    routing: {
+      retry: { max_attempts: int(retry.max_attempts, DEFAULTS.retry_max_attempts) },
+      circuit_breaker: {
+        consecutive_failures: int(breaker.consecutive_failures, DEFAULTS.circuit_consecutive_failures),
+        failure_rate:
+          typeof breaker.failure_rate === 'number' ? breaker.failure_rate : DEFAULTS.circuit_failure_rate,
+        window_ms: int(breaker.window_ms, DEFAULTS.circuit_window_ms),
+        min_requests: int(breaker.min_requests, DEFAULTS.circuit_min_requests),
+        cooldown_ms: int(breaker.cooldown_ms, DEFAULTS.circuit_cooldown_ms),
+      },
+    },
     models: list(root.models).map((value) => normalizeModel(record(value))),
     nodes,
   };
@@ -197,6 +211,7 @@ function normalizeModel(model: Raw): ModelConfig {
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
     drop_unsupported: bool(model.drop_unsupported, false),
     fetch_image_urls: bool(model.fetch_image_urls, false),
+    retry: { max_attempts: nullableInt(record(model.retry).max_attempts) },
   };
 }
 

@@ -188,6 +188,7 @@ const model = object(
     default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
     drop_unsupported: bool,
     fetch_image_urls: bool,
+    retry: object({ max_attempts: integer(LIMITS.retry_max_attempts) }),
   },
   ['id', 'providers'],
 );
@@ -328,6 +329,17 @@ export const edgeConfigSchema: Schema = extensible({
     }),
     heartbeat_ms: integer(LIMITS.cluster_heartbeat_ms),
     state_ttl_ms: integer(LIMITS.cluster_state_ttl_ms),
+  }),
+  routing: object({
+    // Retry before the first byte and passive health (issue 32).
+    retry: object({ max_attempts: integer(LIMITS.retry_max_attempts) }),
+    circuit_breaker: object({
+      consecutive_failures: integer(LIMITS.circuit_consecutive_failures),
+      failure_rate: { type: 'number', minimum: 0, maximum: 1 },
+      window_ms: integer(LIMITS.circuit_window_ms),
+      min_requests: integer(LIMITS.circuit_min_requests),
+      cooldown_ms: integer(LIMITS.circuit_cooldown_ms),
+    }),
   }),
   models: { type: 'array', items: model, maxItems: 4096 },
   nodes: { type: 'array', items: node, maxItems: 4096 },

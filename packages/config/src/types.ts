@@ -294,6 +294,8 @@ export interface ModelConfig {
    * OpenAI-compatible backends receive image URLs as is either way.
    */
   readonly fetch_image_urls: boolean;
+  /** Overrides `routing.retry` for this model; null = the routing default. */
+  readonly retry: { readonly max_attempts: number | null };
 }
 
 export interface CliProfileConfig {
@@ -430,6 +432,30 @@ export interface NodeConfig {
   readonly discovery: NodeDiscoveryConfig;
 }
 
+/** `routing.retry`: re-placing a run that failed before its first output (issue 32). */
+export interface RetryConfig {
+  /** Total attempts per run, the first included (1 = no retry). */
+  readonly max_attempts: number;
+}
+
+/** `routing.circuit_breaker`: passive health per provider from the runs it served (issue 32). */
+export interface CircuitBreakerConfig {
+  /** This many dispatch failures in a row open the circuit. */
+  readonly consecutive_failures: number;
+  /** Failures / requests in the window at or above this (0..1) open it, once min_requests were seen. */
+  readonly failure_rate: number;
+  readonly window_ms: number;
+  readonly min_requests: number;
+  /** An open circuit admits one half-open probe run after this long. */
+  readonly cooldown_ms: number;
+}
+
+/** `routing:` — how the pool picks and re-picks providers (all applied live). */
+export interface RoutingConfig {
+  readonly retry: RetryConfig;
+  readonly circuit_breaker: CircuitBreakerConfig;
+}
+
 /** The whole normalized edge.yaml. */
 export interface EdgeConfig {
   readonly edge: EdgeSection;
@@ -445,6 +471,7 @@ export interface EdgeConfig {
   readonly usage: UsageConfig;
   readonly tracing: TracingConfig;
   readonly cluster: ClusterConfig;
+  readonly routing: RoutingConfig;
   readonly models: readonly ModelConfig[];
   readonly nodes: readonly NodeConfig[];
 }

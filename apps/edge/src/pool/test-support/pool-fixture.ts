@@ -50,6 +50,7 @@ export function modelConfig(
     default_thinking_token_budget: null,
     drop_unsupported: false,
     fetch_image_urls: false,
+    retry: { max_attempts: null },
     ...fields,
   };
 }
