@@ -1,8 +1,10 @@
 // The provider pool: where the next run goes and how many may run at once — per provider and per node.
 //
 // Dispatch rule (agent-contract/inner/edge-config-runtime-refresh.md): candidates are the enabled providers
-// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, and whose node
-// runs fewer than its `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the lowest
+// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, whose circuit
+// (passive health, circuit-breaker.ts) is not open — half-open admits one probe run — that the request does not
+// exclude (a retry never returns to a provider that failed it), and whose node runs fewer than its
+// `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the lowest
 // in_flight wins; ties go to the lower `priority` number; ties again rotate round-robin. The rotation remembers the
 // last provider id picked per model (not an index), so it survives config refreshes and node reconnects.
 //
@@ -35,6 +37,7 @@ import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
+import type { CircuitGate } from './circuit-breaker.js';
 import { PoolError } from './errors.js';
 
 /** The part of the edge config the pool reads. */
@@ -76,10 +79,17 @@ export interface RouteDemand {
 export interface AcquireOptions {
   /** Aborting while queued removes the caller from the queue (the promise rejects with `aborted`). */
   signal?: AbortSignal;
+  /** Providers this run must not be placed on (those that already failed it: a retry). */
+  excludeProviders?: ReadonlySet<string>;
 }
 
 export type ProviderRunStatus = 'ready' | 'disabled' | 'offline';
-export type ProviderHealthStatus = 'healthy' | 'unhealthy' | 'unreachable' | 'unknown' | 'disabled';
+/**
+ * One health state per provider: the node's active probe (healthy, unhealthy, unreachable, unknown), overridden by
+ * the passive circuit when it is `open` or `half_open` (an unhealthy or unreachable probe wins over the circuit).
+ */
+export type ProviderHealthStatus =
+  'healthy' | 'unhealthy' | 'unreachable' | 'unknown' | 'disabled' | 'open' | 'half_open';
 
 /** One provider as the admin API and the console `/providers` show it (field names match admin.proto). */
 export interface ProviderStatus {
@@ -149,6 +159,8 @@ export interface ProviderPoolOptions {
   logger?: Logger;
   /** How often waiters are re-evaluated while any exist (health reports carry no event). Default 250 ms. */
   pollIntervalMs?: number;
+  /** Passive health per provider (circuit-breaker.ts); none = every circuit closed. */
+  circuits?: CircuitGate;
 }
 
 interface ProviderEntry {
@@ -183,7 +195,9 @@ interface Candidate {
   order: number;
 }
 
-type Demand = { kind: 'model'; model: string } | ({ kind: 'route' } & RouteDemand);
+type Demand =
+  | { kind: 'model'; model: string; exclude: ReadonlySet<string> | undefined }
+  | ({ kind: 'route' } & RouteDemand);
 
 interface Waiter {
   seq: number;
@@ -254,7 +268,7 @@ class ProviderPoolImpl implements ProviderPool {
         new PoolError('model_not_found', `The model '${model}' does not exist`, { model }),
       );
     }
-    return this.admit({ kind: 'model', model }, options.signal);
+    return this.admit({ kind: 'model', model, exclude: options.excludeProviders }, options.signal);
   }
 
   acquireRoute(route: RouteDemand, options: AcquireOptions = {}): Promise<Lease> {
@@ -302,7 +316,7 @@ class ProviderPoolImpl implements ProviderPool {
         providerId,
         nodeId: provider.nodeId,
         status: !enabled ? 'disabled' : node ? 'ready' : 'offline',
-        health: !enabled ? 'disabled' : node ? healthOf(node, providerId) : 'unknown',
+        health: !enabled ? 'disabled' : node ? this.health(node, providerId) : 'unknown',
         capacity: enabled ? provider.config.capacity : 0,
         inFlight: this.providerInFlight.get(providerId) ?? 0,
         queued: enabled ? (queuedByProvider.get(providerId) ?? 0) : 0,
@@ -463,7 +477,7 @@ class ProviderPoolImpl implements ProviderPool {
     if (demand.kind === 'model') {
       const entry = this.routing.models.get(demand.model);
       if (!entry) return undefined;
-      const free = this.candidates(entry, nodes).filter(
+      const free = this.candidates(entry, nodes, demand.exclude).filter(
         (candidate) =>
           candidate.inFlight < candidate.provider.config.capacity &&
           this.nodeHasRoom(candidate.provider.nodeId),
@@ -505,22 +519,35 @@ class ProviderPoolImpl implements ProviderPool {
         model: demand.model,
       });
     }
-    if (this.candidates(entry, nodes).length > 0) return undefined;
+    if (this.candidates(entry, nodes, demand.exclude, true).length > 0) return undefined;
     return new PoolError('no_provider_available', `No provider is available for model '${demand.model}'`, {
       model: demand.model,
       retryAfterSeconds: 1,
     });
   }
 
-  private candidates(entry: ModelEntry, nodes: NodeDirectory): Candidate[] {
+  /**
+   * The providers that may take the run now, or — `eventually` — once a slot frees: a half-open circuit busy
+   * with its probe run is a reason to wait, not to refuse.
+   */
+  private candidates(
+    entry: ModelEntry,
+    nodes: NodeDirectory,
+    exclude: ReadonlySet<string> | undefined,
+    eventually = false,
+  ): Candidate[] {
     const result: Candidate[] = [];
+    const circuits = this.options.circuits;
     entry.providers.forEach(([providerId, target], order) => {
       const provider = this.routing.providers.get(providerId);
       if (!provider || !provider.config.enabled) return;
+      if (exclude?.has(providerId)) return;
       const node = nodes.get(provider.nodeId);
       if (!node) return;
       const health = healthOf(node, providerId);
       if (health === 'unhealthy' || health === 'unreachable') return;
+      if (circuits && !(eventually ? circuits.state(providerId) !== 'open' : circuits.admits(providerId)))
+        return;
       result.push({ provider, target, inFlight: this.providerInFlight.get(providerId) ?? 0, order });
     });
     return result;
@@ -579,6 +606,14 @@ class ProviderPoolImpl implements ProviderPool {
     };
   }
 
+  /** The one health state: an unhealthy probe report first, then an open or half-open circuit, then the report. */
+  private health(node: DirectoryNode, providerId: string): ProviderHealthStatus {
+    const reported = healthOf(node, providerId);
+    if (reported === 'unhealthy' || reported === 'unreachable') return reported;
+    const circuit = this.options.circuits?.state(providerId) ?? 'closed';
+    return circuit === 'closed' ? reported : circuit;
+  }
+
   private nodeLimit(nodeId: string): number {
     return this.routing.nodeLimits.get(nodeId) ?? DEFAULTS.max_concurrency;
   }
@@ -622,6 +657,10 @@ class ProviderPoolImpl implements ProviderPool {
     const providerId = provider?.config.id;
     if (providerId !== undefined) increment(this.providerInFlight, providerId);
     increment(this.nodeInFlight, nodeId);
+    const circuits = this.options.circuits;
+    // Model dispatches only: explicit routes name their place and are not gated by the circuit.
+    const probe =
+      model !== undefined && providerId !== undefined && circuits ? circuits.leased(providerId) : false;
     let released = false;
     return {
       model,
@@ -634,6 +673,7 @@ class ProviderPoolImpl implements ProviderPool {
         released = true;
         if (providerId !== undefined) this.decrement(this.providerInFlight, providerId, 'provider');
         this.decrement(this.nodeInFlight, nodeId, 'node');
+        if (probe && providerId !== undefined) circuits?.released(providerId);
         this.drain();
       },
     };
