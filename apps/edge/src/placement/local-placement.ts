@@ -31,7 +31,10 @@ export class LocalPlacement {
     const signal = request.signal ? { signal: request.signal } : {};
     const lease =
       destination.kind === 'model'
-        ? await pool.acquire(destination.model, signal)
+        ? await pool.acquire(
+            destination.model,
+            request.excludeProviders ? { ...signal, excludeProviders: request.excludeProviders } : signal,
+          )
         : await pool.acquireRoute(
             {
               nodeId: resolveNodeLink(this.deps.registry, destination.node).nodeId,
