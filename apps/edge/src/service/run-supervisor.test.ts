@@ -8,6 +8,7 @@ import { parseConfigText } from '@iop/config';
 import { create } from '@iop/wire';
 import { ForwardedRun, type ForwardTransport } from '../cluster/edge-cluster.js';
 import { createEventBus } from '../events/event-bus.js';
+import type { EventBus } from '../events/types.js';
 import { createGovernor, type Governor, type LimitLease } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
@@ -506,6 +507,7 @@ interface RetryHarness {
   governor: Governor;
   service: EdgeServiceImpl;
   circuits: CircuitBreaker;
+  events: EventBus;
   behaviour: Record<string, Behaviour>;
   retries: string[];
   states: Map<string, RunState[]>;
@@ -567,7 +569,19 @@ function retrySetup(behaviour: Record<string, Behaviour>, maxAttempts = 2): Retr
       states.set(run.runId, list);
     },
   });
-  const harness = { clock, nodes, pool, sessions, governor, service, circuits, behaviour, retries, states };
+  const harness = {
+    clock,
+    nodes,
+    pool,
+    sessions,
+    governor,
+    service,
+    circuits,
+    events,
+    behaviour,
+    retries,
+    states,
+  };
   retryHarnesses.push(harness);
   return harness;
 }
@@ -628,6 +642,11 @@ function expectRetryReleased(h: RetryHarness): void {
 describe('retry before the first byte', () => {
   it('places a run that failed with 503 before any output on the other provider (streaming → queued → …)', async () => {
     const h = retrySetup({ pa: 'start_then_503', pb: 'ok' });
+    const bus: RunEventWithMeta[] = [];
+    const subscription = h.events.subscribe({ filter: (event) => event.type === 'run' });
+    void (async () => {
+      for await (const event of subscription) if (event.type === 'run') bus.push(event.event);
+    })();
     const handle = await submitTo(h, 'r');
     const events = await collect(handle);
     expect(await handle.done).toMatchObject({ status: 'completed' });
@@ -656,6 +675,20 @@ describe('retry before the first byte', () => {
       'ended',
     ]);
     expect(h.retries).toEqual(['openai:upstream_5xx']);
+    // The bus never sees the failed attempt's error; each attempt's first event names its provider.
+    await waitFor(() => bus.some((event) => event.part.type === 'complete'));
+    subscription.close();
+    expect(bus.map((event) => event.part.type)).toEqual([
+      'start',
+      'usage',
+      'start',
+      'text-delta',
+      'complete',
+    ]);
+    expect(bus.filter((event) => event.admitted).map((event) => event.admitted?.providerId)).toEqual([
+      'pa',
+      'pb',
+    ]);
     expectRetryReleased(h);
   });
 

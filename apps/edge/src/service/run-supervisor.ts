@@ -530,6 +530,8 @@ export class RunSupervisor implements ExecutionObserver {
     this.span?.end(`retried after ${failure}: ${message}`);
     this.span = undefined;
     this.seqBase = this.lastSeq;
+    // The next attempt's first event tells the bus (the dashboard's run log) the provider that now runs it.
+    this.admittedPublished = false;
   }
 
   /** A retry after the handle was returned: placed again in the background, within the run's one deadline. */
