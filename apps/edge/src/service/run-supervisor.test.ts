@@ -702,6 +702,36 @@ describe('retry before the first byte', () => {
     expectRetryReleased(h);
   });
 
+  it('retries inside submit when the dispatch itself fails (the link closed before the run was sent)', async () => {
+    const h = retrySetup({ pa: 'ok', pb: 'ok' });
+    // Still listed, but closed: the pool leases pa, sending fails, the run goes to pb before submit returns.
+    h.nodes[0]?.link.markClosed('connection reset');
+    const handle = await submitTo(h, 'r');
+    expect(handle.attempts).toBe(2);
+    expect(handle.providerId).toBe('pb');
+    await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect(h.states.get(handle.runId)).toEqual([
+      'admitted',
+      'dispatched',
+      'queued',
+      'admitted',
+      'dispatched',
+      'streaming',
+      'ended',
+    ]);
+    expect(h.retries).toEqual(['openai:node_lost']);
+    expectRetryReleased(h);
+  });
+
+  it('refuses with the dispatch error when the retry inside submit finds no other provider', async () => {
+    const h = retrySetup({ pa: 'ok', pb: 'ok' });
+    for (const node of h.nodes) node.link.markClosed('connection reset');
+    await expect(submitTo(h, 'r')).rejects.toMatchObject({ code: 'node_disconnected' });
+    expect(h.retries).toEqual(['openai:node_lost']);
+    expectRetryReleased(h);
+  });
+
   it('never retries once output started: a mid-stream failure ends the run with its error', async () => {
     const h = retrySetup({ pa: 'mid_stream', pb: 'ok' });
     const handle = await submitTo(h, 'r');

@@ -339,7 +339,14 @@ export class RunSupervisor implements ExecutionObserver {
       }
     } catch (error) {
       queueSpan?.end(error instanceof Error ? error.message : String(error));
-      throw this.refuse(retried !== undefined && isPoolError(error) ? retried : error);
+      // No other provider took the retry: the caller hears why the first one failed (a cancel stays a cancel).
+      const nowhere =
+        retried !== undefined &&
+        isPoolError(error) &&
+        (error.code === 'no_provider_available' ||
+          error.code === 'queue_full' ||
+          error.code === 'queue_timeout');
+      throw this.refuse(nowhere ? retried : error);
     }
     this.dispatched = dispatched;
     this.handed = true;
