@@ -95,7 +95,7 @@ const live: Case[] = [
   },
   {
     name: 'model retry max_attempts',
-    mutate: (r) => (r.models[0]!.retry = { max_attempts: 1 }),
+    mutate: (r) => (r.models[0].retry = { max_attempts: 1 }),
     path: 'models[m1].retry.max_attempts',
     class: 'live',
   },

@@ -40,7 +40,8 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly PooledProvide
           (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
         );
         // The node reports its probe; an open or half-open circuit (the pool's passive health) overrides it.
-        const circuit = pooled?.health === 'open' || pooled?.health === 'half_open' ? pooled.health : undefined;
+        const circuit =
+          pooled?.health === 'open' || pooled?.health === 'half_open' ? pooled.health : undefined;
         const reported = {
           health: circuit ?? provider.health,
           healthDetail: provider.detail,

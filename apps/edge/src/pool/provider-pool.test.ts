@@ -660,7 +660,7 @@ describe('circuit breaker and excluded providers', () => {
 
   it('hands a waiting run to a provider as soon as its circuit closes (onChange → notifyChanged)', async () => {
     const clock = new ManualClock();
-    let pool: ProviderPool | undefined;
+    let circuitChanged = (): void => undefined;
     const circuits = new CircuitBreaker({
       settings: {
         consecutive_failures: 1,
@@ -671,12 +671,13 @@ describe('circuit breaker and excluded providers', () => {
       },
       clock,
       logger: silentLogger,
-      onChange: () => pool?.notifyChanged(),
+      onChange: () => circuitChanged(),
     });
     const config = poolConfig([providerConfig('a', { capacity: 1 }), providerConfig('b', { capacity: 2 })]);
     const nodes = new FakeNodes();
     connectAll(nodes, config);
-    pool = createProviderPool({ config, nodes, circuits, clock, pollIntervalMs: 60_000 });
+    const pool = createProviderPool({ config, nodes, circuits, clock, pollIntervalMs: 60_000 });
+    circuitChanged = () => pool.notifyChanged();
     pools.push(pool);
     circuits.failed('b', 'upstream_unreachable');
     const onA = await pool.acquire('m');
