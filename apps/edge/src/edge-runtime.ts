@@ -20,6 +20,7 @@ import {
 } from './node/node-config-push.js';
 import { createNodeRegistry } from './node/node-registry.js';
 import { createNodeStore } from './node/node-store.js';
+import { CircuitBreaker } from './pool/circuit-breaker.js';
 import { createProviderPool } from './pool/provider-pool.js';
 import { createConfigRefresher } from './refresh/config-refresher.js';
 import { createEdgeService, type AdmissionMetrics } from './service/edge-service.js';
@@ -75,6 +76,18 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const registry = createNodeRegistry();
   // Nodes registering after a live refresh must get the refreshed payload.
   const nodeConfigs = createNodeConfigState(registry, config.nodes);
+  // Passive health: the supervisor reports each attempt's outcome, the pool skips open circuits, and waiters are
+  // re-evaluated when one closes. `routing` is live: a refresh swaps it with the pool's table.
+  let routing = config.routing;
+  let circuitClosed = (): void => undefined;
+  const circuits = new CircuitBreaker({
+    settings: routing.circuit_breaker,
+    clock,
+    logger: logger.child({ component: 'circuit-breaker' }),
+    onChange: (_providerId, _from, to) => {
+      if (to === 'closed') circuitClosed();
+    },
+  });
   const pool = createProviderPool({
     config,
     nodes: registry,
@@ -86,7 +99,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     onColdLoad: (providerId) => metrics.modelColdLoads.inc({ provider: providerId }),
     // Read at placement time, after `metrics` below exists.
     metrics: { affinity: (result) => metrics.affinityResults.inc({ result }) },
+    circuits,
   });
+  circuitClosed = () => pool.notifyChanged();
   const metrics = new EdgeMetrics({
     processMetrics: true,
     connectedNodes: () => registry.size,
@@ -174,6 +189,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     logger: logger.child({ component: 'service' }),
     clock,
     metrics: admissionMetrics(metrics),
+    retryAttempts: () => routing.retry.max_attempts,
+    outcomes: circuits,
     governor: governance.governor,
     reserveMaxTokens: config.usage.reserve_max_tokens,
     tracing,
@@ -214,6 +231,9 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
         // The pool's table and the API keys (live) switch together on apply.
         routing: {
           applyConfig(next: EdgeConfig) {
+            routing = next.routing;
+            circuits.applyConfig(next.routing.circuit_breaker);
+            circuits.retain(new Set(next.nodes.flatMap((node) => node.providers.map((entry) => entry.id))));
             pool.applyConfig(next);
             governance.applyConfig(next);
           },
@@ -311,6 +331,7 @@ function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
       metrics.runsRejected.inc({ surface, reason });
       if (model !== '') metrics.providerRejections.inc({ model, reason });
     },
+    retried: (surface, reason) => metrics.runRetries.inc({ surface, reason }),
   };
 }
 

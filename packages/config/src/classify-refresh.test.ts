@@ -94,6 +94,24 @@ const live: Case[] = [
     class: 'live',
   },
   {
+    name: 'routing retry max_attempts',
+    mutate: (r) => (r.routing = { retry: { max_attempts: 3 } }),
+    path: 'routing.retry.max_attempts',
+    class: 'live',
+  },
+  {
+    name: 'routing circuit_breaker cooldown_ms',
+    mutate: (r) => (r.routing = { circuit_breaker: { cooldown_ms: 900 } }),
+    path: 'routing.circuit_breaker.cooldown_ms',
+    class: 'live',
+  },
+  {
+    name: 'model retry max_attempts',
+    mutate: (r) => (r.models[0].retry = { max_attempts: 1 }),
+    path: 'models[m1].retry.max_attempts',
+    class: 'live',
+  },
+  {
     name: 'provider capacity',
     mutate: (r) => (provider(r, 'p-cli').capacity = 3),
     path: 'nodes[n1].providers[p-cli].capacity',

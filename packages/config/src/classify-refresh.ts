@@ -113,9 +113,9 @@ export function classifyRefresh(
       else report(collector, difference, 'restart', `${section} settings are read at startup`);
     }
   }
-  // issue 32 (h-fairshare): routing settings (affinity table bounds) are read by the pool on every refresh.
+  // Routing (retry, circuit breaker, affinity table bounds) is read by the supervisor and the pool on every refresh.
   for (const difference of diff(current.routing, next.routing, 'routing')) {
-    report(collector, difference, 'live', 'routing settings are applied to the pool live');
+    report(collector, difference, 'live', 'routing (retry, circuit breaker, affinity) is applied live');
   }
   classifyModels(current, next, collector);
   classifyNodes(current, next, collector);

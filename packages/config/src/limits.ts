@@ -38,11 +38,17 @@ export const LIMITS = {
   reserve_max_tokens: { min: 0, max: 10_000_000 },
   cluster_heartbeat_ms: { min: 50, max: 60_000 },
   cluster_state_ttl_ms: { min: 1_000, max: 600_000 },
-  // issue 32, fair share and affinity (h-fairshare)
+  // fair share and conversation affinity (issue 32)
   key_weight: { min: 1, max: 1000 },
   affinity_max_entries: { min: 1, max: 10_000_000 },
   affinity_ttl_ms: { min: 1_000, max: 7 * DAY_MS },
   affinity_max_wait_ms: { min: 0, max: 600_000 },
+  // routing.retry / routing.circuit_breaker (issue 32, retry before the first byte and passive health)
+  retry_max_attempts: { min: 1, max: 16 },
+  circuit_consecutive_failures: { min: 1, max: 1_000 },
+  circuit_window_ms: { min: 100, max: HOUR_MS },
+  circuit_min_requests: { min: 1, max: 100_000 },
+  circuit_cooldown_ms: { min: 10, max: HOUR_MS },
 } as const satisfies Record<string, Limit>;
 
 export const DEFAULTS = {
@@ -88,10 +94,17 @@ export const DEFAULTS = {
   tracing_sample_ratio: 1,
   cluster_heartbeat_ms: 500,
   cluster_state_ttl_ms: 3_000,
-  // issue 32, fair share and affinity (h-fairshare)
+  // fair share and conversation affinity (issue 32)
   key_weight: 1,
   key_priority: 'interactive',
   affinity_max_entries: 10_000,
   affinity_ttl_ms: 600_000,
   affinity_max_wait_ms: 0,
+  // routing.retry / routing.circuit_breaker
+  retry_max_attempts: 2,
+  circuit_consecutive_failures: 3,
+  circuit_failure_rate: 0.5,
+  circuit_window_ms: 30_000,
+  circuit_min_requests: 10,
+  circuit_cooldown_ms: 5_000,
 } as const;

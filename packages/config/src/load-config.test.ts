@@ -223,6 +223,7 @@ models: [{ id: "m:1", providers: { p: "served" } }]
       drop_unsupported: false,
       fetch_image_urls: false,
       affinity: { enabled: true, hash_messages: true, max_wait_ms: 0 },
+      retry: { max_attempts: null },
     });
     expect(config.routing).toEqual({ affinity: { max_entries: 10_000, ttl_ms: 600_000 } });
   });
@@ -283,6 +284,60 @@ nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [
 models: [{ id: m, providers: { p: served }, drop_unsupported: "yes" }]
 `),
     ).toThrow(/models\[0\]\.drop_unsupported/);
+  });
+});
+
+describe('parseConfigText: routing (retry and circuit breaker)', () => {
+  it('defaults routing.retry to 2 attempts and the circuit breaker to 3 / 50 % of 10 in 30 s / 5 s', () => {
+    expect(load('').routing).toEqual({
+      retry: { max_attempts: 2 },
+      circuit_breaker: {
+        consecutive_failures: 3,
+        failure_rate: 0.5,
+        window_ms: 30_000,
+        min_requests: 10,
+        cooldown_ms: 5_000,
+      },
+    });
+  });
+
+  it('reads every routing field and a per-model retry override', () => {
+    const config = load(`
+routing:
+  retry: { max_attempts: 3 }
+  circuit_breaker: { consecutive_failures: 5, failure_rate: 0.25, window_ms: 1000, min_requests: 4, cooldown_ms: 200 }
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, retry: { max_attempts: 1 } }]
+`);
+    expect(config.routing).toEqual({
+      retry: { max_attempts: 3 },
+      circuit_breaker: {
+        consecutive_failures: 5,
+        failure_rate: 0.25,
+        window_ms: 1000,
+        min_requests: 4,
+        cooldown_ms: 200,
+      },
+    });
+    expect(config.models[0]?.retry).toEqual({ max_attempts: 1 });
+  });
+
+  it('rejects out-of-range and unknown routing fields with their paths', () => {
+    expect(
+      paths(`
+routing:
+  retry: { max_attempts: 0 }
+  circuit_breaker: { failure_rate: 1.5, cooldown_ms: 0, window: 3 }
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, retry: { max_attempts: 17 } }]
+`).sort(),
+    ).toEqual([
+      'models[0].retry.max_attempts',
+      'routing.circuit_breaker.cooldown_ms',
+      'routing.circuit_breaker.failure_rate',
+      'routing.circuit_breaker.window',
+      'routing.retry.max_attempts',
+    ]);
   });
 });
 

@@ -72,7 +72,6 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
   const natsTls = record(nats.tls);
   const ui = record(root.ui);
   const httpSection = record(root.http);
-
   const instanceSources: PathSegment[][][] = [];
   const nodes = list(root.nodes).map((rawNode, index) => {
     const { node, sources } = normalizeNode(record(rawNode), index, context);
@@ -201,10 +200,11 @@ function normalizeModel(model: Raw): ModelConfig {
     drop_unsupported: bool(model.drop_unsupported, false),
     fetch_image_urls: bool(model.fetch_image_urls, false),
     affinity: normalizeModelAffinity(record(model.affinity)),
+    retry: { max_attempts: nullableInt(record(model.retry).max_attempts) },
   };
 }
 
-// issue 32, conversation affinity (h-fairshare)
+// Conversation affinity (issue 32).
 function normalizeModelAffinity(affinity: Raw): ModelConfig['affinity'] {
   return {
     enabled: bool(affinity.enabled, true),
@@ -214,9 +214,19 @@ function normalizeModelAffinity(affinity: Raw): ModelConfig['affinity'] {
 }
 
 function normalizeRouting(routing: Raw): RoutingConfig {
-  // issue 32, conversation affinity (h-fairshare)
+  const retry = record(routing.retry);
+  const breaker = record(routing.circuit_breaker);
   const affinity = record(routing.affinity);
   return {
+    retry: { max_attempts: int(retry.max_attempts, DEFAULTS.retry_max_attempts) },
+    circuit_breaker: {
+      consecutive_failures: int(breaker.consecutive_failures, DEFAULTS.circuit_consecutive_failures),
+      failure_rate:
+        typeof breaker.failure_rate === 'number' ? breaker.failure_rate : DEFAULTS.circuit_failure_rate,
+      window_ms: int(breaker.window_ms, DEFAULTS.circuit_window_ms),
+      min_requests: int(breaker.min_requests, DEFAULTS.circuit_min_requests),
+      cooldown_ms: int(breaker.cooldown_ms, DEFAULTS.circuit_cooldown_ms),
+    },
     affinity: {
       max_entries: int(affinity.max_entries, DEFAULTS.affinity_max_entries),
       ttl_ms: int(affinity.ttl_ms, DEFAULTS.affinity_ttl_ms),

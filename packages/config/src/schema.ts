@@ -195,6 +195,7 @@ const model = object(
       hash_messages: bool,
       max_wait_ms: integer(LIMITS.affinity_max_wait_ms),
     }),
+    retry: object({ max_attempts: integer(LIMITS.retry_max_attempts) }),
   },
   ['id', 'providers'],
 );
@@ -339,10 +340,19 @@ export const edgeConfigSchema: Schema = extensible({
     state_ttl_ms: integer(LIMITS.cluster_state_ttl_ms),
   }),
   routing: object({
-    // issue 32, conversation affinity (h-fairshare)
+    // Conversation affinity (issue 32).
     affinity: object({
       max_entries: integer(LIMITS.affinity_max_entries),
       ttl_ms: integer(LIMITS.affinity_ttl_ms),
+    }),
+    // Retry before the first byte and passive health (issue 32).
+    retry: object({ max_attempts: integer(LIMITS.retry_max_attempts) }),
+    circuit_breaker: object({
+      consecutive_failures: integer(LIMITS.circuit_consecutive_failures),
+      failure_rate: { type: 'number', minimum: 0, maximum: 1 },
+      window_ms: integer(LIMITS.circuit_window_ms),
+      min_requests: integer(LIMITS.circuit_min_requests),
+      cooldown_ms: integer(LIMITS.circuit_cooldown_ms),
     }),
   }),
   models: { type: 'array', items: model, maxItems: 4096 },

@@ -307,6 +307,8 @@ export interface ModelConfig {
   readonly fetch_image_urls: boolean;
   /** Conversation affinity: prefer the provider that served a conversation's previous turn. */
   readonly affinity: ModelAffinityConfig;
+  /** Overrides `routing.retry` for this model; null = the routing default. */
+  readonly retry: { readonly max_attempts: number | null };
 }
 
 /** `models[].affinity` (issue 32). */
@@ -320,12 +322,6 @@ export interface ModelAffinityConfig {
   readonly hash_messages: boolean;
   /** How long a run waits for its affine provider to get a free slot before spilling to another. Default 0. */
   readonly max_wait_ms: number;
-}
-
-/** `routing:` — how the pool chooses among a model's providers. */
-export interface RoutingConfig {
-  // issue 32, conversation affinity (h-fairshare)
-  readonly affinity: AffinityRoutingConfig;
 }
 
 /** `routing.affinity` — the table of affinity key → provider that served it last. */
@@ -470,6 +466,31 @@ export interface NodeConfig {
   readonly adapters: NodeAdaptersConfig;
   readonly providers: readonly ProviderConfig[];
   readonly discovery: NodeDiscoveryConfig;
+}
+
+/** `routing.retry`: re-placing a run that failed before its first output (issue 32). */
+export interface RetryConfig {
+  /** Total attempts per run, the first included (1 = no retry). */
+  readonly max_attempts: number;
+}
+
+/** `routing.circuit_breaker`: passive health per provider from the runs it served (issue 32). */
+export interface CircuitBreakerConfig {
+  /** This many dispatch failures in a row open the circuit. */
+  readonly consecutive_failures: number;
+  /** Failures / requests in the window at or above this (0..1) open it, once min_requests were seen. */
+  readonly failure_rate: number;
+  readonly window_ms: number;
+  readonly min_requests: number;
+  /** An open circuit admits one half-open probe run after this long. */
+  readonly cooldown_ms: number;
+}
+
+/** `routing:` — how the pool picks and re-picks providers (all applied live). */
+export interface RoutingConfig {
+  readonly retry: RetryConfig;
+  readonly circuit_breaker: CircuitBreakerConfig;
+  readonly affinity: AffinityRoutingConfig;
 }
 
 /** The whole normalized edge.yaml. */

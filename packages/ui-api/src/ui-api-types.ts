@@ -45,7 +45,7 @@ export interface UiProvider {
   node_id: string;
   /** ready | disabled | offline */
   status: string;
-  /** healthy | unhealthy | unreachable | unknown | disabled */
+  /** healthy | unhealthy | unreachable | unknown | disabled | open | half_open (circuit breaker) */
   health: string;
   /** The node's last probe of it, in words, and why it failed (ProviderHealthEntry); '' when never reported. */
   health_detail: string;

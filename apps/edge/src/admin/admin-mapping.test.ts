@@ -33,4 +33,27 @@ describe('toNodeInfo', () => {
       ['quiet', 'unknown', 2],
     ]);
   });
+
+  it("shows an open or half-open circuit over the node's healthy probe (one health state)", () => {
+    const healthy = { health: 'healthy' as const, detail: 'ok', cause: '', checkedAtUnixMs: 3 };
+    const info = toNodeInfo(
+      summary([
+        { providerId: 'tripped', ...healthy },
+        { providerId: 'probing', ...healthy },
+        { providerId: 'fine', ...healthy },
+      ]),
+      [
+        { ...pooled('tripped', 'n1', 1), health: 'open' },
+        { ...pooled('probing', 'n1', 1), health: 'half_open' },
+        { ...pooled('fine', 'n1', 1), health: 'healthy' },
+      ],
+    );
+    expect(
+      info.providers.map((provider) => [provider.providerId, provider.health, provider.healthDetail]),
+    ).toEqual([
+      ['tripped', 'open', 'ok'],
+      ['probing', 'half_open', 'ok'],
+      ['fine', 'healthy', 'ok'],
+    ]);
+  });
 });

@@ -46,8 +46,11 @@ export function toNodeInfo(node: NodeSummary, poolStatus: readonly PooledProvide
         const pooled = poolStatus.find(
           (candidate) => candidate.providerId === provider.providerId && candidate.nodeId === node.nodeId,
         );
+        // The node reports its probe; an open or half-open circuit (the pool's passive health) overrides it.
+        const circuit =
+          pooled?.health === 'open' || pooled?.health === 'half_open' ? pooled.health : undefined;
         const reported = {
-          health: provider.health,
+          health: circuit ?? provider.health,
           healthDetail: provider.detail,
           healthCause: provider.cause,
         };

@@ -270,12 +270,16 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
       if (!stream) {
         setRunHeaders(response, run);
         const collected = await run.collect({ includeReasoning: true, inlineReasoning: false });
+        // Again: a retry before the first output changed the provider and the attempts.
+        setRunHeaders(response, run);
         sendJson(exchange, 200, messageBody(context, collected));
         return;
       }
       setRunHeaders(response, run);
       const sink = new SseSink(response, signal, () => {
         metrics.firstToken((performance.now() - exchange.arrivedAt) / 1000);
+        // The head leaves with the first output: the attempt that produced it is the one to name.
+        setRunHeaders(response, run);
         return {};
       });
       await streamMessage(run.parts(), sink, context);
@@ -345,6 +349,7 @@ function routeOf(request: IncomingMessage, path: string): Route | undefined {
 function setRunHeaders(response: ServerResponse, run: StartedRun): void {
   response.setHeader('x-iop-run-id', run.handle.runId);
   response.setHeader('x-iop-queue-ms', run.handle.queueMs.toFixed(2));
+  response.setHeader('x-iop-attempts', String(run.handle.attempts ?? 1));
   if (run.handle.providerId) response.setHeader('x-iop-provider', run.handle.providerId);
 }
 

@@ -110,6 +110,11 @@ describe('ClusterView', () => {
       kind: 'remote',
       edgeId: 'c',
     });
+    // Nor one whose circuit is open (passive health).
+    expect(view.place(ids, [provider('pa', 'na', { health: 'open' })])).toEqual({
+      kind: 'remote',
+      edgeId: 'c',
+    });
     expect(view.place(['pa', 'pb'], [provider('pa', 'na', { inFlight: 2 })])).toEqual({
       kind: 'remote',
       edgeId: 'b',

@@ -153,6 +153,8 @@ function usable(provider: ProviderStatus): boolean {
     provider.status === 'ready' &&
     provider.capacity > 0 &&
     provider.health !== 'unhealthy' &&
-    provider.health !== 'unreachable'
+    provider.health !== 'unreachable' &&
+    // An open circuit (passive health on the provider's edge): that edge's pool skips it too.
+    provider.health !== 'open'
   );
 }

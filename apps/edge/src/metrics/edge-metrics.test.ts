@@ -25,3 +25,25 @@ describe('EdgeMetrics run outcomes', () => {
     stop();
   });
 });
+
+describe('EdgeMetrics circuits and retries', () => {
+  it('exports each provider circuit as 0 closed, 1 open, 2 half_open, and counts retries by reason', async () => {
+    const sample = (providerId: string, health: string) => ({
+      providerId,
+      nodeId: 'n1',
+      capacity: 1,
+      inFlight: 0,
+      queued: 0,
+      health,
+    });
+    const metrics = new EdgeMetrics({
+      providerSnapshot: () => [sample('a', 'healthy'), sample('b', 'open'), sample('c', 'half_open')],
+    });
+    metrics.runRetries.inc({ surface: 'openai', reason: 'upstream_5xx' });
+    const body = (await metrics.render()).body;
+    expect(body).toContain('iop_provider_circuit_state{provider="a",node="n1"} 0');
+    expect(body).toContain('iop_provider_circuit_state{provider="b",node="n1"} 1');
+    expect(body).toContain('iop_provider_circuit_state{provider="c",node="n1"} 2');
+    expect(body).toContain('iop_run_retries_total{surface="openai",reason="upstream_5xx"} 1');
+  });
+});

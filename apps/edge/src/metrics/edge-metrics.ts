@@ -15,6 +15,14 @@ export interface ProviderGaugeSample {
   capacity: number;
   inFlight: number;
   queued: number;
+  /** The provider's one health state; `open` / `half_open` are its circuit (iop_provider_circuit_state). */
+  health?: string;
+}
+
+/** iop_provider_circuit_state: 0 closed, 1 open, 2 half_open. */
+function circuitValue(health: string | undefined): number {
+  if (health === 'open') return 1;
+  return health === 'half_open' ? 2 : 0;
 }
 
 /** Runs on one node against its max_concurrency (pool.nodeLoads()). */
@@ -54,6 +62,8 @@ export class EdgeMetrics {
   readonly modelColdLoads: Counter<'provider'>;
   readonly runsAdmitted: Counter<'surface'>;
   readonly runsRejected: Counter<'surface' | 'reason'>;
+  /** Runs placed again after a dispatch failure before their first output, by surface and reason. */
+  readonly runRetries: Counter<'surface' | 'reason'>;
   /**
    * Per-node counters: a series for every node that ever connected, 10,000s on a large fleet. They keep their
    * exposition lines (line-cached-counter.ts) and are appended to the registry's page, so a scrape does not spend
@@ -137,6 +147,12 @@ export class EdgeMetrics {
       labelNames: ['surface', 'reason'],
       registers,
     });
+    this.runRetries = new Counter({
+      name: 'iop_run_retries_total',
+      help: 'Runs placed again on another provider after a dispatch failure before their first output, by surface and reason (upstream_unreachable, upstream_timeout, upstream_error, upstream_5xx, upstream_429, node_busy, node_lost).',
+      labelNames: ['surface', 'reason'],
+      registers,
+    });
     this.nodeConnections = new LineCachedCounter({
       name: 'iop_node_connections_total',
       help: 'Accepted node registrations.',
@@ -196,6 +212,11 @@ export class EdgeMetrics {
       'iop_provider_queued',
       'Requests waiting for a provider of the model.',
       (sample) => sample.queued,
+    );
+    providerGauge(
+      'iop_provider_circuit_state',
+      'Circuit of each provider (passive health): 0 closed, 1 open (skipped after dispatch failures), 2 half_open (one probe run).',
+      (sample) => circuitValue(sample.health),
     );
     providerGauge(
       'iop_provider_capacity',

@@ -81,6 +81,8 @@ export const MAX_BODY_BYTES = MAX_HTTP_BODY_BYTES;
 const OVERHEAD_HEADER = 'x-iop-overhead-ms';
 /** Names the request fields a `drop_unsupported` model dropped (comma-separated). */
 const DROPPED_HEADER = 'x-iop-dropped-params';
+/** Dispatches the run took (2 or more after a retry before the first output). */
+const ATTEMPTS_HEADER = 'x-iop-attempts';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
@@ -497,6 +499,8 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
         signal,
         () => {
           metrics.firstToken((performance.now() - exchange.arrivedAt) / 1000);
+          // The head leaves with the first output: the attempt that produced it is the one to name.
+          setRunHeaders(response, run);
           return { [OVERHEAD_HEADER]: formatMs(overheadOf(exchange, run, buffered)) };
         },
         buffered ? [] : [OVERHEAD_HEADER],
@@ -575,9 +579,14 @@ function modelEntry(id: string, created: number) {
   return { id, object: 'model', created, owned_by: 'iop' };
 }
 
+/**
+ * The run's headers as they are now: a retry before the first output changes the provider, the queue wait and the
+ * attempts, so a stream sets them again when its head is sent (with the first output).
+ */
 function setRunHeaders(response: ServerResponse, run: StartedRun): void {
   response.setHeader('x-iop-run-id', run.handle.runId);
   response.setHeader('x-iop-queue-ms', formatMs(run.handle.queueMs));
+  response.setHeader(ATTEMPTS_HEADER, String(run.handle.attempts ?? 1));
   if (run.handle.providerId) response.setHeader('x-iop-provider', run.handle.providerId);
 }
 
@@ -590,6 +599,8 @@ function runHeaders(run: StartedRun, overheadMs: number): (string | number)[] {
     formatMs(run.handle.queueMs),
     OVERHEAD_HEADER,
     formatMs(overheadMs),
+    ATTEMPTS_HEADER,
+    String(run.handle.attempts ?? 1),
   ];
   if (run.handle.providerId) list.push('x-iop-provider', run.handle.providerId);
   return list;

@@ -206,6 +206,7 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
   const policy = destination.kind === 'model' ? pool.model(destination.model)?.affinity : undefined;
   const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
   if (affinityKey !== undefined) options.affinityKey = affinityKey;
+  if (request.excludeProviders) options.excludeProviders = request.excludeProviders;
   return options;
 }
 

@@ -25,6 +25,8 @@ export interface PlacementRequest {
   readonly traceparent: string | undefined;
   /** Aborting it leaves the queue (the caller's cancel path before the run is dispatched). */
   readonly signal: AbortSignal | undefined;
+  /** Providers an earlier attempt of this run failed on (a retry): the pool never places it there again. */
+  readonly excludeProviders?: ReadonlySet<string>;
 }
 
 /** What an execution reports about its run: implemented once, by the run supervisor. */

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createEventBus } from '../events/event-bus.js';
+import { ManualClock } from '@iop/clock';
+import { silentLogger } from '../logging.js';
+import { CircuitBreaker } from './circuit-breaker.js';
 import type { EventBus, SubscribeOptions } from '../events/types.js';
 import { PoolError } from './errors.js';
 import { createProviderPool, type Lease, type ProviderPool, type PoolConfig } from './provider-pool.js';
@@ -636,6 +639,118 @@ describe('explicit routes', () => {
     held.release();
     (await queued[0]).release();
     (await queued[1]).release();
+    expectIdle(pool);
+  });
+});
+
+describe('circuit breaker and excluded providers', () => {
+  function withCircuits(providers = [providerConfig('a'), providerConfig('b')]) {
+    const clock = new ManualClock();
+    const circuits = new CircuitBreaker({
+      settings: {
+        consecutive_failures: 2,
+        failure_rate: 0.5,
+        window_ms: 10_000,
+        min_requests: 10,
+        cooldown_ms: 1_000,
+      },
+      clock,
+      logger: silentLogger,
+    });
+    const config = poolConfig(providers);
+    const nodes = new FakeNodes();
+    connectAll(nodes, config);
+    const pool = createProviderPool({ config, nodes, circuits, clock, pollIntervalMs: 10 });
+    pools.push(pool);
+    return { pool, circuits, clock };
+  }
+
+  it('never places a run on an excluded provider; only excluded ones left means no provider', async () => {
+    const { pool } = withCircuits();
+    for (let index = 0; index < 3; index += 1) {
+      const lease = await pool.acquire('m', { excludeProviders: new Set(['a']) });
+      expect(lease.providerId).toBe('b');
+      lease.release();
+    }
+    const refused = await rejection(pool.acquire('m', { excludeProviders: new Set(['a', 'b']) }));
+    expect(refused.code).toBe('no_provider_available');
+    expectIdle(pool);
+  });
+
+  it('skips a provider whose circuit is open and shows health open, then half_open', async () => {
+    const { pool, circuits, clock } = withCircuits();
+    circuits.failed('a', 'upstream_unreachable');
+    circuits.failed('a', 'upstream_unreachable');
+    expect(pool.snapshot().find((status) => status.providerId === 'a')?.health).toBe('open');
+    const picks: (string | undefined)[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const lease = await pool.acquire('m');
+      picks.push(lease.providerId);
+      lease.release();
+    }
+    expect(picks).toEqual(['b', 'b', 'b']);
+    clock.advance(1_000);
+    expect(pool.snapshot().find((status) => status.providerId === 'a')?.health).toBe('half_open');
+  });
+
+  it('admits one half-open probe at a time; a probe released without a verdict lets the next one in', async () => {
+    const { pool, circuits, clock } = withCircuits([providerConfig('a', { capacity: 4 })]);
+    circuits.failed('a', 'node_busy');
+    circuits.failed('a', 'node_busy');
+    expect((await rejection(pool.acquire('m'))).code).toBe('no_provider_available');
+    clock.advance(1_000);
+    const probe = await pool.acquire('m');
+    expect(probe.providerId).toBe('a');
+    // The second caller waits: the provider's only admitted run is the probe.
+    const second = pool.acquire('m');
+    await delay(5);
+    expect(pool.totals()).toEqual({ inFlight: 1, queued: 1 });
+    probe.release();
+    const next = await second;
+    expect(next.providerId).toBe('a');
+    circuits.succeeded('a');
+    expect(circuits.state('a')).toBe('closed');
+    const third = await pool.acquire('m');
+    next.release();
+    third.release();
+    expectIdle(pool);
+  });
+
+  it('hands a waiting run to a provider as soon as its circuit closes (onChange → notifyChanged)', async () => {
+    const clock = new ManualClock();
+    let circuitChanged = (): void => undefined;
+    const circuits = new CircuitBreaker({
+      settings: {
+        consecutive_failures: 1,
+        failure_rate: 1,
+        window_ms: 1_000,
+        min_requests: 1,
+        cooldown_ms: 500,
+      },
+      clock,
+      logger: silentLogger,
+      onChange: () => circuitChanged(),
+    });
+    const config = poolConfig([providerConfig('a', { capacity: 1 }), providerConfig('b', { capacity: 2 })]);
+    const nodes = new FakeNodes();
+    connectAll(nodes, config);
+    const pool = createProviderPool({ config, nodes, circuits, clock, pollIntervalMs: 60_000 });
+    circuitChanged = () => pool.notifyChanged();
+    pools.push(pool);
+    circuits.failed('b', 'upstream_unreachable');
+    const onA = await pool.acquire('m');
+    expect(onA.providerId).toBe('a');
+    clock.advance(500);
+    const probe = await pool.acquire('m');
+    expect(probe.providerId).toBe('b');
+    // a is full and b admits only its probe: the next run waits (no poll will come within the test).
+    const waiting = pool.acquire('m');
+    await delay(5);
+    expect(pool.totals().queued).toBe(1);
+    circuits.succeeded('b');
+    const served = await waiting;
+    expect(served.providerId).toBe('b');
+    for (const lease of [onA, probe, served]) lease.release();
     expectIdle(pool);
   });
 });

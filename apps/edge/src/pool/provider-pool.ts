@@ -1,12 +1,15 @@
 // The provider pool: where the next run goes and how many may run at once — per provider and per node.
 //
 // Dispatch rule (agent-contract/inner/edge-config-runtime-refresh.md): candidates are the enabled providers
-// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, and whose node
-// runs fewer than its `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the lowest
-// in_flight wins; ties go to a provider whose node reports the served model resident (loaded; Ollama /api/ps,
-// resident-models.ts), then to the lower `priority` number; ties again rotate round-robin. The rotation remembers
-// the last provider id picked per model (not an index), so it survives config refreshes and node reconnects. A
-// dispatch to a provider whose fresh report says the model is not loaded is a cold load (`onColdLoad`).
+// mapped by the model, on connected nodes, whose last health report is not unhealthy/unreachable, whose circuit
+// (passive health, circuit-breaker.ts) is not open — half-open admits one probe run — that the request does not
+// exclude (a retry never returns to a provider that failed it), and whose node runs fewer than its
+// `runtime.max_concurrency` runs. Among the candidates with in_flight < capacity the provider that served the run's
+// affinity key last wins while it is free (affinity-table.ts); else the lowest in_flight; ties go to a provider
+// whose node reports the served model resident (loaded; Ollama /api/ps, resident-models.ts), then to the lower
+// `priority` number; ties again rotate round-robin. The rotation remembers the last provider id picked per model
+// (not an index), so it survives config refreshes and node reconnects. A dispatch to a provider whose fresh report
+// says the model is not loaded is a cold load (`onColdLoad`).
 //
 // Explicit routes (console, admin, A2A, OpenAI model_routes/fallback) name a node, adapter instance and target.
 // They count against the node's max_concurrency too and, when a provider of that node has the same adapter
@@ -50,12 +53,15 @@ import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
 import { AffinityTable } from './affinity-table.js';
+import type { CircuitGate } from './circuit-breaker.js';
 import { PoolError } from './errors.js';
 import { isResident, residentServedModels } from './resident-models.js';
 import { FairQueue, type FlowSpec } from './fair-queue.js';
 
 /** The part of the edge config the pool reads (`routing` omitted = its defaults). */
-export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'> & { readonly routing?: RoutingConfig };
+export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'> & {
+  readonly routing?: Pick<RoutingConfig, 'affinity'>;
+};
 
 /** A connected node as the pool needs it: its providers' last health reports. */
 export interface DirectoryNode {
@@ -93,6 +99,8 @@ export interface RouteDemand {
 export interface AcquireOptions {
   /** Aborting while queued removes the caller from the queue (the promise rejects with `aborted`). */
   signal?: AbortSignal;
+  /** Providers this run must not be placed on (those that already failed it: a retry). */
+  excludeProviders?: ReadonlySet<string>;
   /**
    * Conversation affinity key, already scoped by principal (placement/affinity-key.ts); model runs only, and only
    * while the model's `affinity.enabled`.
@@ -117,7 +125,12 @@ export interface PoolMetrics {
 }
 
 export type ProviderRunStatus = 'ready' | 'disabled' | 'offline';
-export type ProviderHealthStatus = 'healthy' | 'unhealthy' | 'unreachable' | 'unknown' | 'disabled';
+/**
+ * One health state per provider: the node's active probe (healthy, unhealthy, unreachable, unknown), overridden by
+ * the passive circuit when it is `open` or `half_open` (an unhealthy or unreachable probe wins over the circuit).
+ */
+export type ProviderHealthStatus =
+  'healthy' | 'unhealthy' | 'unreachable' | 'unknown' | 'disabled' | 'open' | 'half_open';
 
 /** One provider as the admin API and the console `/providers` show it (field names match admin.proto). */
 export interface ProviderStatus {
@@ -201,6 +214,8 @@ export interface ProviderPoolOptions {
   /** A model run was dispatched to a provider whose node reported the model not loaded (counted as a metric). */
   onColdLoad?: (providerId: string) => void;
   metrics?: PoolMetrics;
+  /** Passive health per provider (circuit-breaker.ts); none = every circuit closed. */
+  circuits?: CircuitGate;
 }
 
 interface ProviderEntry {
@@ -237,7 +252,9 @@ interface Candidate {
   resident: boolean | undefined;
 }
 
-type Demand = { kind: 'model'; model: string } | ({ kind: 'route' } & RouteDemand);
+type Demand =
+  | { kind: 'model'; model: string; exclude: ReadonlySet<string> | undefined }
+  | ({ kind: 'route' } & RouteDemand);
 
 /** A model run's affinity: its key, and until when (clock.now()) it waits for the key's provider. */
 interface AffinityWish {
@@ -334,7 +351,7 @@ class ProviderPoolImpl implements ProviderPool {
         new PoolError('model_not_found', `The model '${model}' does not exist`, { model }),
       );
     }
-    return this.admit({ kind: 'model', model }, options);
+    return this.admit({ kind: 'model', model, exclude: options.excludeProviders }, options);
   }
 
   acquireRoute(route: RouteDemand, options: AcquireOptions = {}): Promise<Lease> {
@@ -393,7 +410,7 @@ class ProviderPoolImpl implements ProviderPool {
         providerId,
         nodeId: provider.nodeId,
         status: !enabled ? 'disabled' : node ? 'ready' : 'offline',
-        health: !enabled ? 'disabled' : node ? healthOf(node, providerId) : 'unknown',
+        health: !enabled ? 'disabled' : node ? this.health(node, providerId) : 'unknown',
         capacity: enabled ? provider.config.capacity : 0,
         inFlight: this.providerInFlight.get(providerId) ?? 0,
         queued: enabled ? (queuedByProvider.get(providerId) ?? 0) : 0,
@@ -611,7 +628,7 @@ class ProviderPoolImpl implements ProviderPool {
     if (demand.kind === 'model') {
       const entry = this.routing.models.get(demand.model);
       if (!entry) return undefined;
-      const candidates = this.candidates(entry, nodes);
+      const candidates = this.candidates(entry, nodes, demand.exclude);
       const free = candidates.filter(
         (candidate) =>
           candidate.inFlight < candidate.provider.config.capacity &&
@@ -676,22 +693,35 @@ class ProviderPoolImpl implements ProviderPool {
         model: demand.model,
       });
     }
-    if (this.candidates(entry, nodes).length > 0) return undefined;
+    if (this.candidates(entry, nodes, demand.exclude, true).length > 0) return undefined;
     return new PoolError('no_provider_available', `No provider is available for model '${demand.model}'`, {
       model: demand.model,
       retryAfterSeconds: 1,
     });
   }
 
-  private candidates(entry: ModelEntry, nodes: NodeDirectory): Candidate[] {
+  /**
+   * The providers that may take the run now, or — `eventually` — once a slot frees: a half-open circuit busy
+   * with its probe run is a reason to wait, not to refuse.
+   */
+  private candidates(
+    entry: ModelEntry,
+    nodes: NodeDirectory,
+    exclude: ReadonlySet<string> | undefined,
+    eventually = false,
+  ): Candidate[] {
     const result: Candidate[] = [];
+    const circuits = this.options.circuits;
     entry.providers.forEach(([providerId, target], order) => {
       const provider = this.routing.providers.get(providerId);
       if (!provider || !provider.config.enabled) return;
+      if (exclude?.has(providerId)) return;
       const node = nodes.get(provider.nodeId);
       if (!node) return;
       const health = healthOf(node, providerId);
       if (health === 'unhealthy' || health === 'unreachable') return;
+      if (circuits && !(eventually ? circuits.state(providerId) !== 'open' : circuits.admits(providerId)))
+        return;
       result.push({
         provider,
         target,
@@ -755,6 +785,14 @@ class ProviderPoolImpl implements ProviderPool {
     };
   }
 
+  /** The one health state: an unhealthy probe report first, then an open or half-open circuit, then the report. */
+  private health(node: DirectoryNode, providerId: string): ProviderHealthStatus {
+    const reported = healthOf(node, providerId);
+    if (reported === 'unhealthy' || reported === 'unreachable') return reported;
+    const circuit = this.options.circuits?.state(providerId) ?? 'closed';
+    return circuit === 'closed' ? reported : circuit;
+  }
+
   private nodeLimit(nodeId: string): number {
     return this.routing.nodeLimits.get(nodeId) ?? DEFAULTS.max_concurrency;
   }
@@ -803,6 +841,10 @@ class ProviderPoolImpl implements ProviderPool {
     const providerId = provider?.config.id;
     if (providerId !== undefined) increment(this.providerInFlight, providerId);
     increment(this.nodeInFlight, nodeId);
+    const circuits = this.options.circuits;
+    // Model dispatches only: explicit routes name their place and are not gated by the circuit.
+    const probe =
+      model !== undefined && providerId !== undefined && circuits ? circuits.leased(providerId) : false;
     let released = false;
     return {
       model,
@@ -815,6 +857,7 @@ class ProviderPoolImpl implements ProviderPool {
         released = true;
         if (providerId !== undefined) this.decrement(this.providerInFlight, providerId, 'provider');
         this.decrement(this.nodeInFlight, nodeId, 'node');
+        if (probe && providerId !== undefined) circuits?.released(providerId);
         this.drain();
       },
     };
@@ -910,7 +953,7 @@ function buildRouting(config: PoolConfig): RoutingTable {
 }
 
 /** The routing section, with its defaults when a caller's config has none (tests, older callers). */
-function routingOf(config: PoolConfig): RoutingConfig {
+function routingOf(config: PoolConfig): Pick<RoutingConfig, 'affinity'> {
   return (
     config.routing ?? {
       affinity: { max_entries: DEFAULTS.affinity_max_entries, ttl_ms: DEFAULTS.affinity_ttl_ms },

@@ -647,6 +647,7 @@ describe('createEdgeService admission', () => {
         metrics: {
           dispatched: (surface, provider, node) => recorded.push(`${surface}:${provider ?? '-'}@${node}`),
           rejected: (surface, model, reason) => recorded.push(`${surface}:${model}:${reason}`),
+          retried: (surface, reason) => recorded.push(`${surface}:retried:${reason}`),
         },
       },
       admissionConfig(),

@@ -19,6 +19,7 @@ import { isPlacementError } from '../placement/errors.js';
 import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js';
 import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
 import { SessionSlots } from '../placement/session-slots.js';
+import type { ProviderOutcomes } from '../pool/circuit-breaker.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
 import { admissionTokens } from '../governance/admission-tokens.js';
 import { estimationMessages } from './estimation-messages.js';
@@ -90,6 +91,13 @@ export interface EdgeServiceDeps {
   cancelGraceMs?: number;
   /** Told every state a run's supervisor enters (tests). */
   onRunState?: (run: RunSupervisor, state: RunState) => void;
+  /**
+   * Dispatches a models[] run may take in all when its model names none (`routing.retry.max_attempts`, read live);
+   * default 1: no retry.
+   */
+  retryAttempts?: () => number;
+  /** The providers' circuits, told each attempt's outcome; none = not recorded. */
+  outcomes?: ProviderOutcomes;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
@@ -144,6 +152,11 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
     cancelGraceMs: deps.cancelGraceMs ?? 5_000,
     onState: deps.onRunState,
+    maxAttempts: (destination) => {
+      if (destination.kind !== 'model') return 1;
+      return pool.model(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
+    },
+    outcomes: deps.outcomes,
     shuttingDown: () => shuttingDown,
     register(run) {
       if (runs.has(run.runId)) return false;

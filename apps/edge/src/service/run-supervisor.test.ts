@@ -8,6 +8,7 @@ import { parseConfigText } from '@iop/config';
 import { create } from '@iop/wire';
 import { ForwardedRun, type ForwardTransport } from '../cluster/edge-cluster.js';
 import { createEventBus } from '../events/event-bus.js';
+import type { EventBus } from '../events/types.js';
 import { createGovernor, type Governor, type LimitLease } from '../governance/governor.js';
 import type { Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
@@ -17,6 +18,7 @@ import { createNodeRegistry } from '../node/node-registry.js';
 import type { PlacementRequest } from '../placement/placement.js';
 import type { RemoteEdges } from '../placement/placement-router.js';
 import { SessionSlots } from '../placement/session-slots.js';
+import { CircuitBreaker } from '../pool/circuit-breaker.js';
 import { createProviderPool, type ProviderPool, type ProviderStatus } from '../pool/provider-pool.js';
 import { ScriptedNode, type NodeScript } from '../test-support/scripted-node.js';
 import { createEdgeService, type EdgeServiceImpl } from './edge-service.js';
@@ -433,5 +435,425 @@ describe('run state transitions', () => {
     expect(error).toBeInstanceOf(ServiceError);
     expect(error).toMatchObject({ code: 'queue_full', retryAfterSeconds: 2 });
     expectAllReleased(h);
+  });
+});
+
+// Retry before the first byte: one model `r` on two providers, pa on node na and pb on node nb, each answering
+// as `behaviour` says. Every test ends with every lease, slot, waiter, timer and run at zero.
+const RETRY_CONFIG = (() => {
+  const result = parseConfigText(
+    `
+edge: { id: edge-a }
+refresh: { enabled: false, admin_token: "" }
+models:
+  - { id: r, providers: { pa: "ra", pb: "rb" } }
+  - { id: once, providers: { pa: "ra", pb: "rb" }, retry: { max_attempts: 1 } }
+nodes:
+  - id: na
+    adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
+    providers:
+      - { id: pa, type: ollama, category: local_inference, adapter: ollama, models: ["ra"], capacity: 1, priority: 0 }
+  - id: nb
+    adapters: { ollama: { base_url: "http://127.0.0.1:11435" } }
+    providers:
+      - { id: pb, type: ollama, category: local_inference, adapter: ollama, models: ["rb"], capacity: 1, priority: 1 }
+`,
+    'supervisor-retry-test.yaml',
+  );
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.config;
+})();
+
+type Behaviour = 'ok' | 'hold' | 'http_503' | 'start_then_503' | 'mid_stream' | 'bad_request';
+
+function behave(behaviour: Behaviour, request: { sessionId: string; adapter: string; target: string }) {
+  const start = {
+    type: 'start' as const,
+    sessionId: request.sessionId,
+    adapter: request.adapter,
+    target: request.target,
+  };
+  const failure = (code: string, retryable: boolean) => ({
+    type: 'error' as const,
+    code,
+    message: `${code} from ${request.target}`,
+    retryable,
+    backendMs: 0,
+  });
+  switch (behaviour) {
+    case 'ok':
+      return [
+        start,
+        { type: 'text-delta' as const, text: `from ${request.target}` },
+        { type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 1 },
+      ];
+    case 'hold':
+      return [start];
+    case 'http_503':
+      return [failure('upstream_http_503', true)];
+    case 'start_then_503':
+      return [
+        start,
+        { type: 'usage' as const, usage: create.usage({ promptTokens: 1 }) },
+        failure('upstream_http_503', true),
+      ];
+    case 'mid_stream':
+      return [start, { type: 'text-delta' as const, text: 'partial' }, failure('upstream_error', true)];
+    case 'bad_request':
+      return [failure('upstream_http_400', false)];
+  }
+}
+
+interface RetryHarness {
+  clock: ManualClock;
+  nodes: ScriptedNode[];
+  pool: ProviderPool;
+  sessions: SessionSlots;
+  governor: Governor;
+  service: EdgeServiceImpl;
+  circuits: CircuitBreaker;
+  events: EventBus;
+  behaviour: Record<string, Behaviour>;
+  retries: string[];
+  states: Map<string, RunState[]>;
+}
+
+const retryHarnesses: RetryHarness[] = [];
+
+function retrySetup(behaviour: Record<string, Behaviour>, maxAttempts = 2): RetryHarness {
+  const clock = new ManualClock();
+  const registry = createNodeRegistry();
+  const nodes = ['na', 'nb'].map(
+    (nodeId) =>
+      new ScriptedNode(nodeId, (request) => ({
+        parts: behave(behaviour[request.providerId] ?? 'ok', request),
+      })),
+  );
+  for (const node of nodes) registry.add(node.link);
+  const events = createEventBus({ replaySize: 16, queueSize: 256 });
+  const circuits = new CircuitBreaker({
+    settings: RETRY_CONFIG.routing.circuit_breaker,
+    clock,
+    logger: silentLogger,
+  });
+  const pool = createProviderPool({
+    config: RETRY_CONFIG,
+    nodes: registry,
+    events,
+    clock,
+    pollIntervalMs: 20,
+    circuits,
+  });
+  pool.start();
+  const sessions = new SessionSlots();
+  const governor = createGovernor({
+    clock,
+    sink: { record: () => undefined },
+    spent: { tokensSince: () => 0 },
+  });
+  const retries: string[] = [];
+  const states = new Map<string, RunState[]>();
+  const service = createEdgeService({
+    registry,
+    pool,
+    events,
+    logger: silentLogger,
+    clock,
+    sessions,
+    governor,
+    retryAttempts: () => maxAttempts,
+    outcomes: circuits,
+    metrics: {
+      dispatched: () => undefined,
+      rejected: () => undefined,
+      retried: (surface, reason) => retries.push(`${surface}:${reason}`),
+    },
+    onRunState: (run, state) => {
+      const list = states.get(run.runId) ?? [];
+      list.push(state);
+      states.set(run.runId, list);
+    },
+  });
+  const harness = {
+    clock,
+    nodes,
+    pool,
+    sessions,
+    governor,
+    service,
+    circuits,
+    events,
+    behaviour,
+    retries,
+    states,
+  };
+  retryHarnesses.push(harness);
+  return harness;
+}
+
+afterEach(() => {
+  for (const harness of retryHarnesses.splice(0)) {
+    for (const node of harness.nodes) node.stop();
+    harness.pool.close();
+  }
+});
+
+function submitTo(
+  h: RetryHarness,
+  model: string,
+  options: Partial<SubmitOptions> & { timeoutMs?: number } = {},
+) {
+  const { timeoutMs, ...rest } = options;
+  return h.service.submitRun(
+    { kind: 'model', model },
+    {
+      session: { kind: 'slot', baseId: 'c' },
+      messages: [create.chatMessage({ role: 'user', content: 'hello' })],
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    },
+    { surface: 'openai', principal: KEY, ...rest },
+  );
+}
+
+/** An explicit route's run holding pb's only slot until cancelled. */
+async function holdOnNb(h: RetryHarness): Promise<RunHandle> {
+  const held = await h.service.submitRun(
+    { kind: 'route', node: 'nb', adapter: 'ollama', target: 'rb' },
+    {
+      session: { kind: 'slot', baseId: 'c' },
+      messages: [create.chatMessage({ role: 'user', content: 'hold' })],
+    },
+    { surface: 'openai', principal: KEY },
+  );
+  await waitFor(() => h.nodes[1]?.open === 1);
+  return held;
+}
+
+function requestsTo(h: RetryHarness): string[] {
+  return h.nodes.flatMap((node) => node.requests.map((request) => request.providerId));
+}
+
+function expectRetryReleased(h: RetryHarness): void {
+  expect(h.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
+  expect(h.governor.snapshot().map((entry) => entry.inFlight)).toEqual(h.governor.snapshot().map(() => 0));
+  expect(h.sessions.held).toBe(0);
+  expect(h.service.inFlightRuns).toBe(0);
+  expect(h.clock.pending).toBe(0);
+  for (const node of h.nodes) {
+    expect(node.open).toBe(0);
+  }
+}
+
+describe('retry before the first byte', () => {
+  it('places a run that failed with 503 before any output on the other provider (streaming → queued → …)', async () => {
+    const h = retrySetup({ pa: 'start_then_503', pb: 'ok' });
+    const bus: RunEventWithMeta[] = [];
+    const subscription = h.events.subscribe({ filter: (event) => event.type === 'run' });
+    void (async () => {
+      for await (const event of subscription) if (event.type === 'run') bus.push(event.event);
+    })();
+    const handle = await submitTo(h, 'r');
+    const events = await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    // Nothing of the failed attempt reaches the caller; seq keeps increasing across attempts.
+    expect(events.map((event) => event.part.type)).toEqual([
+      'start',
+      'usage',
+      'start',
+      'text-delta',
+      'complete',
+    ]);
+    expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(events.find((event) => event.part.type === 'text-delta')?.part).toMatchObject({ text: 'from rb' });
+    expect(requestsTo(h)).toEqual(['pa', 'pb']);
+    expect(handle.attempts).toBe(2);
+    expect(handle.providerId).toBe('pb');
+    expect(handle.nodeId).toBe('nb');
+    expect(h.states.get(handle.runId)).toEqual([
+      'admitted',
+      'dispatched',
+      'streaming',
+      'queued',
+      'admitted',
+      'dispatched',
+      'streaming',
+      'ended',
+    ]);
+    expect(h.retries).toEqual(['openai:upstream_5xx']);
+    // The bus never sees the failed attempt's error; each attempt's first event names its provider.
+    await waitFor(() => bus.some((event) => event.part.type === 'complete'));
+    subscription.close();
+    expect(bus.map((event) => event.part.type)).toEqual([
+      'start',
+      'usage',
+      'start',
+      'text-delta',
+      'complete',
+    ]);
+    expect(bus.filter((event) => event.admitted).map((event) => event.admitted?.providerId)).toEqual([
+      'pa',
+      'pb',
+    ]);
+    expectRetryReleased(h);
+  });
+
+  it('retries a failure that came before any event (dispatched → queued)', async () => {
+    const h = retrySetup({ pa: 'http_503', pb: 'ok' });
+    const handle = await submitTo(h, 'r');
+    await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect(h.states.get(handle.runId)?.slice(0, 3)).toEqual(['admitted', 'dispatched', 'queued']);
+    expect(handle.attempts).toBe(2);
+    expectRetryReleased(h);
+  });
+
+  it('retries inside submit when the dispatch itself fails (the link closed before the run was sent)', async () => {
+    const h = retrySetup({ pa: 'ok', pb: 'ok' });
+    // Still listed, but closed: the pool leases pa, sending fails, the run goes to pb before submit returns.
+    h.nodes[0]?.link.markClosed('connection reset');
+    const handle = await submitTo(h, 'r');
+    expect(handle.attempts).toBe(2);
+    expect(handle.providerId).toBe('pb');
+    await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect(h.states.get(handle.runId)).toEqual([
+      'admitted',
+      'dispatched',
+      'queued',
+      'admitted',
+      'dispatched',
+      'streaming',
+      'ended',
+    ]);
+    expect(h.retries).toEqual(['openai:node_lost']);
+    expectRetryReleased(h);
+  });
+
+  it('refuses with the dispatch error when the retry inside submit finds no other provider', async () => {
+    const h = retrySetup({ pa: 'ok', pb: 'ok' });
+    for (const node of h.nodes) node.link.markClosed('connection reset');
+    await expect(submitTo(h, 'r')).rejects.toMatchObject({ code: 'node_disconnected' });
+    expect(h.retries).toEqual(['openai:node_lost']);
+    expectRetryReleased(h);
+  });
+
+  it('never retries once output started: a mid-stream failure ends the run with its error', async () => {
+    const h = retrySetup({ pa: 'mid_stream', pb: 'ok' });
+    const handle = await submitTo(h, 'r');
+    const events = await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'error', code: 'upstream_error' });
+    expect(events.map((event) => event.part.type)).toEqual(['start', 'text-delta', 'error']);
+    expect(requestsTo(h)).toEqual(['pa']);
+    expect(handle.attempts).toBe(1);
+    expect(h.retries).toEqual([]);
+    // Output started: the provider served it, its circuit counts no failure.
+    expect(h.circuits.state('pa')).toBe('closed');
+    expectRetryReleased(h);
+  });
+
+  it('ends with the last failure when every provider failed (never the same provider twice)', async () => {
+    const h = retrySetup({ pa: 'http_503', pb: 'http_503' }, 3);
+    const handle = await submitTo(h, 'r');
+    const events = await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'error', code: 'upstream_http_503' });
+    expect(events.map((event) => event.part.type)).toEqual(['error']);
+    expect(events[0]?.part).toMatchObject({ message: 'upstream_http_503 from rb' });
+    expect(requestsTo(h)).toEqual(['pa', 'pb']);
+    expect(handle.attempts).toBe(2);
+    expect(h.retries).toEqual(['openai:upstream_5xx', 'openai:upstream_5xx']);
+    expectRetryReleased(h);
+  });
+
+  it('takes no more than max_attempts dispatches, and a model override of 1 means no retry', async () => {
+    const h = retrySetup({ pa: 'http_503', pb: 'ok' }, 1);
+    const first = await submitTo(h, 'r');
+    await collect(first);
+    expect(await first.done).toMatchObject({ status: 'error', code: 'upstream_http_503' });
+    const h2 = retrySetup({ pa: 'http_503', pb: 'ok' }, 2);
+    const second = await submitTo(h2, 'once');
+    await collect(second);
+    expect(await second.done).toMatchObject({ status: 'error', code: 'upstream_http_503' });
+    expect(requestsTo(h)).toEqual(['pa']);
+    expect(requestsTo(h2)).toEqual(['pa']);
+    expectRetryReleased(h);
+    expectRetryReleased(h2);
+  });
+
+  it('does not retry a client error and does not count it against the provider', async () => {
+    const h = retrySetup({ pa: 'bad_request', pb: 'ok' });
+    for (let index = 0; index < 4; index += 1) {
+      const handle = await submitTo(h, 'r');
+      await collect(handle);
+      expect(await handle.done).toMatchObject({ status: 'error', code: 'upstream_http_400' });
+    }
+    expect(h.circuits.state('pa')).toBe('closed');
+    expect(h.retries).toEqual([]);
+    expectRetryReleased(h);
+  });
+
+  it('retries a run whose node is lost before any output', async () => {
+    const h = retrySetup({ pa: 'hold', pb: 'ok' });
+    const handle = await submitTo(h, 'r');
+    await waitFor(() => h.states.get(handle.runId)?.includes('streaming') ?? false);
+    h.nodes[0]?.stop();
+    h.nodes[0]?.link.markClosed('connection reset');
+    const events = await collect(handle);
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect(events.at(-1)?.part.type).toBe('complete');
+    expect(h.retries).toEqual(['openai:node_lost']);
+    expect(handle.providerId).toBe('pb');
+    expectRetryReleased(h);
+  });
+
+  it('ends a run cancelled while its retry waits for capacity, holding nothing', async () => {
+    const h = retrySetup({ pa: 'start_then_503', pb: 'hold' });
+    // pb is busy with an explicit route's run: the retry waits in the pool's queue.
+    const held = await holdOnNb(h);
+    const handle = await submitTo(h, 'r');
+    await waitFor(() => h.pool.totals().queued === 1);
+    expect(h.states.get(handle.runId)?.at(-1)).toBe('queued');
+    await handle.cancel('client gone');
+    expect(await handle.done).toEqual({ status: 'cancelled', reason: 'client gone' });
+    expect(h.pool.totals().queued).toBe(0);
+    await held.cancel('done');
+    await held.done;
+    expectRetryReleased(h);
+  });
+
+  it('ends a run at its one deadline while its retry waits for capacity', async () => {
+    const h = retrySetup({ pa: 'start_then_503', pb: 'hold' });
+    const held = await holdOnNb(h);
+    const handle = await submitTo(h, 'r', { timeoutMs: 1_000 });
+    await waitFor(() => h.pool.totals().queued === 1);
+    h.clock.advance(3_000);
+    expect(await handle.done).toMatchObject({ status: 'error', code: 'run_timeout' });
+    expect(h.pool.totals().queued).toBe(0);
+    await held.cancel('done');
+    await held.done;
+    expectRetryReleased(h);
+  });
+
+  it('opens the circuit of a provider that keeps failing, after which runs go straight to the other one', async () => {
+    const h = retrySetup({ pa: 'http_503', pb: 'ok' });
+    for (let index = 0; index < 3; index += 1) {
+      const handle = await submitTo(h, 'r');
+      await collect(handle);
+      expect(await handle.done).toMatchObject({ status: 'completed' });
+      expect(handle.attempts).toBe(2);
+    }
+    expect(h.circuits.state('pa')).toBe('open');
+    expect(h.pool.snapshot().find((status) => status.providerId === 'pa')?.health).toBe('open');
+    const direct = await submitTo(h, 'r');
+    await collect(direct);
+    expect(direct.attempts).toBe(1);
+    expect(direct.providerId).toBe('pb');
+    // After the cool-down one probe goes to pa; its success closes the circuit.
+    h.behaviour.pa = 'ok';
+    h.clock.advance(RETRY_CONFIG.routing.circuit_breaker.cooldown_ms);
+    const probe = await submitTo(h, 'r');
+    await collect(probe);
+    expect(probe.providerId).toBe('pa');
+    expect(h.circuits.state('pa')).toBe('closed');
+    expectRetryReleased(h);
   });
 });

@@ -12,6 +12,14 @@
 // not confirm within cancelGraceMs, or a foreground reader falling more than the buffer behind. Refused before
 // dispatch (limits, capacity, node gone, caller gone), it throws a ServiceError instead and holds nothing.
 //
+// Retry before the first byte (retry-policy.ts): a models[] run executing here that fails before any output
+// (backend unreachable, 5xx/429, broken connection, node busy or lost) is placed again — its reservation
+// released, the failed provider excluded for the rest of the run — up to maxAttempts dispatches in all, within
+// the same deadline. Nothing of the failed attempt reaches the caller or the bus; the run's handle reports the
+// provider of the latest attempt and how many were made. Once output started, a failure ends the run as before.
+// The outcome of each attempt (success: output or completion; failure: a dispatch failure) goes to the
+// provider's circuit. A forwarded run is retried by its owner edge's supervisor, not here.
+//
 // Hot path: one event object per node event (built by the placement), one state check; no timer unless the run
 // has a deadline or is being cancelled, no closure per run beyond the abort listener.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
@@ -32,6 +40,7 @@ import type {
   PlacementRequest,
   Reservation,
 } from '../placement/placement.js';
+import type { DispatchFailureReason, ProviderOutcomes } from '../pool/circuit-breaker.js';
 import { isPoolError } from '../pool/errors.js';
 import { unwatchAbort, watchAbort } from './abort-watchers.js';
 import { ServiceError } from './errors.js';
@@ -39,6 +48,7 @@ import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError }
 import { DeliveredUsage } from './delivered-usage.js';
 import { estimationMessages } from './estimation-messages.js';
 import { RunEventStream } from './run-event-stream.js';
+import { failureOfError, failureOfPart, isOutput } from './retry-policy.js';
 import type {
   RunDestination,
   RunEventWithMeta,
@@ -62,11 +72,15 @@ export type RunState =
    */
   | 'admitted'
   /**
-   * The run request is being sent, or was sent and no event has come back yet. Back to `queued` only when the
-   * owner edge never took a forwarded run (unreachable before the first byte): it is then admitted here.
+   * The run request is being sent, or was sent and no event has come back yet. Back to `queued` when the owner
+   * edge never took a forwarded run (unreachable before the first byte: it is then admitted here), or when the
+   * attempt failed before any output and the run is placed again on another provider (a retry).
    */
   | 'dispatched'
-  /** Events are arriving from where the run executes. */
+  /**
+   * Events are arriving from where the run executes. Back to `queued` only for a retry: the attempt ended with a
+   * dispatch failure (or its node was lost) after metadata (`start`, `usage`) but before any output.
+   */
   | 'streaming'
   /** A cancel was sent (caller, client gone, cancelRun); the executor's end is awaited for cancelGraceMs. */
   | 'ending'
@@ -77,7 +91,7 @@ export const RUN_TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = 
   queued: ['admitted', 'ended'],
   admitted: ['dispatched', 'ended'],
   dispatched: ['streaming', 'ending', 'queued', 'ended'],
-  streaming: ['ending', 'ended'],
+  streaming: ['ending', 'queued', 'ended'],
   ending: ['ended'],
   ended: [],
 };
@@ -108,11 +122,14 @@ export interface AdmissionMetrics {
   dispatched(surface: RunSurface, providerId: string | undefined, nodeId: string): void;
   /** Admission refused a run for lack of capacity. */
   rejected(surface: RunSurface, model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
+  /** A run that failed before its first output is placed again (iop_run_retries_total{reason}). */
+  retried(surface: RunSurface, reason: DispatchFailureReason): void;
 }
 
 export const noAdmissionMetrics: AdmissionMetrics = {
   dispatched: () => undefined,
   rejected: () => undefined,
+  retried: () => undefined,
 };
 
 /** What every supervisor of one service shares (built once by the service). */
@@ -131,6 +148,10 @@ export interface SupervisorContext {
   bufferSize: number;
   deadlineGraceMs: number;
   cancelGraceMs: number;
+  /** Dispatches a run to this destination may take in all (1 = no retry); read when a retry is considered. */
+  maxAttempts(destination: RunDestination): number;
+  /** Where each attempt's outcome goes (the providers' circuits); none = not recorded. */
+  outcomes: ProviderOutcomes | undefined;
   /** True once the service refuses new work (checked again after the queue wait). */
   shuttingDown(): boolean;
   /** The run was dispatched: the service can find it by id from now on (false = the id is taken). */
@@ -171,6 +192,22 @@ export class RunSupervisor implements ExecutionObserver {
   private admittedPublished = false;
   /** The run executes on this edge (its events go on this edge's bus); false for a forwarded run. */
   private here = true;
+  /** Dispatches made (1 + retries). */
+  private attemptsNow = 0;
+  /** Providers an earlier attempt failed on: never placed on again. */
+  private excluded: Set<string> | undefined;
+  /** A part the caller sees as output arrived: no retry from now on. */
+  private outputStarted = false;
+  /** The current attempt's success went to its provider's circuit. */
+  private attemptReported = false;
+  /** The handle was returned: a retry from now on happens behind it. */
+  private handed = false;
+  /** Added to the node's seq of a later attempt, so the caller's seq keeps increasing across attempts. */
+  private seqBase = 0;
+  /** Queue wait of earlier attempts (the handle reports the total). */
+  private earlierQueueMs = 0;
+  /** Aborts the pool wait of a retry when the run ends meanwhile (deadline, cancel). */
+  private retryWait: AbortController | undefined;
   private readonly onAbort = (): void => {
     void this.cancel('client-disconnected');
   };
@@ -233,6 +270,8 @@ export class RunSupervisor implements ExecutionObserver {
         })
       : undefined;
     let dispatched: Dispatched;
+    /** The dispatch error a retry inside start() answered: what the caller hears if no other provider is left. */
+    let retried: unknown;
     try {
       // Awaited only when the key's home edge is asked: placement then sees this run's capacity taken before
       // the next submit of the same turn decides (no extra turn of the event loop per run).
@@ -254,6 +293,8 @@ export class RunSupervisor implements ExecutionObserver {
           throw new ServiceError('invalid_request', `run id ${this.runId} is already in flight`);
         }
         this.to('dispatched');
+        this.attemptsNow += 1;
+        this.attemptReported = false;
         this.span = context.tracing.enabled ? this.startRunSpan(reservation) : undefined;
         this.sentAt = performance.now();
         try {
@@ -264,6 +305,17 @@ export class RunSupervisor implements ExecutionObserver {
           );
           break;
         } catch (error) {
+          const failure = this.stateNow === 'dispatched' ? failureOfError(error) : undefined;
+          if (failure && this.here) {
+            this.reportFailure(reservation.providerId, failure);
+            if (this.mayRetry(reservation.providerId)) {
+              // Nothing reached the node: placed again on another provider (the first retry is synchronous).
+              this.beginRetry(reservation, failure, error instanceof Error ? error.message : String(error));
+              context.unregister(this);
+              retried = error;
+              continue;
+            }
+          }
           if (
             !isPlacementError(error) ||
             error.code !== 'owner_unreachable' ||
@@ -287,9 +339,17 @@ export class RunSupervisor implements ExecutionObserver {
       }
     } catch (error) {
       queueSpan?.end(error instanceof Error ? error.message : String(error));
-      throw this.refuse(error);
+      // No other provider took the retry: the caller hears why the first one failed (a cancel stays a cancel).
+      const nowhere =
+        retried !== undefined &&
+        isPoolError(error) &&
+        (error.code === 'no_provider_available' ||
+          error.code === 'queue_full' ||
+          error.code === 'queue_timeout');
+      throw this.refuse(nowhere ? retried : error);
     }
     this.dispatched = dispatched;
+    this.handed = true;
     if (this.here) context.metrics.dispatched(request.surface, dispatched.providerId, dispatched.nodeId);
     this.arm();
     context.logger.debug(
@@ -306,11 +366,31 @@ export class RunSupervisor implements ExecutionObserver {
       },
       'run submitted',
     );
-    return new SupervisedRunHandle(this, dispatched, this.sentAt);
+    return new SupervisedRunHandle(this, this.sentAt);
+  }
+
+  /** Dispatches made so far (1 + retries); the `x-iop-attempts` header. */
+  get attempts(): number {
+    return this.attemptsNow;
+  }
+
+  /** Where the latest attempt runs (what the handle reports). */
+  get where(): Dispatched {
+    return this.dispatched as Dispatched;
+  }
+
+  /** Queue wait of every attempt so far. */
+  get queueMs(): number {
+    return this.earlierQueueMs + (this.dispatched?.queueMs ?? 0);
   }
 
   /** Cancels the run (idempotent): the executor is asked to stop; unconfirmed after the grace, it ends here. */
   cancel(reason = 'cancelled'): Promise<void> {
+    // Behind the handle, waiting for the capacity of a retry: nothing runs anywhere, so it ends here at once.
+    if (this.handed && (this.stateNow === 'queued' || this.stateNow === 'admitted')) {
+      this.endHere({ type: 'cancelled', reason });
+      return Promise.resolve();
+    }
     if (this.stateNow !== 'dispatched' && this.stateNow !== 'streaming') return Promise.resolve();
     this.to('ending');
     this.reservation?.cancel(reason);
@@ -327,11 +407,29 @@ export class RunSupervisor implements ExecutionObserver {
     return Promise.resolve();
   }
 
-  onEvent(event: RunEventWithMeta): void {
+  onEvent(received: RunEventWithMeta): void {
     const state = this.stateNow;
-    if (state === 'ended') return;
-    if (event.seq > this.lastSeq) this.lastSeq = event.seq;
+    if (state === 'ended' || state === 'queued' || state === 'admitted') return;
+    const event = this.seqBase === 0 ? received : { ...received, seq: received.seq + this.seqBase };
     const part = event.part;
+    if (!this.outputStarted) {
+      if (part.type === 'error' && this.here) {
+        const failure = failureOfPart(part);
+        if (failure) {
+          const providerId = this.reservation?.providerId ?? this.dispatched?.providerId;
+          this.reportFailure(providerId, failure);
+          if (state !== 'ending' && this.handed && this.mayRetry(providerId)) {
+            this.retryBehindHandle(failure, part);
+            return;
+          }
+        }
+      } else if (isOutput(part) || part.type === 'complete') {
+        this.outputStarted = isOutput(part);
+        this.reportSuccess();
+      }
+    }
+    // After the retry check: a failed attempt's terminal part takes no seq of the caller's stream.
+    if (event.seq > this.lastSeq) this.lastSeq = event.seq;
     this.delivered.observe(part);
     if (isTerminalPart(part)) {
       if (part.type !== 'cancelled') this.backendMs = part.backendMs;
@@ -354,7 +452,17 @@ export class RunSupervisor implements ExecutionObserver {
   }
 
   onLost(code: ExecutionLossCode, message: string): void {
-    this.endHere({ type: 'error', code, message, retryable: true, backendMs: 0 });
+    const part = { type: 'error', code, message, retryable: true, backendMs: 0 } as const;
+    const state = this.stateNow;
+    if (code === 'node_disconnected' && this.here && !this.outputStarted && state !== 'ended') {
+      const providerId = this.reservation?.providerId ?? this.dispatched?.providerId;
+      this.reportFailure(providerId, 'node_lost');
+      if (state !== 'ending' && this.handed && this.mayRetry(providerId)) {
+        this.retryBehindHandle('node_lost', part);
+        return;
+      }
+    }
+    this.endHere(part);
   }
 
   /** Milliseconds from submit to the end (so far, while running). */
@@ -370,8 +478,135 @@ export class RunSupervisor implements ExecutionObserver {
   /** The reservation's request (the principal may have gained its home-edge lease since construction). */
   private placed(): PlacementRequest {
     const request = this.request;
-    if (request.principal === this.principal) return request;
-    return { ...request, principal: this.principal };
+    if (request.principal === this.principal && !this.excluded) return request;
+    return {
+      ...request,
+      principal: this.principal,
+      ...(this.excluded ? { excludeProviders: this.excluded } : {}),
+    };
+  }
+
+  /**
+   * True when the run may be placed again after a dispatch failure on `providerId`: a models[] run executing
+   * here, nothing delivered yet, attempts left, the edge not shutting down.
+   */
+  private mayRetry(providerId: string | undefined): boolean {
+    if (!this.here || this.outputStarted || providerId === undefined) return false;
+    const destination = this.request.destination;
+    if (destination.kind !== 'model' || this.context.shuttingDown()) return false;
+    return this.attemptsNow < this.context.maxAttempts(destination);
+  }
+
+  private reportFailure(providerId: string | undefined, failure: DispatchFailureReason): void {
+    if (providerId === undefined || !this.here || this.attemptReported) return;
+    this.attemptReported = true;
+    this.context.outcomes?.failed(providerId, failure);
+  }
+
+  private reportSuccess(): void {
+    if (this.attemptReported || !this.here) return;
+    this.attemptReported = true;
+    const providerId = this.reservation?.providerId ?? this.dispatched?.providerId;
+    if (providerId !== undefined) this.context.outcomes?.succeeded(providerId);
+  }
+
+  /**
+   * The failed attempt's end (dispatched | streaming → queued): its reservation released, its provider excluded
+   * from now on, its span ended, the retry counted. Nothing of it reaches the caller or the bus.
+   */
+  private beginRetry(reservation: Reservation, failure: DispatchFailureReason, message: string): void {
+    const { context } = this;
+    const providerId = reservation.providerId;
+    context.logger.info(
+      {
+        runId: this.runId,
+        provider: providerId,
+        node: reservation.nodeId,
+        reason: failure,
+        attempt: this.attemptsNow,
+        error: message,
+      },
+      'run failed before its first output; placing it on another provider',
+    );
+    context.metrics.retried(this.request.surface, failure);
+    this.to('queued');
+    if (providerId !== undefined) (this.excluded ??= new Set()).add(providerId);
+    this.earlierQueueMs += reservation.queueMs;
+    reservation.release();
+    this.reservation = undefined;
+    this.span?.end(`retried after ${failure}: ${message}`);
+    this.span = undefined;
+    this.seqBase = this.lastSeq;
+    // The next attempt's first event tells the bus (the dashboard's run log) the provider that now runs it.
+    this.admittedPublished = false;
+  }
+
+  /** A retry after the handle was returned: placed again in the background, within the run's one deadline. */
+  private retryBehindHandle(
+    failure: DispatchFailureReason,
+    failed: Extract<RunEventPart, { type: 'error' }>,
+  ): void {
+    const reservation = this.reservation as Reservation;
+    this.beginRetry(reservation, failure, `${failed.code}: ${failed.message}`);
+    void this.placeAgain(failed);
+  }
+
+  /**
+   * queued → admitted → dispatched again, behind the handle. When no other provider can take the run (none left,
+   * queue full or timed out) or the dispatch fails, the run ends with the error that made it retry.
+   */
+  private async placeAgain(failed: Extract<RunEventPart, { type: 'error' }>): Promise<void> {
+    const { context } = this;
+    const wait = new AbortController();
+    this.retryWait = wait;
+    let reservation: Reservation;
+    try {
+      reservation = await context.placement.reserve({ ...this.placed(), signal: wait.signal }, undefined);
+    } catch {
+      if (this.stateNow !== 'ended') this.endHere(failed);
+      return;
+    } finally {
+      this.retryWait = undefined;
+    }
+    if (this.stateNow === 'ended') {
+      reservation.release();
+      return;
+    }
+    this.reservation = reservation;
+    this.to('admitted');
+    if (context.shuttingDown()) {
+      this.endHere(failed);
+      return;
+    }
+    this.to('dispatched');
+    const attempt = (this.attemptsNow += 1);
+    this.attemptReported = false;
+    this.span = context.tracing.enabled ? this.startRunSpan(reservation) : undefined;
+    // Superseded: the run ended, or this attempt already failed and another one began, while it was being sent.
+    const superseded = () =>
+      this.stateNow === 'ended' || this.attemptsNow !== attempt || this.reservation !== reservation;
+    try {
+      const dispatched = await reservation.dispatch(
+        this.placed(),
+        this,
+        this.span?.traceparent ?? this.request.traceparent ?? '',
+      );
+      if (superseded()) return;
+      this.dispatched = dispatched;
+      context.metrics.dispatched(this.request.surface, dispatched.providerId, dispatched.nodeId);
+    } catch (error) {
+      if (superseded() || this.stateNow !== 'dispatched') return;
+      const failure = failureOfError(error);
+      if (failure) {
+        this.reportFailure(reservation.providerId, failure);
+        if (this.mayRetry(reservation.providerId)) {
+          this.beginRetry(reservation, failure, error instanceof Error ? error.message : String(error));
+          void this.placeAgain(failed);
+          return;
+        }
+      }
+      this.endHere(failed);
+    }
   }
 
   /**
@@ -428,6 +663,7 @@ export class RunSupervisor implements ExecutionObserver {
         'iop.target': reservation.target,
         'iop.provider': reservation.providerId ?? '',
         'iop.surface': request.surface,
+        'iop.attempt': this.attemptsNow,
         ...(reservation.edgeId !== undefined ? { 'iop.edge': reservation.edgeId } : {}),
       },
     });
@@ -481,6 +717,8 @@ export class RunSupervisor implements ExecutionObserver {
     this.deadlineTimer = undefined;
     this.cancelTimer = undefined;
     if (this.request.signal) unwatchAbort(this.request.signal, this.onAbort);
+    // A retry waiting in the pool's queue leaves it (its reserve rejects, and holds nothing).
+    this.retryWait?.abort();
     this.reservation?.release();
     if (this.here) events.publish({ type: 'run', event: this.forBus(terminal) });
     this.stream.end(terminal);
@@ -586,34 +824,52 @@ export class RunSupervisor implements ExecutionObserver {
   }
 }
 
-/** A supervised run's RunHandle: its methods live on the prototype (no closures per run). */
+/**
+ * A supervised run's RunHandle: its methods live on the prototype (no closures per run). Where the run executes
+ * is read from the supervisor, so after a retry before the first output it names the latest attempt.
+ */
 class SupervisedRunHandle implements RunHandle {
   readonly runId: string;
-  readonly nodeId: string;
-  readonly adapter: string;
-  readonly target: string;
-  readonly sessionId: string;
-  readonly providerId: string | undefined;
-  readonly queueMs: number;
   readonly events: RunEventStream;
   readonly done: Promise<RunOutcome>;
   readonly #run: RunSupervisor;
 
   constructor(
     run: RunSupervisor,
-    where: Dispatched,
     readonly submittedAt: number,
   ) {
     this.#run = run;
     this.runId = run.runId;
-    this.nodeId = where.nodeId;
-    this.adapter = where.adapter;
-    this.target = where.target;
-    this.sessionId = where.sessionId;
-    this.providerId = where.providerId;
-    this.queueMs = where.queueMs;
     this.events = run.stream;
     this.done = run.done;
+  }
+
+  get nodeId(): string {
+    return this.#run.where.nodeId;
+  }
+
+  get adapter(): string {
+    return this.#run.where.adapter;
+  }
+
+  get target(): string {
+    return this.#run.where.target;
+  }
+
+  get sessionId(): string {
+    return this.#run.where.sessionId;
+  }
+
+  get providerId(): string | undefined {
+    return this.#run.where.providerId;
+  }
+
+  get queueMs(): number {
+    return this.#run.queueMs;
+  }
+
+  get attempts(): number {
+    return this.#run.attempts;
   }
 
   cancel(reason?: string): Promise<void> {

@@ -58,8 +58,13 @@ export interface RunHandle {
   sessionId: string;
   /** The provider whose capacity the run holds; undefined for an explicit route no provider matches. */
   providerId: string | undefined;
-  /** Milliseconds the run waited for capacity. */
+  /** Milliseconds the run waited for capacity (every attempt's wait, after a retry). */
   queueMs: number;
+  /**
+   * Dispatches the run took: 1, or more after a retry before the first output (the `x-iop-attempts` header).
+   * Node, adapter, target, session and provider name the latest attempt. Absent = 1.
+   */
+  readonly attempts?: number;
   /** `performance.now()` when the run request was handed to the node link (after the queue). */
   submittedAt: number;
   /**

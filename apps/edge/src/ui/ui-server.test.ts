@@ -438,6 +438,16 @@ describe('ui handler: Host and Origin (DNS rebinding)', () => {
 });
 
 describe('ui handler: read-only views', () => {
+  it("shows a provider's open circuit in the fleet view over the node's healthy probe", async () => {
+    const { base } = await start({ providers: () => [{ ...provider, health: 'open' }] });
+    const overview = (await (await fetch(`${base}/api/v1/overview`)).json()) as {
+      nodes: { providers: { provider_id: string; health: string; detail: string }[] }[];
+      providers: { provider_id: string; health: string }[];
+    };
+    expect(overview.nodes[0]?.providers).toMatchObject([{ provider_id: 'p1', health: 'open', detail: 'ok' }]);
+    expect(overview.providers).toMatchObject([{ provider_id: 'p1', health: 'open' }]);
+  });
+
   it('answers the overview: nodes, departures, providers, models with queue and 429/503, routes, totals', async () => {
     const { base } = await start();
     const overview = (await (await fetch(`${base}/api/v1/overview`)).json()) as Record<string, unknown>;

@@ -224,7 +224,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
       adapters: [...node.adapters],
       providers: node.providers.map((provider) => ({
         provider_id: provider.providerId,
-        health: provider.health,
+        health: circuitHealth(providers, node.nodeId, provider.providerId) ?? provider.health,
         detail: provider.detail,
         cause: provider.cause,
         checked_at_ms: provider.checkedAtUnixMs,
@@ -754,4 +754,14 @@ function cookieValue(header: string, name: string): string | undefined {
 function sameSecret(given: string, expected: string): boolean {
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
   return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** The pool's `open` / `half_open` for a provider whose circuit is not closed (one health state everywhere). */
+function circuitHealth(
+  providers: readonly UiProvider[],
+  nodeId: string,
+  providerId: string,
+): string | undefined {
+  const pooled = providers.find((entry) => entry.provider_id === providerId && entry.node_id === nodeId);
+  return pooled && (pooled.health === 'open' || pooled.health === 'half_open') ? pooled.health : undefined;
 }

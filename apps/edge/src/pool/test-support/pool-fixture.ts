@@ -51,6 +51,7 @@ export function modelConfig(
     drop_unsupported: false,
     fetch_image_urls: false,
     affinity: { enabled: true, hash_messages: true, max_wait_ms: 0 },
+    retry: { max_attempts: null },
     ...fields,
   };
 }

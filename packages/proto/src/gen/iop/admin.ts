@@ -65,7 +65,10 @@ export interface ProviderStatus {
   nodeId: string;
   /** ready | disabled | offline */
   status: string;
-  /** healthy | unhealthy | unreachable | unknown | disabled */
+  /**
+   * healthy | unhealthy | unreachable | unknown | disabled | open | half_open (the passive circuit breaker: open =
+   * skipped after dispatch failures, half_open = admitting one probe run)
+   */
   health: string;
   capacity: number;
   inFlight: number;
