@@ -445,9 +445,10 @@ const RETRY_CONFIG = (() => {
     `
 edge: { id: edge-a }
 refresh: { enabled: false, admin_token: "" }
+# Affinity off: these runs repeat one conversation, and a retried one would stick to the provider that served it.
 models:
-  - { id: r, providers: { pa: "ra", pb: "rb" } }
-  - { id: once, providers: { pa: "ra", pb: "rb" }, retry: { max_attempts: 1 } }
+  - { id: r, providers: { pa: "ra", pb: "rb" }, affinity: { enabled: false } }
+  - { id: once, providers: { pa: "ra", pb: "rb" }, retry: { max_attempts: 1 }, affinity: { enabled: false } }
 nodes:
   - id: na
     adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }

@@ -65,11 +65,19 @@ interface Answer {
   body: string;
 }
 
+let conversation = 0;
+
+/** One request of a new conversation each time (one conversation would stick to a provider: affinity). */
 async function chat(model: string, stream: boolean): Promise<Answer> {
+  conversation += 1;
   const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'say something' }] }),
+    body: JSON.stringify({
+      model,
+      stream,
+      messages: [{ role: 'user', content: `say something (conversation ${conversation})` }],
+    }),
   });
   return {
     status: response.status,
