@@ -11,15 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CancelAction,
-  create,
-  envelope,
-  fromWireRunEvent,
-  type NodeConfigPayload,
-  type RunEventPart,
-} from '@iop/wire';
+import { CancelAction, create, envelope, type NodeConfigPayload, type RunEventPart } from '@iop/wire';
 import { FakeEdge, waitFor } from '../src/link/test-support/fake-edge.js';
+import { cliNodePayload } from './support/cli-node-payload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const register = path.join(here, 'support/register-ts.mjs');
@@ -44,46 +38,24 @@ function createAgentUser(home: string): string | undefined {
 }
 
 function payload(runAs: string): NodeConfigPayload {
-  return {
-    nodeId: 'test-node',
-    alias: 'test-node',
+  return cliNodePayload({
     maxConcurrency: 2,
-    revision: 'r1',
     healthProbeIntervalMs: 0,
-    providers: [],
-    discovery: undefined,
-    adapters: [
-      {
-        name: 'cli',
-        type: 'cli',
-        enabled: true,
-        http: undefined,
-        cli: {
-          maxSessions: 4,
-          sessionIdleTtlMs: 0,
-          workspaceRoots: [],
-          runAs,
-          profiles: {
-            cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
-            sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
-            write: create.cliProfile({
-              command: 'sh',
-              args: ['-c', 'echo "$2" > agent-made.txt && cat agent-made.txt', 'sh', '{prompt}'],
-              mode: 'oneshot',
-            }),
-          },
-        },
-      },
-    ],
-  };
+    runAs,
+    profiles: {
+      cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
+      sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
+      write: create.cliProfile({
+        command: 'sh',
+        args: ['-c', 'echo "$2" > agent-made.txt && cat agent-made.txt', 'sh', '{prompt}'],
+        mode: 'oneshot',
+      }),
+    },
+  });
 }
 
 function runOutput(edge: FakeEdge, runId: string): { parts: RunEventPart[]; text: string } {
-  const parts = edge.received.flatMap((entry) => {
-    if (entry.message.msg?.$case !== 'runEvent') return [];
-    const event = fromWireRunEvent(entry.message.msg.runEvent);
-    return event && event.runId === runId ? [event.part] : [];
-  });
+  const parts = edge.runParts(runId);
   const text = parts
     .map((part) => (part.type === 'text-delta' ? part.text : part.type === 'error' ? part.message : ''))
     .join('');
