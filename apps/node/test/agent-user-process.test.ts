@@ -62,6 +62,33 @@ function runOutput(edge: FakeEdge, runId: string): { parts: RunEventPart[]; text
   return { parts, text };
 }
 
+const prompt = (text: string) => [create.chatMessage({ role: 'user', content: text })];
+
+/** A fake edge that accepts the node and hands it the CLI config with `runAs`. */
+function startFakeEdge(runAs: string): Promise<FakeEdge> {
+  return FakeEdge.start({
+    answer: () => ({
+      accepted: true,
+      heartbeatIntervalMs: 1000,
+      heartbeatTimeoutMs: 10_000,
+      config: payload(runAs),
+    }),
+  });
+}
+
+/** Sends run `runId` to profile `target` and waits for its end; its text (or error message). */
+async function ask(edge: FakeEdge, log: () => string, runId: string, target: string, text: string) {
+  await edge
+    .latest()
+    .send(envelope.runRequest({ runId, adapter: 'cli', target, sessionId: runId, messages: prompt(text) }));
+  await waitFor(
+    () => runOutput(edge, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
+    15_000,
+    `end of ${runId} (${log()})`,
+  );
+  return runOutput(edge, runId).text;
+}
+
 /** Processes the agent user runs now. */
 function agentProcesses(): number {
   try {
@@ -70,8 +97,6 @@ function agentProcesses(): number {
     return 0; // pgrep exits 1 when nothing matches
   }
 }
-
-const prompt = (text: string) => [create.chatMessage({ role: 'user', content: text })];
 
 let skipReason: string | undefined;
 let dir: string;
@@ -119,14 +144,7 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     fs.writeFileSync(ownFile, 'agent-owned-notes\n');
     fs.chownSync(ownFile, fs.statSync(home).uid, fs.statSync(home).gid);
 
-    edge = await FakeEdge.start({
-      answer: () => ({
-        accepted: true,
-        heartbeatIntervalMs: 1000,
-        heartbeatTimeoutMs: 10_000,
-        config: payload(USER),
-      }),
-    });
+    edge = await startFakeEdge(USER);
     // The node's working directory (the agents' default workspace) is the agent's home.
     node = spawn(
       process.execPath,
@@ -152,32 +170,15 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     const current = edge;
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${stderr})`);
 
-    const ask = async (runId: string, text: string) => {
-      await current.latest().send(
-        envelope.runRequest({
-          runId,
-          adapter: 'cli',
-          target: 'cat',
-          sessionId: runId,
-          messages: prompt(text),
-        }),
-      );
-      await waitFor(
-        () =>
-          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
-        15_000,
-        `end of ${runId} (${stderr})`,
-      );
-      return runOutput(current, runId).text;
-    };
+    const askCat = (runId: string, text: string) => ask(current, () => stderr, runId, 'cat', text);
 
-    const token = await ask('read-token', tokenFile);
+    const token = await askCat('read-token', tokenFile);
     expect(token).toContain('Permission denied');
     expect(token).not.toContain('iop_agent_user_secret_token');
-    const key = await ask('read-key', path.join(dataDir, 'identity.key'));
+    const key = await askCat('read-key', path.join(dataDir, 'identity.key'));
     expect(key).toContain('Permission denied');
     expect(key).not.toContain('PRIVATE KEY');
-    expect(await ask('read-own', ownFile)).toContain('agent-owned-notes');
+    expect(await askCat('read-own', ownFile)).toContain('agent-owned-notes');
 
     // Cancelling kills the agent's process tree although it runs as another user.
     await current.latest().send(
@@ -221,14 +222,7 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     fs.chownSync(workspaces, fs.statSync(home).uid, fs.statSync(home).gid);
     fs.chmodSync(workspaces, 0o711);
 
-    serviceEdge = await FakeEdge.start({
-      answer: () => ({
-        accepted: true,
-        heartbeatIntervalMs: 1000,
-        heartbeatTimeoutMs: 10_000,
-        config: payload(''),
-      }),
-    });
+    serviceEdge = await startFakeEdge('');
     let serviceStderr = '';
     serviceNode = spawn(
       setpriv,
@@ -258,29 +252,19 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     serviceNode.stderr?.on('data', (chunk: Buffer) => (serviceStderr += chunk.toString()));
     const current = serviceEdge;
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${serviceStderr})`);
-    const ask = async (runId: string, target: string, text: string) => {
-      await current
-        .latest()
-        .send(
-          envelope.runRequest({ runId, adapter: 'cli', target, sessionId: runId, messages: prompt(text) }),
-        );
-      await waitFor(
-        () =>
-          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
-        15_000,
-        `end of ${runId} (${serviceStderr})`,
-      );
-      return runOutput(current, runId).text;
-    };
-    const token = await ask('svc-token', 'cat', tokenFile);
+    const askService = (runId: string, target: string, text: string) =>
+      ask(current, () => serviceStderr, runId, target, text);
+    const token = await askService('svc-token', 'cat', tokenFile);
     expect(token).toContain('Permission denied');
     expect(token).not.toContain('iop_service_secret_token');
-    expect(await ask('svc-key', 'cat', path.join(dataDir, 'identity.key'))).toContain('Permission denied');
+    expect(await askService('svc-key', 'cat', path.join(dataDir, 'identity.key'))).toContain(
+      'Permission denied',
+    );
     // The node made its identity key and history in its data dir (root's, without CAP_DAC_OVERRIDE).
     expect(fs.statSync(path.join(dataDir, 'identity.key')).uid).toBe(0);
     // The agent works in the workspaces dir (its default workspace) and what it makes is its own ($1 is the
     // end-of-options '--' before the prompt).
-    expect(await ask('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
+    expect(await askService('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
     expect(fs.statSync(path.join(workspaces, 'agent-made.txt')).uid).toBe(fs.statSync(home).uid);
   }, 60_000);
 });
