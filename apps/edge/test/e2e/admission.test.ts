@@ -32,7 +32,7 @@ import {
   ollamaProviderId,
   vllmProviderId,
 } from '../support/fabric-config.js';
-import { startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import { startFakeBackends, waitForProvidersReady, stopFabric } from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -165,12 +165,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('one admission path, every surface', () => {
   it('24 concurrent chats on two providers of one node with max_concurrency 4: only 200 or 429, never more than 4 at the backend', async () => {

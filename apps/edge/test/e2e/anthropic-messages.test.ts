@@ -22,7 +22,12 @@ import {
   VLLM_SERVED,
   fabricConfig,
 } from '../support/fabric-config.js';
-import { startFabricNode, startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -58,12 +63,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 /** The last generation request a fake received. */
 function lastChat(server: FakeServer, path: string): Record<string, unknown> {

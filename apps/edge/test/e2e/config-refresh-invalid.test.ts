@@ -22,7 +22,7 @@ import {
   type TestProcess,
 } from '../support/e2e-processes.js';
 import { FABRIC_TOKEN, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
-import { startFakeBackends } from '../support/fabric-setup.js';
+import { startFakeBackends, stopFabric } from '../support/fabric-setup.js';
 import { classifyChatOutcome } from '../support/openai-outcome.js';
 
 jest.setTimeout(90_000);
@@ -72,12 +72,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 async function runningState(): Promise<unknown> {
   const providers = await admin.listProviders();

@@ -14,7 +14,12 @@ import {
   type EdgeProcess,
 } from '../support/e2e-processes.js';
 import { MODEL_LLAMA, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
-import { startFabricNode, startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -91,12 +96,7 @@ beforeAll(async () => {
   await waitForProvidersReady(admin, () => edge.describe());
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('API keys with limits, usage and budgets across processes', () => {
   it('refuses a model outside the allow-list as 404 and unknown keys as 401', async () => {

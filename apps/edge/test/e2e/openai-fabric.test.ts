@@ -24,7 +24,12 @@ import {
   ollamaProviderId,
   vllmProviderId,
 } from '../support/fabric-config.js';
-import { startFabricNode, startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 // Process start-up (TypeScript hooks) takes seconds on a loaded 2-core machine.
 jest.setTimeout(60_000);
@@ -59,12 +64,7 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 90_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('openai client → edge process → node process → fake backends', () => {
   it('lists the catalogue models', async () => {

@@ -19,7 +19,12 @@ import {
   fabricConfig,
   ollamaProviderId,
 } from '../support/fabric-config.js';
-import { startFabricNode, startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(60_000);
 
@@ -73,10 +78,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
+  await stopFabric(group, admin, ollama, vllm);
   if (images) await new Promise<void>((resolve) => images.close(() => resolve()));
 });
 

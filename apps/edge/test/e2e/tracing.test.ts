@@ -10,7 +10,12 @@ import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import { ProcessGroup, startEdgeProcess, waitUntil, type EdgeProcess } from '../support/e2e-processes.js';
 import { MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
-import { startFabricNode, startFakeBackends, waitForProvidersReady } from '../support/fabric-setup.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -110,10 +115,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
+  await stopFabric(group, admin, ollama, vllm);
   await collector.close();
 });
 

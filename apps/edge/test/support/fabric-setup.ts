@@ -59,3 +59,17 @@ export function waitForProvidersReady(
     () => `providers ready\n${describe()}`,
   );
 }
+
+/**
+ * Tears down what a fabric suite started (call in afterAll; a part beforeAll never reached is skipped): the admin
+ * client, then the processes and temp dirs, then the fake backends.
+ */
+export async function stopFabric(
+  group: ProcessGroup,
+  admin: AdminClient | undefined,
+  ...fakes: (FakeServer | undefined)[]
+): Promise<void> {
+  admin?.close();
+  await group.close();
+  for (const fake of fakes) await fake?.close();
+}
