@@ -76,6 +76,27 @@ function startFakeEdge(runAs: string): Promise<FakeEdge> {
   });
 }
 
+/** The node process's arguments after `node`: `iop-node run` against `edge` from the TypeScript sources. */
+function nodeRunArgs(edge: FakeEdge, dataDir: string, tokenFile: string, extra: string[] = []): string[] {
+  return [
+    '--import',
+    register,
+    main,
+    'run',
+    '--edge',
+    `127.0.0.1:${edge.port}`,
+    '--node-id',
+    'test-node',
+    '--data-dir',
+    dataDir,
+    '--token-file',
+    tokenFile,
+    ...extra,
+    '--log-format',
+    'json',
+  ];
+}
+
 /** Sends run `runId` to profile `target` and waits for its end; its text (or error message). */
 async function ask(edge: FakeEdge, log: () => string, runId: string, target: string, text: string) {
   await edge
@@ -146,26 +167,11 @@ describe('CLI agents as a run_as user (node run as root)', () => {
 
     edge = await startFakeEdge(USER);
     // The node's working directory (the agents' default workspace) is the agent's home.
-    node = spawn(
-      process.execPath,
-      [
-        '--import',
-        register,
-        main,
-        'run',
-        '--edge',
-        `127.0.0.1:${edge.port}`,
-        '--node-id',
-        'test-node',
-        '--data-dir',
-        dataDir,
-        '--token-file',
-        tokenFile,
-        '--log-format',
-        'json',
-      ],
-      { cwd: home, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    node = spawn(process.execPath, nodeRunArgs(edge, dataDir, tokenFile), {
+      cwd: home,
+      env: { ...process.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     node.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const current = edge;
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${stderr})`);
@@ -230,22 +236,7 @@ describe('CLI agents as a run_as user (node run as root)', () => {
         '--bounding-set=-all,+setuid,+setgid,+kill,+dac_read_search',
         '--inh-caps=-all',
         process.execPath,
-        '--import',
-        register,
-        main,
-        'run',
-        '--edge',
-        `127.0.0.1:${serviceEdge.port}`,
-        '--node-id',
-        'test-node',
-        '--data-dir',
-        dataDir,
-        '--token-file',
-        tokenFile,
-        '--agent-user',
-        USER,
-        '--log-format',
-        'json',
+        ...nodeRunArgs(serviceEdge, dataDir, tokenFile, ['--agent-user', USER]),
       ],
       { cwd: workspaces, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
