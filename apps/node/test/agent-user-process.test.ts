@@ -11,15 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CancelAction,
-  create,
-  envelope,
-  fromWireRunEvent,
-  type NodeConfigPayload,
-  type RunEventPart,
-} from '@iop/wire';
+import { CancelAction, create, envelope, type NodeConfigPayload, type RunEventPart } from '@iop/wire';
 import { FakeEdge, waitFor } from '../src/link/test-support/fake-edge.js';
+import { cliNodePayload } from './support/cli-node-payload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const register = path.join(here, 'support/register-ts.mjs');
@@ -44,50 +38,76 @@ function createAgentUser(home: string): string | undefined {
 }
 
 function payload(runAs: string): NodeConfigPayload {
-  return {
-    nodeId: 'test-node',
-    alias: 'test-node',
+  return cliNodePayload({
     maxConcurrency: 2,
-    revision: 'r1',
     healthProbeIntervalMs: 0,
-    providers: [],
-    discovery: undefined,
-    adapters: [
-      {
-        name: 'cli',
-        type: 'cli',
-        enabled: true,
-        http: undefined,
-        cli: {
-          maxSessions: 4,
-          sessionIdleTtlMs: 0,
-          workspaceRoots: [],
-          runAs,
-          profiles: {
-            cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
-            sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
-            write: create.cliProfile({
-              command: 'sh',
-              args: ['-c', 'echo "$2" > agent-made.txt && cat agent-made.txt', 'sh', '{prompt}'],
-              mode: 'oneshot',
-            }),
-          },
-        },
-      },
-    ],
-  };
+    runAs,
+    profiles: {
+      cat: create.cliProfile({ command: 'cat', args: ['{prompt}'], mode: 'oneshot' }),
+      sleep: create.cliProfile({ command: 'sleep', args: ['{prompt}'], mode: 'oneshot' }),
+      write: create.cliProfile({
+        command: 'sh',
+        args: ['-c', 'echo "$2" > agent-made.txt && cat agent-made.txt', 'sh', '{prompt}'],
+        mode: 'oneshot',
+      }),
+    },
+  });
 }
 
 function runOutput(edge: FakeEdge, runId: string): { parts: RunEventPart[]; text: string } {
-  const parts = edge.received.flatMap((entry) => {
-    if (entry.message.msg?.$case !== 'runEvent') return [];
-    const event = fromWireRunEvent(entry.message.msg.runEvent);
-    return event && event.runId === runId ? [event.part] : [];
-  });
+  const parts = edge.runParts(runId);
   const text = parts
     .map((part) => (part.type === 'text-delta' ? part.text : part.type === 'error' ? part.message : ''))
     .join('');
   return { parts, text };
+}
+
+const prompt = (text: string) => [create.chatMessage({ role: 'user', content: text })];
+
+/** A fake edge that accepts the node and hands it the CLI config with `runAs`. */
+function startFakeEdge(runAs: string): Promise<FakeEdge> {
+  return FakeEdge.start({
+    answer: () => ({
+      accepted: true,
+      heartbeatIntervalMs: 1000,
+      heartbeatTimeoutMs: 10_000,
+      config: payload(runAs),
+    }),
+  });
+}
+
+/** The node process's arguments after `node`: `iop-node run` against `edge` from the TypeScript sources. */
+function nodeRunArgs(edge: FakeEdge, dataDir: string, tokenFile: string, extra: string[] = []): string[] {
+  return [
+    '--import',
+    register,
+    main,
+    'run',
+    '--edge',
+    `127.0.0.1:${edge.port}`,
+    '--node-id',
+    'test-node',
+    '--data-dir',
+    dataDir,
+    '--token-file',
+    tokenFile,
+    ...extra,
+    '--log-format',
+    'json',
+  ];
+}
+
+/** Sends run `runId` to profile `target` and waits for its end; its text (or error message). */
+async function ask(edge: FakeEdge, log: () => string, runId: string, target: string, text: string) {
+  await edge
+    .latest()
+    .send(envelope.runRequest({ runId, adapter: 'cli', target, sessionId: runId, messages: prompt(text) }));
+  await waitFor(
+    () => runOutput(edge, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
+    15_000,
+    `end of ${runId} (${log()})`,
+  );
+  return runOutput(edge, runId).text;
 }
 
 /** Processes the agent user runs now. */
@@ -98,8 +118,6 @@ function agentProcesses(): number {
     return 0; // pgrep exits 1 when nothing matches
   }
 }
-
-const prompt = (text: string) => [create.chatMessage({ role: 'user', content: text })];
 
 let skipReason: string | undefined;
 let dir: string;
@@ -147,65 +165,26 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     fs.writeFileSync(ownFile, 'agent-owned-notes\n');
     fs.chownSync(ownFile, fs.statSync(home).uid, fs.statSync(home).gid);
 
-    edge = await FakeEdge.start({
-      answer: () => ({
-        accepted: true,
-        heartbeatIntervalMs: 1000,
-        heartbeatTimeoutMs: 10_000,
-        config: payload(USER),
-      }),
-    });
+    edge = await startFakeEdge(USER);
     // The node's working directory (the agents' default workspace) is the agent's home.
-    node = spawn(
-      process.execPath,
-      [
-        '--import',
-        register,
-        main,
-        'run',
-        '--edge',
-        `127.0.0.1:${edge.port}`,
-        '--node-id',
-        'test-node',
-        '--data-dir',
-        dataDir,
-        '--token-file',
-        tokenFile,
-        '--log-format',
-        'json',
-      ],
-      { cwd: home, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    node = spawn(process.execPath, nodeRunArgs(edge, dataDir, tokenFile), {
+      cwd: home,
+      env: { ...process.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     node.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const current = edge;
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${stderr})`);
 
-    const ask = async (runId: string, text: string) => {
-      await current.latest().send(
-        envelope.runRequest({
-          runId,
-          adapter: 'cli',
-          target: 'cat',
-          sessionId: runId,
-          messages: prompt(text),
-        }),
-      );
-      await waitFor(
-        () =>
-          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
-        15_000,
-        `end of ${runId} (${stderr})`,
-      );
-      return runOutput(current, runId).text;
-    };
+    const askCat = (runId: string, text: string) => ask(current, () => stderr, runId, 'cat', text);
 
-    const token = await ask('read-token', tokenFile);
+    const token = await askCat('read-token', tokenFile);
     expect(token).toContain('Permission denied');
     expect(token).not.toContain('iop_agent_user_secret_token');
-    const key = await ask('read-key', path.join(dataDir, 'identity.key'));
+    const key = await askCat('read-key', path.join(dataDir, 'identity.key'));
     expect(key).toContain('Permission denied');
     expect(key).not.toContain('PRIVATE KEY');
-    expect(await ask('read-own', ownFile)).toContain('agent-owned-notes');
+    expect(await askCat('read-own', ownFile)).toContain('agent-owned-notes');
 
     // Cancelling kills the agent's process tree although it runs as another user.
     await current.latest().send(
@@ -249,14 +228,7 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     fs.chownSync(workspaces, fs.statSync(home).uid, fs.statSync(home).gid);
     fs.chmodSync(workspaces, 0o711);
 
-    serviceEdge = await FakeEdge.start({
-      answer: () => ({
-        accepted: true,
-        heartbeatIntervalMs: 1000,
-        heartbeatTimeoutMs: 10_000,
-        config: payload(''),
-      }),
-    });
+    serviceEdge = await startFakeEdge('');
     let serviceStderr = '';
     serviceNode = spawn(
       setpriv,
@@ -264,51 +236,26 @@ describe('CLI agents as a run_as user (node run as root)', () => {
         '--bounding-set=-all,+setuid,+setgid,+kill,+dac_read_search',
         '--inh-caps=-all',
         process.execPath,
-        '--import',
-        register,
-        main,
-        'run',
-        '--edge',
-        `127.0.0.1:${serviceEdge.port}`,
-        '--node-id',
-        'test-node',
-        '--data-dir',
-        dataDir,
-        '--token-file',
-        tokenFile,
-        '--agent-user',
-        USER,
-        '--log-format',
-        'json',
+        ...nodeRunArgs(serviceEdge, dataDir, tokenFile, ['--agent-user', USER]),
       ],
       { cwd: workspaces, env: { ...process.env }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     serviceNode.stderr?.on('data', (chunk: Buffer) => (serviceStderr += chunk.toString()));
     const current = serviceEdge;
     await waitFor(() => current.registrations.length === 1, 20_000, `registration (${serviceStderr})`);
-    const ask = async (runId: string, target: string, text: string) => {
-      await current
-        .latest()
-        .send(
-          envelope.runRequest({ runId, adapter: 'cli', target, sessionId: runId, messages: prompt(text) }),
-        );
-      await waitFor(
-        () =>
-          runOutput(current, runId).parts.some((part) => part.type === 'complete' || part.type === 'error'),
-        15_000,
-        `end of ${runId} (${serviceStderr})`,
-      );
-      return runOutput(current, runId).text;
-    };
-    const token = await ask('svc-token', 'cat', tokenFile);
+    const askService = (runId: string, target: string, text: string) =>
+      ask(current, () => serviceStderr, runId, target, text);
+    const token = await askService('svc-token', 'cat', tokenFile);
     expect(token).toContain('Permission denied');
     expect(token).not.toContain('iop_service_secret_token');
-    expect(await ask('svc-key', 'cat', path.join(dataDir, 'identity.key'))).toContain('Permission denied');
+    expect(await askService('svc-key', 'cat', path.join(dataDir, 'identity.key'))).toContain(
+      'Permission denied',
+    );
     // The node made its identity key and history in its data dir (root's, without CAP_DAC_OVERRIDE).
     expect(fs.statSync(path.join(dataDir, 'identity.key')).uid).toBe(0);
     // The agent works in the workspaces dir (its default workspace) and what it makes is its own ($1 is the
     // end-of-options '--' before the prompt).
-    expect(await ask('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
+    expect(await askService('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
     expect(fs.statSync(path.join(workspaces, 'agent-made.txt')).uid).toBe(fs.statSync(home).uid);
   }, 60_000);
 });

@@ -7,8 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { envelope, fromWireRunEvent, type NodeConfigPayload, type RunEventPart } from '@iop/wire';
+import { envelope, type NodeConfigPayload } from '@iop/wire';
 import { FakeEdge, waitFor } from '../src/link/test-support/fake-edge.js';
+import { cliNodePayload } from './support/cli-node-payload.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const appDir = path.resolve(here, '..');
@@ -17,43 +18,26 @@ const register = path.join(here, 'support/register-ts.mjs');
 const main = path.join(appDir, 'src/main.ts');
 
 function payload(idleTimeoutMs: number): NodeConfigPayload {
-  return {
-    nodeId: 'test-node',
-    alias: 'test-node',
+  return cliNodePayload({
     maxConcurrency: 4,
-    revision: 'r1',
     healthProbeIntervalMs: 60_000,
-    providers: [],
-    adapters: [
-      {
-        name: 'cli',
-        type: 'cli',
-        enabled: true,
-        http: undefined,
-        cli: {
-          maxSessions: 4,
-          sessionIdleTtlMs: 0,
-          workspaceRoots: [],
-          runAs: '',
-          profiles: {
-            'fake-cli': {
-              command: 'bin/iop-fake-cli',
-              args: [],
-              env: {},
-              mode: 'persistent',
-              persistent: true,
-              terminal: false,
-              resumeArgs: [],
-              outputFormat: '',
-              idleTimeoutMs,
-              requestTimeoutMs: 0,
-              resultGraceMs: 0,
-            },
-          },
-        },
+    runAs: '',
+    profiles: {
+      'fake-cli': {
+        command: 'bin/iop-fake-cli',
+        args: [],
+        env: {},
+        mode: 'persistent',
+        persistent: true,
+        terminal: false,
+        resumeArgs: [],
+        outputFormat: '',
+        idleTimeoutMs,
+        requestTimeoutMs: 0,
+        resultGraceMs: 0,
       },
-    ],
-  };
+    },
+  });
 }
 
 interface NodeProcess {
@@ -75,14 +59,6 @@ function startNode(args: string[], env: NodeJS.ProcessEnv = {}): NodeProcess {
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   return { child, stderr: () => stderr, exit };
-}
-
-function runParts(edge: FakeEdge, runId: string): RunEventPart[] {
-  return edge.received.flatMap((entry) => {
-    if (entry.message.msg?.$case !== 'runEvent') return [];
-    const event = fromWireRunEvent(entry.message.msg.runEvent);
-    return event && event.runId === runId ? [event.part] : [];
-  });
 }
 
 const prompt = (text: string) => [
@@ -151,11 +127,11 @@ describe('iop-node process', () => {
       }),
     );
     await waitFor(
-      () => runParts(edge, 'manual-1').some((part) => part.type === 'complete' || part.type === 'error'),
+      () => edge.runParts('manual-1').some((part) => part.type === 'complete' || part.type === 'error'),
       10_000,
       `run end (${node.stderr()})`,
     );
-    const parts = runParts(edge, 'manual-1');
+    const parts = edge.runParts('manual-1');
     expect(parts[0]).toMatchObject({ type: 'start', target: 'fake-cli', sessionId: 'default' });
     const text = parts.flatMap((part) => (part.type === 'text-delta' ? [part.text] : [])).join('');
     expect(text).toBe('IOP_MANUAL_ONE_OK\nIOP_MANUAL_ONE_TAIL\n');
@@ -181,7 +157,7 @@ describe('iop-node process', () => {
       }),
     );
     await waitFor(
-      () => runParts(edge, 'killed-run').some((part) => part.type === 'text-delta'),
+      () => edge.runParts('killed-run').some((part) => part.type === 'text-delta'),
       10_000,
       `first output (${node.stderr()})`,
     );

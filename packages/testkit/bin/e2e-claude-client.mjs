@@ -15,15 +15,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
+import { freePort, option } from './e2e-script-support.mjs';
 
-const argv = process.argv.slice(2);
-const option = (name) => {
-  const index = argv.indexOf(name);
-  if (index < 0 || !argv[index + 1]) throw new Error(`missing ${name}`);
-  return argv[index + 1];
-};
 const repo = path.resolve(option('--repo'));
 const clisDir = path.resolve(option('--clis'));
 const modelUrl = option('--model-url').replace(/\/$/, '');
@@ -34,16 +28,6 @@ const nodeMain = path.join(repo, 'apps/node/dist/main.js');
 const claudeBin = path.join(clisDir, 'node_modules/.bin/claude');
 const MODEL = 'claude-pool';
 const RUN_TIMEOUT_MS = 120_000;
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 
 mkdirSync(scratch, { recursive: true });
 const apiKey = `sk-e2e-${randomBytes(12).toString('hex')}`;

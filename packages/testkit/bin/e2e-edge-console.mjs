@@ -9,35 +9,19 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, option } from './e2e-script-support.mjs';
 
-const argv = process.argv.slice(2);
-const option = (name) => {
-  const index = argv.indexOf(name);
-  if (index < 0 || !argv[index + 1]) throw new Error(`missing ${name}`);
-  return argv[index + 1];
-};
 const repo = path.resolve(option('--repo'));
 const profileName = option('--profile-name');
 const profile = JSON.parse(readFileSync(option('--profile-json'), 'utf8'));
 const scratch = path.resolve(option('--scratch'));
 const clisDir = path.resolve(option('--clis'));
-const expectHistory = !argv.includes('--no-history');
+const expectHistory = !process.argv.slice(2).includes('--no-history');
 const YAML = createRequire(path.join(repo, 'packages/config/package.json'))('yaml');
 const edgeMain = path.join(repo, 'apps/edge/dist/main.js');
 const nodeMain = path.join(repo, 'apps/node/dist/main.js');
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 
 const snake = (key) => key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 

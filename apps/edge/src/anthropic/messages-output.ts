@@ -2,9 +2,10 @@
 // parts (message_start, ping, content_block_start / _delta / _stop per thinking, text and tool_use block,
 // message_delta with stop_reason and usage, message_stop; `error` for a failure after the stream started).
 import { createHash } from 'node:crypto';
-import type { RunEventPart, Usage } from '@iop/wire';
+import type { RunEventPart } from '@iop/wire';
 import { randomId } from '../openai/ids.js';
 import { runFailed } from '../openai/openai-error.js';
+import { dispatchRunParts } from '../openai/run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -142,7 +143,6 @@ export async function streamMessage(
   let started = false;
   let open: OpenBlock | undefined;
   let nextIndex = 0;
-  let usage: Usage | undefined;
 
   const start = async () => {
     if (started) return;
@@ -187,101 +187,77 @@ export async function streamMessage(
     await sink.write(event('error', { error: mapAnthropicError(error).body.error }));
   };
 
-  for await (const part of parts) {
-    if (sink.closed) return;
-    switch (part.type) {
-      case 'reasoning-delta': {
-        if (part.text === '') break;
-        if (open?.kind !== 'thinking') {
-          await begin(
-            { kind: 'thinking', index: nextIndex++, text: '' },
-            { type: 'thinking', thinking: '', signature: '' },
-          );
-        }
-        const block = open as Extract<OpenBlock, { kind: 'thinking' }>;
-        block.text += part.text;
-        await sink.write(
-          event('content_block_delta', {
-            index: block.index,
-            delta: { type: 'thinking_delta', thinking: part.text },
-          }),
+  return dispatchRunParts(parts, sink, {
+    reasoning: async (text) => {
+      if (open?.kind !== 'thinking') {
+        await begin(
+          { kind: 'thinking', index: nextIndex++, text: '' },
+          { type: 'thinking', thinking: '', signature: '' },
         );
-        break;
       }
-      case 'text-delta':
-        if (part.text === '') break;
-        if (open?.kind !== 'text') {
-          await begin({ kind: 'text', index: nextIndex++ }, { type: 'text', text: '' });
-        }
+      const block = open as Extract<OpenBlock, { kind: 'thinking' }>;
+      block.text += text;
+      await sink.write(
+        event('content_block_delta', {
+          index: block.index,
+          delta: { type: 'thinking_delta', thinking: text },
+        }),
+      );
+    },
+    text: async (text) => {
+      if (open?.kind !== 'text') {
+        await begin({ kind: 'text', index: nextIndex++ }, { type: 'text', text: '' });
+      }
+      await sink.write(
+        event('content_block_delta', {
+          index: (open as OpenBlock).index,
+          delta: { type: 'text_delta', text },
+        }),
+      );
+    },
+    toolCall: async (toolCall) => {
+      const { call, isNew, argumentsDelta } = tools.add(toolCall);
+      if (isNew) {
+        await begin(
+          { kind: 'tool_use', index: nextIndex++, callIndex: call.index },
+          { type: 'tool_use', id: call.id, name: call.name, input: {} },
+        );
+      } else if (open?.kind !== 'tool_use' || open.callIndex !== call.index) {
+        // A block cannot be reopened once another one started.
+        await fail(
+          new AnthropicHttpError(
+            502,
+            'api_error',
+            `The backend continued the arguments of tool call '${call.id}' after another block started`,
+          ),
+        );
+        return 'stop';
+      }
+      if (argumentsDelta !== '') {
         await sink.write(
           event('content_block_delta', {
             index: (open as OpenBlock).index,
-            delta: { type: 'text_delta', text: part.text },
+            delta: { type: 'input_json_delta', partial_json: argumentsDelta },
           }),
         );
-        break;
-      case 'tool-call': {
-        const { call, isNew, argumentsDelta } = tools.add(part.call);
-        if (isNew) {
-          await begin(
-            { kind: 'tool_use', index: nextIndex++, callIndex: call.index },
-            { type: 'tool_use', id: call.id, name: call.name, input: {} },
-          );
-        } else if (open?.kind !== 'tool_use' || open.callIndex !== call.index) {
-          // A block cannot be reopened once another one started.
-          await fail(
-            new AnthropicHttpError(
-              502,
-              'api_error',
-              `The backend continued the arguments of tool call '${call.id}' after another block started`,
-            ),
-          );
-          return;
-        }
-        if (argumentsDelta !== '') {
-          await sink.write(
-            event('content_block_delta', {
-              index: (open as OpenBlock).index,
-              delta: { type: 'input_json_delta', partial_json: argumentsDelta },
-            }),
-          );
-        }
-        break;
       }
-      case 'usage':
-        usage = part.usage;
-        break;
-      // A chat run never carries embeddings (they belong to POST /v1/embeddings).
-      case 'start':
-      case 'progress':
-      case 'embeddings':
-        break;
-      case 'complete': {
-        await start();
-        if (nextIndex === 0) {
-          // An empty answer is still one (empty) text block, as Anthropic sends it.
-          await begin({ kind: 'text', index: 0 }, { type: 'text', text: '' });
-        }
-        await close();
-        const stopReason = stopReasonOf(finishReasonOf(part.finishReason, tools.calls.length > 0));
-        await sink.write(
-          event('message_delta', {
-            delta: { stop_reason: stopReason, stop_sequence: null },
-            usage: messageUsage(usageTotals(usage)),
-          }) + event('message_stop', {}),
-        );
-        return;
+    },
+    // A chat run never carries embeddings (they belong to POST /v1/embeddings): the dispatch skips them.
+    complete: async (finishReason, usage) => {
+      await start();
+      if (nextIndex === 0) {
+        // An empty answer is still one (empty) text block, as Anthropic sends it.
+        await begin({ kind: 'text', index: 0 }, { type: 'text', text: '' });
       }
-      case 'error':
-        await fail(runFailed(part.code, part.message));
-        return;
-      case 'cancelled':
-        await fail(runFailed('run_cancelled', `The run was cancelled: ${part.reason}`));
-        return;
-      default: {
-        const unreachable: never = part;
-        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
-      }
-    }
-  }
+      await close();
+      const stopReason = stopReasonOf(finishReasonOf(finishReason, tools.calls.length > 0));
+      await sink.write(
+        event('message_delta', {
+          delta: { stop_reason: stopReason, stop_sequence: null },
+          usage: messageUsage(usageTotals(usage)),
+        }) + event('message_stop', {}),
+      );
+    },
+    fail: (code, message) => fail(runFailed(code, message)),
+  });
 }

@@ -1,7 +1,8 @@
 // /v1/chat/completions output: the non-streaming body and the SSE chunk stream. Stream lines are built from a
 // per-response prefix and suffix around the JSON-escaped delta, so a token costs one JSON.stringify of its text.
-import type { RunEventPart, Usage } from '@iop/wire';
-import { errorDataObject, runFailed } from './openai-error.js';
+import type { RunEventPart } from '@iop/wire';
+import { endChunkStream, failChunkStream } from './chunk-stream-end.js';
+import { dispatchRunParts } from './run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -73,7 +74,6 @@ export async function streamChatCompletion(
   const tools = new ToolCallTracker();
   let roleSent = false;
   let thinkOpen = false;
-  let usage: Usage | undefined;
 
   const emit = async (delta: string) => {
     if (!roleSent) {
@@ -87,77 +87,43 @@ export async function streamChatCompletion(
     thinkOpen = false;
     await emit('{"content":"</think>"}');
   };
-  const fail = async (code: string, message: string) => {
-    if (!sink.started) throw runFailed(code, message);
-    await sink.write(`data: ${JSON.stringify(errorDataObject(runFailed(code, message)))}\n\n`);
-  };
 
-  for await (const part of parts) {
-    if (sink.closed) return;
-    switch (part.type) {
-      case 'text-delta':
-        if (part.text === '') break;
-        await closeThink();
-        await emit(`{"content":${JSON.stringify(part.text)}}`);
-        break;
-      case 'reasoning-delta':
-        if (part.text === '') break;
-        if (includeReasoning) await emit(`{"reasoning_content":${JSON.stringify(part.text)}}`);
-        else if (inlineReasoning) {
-          await emit(`{"content":${JSON.stringify(thinkOpen ? part.text : `<think>${part.text}`)}}`);
-          thinkOpen = true;
-        }
-        break;
-      case 'tool-call': {
-        await closeThink();
-        const { call, isNew, argumentsDelta } = tools.add(part.call);
-        const entry = isNew
-          ? {
-              index: call.index,
-              id: call.id,
-              type: 'function',
-              function: { name: call.name, arguments: argumentsDelta },
-            }
-          : { index: call.index, function: { arguments: argumentsDelta } };
-        await emit(`{"tool_calls":[${JSON.stringify(entry)}]}`);
-        break;
+  return dispatchRunParts(parts, sink, {
+    text: async (text) => {
+      await closeThink();
+      await emit(`{"content":${JSON.stringify(text)}}`);
+    },
+    reasoning: async (text) => {
+      if (includeReasoning) await emit(`{"reasoning_content":${JSON.stringify(text)}}`);
+      else if (inlineReasoning) {
+        await emit(`{"content":${JSON.stringify(thinkOpen ? text : `<think>${text}`)}}`);
+        thinkOpen = true;
       }
-      case 'usage':
-        usage = part.usage;
-        break;
-      case 'start':
-      case 'progress':
-      case 'embeddings':
-        break;
-      case 'complete': {
-        await closeThink();
-        if (!roleSent) await emit('{"content":""}');
-        const finish = finishReasonOf(part.finishReason, tools.calls.length > 0);
-        await sink.write(`${head}{},"logprobs":null,"finish_reason":"${finish}"}]${usageField}}\n\n`);
-        if (context.includeUsage) {
-          const body = {
-            id: context.id,
-            object: 'chat.completion.chunk',
-            created: context.created,
-            model: context.model,
-            choices: [],
-            usage: chatUsage(usageTotals(usage)),
-          };
-          await sink.write(`data: ${JSON.stringify(body)}\n\n`);
-        }
-        await sink.write('data: [DONE]\n\n');
-        return;
-      }
-      case 'error':
-        await fail(part.code, part.message);
-        return;
-      case 'cancelled':
-        await fail('run_cancelled', `The run was cancelled: ${part.reason}`);
-        return;
-      default: {
-        const unreachable: never = part;
-        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
-      }
-    }
-  }
+    },
+    toolCall: async (toolCall) => {
+      await closeThink();
+      const { call, isNew, argumentsDelta } = tools.add(toolCall);
+      const entry = isNew
+        ? {
+            index: call.index,
+            id: call.id,
+            type: 'function',
+            function: { name: call.name, arguments: argumentsDelta },
+          }
+        : { index: call.index, function: { arguments: argumentsDelta } };
+      await emit(`{"tool_calls":[${JSON.stringify(entry)}]}`);
+    },
+    complete: async (finishReason, usage) => {
+      await closeThink();
+      if (!roleSent) await emit('{"content":""}');
+      const finish = finishReasonOf(finishReason, tools.calls.length > 0);
+      await sink.write(`${head}{},"logprobs":null,"finish_reason":"${finish}"}]${usageField}}\n\n`);
+      await endChunkStream(
+        sink,
+        { ...context, object: 'chat.completion.chunk' },
+        chatUsage(usageTotals(usage)),
+      );
+    },
+    fail: (code, message) => failChunkStream(sink, code, message),
+  });
 }

@@ -1,22 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { RunKind, create, type RunEventPart } from '@iop/wire';
-import { OpenAIHttpError } from './openai-error.js';
+import { refusal } from './test-support/refusal.js';
 import { completionBody, completionsRequestedRun, validateCompletionsRequest } from './completions.js';
 import { planRequestFields } from './request-fields.js';
 import { collectRun } from './run-output.js';
 
 async function* replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
   for (const part of parts) yield await Promise.resolve(part);
-}
-
-function refusal(run: () => unknown): OpenAIHttpError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof OpenAIHttpError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
 }
 
 describe('validateCompletionsRequest', () => {

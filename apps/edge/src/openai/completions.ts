@@ -4,9 +4,11 @@
 // One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no
 // tokenizer to turn them back into text and Ollama takes text only), as are several prompts (one run is one
 // completion). Reasoning the backend may report is not part of a text completion and is left out.
-import { RunKind, type RunEventPart, type Usage } from '@iop/wire';
-import { errorDataObject, invalidRequest, runFailed } from './openai-error.js';
+import { RunKind, type RunEventPart } from '@iop/wire';
+import { endChunkStream, failChunkStream } from './chunk-stream-end.js';
+import { invalidRequest } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
+import { dispatchRunParts } from './run-part-dispatch.js';
 import { finishReasonOf, usageTotals, type CollectedRun, type UsageTotals } from './run-output.js';
 import { generationParams, type RequestedRun } from './requested-run.js';
 import type { SseSink } from './sse-sink.js';
@@ -155,55 +157,17 @@ export async function streamCompletion(
     `"model":${JSON.stringify(context.model)},"choices":[{"text":`;
   const usageField = context.includeUsage ? ',"usage":null' : '';
   const open = `,"index":0,"logprobs":null,"finish_reason":null}]${usageField}}\n\n`;
-  let usage: Usage | undefined;
-  const fail = async (code: string, message: string) => {
-    if (!sink.started) throw runFailed(code, message);
-    await sink.write(`data: ${JSON.stringify(errorDataObject(runFailed(code, message)))}\n\n`);
-  };
-  for await (const part of parts) {
-    if (sink.closed) return;
-    switch (part.type) {
-      case 'text-delta':
-        if (part.text !== '') await sink.write(head + JSON.stringify(part.text) + open);
-        break;
-      case 'usage':
-        usage = part.usage;
-        break;
-      case 'start':
-      case 'progress':
-      case 'reasoning-delta':
-      case 'tool-call':
-      case 'embeddings':
-        break;
-      case 'complete': {
-        const finish = finishReasonOf(part.finishReason, false);
-        await sink.write(
-          `${head}"","index":0,"logprobs":null,"finish_reason":"${finish}"}]${usageField}}\n\n`,
-        );
-        if (context.includeUsage) {
-          const body = {
-            id: context.id,
-            object: 'text_completion',
-            created: context.created,
-            model: context.model,
-            choices: [],
-            usage: completionUsage(usageTotals(usage)),
-          };
-          await sink.write(`data: ${JSON.stringify(body)}\n\n`);
-        }
-        await sink.write('data: [DONE]\n\n');
-        return;
-      }
-      case 'error':
-        await fail(part.code, part.message);
-        return;
-      case 'cancelled':
-        await fail('run_cancelled', `The run was cancelled: ${part.reason}`);
-        return;
-      default: {
-        const unreachable: never = part;
-        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
-      }
-    }
-  }
+  return dispatchRunParts(parts, sink, {
+    text: (text) => sink.write(head + JSON.stringify(text) + open),
+    complete: async (finishReason, usage) => {
+      const finish = finishReasonOf(finishReason, false);
+      await sink.write(`${head}"","index":0,"logprobs":null,"finish_reason":"${finish}"}]${usageField}}\n\n`);
+      await endChunkStream(
+        sink,
+        { ...context, object: 'text_completion' },
+        completionUsage(usageTotals(usage)),
+      );
+    },
+    fail: (code, message) => failChunkStream(sink, code, message),
+  });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { AdapterType } from '@iop/config';
-import { OpenAIHttpError } from './openai-error.js';
+import { refusal } from './test-support/refusal.js';
 import { planRequestFields, type PlanOptions } from './request-fields.js';
 
 function plan(body: Record<string, unknown>, backends: AdapterType[], options: Partial<PlanOptions> = {}) {
@@ -11,16 +11,6 @@ function plan(body: Record<string, unknown>, backends: AdapterType[], options: P
     dropUnsupported: false,
     ...options,
   });
-}
-
-function refusal(run: () => unknown): OpenAIHttpError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof OpenAIHttpError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
 }
 
 const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };

@@ -4,10 +4,11 @@
 // output_text.delta… → output_text.done → content_part.done | function_call_arguments.delta… → .done) →
 // output_item.done → response.completed (or response.incomplete when the token limit stopped the run).
 // A failure after the stream started sends response.failed and then an `error` event, and the stream ends.
-import type { RunEventPart, Usage } from '@iop/wire';
+import type { RunEventPart } from '@iop/wire';
 import { errorDataObject, runFailed } from './openai-error.js';
 import { randomId } from './ids.js';
 import type { ResponsesRequestBody } from './request-schemas.js';
+import { dispatchRunParts } from './run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -158,7 +159,6 @@ export async function streamResponse(
   let reasoning: OpenItem | undefined;
   let openCall: OpenItem | undefined;
   let thinkOpen = false;
-  let usage: Usage | undefined;
   const { includeReasoning, inlineReasoning } = context.output;
 
   const send = async (type: string, body: string) => {
@@ -256,112 +256,87 @@ export async function streamResponse(
     thinkOpen = false;
     await appendText('</think>');
   };
-  const fail = async (code: string, errorMessage: string) => {
-    const error = runFailed(code, errorMessage);
-    if (!sink.started) throw error;
-    const failed = JSON.stringify(
-      responseObject(context, 'failed', items, usage ? usageTotals(usage) : null, {
-        code,
-        message: errorMessage,
-      }),
-    );
-    await send('response.failed', `"response":${failed}`);
-    const body = errorDataObject(error);
-    await send(
-      'error',
-      `"code":${JSON.stringify(code)},"message":${JSON.stringify(errorMessage)},"param":null,"error":${JSON.stringify(body.error)}`,
-    );
-  };
 
-  for await (const part of parts) {
-    if (sink.closed) return;
-    switch (part.type) {
-      case 'text-delta':
-        if (part.text === '') break;
-        await closeThink();
-        await appendText(part.text);
-        break;
-      case 'reasoning-delta': {
-        if (part.text === '') break;
-        if (includeReasoning) {
-          if (!reasoning) {
-            await closeMessage();
-            await closeCall();
-            reasoning = await addItem({ type: 'reasoning', id: `rs_${randomId()}`, text: '' });
-            await send(
-              'response.content_part.added',
-              `${where(reasoning)},"content_index":0,"part":{"type":"reasoning_text","text":""}`,
-            );
-          }
-          if (reasoning.item.type === 'reasoning') reasoning.item.text += part.text;
-          await send(
-            'response.reasoning_text.delta',
-            `${where(reasoning)},"content_index":0,"delta":${JSON.stringify(part.text)}`,
-          );
-        } else if (inlineReasoning) {
-          await appendText(thinkOpen ? part.text : `<think>${part.text}`);
-          thinkOpen = true;
-        }
-        break;
-      }
-      case 'tool-call': {
-        await closeThink();
-        const { call, isNew, argumentsDelta } = tools.add(part.call);
-        let open = callItems.get(call.id);
-        if (isNew || !open) {
+  return dispatchRunParts(parts, sink, {
+    text: async (text) => {
+      await closeThink();
+      await appendText(text);
+    },
+    reasoning: async (text) => {
+      if (includeReasoning) {
+        if (!reasoning) {
           await closeMessage();
-          await closeReasoning();
           await closeCall();
-          open = await addItem({
-            type: 'function_call',
-            id: `fc_${randomId()}`,
-            callId: call.id,
-            name: call.name,
-            arguments: '',
-          });
-          callItems.set(call.id, open);
-          openCall = open;
-        }
-        if (open.item.type === 'function_call') open.item.arguments += argumentsDelta;
-        if (argumentsDelta !== '') {
+          reasoning = await addItem({ type: 'reasoning', id: `rs_${randomId()}`, text: '' });
           await send(
-            'response.function_call_arguments.delta',
-            `${where(open)},"delta":${JSON.stringify(argumentsDelta)}`,
+            'response.content_part.added',
+            `${where(reasoning)},"content_index":0,"part":{"type":"reasoning_text","text":""}`,
           );
         }
-        break;
-      }
-      case 'usage':
-        usage = part.usage;
-        break;
-      case 'start':
-      case 'progress':
-      case 'embeddings':
-        break;
-      case 'complete': {
-        await closeThink();
-        if (items.length === 0) await openMessage();
-        await closeReasoning();
-        await closeMessage();
-        await closeCall();
-        const status = statusOf(finishReasonOf(part.finishReason, tools.calls.length > 0));
-        const type = status === 'incomplete' ? 'response.incomplete' : 'response.completed';
+        if (reasoning.item.type === 'reasoning') reasoning.item.text += text;
         await send(
-          type,
-          `"response":${JSON.stringify(responseObject(context, status, items, usageTotals(usage)))}`,
+          'response.reasoning_text.delta',
+          `${where(reasoning)},"content_index":0,"delta":${JSON.stringify(text)}`,
         );
-        return;
+      } else if (inlineReasoning) {
+        await appendText(thinkOpen ? text : `<think>${text}`);
+        thinkOpen = true;
       }
-      case 'error':
-        await fail(part.code, part.message);
-        return;
-      case 'cancelled':
-        await fail('run_cancelled', `The run was cancelled: ${part.reason}`);
-        return;
-      default: {
-        const unreachable: never = part;
-        throw new Error(`unknown run part ${JSON.stringify(unreachable)}`);
+    },
+    toolCall: async (toolCall) => {
+      await closeThink();
+      const { call, isNew, argumentsDelta } = tools.add(toolCall);
+      let open = callItems.get(call.id);
+      if (isNew || !open) {
+        await closeMessage();
+        await closeReasoning();
+        await closeCall();
+        open = await addItem({
+          type: 'function_call',
+          id: `fc_${randomId()}`,
+          callId: call.id,
+          name: call.name,
+          arguments: '',
+        });
+        callItems.set(call.id, open);
+        openCall = open;
       }
-    }
-  }
+      if (open.item.type === 'function_call') open.item.arguments += argumentsDelta;
+      if (argumentsDelta !== '') {
+        await send(
+          'response.function_call_arguments.delta',
+          `${where(open)},"delta":${JSON.stringify(argumentsDelta)}`,
+        );
+      }
+    },
+    complete: async (finishReason, usage) => {
+      await closeThink();
+      if (items.length === 0) await openMessage();
+      await closeReasoning();
+      await closeMessage();
+      await closeCall();
+      const status = statusOf(finishReasonOf(finishReason, tools.calls.length > 0));
+      const type = status === 'incomplete' ? 'response.incomplete' : 'response.completed';
+      await send(
+        type,
+        `"response":${JSON.stringify(responseObject(context, status, items, usageTotals(usage)))}`,
+      );
+    },
+    fail: async (code, errorMessage, usage) => {
+      const error = runFailed(code, errorMessage);
+      if (!sink.started) throw error;
+      const failed = JSON.stringify(
+        responseObject(context, 'failed', items, usage ? usageTotals(usage) : null, {
+          code,
+          message: errorMessage,
+        }),
+      );
+      await send('response.failed', `"response":${failed}`);
+      const body = errorDataObject(error);
+      await send(
+        'error',
+        `"code":${JSON.stringify(code)},"message":${JSON.stringify(errorMessage)},"param":null,"error":${JSON.stringify(body.error)}`,
+      );
+    },
+  });
 }

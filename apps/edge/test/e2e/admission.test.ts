@@ -10,7 +10,7 @@
 //      every provider's in_flight and queued are 0 and no run is left open on either node.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
-import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
+import type { FakeServer, RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
@@ -32,6 +32,7 @@ import {
   ollamaProviderId,
   vllmProviderId,
 } from '../support/fabric-config.js';
+import { startFakeBackends, waitForProvidersReady, stopFabric } from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -147,8 +148,7 @@ async function runsLeftOpen(nodeId: string, dataDir: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED], tokenDelayMs: 25 } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED], tokenDelayMs: 25 } });
+  ({ ollama, vllm } = await startFakeBackends({ tokenDelayMs: 25 }));
   const dir = await group.tempDir('iop-e2e-admission-');
   edge = await startEdgeProcess(group, dir, admissionConfig(`${dir}/data`), 'edge', 'console');
   n1DataDir = await group.tempDir('iop-e2e-admission-n1-');
@@ -156,11 +156,7 @@ beforeAll(async () => {
   n1 = startNode('n1', n1DataDir);
   n2 = startNode('n2', n2DataDir);
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    40_000,
-    () => `providers ready\n${n1.describe()}\n${n2.describe()}\n${edge.describe()}`,
-  );
+  await waitForProvidersReady(admin, () => `${n1.describe()}\n${n2.describe()}\n${edge.describe()}`, 40_000);
   client = new OpenAI({
     baseURL: `${edge.addresses.openai}/v1`,
     apiKey: 'unused',
@@ -169,12 +165,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('one admission path, every surface', () => {
   it('24 concurrent chats on two providers of one node with max_concurrency 4: only 200 or 429, never more than 4 at the backend', async () => {

@@ -5,25 +5,29 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { APIError } from '@anthropic-ai/sdk';
 import Anthropic, { NotFoundError, RateLimitError } from '@anthropic-ai/sdk';
-import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
+import type { FakeServer, RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
   metricSum,
   scrapeMetrics,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
 } from '../support/e2e-processes.js';
 import {
-  FABRIC_TOKEN,
   MODEL_LLAMA,
   MODEL_QWEN,
   OLLAMA_SERVED,
   VLLM_SERVED,
   fabricConfig,
 } from '../support/fabric-config.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -35,8 +39,7 @@ let admin: AdminClient;
 let client: Anthropic;
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED], tokenCount: 3 } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED], tokenCount: 3 } });
+  ({ ollama, vllm } = await startFakeBackends({ tokenCount: 3 }));
   const dir = await group.tempDir('iop-e2e-anthropic-');
   // One slot and one queue place per provider, so the 429 case needs only three concurrent requests.
   const config = fabricConfig({
@@ -49,18 +52,9 @@ beforeAll(async () => {
     display_name: 'E2E Llama',
   };
   edge = await startEdgeProcess(group, dir, config);
-  startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-anthropic-node-'),
-  });
+  await startFabricNode(group, edge);
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    30_000,
-    () => `providers ready\n${edge.describe()}`,
-  );
+  await waitForProvidersReady(admin, () => edge.describe());
   client = new Anthropic({
     baseURL: edge.addresses.openai,
     apiKey: 'unused',
@@ -69,12 +63,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 /** The last generation request a fake received. */
 function lastChat(server: FakeServer, path: string): Record<string, unknown> {

@@ -21,7 +21,6 @@ import {
   scrapeMetrics,
   metricSum,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
   type TestProcess,
@@ -33,7 +32,9 @@ import {
   fabricConfig,
   ollamaProviderId,
   writeFabricKeyFile,
+  clusterSection,
 } from '../support/fabric-config.js';
+import { startFabricNode } from '../support/fabric-setup.js';
 
 jest.setTimeout(180_000);
 
@@ -77,13 +78,7 @@ async function edgeConfig(edgeId: string, dir: string, apiKeys: string[]): Promi
     bootstrap: { listen: await listen() },
     openai: { enabled: true, listen: await listen(), timeout_sec: 60, api_keys: apiKeys },
     a2a: { enabled: false, bearer_token: BEARER },
-    cluster: {
-      enabled: true,
-      fabric_key_file: writeFabricKeyFile(dir),
-      nats: { servers: [nats.url] },
-      heartbeat_ms: 200,
-      state_ttl_ms: 1500,
-    },
+    cluster: clusterSection(nats.url, writeFabricKeyFile(dir)),
   };
 }
 
@@ -129,12 +124,7 @@ suite('closed fabric: an outsider on NATS reads nothing and drives nothing', () 
     edge2 = await startEdgeProcess(group, dir2, await edgeConfig('edge-2', dir2, [API_KEY]), 'edge-2');
     admin1 = createAdminClient({ address: edge1.addresses.admin, timeoutMs: 30_000 });
     admin2 = createAdminClient({ address: edge2.addresses.admin, timeoutMs: 30_000 });
-    node = startNodeProcess(group, {
-      edge: edge1.addresses.transport,
-      nodeId: 'node-a',
-      token: FABRIC_TOKEN,
-      dataDir: await group.tempDir('iop-e2e-closed-node-a-'),
-    });
+    node = await startFabricNode(group, edge1, { nodeId: 'node-a' });
     await waitUntil(
       () => served(edge2, 'warm up'),
       60_000,

@@ -26,6 +26,7 @@ import {
   fabricConfig,
   ollamaProviderId,
   writeFabricKeyFile,
+  clusterSection,
 } from '../support/fabric-config.js';
 
 jest.setTimeout(120_000);
@@ -61,13 +62,7 @@ function clusterConfig(edgeId: string, dataDir: string, keyFile: string): Record
         { id: 'rpm-3', key: KEY_RPM, rpm: 3 },
       ],
     },
-    cluster: {
-      enabled: true,
-      fabric_key_file: keyFile,
-      nats: { servers: [nats.url] },
-      heartbeat_ms: 200,
-      state_ttl_ms: 1500,
-    },
+    cluster: clusterSection(nats.url, keyFile),
   };
 }
 

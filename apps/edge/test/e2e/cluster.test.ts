@@ -32,6 +32,7 @@ import {
   fabricConfig,
   ollamaProviderId,
   writeFabricKeyFile,
+  clusterSection,
 } from '../support/fabric-config.js';
 
 jest.setTimeout(120_000);
@@ -67,13 +68,7 @@ function clusterConfig(edgeId: string, dataDir: string, keyFile: string): Record
   return {
     ...base,
     edge: { ...(base.edge as Record<string, unknown>), id: edgeId },
-    cluster: {
-      enabled: true,
-      fabric_key_file: keyFile,
-      nats: { servers: [nats.url] },
-      heartbeat_ms: 200,
-      state_ttl_ms: 1500,
-    },
+    cluster: clusterSection(nats.url, keyFile),
   };
 }
 

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { parseConfigText } from '@iop/config';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import { fromRefreshConfigResponse } from '../../src/refresh/refresh-result.js';
 import {
@@ -21,13 +21,8 @@ import {
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+import { FABRIC_TOKEN, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
+import { startFakeBackends, stopFabric } from '../support/fabric-setup.js';
 import { classifyChatOutcome } from '../support/openai-outcome.js';
 
 jest.setTimeout(90_000);
@@ -50,8 +45,7 @@ let node: TestProcess;
 let admin: AdminClient;
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   const dir = await group.tempDir('iop-e2e-refresh-');
   // Two nodes serve the model, so dispatch order (least in flight, then round-robin) is observable.
   edge = await startEdgeProcess(
@@ -78,12 +72,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 async function runningState(): Promise<unknown> {
   const providers = await admin.listProviders();

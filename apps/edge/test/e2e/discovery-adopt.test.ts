@@ -13,11 +13,13 @@ import { create } from '@iop/wire';
 import { createAdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
-  repoRoot,
   runEdgeCommand,
   scrapeMetrics,
   metricSum,
   waitUntil,
+  startEdgeWithConfigFile,
+  startNodeProcess,
+  type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
 
@@ -42,7 +44,7 @@ describe('zero-YAML join: discovery and node adopt', () => {
   const silentSockets = new Set<net.Socket>();
   let dir: string;
   let configPath: string;
-  let edge: TestProcess;
+  let edge: EdgeProcess;
   let node: TestProcess;
   let admin = '';
   let openai = '';
@@ -105,43 +107,21 @@ describe('zero-YAML join: discovery and node adopt', () => {
         '',
       ].join('\n'),
     );
-    edge = group.spawnTs(
-      'edge',
-      path.join(repoRoot, 'apps/edge/src/main.ts'),
-      ['serve', '--config', configPath],
-      {},
-      dir,
-    );
-    await waitUntil(
-      () => /^ {2}admin\s+\S+/m.test(edge.stdout()) || !edge.running,
-      30_000,
-      () => `edge listening lines\n${edge.describe()}`,
-    );
-    const line = (label: string) => new RegExp(`^ {2}${label}\\s+(\\S+)`, 'm').exec(edge.stdout())?.[1] ?? '';
-    admin = line('admin');
-    openai = line('openai');
-    metrics = line('metrics');
+    edge = await startEdgeWithConfigFile(group, dir, configPath);
+    admin = edge.addresses.admin;
+    openai = edge.addresses.openai;
+    metrics = edge.addresses.metrics;
     nodeStartedAt = Date.now();
-    node = group.spawnTs(
-      'n1',
-      path.join(repoRoot, 'apps/node/src/main.ts'),
-      [
-        'run',
-        '--edge',
-        line('node transport'),
-        '--node-id',
-        'n1',
-        '--data-dir',
-        path.join(dir, 'node-data'),
-        '--log-format',
-        'json',
-      ],
-      {
-        IOP_NODE_TOKEN: TOKEN,
+    node = startNodeProcess(group, {
+      edge: edge.addresses.transport,
+      nodeId: 'n1',
+      token: TOKEN,
+      dataDir: path.join(dir, 'node-data'),
+      env: {
         OLLAMA_HOST: ollama.url.replace(/^http:\/\//, ''),
         PATH: `${binDir}${path.delimiter}${process.env['PATH'] ?? ''}`,
       },
-    );
+    });
   }, 60_000);
 
   afterAll(async () => {

@@ -4,24 +4,17 @@
 // delay is measured from the edge's own log: `node transport listening` → `node registered`. A stream in flight
 // when the edge crashes is aborted by the node: its upstream request is closed.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import {
   ProcessGroup,
   freePort,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_LLAMA,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+import { MODEL_LLAMA, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
+import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
 
 jest.setTimeout(120_000);
 
@@ -37,8 +30,7 @@ let config: Record<string, unknown>;
 let node: TestProcess;
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   dir = await group.tempDir('iop-e2e-restart-');
   config = fabricConfig({
     dataDir: `${dir}/data`,
@@ -81,14 +73,7 @@ async function chat(edge: EdgeProcess, model: string): Promise<{ status: number;
 describe('edge restart', () => {
   it('the node re-registers within one retry interval after a clean stop and after a crash, and serves again', async () => {
     const first = await startEdgeProcess(group, dir, config, 'edge-1');
-    node = startNodeProcess(group, {
-      edge: first.addresses.transport,
-      nodeId: 'n1',
-      token: FABRIC_TOKEN,
-      dataDir: await group.tempDir('iop-e2e-restart-node-'),
-      retryIntervalMs: RETRY_INTERVAL_MS,
-      maxRetries: 1000,
-    });
+    node = await startFabricNode(group, first, { retryIntervalMs: RETRY_INTERVAL_MS, maxRetries: 1000 });
     await waitRegistered(first);
     await waitUntil(async () => (await chat(first, MODEL_QWEN)).status === 200, 10_000, 'first edge serves');
 

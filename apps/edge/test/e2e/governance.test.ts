@@ -4,25 +4,22 @@
 // the token counts the fake backends reported; a spent budget stays spent across an edge restart.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   freePort,
   ProcessGroup,
   runEdgeCommand,
   startEdgeProcess,
-  startNodeProcess,
-  waitUntil,
   type EdgeProcess,
 } from '../support/e2e-processes.js';
+import { MODEL_LLAMA, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
 import {
-  FABRIC_TOKEN,
-  MODEL_LLAMA,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -76,8 +73,7 @@ async function startEdge(name: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   dir = await group.tempDir('iop-e2e-governance-');
   const base = fabricConfig({
     dataDir: `${dir}/data`,
@@ -96,25 +92,11 @@ beforeAll(async () => {
     },
   };
   await startEdge('edge-1');
-  startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-governance-node-'),
-  });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    30_000,
-    () => `providers ready\n${edge.describe()}`,
-  );
+  await startFabricNode(group, edge);
+  await waitForProvidersReady(admin, () => edge.describe());
 }, 120_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('API keys with limits, usage and budgets across processes', () => {
   it('refuses a model outside the allow-list as 404 and unknown keys as 401', async () => {

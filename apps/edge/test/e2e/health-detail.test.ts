@@ -9,9 +9,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   ProcessGroup,
-  repoRoot,
   runEdgeCommand,
   waitUntil,
+  startEdgeWithConfigFile,
+  startNodeProcess,
+  type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
 
@@ -30,7 +32,7 @@ describe('health probe causes: node log and nodes list', () => {
   const group = new ProcessGroup();
   let notFound: http.Server;
   let closedPort = 0;
-  let edge: TestProcess;
+  let edge: EdgeProcess;
   let node: TestProcess;
   let admin = '';
 
@@ -82,38 +84,16 @@ describe('health probe causes: node log and nodes list', () => {
         '',
       ].join('\n'),
     );
-    edge = group.spawnTs(
-      'edge',
-      path.join(repoRoot, 'apps/edge/src/main.ts'),
-      ['serve', '--config', configPath],
-      {},
-      dir,
-    );
-    await waitUntil(
-      () => /^ {2}admin\s+\S+/m.test(edge.stdout()) || !edge.running,
-      30_000,
-      () => `edge listening lines\n${edge.describe()}`,
-    );
-    const line = (label: string) => new RegExp(`^ {2}${label}\\s+(\\S+)`, 'm').exec(edge.stdout())?.[1] ?? '';
-    admin = line('admin');
-    node = group.spawnTs(
-      'n1',
-      path.join(repoRoot, 'apps/node/src/main.ts'),
-      [
-        'run',
-        '--edge',
-        line('node transport'),
-        '--node-id',
-        'n1',
-        '--data-dir',
-        path.join(dir, 'node-data'),
-        '--log-format',
-        'json',
-        '--log-level',
-        'debug',
-      ],
-      { IOP_NODE_TOKEN: TOKEN, OLLAMA_HOST: `127.0.0.1:${closedPort}` },
-    );
+    edge = await startEdgeWithConfigFile(group, dir, configPath);
+    admin = edge.addresses.admin;
+    node = startNodeProcess(group, {
+      edge: edge.addresses.transport,
+      nodeId: 'n1',
+      token: TOKEN,
+      dataDir: path.join(dir, 'node-data'),
+      args: ['--log-level', 'debug'],
+      env: { OLLAMA_HOST: `127.0.0.1:${closedPort}` },
+    });
   }, 60_000);
 
   afterAll(async () => {

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
@@ -23,14 +23,8 @@ import {
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_LLAMA,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+import { FABRIC_TOKEN, MODEL_LLAMA, MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
+import { startFakeBackends } from '../support/fabric-setup.js';
 import { classifyChatOutcome, type ChatOutcome } from '../support/openai-outcome.js';
 
 jest.setTimeout(150_000);
@@ -93,9 +87,7 @@ beforeAll(async () => {
   const backends = [];
   for (const id of ['n1', 'n2']) {
     // A few ms per token: streams stay open long enough for aborts and the kill to land mid-stream.
-    const behavior = { tokenCount: 6, tokenDelayMs: 3 };
-    const ollama = await startFakeOllama({ behavior: { ...behavior, models: [OLLAMA_SERVED] } });
-    const vllm = await startFakeOpenAI({ behavior: { ...behavior, models: [VLLM_SERVED] } });
+    const { ollama, vllm } = await startFakeBackends({ tokenCount: 6, tokenDelayMs: 3 });
     fakes.push(ollama, vllm);
     // Small queues: when the kill halves the capacity some requests are refused with 429 queue_full.
     backends.push({ id, ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 6, maxQueue: 10 });

@@ -5,12 +5,11 @@
 // returns the provider pool (admin ListProviders) to in_flight 0 / queued 0.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
-import { defaultBehavior, startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import { defaultBehavior, type FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   ProcessGroup,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
   type TestProcess,
@@ -25,6 +24,12 @@ import {
   ollamaProviderId,
   vllmProviderId,
 } from '../support/fabric-config.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 // Process start-up (TypeScript hooks) takes seconds on a loaded 2-core machine.
 jest.setTimeout(60_000);
@@ -43,8 +48,7 @@ async function providersIdle(): Promise<boolean> {
 }
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   const dir = await group.tempDir('iop-e2e-fabric-');
   edge = await startEdgeProcess(
     group,
@@ -54,27 +58,13 @@ beforeAll(async () => {
       nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 4 }],
     }),
   );
-  node = startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-fabric-node-'),
-  });
+  node = await startFabricNode(group, edge);
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    30_000,
-    () => `providers ready\n${node.describe()}\n${edge.describe()}`,
-  );
+  await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
   client = new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 90_000);
 
-afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
-});
+afterAll(() => stopFabric(group, admin, ollama, vllm));
 
 describe('openai client → edge process → node process → fake backends', () => {
   it('lists the catalogue models', async () => {

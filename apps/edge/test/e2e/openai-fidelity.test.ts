@@ -8,24 +8,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
-import {
-  fakeEmbedding,
-  fakeEmbeddingTokens,
-  startFakeOllama,
-  startFakeOpenAI,
-  type FakeServer,
-  type RecordedRequest,
-} from '@iop/testkit';
+import { fakeEmbedding, fakeEmbeddingTokens, type FakeServer, type RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { ProcessGroup, startEdgeProcess, waitUntil, type EdgeProcess } from '../support/e2e-processes.js';
 import {
-  ProcessGroup,
-  startEdgeProcess,
-  startNodeProcess,
-  waitUntil,
-  type EdgeProcess,
-} from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
   MODEL_LLAMA,
   MODEL_QWEN,
   OLLAMA_SERVED,
@@ -33,6 +19,12 @@ import {
   fabricConfig,
   ollamaProviderId,
 } from '../support/fabric-config.js';
+import {
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(60_000);
 
@@ -53,8 +45,7 @@ let imageBase: string;
 const PNG_BYTES = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   images = http.createServer((req, res) => {
     if (req.url === '/cat.png') res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
     else res.writeHead(404).end();
@@ -77,28 +68,17 @@ beforeAll(async () => {
     fetch_image_urls: true,
   });
   edge = await startEdgeProcess(group, dir, config);
-  const node = startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-fidelity-node-'),
+  const node = await startFabricNode(group, edge, {
     // The test's allow-list: loopback 127.0.0.1 only (every other private address stays refused).
     args: ['--image-fetch-allow', '127.0.0.1/32'],
   });
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    30_000,
-    () => `providers ready\n${node.describe()}\n${edge.describe()}`,
-  );
+  await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
   client = new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 90_000);
 
 afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
+  await stopFabric(group, admin, ollama, vllm);
   if (images) await new Promise<void>((resolve) => images.close(() => resolve()));
 });
 

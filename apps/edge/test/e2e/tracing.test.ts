@@ -6,22 +6,16 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { ProcessGroup, startEdgeProcess, waitUntil, type EdgeProcess } from '../support/e2e-processes.js';
+import { MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
 import {
-  ProcessGroup,
-  startEdgeProcess,
-  startNodeProcess,
-  waitUntil,
-  type EdgeProcess,
-} from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+  startFabricNode,
+  startFakeBackends,
+  waitForProvidersReady,
+  stopFabric,
+} from '../support/fabric-setup.js';
 
 jest.setTimeout(90_000);
 
@@ -106,8 +100,7 @@ let admin: AdminClient;
 
 beforeAll(async () => {
   await collector.start();
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   const dir = await group.tempDir('iop-e2e-tracing-');
   edge = await startEdgeProcess(group, dir, {
     ...fabricConfig({
@@ -116,26 +109,13 @@ beforeAll(async () => {
     }),
     tracing: { enabled: true, otlp_endpoint: collector.url, sample_ratio: 1 },
   });
-  startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-tracing-node-'),
-    env: { IOP_OTLP_ENDPOINT: collector.url },
-  });
+  await startFabricNode(group, edge, { env: { IOP_OTLP_ENDPOINT: collector.url } });
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
-  await waitUntil(
-    async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
-    30_000,
-    () => `providers ready\n${edge.describe()}`,
-  );
+  await waitForProvidersReady(admin, () => edge.describe());
 }, 120_000);
 
 afterAll(async () => {
-  admin?.close();
-  await group.close();
-  await ollama?.close();
-  await vllm?.close();
+  await stopFabric(group, admin, ollama, vllm);
   await collector.close();
 });
 

@@ -12,23 +12,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import {
   ProcessGroup,
   repoRoot,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
 } from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_LLAMA,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-  ollamaProviderId,
-} from '../support/fabric-config.js';
+import { MODEL_LLAMA, fabricConfig, ollamaProviderId } from '../support/fabric-config.js';
+import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
 
 const CHROMIUM_CANDIDATES = [
   process.env['IOP_CHROMIUM'] ?? '',
@@ -128,19 +121,13 @@ const suite = executablePath ? describe : describe.skip;
 suite('ops dashboard in headless Chromium → edge process → node process → fake backends', () => {
   beforeAll(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-    vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+    ({ ollama, vllm } = await startFakeBackends());
     const dir = await group.tempDir('iop-e2e-ui-');
     config = dashboardConfig(dir);
     edge = await startEdgeProcess(group, dir, config);
     uiUrl = /^ {2}ui\s+(\S+)/m.exec(edge.stdout())?.[1] ?? '';
     if (!uiUrl) throw new Error(`the edge printed no ui address\n${edge.describe()}`);
-    const node = startNodeProcess(group, {
-      edge: edge.addresses.transport,
-      nodeId: 'n1',
-      token: FABRIC_TOKEN,
-      dataDir: await group.tempDir('iop-e2e-ui-node-'),
-    });
+    const node = await startFabricNode(group, edge);
     await waitUntil(
       async () => {
         const overview = (await (await fetch(`${uiUrl}api/v1/overview`)).json()) as {

@@ -4,23 +4,17 @@
 // serving a stream that runs across the attack and requests after it.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import type { FakeServer } from '@iop/testkit';
 import {
   ProcessGroup,
   metricSum,
   scrapeMetrics,
   startEdgeProcess,
-  startNodeProcess,
   waitUntil,
   type EdgeProcess,
 } from '../support/e2e-processes.js';
-import {
-  FABRIC_TOKEN,
-  MODEL_QWEN,
-  OLLAMA_SERVED,
-  VLLM_SERVED,
-  fabricConfig,
-} from '../support/fabric-config.js';
+import { MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
+import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
 import { classifyChatOutcome } from '../support/openai-outcome.js';
 
 jest.setTimeout(60_000);
@@ -33,8 +27,7 @@ let vllm: FakeServer;
 let edge: EdgeProcess;
 
 beforeAll(async () => {
-  ollama = await startFakeOllama({ behavior: { models: [OLLAMA_SERVED] } });
-  vllm = await startFakeOpenAI({ behavior: { models: [VLLM_SERVED] } });
+  ({ ollama, vllm } = await startFakeBackends());
   const dir = await group.tempDir('iop-e2e-wire-');
   edge = await startEdgeProcess(
     group,
@@ -45,12 +38,7 @@ beforeAll(async () => {
       nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url }],
     }),
   );
-  const node = startNodeProcess(group, {
-    edge: edge.addresses.transport,
-    nodeId: 'n1',
-    token: FABRIC_TOKEN,
-    dataDir: await group.tempDir('iop-e2e-wire-node-'),
-  });
+  const node = await startFabricNode(group, edge);
   await waitUntil(
     () => edge.logRecords().some((entry) => entry.msg === 'node registered'),
     30_000,

@@ -174,6 +174,17 @@ export async function startEdgeProcess(
 ): Promise<EdgeProcess> {
   const configPath = path.join(dir, 'edge.yaml');
   await writeFile(configPath, JSON.stringify(config, null, 2));
+  return startEdgeWithConfigFile(group, dir, configPath, name, command);
+}
+
+/** Starts the edge on an edge.yaml the test wrote itself (in `dir`, its working directory) and waits for its listening lines. */
+export async function startEdgeWithConfigFile(
+  group: ProcessGroup,
+  dir: string,
+  configPath: string,
+  name = 'edge',
+  command: 'serve' | 'console' = 'serve',
+): Promise<EdgeProcess> {
   const edge = group.spawnTs(
     name,
     edgeMain,

@@ -46,6 +46,20 @@ export interface FabricOptions {
   logLevel?: string;
 }
 
+/**
+ * The `cluster:` section of an e2e edge: on, the NATS server at `natsUrl`, the fabric key file at `keyFile`, and a
+ * short heartbeat and state TTL so that peers are seen (and lost) within seconds.
+ */
+export function clusterSection(natsUrl: string, keyFile: string): Record<string, unknown> {
+  return {
+    enabled: true,
+    fabric_key_file: keyFile,
+    nats: { servers: [natsUrl] },
+    heartbeat_ms: 200,
+    state_ttl_ms: 1500,
+  };
+}
+
 export function ollamaProviderId(nodeId: string): string {
   return `${nodeId}-ollama`;
 }

@@ -2,17 +2,18 @@
 // FakeEdgeService and a real provider pool (openai-harness's config), with an official `@anthropic-ai/sdk` client
 // pointed at it. The client's fetch keeps every response body's raw text, so tests can check the SSE events the
 // SDK itself hides (`ping`).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import type { EdgeConfig } from '@iop/config';
 import { silentLogger } from '../../logging.js';
-import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
-import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
-import { closeOpenAIApp, createOpenAIApp } from '../../openai/openai-app.js';
-import { harnessConfig, type HarnessOptions } from '../../openai/test-support/openai-harness.js';
+import type { ProviderPool } from '../../pool/provider-pool.js';
+import { createOpenAIApp } from '../../openai/openai-app.js';
+import {
+  harnessFabric,
+  serveHarnessApp,
+  type HarnessOptions,
+} from '../../openai/test-support/openai-harness.js';
 import type { OpenAIMetrics } from '../../openai/openai-metrics.js';
-import { FakeEdgeService, textRun } from '../../test-support/fake-edge-service.js';
+import type { FakeEdgeService } from '../../test-support/fake-edge-service.js';
 import { createAnthropicRoutes } from '../anthropic-routes.js';
 
 export interface AnthropicHarness {
@@ -31,16 +32,7 @@ export interface AnthropicHarness {
 export async function startAnthropicHarness(
   options: HarnessOptions & { apiKey?: string } = {},
 ): Promise<AnthropicHarness> {
-  const config = harnessConfig(options);
-  const nodes = new FakeNodes();
-  nodes.connect('node-1');
-  nodes.connect('node-2');
-  const pool = createProviderPool({ config, nodes, pollIntervalMs: 50 });
-  const service = new FakeEdgeService(
-    options.scripter ?? (() => ({ parts: textRun(['Hello', ' there']) })),
-    nodes.list,
-    pool,
-  );
+  const { config, pool, service } = harnessFabric(options);
   const finished: { route: string; status: number }[] = [];
   const metrics: OpenAIMetrics = {
     requestFinished: (route, status) => finished.push({ route, status }),
@@ -49,10 +41,7 @@ export async function startAnthropicHarness(
   };
   const routes = createAnthropicRoutes({ config, service, logger: silentLogger, metrics });
   const app = createOpenAIApp({ config, service, logger: silentLogger, mounts: [routes] });
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const { url, close } = await serveHarnessApp(app, pool);
   const bodies: string[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
@@ -81,12 +70,6 @@ export async function startAnthropicHarness(
     config,
     bodies,
     finished,
-    close: () =>
-      new Promise<void>((resolve) => {
-        closeOpenAIApp(app);
-        pool.close();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

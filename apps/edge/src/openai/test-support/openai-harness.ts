@@ -7,7 +7,7 @@ import { parseConfigText, type EdgeConfig } from '@iop/config';
 import { silentLogger } from '../../logging.js';
 import { createProviderPool, type ProviderPool } from '../../pool/provider-pool.js';
 import { FakeNodes } from '../../pool/test-support/pool-fixture.js';
-import { closeOpenAIApp, createOpenAIApp } from '../openai-app.js';
+import { closeOpenAIApp, createOpenAIApp, type OpenAIApp } from '../openai-app.js';
 import { FakeEdgeService, textRun, type Scripter } from '../../test-support/fake-edge-service.js';
 
 export interface HarnessOptions {
@@ -75,7 +75,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+/** What a harness serves over: node-1 and node-2 connected, a real pool on them, a FakeEdgeService running the script. */
+export interface HarnessFabric {
+  config: EdgeConfig;
+  nodes: FakeNodes;
+  pool: ProviderPool;
+  service: FakeEdgeService;
+}
+
+export function harnessFabric(options: HarnessOptions = {}): HarnessFabric {
   const config = harnessConfig(options);
   const nodes = new FakeNodes();
   nodes.connect('node-1');
@@ -86,20 +94,24 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     nodes.list,
     pool,
   );
-  const app = createOpenAIApp({ config, service, logger: silentLogger });
+  return { config, nodes, pool, service };
+}
+
+export interface ServedApp {
+  server: Server;
+  url: string;
+  /** Closes the app, the pool and every open connection. */
+  close: () => Promise<void>;
+}
+
+/** Serves `app` on 127.0.0.1 at a port chosen now. */
+export async function serveHarnessApp(app: OpenAIApp, pool: ProviderPool): Promise<ServedApp> {
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 10_000 });
   return {
-    url,
-    client,
-    service,
-    pool,
-    nodes,
-    config,
     server,
+    url: `http://127.0.0.1:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         closeOpenAIApp(app);
@@ -108,6 +120,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         server.close(() => resolve());
       }),
   };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const { config, nodes, pool, service } = harnessFabric(options);
+  const app = createOpenAIApp({ config, service, logger: silentLogger });
+  const { server, url, close } = await serveHarnessApp(app, pool);
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 10_000 });
+  return { url, client, service, pool, nodes, config, server, close };
 }
 
 /** Polls until `check` passes or the time is up (then throws the last failure). */

@@ -4,11 +4,13 @@ import net from 'node:net';
 import {
   envelope,
   FramedConnection,
+  fromWireRunEvent,
   identityChannelBinding,
   verifyIdentityProof,
   type Envelope,
   type RegisterRequest,
   type RegisterResponse,
+  type RunEventPart,
 } from '@iop/wire';
 
 export interface FakeEdgeOptions {
@@ -44,6 +46,15 @@ export class FakeEdge {
 
   get port(): number {
     return this.#port;
+  }
+
+  /** The parts of run `runId` received so far, in order (from every connection). */
+  runParts(runId: string): RunEventPart[] {
+    return this.received.flatMap((entry) => {
+      if (entry.message.msg?.$case !== 'runEvent') return [];
+      const event = fromWireRunEvent(entry.message.msg.runEvent);
+      return event && event.runId === runId ? [event.part] : [];
+    });
   }
 
   /** Listens again on the same port (an edge restart). */
