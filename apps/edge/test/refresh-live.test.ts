@@ -130,8 +130,11 @@ describe('live config refresh: enabled, priority, queue', () => {
     );
     const h = harness;
     const node = h.node('n1');
+    let conversation = 0;
     const served = async (): Promise<string | null> => {
-      const response = h.chat('m');
+      // A new conversation each time: one conversation would stay on its provider (affinity).
+      conversation += 1;
+      const response = h.chat('m', { messages: [{ role: 'user', content: `hi (${conversation})` }] });
       await node.waitForRuns(node.runs.length + 1);
       await node.finish(node.openRuns()[0]);
       return (await response).headers.get('x-iop-provider');

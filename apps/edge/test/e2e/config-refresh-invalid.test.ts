@@ -95,13 +95,19 @@ async function runningState(): Promise<unknown> {
 }
 
 /** Which provider serves each of `count` sequential requests (round-robin between equal candidates). */
+let dispatchCount = 0;
+
 async function dispatchSequence(count: number): Promise<string[]> {
   const providers: string[] = [];
   for (let index = 0; index < count; index += 1) {
     const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL_QWEN, messages: [{ role: 'user', content: 'which' }] }),
+      // A new conversation each time: one conversation would stay on its provider (affinity).
+      body: JSON.stringify({
+        model: MODEL_QWEN,
+        messages: [{ role: 'user', content: `which (${(dispatchCount += 1)})` }],
+      }),
     });
     expect(await classifyChatOutcome(response, false)).toEqual({ kind: 'ok' });
     providers.push(response.headers.get('x-iop-provider') ?? '');
