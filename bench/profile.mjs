@@ -2,11 +2,13 @@
 // CPU profile of the IOP path under load: starts the benchmark topology with `--cpu-prof` on the edge and the
 // node, saturates it (autocannon, non-streaming; or one long stream with --stream), stops both so they write
 // their profiles, and prints the functions with the most self time per process.
-// Usage: node bench/profile.mjs [--dir DIR] [--stream] [--seconds N] [--top N]
+// With --rate N the load is a fixed open-loop N req/s instead (below saturation, where the profile's time is the
+// processes' own work rather than time spent waiting for a core).
+// Usage: node bench/profile.mjs [--dir DIR] [--stream] [--rate N] [--seconds N] [--top N]
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { maxThroughput, stream } from './lib/load.mjs';
+import { fixedRate, maxThroughput, stream } from './lib/load.mjs';
 import { startProcess, stopAll } from './lib/processes.mjs';
 import { MODEL, removeTempDirs, repoRoot, startIopPath, tempDir, waitServing } from './lib/topology.mjs';
 
@@ -14,6 +16,7 @@ const { values } = parseArgs({
   options: {
     dir: { type: 'string' },
     stream: { type: 'boolean', default: false },
+    rate: { type: 'string' },
     seconds: { type: 'string', default: '8' },
     top: { type: 'string', default: '25' },
   },
@@ -68,6 +71,17 @@ try {
       }),
     });
     process.stdout.write(`stream: ${result.tokens} tokens, ${result.tokensPerS.toFixed(0)} tokens/s\n`);
+  } else if (values.rate !== undefined) {
+    const rate = Number(values.rate);
+    const result = await fixedRate({
+      url,
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 16 }),
+      rate,
+      durationMs: Number(values.seconds) * 1000,
+    });
+    process.stdout.write(
+      `fixed ${rate} req/s: ${result.completed} answered, p50 ${result.p50.toFixed(2)} ms\n`,
+    );
   } else {
     const result = await maxThroughput({
       url,

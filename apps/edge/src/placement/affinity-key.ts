@@ -12,7 +12,7 @@
 // or the same conversation sent with two API keys gives two different keys, so one key's traffic never steers
 // another's. What the pool keeps is a SHA-256 digest (hex, 32 characters) of principal, source and key: fixed
 // size whatever the client sent, and no message text in memory.
-import { createHash, type Hash } from 'node:crypto';
+import crypto from 'node:crypto';
 import { RunKind, type ChatMessage } from '@iop/wire';
 import type { ModelAffinityConfig } from '@iop/config';
 import type { RunSpec } from './run-types.js';
@@ -32,25 +32,22 @@ export function affinityKeyFor(
   if (!policy.enabled) return undefined;
   const explicit = spec.affinityKey;
   if (explicit !== undefined && explicit !== '') {
-    const hash = scopedHash(principalId, 'key');
-    field(hash, explicit);
-    return digest(hash);
+    return digest(scoped(principalId, 'key') + field(explicit));
   }
   if (!policy.hash_messages) return undefined;
   const kind = spec.kind ?? RunKind.RUN_KIND_CHAT;
   if (kind !== RunKind.RUN_KIND_CHAT) return undefined;
   const head = conversationHead(spec.messages);
   if (head === undefined) return undefined;
-  const hash = scopedHash(principalId, 'head');
+  // One string, hashed once: every run to an affinity model computes it on the hot path.
+  let text = scoped(principalId, 'head');
   for (const message of head) {
-    field(hash, message.role);
-    field(hash, message.content);
-    hash.update(`${message.images.length}:`);
-    for (const image of message.images) field(hash, image);
-    hash.update(`${message.imageUrls.length}:`);
-    for (const url of message.imageUrls) field(hash, url);
+    text += field(message.role) + field(message.content) + `${message.images.length}:`;
+    for (const image of message.images) text += field(image);
+    text += `${message.imageUrls.length}:`;
+    for (const url of message.imageUrls) text += field(url);
   }
-  return digest(hash);
+  return digest(text);
 }
 
 /**
@@ -71,19 +68,21 @@ export function conversationHead(messages: readonly ChatMessage[]): ChatMessage[
   return undefined;
 }
 
-function scopedHash(principalId: string | undefined, source: 'key' | 'head'): Hash {
-  const hash = createHash('sha256');
-  field(hash, principalId ?? '');
-  field(hash, source);
-  return hash;
+function scoped(principalId: string | undefined, source: 'key' | 'head'): string {
+  return field(principalId ?? '') + field(source);
 }
 
-/** Length-prefixed, so no two field sequences hash the same bytes. */
-function field(hash: Hash, value: string): void {
-  hash.update(`${Buffer.byteLength(value, 'utf8')}:`);
-  hash.update(value, 'utf8');
+/** Length-prefixed (UTF-16 units of a JS string), so no two field sequences make the same text. */
+function field(value: string): string {
+  return `${value.length}:${value}`;
 }
 
-function digest(hash: Hash): string {
-  return hash.digest('hex').slice(0, KEY_CHARS);
+// crypto.hash (Node 20.12+) hashes in one call, about 3× faster than a Hash object for short texts.
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+
+function digest(text: string): string {
+  return sha256Hex(text).slice(0, KEY_CHARS);
 }
