@@ -255,7 +255,11 @@ describe('load with faults', () => {
       const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL_QWEN, messages: [{ role: 'user', content: 'after' }] }),
+        // A new conversation each time: one conversation would stay on its provider (affinity).
+        body: JSON.stringify({
+          model: MODEL_QWEN,
+          messages: [{ role: 'user', content: `after ${attempt}` }],
+        }),
       });
       expect(response.status).toBe(200);
       await response.json();

@@ -256,9 +256,13 @@ describe('openai client → edge process → node process → fake backends', ()
     { model: MODEL_QWEN, upstream: () => vllm },
   ])('turns upstream failures on $model into well-formed OpenAI errors', async ({ model, upstream }) => {
     const fake = upstream();
+    // Only generation requests fail: the node's own calls (Ollama /api/ps after runs) must not use them up.
+    const paths = ['/api/chat', '/v1/chat/completions'];
     const outcomes: unknown[] = [];
     try {
-      fake.setBehavior({ failure: { kind: 'http', status: 500, message: 'backend exploded', times: 1 } });
+      fake.setBehavior({
+        failure: { kind: 'http', status: 500, message: 'backend exploded', times: 1, paths },
+      });
       const httpFailure = await client.chat.completions
         .create({ model, messages: [{ role: 'user', content: 'x' }] })
         .catch((error: unknown) => error);
@@ -269,7 +273,7 @@ describe('openai client → edge process → node process → fake backends', ()
       outcomes.push({ status: apiError.status, code: apiError.code, type: apiError.type });
 
       fake.setBehavior({
-        failure: { kind: 'mid-stream', afterTokens: 3, message: 'gpu fell over', times: 1 },
+        failure: { kind: 'mid-stream', afterTokens: 3, message: 'gpu fell over', times: 1, paths },
       });
       const stream = await client.chat.completions.create({
         model,
@@ -288,7 +292,7 @@ describe('openai client → edge process → node process → fake backends', ()
       // A non-streaming request gets one JSON answer from the backend (RunRequest.collect), so the drop comes
       // before the response headers, where a reset on a reused keep-alive socket is taken for a stale pooled
       // socket and sent once more on another connection: both attempts are dropped here.
-      fake.setBehavior({ failure: { kind: 'drop', afterTokens: 2, times: 2 } });
+      fake.setBehavior({ failure: { kind: 'drop', afterTokens: 2, times: 2, paths } });
       const dropped = await client.chat.completions
         .create({ model, messages: [{ role: 'user', content: 'x' }] })
         .catch((error: unknown) => error);
