@@ -289,7 +289,8 @@ models: [{ id: m, providers: { p: served }, drop_unsupported: "yes" }]
 
 describe('parseConfigText: routing (retry and circuit breaker)', () => {
   it('defaults routing.retry to 2 attempts and the circuit breaker to 3 / 50 % of 10 in 30 s / 5 s', () => {
-    expect(load('').routing).toMatchObject({
+    expect(load('').routing).toEqual({
+      affinity: { max_entries: 10_000, ttl_ms: 600_000 },
       retry: { max_attempts: 2 },
       circuit_breaker: {
         consecutive_failures: 3,
@@ -309,7 +310,8 @@ routing:
 nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
 models: [{ id: m, providers: { p: served }, retry: { max_attempts: 1 } }]
 `);
-    expect(config.routing).toMatchObject({
+    expect(config.routing).toEqual({
+      affinity: { max_entries: 10_000, ttl_ms: 600_000 },
       retry: { max_attempts: 3 },
       circuit_breaker: {
         consecutive_failures: 5,
