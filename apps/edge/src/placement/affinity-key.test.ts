@@ -35,6 +35,16 @@ describe('affinityKeyFor', () => {
     expect(new Set([base, ...keys]).size).toBe(4);
   });
 
+  it("computes a spec's key once per principal and setting (a run asks up to three times)", () => {
+    const spec = { messages: turn(0) };
+    const first = affinityKeyFor(spec, 'team-a', ON);
+    expect(affinityKeyFor(spec, 'team-a', ON)).toBe(first);
+    expect(affinityKeyFor(spec, 'team-b', ON)).toBe(affinityKeyFor({ messages: turn(0) }, 'team-b', ON));
+    expect(affinityKeyFor(spec, 'team-b', ON)).not.toBe(first);
+    expect(affinityKeyFor(spec, 'team-a', { ...ON, hash_messages: false })).toBeUndefined();
+    expect(affinityKeyFor(spec, 'team-a', ON)).toBe(first);
+  });
+
   it('scopes every key by principal: two keys never share an entry', () => {
     expect(affinityKeyFor({ messages: turn(0) }, 'team-a', ON)).not.toBe(
       affinityKeyFor({ messages: turn(0) }, 'team-b', ON),

@@ -30,6 +30,27 @@ export function affinityKeyFor(
   policy: ModelAffinityConfig,
 ): string | undefined {
   if (!policy.enabled) return undefined;
+  // A run asks up to three times (cluster: which edge, then the reservation, then the pool): hashed once.
+  const known = computed.get(spec);
+  if (known && known.principalId === principalId && known.hashMessages === policy.hash_messages) {
+    return known.key;
+  }
+  const key = computeKey(spec, principalId, policy);
+  computed.set(spec, { principalId, hashMessages: policy.hash_messages, key });
+  return key;
+}
+
+/** The key last computed for a spec object, and what it was computed from. */
+const computed = new WeakMap<
+  object,
+  { principalId: string | undefined; hashMessages: boolean; key: string | undefined }
+>();
+
+function computeKey(
+  spec: Pick<RunSpec, 'affinityKey' | 'messages' | 'kind'>,
+  principalId: string | undefined,
+  policy: ModelAffinityConfig,
+): string | undefined {
   const explicit = spec.affinityKey;
   if (explicit !== undefined && explicit !== '') {
     return digest(scoped(principalId, 'key') + field(explicit));

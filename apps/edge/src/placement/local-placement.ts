@@ -203,7 +203,8 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
     options.weight = principal.weight;
     options.priority = principal.priority;
   }
-  const policy = destination.kind === 'model' ? pool.model(destination.model)?.affinity : undefined;
+  // No policy when the model has one provider: nothing to choose, so no key is computed.
+  const policy = destination.kind === 'model' ? pool.affinityPolicy(destination.model) : undefined;
   const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
   if (affinityKey !== undefined) options.affinityKey = affinityKey;
   if (request.excludeProviders) options.excludeProviders = request.excludeProviders;

@@ -54,7 +54,8 @@ export class PlacementRouter implements Placement {
       const model = this.pool.model(destination.model);
       if (!model) return undefined;
       const local = this.pool.snapshot();
-      const key = request ? affinityKeyFor(request.spec, request.principal?.id, model.affinity) : undefined;
+      const policy = this.pool.affinityPolicy(destination.model);
+      const key = request && policy ? affinityKeyFor(request.spec, request.principal?.id, policy) : undefined;
       const preferred = key === undefined ? undefined : this.pool.affinityProvider(key);
       if (preferred !== undefined && Object.hasOwn(model.providers, preferred)) {
         const here = local.find((provider) => provider.providerId === preferred);
@@ -73,7 +74,7 @@ export class PlacementRouter implements Placement {
     if (edgeId === undefined || !this.remote) return this.local.reserve(request);
     const reservation = this.remote.reserve(edgeId);
     const { destination } = request;
-    const policy = destination.kind === 'model' ? this.pool.model(destination.model)?.affinity : undefined;
+    const policy = destination.kind === 'model' ? this.pool.affinityPolicy(destination.model) : undefined;
     const key = policy ? affinityKeyFor(request.spec, request.principal?.id, policy) : undefined;
     return Promise.resolve(
       key === undefined ? reservation : new RememberingReservation(reservation, key, this.pool),

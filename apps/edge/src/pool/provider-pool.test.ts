@@ -202,6 +202,36 @@ describe('dispatch order', () => {
   });
 });
 
+describe('affinity policy', () => {
+  it('is offered only where affinity can choose: enabled, and two or more providers mapped', () => {
+    const two = poolConfig([providerConfig('a'), providerConfig('b')]);
+    const config: PoolConfig = {
+      nodes: two.nodes,
+      models: [
+        ...two.models,
+        modelConfig('one', { a: 'served-a' }),
+        modelConfig(
+          'off',
+          { a: 'served-a', b: 'served-b' },
+          {
+            affinity: { enabled: false, hash_messages: true, max_wait_ms: 0 },
+          },
+        ),
+        // A provider on another edge counts: the fabric has a choice even when this edge has one provider.
+        modelConfig('fabric', { a: 'served-a', elsewhere: 'served-x' }),
+      ],
+    };
+    const { pool } = makePool(config);
+    expect(pool.affinityPolicy('m')).toEqual({ enabled: true, hash_messages: true, max_wait_ms: 0 });
+    expect(pool.affinityPolicy('fabric')).toBeDefined();
+    expect(pool.affinityPolicy('one')).toBeUndefined();
+    expect(pool.affinityPolicy('off')).toBeUndefined();
+    expect(pool.affinityPolicy('unknown')).toBeUndefined();
+    pool.applyConfig({ ...config, models: [modelConfig('m', { a: 'served-a' })] });
+    expect(pool.affinityPolicy('m')).toBeUndefined();
+  });
+});
+
 describe('capacity guard', () => {
   it('never exceeds capacity under 200 concurrent requests and returns every counter to zero', async () => {
     const config = poolConfig([

@@ -43,6 +43,7 @@ import {
   type AdapterType,
   type EdgeConfig,
   type KeyPriority,
+  type ModelAffinityConfig,
   type ModelConfig,
   type ProviderConfig,
   type RoutingConfig,
@@ -172,6 +173,12 @@ export interface ProviderPool {
   hasModel(model: string): boolean;
   /** The models[] entry of `model`, if any. */
   model(model: string): ModelConfig | undefined;
+  /**
+   * The affinity policy of `model` when affinity can choose anything: the model's `affinity` is enabled and its
+   * `providers` map names two or more providers (anywhere in the fabric). Undefined otherwise, and then a run to
+   * the model needs no affinity key at all (no hash, no table entry, no metric).
+   */
+  affinityPolicy(model: string): ModelAffinityConfig | undefined;
   /** models[] ids in config order. */
   modelIds(): string[];
   /**
@@ -230,6 +237,10 @@ interface ModelEntry {
   config: ModelConfig;
   /** [provider id, served model name] in config order: the round-robin order. */
   providers: [string, string][];
+  /** `config.affinity` when it is enabled and the model maps two or more providers (affinityPolicy). */
+  affinity: ModelAffinityConfig | undefined;
+  /** modelBackends(), computed when the config is applied. */
+  backends: AdapterType[];
   queueLimit: number;
   queueTimeoutMs: number;
 }
@@ -329,19 +340,16 @@ class ProviderPoolImpl implements ProviderPool {
     return this.routing.models.get(model)?.config;
   }
 
+  affinityPolicy(model: string): ModelAffinityConfig | undefined {
+    return this.routing.models.get(model)?.affinity;
+  }
+
   modelIds(): string[] {
     return [...this.routing.models.keys()];
   }
 
   modelBackends(model: string): AdapterType[] {
-    const entry = this.routing.models.get(model);
-    if (!entry) return [];
-    const types = new Set<AdapterType>();
-    for (const [providerId] of entry.providers) {
-      const provider = this.routing.providers.get(providerId);
-      if (provider?.config.enabled && provider.adapterType) types.add(provider.adapterType);
-    }
-    return [...types];
+    return this.routing.models.get(model)?.backends ?? [];
   }
 
   acquire(model: string, options: AcquireOptions = {}): Promise<Lease> {
@@ -947,7 +955,21 @@ function buildRouting(config: PoolConfig): RoutingTable {
       queueLimit += provider.config.max_queue;
       queueTimeoutMs = Math.max(queueTimeoutMs, provider.config.queue_timeout_ms);
     }
-    models.set(model.id, { config: model, providers: mapped, queueLimit, queueTimeoutMs });
+    const backends = new Set<AdapterType>();
+    for (const [providerId] of mapped) {
+      const provider = providers.get(providerId);
+      if (provider?.config.enabled && provider.adapterType) backends.add(provider.adapterType);
+    }
+    // One provider (or none): affinity has nothing to choose between, on this edge or any other.
+    const affinity = model.affinity.enabled && mapped.length >= 2 ? model.affinity : undefined;
+    models.set(model.id, {
+      config: model,
+      providers: mapped,
+      affinity,
+      backends: Object.freeze([...backends]) as AdapterType[],
+      queueLimit,
+      queueTimeoutMs,
+    });
   }
   return { models, providers, providerOrder, nodeLimits };
 }
