@@ -206,6 +206,47 @@ suite('edge cluster over NATS', () => {
     expect(await b.registry.metrics()).toMatch(/^iop_cluster_served_runs_total\{from="edge-a"\} 1$/m);
   });
 
+  it('forwards a run in one message, and sends back its answer and one message per event batch, nothing more', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await submit(a, 'hold');
+    await a.cluster.publishState();
+    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const observer = await connect({ servers: nats.url });
+    try {
+      const subjects: string[] = [];
+      observer.subscribe('>', {
+        callback: (_error, msg) => {
+          subjects.push(msg.subject);
+        },
+      });
+      await observer.flush();
+      const forwarded = await submit(a, 'counted');
+      expect(forwarded.providerId).toBe('pb');
+      expect((await collect(forwarded)).map((event) => event.part.type)).toEqual([
+        'start',
+        'text-delta',
+        'complete',
+      ]);
+      expect(await forwarded.done).toMatchObject({ status: 'completed' });
+      await a.cluster.publishState();
+      await observer.flush();
+      // The owner's answer and the events share the run's subject: the answer, then the start, the text and the
+      // end (the scripted node sends them 80 ms apart: one batch each). No ack, no cancel, no limits or peer
+      // call, no KV read; left out are only KV writes and their JetStream acks (the heartbeat's state and claims).
+      const perRun = subjects.filter(
+        (subject) => !subject.startsWith('$KV.') && !subject.startsWith('_INBOX.'),
+      );
+      expect(perRun.filter((subject) => subject === 'iop.run.edge-b')).toHaveLength(1);
+      expect(perRun.filter((subject) => subject.startsWith('iop.events.edge-a.'))).toHaveLength(4);
+      expect(perRun).toHaveLength(5);
+    } finally {
+      await observer.close();
+      await local.cancel('test end');
+    }
+  });
+
   it('carries a cancel and a client abort over to the owning edge', async () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');

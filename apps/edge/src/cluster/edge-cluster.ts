@@ -783,30 +783,37 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     // that write comes first), and always before the run's first events: every flush sends it first.
     let replied = false;
     let batch: RunEventWithMeta[] = [];
+    let failed = false;
     const flush = (): void => {
-      if (!replied) {
-        replied = true;
-        msg.respond(encode(reply));
+      if (failed) return;
+      try {
+        if (!replied) {
+          replied = true;
+          msg.respond(encode(reply));
+        }
+        if (batch.length === 0) return;
+        this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
+      } catch (error) {
+        // The connection closed under the run: the requester ends it as lost (its edge sees this one leave).
+        failed = true;
+        this.logger.warn(
+          { runId: handle.runId, error: errorText(error) },
+          'cluster: forwarded run stream failed',
+        );
       }
-      if (batch.length === 0) return;
-      this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
       batch = [];
     };
     setImmediate(flush);
-    try {
-      for await (const event of handle.events) {
-        batch.push(event);
-        const terminal = isTerminalPart(event.part);
-        terminalSent ||= terminal;
-        if (terminal || batch.length >= MAX_EVENT_BATCH) flush();
-        else if (batch.length === 1) setImmediate(flush);
-      }
-    } catch (error) {
-      this.logger.warn(
-        { runId: handle.runId, error: errorText(error) },
-        'cluster: forwarded run stream failed',
-      );
-    }
+    // Read synchronously as the supervisor delivers (no promise per event): the terminal part is sealed and sent
+    // from inside the supervisor's end, before its bookkeeping (release, usage record) and the next turn.
+    const reading = handle.events.forEach((event) => {
+      batch.push(event);
+      const terminal = isTerminalPart(event.part);
+      terminalSent ||= terminal;
+      if (terminal || batch.length >= MAX_EVENT_BATCH) flush();
+      else if (batch.length === 1) setImmediate(flush);
+    });
+    await reading.done;
     flush();
     const outcome = await handle.done;
     // Runs ended by this edge's own stop were already reported to the requester as an error; a terminal part

@@ -1,5 +1,6 @@
+import { createDecipheriv } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { keyringOf } from './fabric-keyring.js';
+import { KEY_ID_BYTES, keyringOf } from './fabric-keyring.js';
 import { FabricSealer, kvContext, messageContext } from './fabric-sealer.js';
 
 const KEY_A = Buffer.alloc(32, 1);
@@ -157,5 +158,43 @@ describe('FabricSealer', () => {
     expect(receiver.open(run, sender.seal(run, text('2'))).ok).toBe(true);
     // The first is out of the window now: refused as stale, not accepted as unseen.
     expect(receiver.open(run, first)).toMatchObject({ ok: false, reason: 'stale' });
+  });
+
+  it('writes the documented format: the header, then AES-256-GCM of the payload with header · 0 · context as AAD', () => {
+    // Decrypted here from the format alone (not through the sealer), so edges of an older build still open it.
+    const context = messageContext('iop.events.edge-2.f9', '');
+    const sent = Buffer.from(sealer('edge-2', [KEY_A], clock).seal(context, text('the events')));
+    const senderLength = sent[1 + KEY_ID_BYTES] ?? 0;
+    const headerLength = 1 + KEY_ID_BYTES + 1 + senderLength + 8 + 12;
+    expect(sent[0]).toBe(1);
+    expect(sent.subarray(2 + KEY_ID_BYTES, 2 + KEY_ID_BYTES + senderLength).toString()).toBe('edge-2');
+    expect(Number(sent.readBigUInt64BE(2 + KEY_ID_BYTES + senderLength))).toBe(clock.now);
+    const decipher = createDecipheriv('aes-256-gcm', KEY_A, sent.subarray(headerLength - 12, headerLength));
+    decipher.setAAD(Buffer.concat([sent.subarray(0, headerLength), Buffer.from([0]), Buffer.from(context)]));
+    decipher.setAuthTag(sent.subarray(sent.length - 16));
+    const plain = Buffer.concat([
+      decipher.update(sent.subarray(headerLength, sent.length - 16)),
+      decipher.final(),
+    ]);
+    expect(plain.toString()).toBe('the events');
+  });
+
+  it('binds long subjects whole and keeps no AAD from one message to the next', () => {
+    const sender = sealer('edge-2', [KEY_A], clock);
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    // Longer than the sealer's reusable AAD buffer: it grows, and every byte of the subject still counts.
+    const long = messageContext(`iop.events.edge-2.${'x'.repeat(3000)}`, 'iop.events.edge-2.reply');
+    const other = messageContext(`iop.events.edge-2.${'x'.repeat(2999)}y`, 'iop.events.edge-2.reply');
+    const first = sender.seal(long, text('first'));
+    const second = sender.seal(run, text('second'));
+    expect(receiver.open(other, first)).toMatchObject({ ok: false, reason: 'auth_failed' });
+    const openedSecond = receiver.open(run, second);
+    const openedFirst = receiver.open(long, first);
+    expect(openedSecond.ok && read(openedSecond.data)).toBe('second');
+    expect(openedFirst.ok && read(openedFirst.data)).toBe('first');
+    // An empty payload (a KV tombstone) seals and opens as empty.
+    const empty = sender.seal(run, new Uint8Array(0));
+    const openedEmpty = receiver.open(run, empty);
+    expect(openedEmpty.ok && openedEmpty.data.length).toBe(0);
   });
 });

@@ -12,8 +12,14 @@
 // no later than the newest forgotten one is refused, so a replay never passes). KV values carry no replay cache
 // (they are read again by design); they must be younger than the bucket's TTL and never older than the last
 // value accepted for the same key (SealedKv in fabric-bus.ts).
-import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
-import { KEY_ID_BYTES, type FabricKeyring } from './fabric-keyring.js';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  randomFillSync,
+  type KeyObject,
+} from 'node:crypto';
+import { KEY_ID_BYTES, type FabricKey, type FabricKeyring } from './fabric-keyring.js';
 
 export const SEAL_VERSION = 1;
 const NONCE_BYTES = 12;
@@ -95,6 +101,25 @@ class NoncePool {
   }
 }
 
+/**
+ * The AAD of one seal or open, built in a buffer reused from call to call: the cipher reads it inside setAAD and
+ * keeps nothing, so no Buffer.concat (three allocations and a copy) per message.
+ */
+class AadScratch {
+  private buffer = Buffer.allocUnsafe(512);
+
+  /** header · 0x00 · context, valid until the next call. */
+  of(header: Uint8Array, context: string): Buffer {
+    const length = header.length + 1 + Buffer.byteLength(context, 'utf8');
+    if (length > this.buffer.length)
+      this.buffer = Buffer.allocUnsafe(Math.max(length, this.buffer.length * 2));
+    this.buffer.set(header, 0);
+    this.buffer[header.length] = 0;
+    this.buffer.write(context, header.length + 1, 'utf8');
+    return this.buffer.subarray(0, length);
+  }
+}
+
 /** One sender's nonces within the window, oldest first, with the floor below which nothing is accepted. */
 class SenderNonces {
   private readonly seen = new Map<string, number>();
@@ -134,6 +159,9 @@ export class FabricSealer {
   private readonly replayCachePerSender: number;
   private readonly nonces = new Map<string, SenderNonces>();
   private readonly noncePool = new NoncePool();
+  private readonly aad = new AadScratch();
+  /** Each key's secret as a KeyObject, made once (not parsed from the buffer on every message). */
+  private readonly keyObjects = new WeakMap<FabricKey, KeyObject>();
 
   constructor(options: FabricSealerOptions) {
     this.keyring = options.keyring;
@@ -164,16 +192,28 @@ export class FabricSealer {
     const nonce = this.noncePool.next();
     out.set(nonce, at);
     at += NONCE_BYTES;
-    const cipher = createCipheriv('aes-256-gcm', key.secret, nonce);
-    cipher.setAAD(aad(out.subarray(0, headerLength), context));
+    const cipher = createCipheriv('aes-256-gcm', this.keyObject(key), nonce);
+    cipher.setAAD(this.aad.of(out.subarray(0, headerLength), context));
     const body = cipher.update(data);
     body.copy(out, at);
     at += body.length;
+    // GCM is a stream mode: final() adds no bytes, it only computes the tag.
     const final = cipher.final();
-    final.copy(out, at);
-    at += final.length;
+    if (final.length > 0) {
+      final.copy(out, at);
+      at += final.length;
+    }
     cipher.getAuthTag().copy(out, at);
     return out;
+  }
+
+  private keyObject(key: FabricKey): KeyObject {
+    let object = this.keyObjects.get(key);
+    if (!object) {
+      object = createSecretKey(key.secret);
+      this.keyObjects.set(key, object);
+    }
+    return object;
   }
 
   /** Opens a message (with its replay check): `context` is where it arrived. */
@@ -231,22 +271,18 @@ export class FabricSealer {
     const timeAt = fixed + senderLength;
     const sentAtMs = Number(bytes.readBigUInt64BE(timeAt));
     const nonceBytes = bytes.subarray(timeAt + TIME_BYTES, headerLength);
-    const decipher = createDecipheriv('aes-256-gcm', key.secret, nonceBytes);
-    decipher.setAAD(aad(bytes.subarray(0, headerLength), context));
+    const decipher = createDecipheriv('aes-256-gcm', this.keyObject(key), nonceBytes);
+    decipher.setAAD(this.aad.of(bytes.subarray(0, headerLength), context));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     let data: Buffer;
     try {
-      data = Buffer.concat([
-        decipher.update(bytes.subarray(headerLength, bytes.length - TAG_BYTES)),
-        decipher.final(),
-      ]);
+      data = decipher.update(bytes.subarray(headerLength, bytes.length - TAG_BYTES));
+      // final() checks the tag (throws on a forgery) and, GCM being a stream mode, adds no bytes.
+      const final = decipher.final();
+      if (final.length > 0) data = Buffer.concat([data, final]);
     } catch {
       return { ok: false, reason: 'auth_failed', claimed: sender };
     }
     return { ok: true, sender, sentAtMs, nonce: nonceBytes.toString('base64'), data };
   }
-}
-
-function aad(header: Uint8Array, context: string): Buffer {
-  return Buffer.concat([header, Buffer.from([0]), Buffer.from(context, 'utf8')]);
 }

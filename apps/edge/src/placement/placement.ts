@@ -88,9 +88,15 @@ export interface ServedRun {
   readonly sessionId: string;
   readonly providerId: string | undefined;
   readonly queueMs: number;
-  readonly events: AsyncIterable<RunEventWithMeta>;
+  readonly events: ServedRunEvents;
   readonly done: Promise<RunOutcome>;
   cancel(reason?: string): Promise<void>;
+}
+
+/** A served run's events (the service's RunEvents): iterated, or handed to one callback as they come. */
+export interface ServedRunEvents extends AsyncIterable<RunEventWithMeta> {
+  /** Calls `each` synchronously with every event; `done` settles after the terminal one (or `stop()`). */
+  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
 }
 
 /** How a forwarded run is admitted here: what the requesting edge sent with it. */
