@@ -288,10 +288,16 @@ describe('load with faults', () => {
     );
     // Nothing is left `running`: whatever n2 had open when it was killed was recovered as `interrupted`.
     expect(byStatus.get('running') ?? 0).toBe(0);
-    // n2 had work in flight when it was killed: its clients got node_disconnected errors.
-    expect(
-      (counts.get('error:node_disconnected') ?? 0) + (counts.get('stream-error:node_disconnected') ?? 0),
-    ).toBeGreaterThan(0);
+    // n2 had work in flight when it was killed. A run that had sent no output yet was placed again on n1 (a retry
+    // before the first byte, counted by reason); one whose output had started ended with node_disconnected. Which
+    // of the two the kill met depends on timing, so the test asks that it met one of them.
+    const disconnected =
+      (counts.get('error:node_disconnected') ?? 0) + (counts.get('stream-error:node_disconnected') ?? 0);
+    const retriedAfterLoss = metricSum(metrics, 'iop_run_retries_total', { reason: 'node_lost' });
+    process.stdout.write(
+      `[e2e load] after the kill: ${disconnected} runs ended node_disconnected, ${retriedAfterLoss} placed again\n`,
+    );
+    expect(disconnected + retriedAfterLoss).toBeGreaterThan(0);
     // Some of that work may still have been on the wire (never started on n2), so the number of interrupted
     // rows depends on timing; apps/node/test/node-process.test.ts asserts the marking deterministically.
     if ((byStatus.get('interrupted') ?? 0) > 0) {
