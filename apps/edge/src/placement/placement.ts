@@ -8,7 +8,7 @@
 // usage record. The supervisor decides when the run ends and calls `release()` exactly once.
 import type { RunEventWithMeta } from '../events/types.js';
 import type { Principal } from '../governance/principal.js';
-import type { RunDestination, RunOutcome, RunSpec, RunSurface } from './run-types.js';
+import type { RunDestination, RunEvents, RunOutcome, RunSpec, RunSurface } from './run-types.js';
 
 /** One run as placement sees it (built once by the supervisor). */
 export interface PlacementRequest {
@@ -88,15 +88,9 @@ export interface ServedRun {
   readonly sessionId: string;
   readonly providerId: string | undefined;
   readonly queueMs: number;
-  readonly events: ServedRunEvents;
+  readonly events: RunEvents;
   readonly done: Promise<RunOutcome>;
   cancel(reason?: string): Promise<void>;
-}
-
-/** A served run's events (the service's RunEvents): iterated, or handed to one callback as they come. */
-export interface ServedRunEvents extends AsyncIterable<RunEventWithMeta> {
-  /** Calls `each` synchronously with every event; `done` settles after the terminal one (or `stop()`). */
-  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
 }
 
 /** How a forwarded run is admitted here: what the requesting edge sent with it. */

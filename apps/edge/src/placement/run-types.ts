@@ -9,7 +9,7 @@ import type {
   RunKind,
   ToolDefinition,
 } from '@iop/wire';
-import type { RunOutcomeStatus } from '../events/types.js';
+import type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
 
 /** Where a run goes. Both kinds go through admission: capacity, node bound, queue. */
 export type RunDestination =
@@ -86,3 +86,12 @@ export type RunOutcome =
   | { status: Extract<RunOutcomeStatus, 'completed'>; detail: string; finishReason: string }
   | { status: Extract<RunOutcomeStatus, 'error'>; code: string; message: string }
   | { status: Extract<RunOutcomeStatus, 'cancelled'>; reason: string };
+
+/** A run's events: iterated, or handed to one callback as they come (single consumer either way). */
+export interface RunEvents extends AsyncIterable<RunEventWithMeta> {
+  /**
+   * Calls `each` synchronously with every event, the buffered ones first, so a reader of the whole run pays no
+   * promise per event. `done` settles after the terminal event or once `stop()` detached the reader.
+   */
+  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
+}

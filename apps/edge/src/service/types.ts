@@ -2,8 +2,7 @@
 // them: a surface translates its protocol into a destination + run spec, and the run's parts back.
 import type { AdapterType, ModelConfig } from '@iop/config';
 import type { NodeCommandRequest, NodeCommandResponse } from '@iop/wire';
-import type { RunEventWithMeta } from '../events/types.js';
-import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
+import type { RunDestination, RunEvents, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
 import type { NodeSummary } from '../node/node-summary.js';
 import type { ProviderStatus } from '../pool/provider-pool.js';
 import type { Principal } from '../governance/principal.js';
@@ -11,6 +10,7 @@ import type { RunRegistry } from './run-registry.js';
 
 export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
 export type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
+export type { RunEvents } from '../placement/run-types.js';
 export type {
   RunDestination,
   RunOutcome,
@@ -39,15 +39,6 @@ export interface SubmitOptions {
    * the node (client disconnect). The run's capacity is released when it ends, whatever the caller does.
    */
   signal?: AbortSignal;
-}
-
-/** A run's events: iterated, or handed to one callback as they come (single consumer either way). */
-export interface RunEvents extends AsyncIterable<RunEventWithMeta> {
-  /**
-   * Calls `each` synchronously with every event, the buffered ones first, so a reader of the whole run pays no
-   * promise per event. `done` settles after the terminal event or once `stop()` detached the reader.
-   */
-  forEach(each: (event: RunEventWithMeta) => void): { done: Promise<void>; stop: () => void };
 }
 
 export interface RunHandle {
