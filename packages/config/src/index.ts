@@ -10,6 +10,7 @@ export { classifyRefresh } from './classify-refresh.js';
 export { renderConfigTemplate } from './config-template.js';
 export { redactConfig, REDACTED } from './redact-config.js';
 export { isHttpUrl } from './validate-structure.js';
+export { createAjv, type AjvOptions } from './create-ajv.js';
 export {
   parseListenAddress,
   isListenAddress,

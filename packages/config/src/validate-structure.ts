@@ -1,6 +1,7 @@
 // Structural validation of the raw document with ajv (all errors, not just the first), translated into
 // ConfigIssues with YAML paths, lines and wording an operator can act on.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { createAjv } from './create-ajv.js';
 import { formatPath, pointerToSegments, type PathSegment } from './config-path.js';
 import { isHostAuthority } from './host-authority.js';
 import { isListenAddress } from './listen-address.js';
@@ -13,7 +14,7 @@ let compiled: ValidateFunction | undefined;
 
 function validator(): ValidateFunction {
   if (!compiled) {
-    const ajv = new Ajv({
+    const ajv = createAjv({
       allErrors: true,
       strict: true,
       discriminator: true,

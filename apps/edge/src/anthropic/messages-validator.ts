@@ -1,7 +1,8 @@
 // Validates Messages API bodies at the HTTP boundary: top-level fields outside the mapped and ignored lists, and
 // nested options IOP cannot honour, are refused by name first; then the body is checked against its ajv schema
 // (compiled once at module load) and the first problem is reported with its path.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createAjv } from '@iop/config';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { invalidRequest } from './anthropic-error.js';
 import {
   COUNT_TOKENS_FIELDS,
@@ -13,7 +14,7 @@ import {
   type MessagesRequestBody,
 } from './messages-schema.js';
 
-const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true });
+const ajv = createAjv({ allErrors: false, strict: false, allowUnionTypes: true });
 const checkMessages = ajv.compile<MessagesRequestBody>(messagesSchema);
 const checkCountTokens = ajv.compile<MessagesInputBody>(countTokensSchema);
 

@@ -1,6 +1,7 @@
 // Validates request bodies at the HTTP boundary: provider-specific fields are refused by name first (so the error
 // says which field), then the body is checked against its ajv schema (compiled once at module load).
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createAjv } from '@iop/config';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { invalidRequest } from './openai-error.js';
 import {
   chatRequestSchema,
@@ -19,7 +20,7 @@ export const UNSUPPORTED_TOP_LEVEL_FIELDS = ['options', 'format', 'keep_alive'] 
 /** Metadata keys that older IOP consumers used to steer providers; `metadata.workspace` is the only key read. */
 export const UNSUPPORTED_METADATA_KEYS = ['source', 'cli', 'inference'] as const;
 
-const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true });
+const ajv = createAjv({ allErrors: false, strict: false, allowUnionTypes: true });
 const validateChat = ajv.compile<ChatRequestBody>(chatRequestSchema);
 const validateResponses = ajv.compile<ResponsesRequestBody>(responsesRequestSchema);
 
