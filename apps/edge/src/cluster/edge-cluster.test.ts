@@ -132,6 +132,14 @@ async function collect(handle: RunHandle): Promise<RunEventWithMeta[]> {
   return events;
 }
 
+/** Fills edge a's one provider with a held run and waits until edge b sees it: a's next run is forwarded to b. */
+async function holdLocalCapacity(a: TestEdge, b: TestEdge): Promise<RunHandle> {
+  const local = await submit(a, 'hold');
+  await a.cluster.publishState();
+  await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+  return local;
+}
+
 function submit(edge: TestEdge, text: string, signal?: AbortSignal): Promise<RunHandle> {
   return edge.service.submitRun(
     { kind: 'model', model: 'm' },
@@ -210,9 +218,7 @@ suite('edge cluster over NATS', () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');
     await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
-    const local = await submit(a, 'hold');
-    await a.cluster.publishState();
-    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const local = await holdLocalCapacity(a, b);
     const observer = await connect({ servers: nats.url });
     try {
       const subjects: string[] = [];
@@ -251,9 +257,7 @@ suite('edge cluster over NATS', () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');
     await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
-    const local = await submit(a, 'hold');
-    await a.cluster.publishState();
-    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const local = await holdLocalCapacity(a, b);
     const forwarded = await submit(a, 'hold');
     expect(forwarded.providerId).toBe('pb');
     expect(await a.service.cancelRun(forwarded.runId, 'operator')).toBe(true);
@@ -275,9 +279,7 @@ suite('edge cluster over NATS', () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');
     await waitFor(() => a.cluster.view.states().length === 1);
-    const local = await submit(a, 'hold');
-    await a.cluster.publishState();
-    await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+    const local = await holdLocalCapacity(a, b);
     const forwarded = await submit(a, 'hold');
     expect(forwarded.providerId).toBe('pb');
     const stream = collect(forwarded);
@@ -356,9 +358,7 @@ suite('edge cluster over NATS', () => {
       });
       await outsider.flush();
       // Fill pa so the next run is forwarded to edge-b, and record the whole forwarded run.
-      const local = await submit(a, 'hold');
-      await a.cluster.publishState();
-      await waitFor(() => b.cluster.view.states()[0]?.providers[0]?.inFlight === 1);
+      const local = await holdLocalCapacity(a, b);
       const forwarded = await submit(a, 'secret prompt text');
       expect(forwarded.providerId).toBe('pb');
       expect(await forwarded.done).toMatchObject({ status: 'completed' });

@@ -807,6 +807,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     // Read synchronously as the supervisor delivers (no promise per event): the terminal part is sealed and sent
     // from inside the supervisor's end, before its bookkeeping (release, usage record) and the next turn.
     const reading = handle.events.forEach((event) => {
+      // Nothing more can be sent once a send failed: the events are not kept either.
+      if (failed) return;
       batch.push(event);
       const terminal = isTerminalPart(event.part);
       terminalSent ||= terminal;

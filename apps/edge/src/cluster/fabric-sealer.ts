@@ -12,14 +12,8 @@
 // no later than the newest forgotten one is refused, so a replay never passes). KV values carry no replay cache
 // (they are read again by design); they must be younger than the bucket's TTL and never older than the last
 // value accepted for the same key (SealedKv in fabric-bus.ts).
-import {
-  createCipheriv,
-  createDecipheriv,
-  createSecretKey,
-  randomFillSync,
-  type KeyObject,
-} from 'node:crypto';
-import { KEY_ID_BYTES, type FabricKey, type FabricKeyring } from './fabric-keyring.js';
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+import { KEY_ID_BYTES, type FabricKeyring } from './fabric-keyring.js';
 
 export const SEAL_VERSION = 1;
 const NONCE_BYTES = 12;
@@ -160,8 +154,6 @@ export class FabricSealer {
   private readonly nonces = new Map<string, SenderNonces>();
   private readonly noncePool = new NoncePool();
   private readonly aad = new AadScratch();
-  /** Each key's secret as a KeyObject, made once (not parsed from the buffer on every message). */
-  private readonly keyObjects = new WeakMap<FabricKey, KeyObject>();
 
   constructor(options: FabricSealerOptions) {
     this.keyring = options.keyring;
@@ -192,7 +184,7 @@ export class FabricSealer {
     const nonce = this.noncePool.next();
     out.set(nonce, at);
     at += NONCE_BYTES;
-    const cipher = createCipheriv('aes-256-gcm', this.keyObject(key), nonce);
+    const cipher = createCipheriv('aes-256-gcm', key.secret, nonce);
     cipher.setAAD(this.aad.of(out.subarray(0, headerLength), context));
     const body = cipher.update(data);
     body.copy(out, at);
@@ -205,15 +197,6 @@ export class FabricSealer {
     }
     cipher.getAuthTag().copy(out, at);
     return out;
-  }
-
-  private keyObject(key: FabricKey): KeyObject {
-    let object = this.keyObjects.get(key);
-    if (!object) {
-      object = createSecretKey(key.secret);
-      this.keyObjects.set(key, object);
-    }
-    return object;
   }
 
   /** Opens a message (with its replay check): `context` is where it arrived. */
@@ -271,7 +254,7 @@ export class FabricSealer {
     const timeAt = fixed + senderLength;
     const sentAtMs = Number(bytes.readBigUInt64BE(timeAt));
     const nonceBytes = bytes.subarray(timeAt + TIME_BYTES, headerLength);
-    const decipher = createDecipheriv('aes-256-gcm', this.keyObject(key), nonceBytes);
+    const decipher = createDecipheriv('aes-256-gcm', key.secret, nonceBytes);
     decipher.setAAD(this.aad.of(bytes.subarray(0, headerLength), context));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     let data: Buffer;
