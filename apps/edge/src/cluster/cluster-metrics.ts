@@ -80,3 +80,30 @@ export function registerRejectedMetric(registry: Registry): { rejected(reason: R
   for (const reason of REJECT_REASONS) counter.inc({ reason }, 0);
   return { rejected: (reason) => counter.inc({ reason }) };
 }
+
+/** What `iop_cluster_ciphers_total` reads: the sealer's counts (fabric-sealer.ts). */
+export interface CipherCounts {
+  readonly madeAhead: { readonly seals: number; readonly opens: number };
+  readonly madeInPlace: { readonly seals: number; readonly opens: number };
+}
+
+/**
+ * `iop_cluster_ciphers_total{use, made}`: seals and opens of fabric messages whose AES-GCM cipher was made ahead
+ * (off the message's path) or in place. A share of `in_place` that grows under steady load means bursts larger
+ * than what the sealer keeps ready, or peers that do not offer nonces.
+ */
+export function registerCipherMetric(registry: Registry, counts: CipherCounts): void {
+  new Counter({
+    name: 'iop_cluster_ciphers_total',
+    help: 'Seals and opens of cluster messages, by whether their cipher was made ahead or in place.',
+    labelNames: ['use', 'made'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ use: 'seal', made: 'ahead' }, counts.madeAhead.seals);
+      this.inc({ use: 'seal', made: 'in_place' }, counts.madeInPlace.seals);
+      this.inc({ use: 'open', made: 'ahead' }, counts.madeAhead.opens);
+      this.inc({ use: 'open', made: 'in_place' }, counts.madeInPlace.opens);
+    },
+  });
+}

@@ -140,6 +140,12 @@ async function holdLocalCapacity(a: TestEdge, b: TestEdge): Promise<RunHandle> {
   return local;
 }
 
+/** `iop_cluster_ciphers_total{use, made}` of an edge. */
+async function ciphers(edge: TestEdge, use: 'seal' | 'open', made: 'ahead' | 'in_place'): Promise<number> {
+  const metric = await edge.registry.getSingleMetric('iop_cluster_ciphers_total')?.get();
+  return metric?.values.find((value) => value.labels.use === use && value.labels.made === made)?.value ?? 0;
+}
+
 function submit(edge: TestEdge, text: string, signal?: AbortSignal): Promise<RunHandle> {
   return edge.service.submitRun(
     { kind: 'model', model: 'm' },
@@ -249,6 +255,40 @@ suite('edge cluster over NATS', () => {
       expect(perRun).toHaveLength(5);
     } finally {
       await observer.close();
+      await local.cancel('test end');
+    }
+  });
+
+  it("opens a forwarded run's answers, and the next forward on the owner, with ciphers made ahead", async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await holdLocalCapacity(a, b);
+    try {
+      const before = {
+        requester: await ciphers(a, 'open', 'ahead'),
+        owner: await ciphers(b, 'open', 'ahead'),
+      };
+      for (const text of ['first', 'second']) {
+        const forwarded = await submit(a, text);
+        expect(forwarded.providerId).toBe('pb');
+        await collect(forwarded);
+        expect(await forwarded.done).toMatchObject({ status: 'completed' });
+        // Edge-a places the next run on pb only once it sees pb free again.
+        await b.cluster.publishState();
+        await waitFor(() =>
+          a.cluster.view
+            .states()
+            .every((state) => state.providers.every((provider) => provider.inFlight === 0)),
+        );
+      }
+      // Each run: the reply, the first event message (start) and the ending one (complete) on nonces edge-a
+      // offered; the text between them on one edge-b drew.
+      expect((await ciphers(a, 'open', 'ahead')) - before.requester).toBe(6);
+      // The second forward was sealed with the nonce edge-b offered in its first reply.
+      expect((await ciphers(b, 'open', 'ahead')) - before.owner).toBe(1);
+      expect(await ciphers(a, 'seal', 'ahead')).toBeGreaterThan(0);
+    } finally {
       await local.cancel('test end');
     }
   });

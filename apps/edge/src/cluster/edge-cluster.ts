@@ -53,7 +53,12 @@ import {
   type ClusterLimits,
   type LimitLeaseRef,
 } from './cluster-limits.js';
-import { registerClusterMetrics, registerRejectedMetric, type ClusterMetrics } from './cluster-metrics.js';
+import {
+  registerCipherMetric,
+  registerClusterMetrics,
+  registerRejectedMetric,
+  type ClusterMetrics,
+} from './cluster-metrics.js';
 import {
   createFabricBus,
   type FabricBus,
@@ -62,7 +67,7 @@ import {
   type SealedKvEntry,
 } from './fabric-bus.js';
 import { keyFileIsShared, readFabricKeyring, type FabricKeyring } from './fabric-keyring.js';
-import { FabricSealer } from './fabric-sealer.js';
+import { FabricSealer, type SealNonce } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createRemoteRuns, serveRuns } from './cluster-runs.js';
@@ -156,7 +161,20 @@ interface ForwardRequest {
   principal?: WirePrincipal;
   /** The principal's limits, reserved on its home edge by the requester. */
   lease?: LimitLeaseRef;
+  /**
+   * Nonces the requester offers for the owner's answers on the events subject, each for one message: the reply,
+   * the message that ends the run, then the first other event messages. The requester opens those with
+   * deciphers made while the run is away (fabric-sealer.ts).
+   */
+  nonces?: string[];
 }
+
+/** Nonces offered with a forward: the reply, the ending message and the first other event message. */
+const ANSWER_NONCES = 3;
+/** Nonces an owner offers back with each reply, for the requester's next forwards to it. */
+const NEXT_FORWARD_NONCES = 1;
+/** Nonces a requester keeps per owner edge for its next forwards (more are not taken). */
+const MAX_FORWARD_NONCES = 8;
 
 export type ForwardReply =
   | {
@@ -168,6 +186,8 @@ export type ForwardReply =
       sessionId: string;
       providerId: string | null;
       queueMs: number;
+      /** Nonces the owner offers for the requester's next forwards to it (one forward each). */
+      nonces?: string[];
     }
   /** `code`: the owner service's error code (the requester maps it back, unknown codes as `node_error`). */
   | { ok: false; code: string; message: string; retryAfterSeconds: number | null };
@@ -249,10 +269,12 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
   }
   const raw = await connect(natsConnectOptions(cluster, `iop-edge ${config.edge.id}`));
   const now = () => options.clock.now();
+  const sealer = new FabricSealer({ keyring, sender: config.edge.id, now });
+  if (options.registry) registerCipherMetric(options.registry, sealer);
   const nc = createFabricBus({
     nc: raw,
     edgeId: config.edge.id,
-    sealer: new FabricSealer({ keyring, sender: config.edge.id, now }),
+    sealer,
     logger,
     now,
     ...(options.registry ? { sink: registerRejectedMetric(options.registry) } : {}),
@@ -290,6 +312,10 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   readonly view: ClusterView;
   /** Runs forwarded from here that have not been released, by forward id. */
   private readonly forwarded = new Map<string, ForwardedRun>();
+  /** The nonces offered with each of them (withdrawn when it is released). */
+  private readonly offeredNonces = new Map<string, string[]>();
+  /** Nonces owner edges offered for this edge's next forwards to them, by edge id. */
+  private readonly forwardNonces = new Map<string, SealNonce[]>();
   private host: ForwardedRunHost | undefined;
   private readonly served = new Map<string, Served>();
   /** Revision of this edge's claim per node id. */
@@ -415,6 +441,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   sendForward(run: ForwardedRun, request: PlacementRequest, traceparent: string): void {
     if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
     this.forwarded.set(run.forwardId, run);
+    const nonces = this.nc.offerNonces(ANSWER_NONCES);
+    this.offeredNonces.set(run.forwardId, nonces);
     const principal = request.principal;
     const forward: ForwardRequest = {
       forwardId: run.forwardId,
@@ -427,11 +455,14 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       ...(traceparent !== '' ? { traceparent } : {}),
       ...(principal ? { principal: toWirePrincipal(principal) } : {}),
       ...(principal?.lease instanceof HomeLimitLease ? { lease: principal.lease.ref } : {}),
+      nonces,
     };
     // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
     // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
+    const nonce = this.forwardNonces.get(run.edgeId)?.shift();
     this.nc.publish(`iop.run.${run.edgeId}`, encode(forward), {
       reply: `iop.events.${this.edgeId}.${run.forwardId}`,
+      ...(nonce ? { nonce } : {}),
     });
   }
 
@@ -447,7 +478,11 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   }
 
   released(run: ForwardedRun): void {
-    if (this.forwarded.get(run.forwardId) === run) this.forwarded.delete(run.forwardId);
+    if (this.forwarded.get(run.forwardId) !== run) return;
+    this.forwarded.delete(run.forwardId);
+    const nonces = this.offeredNonces.get(run.forwardId);
+    this.offeredNonces.delete(run.forwardId);
+    if (nonces) this.nc.withdrawNonces(nonces);
   }
 
   private get logger(): Logger {
@@ -482,6 +517,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
           forward.lost('malformed event from the owning edge');
           return;
         }
+        if ('ok' in message && message.ok && message.nonces)
+          this.keepForwardNonces(forward.edgeId, message.nonces);
         forward.receive(message);
       },
     });
@@ -489,6 +526,18 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     void this.nc.closed().then(() => {
       for (const forward of [...this.forwarded.values()]) forward.lost('the edge lost its NATS connection');
     });
+  }
+
+  /** Nonces an owner offered in a reply that opened: this edge seals its next forwards to that owner with them. */
+  private keepForwardNonces(edgeId: string, offer: unknown): void {
+    let kept = this.forwardNonces.get(edgeId);
+    if (!kept) {
+      if (!this.view.isLive(edgeId)) return;
+      kept = [];
+      this.forwardNonces.set(edgeId, kept);
+    }
+    if (kept.length >= MAX_FORWARD_NONCES) return;
+    kept.push(...this.nc.acceptNonces(offer).slice(0, MAX_FORWARD_NONCES - kept.length));
   }
 
   serveRuns(local: LocalRuns): void {
@@ -724,6 +773,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   }
 
   private endForwardsTo(edgeId: string): void {
+    this.forwardNonces.delete(edgeId);
     for (const forward of [...this.forwarded.values()]) {
       if (forward.edgeId === edgeId) forward.lost(`edge ${edgeId}, which owned the run's node, is gone`);
     }
@@ -776,8 +826,11 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       sessionId: handle.sessionId,
       providerId: handle.providerId ?? null,
       queueMs: handle.queueMs,
+      nonces: this.nc.offerNonces(NEXT_FORWARD_NONCES),
     };
     const subject = served.subject;
+    // The requester's offered nonces seal the reply, the ending message and the first other event messages.
+    const [replyNonce, endNonce, ...eventNonces] = this.nc.acceptNonces(request.nonces);
     let terminalSent = false;
     // The answer goes at the end of this turn (after the run's frame to the node, which is written then too, so
     // that write comes first), and always before the run's first events: every flush sends it first.
@@ -789,10 +842,15 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       try {
         if (!replied) {
           replied = true;
-          msg.respond(encode(reply));
+          msg.respond(encode(reply), replyNonce);
         }
         if (batch.length === 0) return;
-        this.nc.publish(subject, encode({ t: 'events', events: batch } satisfies ForwardMessage));
+        const nonce = terminalSent ? endNonce : eventNonces.shift();
+        this.nc.publish(
+          subject,
+          encode({ t: 'events', events: batch } satisfies ForwardMessage),
+          nonce ? { nonce } : undefined,
+        );
       } catch (error) {
         // The connection closed under the run: the requester ends it as lost (its edge sees this one leave).
         failed = true;
@@ -821,7 +879,11 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     // Runs ended by this edge's own stop were already reported to the requester as an error; a terminal part
     // already decided the outcome there (the requester ends on it), so `done` goes only when none was sent.
     if (!this.served.delete(request.forwardId) || terminalSent || this.nc.isClosed()) return;
-    this.nc.publish(subject, encode({ t: 'done', outcome } satisfies ForwardMessage));
+    this.nc.publish(
+      subject,
+      encode({ t: 'done', outcome } satisfies ForwardMessage),
+      endNonce ? { nonce: endNonce } : undefined,
+    );
   }
 
   /** A forwarded run's principal, with the lease its requester reserved (released here when the run ends). */

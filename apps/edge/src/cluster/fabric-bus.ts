@@ -11,7 +11,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { KV, KvWatchOptions } from '@nats-io/kv';
 import type { Logger } from '../logging.js';
-import type { FabricSealer } from './fabric-sealer.js';
+import type { FabricSealer, SealNonce } from './fabric-sealer.js';
 import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
 
 export type FabricBusErrorCode = 'no_responders' | 'timeout' | 'closed';
@@ -37,8 +37,11 @@ export interface FabricMsg {
   readonly sender: string;
   /** The server's "no responders" status for a message this edge sent with this reply subject (not sealed). */
   readonly noResponders: boolean;
-  /** Seals `data` for the reply subject and sends it there; false when the message named none. */
-  respond(data: Uint8Array): boolean;
+  /**
+   * Seals `data` for the reply subject (with `nonce`, one the requester offered, if given) and sends it there;
+   * false when the message named none.
+   */
+  respond(data: Uint8Array, nonce?: SealNonce): boolean;
 }
 
 export interface FabricSubscribeOptions {
@@ -86,7 +89,14 @@ export interface SealedKv {
 
 export interface FabricBus {
   readonly edgeId: string;
-  publish(subject: string, data: Uint8Array, options?: { reply?: string }): void;
+  /** `nonce`: seal with one a peer offered (FabricSealer.acceptNonces), so the peer opens it faster. */
+  publish(subject: string, data: Uint8Array, options?: { reply?: string; nonce?: SealNonce }): void;
+  /** Nonces to send a peer for its answers to this edge, which opens them with deciphers made ahead. */
+  offerNonces(count: number): string[];
+  /** Offered nonces no answer will use. */
+  withdrawNonces(nonces: readonly string[]): void;
+  /** The nonces a peer offered in a message that opened here (none for anything malformed or seen before). */
+  acceptNonces(offer: unknown): SealNonce[];
   subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription;
   /** The first sealed answer on this request's reply subject; FabricBusError when none comes. */
   request(subject: string, data: Uint8Array, options: { timeout: number }): Promise<FabricMsg>;
@@ -169,9 +179,9 @@ class SealedBus implements FabricBus {
       data: opened?.data ?? EMPTY,
       sender: opened?.sender ?? '',
       noResponders: opened === undefined,
-      respond: (data) => {
+      respond: (data, nonce) => {
         if (!reply || this.nc.isClosed()) return false;
-        this.nc.publish(reply, this.sealer.seal(messageContext(reply, undefined), data));
+        this.nc.publish(reply, this.sealer.seal(messageContext(reply, undefined), data, nonce));
         return true;
       },
     };
@@ -184,13 +194,25 @@ class SealedBus implements FabricBus {
     return undefined;
   }
 
-  publish(subject: string, data: Uint8Array, options?: { reply?: string }): void {
+  publish(subject: string, data: Uint8Array, options?: { reply?: string; nonce?: SealNonce }): void {
     const reply = options?.reply;
     this.nc.publish(
       subject,
-      this.sealer.seal(messageContext(subject, reply), data),
+      this.sealer.seal(messageContext(subject, reply), data, options?.nonce),
       reply !== undefined ? { reply } : undefined,
     );
+  }
+
+  offerNonces(count: number): string[] {
+    return this.sealer.offerNonces(count);
+  }
+
+  withdrawNonces(nonces: readonly string[]): void {
+    this.sealer.withdrawNonces(nonces);
+  }
+
+  acceptNonces(offer: unknown): SealNonce[] {
+    return this.sealer.acceptNonces(offer);
   }
 
   subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription {

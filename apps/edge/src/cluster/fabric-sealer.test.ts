@@ -8,15 +8,28 @@ const KEY_B = Buffer.alloc(32, 2);
 const text = (value: string) => new TextEncoder().encode(value);
 const read = (value: Uint8Array) => new TextDecoder().decode(value);
 
+/** Work the sealers deferred (ciphers made ahead), run when a test says so. */
+const deferred: (() => void)[] = [];
+function runDeferred(): void {
+  for (let work = deferred.shift(); work; work = deferred.shift()) work();
+}
+
 function sealer(sender: string, keys: Buffer[], clock: { now: number }, replayCachePerSender?: number) {
   return new FabricSealer({
     keyring: keyringOf(keys),
     sender,
     now: () => clock.now,
     maxSkewMs: 30_000,
+    defer: (work) => deferred.push(work),
     ...(replayCachePerSender !== undefined ? { replayCachePerSender } : {}),
   });
 }
+
+const nonceOf = (sealed: Uint8Array): string => {
+  const bytes = Buffer.from(sealed);
+  const headerLength = 1 + KEY_ID_BYTES + 1 + (bytes[1 + KEY_ID_BYTES] ?? 0) + 8 + 12;
+  return bytes.subarray(headerLength - 12, headerLength).toString('base64');
+};
 
 describe('FabricSealer', () => {
   const clock = { now: 1_800_000_000_000 };
@@ -77,7 +90,10 @@ describe('FabricSealer', () => {
   it('refuses a message older or newer than the skew window, and a KV value older than its TTL', () => {
     const past = { now: clock.now - 31_000 };
     const future = { now: clock.now + 31_000 };
-    const receiver = sealer('edge-1', [KEY_A], clock);
+    // Started a minute ago (what it refuses for being sent before its start is the next test's).
+    const receiverClock = { now: clock.now - 60_000 };
+    const receiver = sealer('edge-1', [KEY_A], receiverClock);
+    receiverClock.now = clock.now;
     expect(receiver.open(run, sealer('edge-2', [KEY_A], past).seal(run, text('x')))).toMatchObject({
       ok: false,
       reason: 'stale',
@@ -196,5 +212,99 @@ describe('FabricSealer', () => {
     const empty = sender.seal(run, new Uint8Array(0));
     const openedEmpty = receiver.open(run, empty);
     expect(openedEmpty.ok && openedEmpty.data.length).toBe(0);
+  });
+
+  it('refuses what was sent before it started: a restarted edge does not take a replay of its earlier life', () => {
+    const now = { now: clock.now };
+    const sender = sealer('edge-2', [KEY_A], now);
+    const first = sealer('edge-1', [KEY_A], now);
+    const sent = sender.seal(run, text('the prompt'));
+    expect(first.open(run, sent).ok).toBe(true);
+    now.now += 5_000;
+    // The same edge restarted (a new sealer, no nonces remembered) within the skew window.
+    const restarted = sealer('edge-1', [KEY_A], now);
+    expect(restarted.open(run, sent)).toEqual({ ok: false, reason: 'replay', claimed: 'edge-2' });
+    expect(restarted.open(run, sender.seal(run, text('new'))).ok).toBe(true);
+  });
+
+  it('seals and opens with ciphers made ahead, in the turn after', () => {
+    const sender = sealer('edge-2', [KEY_A], clock);
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    const first = sender.seal(run, text('1'));
+    expect(sender.madeAhead.seals).toBe(0);
+    runDeferred();
+    const sent = [sender.seal(run, text('2')), sender.seal(run, text('3'))];
+    expect(sender.madeAhead.seals).toBe(2);
+    // Each made-ahead cipher has its own nonce, used once.
+    expect(new Set([first, ...sent].map(nonceOf)).size).toBe(3);
+    for (const [index, message] of [first, ...sent].entries()) {
+      const opened = receiver.open(run, message);
+      expect(opened.ok && read(opened.data)).toBe(String(index + 1));
+    }
+  });
+
+  it("seals a peer's answers with the nonces it offered, each once, and opens them with deciphers made ahead", () => {
+    const requester = sealer('edge-2', [KEY_A], clock);
+    const owner = sealer('edge-1', [KEY_A], clock);
+    const answers = messageContext('iop.events.edge-2.f1', '');
+    const offer = requester.offerNonces(2);
+    expect(offer).toHaveLength(2);
+    runDeferred();
+    const accepted = owner.acceptNonces(offer);
+    expect(accepted).toHaveLength(2);
+    runDeferred();
+    const [reply, events] = accepted;
+    const replySealed = owner.seal(answers, text('reply'), reply);
+    const eventsSealed = owner.seal(answers, text('events'), events);
+    expect([nonceOf(replySealed), nonceOf(eventsSealed)]).toEqual(offer);
+    expect(owner.madeAhead.seals).toBe(2);
+    // A nonce offered is used for one seal only: a second seal with it takes another.
+    const again = owner.seal(answers, text('again'), reply);
+    expect(offer).not.toContain(nonceOf(again));
+    for (const [message, expected] of [
+      [replySealed, 'reply'],
+      [eventsSealed, 'events'],
+      [again, 'again'],
+    ] as const) {
+      const opened = requester.open(answers, message);
+      expect(opened.ok && read(opened.data)).toBe(expected);
+    }
+    expect(requester.madeAhead.opens).toBe(2);
+  });
+
+  it('accepts an offered nonce once, nothing malformed, and at most four per offer', () => {
+    const requester = sealer('edge-2', [KEY_A], clock);
+    const owner = sealer('edge-1', [KEY_A], clock);
+    const offer = requester.offerNonces(2);
+    expect(owner.acceptNonces(offer)).toHaveLength(2);
+    // The same offer again (another message carrying it) gets nothing: the owner never seals twice with one nonce.
+    expect(owner.acceptNonces(offer)).toHaveLength(0);
+    expect(owner.acceptNonces('x')).toHaveLength(0);
+    expect(owner.acceptNonces(['short', 1])).toHaveLength(0);
+    expect(owner.acceptNonces([Buffer.alloc(13).toString('base64')])).toHaveLength(0);
+    expect(requester.offerNonces(9)).toHaveLength(4);
+    expect(owner.acceptNonces(requester.offerNonces(4).concat(requester.offerNonces(4)))).toHaveLength(4);
+  });
+
+  it('opens an answer on an offered nonce whether or not its decipher was made, and a forgery on it not at all', () => {
+    const requester = sealer('edge-2', [KEY_A], clock);
+    const owner = sealer('edge-1', [KEY_A], clock);
+    const answers = messageContext('iop.events.edge-2.f2', '');
+    const [early, forged, withdrawn] = requester.offerNonces(3);
+    // Not made yet (the requester's next turn has not come): opened with a decipher made in place.
+    const [earlyNonce, forgedNonce, withdrawnNonce] = owner.acceptNonces([early, forged, withdrawn]);
+    const sealed = owner.seal(answers, text('early'), earlyNonce);
+    expect(requester.open(answers, sealed).ok).toBe(true);
+    runDeferred();
+    // Someone without the key uses an offered nonce: refused, and the decipher made for it is gone with it.
+    const forgery = Buffer.from(owner.seal(answers, text('forged'), forgedNonce));
+    const real = Buffer.from(forgery);
+    forgery[forgery.length - 1] = (forgery[forgery.length - 1] ?? 0) ^ 1;
+    expect(requester.open(answers, forgery)).toMatchObject({ ok: false, reason: 'auth_failed' });
+    expect(requester.open(answers, real).ok).toBe(true);
+    requester.withdrawNonces([withdrawn ?? '']);
+    expect(requester.open(answers, owner.seal(answers, text('late'), withdrawnNonce)).ok).toBe(true);
+    // Only the forgery found a decipher made ahead.
+    expect(requester.madeAhead.opens).toBe(1);
   });
 });

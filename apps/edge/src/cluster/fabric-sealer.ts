@@ -7,18 +7,38 @@
 //   context: `msg <subject> <reply subject>` for a message (reply '' when none), `kv <bucket> <key>` for a KV value
 //
 // A message opens only with a key of the ring, unchanged, on the subject (and reply subject) it was sealed for,
-// within `maxSkewMs` of this edge's clock, and once: each sender's nonces are remembered until their time leaves
-// the window (bounded per sender; when a sender's cache is full the oldest are forgotten and every message sent
-// no later than the newest forgotten one is refused, so a replay never passes). KV values carry no replay cache
-// (they are read again by design); they must be younger than the bucket's TTL and never older than the last
+// within `maxSkewMs` of this edge's clock, not stamped before this edge started, and once: each sender's nonces
+// are remembered until their time leaves the window (bounded per sender; when a sender's cache is full the oldest
+// are forgotten and every message sent no later than the newest forgotten one is refused, so a replay never
+// passes). A restarted edge holds no nonces of its earlier life, so what was sent before it started is refused
+// (a peer whose clock is behind loses its messages for that long after a restart). KV values carry no replay
+// cache (they are read again by design); they must be younger than the bucket's TTL and never older than the last
 // value accepted for the same key (SealedKv in fabric-bus.ts).
-import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
-import { KEY_ID_BYTES, type FabricKeyring } from './fabric-keyring.js';
+//
+// Off a run's path: creating an OpenSSL cipher is most of a seal's cost, and on a loaded host, where each edge
+// runs a few times per request with cold caches, it costs 60-80 µs (against 5 µs in a loop). So the sealer
+// makes ciphers ahead, in the turn after it used one (`defer`):
+//   - a few for random nonces, which the next seals take;
+//   - deciphers for nonces this edge offered a peer (`offerNonces`): a requester sends them with a forwarded
+//     run, and the owner seals its first answers with them (`acceptNonces`, each once), so the requester opens
+//     those answers with a decipher made while the run was away.
+// An offered nonce comes from the same pool as this edge's own (random, never used twice); an accepted one is
+// used for one seal and only if it was never accepted before (a message is opened once, and never one sent
+// before this edge started, so a replay cannot make an edge seal twice with one nonce).
+import {
+  createCipheriv,
+  createDecipheriv,
+  randomFillSync,
+  type CipherGCM,
+  type DecipherGCM,
+} from 'node:crypto';
+import { KEY_ID_BYTES, type FabricKey, type FabricKeyring } from './fabric-keyring.js';
 
 export const SEAL_VERSION = 1;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const TIME_BYTES = 8;
+const WORD = 0x1_0000_0000;
 /** Default accepted clock difference between two edges (and age of a message in flight). */
 export const DEFAULT_MAX_SKEW_MS = 30_000;
 /** Nonces remembered per sender (messages within two skew windows; beyond it the oldest are forgotten). */
@@ -66,6 +86,31 @@ export interface FabricSealerOptions {
   now: () => number;
   maxSkewMs?: number;
   replayCachePerSender?: number;
+  /** Runs work after the current turn, where the ciphers for the next seals and opens are made (setImmediate). */
+  defer?: (work: () => void) => void;
+}
+
+/** Ciphers for random nonces kept ready (a burst larger than this makes the rest in place). */
+const READY_CIPHERS = 4;
+/** Nonces this edge offered and still holds a decipher for (the oldest are dropped beyond it). */
+const MAX_OFFERED = 2048;
+/** Nonces a peer may offer with one message. */
+export const MAX_NONCES_PER_OFFER = 4;
+/** A nonce offered in one message, as it travels (base64 of 12 bytes). */
+const NONCE_PATTERN = /^[A-Za-z0-9+/]{16}$/;
+
+/** A nonce a peer offered for one seal of this edge (`FabricSealer.acceptNonces`); used at most once. */
+export class SealNonce {
+  /** Made ahead for `key`; undefined until then, or once used. */
+  cipher: { key: FabricKey; cipher: CipherGCM } | undefined;
+  used = false;
+  constructor(readonly nonce: Buffer) {}
+}
+
+interface OfferedNonce {
+  key: FabricKey;
+  decipher: DecipherGCM | undefined;
+  offeredAtMs: number;
 }
 
 export function messageContext(subject: string, reply: string | undefined): string {
@@ -84,12 +129,13 @@ class NoncePool {
   private readonly pool = Buffer.allocUnsafe(NONCE_BYTES * 256);
   private offset = this.pool.length;
 
+  /** A fresh nonce of its own (the pool's bytes are drawn again later). */
   next(): Buffer {
     if (this.offset >= this.pool.length) {
       randomFillSync(this.pool);
       this.offset = 0;
     }
-    const nonce = this.pool.subarray(this.offset, this.offset + NONCE_BYTES);
+    const nonce = Buffer.from(this.pool.subarray(this.offset, this.offset + NONCE_BYTES));
     this.offset += NONCE_BYTES;
     return nonce;
   }
@@ -148,12 +194,30 @@ class SenderNonces {
 export class FabricSealer {
   private readonly keyring: FabricKeyring;
   private readonly senderBytes: Uint8Array;
+  private prefix: { key: FabricKey; bytes: Buffer } | undefined;
   private readonly now: () => number;
   readonly maxSkewMs: number;
+  /** Messages stamped before this are refused: their nonces may have been seen by this edge's earlier life. */
+  private readonly startedAtMs: number;
   private readonly replayCachePerSender: number;
   private readonly nonces = new Map<string, SenderNonces>();
   private readonly noncePool = new NoncePool();
   private readonly aad = new AadScratch();
+  private readonly defer: (work: () => void) => void;
+  private warmScheduled = false;
+  /** Ciphers made ahead for random nonces, oldest first. */
+  private readonly ready: { key: FabricKey; nonce: Buffer; cipher: CipherGCM }[] = [];
+  /** Nonces offered to peers (base64), in offer order, with their deciphers once made. */
+  private readonly offered = new Map<string, OfferedNonce>();
+  /** Offered nonces whose deciphers are still to be made. */
+  private unmade: string[] = [];
+  /** Accepted nonces still to get a cipher made ahead. */
+  private unprepared: SealNonce[] = [];
+  /** Every nonce a peer offered within the window: one offered twice is not used again. */
+  private readonly accepted: SenderNonces;
+  /** Seals and opens that found their cipher made ahead, and those that made it in place. */
+  readonly madeAhead = { seals: 0, opens: 0 };
+  readonly madeInPlace = { seals: 0, opens: 0 };
 
   constructor(options: FabricSealerOptions) {
     this.keyring = options.keyring;
@@ -162,29 +226,29 @@ export class FabricSealer {
       throw new RangeError('a sender id is 1 to 255 bytes');
     }
     this.now = options.now;
+    this.startedAtMs = this.now();
     this.maxSkewMs = options.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     this.replayCachePerSender = options.replayCachePerSender ?? DEFAULT_REPLAY_CACHE_PER_SENDER;
+    this.accepted = new SenderNonces(this.replayCachePerSender);
+    this.defer = options.defer ?? ((work) => setImmediate(work).unref());
   }
 
-  /** Seals `data` for `context` (messageContext / kvContext) with the primary key. */
-  seal(context: string, data: Uint8Array): Uint8Array {
+  /** Seals `data` for `context` (messageContext / kvContext) with the primary key; `nonce`: one a peer offered. */
+  seal(context: string, data: Uint8Array, nonce?: SealNonce): Uint8Array {
     const key = this.keyring.primary;
-    const headerLength = 1 + KEY_ID_BYTES + 1 + this.senderBytes.length + TIME_BYTES + NONCE_BYTES;
+    const { nonce: nonceBytes, cipher } = this.cipherFor(key, nonce);
+    const prefix = this.prefixFor(key);
+    const headerLength = prefix.length + TIME_BYTES + NONCE_BYTES;
     const out = Buffer.allocUnsafe(headerLength + data.length + TAG_BYTES);
-    let at = 0;
-    out[at++] = SEAL_VERSION;
-    out.set(key.id, at);
-    at += KEY_ID_BYTES;
-    out[at++] = this.senderBytes.length;
-    out.set(this.senderBytes, at);
-    at += this.senderBytes.length;
-    out.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(this.now()))), at);
+    out.set(prefix, 0);
+    let at = prefix.length;
+    // 8 bytes big endian as two words (no BigInt): ms since the epoch stay below 2^53.
+    const sentAtMs = Math.max(0, Math.floor(this.now()));
+    out.writeUInt32BE(Math.floor(sentAtMs / WORD), at);
+    out.writeUInt32BE(sentAtMs % WORD, at + 4);
     at += TIME_BYTES;
-    // Each nonce is used once: it is copied into the message before the pool moves on.
-    const nonce = this.noncePool.next();
-    out.set(nonce, at);
+    out.set(nonceBytes, at);
     at += NONCE_BYTES;
-    const cipher = createCipheriv('aes-256-gcm', key.secret, nonce);
     cipher.setAAD(this.aad.of(out.subarray(0, headerLength), context));
     const body = cipher.update(data);
     body.copy(out, at);
@@ -196,7 +260,122 @@ export class FabricSealer {
       at += final.length;
     }
     cipher.getAuthTag().copy(out, at);
+    this.warmSoon();
     return out;
+  }
+
+  /** version · key id · sender length · sender: the same for every message sealed with `key`. */
+  private prefixFor(key: FabricKey): Buffer {
+    if (this.prefix?.key === key) return this.prefix.bytes;
+    const bytes = Buffer.alloc(1 + KEY_ID_BYTES + 1 + this.senderBytes.length);
+    bytes[0] = SEAL_VERSION;
+    bytes.set(key.id, 1);
+    bytes[1 + KEY_ID_BYTES] = this.senderBytes.length;
+    bytes.set(this.senderBytes, 2 + KEY_ID_BYTES);
+    this.prefix = { key, bytes };
+    return bytes;
+  }
+
+  /**
+   * `count` nonces for a peer to seal its answers with (sent inside a sealed message); this edge makes their
+   * deciphers in the next turn. `withdrawNonces` drops those no answer used.
+   */
+  offerNonces(count: number): string[] {
+    const key = this.keyring.primary;
+    const offeredAtMs = this.now();
+    const nonces: string[] = [];
+    for (let index = 0; index < Math.min(count, MAX_NONCES_PER_OFFER); index++) {
+      const nonce = this.noncePool.next().toString('base64');
+      if (this.offered.size >= MAX_OFFERED) this.offered.delete(this.offered.keys().next().value as string);
+      this.offered.set(nonce, { key, decipher: undefined, offeredAtMs });
+      this.unmade.push(nonce);
+      nonces.push(nonce);
+    }
+    this.warmSoon();
+    return nonces;
+  }
+
+  withdrawNonces(nonces: readonly string[]): void {
+    for (const nonce of nonces) this.offered.delete(nonce);
+  }
+
+  /**
+   * The nonces a peer offered in a message that opened (anything else yields none): one seal each, in order;
+   * their ciphers are made in the next turn.
+   */
+  acceptNonces(offer: unknown): SealNonce[] {
+    if (!Array.isArray(offer)) return [];
+    const now = this.now();
+    const accepted: SealNonce[] = [];
+    for (const nonce of offer.slice(0, MAX_NONCES_PER_OFFER)) {
+      // The order says what each is for: after a bad one, none.
+      if (typeof nonce !== 'string' || !NONCE_PATTERN.test(nonce)) break;
+      if (!this.accepted.admit(nonce, now, now - 2 * this.maxSkewMs)) break;
+      accepted.push(new SealNonce(Buffer.from(nonce, 'base64')));
+    }
+    this.unprepared.push(...accepted);
+    this.warmSoon();
+    return accepted;
+  }
+
+  /** The nonce and cipher of the next seal: the offered one if unused, else one made ahead, else a new one. */
+  private cipherFor(key: FabricKey, offered: SealNonce | undefined): { nonce: Buffer; cipher: CipherGCM } {
+    if (offered && !offered.used) {
+      offered.used = true;
+      const prepared = offered.cipher;
+      offered.cipher = undefined;
+      if (prepared?.key === key) {
+        this.madeAhead.seals += 1;
+        return { nonce: offered.nonce, cipher: prepared.cipher };
+      }
+      this.madeInPlace.seals += 1;
+      return { nonce: offered.nonce, cipher: createCipheriv('aes-256-gcm', key.secret, offered.nonce) };
+    }
+    for (let next = this.ready.shift(); next; next = this.ready.shift()) {
+      // Made for a key that is no longer the primary: dropped, its nonce never used.
+      if (next.key !== key) continue;
+      this.madeAhead.seals += 1;
+      return next;
+    }
+    this.madeInPlace.seals += 1;
+    const nonce = this.noncePool.next();
+    return { nonce, cipher: createCipheriv('aes-256-gcm', key.secret, nonce) };
+  }
+
+  private warmSoon(): void {
+    if (this.warmScheduled) return;
+    this.warmScheduled = true;
+    this.defer(() => this.warm());
+  }
+
+  /** Makes what the next seals and opens need, while this edge's caches still hold the cipher code. */
+  private warm(): void {
+    this.warmScheduled = false;
+    const key = this.keyring.primary;
+    while (this.ready.length < READY_CIPHERS) {
+      const nonce = this.noncePool.next();
+      this.ready.push({ key, nonce, cipher: createCipheriv('aes-256-gcm', key.secret, nonce) });
+    }
+    const unprepared = this.unprepared;
+    this.unprepared = [];
+    for (const accepted of unprepared) {
+      if (accepted.used) continue;
+      accepted.cipher = { key, cipher: createCipheriv('aes-256-gcm', key.secret, accepted.nonce) };
+    }
+    // Offered in time order: what no answer used within two skew windows is dropped from the front.
+    const oldest = this.now() - 2 * this.maxSkewMs;
+    for (const [nonce, offered] of this.offered) {
+      if (offered.offeredAtMs >= oldest) break;
+      this.offered.delete(nonce);
+    }
+    const unmade = this.unmade;
+    this.unmade = [];
+    for (const nonce of unmade) {
+      const offered = this.offered.get(nonce);
+      if (offered && !offered.decipher) {
+        offered.decipher = createDecipheriv('aes-256-gcm', offered.key.secret, Buffer.from(nonce, 'base64'));
+      }
+    }
   }
 
   /** Opens a message (with its replay check): `context` is where it arrived. */
@@ -207,6 +386,7 @@ export class FabricSealer {
     if (Math.abs(now - opened.sentAtMs) > this.maxSkewMs) {
       return { ok: false, reason: 'stale', claimed: opened.sender };
     }
+    if (opened.sentAtMs < this.startedAtMs) return { ok: false, reason: 'replay', claimed: opened.sender };
     let nonces = this.nonces.get(opened.sender);
     if (!nonces) {
       if (this.nonces.size >= MAX_SENDERS) {
@@ -252,9 +432,15 @@ export class FabricSealer {
     const key = this.keyring.find(bytes.subarray(1, 1 + KEY_ID_BYTES));
     if (!key) return { ok: false, reason: 'unknown_key', claimed: sender };
     const timeAt = fixed + senderLength;
-    const sentAtMs = Number(bytes.readBigUInt64BE(timeAt));
+    const sentAtMs = bytes.readUInt32BE(timeAt) * WORD + bytes.readUInt32BE(timeAt + 4);
     const nonceBytes = bytes.subarray(timeAt + TIME_BYTES, headerLength);
-    const decipher = createDecipheriv('aes-256-gcm', key.secret, nonceBytes);
+    const nonce = nonceBytes.toString('base64');
+    let decipher = this.decipherFor(key, nonce);
+    if (decipher) this.madeAhead.opens += 1;
+    else {
+      this.madeInPlace.opens += 1;
+      decipher = createDecipheriv('aes-256-gcm', key.secret, nonceBytes);
+    }
     decipher.setAAD(this.aad.of(bytes.subarray(0, headerLength), context));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     let data: Buffer;
@@ -266,6 +452,15 @@ export class FabricSealer {
     } catch {
       return { ok: false, reason: 'auth_failed', claimed: sender };
     }
-    return { ok: true, sender, sentAtMs, nonce: nonceBytes.toString('base64'), data };
+    return { ok: true, sender, sentAtMs, nonce, data };
+  }
+
+  /** The decipher made ahead for a nonce this edge offered (taken once, whatever the message turns out to be). */
+  private decipherFor(key: FabricKey, nonce: string): DecipherGCM | undefined {
+    if (this.offered.size === 0) return undefined;
+    const offered = this.offered.get(nonce);
+    if (!offered) return undefined;
+    this.offered.delete(nonce);
+    return offered.key === key ? offered.decipher : undefined;
   }
 }
