@@ -12,6 +12,13 @@
 //     For each run and tree in turn (fresh processes each time): nats-server, two edges, the node on the first;
 //     six rounds of 5 s at 100 req/s, local and forwarded alternating, after a 4 s warm-up of each path. Prints
 //     forwarded − local p50 per round and the medians (the bench's cluster phase, repeated per tree).
+//   node bench/compare-trees.mjs together [--seconds 5] [--rounds 12] TREE...
+//     Every tree's cluster (nats-server, two edges, the node) is started once and warmed up. Each round measures
+//     the trees one after another (the order reversed every other round), each with its local and forwarded
+//     paths loaded at the same time, 50 req/s each, so both see the same machine. Prints forwarded − local p50
+//     per round and its median per tree (with the medians of both p50s), and each later tree's per-round
+//     differences from the first tree (paired by round: forwarded − local, forwarded p50, local p50) with their
+//     medians and middle halves.
 //
 // Needs each TREE built (`make compile`) and, for `cluster`, nats-server on the PATH.
 import path from 'node:path';
@@ -21,14 +28,14 @@ const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     seconds: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '6' },
+    rounds: { type: 'string' },
     runs: { type: 'string', default: '2' },
   },
 });
 const [mode, ...roots] = positionals;
-if ((mode !== 'ratio' && mode !== 'cluster') || roots.length === 0) {
+if (!['ratio', 'cluster', 'together'].includes(mode) || roots.length === 0) {
   console.error(
-    'usage: node bench/compare-trees.mjs ratio|cluster [--seconds N] [--rounds N] [--runs N] TREE...',
+    'usage: node bench/compare-trees.mjs ratio|cluster|together [--seconds N] [--rounds N] [--runs N] TREE...',
   );
   process.exit(2);
 }
@@ -41,6 +48,7 @@ const positive = (name) => {
   return value;
 };
 const seconds = positive('seconds');
+flags.rounds ??= mode === 'together' ? '12' : '6';
 const rounds = positive('rounds');
 const runs = positive('runs');
 
@@ -171,7 +179,74 @@ async function compareCluster(trees) {
   for (const [name, values] of medians) console.log(`${name}: medians of the runs ${fixed(values, 2)}`);
 }
 
+async function startCluster(tree) {
+  tree.body = requestBody(tree);
+  const backendUrl = await startBackend(tree);
+  tree.natsServer = await tree.nats.startNats();
+  if (!tree.natsServer) throw new Error('nats-server is not installed');
+  const pair = await tree.topology.startClusterPair({ backendUrl, natsUrl: tree.natsServer.url });
+  await tree.topology.waitServing(pair.localUrl);
+  await tree.topology.waitServing(pair.forwardedUrl);
+  tree.local = `${pair.localUrl}/v1/chat/completions`;
+  tree.forwarded = `${pair.forwardedUrl}/v1/chat/completions`;
+}
+
+/** Local and forwarded load at once on one tree's cluster: forwarded − local p50. */
+async function bothPaths(tree, rate, durationMs) {
+  const { body } = tree;
+  const [local, forwarded] = await Promise.all([
+    tree.load.fixedRate({ url: tree.local, body, rate, durationMs }),
+    tree.load.fixedRate({ url: tree.forwarded, body, rate, durationMs }),
+  ]);
+  for (const result of [local, forwarded]) {
+    if (result.errors > 0 || result.non2xx > 0)
+      throw new Error(`${tree.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
+  }
+  return { local: local.p50, forwarded: forwarded.p50, added: forwarded.p50 - local.p50 };
+}
+
+async function compareTogether(trees) {
+  try {
+    for (const tree of trees) {
+      await startCluster(tree);
+      await bothPaths(tree, 100, 4000);
+      tree.rounds = [];
+    }
+    for (let round = 0; round < rounds; round++) {
+      for (const tree of round % 2 ? [...trees].reverse() : trees)
+        tree.rounds.push(await bothPaths(tree, 50, seconds * 1000));
+    }
+    const of = (tree, what) => tree.rounds.map((round) => round[what]);
+    for (const tree of trees) {
+      const added = of(tree, 'added');
+      console.log(
+        `${tree.name}: forwarded − local p50 per round (ms) ${fixed(added, 3)}, median ${median(added).toFixed(3)}; ` +
+          `p50 local ${median(of(tree, 'local')).toFixed(3)}, forwarded ${median(of(tree, 'forwarded')).toFixed(3)} ` +
+          '(medians)',
+      );
+    }
+    const [first, ...others] = trees;
+    for (const tree of others) {
+      for (const what of ['added', 'forwarded', 'local']) {
+        const paired = of(tree, what).map((value, round) => value - first.rounds[round][what]);
+        const sorted = [...paired].sort((a, b) => a - b);
+        console.log(
+          `${tree.name} − ${first.name}, ${what === 'added' ? 'forwarded − local' : `${what} p50`}, paired by ` +
+            `round (ms): ${fixed(paired, 3)}; median ${median(paired).toFixed(3)}, middle half ` +
+            `${sorted[Math.floor(sorted.length / 4)].toFixed(3)} to ${sorted[Math.ceil((3 * sorted.length) / 4) - 1].toFixed(3)}`,
+        );
+      }
+    }
+  } finally {
+    for (const tree of trees) {
+      await tree.natsServer?.stop();
+      await stopTree(tree);
+    }
+  }
+}
+
 const trees = [];
 for (const root of roots) trees.push(await loadTree(root));
 if (mode === 'ratio') await compareRatio(trees);
-else await compareCluster(trees);
+else if (mode === 'cluster') await compareCluster(trees);
+else await compareTogether(trees);

@@ -162,15 +162,17 @@ interface ForwardRequest {
   /** The principal's limits, reserved on its home edge by the requester. */
   lease?: LimitLeaseRef;
   /**
-   * Nonces the requester offers for the owner's answers on the events subject, each for one message: the reply,
-   * the message that ends the run, then the first other event messages. The requester opens those with
-   * deciphers made while the run is away (fabric-sealer.ts).
+   * Nonces the requester offers for the owner's answers on the events subject, each for one message: the reply
+   * (with the first events), the message that ends the run, then the first other event messages. The requester
+   * opens those with deciphers made before (fabric-sealer.ts).
    */
   nonces?: string[];
 }
 
 /** Nonces offered with a forward: the reply, the ending message and the first other event message. */
 const ANSWER_NONCES = 3;
+/** A collected run's answer is its reply (with the first events) and the message that ends it. */
+const COLLECTED_ANSWER_NONCES = 2;
 /** Nonces an owner offers back with each reply, for the requester's next forwards to it. */
 const NEXT_FORWARD_NONCES = 1;
 /** Nonces a requester keeps per owner edge for its next forwards (more are not taken). */
@@ -188,6 +190,8 @@ export type ForwardReply =
       queueMs: number;
       /** Nonces the owner offers for the requester's next forwards to it (one forward each). */
       nonces?: string[];
+      /** The run's first events, when they were ready with the answer (one message instead of two). */
+      events?: RunEventWithMeta[];
     }
   /** `code`: the owner service's error code (the requester maps it back, unknown codes as `node_error`). */
   | { ok: false; code: string; message: string; retryAfterSeconds: number | null };
@@ -441,7 +445,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   sendForward(run: ForwardedRun, request: PlacementRequest, traceparent: string): void {
     if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
     this.forwarded.set(run.forwardId, run);
-    const nonces = this.nc.offerNonces(ANSWER_NONCES);
+    const nonces = this.nc.offerNonces(request.spec.collect ? COLLECTED_ANSWER_NONCES : ANSWER_NONCES);
     this.offeredNonces.set(run.forwardId, nonces);
     const principal = request.principal;
     const forward: ForwardRequest = {
@@ -817,7 +821,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
     served.handle = handle;
     this.metrics?.served(request.from);
-    const reply: ForwardReply = {
+    const reply: Extract<ForwardReply, { ok: true }> = {
       ok: true,
       runId: handle.runId,
       nodeId: handle.nodeId,
@@ -833,7 +837,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     const [replyNonce, endNonce, ...eventNonces] = this.nc.acceptNonces(request.nonces);
     let terminalSent = false;
     // The answer goes at the end of this turn (after the run's frame to the node, which is written then too, so
-    // that write comes first), and always before the run's first events: every flush sends it first.
+    // that write comes first), carrying the events produced until then; every later flush sends events only.
     let replied = false;
     let batch: RunEventWithMeta[] = [];
     let failed = false;
@@ -842,6 +846,9 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       try {
         if (!replied) {
           replied = true;
+          // The events of the first turn travel in the answer itself.
+          if (batch.length > 0) reply.events = batch;
+          batch = [];
           msg.respond(encode(reply), replyNonce);
         }
         if (batch.length === 0) return;
@@ -1011,15 +1018,13 @@ export class ForwardedRun implements Reservation {
     if (this.released) return;
     if ('ok' in message) {
       this.answered(message);
+      if (message.ok && Array.isArray(message.events)) this.deliver(message.events);
       return;
     }
     const observer = this.observer;
     if (!observer || this.answer) return;
     if (message.t === 'events') {
-      for (const event of message.events) {
-        if (event.seq > this.lastSeq) this.lastSeq = event.seq;
-        observer.onEvent(event);
-      }
+      this.deliver(message.events);
       return;
     }
     // `done`: the run ended on the owner without a terminal part (the owner is leaving): made into one here; an
@@ -1035,6 +1040,16 @@ export class ForwardedRun implements Reservation {
       atUnixMs: Date.now(),
       part: terminalPartOf(message.outcome),
     });
+  }
+
+  private deliver(events: RunEventWithMeta[]): void {
+    for (const event of events) {
+      // An observer can end the run from inside onEvent (released then): nothing more goes to it.
+      const observer = this.observer;
+      if (!observer || this.answer) return;
+      if (event.seq > this.lastSeq) this.lastSeq = event.seq;
+      observer.onEvent(event);
+    }
   }
 
   /** The owner did not take the run (no responder, no answer in time, gone, fabric left): nothing ran there. */

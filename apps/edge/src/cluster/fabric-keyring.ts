@@ -72,11 +72,14 @@ export function keyringOf(secrets: readonly Buffer[]): FabricKeyring {
     }
     return toKey(Buffer.from(secret));
   });
-  const byId = new Map(keys.map((key) => [key.idHex, key]));
   return {
     primary: keys[0],
     keys,
-    find: (id) => byId.get(Buffer.from(id).toString('hex')),
+    // A ring holds a few keys: compared byte by byte (no hex string per message).
+    find: (id) => {
+      if (id.length !== KEY_ID_BYTES) return undefined;
+      return keys.find((key) => key.id.every((byte, index) => byte === id[index]));
+    },
   };
 }
 

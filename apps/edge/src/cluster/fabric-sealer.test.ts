@@ -27,7 +27,7 @@ function sealer(sender: string, keys: Buffer[], clock: { now: number }, replayCa
 
 const nonceOf = (sealed: Uint8Array): string => {
   const bytes = Buffer.from(sealed);
-  const headerLength = 1 + KEY_ID_BYTES + 1 + (bytes[1 + KEY_ID_BYTES] ?? 0) + 8 + 12;
+  const headerLength = 1 + KEY_ID_BYTES + 1 + (bytes[1 + KEY_ID_BYTES] ?? 0) + 12;
   return bytes.subarray(headerLength - 12, headerLength).toString('base64');
 };
 
@@ -176,31 +176,46 @@ describe('FabricSealer', () => {
     expect(receiver.open(run, first)).toMatchObject({ ok: false, reason: 'stale' });
   });
 
-  it('writes the documented format: the header, then AES-256-GCM of the payload with header · 0 · context as AAD', () => {
-    // Decrypted here from the format alone (not through the sealer), so edges of an older build still open it.
+  it('writes the documented format: the header in clear, then AES-256-GCM of sender · time · context · payload', () => {
+    // Decrypted here from the format alone (not through the sealer), so edges of another build still open it.
     const context = messageContext('iop.events.edge-2.f9', '');
     const sent = Buffer.from(sealer('edge-2', [KEY_A], clock).seal(context, text('the events')));
     const senderLength = sent[1 + KEY_ID_BYTES] ?? 0;
-    const headerLength = 1 + KEY_ID_BYTES + 1 + senderLength + 8 + 12;
-    expect(sent[0]).toBe(1);
+    const headerLength = 1 + KEY_ID_BYTES + 1 + senderLength + 12;
+    expect(sent[0]).toBe(2);
     expect(sent.subarray(2 + KEY_ID_BYTES, 2 + KEY_ID_BYTES + senderLength).toString()).toBe('edge-2');
-    expect(Number(sent.readBigUInt64BE(2 + KEY_ID_BYTES + senderLength))).toBe(clock.now);
     const decipher = createDecipheriv('aes-256-gcm', KEY_A, sent.subarray(headerLength - 12, headerLength));
-    decipher.setAAD(Buffer.concat([sent.subarray(0, headerLength), Buffer.from([0]), Buffer.from(context)]));
     decipher.setAuthTag(sent.subarray(sent.length - 16));
     const plain = Buffer.concat([
       decipher.update(sent.subarray(headerLength, sent.length - 16)),
       decipher.final(),
     ]);
-    expect(plain.toString()).toBe('the events');
+    expect(plain[0]).toBe(senderLength);
+    expect(plain.subarray(1, 1 + senderLength).toString()).toBe('edge-2');
+    expect(Number(plain.readBigUInt64BE(1 + senderLength))).toBe(clock.now);
+    const contextAt = 1 + senderLength + 8 + 2;
+    expect(plain.readUInt16BE(1 + senderLength + 8)).toBe(Buffer.byteLength(context));
+    expect(plain.subarray(contextAt, contextAt + Buffer.byteLength(context)).toString()).toBe(context);
+    expect(plain.subarray(contextAt + Buffer.byteLength(context)).toString()).toBe('the events');
   });
 
-  it('binds long subjects whole and keeps no AAD from one message to the next', () => {
+  it('binds a subject that is not ASCII byte for byte', () => {
     const sender = sealer('edge-2', [KEY_A], clock);
     const receiver = sealer('edge-1', [KEY_A], clock);
-    // Longer than the sealer's reusable AAD buffer: it grows, and every byte of the subject still counts.
-    const long = messageContext(`iop.events.edge-2.${'x'.repeat(3000)}`, 'iop.events.edge-2.reply');
-    const other = messageContext(`iop.events.edge-2.${'x'.repeat(2999)}y`, 'iop.events.edge-2.reply');
+    const kv = kvContext('iop_edges', 'édge-2');
+    const sent = sender.seal(kv, text('state'));
+    expect(receiver.open(kvContext('iop_edges', 'edge-2'), sent)).toMatchObject({ reason: 'auth_failed' });
+    expect(receiver.open(kvContext('iop_edges', 'èdge-2'), sent)).toMatchObject({ reason: 'auth_failed' });
+    const opened = receiver.open(kv, sent);
+    expect(opened.ok && read(opened.data)).toBe('state');
+  });
+
+  it('binds long subjects whole and keeps nothing of one message in the next', () => {
+    const sender = sealer('edge-2', [KEY_A], clock);
+    const receiver = sealer('edge-1', [KEY_A], clock);
+    // Longer than the sealer's reusable plaintext buffer: it grows, and every byte of the subject still counts.
+    const long = messageContext(`iop.events.edge-2.${'x'.repeat(5000)}`, 'iop.events.edge-2.reply');
+    const other = messageContext(`iop.events.edge-2.${'x'.repeat(4999)}y`, 'iop.events.edge-2.reply');
     const first = sender.seal(long, text('first'));
     const second = sender.seal(run, text('second'));
     expect(receiver.open(other, first)).toMatchObject({ ok: false, reason: 'auth_failed' });
@@ -270,6 +285,13 @@ describe('FabricSealer', () => {
       expect(opened.ok && read(opened.data)).toBe(expected);
     }
     expect(requester.madeAhead.opens).toBe(2);
+    // Once it has offered, the requester keeps nonces ready to offer with their deciphers made: an answer that
+    // comes back before its next turn still opens with one made ahead.
+    const [next] = owner.acceptNonces(requester.offerNonces(1));
+    const fast = requester.open(answers, owner.seal(answers, text('fast'), next));
+    expect(fast.ok && read(fast.data)).toBe('fast');
+    expect(requester.madeAhead.opens).toBe(3);
+    runDeferred();
   });
 
   it('accepts an offered nonce once, nothing malformed, and at most four per offer', () => {
@@ -303,6 +325,7 @@ describe('FabricSealer', () => {
     expect(requester.open(answers, forgery)).toMatchObject({ ok: false, reason: 'auth_failed' });
     expect(requester.open(answers, real).ok).toBe(true);
     requester.withdrawNonces([withdrawn ?? '']);
+    runDeferred();
     expect(requester.open(answers, owner.seal(answers, text('late'), withdrawnNonce)).ok).toBe(true);
     // Only the forgery found a decipher made ahead.
     expect(requester.madeAhead.opens).toBe(1);

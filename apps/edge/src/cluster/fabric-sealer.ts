@@ -1,10 +1,14 @@
 // Seals and opens what the edges of a fabric exchange over NATS: AES-256-GCM with the fabric key, bound to where
 // the message goes, stamped with the sender's edge id, a time and a random nonce.
 //
-//   sealed = version(1) · key id(4) · sender length(1) · sender(utf-8) · sent at ms(8, big endian) · nonce(12)
-//            · ciphertext · tag(16)
-//   AAD    = everything before the ciphertext · 0x00 · context
+//   sealed    = version(1) · key id(4) · sender length(1) · sender(utf-8) · nonce(12) · ciphertext · tag(16)
+//   plaintext = sender length(1) · sender · sent at ms(8, big endian) · context length(2) · context · data
 //   context: `msg <subject> <reply subject>` for a message (reply '' when none), `kv <bucket> <key>` for a KV value
+//
+// No additional authenticated data: what the receiver must trust (sender, time, context) is inside the
+// ciphertext, and the header's key id and nonce are bound by the key and the IV. The sender is also in clear, to
+// name the claimed source of what does not open; it must equal the sealed one. One OpenSSL call fewer per seal
+// and per open (setAAD), which on a loaded host costs as much as the encryption (bench/README.md).
 //
 // A message opens only with a key of the ring, unchanged, on the subject (and reply subject) it was sealed for,
 // within `maxSkewMs` of this edge's clock, not stamped before this edge started, and once: each sender's nonces
@@ -19,9 +23,11 @@
 // runs a few times per request with cold caches, it costs 60-80 µs (against 5 µs in a loop). So the sealer
 // makes ciphers ahead, in the turn after it used one (`defer`):
 //   - a few for random nonces, which the next seals take;
-//   - deciphers for nonces this edge offered a peer (`offerNonces`): a requester sends them with a forwarded
+//   - nonces to offer a peer, each with its decipher (`offerNonces`): a requester sends them with a forwarded
 //     run, and the owner seals its first answers with them (`acceptNonces`, each once), so the requester opens
-//     those answers with a decipher made while the run was away.
+//     those answers with a decipher made before the run was sent.
+// The work left on a message's path is pure JavaScript but for update, final and the tag (nonce keys, sender
+// names and context checks avoid Buffer's C++ helpers).
 // An offered nonce comes from the same pool as this edge's own (random, never used twice); an accepted one is
 // used for one seal and only if it was never accepted before (a message is opened once, and never one sent
 // before this edge started, so a replay cannot make an edge seal twice with one nonce).
@@ -34,10 +40,12 @@ import {
 } from 'node:crypto';
 import { KEY_ID_BYTES, type FabricKey, type FabricKeyring } from './fabric-keyring.js';
 
-export const SEAL_VERSION = 1;
+export const SEAL_VERSION = 2;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const TIME_BYTES = 8;
+const CONTEXT_LENGTH_BYTES = 2;
+const MAX_CONTEXT_BYTES = 0xffff;
 const WORD = 0x1_0000_0000;
 /** Default accepted clock difference between two edges (and age of a message in flight). */
 export const DEFAULT_MAX_SKEW_MS = 30_000;
@@ -71,7 +79,14 @@ export const REJECT_REASONS: readonly RejectReason[] = [
 ];
 
 export type Opened =
-  | { ok: true; sender: string; sentAtMs: number; nonce: string; data: Uint8Array }
+  | {
+      ok: true;
+      sender: string;
+      sentAtMs: number;
+      /** The nonce as a short string (for equality only; not base64). */
+      nonce: string;
+      data: Uint8Array;
+    }
   | {
       ok: false;
       reason: RejectReason;
@@ -92,6 +107,8 @@ export interface FabricSealerOptions {
 
 /** Ciphers for random nonces kept ready (a burst larger than this makes the rest in place). */
 const READY_CIPHERS = 4;
+/** Nonces kept ready to offer, their deciphers made (a forward offers 3, a reply 1). */
+const READY_OFFERS = 4;
 /** Nonces this edge offered and still holds a decipher for (the oldest are dropped beyond it). */
 const MAX_OFFERED = 2048;
 /** Nonces a peer may offer with one message. */
@@ -141,22 +158,92 @@ class NoncePool {
   }
 }
 
-/**
- * The AAD of one seal or open, built in a buffer reused from call to call: the cipher reads it inside setAAD and
- * keeps nothing, so no Buffer.concat (three allocations and a copy) per message.
- */
-class AadScratch {
-  private buffer = Buffer.allocUnsafe(512);
+/** A nonce's 12 bytes as a 6-character string: the key of the replay cache and of offered nonces (no C++ call). */
+function nonceKey(bytes: Uint8Array, at: number): string {
+  return String.fromCharCode(
+    (bytes[at] << 8) | bytes[at + 1],
+    (bytes[at + 2] << 8) | bytes[at + 3],
+    (bytes[at + 4] << 8) | bytes[at + 5],
+    (bytes[at + 6] << 8) | bytes[at + 7],
+    (bytes[at + 8] << 8) | bytes[at + 9],
+    (bytes[at + 10] << 8) | bytes[at + 11],
+  );
+}
 
-  /** header · 0x00 · context, valid until the next call. */
-  of(header: Uint8Array, context: string): Buffer {
-    const length = header.length + 1 + Buffer.byteLength(context, 'utf8');
-    if (length > this.buffer.length)
-      this.buffer = Buffer.allocUnsafe(Math.max(length, this.buffer.length * 2));
-    this.buffer.set(header, 0);
-    this.buffer[header.length] = 0;
-    this.buffer.write(context, header.length + 1, 'utf8');
-    return this.buffer.subarray(0, length);
+/** Writes `text` at `at` (ASCII in a loop, as subjects are; anything else through Buffer.write): bytes written. */
+function writeText(buffer: Buffer, text: string, at: number): number {
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code > 0x7f) return buffer.write(text, at, 'utf8');
+    buffer[at + index] = code;
+  }
+  return text.length;
+}
+
+/** Whether `bytes[at..]` holds `text` in UTF-8 (an ASCII text compared in a loop). */
+function holdsText(bytes: Uint8Array, at: number, length: number, text: string): boolean {
+  if (length === text.length) {
+    let index = 0;
+    for (; index < length; index++) {
+      const code = text.charCodeAt(index);
+      if (code > 0x7f || bytes[at + index] !== code) break;
+    }
+    if (index === length) return true;
+  }
+  return Buffer.from(bytes.buffer, bytes.byteOffset + at, length).equals(Buffer.from(text, 'utf8'));
+}
+
+function sameBytes(a: Uint8Array, aAt: number, b: Uint8Array, bAt: number, length: number): boolean {
+  for (let index = 0; index < length; index++) if (a[aAt + index] !== b[bAt + index]) return false;
+  return true;
+}
+
+/**
+ * The plaintext of one seal, built in a buffer reused from call to call: the cipher reads it inside update() and
+ * keeps nothing, so no allocation per message beyond the sealed output.
+ */
+class PlaintextScratch {
+  private buffer = Buffer.allocUnsafe(4096);
+
+  /** sender length · sender · sent at · context length · context · data, valid until the next call. */
+  of(sender: Uint8Array, sentAtMs: number, context: string, data: Uint8Array): Buffer {
+    const most = 1 + sender.length + TIME_BYTES + CONTEXT_LENGTH_BYTES + context.length * 3 + data.length;
+    if (most > this.buffer.length) this.buffer = Buffer.allocUnsafe(Math.max(most, this.buffer.length * 2));
+    const buffer = this.buffer;
+    buffer[0] = sender.length;
+    buffer.set(sender, 1);
+    let at = 1 + sender.length;
+    // 8 bytes big endian as two words (no BigInt): ms since the epoch stay below 2^53.
+    buffer.writeUInt32BE(Math.floor(sentAtMs / WORD), at);
+    buffer.writeUInt32BE(sentAtMs % WORD, at + 4);
+    at += TIME_BYTES;
+    const contextLength = writeText(buffer, context, at + CONTEXT_LENGTH_BYTES);
+    if (contextLength > MAX_CONTEXT_BYTES) throw new RangeError('a seal context is at most 65535 bytes');
+    buffer.writeUInt16BE(contextLength, at);
+    at += CONTEXT_LENGTH_BYTES + contextLength;
+    buffer.set(data, at);
+    return buffer.subarray(0, at + data.length);
+  }
+}
+
+/** Sender ids decoded from their bytes, the last few kept (an edge hears from a handful of peers). */
+class SenderNames {
+  private readonly known: { bytes: Uint8Array; name: string }[] = [];
+
+  /** The sender's name, or undefined when the bytes are not UTF-8. */
+  of(bytes: Uint8Array, at: number, length: number): string | undefined {
+    for (const entry of this.known) {
+      if (entry.bytes.length === length && sameBytes(entry.bytes, 0, bytes, at, length)) return entry.name;
+    }
+    let name: string;
+    try {
+      name = decoder.decode(bytes.subarray(at, at + length));
+    } catch {
+      return undefined;
+    }
+    if (this.known.length >= 16) this.known.pop();
+    this.known.unshift({ bytes: Uint8Array.prototype.slice.call(bytes, at, at + length), name });
+    return name;
   }
 }
 
@@ -202,15 +289,20 @@ export class FabricSealer {
   private readonly replayCachePerSender: number;
   private readonly nonces = new Map<string, SenderNonces>();
   private readonly noncePool = new NoncePool();
-  private readonly aad = new AadScratch();
+  private readonly plaintext = new PlaintextScratch();
+  private readonly senderNames = new SenderNames();
   private readonly defer: (work: () => void) => void;
   private warmScheduled = false;
   /** Ciphers made ahead for random nonces, oldest first. */
   private readonly ready: { key: FabricKey; nonce: Buffer; cipher: CipherGCM }[] = [];
-  /** Nonces offered to peers (base64), in offer order, with their deciphers once made. */
+  /** Nonces offered to peers (by nonceKey), in offer order, with their deciphers once made. */
   private readonly offered = new Map<string, OfferedNonce>();
+  /** Nonces ready to offer, each with its decipher made. */
+  private readonly readyOffers: { key: FabricKey; nonce: Buffer; wire: string; decipher: DecipherGCM }[] = [];
   /** Offered nonces whose deciphers are still to be made. */
-  private unmade: string[] = [];
+  private unmade: { key: string; nonce: Buffer }[] = [];
+  /** Offered nonces (as they travel) no answer will use: dropped in the next warm pass. */
+  private withdrawn: string[] = [];
   /** Accepted nonces still to get a cipher made ahead. */
   private unprepared: SealNonce[] = [];
   /** Every nonce a peer offered within the window: one offered twice is not used again. */
@@ -238,28 +330,21 @@ export class FabricSealer {
     const key = this.keyring.primary;
     const { nonce: nonceBytes, cipher } = this.cipherFor(key, nonce);
     const prefix = this.prefixFor(key);
-    const headerLength = prefix.length + TIME_BYTES + NONCE_BYTES;
-    const out = Buffer.allocUnsafe(headerLength + data.length + TAG_BYTES);
-    out.set(prefix, 0);
-    let at = prefix.length;
-    // 8 bytes big endian as two words (no BigInt): ms since the epoch stay below 2^53.
+    const headerLength = prefix.length + NONCE_BYTES;
     const sentAtMs = Math.max(0, Math.floor(this.now()));
-    out.writeUInt32BE(Math.floor(sentAtMs / WORD), at);
-    out.writeUInt32BE(sentAtMs % WORD, at + 4);
-    at += TIME_BYTES;
-    out.set(nonceBytes, at);
-    at += NONCE_BYTES;
-    cipher.setAAD(this.aad.of(out.subarray(0, headerLength), context));
-    const body = cipher.update(data);
-    body.copy(out, at);
-    at += body.length;
+    const body = cipher.update(this.plaintext.of(this.senderBytes, sentAtMs, context, data));
     // GCM is a stream mode: final() adds no bytes, it only computes the tag.
     const final = cipher.final();
+    const out = Buffer.allocUnsafe(headerLength + body.length + final.length + TAG_BYTES);
+    out.set(prefix, 0);
+    out.set(nonceBytes, prefix.length);
+    out.set(body, headerLength);
+    let at = headerLength + body.length;
     if (final.length > 0) {
-      final.copy(out, at);
+      out.set(final, at);
       at += final.length;
     }
-    cipher.getAuthTag().copy(out, at);
+    out.set(cipher.getAuthTag(), at);
     this.warmSoon();
     return out;
   }
@@ -277,26 +362,31 @@ export class FabricSealer {
   }
 
   /**
-   * `count` nonces for a peer to seal its answers with (sent inside a sealed message); this edge makes their
-   * deciphers in the next turn. `withdrawNonces` drops those no answer used.
+   * `count` nonces for a peer to seal its answers with (sent inside a sealed message); their deciphers were made
+   * ahead (or are, in the next turn). `withdrawNonces` drops those no answer used.
    */
   offerNonces(count: number): string[] {
     const key = this.keyring.primary;
     const offeredAtMs = this.now();
     const nonces: string[] = [];
     for (let index = 0; index < Math.min(count, MAX_NONCES_PER_OFFER); index++) {
-      const nonce = this.noncePool.next().toString('base64');
+      let next = this.readyOffers.shift();
+      while (next && next.key !== key) next = this.readyOffers.shift();
+      const nonce = next?.nonce ?? this.noncePool.next();
+      const lookup = nonceKey(nonce, 0);
       if (this.offered.size >= MAX_OFFERED) this.offered.delete(this.offered.keys().next().value as string);
-      this.offered.set(nonce, { key, decipher: undefined, offeredAtMs });
-      this.unmade.push(nonce);
-      nonces.push(nonce);
+      this.offered.set(lookup, { key, decipher: next?.decipher, offeredAtMs });
+      if (!next) this.unmade.push({ key: lookup, nonce });
+      nonces.push(next?.wire ?? nonce.toString('base64'));
     }
     this.warmSoon();
     return nonces;
   }
 
+  /** Offered nonces no answer will use (as offerNonces gave them): their deciphers are dropped soon. */
   withdrawNonces(nonces: readonly string[]): void {
-    for (const nonce of nonces) this.offered.delete(nonce);
+    this.withdrawn.push(...nonces);
+    this.warmSoon();
   }
 
   /**
@@ -356,6 +446,17 @@ export class FabricSealer {
       const nonce = this.noncePool.next();
       this.ready.push({ key, nonce, cipher: createCipheriv('aes-256-gcm', key.secret, nonce) });
     }
+    // Offers are made only by an edge that forwards or answers forwards: none ready until the first one.
+    if (this.offered.size > 0 || this.readyOffers.length > 0) {
+      while (this.readyOffers.length < READY_OFFERS) {
+        const nonce = this.noncePool.next();
+        const decipher = createDecipheriv('aes-256-gcm', key.secret, nonce);
+        this.readyOffers.push({ key, nonce, wire: nonce.toString('base64'), decipher });
+      }
+    }
+    const withdrawn = this.withdrawn;
+    this.withdrawn = [];
+    for (const wire of withdrawn) this.offered.delete(nonceKey(Buffer.from(wire, 'base64'), 0));
     const unprepared = this.unprepared;
     this.unprepared = [];
     for (const accepted of unprepared) {
@@ -370,10 +471,10 @@ export class FabricSealer {
     }
     const unmade = this.unmade;
     this.unmade = [];
-    for (const nonce of unmade) {
-      const offered = this.offered.get(nonce);
+    for (const { key: lookup, nonce } of unmade) {
+      const offered = this.offered.get(lookup);
       if (offered && !offered.decipher) {
-        offered.decipher = createDecipheriv('aes-256-gcm', offered.key.secret, Buffer.from(nonce, 'base64'));
+        offered.decipher = createDecipheriv('aes-256-gcm', offered.key.secret, nonce);
       }
     }
   }
@@ -419,40 +520,46 @@ export class FabricSealer {
     if (bytes.length < fixed || bytes[0] !== SEAL_VERSION)
       return { ok: false, reason: 'malformed', claimed: '' };
     const senderLength = bytes[fixed - 1];
-    const headerLength = fixed + senderLength + TIME_BYTES + NONCE_BYTES;
-    if (senderLength === 0 || bytes.length < headerLength + TAG_BYTES) {
+    const headerLength = fixed + senderLength + NONCE_BYTES;
+    const leastPlaintext = 1 + senderLength + TIME_BYTES + CONTEXT_LENGTH_BYTES;
+    if (senderLength === 0 || bytes.length < headerLength + leastPlaintext + TAG_BYTES) {
       return { ok: false, reason: 'malformed', claimed: '' };
     }
-    let sender: string;
-    try {
-      sender = decoder.decode(bytes.subarray(fixed, fixed + senderLength));
-    } catch {
-      return { ok: false, reason: 'malformed', claimed: '' };
-    }
+    const sender = this.senderNames.of(bytes, fixed, senderLength);
+    if (sender === undefined) return { ok: false, reason: 'malformed', claimed: '' };
     const key = this.keyring.find(bytes.subarray(1, 1 + KEY_ID_BYTES));
     if (!key) return { ok: false, reason: 'unknown_key', claimed: sender };
-    const timeAt = fixed + senderLength;
-    const sentAtMs = bytes.readUInt32BE(timeAt) * WORD + bytes.readUInt32BE(timeAt + 4);
-    const nonceBytes = bytes.subarray(timeAt + TIME_BYTES, headerLength);
-    const nonce = nonceBytes.toString('base64');
+    const nonceAt = fixed + senderLength;
+    const nonce = nonceKey(bytes, nonceAt);
     let decipher = this.decipherFor(key, nonce);
     if (decipher) this.madeAhead.opens += 1;
     else {
       this.madeInPlace.opens += 1;
-      decipher = createDecipheriv('aes-256-gcm', key.secret, nonceBytes);
+      decipher = createDecipheriv('aes-256-gcm', key.secret, bytes.subarray(nonceAt, headerLength));
     }
-    decipher.setAAD(this.aad.of(bytes.subarray(0, headerLength), context));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-    let data: Buffer;
+    let plain: Buffer;
     try {
-      data = decipher.update(bytes.subarray(headerLength, bytes.length - TAG_BYTES));
+      plain = decipher.update(bytes.subarray(headerLength, bytes.length - TAG_BYTES));
       // final() checks the tag (throws on a forgery) and, GCM being a stream mode, adds no bytes.
       const final = decipher.final();
-      if (final.length > 0) data = Buffer.concat([data, final]);
+      if (final.length > 0) plain = Buffer.concat([plain, final]);
     } catch {
       return { ok: false, reason: 'auth_failed', claimed: sender };
     }
-    return { ok: true, sender, sentAtMs, nonce, data };
+    // Authentic: what it says inside must be the sender in clear and the context it arrived on.
+    if (plain[0] !== senderLength || !sameBytes(plain, 1, bytes, fixed, senderLength)) {
+      return { ok: false, reason: 'auth_failed', claimed: sender };
+    }
+    let at = 1 + senderLength;
+    const sentAtMs = plain.readUInt32BE(at) * WORD + plain.readUInt32BE(at + 4);
+    at += TIME_BYTES;
+    const contextLength = plain.readUInt16BE(at);
+    at += CONTEXT_LENGTH_BYTES;
+    if (at + contextLength > plain.length || !holdsText(plain, at, contextLength, context)) {
+      return { ok: false, reason: 'auth_failed', claimed: sender };
+    }
+    return { ok: true, sender, sentAtMs, nonce, data: plain.subarray(at + contextLength) };
   }
 
   /** The decipher made ahead for a nonce this edge offered (taken once, whatever the message turns out to be). */

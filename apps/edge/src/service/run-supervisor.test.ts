@@ -122,11 +122,12 @@ class FakeFabric implements RemoteEdges, ForwardTransport {
     this.open.delete(run);
   }
 
-  /** The owner's answer to the latest forward: admitted on its node nb. */
-  accept(): ForwardedRun {
+  /** The owner's answer to the latest forward: admitted on its node nb (with the run's first events, if any). */
+  accept(events?: RunEventWithMeta[]): ForwardedRun {
     const forward = this.forwards.at(-1);
     if (!forward) throw new Error('nothing was forwarded');
     forward.run.receive({
+      ...(events ? { events } : {}),
       ok: true,
       runId: forward.request.runId,
       nodeId: 'nb',
@@ -330,6 +331,30 @@ describe('run supervisor states', () => {
     // Ended here without the owner's word: the home edge's lease is returned from here.
     expect(h.limits.finished).toEqual([0]);
     expect(h.node.requests).toHaveLength(0);
+    expectAllReleased(h);
+  });
+
+  it('ends a forwarded run whose whole answer came with the reply (dispatched → streaming → ended)', async () => {
+    // Local limits: a shared key's lease would be handed to the owner, which this harness does not play.
+    const h = setup({ fabric: true });
+    const pending = submit(h, 'hello');
+    await waitFor(() => h.fabric.forwards.length === 1);
+    const runId = h.fabric.forwards[0]?.request.runId ?? '';
+    h.fabric.accept([
+      { runId, nodeId: 'nb', seq: 1, atUnixMs: 0, part: { type: 'text-delta', text: 'a' } },
+      {
+        runId,
+        nodeId: 'nb',
+        seq: 2,
+        atUnixMs: 0,
+        part: { type: 'complete', detail: 'stop', finishReason: 'stop', backendMs: 1 },
+      },
+    ]);
+    const handle = await pending;
+    expect(await handle.done).toMatchObject({ status: 'completed' });
+    expect((await collect(handle)).map((event) => event.part.type)).toEqual(['text-delta', 'complete']);
+    expect(h.states.get(runId)).toEqual(['admitted', 'dispatched', 'streaming', 'ended']);
+    expect(h.fabric.cancels).toEqual([]);
     expectAllReleased(h);
   });
 
