@@ -18,6 +18,7 @@ const SURFACE_MAY_IMPORT = [
   'clock.ts',
   'random-ids.ts',
   'fault.ts',
+  'abort-watchers.ts',
 ];
 
 /** apps/edge/src: surfaces → service → cluster → placement → pool → node → transport → base. */
@@ -30,6 +31,7 @@ export const EDGE: LayerTable = {
     'clock.ts': 0,
     'random-ids.ts': 0,
     'fault.ts': 0,
+    'abort-watchers.ts': 0,
     net: 0,
     http: 0,
     tls: 0,

@@ -27,6 +27,7 @@ import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import type { Registry } from 'prom-client';
 import type { ClusterConfig, EdgeConfig } from '@iop/config';
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
+import { unwatchAbort, watchAbort } from '../abort-watchers.js';
 import type { Clock } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -464,7 +465,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
     // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
     const nonce = this.forwardNonces.get(run.edgeId)?.shift();
-    this.nc.publish(`iop.run.${run.edgeId}`, encode(forward), {
+    this.nc.publish(`iop.run.${run.edgeId}`, JSON.stringify(forward), {
       reply: `iop.events.${this.edgeId}.${run.forwardId}`,
       ...(nonce ? { nonce } : {}),
     });
@@ -849,13 +850,13 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
           // The events of the first turn travel in the answer itself.
           if (batch.length > 0) reply.events = batch;
           batch = [];
-          msg.respond(encode(reply), replyNonce);
+          msg.respond(JSON.stringify(reply), replyNonce);
         }
         if (batch.length === 0) return;
         const nonce = terminalSent ? endNonce : eventNonces.shift();
         this.nc.publish(
           subject,
-          encode({ t: 'events', events: batch } satisfies ForwardMessage),
+          JSON.stringify({ t: 'events', events: batch } satisfies ForwardMessage),
           nonce ? { nonce } : undefined,
         );
       } catch (error) {
@@ -1002,7 +1003,8 @@ export class ForwardedRun implements Reservation {
     // Until the owner answers, a caller that leaves cancels the forward (the owner then refuses it: aborted).
     if (request.signal) {
       this.signal = request.signal;
-      request.signal.addEventListener('abort', this.onAbort, { once: true });
+      // (Already aborted: the supervisor's own watch cancels the run once it is armed.)
+      if (!request.signal.aborted) watchAbort(request.signal, this.onAbort);
     }
     this.admitBy = performance.now() + this.admitTimeoutMs;
     try {
@@ -1133,7 +1135,7 @@ export class ForwardedRun implements Reservation {
   }
 
   private unwatch(): void {
-    this.signal?.removeEventListener('abort', this.onAbort);
+    if (this.signal) unwatchAbort(this.signal, this.onAbort);
     this.signal = undefined;
   }
 }

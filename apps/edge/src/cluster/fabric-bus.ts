@@ -11,7 +11,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { KV, KvWatchOptions } from '@nats-io/kv';
 import type { Logger } from '../logging.js';
-import type { FabricSealer, SealNonce } from './fabric-sealer.js';
+import type { FabricSealer, SealNonce, SealPayload } from './fabric-sealer.js';
 import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
 
 export type FabricBusErrorCode = 'no_responders' | 'timeout' | 'closed';
@@ -41,7 +41,7 @@ export interface FabricMsg {
    * Seals `data` for the reply subject (with `nonce`, one the requester offered, if given) and sends it there;
    * false when the message named none.
    */
-  respond(data: Uint8Array, nonce?: SealNonce): boolean;
+  respond(data: SealPayload, nonce?: SealNonce): boolean;
 }
 
 export interface FabricSubscribeOptions {
@@ -90,7 +90,8 @@ export interface SealedKv {
 export interface FabricBus {
   readonly edgeId: string;
   /** `nonce`: seal with one a peer offered (FabricSealer.acceptNonces), so the peer opens it faster. */
-  publish(subject: string, data: Uint8Array, options?: { reply?: string; nonce?: SealNonce }): void;
+  /** A string is sent as its UTF-8 bytes. */
+  publish(subject: string, data: SealPayload, options?: { reply?: string; nonce?: SealNonce }): void;
   /** Nonces to send a peer for its answers to this edge, which opens them with deciphers made ahead. */
   offerNonces(count: number): string[];
   /** Offered nonces no answer will use. */
@@ -194,7 +195,7 @@ class SealedBus implements FabricBus {
     return undefined;
   }
 
-  publish(subject: string, data: Uint8Array, options?: { reply?: string; nonce?: SealNonce }): void {
+  publish(subject: string, data: SealPayload, options?: { reply?: string; nonce?: SealNonce }): void {
     const reply = options?.reply;
     this.nc.publish(
       subject,

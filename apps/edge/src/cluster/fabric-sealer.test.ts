@@ -223,6 +223,9 @@ describe('FabricSealer', () => {
     const openedFirst = receiver.open(long, first);
     expect(openedSecond.ok && read(openedSecond.data)).toBe('second');
     expect(openedFirst.ok && read(openedFirst.data)).toBe('first');
+    // A text is sealed as its UTF-8 bytes.
+    const written = receiver.open(run, sender.seal(run, 'ünïcode {"a":1}'));
+    expect(written.ok && read(written.data)).toBe('ünïcode {"a":1}');
     // An empty payload (a KV tombstone) seals and opens as empty.
     const empty = sender.seal(run, new Uint8Array(0));
     const openedEmpty = receiver.open(run, empty);

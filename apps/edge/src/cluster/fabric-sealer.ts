@@ -113,6 +113,9 @@ const READY_OFFERS = 4;
 const MAX_OFFERED = 2048;
 /** Nonces a peer may offer with one message. */
 export const MAX_NONCES_PER_OFFER = 4;
+/** What is sealed: bytes, or a text sealed as its UTF-8 bytes (written straight into the plaintext, no copy). */
+export type SealPayload = Uint8Array | string;
+
 /** A nonce offered in one message, as it travels (base64 of 12 bytes). */
 const NONCE_PATTERN = /^[A-Za-z0-9+/]{16}$/;
 
@@ -206,8 +209,10 @@ class PlaintextScratch {
   private buffer = Buffer.allocUnsafe(4096);
 
   /** sender length · sender · sent at · context length · context · data, valid until the next call. */
-  of(sender: Uint8Array, sentAtMs: number, context: string, data: Uint8Array): Buffer {
-    const most = 1 + sender.length + TIME_BYTES + CONTEXT_LENGTH_BYTES + context.length * 3 + data.length;
+  of(sender: Uint8Array, sentAtMs: number, context: string, data: SealPayload): Buffer {
+    // A string is written as UTF-8: at most 3 bytes per UTF-16 unit.
+    const dataMost = typeof data === 'string' ? data.length * 3 : data.length;
+    const most = 1 + sender.length + TIME_BYTES + CONTEXT_LENGTH_BYTES + context.length * 3 + dataMost;
     if (most > this.buffer.length) this.buffer = Buffer.allocUnsafe(Math.max(most, this.buffer.length * 2));
     const buffer = this.buffer;
     buffer[0] = sender.length;
@@ -221,6 +226,7 @@ class PlaintextScratch {
     if (contextLength > MAX_CONTEXT_BYTES) throw new RangeError('a seal context is at most 65535 bytes');
     buffer.writeUInt16BE(contextLength, at);
     at += CONTEXT_LENGTH_BYTES + contextLength;
+    if (typeof data === 'string') return buffer.subarray(0, at + buffer.write(data, at, 'utf8'));
     buffer.set(data, at);
     return buffer.subarray(0, at + data.length);
   }
@@ -326,7 +332,7 @@ export class FabricSealer {
   }
 
   /** Seals `data` for `context` (messageContext / kvContext) with the primary key; `nonce`: one a peer offered. */
-  seal(context: string, data: Uint8Array, nonce?: SealNonce): Uint8Array {
+  seal(context: string, data: SealPayload, nonce?: SealNonce): Uint8Array {
     const key = this.keyring.primary;
     const { nonce: nonceBytes, cipher } = this.cipherFor(key, nonce);
     const prefix = this.prefixFor(key);

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
 import { RunKind, type RunEventPart } from '@iop/wire';
 import { textRun } from '../test-support/fake-edge-service.js';
-import { abortWatcherCount } from '../service/abort-watchers.js';
+import { abortWatcherCount } from '../abort-watchers.js';
 import {
   eventually,
   post,

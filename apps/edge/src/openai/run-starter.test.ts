@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { silentLogger } from '../logging.js';
-import { abortWatcherCount } from '../service/abort-watchers.js';
+import { abortWatcherCount } from '../abort-watchers.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import {
   FakeNodes,

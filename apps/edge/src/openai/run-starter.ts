@@ -4,7 +4,7 @@
 // run's cancel path inside the service.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
-import { unwatchAbort, watchAbort } from '../service/abort-watchers.js';
+import { unwatchAbort, watchAbort } from '../abort-watchers.js';
 import type {
   EdgeService,
   RunDestination,

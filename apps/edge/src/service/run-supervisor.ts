@@ -42,7 +42,7 @@ import type {
 } from '../placement/placement.js';
 import type { DispatchFailureReason, ProviderOutcomes } from '../pool/circuit-breaker.js';
 import { isPoolError } from '../pool/errors.js';
-import { unwatchAbort, watchAbort } from './abort-watchers.js';
+import { unwatchAbort, watchAbort } from '../abort-watchers.js';
 import { ServiceError } from './errors.js';
 import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError } from './run-errors.js';
 import { DeliveredUsage } from './delivered-usage.js';
