@@ -245,13 +245,17 @@ describe('load with faults', () => {
     const listed = (await admin.listNodes()).map((entry) => entry.nodeId).sort();
     expect(listed).toEqual(['n1', 'n2']);
 
-    // The restarted node serves again: spread sequential requests over both nodes until n2 answers one.
+    // The restarted node serves again: spread sequential requests over both nodes until n2 answers one. Runs
+    // that failed on n2 when it was killed may have opened its providers' circuits: those take runs again after
+    // the circuit's cool-down (5 s by default), so the requests go on for up to 15 s, 50 ms apart.
     const providersSeen = new Set<string>();
+    const servesUntil = Date.now() + 15_000;
     for (
       let attempt = 0;
-      attempt < 20 && ![...providersSeen].some((id) => id.startsWith('n2-'));
+      Date.now() < servesUntil && ![...providersSeen].some((id) => id.startsWith('n2-'));
       attempt += 1
     ) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50));
       const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
