@@ -89,8 +89,10 @@ export interface SealedKv {
 
 export interface FabricBus {
   readonly edgeId: string;
-  /** `nonce`: seal with one a peer offered (FabricSealer.acceptNonces), so the peer opens it faster. */
-  /** A string is sent as its UTF-8 bytes. */
+  /**
+   * A string is sent as its UTF-8 bytes. `nonce`: seal with one a peer offered (FabricSealer.acceptNonces), so the
+   * peer opens it faster.
+   */
   publish(subject: string, data: SealPayload, options?: { reply?: string; nonce?: SealNonce }): void;
   /** Nonces to send a peer for its answers to this edge, which opens them with deciphers made ahead. */
   offerNonces(count: number): string[];

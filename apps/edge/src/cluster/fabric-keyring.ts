@@ -34,9 +34,8 @@ export class FabricKeyError extends Error {
 }
 
 export interface FabricKey {
-  /** The id sealed messages carry (hex in logs). */
+  /** The id sealed messages carry (the first 4 bytes of a SHA-256 of the key). */
   readonly id: Uint8Array;
-  readonly idHex: string;
   readonly secret: Buffer;
 }
 
@@ -55,7 +54,7 @@ function keyId(secret: Buffer): Uint8Array {
 
 function toKey(secret: Buffer): FabricKey {
   const id = keyId(secret);
-  return { id, idHex: Buffer.from(id).toString('hex'), secret };
+  return { id, secret };
 }
 
 /** A new random fabric key, as the one line of a key file. */
