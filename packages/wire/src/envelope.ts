@@ -108,6 +108,24 @@ export const envelope = {
     requestId: '',
     msg: { $case: 'nodeDiscovery', nodeDiscovery: runtime.NodeDiscovery.fromPartial(discovery) },
   }),
+  /** node → edge: an agent connected to its run's model endpoint; the call's bytes follow as modelCallData. */
+  modelCallOpen: (callId: string, parentRunId: string): Envelope => ({
+    requestId: '',
+    msg: { $case: 'modelCallOpen', modelCallOpen: { callId, parentRunId } },
+  }),
+  /** Either side: bytes of an open model call. */
+  modelCallData: (callId: string, data: Uint8Array): Envelope => ({
+    requestId: '',
+    msg: {
+      $case: 'modelCallData',
+      modelCallData: { callId, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength) },
+    },
+  }),
+  /** Either side: no more bytes of this model call ('' = a plain end; otherwise why). */
+  modelCallClose: (callId: string, reason = ''): Envelope => ({
+    requestId: '',
+    msg: { $case: 'modelCallClose', modelCallClose: { callId, reason } },
+  }),
   /** Either side, last frame before a deliberate close. */
   goodbye: (reason: string, detail = ''): Envelope => ({
     requestId: '',

@@ -43,6 +43,10 @@ export type DiscoveredBackend = runtime.DiscoveredBackend;
 export type DiscoveredCli = runtime.DiscoveredCli;
 export type DiscoveredGpu = runtime.DiscoveredGpu;
 export type DiscoveredHost = runtime.DiscoveredHost;
+export type ModelAccess = runtime.ModelAccess;
+export type ModelCallOpen = runtime.ModelCallOpen;
+export type ModelCallData = runtime.ModelCallData;
+export type ModelCallClose = runtime.ModelCallClose;
 
 export const RegisterRejectCode = runtime.RegisterRejectCode;
 export type RegisterRejectCode = runtime.RegisterRejectCode;

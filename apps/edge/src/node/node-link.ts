@@ -341,6 +341,10 @@ export class NodeLink {
       case 'cancelRequest':
       case 'nodeCommandRequest':
       case 'nodeConfigRefreshRequest':
+      // Agents' model calls: not served by this edge build yet.
+      case 'modelCallOpen':
+      case 'modelCallData':
+      case 'modelCallClose':
         this.logger.warn(
           { nodeId: this.nodeId, kind: msg.$case },
           'ignoring a frame the edge does not accept from a node',

@@ -471,6 +471,10 @@ export class EdgeLink implements Outbound {
       case 'providerStatusReport':
       case 'providerLifecycleProgress':
       case 'nodeDiscovery':
+      // Agents' model calls: not served by this node build yet.
+      case 'modelCallOpen':
+      case 'modelCallData':
+      case 'modelCallClose':
         this.#logger.warn({ kind: body.$case }, 'ignoring a message the edge should not send to a node');
         return;
       default: {

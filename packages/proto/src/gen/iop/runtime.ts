@@ -290,6 +290,15 @@ export interface Envelope {
     | //
     /** Node → edge: the answer to a RegisterChallenge. */
     { $case: "registerProof"; registerProof: RegisterProof }
+    | //
+    /** Node → edge: an agent opened a connection to its run's model endpoint (see ModelCallOpen). */
+    { $case: "modelCallOpen"; modelCallOpen: ModelCallOpen }
+    | //
+    /** Either way: bytes of an open model-call connection. */
+    { $case: "modelCallData"; modelCallData: ModelCallData }
+    | //
+    /** Either way: the model-call connection is closed (no more ModelCallData for it). */
+    { $case: "modelCallClose"; modelCallClose: ModelCallClose }
     | undefined;
 }
 
@@ -529,11 +538,31 @@ export interface RunRequest {
    * a run with image URLs.
    */
   fetchImageUrls: boolean;
+  /**
+   * Set when the run's CLI profile names a `fabric_model`: how the agent reaches the pool's model while this run
+   * lives (the node offers it a loopback endpoint and carries its calls over this link). Older nodes ignore it.
+   */
+  modelAccess?:
+    | ModelAccess
+    | undefined;
+  /**
+   * Set on a child run (a model call an agent run made through its model endpoint): the agent run it belongs to.
+   * Capacity rule in agent-contract/inner/edge-node-runtime-wire.md.
+   */
+  parentRunId: string;
 }
 
 export interface RunRequest_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** An agent run's access to the pool's model, valid only while that run lives. */
+export interface ModelAccess {
+  /** The secret the agent presents (Bearer / x-api-key) on its model endpoint; made by the edge for this run alone. */
+  apiKey: string;
+  /** The models[] id the agent's calls use (`{model}` in the profile). */
+  model: string;
 }
 
 export interface CompletionInput {
@@ -705,6 +734,24 @@ export interface RunError {
 }
 
 export interface RunCancelled {
+  reason: string;
+}
+
+export interface ModelCallOpen {
+  /** Chosen by the node, unique on this link while the call is open. */
+  callId: string;
+  /** The agent run whose endpoint the connection reached. */
+  parentRunId: string;
+}
+
+export interface ModelCallData {
+  callId: string;
+  data: Buffer;
+}
+
+export interface ModelCallClose {
+  callId: string;
+  /** Why, when not a plain end of stream (refused, overflow, parent_ended, ...). */
   reason: string;
 }
 
@@ -905,6 +952,15 @@ export const Envelope: MessageFns<Envelope> = {
       case "registerProof":
         RegisterProof.encode(message.msg.registerProof, writer.uint32(210).fork()).join();
         break;
+      case "modelCallOpen":
+        ModelCallOpen.encode(message.msg.modelCallOpen, writer.uint32(218).fork()).join();
+        break;
+      case "modelCallData":
+        ModelCallData.encode(message.msg.modelCallData, writer.uint32(226).fork()).join();
+        break;
+      case "modelCallClose":
+        ModelCallClose.encode(message.msg.modelCallClose, writer.uint32(234).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1093,6 +1149,30 @@ export const Envelope: MessageFns<Envelope> = {
             message.msg = { $case: "registerProof", registerProof: RegisterProof.decode(reader, reader.uint32()) };
             continue;
           }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.msg = { $case: "modelCallOpen", modelCallOpen: ModelCallOpen.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.msg = { $case: "modelCallData", modelCallData: ModelCallData.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.msg = { $case: "modelCallClose", modelCallClose: ModelCallClose.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1208,6 +1288,18 @@ export const Envelope: MessageFns<Envelope> = {
         ? { $case: "registerProof", registerProof: RegisterProof.fromJSON(object.registerProof) }
         : isSet(object.register_proof)
         ? { $case: "registerProof", registerProof: RegisterProof.fromJSON(object.register_proof) }
+        : isSet(object.modelCallOpen)
+        ? { $case: "modelCallOpen", modelCallOpen: ModelCallOpen.fromJSON(object.modelCallOpen) }
+        : isSet(object.model_call_open)
+        ? { $case: "modelCallOpen", modelCallOpen: ModelCallOpen.fromJSON(object.model_call_open) }
+        : isSet(object.modelCallData)
+        ? { $case: "modelCallData", modelCallData: ModelCallData.fromJSON(object.modelCallData) }
+        : isSet(object.model_call_data)
+        ? { $case: "modelCallData", modelCallData: ModelCallData.fromJSON(object.model_call_data) }
+        : isSet(object.modelCallClose)
+        ? { $case: "modelCallClose", modelCallClose: ModelCallClose.fromJSON(object.modelCallClose) }
+        : isSet(object.model_call_close)
+        ? { $case: "modelCallClose", modelCallClose: ModelCallClose.fromJSON(object.model_call_close) }
         : undefined,
     };
   },
@@ -1251,6 +1343,12 @@ export const Envelope: MessageFns<Envelope> = {
       obj.registerChallenge = RegisterChallenge.toJSON(message.msg.registerChallenge);
     } else if (message.msg?.$case === "registerProof") {
       obj.registerProof = RegisterProof.toJSON(message.msg.registerProof);
+    } else if (message.msg?.$case === "modelCallOpen") {
+      obj.modelCallOpen = ModelCallOpen.toJSON(message.msg.modelCallOpen);
+    } else if (message.msg?.$case === "modelCallData") {
+      obj.modelCallData = ModelCallData.toJSON(message.msg.modelCallData);
+    } else if (message.msg?.$case === "modelCallClose") {
+      obj.modelCallClose = ModelCallClose.toJSON(message.msg.modelCallClose);
     }
     return obj;
   },
@@ -1388,6 +1486,27 @@ export const Envelope: MessageFns<Envelope> = {
       case "registerProof": {
         if (object.msg?.registerProof !== undefined && object.msg?.registerProof !== null) {
           message.msg = { $case: "registerProof", registerProof: RegisterProof.fromPartial(object.msg.registerProof) };
+        }
+        break;
+      }
+      case "modelCallOpen": {
+        if (object.msg?.modelCallOpen !== undefined && object.msg?.modelCallOpen !== null) {
+          message.msg = { $case: "modelCallOpen", modelCallOpen: ModelCallOpen.fromPartial(object.msg.modelCallOpen) };
+        }
+        break;
+      }
+      case "modelCallData": {
+        if (object.msg?.modelCallData !== undefined && object.msg?.modelCallData !== null) {
+          message.msg = { $case: "modelCallData", modelCallData: ModelCallData.fromPartial(object.msg.modelCallData) };
+        }
+        break;
+      }
+      case "modelCallClose": {
+        if (object.msg?.modelCallClose !== undefined && object.msg?.modelCallClose !== null) {
+          message.msg = {
+            $case: "modelCallClose",
+            modelCallClose: ModelCallClose.fromPartial(object.msg.modelCallClose),
+          };
         }
         break;
       }
@@ -4002,6 +4121,8 @@ function createBaseRunRequest(): RunRequest {
     completion: undefined,
     embedding: undefined,
     fetchImageUrls: false,
+    modelAccess: undefined,
+    parentRunId: "",
   };
 }
 
@@ -4066,6 +4187,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.fetchImageUrls !== false) {
       writer.uint32(160).bool(message.fetchImageUrls);
+    }
+    if (message.modelAccess !== undefined) {
+      ModelAccess.encode(message.modelAccess, writer.uint32(170).fork()).join();
+    }
+    if (message.parentRunId !== "") {
+      writer.uint32(178).string(message.parentRunId);
     }
     return writer;
   },
@@ -4246,6 +4373,22 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.fetchImageUrls = reader.bool();
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.modelAccess = ModelAccess.decode(reader, reader.uint32());
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.parentRunId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4325,6 +4468,16 @@ export const RunRequest: MessageFns<RunRequest> = {
         : isSet(object.fetch_image_urls)
         ? globalThis.Boolean(object.fetch_image_urls)
         : false,
+      modelAccess: isSet(object.modelAccess)
+        ? ModelAccess.fromJSON(object.modelAccess)
+        : isSet(object.model_access)
+        ? ModelAccess.fromJSON(object.model_access)
+        : undefined,
+      parentRunId: isSet(object.parentRunId)
+        ? globalThis.String(object.parentRunId)
+        : isSet(object.parent_run_id)
+        ? globalThis.String(object.parent_run_id)
+        : "",
     };
   },
 
@@ -4396,6 +4549,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.fetchImageUrls !== false) {
       obj.fetchImageUrls = message.fetchImageUrls;
     }
+    if (message.modelAccess !== undefined) {
+      obj.modelAccess = ModelAccess.toJSON(message.modelAccess);
+    }
+    if (message.parentRunId !== "") {
+      obj.parentRunId = message.parentRunId;
+    }
     return obj;
   },
 
@@ -4438,6 +4597,10 @@ export const RunRequest: MessageFns<RunRequest> = {
       ? EmbeddingInput.fromPartial(object.embedding)
       : undefined;
     message.fetchImageUrls = object.fetchImageUrls ?? false;
+    message.modelAccess = (object.modelAccess !== undefined && object.modelAccess !== null)
+      ? ModelAccess.fromPartial(object.modelAccess)
+      : undefined;
+    message.parentRunId = object.parentRunId ?? "";
     return message;
   },
 };
@@ -4523,6 +4686,95 @@ export const RunRequest_MetadataEntry: MessageFns<RunRequest_MetadataEntry> = {
     const message = createBaseRunRequest_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseModelAccess(): ModelAccess {
+  return { apiKey: "", model: "" };
+}
+
+export const ModelAccess: MessageFns<ModelAccess> = {
+  encode(message: ModelAccess, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiKey !== "") {
+      writer.uint32(10).string(message.apiKey);
+    }
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelAccess {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelAccess();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiKey = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelAccess {
+    return {
+      apiKey: isSet(object.apiKey)
+        ? globalThis.String(object.apiKey)
+        : isSet(object.api_key)
+        ? globalThis.String(object.api_key)
+        : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+    };
+  },
+
+  toJSON(message: ModelAccess): unknown {
+    const obj: any = {};
+    if (message.apiKey !== "") {
+      obj.apiKey = message.apiKey;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelAccess>): ModelAccess {
+    return ModelAccess.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelAccess>): ModelAccess {
+    const message = createBaseModelAccess();
+    message.apiKey = object.apiKey ?? "";
+    message.model = object.model ?? "";
     return message;
   },
 };
@@ -6939,6 +7191,277 @@ export const RunCancelled: MessageFns<RunCancelled> = {
   },
   fromPartial(object: DeepPartial<RunCancelled>): RunCancelled {
     const message = createBaseRunCancelled();
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseModelCallOpen(): ModelCallOpen {
+  return { callId: "", parentRunId: "" };
+}
+
+export const ModelCallOpen: MessageFns<ModelCallOpen> = {
+  encode(message: ModelCallOpen, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.parentRunId !== "") {
+      writer.uint32(18).string(message.parentRunId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelCallOpen {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelCallOpen();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.parentRunId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelCallOpen {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      parentRunId: isSet(object.parentRunId)
+        ? globalThis.String(object.parentRunId)
+        : isSet(object.parent_run_id)
+        ? globalThis.String(object.parent_run_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ModelCallOpen): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.parentRunId !== "") {
+      obj.parentRunId = message.parentRunId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelCallOpen>): ModelCallOpen {
+    return ModelCallOpen.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelCallOpen>): ModelCallOpen {
+    const message = createBaseModelCallOpen();
+    message.callId = object.callId ?? "";
+    message.parentRunId = object.parentRunId ?? "";
+    return message;
+  },
+};
+
+function createBaseModelCallData(): ModelCallData {
+  return { callId: "", data: Buffer.alloc(0) };
+}
+
+export const ModelCallData: MessageFns<ModelCallData> = {
+  encode(message: ModelCallData, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelCallData {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelCallData();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelCallData {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ModelCallData): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelCallData>): ModelCallData {
+    return ModelCallData.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelCallData>): ModelCallData {
+    const message = createBaseModelCallData();
+    message.callId = object.callId ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseModelCallClose(): ModelCallClose {
+  return { callId: "", reason: "" };
+}
+
+export const ModelCallClose: MessageFns<ModelCallClose> = {
+  encode(message: ModelCallClose, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelCallClose {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelCallClose();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelCallClose {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ModelCallClose): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelCallClose>): ModelCallClose {
+    return ModelCallClose.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelCallClose>): ModelCallClose {
+    const message = createBaseModelCallClose();
+    message.callId = object.callId ?? "";
     message.reason = object.reason ?? "";
     return message;
   },
