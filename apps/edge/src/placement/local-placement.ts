@@ -138,6 +138,8 @@ class LocalReservation implements Reservation, RunObserver {
       completion: spec.completion,
       embedding: spec.embedding,
       fetchImageUrls: spec.fetchImageUrls ?? false,
+      modelAccess: undefined,
+      parentRunId: '',
     };
     this.observer = observer;
     this.request = request;
