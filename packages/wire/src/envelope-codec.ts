@@ -21,7 +21,7 @@ export type DecodedFrame =
  * envelope without a known message is a message kind added by a newer protocol revision.
  */
 export const KNOWN_ENVELOPE_FIELDS: ReadonlySet<number> = new Set([
-  1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+  1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
 ]);
 
 const WIRE_TYPE_LEN = 2;

@@ -223,6 +223,9 @@ export const sampleEnvelopes: Record<EnvelopeKind, Envelope> = {
     total: 2_019_393_189,
     completed: 1_000_000,
   }),
+  modelCallOpen: envelope.modelCallOpen('call-1', 'run-1'),
+  modelCallData: envelope.modelCallData('call-1', Buffer.from('POST /v1/chat/completions HTTP/1.1\r\n')),
+  modelCallClose: envelope.modelCallClose('call-1', 'parent_ended'),
   goodbye: envelope.goodbye('replaced', 'a newer connection authenticated'),
   nodeDiscovery: envelope.nodeDiscovery({
     backends: [
