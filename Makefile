@@ -89,11 +89,15 @@ format-check: install
 fmt: install
 	$(PNPM) exec prettier --write .
 
+# Every package's jest suites, then the benchmark's own tests (node's runner); one summary line for both.
 test-unit: compile
 	@echo "==> tests"
 	@mkdir -p .cache
-	@set -o pipefail; $(PNPM) exec turbo run test --concurrency=1 2>&1 | tee .cache/test-unit.log; \
-	  status=$$?; node scripts/test-summary.mjs .cache/test-unit.log; exit $$status
+	@set -o pipefail; status=0; \
+	  $(PNPM) exec turbo run test --concurrency=1 2>&1 | tee .cache/test-unit.log || status=$$?; \
+	  echo "==> bench tests (node --test bench/lib/)"; \
+	  node --test bench/lib/ 2>&1 | tee -a .cache/test-unit.log || status=$$?; \
+	  node scripts/test-summary.mjs .cache/test-unit.log; exit $$status
 
 test: check-gen typecheck lint format-check test-unit
 

@@ -1,5 +1,6 @@
-// Sums jest's per-package "Tests:" lines from a `make test-unit` log into one closing line that any CI reader
-// understands: `tests: N passed, N failed`.
+// Sums jest's per-package "Tests:" lines and node's test runner totals ("# pass N" in TAP, "ℹ pass N" in its spec
+// reporter) from a `make test-unit` log into one closing line that any CI reader understands:
+// `tests: N passed, N failed`.
 import { readFileSync } from 'node:fs';
 
 const log = readFileSync(process.argv[2] ?? '', 'utf8');
@@ -7,6 +8,14 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 for (const line of log.split('\n')) {
+  const nodeTotal = /^(?:#|ℹ) (pass|fail|skipped|todo|cancelled) (\d+)$/.exec(line.trim());
+  if (nodeTotal) {
+    const [, kind, count] = nodeTotal;
+    if (kind === 'pass') passed += Number(count);
+    else if (kind === 'fail' || kind === 'cancelled') failed += Number(count);
+    else skipped += Number(count);
+    continue;
+  }
   const summary = /Tests:\s+(.*)$/.exec(line);
   if (!summary?.[1]) continue;
   for (const [, count, kind] of summary[1].matchAll(/(\d+) (passed|failed|skipped|todo)/g)) {

@@ -31,3 +31,8 @@ export type {
 } from './agent-model-server/agent-model-server.js';
 export { decideAction } from './agent-model-server/conversation.js';
 export type { ModelAction, ToolSpec, Turn } from './agent-model-server/conversation.js';
+export {
+  requireTool,
+  RequiredToolMissingError,
+  type RequiredToolOptions,
+} from './system-tools/required-tool.js';

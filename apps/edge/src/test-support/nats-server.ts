@@ -1,10 +1,12 @@
 // Test support: a real `nats-server` with JetStream on 127.0.0.1, a run-time port and a temporary store dir.
-// Tests that need it skip with one printed line when the binary is missing (`.ci/run` installs it).
+// Tests that need it skip with one printed line when the binary is missing, and fail naming it under CI=true
+// (`.ci/run` installs it).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { requireTool } from '@iop/testkit';
 
 export interface NatsServer {
   readonly url: string;
@@ -16,14 +18,12 @@ export interface NatsServer {
   restart(): Promise<void>;
 }
 
-/** True when `nats-server` runs; otherwise prints why the suite is skipped. */
+/**
+ * True when `nats-server` runs; otherwise prints why the suite is skipped, or throws under CI=true (requireTool).
+ */
 export function natsServerAvailable(suite: string): boolean {
   const probe = spawnSync('nats-server', ['--version'], { stdio: 'ignore' });
-  if (probe.error || probe.status !== 0) {
-    process.stdout.write(`skipping ${suite}: nats-server is not installed (bash .ci/run installs it)\n`);
-    return false;
-  }
-  return true;
+  return requireTool('nats-server', !probe.error && probe.status === 0, suite, 'bash .ci/run installs it');
 }
 
 async function freePort(): Promise<number> {

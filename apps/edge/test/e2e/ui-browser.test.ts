@@ -6,13 +6,13 @@
 // terminates a CLI session. Screenshots go to .cache/ui-browser/.
 //
 // Without a Chromium (IOP_CHROMIUM, or chromium / chromium-browser / google-chrome on the usual paths) the suite
-// prints one line saying so and is skipped; `.ci/run` installs Debian's chromium so CI always runs it.
+// prints one line saying so and is skipped (under CI=true it fails naming Chromium); `.ci/run` installs Debian's chromium.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import type { FakeServer } from '@iop/testkit';
+import { requireTool, type FakeServer } from '@iop/testkit';
 import {
   ProcessGroup,
   repoRoot,
@@ -30,11 +30,12 @@ const CHROMIUM_CANDIDATES = [
   '/usr/bin/google-chrome',
 ];
 const executablePath = CHROMIUM_CANDIDATES.find((candidate) => candidate !== '' && existsSync(candidate));
-if (!executablePath) {
-  process.stdout.write(
-    'ui browser tests: SKIPPED — no Chromium found (set IOP_CHROMIUM or apt-get install chromium)\n',
-  );
-}
+requireTool(
+  'chromium',
+  executablePath !== undefined,
+  'ui browser tests',
+  'set IOP_CHROMIUM or apt-get install chromium; bash .ci/run installs it',
+);
 
 /** Flags that work for a root user in a container with no GPU and no network but loopback. */
 const CHROMIUM_ARGS = [

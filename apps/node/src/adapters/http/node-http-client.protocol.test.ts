@@ -8,6 +8,7 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { requireTool } from '@iop/testkit';
 
 import type { HttpClientResponse } from './http-client.js';
 import { createNodeHttpClient, type NodeHttpClient } from './node-http-client.js';
@@ -491,12 +492,13 @@ describe('createNodeHttpClient bad input', () => {
 });
 
 function hasOpenssl(): boolean {
+  let present = true;
   try {
     execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
   } catch {
-    return false;
+    present = false;
   }
+  return requireTool('openssl', present, 'node http client TLS tests', 'apt-get install openssl');
 }
 
 (hasOpenssl() ? describe : describe.skip)('createNodeHttpClient over TLS', () => {
