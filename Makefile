@@ -16,7 +16,7 @@ ifneq ($(wildcard /usr/include/node/node.h),)
 export npm_config_nodedir ?= /usr
 endif
 
-.PHONY: all install compile build gen check-gen typecheck lint fmt format-check test test-unit test-e2e run clean \
+.PHONY: all install compile build gen check-gen typecheck lint fmt format-check test test-unit test-one test-e2e run clean \
         build-edge pack-edge pack-node-target
 
 all: compile
@@ -98,6 +98,14 @@ test-unit: compile
 	  echo "==> bench tests (node --test bench/lib/)"; \
 	  node --test bench/lib/ 2>&1 | tee -a .cache/test-unit.log || status=$$?; \
 	  node scripts/test-summary.mjs .cache/test-unit.log; exit $$status
+
+# One test file: make test-one FILE=apps/edge/src/service/run-supervisor.test.ts (jest in the file's package).
+test-one: compile
+	@test -n "$(FILE)" || { echo "usage: make test-one FILE=<path to a .test.ts file>"; exit 2; }
+	@package=$$(echo "$(FILE)" | sed -E 's#^((apps|packages)/[^/]+)/.*#\1#'); \
+	  test -f "$$package/package.json" || { echo "$(FILE) is not in apps/* or packages/*"; exit 2; }; \
+	  cd "$$package" && node --experimental-vm-modules --no-warnings=ExperimentalWarning \
+	    $(CURDIR)/node_modules/jest/bin/jest.js "$(CURDIR)/$(FILE)"
 
 test: check-gen typecheck lint format-check test-unit
 
