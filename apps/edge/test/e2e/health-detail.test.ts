@@ -1,7 +1,8 @@
 // Health probe causes across processes: a real `iop-edge serve` and a real `iop-node run` whose Ollama adapter
 // points at a closed port and whose OpenAI-compatible adapter points at a server answering 404. The node log says
 // why each probe fails (warn once per state, debug every time), and `nodes list --json` shows the last probe's
-// `health_detail` and `health_cause`, so "connection refused" and "404" are told apart without reading code.
+// `health_detail` and `health_cause`, so "connection refused" and "404" are told apart without reading code. A CLI
+// profile is measured too: a missing command is `command_not_found`, one answering `--version` is healthy.
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -78,9 +79,17 @@ describe('health probe causes: node log and nodes list', () => {
         `      ollama: { enabled: true, base_url: 'http://127.0.0.1:${closedPort}' }`,
         '      instances:',
         `        - { name: gone, type: openai_compat, enabled: true, provider: vllm, base_url: '${notFoundUrl}' }`,
+        '        - name: agents',
+        '          type: cli',
+        '          enabled: true',
+        '          profiles:',
+        "            present: { command: 'bin/iop-fake-cli', mode: 'persistent' }",
+        "            absent: { command: 'iop-no-such-agent-cli', mode: 'persistent' }",
         '    providers:',
         "      - { id: refused, type: ollama, category: local_inference, adapter: ollama, models: ['m'], capacity: 1 }",
         "      - { id: missing, type: vllm, category: api, adapter: gone, models: ['m2'], capacity: 1 }",
+        "      - { id: agent-ok, type: cli, category: cli, adapter: agents, models: ['present'], capacity: 1 }",
+        "      - { id: agent-missing, type: cli, category: cli, adapter: agents, models: ['absent'], capacity: 1 }",
         '',
       ].join('\n'),
     );
@@ -148,5 +157,29 @@ describe('health probe causes: node log and nodes list', () => {
     const missing = providers.find((provider) => provider.provider_id === 'missing');
     expect(missing).toMatchObject({ health: 'unhealthy', health_cause: 'http_status' });
     expect(missing?.health_detail).toContain('HTTP 404');
+  }, 40_000);
+
+  it('a CLI profile whose command is missing is unhealthy with command_not_found; one that answers --version is healthy', async () => {
+    let providers: ProviderJson[] = [];
+    await waitUntil(
+      async () => {
+        const listed = await runEdgeCommand(group, ['nodes', 'list', '--json', '--addr', admin]);
+        const nodes = (
+          JSON.parse(listed.stdout) as { nodes: { node_id: string; providers: ProviderJson[] }[] }
+        ).nodes;
+        providers = nodes.find((entry) => entry.node_id === 'n1')?.providers ?? [];
+        return providers.some(
+          (provider) => provider.provider_id === 'agent-ok' && provider.health === 'healthy',
+        );
+      },
+      30_000,
+      () => `agent-ok healthy\n${JSON.stringify(providers)}\n${node.describe()}`,
+    );
+    const absent = providers.find((provider) => provider.provider_id === 'agent-missing');
+    expect(absent).toMatchObject({ health: 'unhealthy', health_cause: 'command_not_found' });
+    expect(absent?.health_detail).toContain('iop-no-such-agent-cli');
+    expect(providers.find((provider) => provider.provider_id === 'agent-ok')?.health_detail).toContain(
+      'fake-cli 0.0.0-fake',
+    );
   }, 40_000);
 });

@@ -52,7 +52,7 @@ export interface CommandOptions {
   onProgress?: (progress: ProviderLifecycleProgress) => void;
 }
 
-export type { HealthCause, HealthProbeResult, HealthState } from './health-probe-result.js';
+export type { HealthCause, HealthProbeResult, HealthState, TargetHealth } from './health-probe-result.js';
 
 export interface Adapter {
   readonly interfaceVersion: typeof ADAPTER_INTERFACE_VERSION;

@@ -8,7 +8,9 @@ export type HealthState = 'healthy' | 'unhealthy' | 'unreachable';
  * (`connection_refused`), no answer in time (`timeout`), a certificate or handshake problem (`tls`), a name that
  * does not resolve (`dns`), the peer reset the connection (`connection_reset`), no route (`host_unreachable`),
  * the server answered with an HTTP error (`http_status`) or with something unreadable (`invalid_response`),
- * another socket error (`network`), the probe was cancelled (`cancelled`), anything else (`error`).
+ * another socket error (`network`), the probe was cancelled (`cancelled`), anything else (`error`). A CLI profile:
+ * its command is not on the PATH its runs get (`command_not_found`), or `<command> --version` failed
+ * (`command_failed`).
  */
 export type HealthCause =
   | 'connection_refused'
@@ -21,7 +23,17 @@ export type HealthCause =
   | 'invalid_response'
   | 'network'
   | 'cancelled'
+  | 'command_not_found'
+  | 'command_failed'
   | 'error';
+
+/** The health of one target of an adapter (a CLI profile). */
+export interface TargetHealth {
+  health: HealthState;
+  detail: string;
+  /** Set when not healthy. */
+  cause?: HealthCause;
+}
 
 export interface HealthProbeResult {
   health: HealthState;
@@ -30,4 +42,9 @@ export interface HealthProbeResult {
   cause?: HealthCause;
   /** Models the backend reports (empty when unknown). */
   models: string[];
+  /**
+   * Health by target (a CLI adapter's profiles): a provider serving some of these targets gets the first unhealthy
+   * one's health, else healthy, instead of the adapter-wide result.
+   */
+  targets?: Readonly<Record<string, TargetHealth>>;
 }

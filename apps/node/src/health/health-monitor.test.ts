@@ -118,6 +118,52 @@ describe('HealthMonitor', () => {
     expect(report.providers[2].detail).toContain('timed out');
   });
 
+  it('gives each provider of a CLI adapter the health of the profiles it serves', async () => {
+    const cli = (id: string, models: string[]) => ({ ...provider(id, 'ollama-a'), type: 'cli', models });
+    const { monitor, outbound, adapters } = setup([
+      cli('claude-provider', ['claude']),
+      cli('codex-provider', ['codex']),
+      cli('both', ['claude', 'codex']),
+    ]);
+    adapters[0].health = {
+      health: 'unhealthy',
+      cause: 'command_not_found',
+      detail: 'profile codex: command codex was not found on its PATH',
+      models: [],
+      targets: {
+        claude: { health: 'healthy', detail: 'claude: 2.0.14' },
+        codex: {
+          health: 'unhealthy',
+          cause: 'command_not_found',
+          detail: 'profile codex: command codex was not found on its PATH',
+        },
+      },
+    };
+    await monitor.probeRound();
+    expect(
+      reports(outbound)[0].providers.map((entry) => [
+        entry.providerId,
+        entry.health,
+        entry.cause,
+        entry.detail,
+      ]),
+    ).toEqual([
+      ['claude-provider', ProviderHealth.PROVIDER_HEALTH_HEALTHY, '', 'claude: 2.0.14'],
+      [
+        'codex-provider',
+        ProviderHealth.PROVIDER_HEALTH_UNHEALTHY,
+        'command_not_found',
+        'profile codex: command codex was not found on its PATH',
+      ],
+      [
+        'both',
+        ProviderHealth.PROVIDER_HEALTH_UNHEALTHY,
+        'command_not_found',
+        'profile codex: command codex was not found on its PATH',
+      ],
+    ]);
+  });
+
   it('reports the cause of a failed probe (timeout, error) and none for a healthy one', async () => {
     const { monitor, outbound, adapters } = setup([
       provider('ghost', 'nope'),

@@ -21,7 +21,7 @@ import {
   type ProviderConfig,
   type ProviderHealthEntry,
 } from '@iop/wire';
-import type { Adapter, HealthCause, HealthState } from '../adapters/adapter.js';
+import type { Adapter, HealthCause, HealthState, TargetHealth } from '../adapters/adapter.js';
 import type { Clock, ClockTimer } from '@iop/clock';
 import type { Logger } from '@iop/logging';
 import type { Outbound } from '../link/outbound.js';
@@ -183,7 +183,7 @@ export class HealthMonitor {
           probe = this.#probe(provider.adapter);
           byAdapter.set(provider.adapter, probe);
         }
-        const result = await probe;
+        const result = outcomeFor(provider, await probe);
         if (!this.#controller.signal.aborted) this.#logOutcome(provider, result);
         return {
           providerId: provider.id,
@@ -313,6 +313,19 @@ interface ProbeOutcome {
   detail: string;
   cause?: HealthCause;
   models: string[];
+  targets?: Readonly<Record<string, TargetHealth>>;
+}
+
+/**
+ * A provider's share of its adapter's probe: with health by target (a CLI adapter's profiles), the first of the
+ * provider's targets that is not healthy, else its healthy one; otherwise the adapter-wide result.
+ */
+function outcomeFor(provider: ProviderConfig, probe: ProbeOutcome): ProbeOutcome {
+  const targets = probe.targets;
+  if (!targets) return probe;
+  const known = provider.models.flatMap((model) => targets[model] ?? []);
+  const chosen = known.find((entry) => entry.health !== 'healthy') ?? known[0];
+  return chosen ? { ...chosen, models: probe.models } : probe;
 }
 
 /** The entry of a provider that is not probed: health unspecified (the edge shows `unknown`), no models. */

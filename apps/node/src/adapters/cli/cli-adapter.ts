@@ -19,6 +19,7 @@ import {
 import { buildCliEnvironment } from './cli-environment.js';
 import { resolveProfile, type ResolvedProfile } from './cli-profile.js';
 import { findExecutable } from './command-lookup.js';
+import { ProfileHealth } from './profile-health.js';
 import { CliAdapterError, toCliAdapterError } from './errors.js';
 import { OneShotSession } from './oneshot-session.js';
 import { OpencodeSession } from './opencode-session.js';
@@ -93,6 +94,7 @@ class CliAdapter implements Adapter {
   private readonly inheritedEnv: Readonly<Record<string, string | undefined>>;
   /** The `run_as` user, or the error that makes every run fail (run_as_unavailable). */
   private readonly agentUser: AgentUser | CliAdapterError | undefined;
+  private readonly profileHealth: ProfileHealth;
   private closed = false;
 
   constructor(
@@ -116,6 +118,7 @@ class CliAdapter implements Adapter {
       randomId: deps.randomId ?? randomUUID,
       killGraceMs: deps.killGraceMs ?? 2000,
     };
+    this.profileHealth = new ProfileHealth({ ...this.services, now: deps.now });
     const settings = instance.cli;
     this.sessions = new SessionRegistry<CliSession>({
       maxSessions: settings?.maxSessions || DEFAULT_MAX_SESSIONS,
@@ -405,13 +408,27 @@ class CliAdapter implements Adapter {
     return true;
   }
 
-  probeHealth(signal: AbortSignal): Promise<HealthProbeResult> {
-    void signal;
-    return Promise.resolve({
-      health: 'healthy',
-      detail: `${Object.keys(this.profiles).length} cli profiles`,
-      models: [],
+  /** Each profile measured (profile-health.ts); the adapter is healthy when every profile is. */
+  async probeHealth(signal: AbortSignal): Promise<HealthProbeResult> {
+    if (this.agentUser instanceof CliAdapterError) {
+      return { health: 'unhealthy', cause: 'error', detail: this.agentUser.message, models: [] };
+    }
+    const probed = Object.keys(this.profiles).map((name) => {
+      const profile = this.resolveTarget(name);
+      return { name, command: profile.command, env: this.environment(profile), cwd: this.agentCwd };
     });
+    const targets = await this.profileHealth.probe(probed, signal);
+    const failing = Object.values(targets).filter((target) => target.health !== 'healthy');
+    const first = failing[0];
+    return {
+      health: first ? 'unhealthy' : 'healthy',
+      ...(first?.cause ? { cause: first.cause } : {}),
+      detail: first
+        ? failing.map((target) => target.detail).join('; ')
+        : `${probed.length} cli profiles answer --version`,
+      models: [],
+      targets,
+    };
   }
 
   async close(): Promise<void> {

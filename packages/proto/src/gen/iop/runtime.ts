@@ -816,7 +816,8 @@ export interface ProviderHealthEntry {
   models: string[];
   /**
    * Why the last probe failed, empty when healthy: connection_refused | timeout | tls | dns | connection_reset |
-   * host_unreachable | http_status | invalid_response | network | cancelled | error. `detail` says it in words.
+   * host_unreachable | http_status | invalid_response | network | cancelled | command_not_found | command_failed |
+   * error. `detail` says it in words.
    */
   cause: string;
   /**
