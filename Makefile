@@ -16,7 +16,7 @@ ifneq ($(wildcard /usr/include/node/node.h),)
 export npm_config_nodedir ?= /usr
 endif
 
-.PHONY: all install compile build gen check-gen typecheck lint fmt format-check test test-unit test-one test-e2e run clean \
+.PHONY: all install compile build gen check-gen typecheck lint knip fmt format-check test test-unit test-one test-e2e run clean \
         build-edge pack-edge pack-node-target
 
 all: compile
@@ -82,6 +82,11 @@ lint: compile
 	@echo "==> eslint"
 	$(PNPM) exec eslint --max-warnings=0 .
 
+# Unused files, exports and dependencies (knip.json says where each workspace starts).
+knip: install
+	@echo "==> knip"
+	$(PNPM) exec knip --no-progress
+
 format-check: install
 	@echo "==> prettier --check"
 	$(PNPM) exec prettier --check .
@@ -107,7 +112,7 @@ test-one: compile
 	  cd "$$package" && node --experimental-vm-modules --no-warnings=ExperimentalWarning \
 	    $(CURDIR)/node_modules/jest/bin/jest.js "$(CURDIR)/$(FILE)"
 
-test: check-gen typecheck lint format-check test-unit
+test: check-gen typecheck lint knip format-check test-unit
 
 test-e2e: compile
 	bash scripts/e2e-smoke.sh

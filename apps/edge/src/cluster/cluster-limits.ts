@@ -137,8 +137,6 @@ export interface ClusterLimits extends SharedLimits {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export { hasLimits } from '../governance/principal.js';
-
 /** FNV-1a over the UTF-16 code units: a cheap, stable 32-bit hash (rendezvous scores). */
 function score(edgeId: string, principalId: string): number {
   let hash = 0x811c9dc5;

@@ -4,7 +4,6 @@
 const BUCKETS = 60;
 const BUCKET_MS = 1000;
 /** Length of the window in milliseconds. */
-export const WINDOW_MS = BUCKETS * BUCKET_MS;
 
 export class SlidingWindow {
   /** The second (epoch ms / 1000, floored) each bucket currently counts; -1 = empty. */

@@ -305,11 +305,6 @@ const UNKNOWN: FieldRule = {
   why: 'IOP does not know this field and only OpenAI-compatible backends receive unknown fields',
 };
 
-/** The table for the docs and tests: every named field of an endpoint with its verdict per backend. */
-export function fieldRules(endpoint: RequestEndpoint): ReadonlyMap<string, FieldRule> {
-  return new Map(Object.entries(TABLES[endpoint]));
-}
-
 export interface PlanOptions {
   endpoint: RequestEndpoint;
   /** The requested model (named in errors). */
@@ -422,8 +417,3 @@ const BACKEND_NAMES: Record<AdapterType, string> = {
   openai_compat: 'OpenAI-compatible',
   cli: 'CLI agent',
 };
-
-/** The `x-iop-dropped-params` header value (comma-separated field names), undefined when nothing was dropped. */
-export function droppedParamsHeader(dropped: readonly string[]): string | undefined {
-  return dropped.length > 0 ? dropped.join(',') : undefined;
-}

@@ -48,7 +48,7 @@ import type {
 } from './types.js';
 
 export { fromPoolError } from './run-errors.js';
-export { noAdmissionMetrics, type AdmissionMetrics } from './run-supervisor.js';
+export type { AdmissionMetrics } from './run-supervisor.js';
 
 export interface EdgeServiceDeps {
   registry: NodeRegistry;

@@ -34,7 +34,7 @@ export type {
   RunView,
   RunCancelResult,
 } from '../placement/run-directory.js';
-export { RunRegistryError, type RunRegistryErrorCode } from '../placement/run-directory.js';
+export { RunRegistryError } from '../placement/run-directory.js';
 
 export interface RunBounds {
   maxEntries: number;
@@ -338,8 +338,4 @@ function view(entry: Entry): RunView {
 function endSubscribers(entry: Entry): void {
   for (const subscriber of entry.subscribers) subscriber('end');
   entry.subscribers.clear();
-}
-
-export function isRunRegistryError(error: unknown): error is RunRegistryError {
-  return error instanceof RunRegistryError;
 }

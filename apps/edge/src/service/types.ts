@@ -8,16 +8,10 @@ import type { ProviderStatus } from '../pool/provider-pool.js';
 import type { Principal } from '../governance/principal.js';
 import type { RunRegistry } from './run-registry.js';
 
-export type { NodeSummary, ProviderHealthSummary } from '../node/node-summary.js';
-export type { RunEventWithMeta, RunOutcomeStatus } from '../events/types.js';
+export type { NodeSummary } from '../node/node-summary.js';
+export type { RunEventWithMeta } from '../events/types.js';
 export type { RunEvents } from '../placement/run-types.js';
-export type {
-  RunDestination,
-  RunOutcome,
-  RunSpec,
-  RunSurface,
-  SessionChoice,
-} from '../placement/run-types.js';
+export type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
 export type { ProviderStatus } from '../pool/provider-pool.js';
 
 export interface SubmitOptions {

@@ -42,8 +42,3 @@ export function buildCliEnvironment(
   }
   return { ...environment, ...profileEnv, ...overrides };
 }
-
-/** Names only: what a log line may say about an environment. */
-export function describeEnvironment(environment: Readonly<Record<string, string>>): string[] {
-  return Object.keys(environment).sort();
-}

@@ -148,16 +148,6 @@ export function isProcessGone(pid: number): boolean {
   }
 }
 
-/** All descendants of `root` (children, grandchildren, ...) in the current process table. */
-export function listDescendants(root: number): number[] {
-  return descendantsIn(
-    readProcessTable(process.platform, (file, args) =>
-      execFileSync(file, args, { encoding: 'utf8', timeout: 5000 }),
-    ),
-    root,
-  );
-}
-
 function descendantsIn(table: Map<number, ProcessEntry>, root: number): number[] {
   const children = new Map<number, number[]>();
   for (const [pid, entry] of table) {

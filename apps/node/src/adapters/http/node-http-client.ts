@@ -26,8 +26,6 @@ import {
 } from './http1-head.js';
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from './http-client.js';
 
-export { HttpProtocolError, HttpRequestError } from './http1-head.js';
-
 /** How long `discard()` waits for the rest of a body before it closes the connection instead. */
 const DISCARD_LIMIT_MS = 1000;
 

@@ -47,11 +47,6 @@ export class UpstreamCancelled extends Error {
   }
 }
 
-/** A readable reason from an AbortSignal's `reason` (string, Error or anything else). */
-export function abortReason(signal: AbortSignal): string {
-  return reasonText(signal.reason);
-}
-
 /** A readable abort reason (string, Error or anything else). */
 export function reasonText(reason: unknown): string {
   if (typeof reason === 'string' && reason !== '') return reason;

@@ -1,2 +1,0 @@
-export * from './provider-pool.js';
-export * from './errors.js';

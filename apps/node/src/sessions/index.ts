@@ -1,2 +1,0 @@
-export { SessionRegistry, SessionLimitError } from './session-registry.js';
-export type { LogicalSession, SessionEntry, SessionRegistryOptions } from './session-registry.js';
