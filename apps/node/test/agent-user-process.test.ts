@@ -4,7 +4,7 @@
 // useradd; skipped with one line otherwise. A second run repeats it the way a service install runs the node:
 // root bounded to CAP_SETUID CAP_SETGID CAP_KILL CAP_DAC_READ_SEARCH (setpriv, like the unit's
 // CapabilityBoundingSet), the agent user from `--agent-user` rather than the config, the workspaces dir (0711,
-// the agent's) as its working directory.
+// the agent's) as its working directory, the agent's default workspace a directory the agent user made in it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -253,9 +253,13 @@ describe('CLI agents as a run_as user (node run as root)', () => {
     );
     // The node made its identity key and history in its data dir (root's, without CAP_DAC_OVERRIDE).
     expect(fs.statSync(path.join(dataDir, 'identity.key')).uid).toBe(0);
-    // The agent works in the workspaces dir (its default workspace) and what it makes is its own ($1 is the
+    // The agent works in a directory of its own under the workspaces dir (an anonymous run's default workspace,
+    // made by the agent user: the node may not write there) and what it makes is its own ($1 is the
     // end-of-options '--' before the prompt).
     expect(await askService('svc-write', 'write', 'workspace-ok')).toContain('workspace-ok');
-    expect(fs.statSync(path.join(workspaces, 'agent-made.txt')).uid).toBe(fs.statSync(home).uid);
+    const own = path.join(workspaces, '.iop-workspaces', 'anonymous');
+    expect(fs.statSync(own).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(own).uid).toBe(fs.statSync(home).uid);
+    expect(fs.statSync(path.join(own, 'agent-made.txt')).uid).toBe(fs.statSync(home).uid);
   }, 60_000);
 });

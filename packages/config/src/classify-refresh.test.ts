@@ -94,6 +94,12 @@ const live: Case[] = [
     class: 'live',
   },
   {
+    name: 'models[].image_limits',
+    mutate: (r) => (r.models[0].image_limits = { max_urls: 4 }),
+    path: 'models[m1].image_limits.max_urls',
+    class: 'live',
+  },
+  {
     name: 'routing retry max_attempts',
     mutate: (r) => (r.routing = { retry: { max_attempts: 3 } }),
     path: 'routing.retry.max_attempts',

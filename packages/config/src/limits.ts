@@ -43,6 +43,9 @@ export const LIMITS = {
   affinity_max_entries: { min: 1, max: 10_000_000 },
   affinity_ttl_ms: { min: 1_000, max: 7 * DAY_MS },
   affinity_max_wait_ms: { min: 0, max: 600_000 },
+  // models[].image_limits (issue 43): remote image URLs per request, bytes a node fetches for one run
+  image_max_urls: { min: 1, max: 1024 },
+  image_max_total_bytes: { min: 1, max: 1024 * 1024 * 1024 },
   // routing.retry / routing.circuit_breaker (issue 32, retry before the first byte and passive health)
   retry_max_attempts: { min: 1, max: 16 },
   circuit_consecutive_failures: { min: 1, max: 1_000 },
@@ -100,6 +103,9 @@ export const DEFAULTS = {
   affinity_max_entries: 10_000,
   affinity_ttl_ms: 600_000,
   affinity_max_wait_ms: 0,
+  // models[].image_limits
+  image_max_urls: 16,
+  image_max_total_bytes: 64 * 1024 * 1024,
   // routing.retry / routing.circuit_breaker
   retry_max_attempts: 2,
   circuit_consecutive_failures: 3,

@@ -222,6 +222,7 @@ models: [{ id: "m:1", providers: { p: "served" } }]
       default_thinking_token_budget: null,
       drop_unsupported: false,
       fetch_image_urls: false,
+      image_limits: { max_urls: 16, max_total_bytes: 64 * 1024 * 1024 },
       affinity: { enabled: true, hash_messages: true, max_wait_ms: 0 },
       retry: { max_attempts: null },
     });
@@ -270,6 +271,30 @@ nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [
 models: [{ id: m, providers: { p: served }, fetch_image_urls: 1 }]
 `),
     ).toThrow(/models\[0\]\.fetch_image_urls/);
+  });
+
+  it('reads models[].image_limits and refuses out-of-range ones with their paths', () => {
+    const config = load(`
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, image_limits: { max_urls: 4 } }]
+`);
+    expect(config.models[0]?.image_limits).toEqual({ max_urls: 4, max_total_bytes: 64 * 1024 * 1024 });
+    const result = parseConfigText(
+      `
+nodes: [{ id: n1, adapters: { ollama: { base_url: "http://h:1" } }, providers: [{ id: p, type: ollama, category: api, adapter: ollama }] }]
+models: [{ id: m, providers: { p: served }, image_limits: { max_urls: 0, max_total_bytes: 2147483648, count: 1 } }]
+`,
+      'edge.yaml',
+    );
+    expect(result.ok).toBe(false);
+    const paths = result.ok ? [] : result.issues.map((issue) => `${issue.path} ${issue.code}`);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'models[0].image_limits.max_urls range',
+        'models[0].image_limits.max_total_bytes range',
+        'models[0].image_limits.count unknown_key',
+      ]),
+    );
   });
 
   it('reads drop_unsupported and refuses a non-boolean one with its path', () => {

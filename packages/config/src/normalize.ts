@@ -199,6 +199,10 @@ function normalizeModel(model: Raw): ModelConfig {
     default_thinking_token_budget: nullableInt(model.default_thinking_token_budget),
     drop_unsupported: bool(model.drop_unsupported, false),
     fetch_image_urls: bool(model.fetch_image_urls, false),
+    image_limits: {
+      max_urls: int(record(model.image_limits).max_urls, DEFAULTS.image_max_urls),
+      max_total_bytes: int(record(model.image_limits).max_total_bytes, DEFAULTS.image_max_total_bytes),
+    },
     affinity: normalizeModelAffinity(record(model.affinity)),
     retry: { max_attempts: nullableInt(record(model.retry).max_attempts) },
   };

@@ -190,6 +190,10 @@ const model = object(
     default_thinking_token_budget: nullableInteger(LIMITS.thinking_token_budget),
     drop_unsupported: bool,
     fetch_image_urls: bool,
+    image_limits: object({
+      max_urls: integer(LIMITS.image_max_urls),
+      max_total_bytes: integer(LIMITS.image_max_total_bytes),
+    }),
     affinity: object({
       enabled: bool,
       hash_messages: bool,

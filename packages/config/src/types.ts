@@ -305,10 +305,23 @@ export interface ModelConfig {
    * OpenAI-compatible backends receive image URLs as is either way.
    */
   readonly fetch_image_urls: boolean;
+  /** Bounds on remote images (issue 43). */
+  readonly image_limits: ModelImageLimitsConfig;
   /** Conversation affinity: prefer the provider that served a conversation's previous turn. */
   readonly affinity: ModelAffinityConfig;
   /** Overrides `routing.retry` for this model; null = the routing default. */
   readonly retry: { readonly max_attempts: number | null };
+}
+
+/** `models[].image_limits` — bounds on remote image URLs (issue 43). */
+export interface ModelImageLimitsConfig {
+  /** Remote image URLs one request may carry (all messages together); more = 400 `too_many_image_urls`. Default 16. */
+  readonly max_urls: number;
+  /**
+   * Bytes the node may fetch for one run's image URLs together (`fetch_image_urls`); a run over it fails with
+   * `image_fetch_failed`. Default 64 MiB.
+   */
+  readonly max_total_bytes: number;
 }
 
 /** `models[].affinity` (issue 32). */

@@ -536,6 +536,39 @@ describe('more shapes', () => {
     expect(service.submitted).toHaveLength(3);
   });
 
+  it('refuses more image URLs than the model takes (image_limits.max_urls) with 400, before any run', async () => {
+    const { client, service } = await start();
+    const urls = Array.from({ length: 64 }, (_, index) => `https://images.example/${index}.png`);
+    const content = urls.map((url) => ({ type: 'image_url' as const, image_url: { url } }));
+    const refused = await client.chat.completions
+      .create({ model: 'pooled', messages: [{ role: 'user', content }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(BadRequestError);
+    expect((refused as APIError).code).toBe('too_many_image_urls');
+    expect((refused as APIError).message).toContain('at most 16');
+    const input = [
+      {
+        role: 'user' as const,
+        content: urls.map((url) => ({
+          type: 'input_image' as const,
+          image_url: url,
+          detail: 'auto' as const,
+        })),
+      },
+    ];
+    const viaResponses = await client.responses
+      .create({ model: 'pooled', input })
+      .catch((error: unknown) => error);
+    expect((viaResponses as APIError).code).toBe('too_many_image_urls');
+    expect(service.submitted).toHaveLength(0);
+    // Sixteen are taken.
+    await client.chat.completions.create({
+      model: 'pooled',
+      messages: [{ role: 'user', content: content.slice(0, 16) }],
+    });
+    expect(service.submitted).toHaveLength(1);
+  });
+
   it('an operator cancel before output is a 502 run_cancelled', async () => {
     const { client, service } = await start({ scripter: () => ({ parts: textRun(['late']), delayMs: 200 }) });
     const pending = client.chat.completions

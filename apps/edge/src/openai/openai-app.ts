@@ -17,7 +17,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { EdgeConfig } from '@iop/config';
+import { DEFAULTS, type EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -56,7 +56,13 @@ import { responsesBody, streamResponse, type ResponsesOutputContext } from './re
 import { createRouteResolver, type ResolvedRoute } from './route-resolver.js';
 import { createRunStarter, type StartedRun } from './run-starter.js';
 import { bufferRun, type CollectedRun, type OutputOptions } from './run-output.js';
-import { checkImageUrls, hasImageUrls, requestAffinityKey, type RequestedRun } from './requested-run.js';
+import {
+  checkImageUrlCount,
+  checkImageUrls,
+  hasImageUrls,
+  requestAffinityKey,
+  type RequestedRun,
+} from './requested-run.js';
 import { SseSink } from './sse-sink.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import type { HttpMount } from '../http/http-mount.js';
@@ -321,11 +327,22 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     };
   }
 
-  /** Remote images: refused for backends that cannot take them (400), fetched by the node when the model allows. */
+  /**
+   * Remote images: at most the model's `image_limits.max_urls` (400), refused for backends that cannot take them
+   * (400), fetched by the node when the model allows, within its `image_limits.max_total_bytes`.
+   */
   function withImageUrls(spec: RequestedRun, route: ResolvedRoute): RequestedRun {
     if (!hasImageUrls(spec)) return spec;
+    const limits =
+      route.kind === 'pool'
+        ? route.modelConfig.image_limits
+        : { max_urls: DEFAULTS.image_max_urls, max_total_bytes: DEFAULTS.image_max_total_bytes };
+    checkImageUrlCount(route.model, spec, limits.max_urls);
     const fetchEnabled = route.kind === 'pool' && route.modelConfig.fetch_image_urls;
-    if (checkImageUrls(route.model, resolver.backends(route), fetchEnabled)) spec.fetchImageUrls = true;
+    if (checkImageUrls(route.model, resolver.backends(route), fetchEnabled)) {
+      spec.fetchImageUrls = true;
+      spec.imageFetchMaxTotalBytes = limits.max_total_bytes;
+    }
     return spec;
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { OpenAIHttpError } from './openai-error.js';
-import { checkImageUrls, imageInput } from './requested-run.js';
+import { checkImageUrlCount, checkImageUrls, imageInput } from './requested-run.js';
 
 function refusal(fn: () => unknown): OpenAIHttpError {
   try {
@@ -28,6 +28,24 @@ describe('imageInput', () => {
       );
     },
   );
+});
+
+describe('checkImageUrlCount', () => {
+  const withUrls = (...counts: number[]) => ({
+    messages: counts.map((count) => ({
+      imageUrls: Array.from({ length: count }, (_, index) => `https://a.example/${index}.png`),
+    })),
+  });
+
+  it('counts the URLs of all messages together against the limit, naming it', () => {
+    expect(() => checkImageUrlCount('m', withUrls(8, 8), 16)).not.toThrow();
+    const error = refusal(() => checkImageUrlCount('vision', withUrls(8, 9), 16));
+    expect(error.status).toBe(400);
+    expect(error.code).toBe('too_many_image_urls');
+    expect(error.message).toContain('17 image URLs');
+    expect(error.message).toContain("model 'vision' takes at most 16");
+    expect(error.message).toContain('image_limits.max_urls');
+  });
 });
 
 describe('checkImageUrls', () => {

@@ -47,6 +47,8 @@ export interface RequestedRun {
   embedding?: EmbeddingInput;
   /** The node fetches the messages' image URLs for a backend that takes only inline images (RunRequest.fetch_image_urls). */
   fetchImageUrls?: boolean;
+  /** With fetchImageUrls: the model's `image_limits.max_total_bytes` (RunRequest.image_fetch_max_total_bytes). */
+  imageFetchMaxTotalBytes?: number;
   /** The conversation's affinity key: `x-session-id`, else the body's `user` (service RunSpec.affinityKey). */
   affinityKey?: string;
 }
@@ -130,6 +132,26 @@ export function imageInput(url: string, param: string): { base64: string } | { u
 /** Whether any message of the requested run carries a remote image URL. */
 export function hasImageUrls(spec: Pick<RequestedRun, 'messages'>): boolean {
   return spec.messages.some((message) => message.imageUrls.length > 0);
+}
+
+/**
+ * Remote image URLs a request may carry (all messages together; the model's `image_limits.max_urls`): each may
+ * make a node fetch an image, so more are refused with 400 `too_many_image_urls` before any run is placed.
+ */
+export function checkImageUrlCount(
+  model: string,
+  spec: { readonly messages: readonly { readonly imageUrls: readonly string[] }[] },
+  maxUrls: number,
+): void {
+  let count = 0;
+  for (const message of spec.messages) count += message.imageUrls.length;
+  if (count > maxUrls)
+    throw invalidRequest(
+      `The request carries ${count} image URLs; model '${model}' takes at most ${maxUrls} per request ` +
+        '(image_limits.max_urls)',
+      'messages',
+      'too_many_image_urls',
+    );
 }
 
 /**

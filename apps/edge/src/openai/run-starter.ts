@@ -89,6 +89,7 @@ function runSpecOf(requested: RequestedRun, deps: RunStarterDeps): RunSpec {
     completion: requested.completion,
     embedding: requested.embedding,
     fetchImageUrls: requested.fetchImageUrls,
+    imageFetchMaxTotalBytes: requested.imageFetchMaxTotalBytes,
     affinityKey: requested.affinityKey,
   };
 }

@@ -138,6 +138,7 @@ class LocalReservation implements Reservation, RunObserver {
       completion: spec.completion,
       embedding: spec.embedding,
       fetchImageUrls: spec.fetchImageUrls ?? false,
+      imageFetchMaxTotalBytes: spec.imageFetchMaxTotalBytes ?? 0,
       modelAccess: undefined,
       parentRunId: '',
     };

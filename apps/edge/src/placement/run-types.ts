@@ -72,6 +72,11 @@ export interface RunSpec {
    */
   fetchImageUrls?: boolean;
   /**
+   * With `fetchImageUrls`: the bytes the node may fetch for all the run's image URLs together (the model's
+   * `image_limits.max_total_bytes`, RunRequest.image_fetch_max_total_bytes); absent = the node's default.
+   */
+  imageFetchMaxTotalBytes?: number;
+  /**
    * The conversation this run continues, as the caller named it (`x-session-id`, OpenAI `user`, Anthropic
    * `metadata.user_id`, A2A context id): the pool prefers the provider that served it last (affinity-key.ts
    * scopes it by principal). Travels with a forwarded run, so the owner edge places it the same way.

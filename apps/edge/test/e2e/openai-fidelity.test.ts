@@ -32,6 +32,8 @@ jest.setTimeout(60_000);
 const MODEL_LENIENT = 'e2e-llama-lenient';
 /** An Ollama-served model whose node fetches remote images (with the node's default, public-only address check). */
 const MODEL_FETCH = 'e2e-llama-fetch';
+/** MODEL_FETCH with a byte budget of two PNG_BYTES images per run (image_limits.max_total_bytes). */
+const MODEL_FETCH_SMALL = 'e2e-llama-fetch-small';
 
 const group = new ProcessGroup();
 let ollama: FakeServer;
@@ -42,12 +44,15 @@ let client: OpenAI;
 /** Serves PNG_BYTES at /cat.png on 127.0.0.1, the one loopback address the node is allowed to fetch images from. */
 let images: http.Server;
 let imageBase: string;
+let imageRequests = 0;
 const PNG_BYTES = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
 
 beforeAll(async () => {
   ({ ollama, vllm } = await startFakeBackends());
   images = http.createServer((req, res) => {
-    if (req.url === '/cat.png') res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
+    imageRequests += 1;
+    if ((req.url ?? '').split('?')[0] === '/cat.png')
+      res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
     else res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
@@ -66,6 +71,12 @@ beforeAll(async () => {
     id: MODEL_FETCH,
     providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
     fetch_image_urls: true,
+  });
+  (config['models'] as Record<string, unknown>[]).push({
+    id: MODEL_FETCH_SMALL,
+    providers: { [ollamaProviderId('n1')]: OLLAMA_SERVED },
+    fetch_image_urls: true,
+    image_limits: { max_total_bytes: 2 * PNG_BYTES.length },
   });
   edge = await startEdgeProcess(group, dir, config);
   const node = await startFabricNode(group, edge, {
@@ -148,6 +159,47 @@ describe('image URLs', () => {
     expect(failed.message).toContain('blocked_address');
     // Nothing but the node's loaded-model asks (/api/ps after each run) reached Ollama.
     expect(ollama.requests.slice(before).filter((request) => request.path !== '/api/ps')).toHaveLength(0);
+  });
+});
+
+describe('image URL limits (issue 43)', () => {
+  const imageParts = (urls: string[]) => [
+    {
+      role: 'user' as const,
+      content: urls.map((url) => ({ type: 'image_url' as const, image_url: { url } })),
+    },
+  ];
+
+  it('64 image URLs to a fetching model: 400 too_many_image_urls before the node fetches anything', async () => {
+    const before = { images: imageRequests, ollama: ollama.requests.length };
+    const urls = Array.from({ length: 64 }, (_, index) => `${imageBase}/cat.png?n=${index}`);
+    const error = await client.chat.completions
+      .create({ model: MODEL_FETCH, messages: imageParts(urls) })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).code).toBe('too_many_image_urls');
+    expect((error as BadRequestError).message).toContain('at most 16');
+    expect(imageRequests).toBe(before.images);
+    expect(
+      ollama.requests.slice(before.ollama).filter((request) => request.path === '/api/chat'),
+    ).toHaveLength(0);
+  });
+
+  it("the model's max_total_bytes reaches the node: a run over it fails with image_fetch_failed naming the cap", async () => {
+    const before = { images: imageRequests, ollama: ollama.requests.length };
+    const urls = [1, 2, 3].map((index) => `${imageBase}/cat.png?n=${index}`);
+    const error = await client.chat.completions
+      .create({ model: MODEL_FETCH_SMALL, messages: imageParts(urls) })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    const failed = error as InstanceType<typeof OpenAI.APIError>;
+    expect(failed.status).toBe(502);
+    expect(failed.code).toBe('image_fetch_failed');
+    expect(failed.message).toContain(`${2 * PNG_BYTES.length} bytes allowed in total`);
+    expect(imageRequests - before.images).toBe(3);
+    expect(
+      ollama.requests.slice(before.ollama).filter((request) => request.path === '/api/chat'),
+    ).toHaveLength(0);
   });
 });
 

@@ -4,6 +4,8 @@
 // and `@a2a-js/sdk` clients.
 // - Key A tells the one CLI model (capacity 1) a codeword in its own workspace; A's next request continues A's
 //   conversation, key B's requests never see A's codeword, workspace or path (also not in an error).
+// - Keys D and E that name no workspace work in directories of their own (issue 43); once D's session in a named
+//   directory has ended, E is refused that directory (workspace_not_allowed).
 // - A2A contexts of keys `team` and `team-a` never meet, even when the context ids are chosen so that the old
 //   `a2a-<key>-<context>` session ids were equal.
 // - A key with a 60-token daily budget streams 4 answers of 20 tokens, cutting each before its end: the
@@ -21,6 +23,7 @@ import {
 } from '@a2a-js/sdk/client';
 import type { Task as SdkTask } from '@a2a-js/sdk';
 import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
+import { create, principalDigest } from '@iop/wire';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
 import {
   freePort,
@@ -39,6 +42,8 @@ jest.setTimeout(120_000);
 const KEY_A = 'sk-e2e-tenant-a-0123456789';
 const KEY_B = 'sk-e2e-tenant-b-0123456789';
 const KEY_C = 'sk-e2e-tenant-c-0123456789';
+const KEY_D = 'sk-e2e-tenant-d-0123456789';
+const KEY_E = 'sk-e2e-tenant-e-0123456789';
 const KEY_TEAM = 'sk-e2e-tenant-team-0123456789';
 const KEY_TEAM_A = 'sk-e2e-tenant-team-a-0123456789';
 const KEY_BUDGET = 'sk-e2e-tenant-budget-0123456789';
@@ -52,6 +57,7 @@ let edge: EdgeProcess;
 let admin: AdminClient;
 let workspaceA: string;
 let workspaceB: string;
+let workspaceD: string;
 
 function openai(key: string): OpenAI {
   return new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
@@ -106,6 +112,19 @@ function taskText(task: SdkTask): string {
     .join('');
 }
 
+/** Ends every CLI session of the key with id `principal` on n1 (through the admin API). */
+async function endSessionsOf(principal: string): Promise<void> {
+  const listed = await admin.nodeCommand(
+    'n1',
+    create.nodeCommandRequest({ command: 'sessions', adapter: 'cli' }),
+  );
+  const prefix = `k${principalDigest(principal)}.`;
+  for (const [field, value] of Object.entries(listed.result)) {
+    if (!/^session\.\d+\.session$/.test(field) || !value.startsWith(prefix)) continue;
+    await admin.terminateSession({ node: 'n1', adapter: 'cli', target: 'agent', sessionId: value });
+  }
+}
+
 async function idle(): Promise<void> {
   await waitUntil(
     async () => (await admin.listProviders()).every((provider) => provider.inFlight === 0),
@@ -130,6 +149,8 @@ beforeAll(async () => {
   workspaceB = path.join(workspaces, 'tenant-b');
   await mkdir(workspaceA);
   await mkdir(workspaceB);
+  workspaceD = path.join(workspaces, 'tenant-d');
+  await mkdir(workspaceD);
   const config = {
     edge: {
       id: 'edge-e2e',
@@ -151,6 +172,8 @@ beforeAll(async () => {
         { id: 'tenant-a', key: KEY_A },
         { id: 'tenant-b', key: KEY_B },
         { id: 'tenant-c', key: KEY_C },
+        { id: 'tenant-d', key: KEY_D },
+        { id: 'tenant-e', key: KEY_E },
         { id: 'team', key: KEY_TEAM },
         { id: 'team-a', key: KEY_TEAM_A },
         { id: 'budget', key: KEY_BUDGET, token_budget: { tokens: 60, per: 'day' } },
@@ -273,6 +296,25 @@ describe('tenants stay apart on one edge', () => {
     }
     // B's turns did not disturb A's session.
     expect(await ask(KEY_A, 'codeword?', workspaceA)).toContain(`CODEWORD ${CODEWORD}`);
+  });
+
+  it("keys without a workspace work apart; a key's named directory stays its own after its session ended", async () => {
+    const cwdOf = (answer: string) => /CWD (\S+)/.exec(answer)?.[1];
+    const atD = cwdOf(await ask(KEY_D, 'where are you?'));
+    const atE = cwdOf(await ask(KEY_E, 'where are you?'));
+    expect(atD).toBe(path.join(repoRoot, '.iop-workspaces', `k${principalDigest('tenant-d')}`));
+    expect(atE).toBe(path.join(repoRoot, '.iop-workspaces', `k${principalDigest('tenant-e')}`));
+    // D's conversation without a workspace ends; its next one works in a directory it names, then ends too.
+    await endSessionsOf('tenant-d');
+    expect(await ask(KEY_D, 'where are you?', workspaceD)).toContain(`CWD ${workspaceD}`);
+    await endSessionsOf('tenant-d');
+    // No session of D is live now: a new session of E is refused D's directory and D's default one.
+    await endSessionsOf('tenant-e');
+    for (const foreign of [workspaceD, atD ?? '']) {
+      const refused = await ask(KEY_E, 'where are you?', foreign);
+      expect(refused).toMatch(/^error 400 .*workspace_not_allowed/);
+    }
+    expect(await ask(KEY_D, 'where are you?', workspaceD)).toContain(`CWD ${workspaceD}`);
   });
 
   it('A2A contexts of keys `team` and `team-a` never meet (official @a2a-js/sdk client)', async () => {

@@ -10,6 +10,8 @@ import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
 import { openRunHistory } from '../history/node-sqlite-fallback.js';
 import type { RunHistory } from '../history/run-history.js';
 import { HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
+import { betterSqliteDriver, nodeSqliteDriver } from '../history/sqlite-driver.js';
+import { SqliteWorkspaceBindings } from '../history/workspace-bindings.js';
 import { createDialer, parseEdgeAddress, type DialOptions } from '../link/dial.js';
 import { createFailoverDialer } from '../link/failover-dial.js';
 import {
@@ -120,6 +122,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
 
       const lock = lockDataDir(dataDir);
       let history: RunHistory | undefined;
+      let workspaceBindings: SqliteWorkspaceBindings | undefined;
       try {
         let identity: NodeIdentity;
         try {
@@ -143,6 +146,11 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             logger.warn({ err: error }, 'run history writer thread failed; committing on the event loop'),
         });
         history = opened.history;
+        // Which key each CLI workspace belongs to lives with the history (same file and engine, own connection).
+        workspaceBindings = SqliteWorkspaceBindings.open(
+          opened.history.path,
+          opened.backend === 'node:sqlite' ? nodeSqliteDriver : betterSqliteDriver,
+        );
         if (opened.fallbackReason !== undefined) {
           logger.info(
             { backend: opened.backend, reason: opened.fallbackReason },
@@ -188,6 +196,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
               cwd: io.cwd,
               env: io.env,
               ...(agentUser ? { agentUser } : {}),
+              workspaceBindings,
             }),
           history,
           logger,
@@ -227,6 +236,7 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
         }
       } finally {
         // The data-dir lock is released only once no thread of this process uses the history file.
+        workspaceBindings?.close();
         await history?.close();
         lock.release();
       }

@@ -50,6 +50,7 @@ export function modelConfig(
     default_thinking_token_budget: null,
     drop_unsupported: false,
     fetch_image_urls: false,
+    image_limits: { max_urls: 16, max_total_bytes: 64 * 1024 * 1024 },
     affinity: { enabled: true, hash_messages: true, max_wait_ms: 0 },
     retry: { max_attempts: null },
     ...fields,

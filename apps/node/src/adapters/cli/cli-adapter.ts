@@ -29,8 +29,9 @@ import { createProcessLauncher, launcherAsUser, type ProcessLauncher } from './p
 import { createProcessTreeControl, type ProcessTreeControl } from './process-tree.js';
 import { lastUserPrompt } from './prompt.js';
 import { errorPart, type SessionServices, type SessionSetup } from './session-context.js';
-import { resolveWorkspace } from './workspace-policy.js';
-import { assertOwnWorkspace, type LiveWorkspace } from './workspace-tenancy.js';
+import { MemoryWorkspaceBindings, type WorkspaceBindings } from '../../history/workspace-bindings.js';
+import type { WorkspacePolicy } from './workspace-policy.js';
+import { WorkspaceTenancy } from './workspace-tenancy.js';
 import {
   claudeRateLimitFields,
   parseUsageText,
@@ -60,6 +61,8 @@ export interface CliAdapterDeps extends AdapterDeps {
    * agents of this node never run as the node's own user, and fail with run_as_unavailable when it cannot switch.
    */
   defaultRunAs?: string;
+  /** Which key each workspace belongs to (default: kept in memory for this adapter's life). */
+  workspaceBindings?: WorkspaceBindings;
 }
 
 export const DEFAULT_MAX_SESSIONS = 16;
@@ -95,6 +98,7 @@ class CliAdapter implements Adapter {
   /** The `run_as` user, or the error that makes every run fail (run_as_unavailable). */
   private readonly agentUser: AgentUser | CliAdapterError | undefined;
   private readonly profileHealth: ProfileHealth;
+  private readonly tenancy: WorkspaceTenancy;
   private closed = false;
 
   constructor(
@@ -105,6 +109,12 @@ class CliAdapter implements Adapter {
     this.agentCwd = deps.agentCwd ?? process.cwd();
     this.inheritedEnv = deps.inheritedEnv ?? process.env;
     this.agentUser = agentUserOf(instance.cli?.runAs || deps.defaultRunAs || '', deps.agentUser);
+    this.tenancy = new WorkspaceTenancy({
+      bindings: deps.workspaceBindings ?? new MemoryWorkspaceBindings(),
+      ...(this.agentUser && !(this.agentUser instanceof CliAdapterError)
+        ? { agentUser: this.agentUser }
+        : {}),
+    });
     const launcher = deps.launcher ?? createProcessLauncher();
     this.services = {
       launcher:
@@ -206,12 +216,11 @@ class CliAdapter implements Adapter {
     const prompt = lastUserPrompt(request.messages);
     if (prompt === undefined)
       throw new CliAdapterError('invalid_request', 'the request has no user message to send');
-    const workspace = resolveWorkspace(request.workspace, {
-      roots: this.instance.cli?.workspaceRoots ?? [],
-      agentCwd: this.agentCwd,
-      home: this.inheritedEnv.HOME,
-    });
+    // First: a run_as that cannot be honoured makes no default directory as the wrong user.
     const env = this.environment(profile);
+    const policy = this.workspacePolicy();
+    // Without a workspace: the key's own default directory (workspace-tenancy.ts).
+    const workspace = this.tenancy.resolve(sessionId, request.workspace, policy);
     if (!findExecutable(profile.command, env.PATH)) {
       throw new CliAdapterError(
         'command_not_found',
@@ -220,7 +229,7 @@ class CliAdapter implements Adapter {
     }
     if (!this.sessions.get(request.target, sessionId)) {
       // A new session: never in another API key's directory (workspace-tenancy.ts).
-      assertOwnWorkspace(sessionId, workspace, this.defaultWorkspace(), this.liveWorkspaces());
+      this.tenancy.claim(sessionId, workspace, policy);
     }
     const entry = this.sessions.open(request.target, sessionId, () =>
       this.createSession({ profile, target: request.target, sessionId, workspace, env }),
@@ -246,26 +255,12 @@ class CliAdapter implements Adapter {
     });
   }
 
-  /**
-   * The real path a run without a workspace works in (shared by every session that names none); '' when the
-   * agent's working directory is not an allowed workspace (then every session names its own).
-   */
-  private defaultWorkspace(): string {
-    try {
-      return resolveWorkspace('', {
-        roots: this.instance.cli?.workspaceRoots ?? [],
-        agentCwd: this.agentCwd,
-        home: this.inheritedEnv.HOME,
-      });
-    } catch {
-      return '';
-    }
-  }
-
-  private *liveWorkspaces(): Iterable<LiveWorkspace> {
-    for (const entry of this.sessions.list()) {
-      yield { sessionId: entry.sessionId, workspace: this.workspaces.get(entry.session) };
-    }
+  private workspacePolicy(): WorkspacePolicy {
+    return {
+      roots: this.instance.cli?.workspaceRoots ?? [],
+      agentCwd: this.agentCwd,
+      home: this.inheritedEnv.HOME,
+    };
   }
 
   private resolveTarget(target: string): ResolvedProfile {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import {
   allowListCheck,
   createImageFetcher,
+  ImageByteBudget,
   ImageFetchError,
   isPublicAddress,
   type AddressCheck,
@@ -39,6 +40,18 @@ beforeAll(async () => {
         res.write(Buffer.alloc(8));
         pending.add(res); // never ends: the fetcher's deadline must
         return;
+      case '/endless': {
+        // Never ends on its own: only the fetcher stopping reads ends it.
+        res.writeHead(200, { 'content-type': 'image/png' });
+        const chunk = Buffer.alloc(64 * 1024);
+        const more = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on('drain', more);
+        more();
+        pending.add(res);
+        return;
+      }
       case '/redirect':
         res.writeHead(302, { location: '/image.png' });
         res.end();
@@ -112,6 +125,29 @@ describe('createImageFetcher', () => {
     const fetchImage = createImageFetcher({ allowAddress: allowLoopback, maxBytes: 1024 });
     expect((await failure(fetchImage(`${base}/big-declared`))).reason).toBe('too_large');
     expect((await failure(fetchImage(`${base}/big-chunked`))).reason).toBe('too_large');
+  });
+
+  it('charges every fetch of a run to its byte budget and refuses the one that passes it, naming the cap', async () => {
+    const fetchImage = createImageFetcher({ allowAddress: allowLoopback });
+    const budget = new ImageByteBudget(6000);
+    // 4096 streamed bytes fit; the next 4096 (streamed, no content-length) pass 6000 on the way.
+    expect((await fetchImage(`${base}/big-chunked`, undefined, budget)).bytes).toBe(4096);
+    expect(budget.remaining).toBe(6000 - 4096);
+    const streamed = await failure(fetchImage(`${base}/big-chunked`, undefined, budget));
+    expect(streamed.reason).toBe('total_too_large');
+    expect(streamed.message).toContain('6000 bytes allowed in total');
+    // A declared length over what is left is refused before its body is read.
+    const declared = await failure(fetchImage(`${base}/big-declared`, undefined, new ImageByteBudget(4000)));
+    expect(declared.reason).toBe('total_too_large');
+  });
+
+  it('stops reading an endless body as soon as the run total passes the budget', async () => {
+    const fetchImage = createImageFetcher({ allowAddress: allowLoopback, timeoutMs: 5000 });
+    const started = Date.now();
+    const error = await failure(fetchImage(`${base}/endless`, undefined, new ImageByteBudget(1024 * 1024)));
+    expect(error.reason).toBe('total_too_large');
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(() => new ImageByteBudget(0)).toThrow(RangeError);
   });
 
   it('gives up at the time limit', async () => {

@@ -4,7 +4,9 @@
 // content-length and again while reading), a time limit for the whole exchange, an image content-type, and never
 // a private, loopback, link-local or multicast address. The host name is resolved first, every address it
 // resolves to is checked, and the connection goes to the checked address (the socket's `lookup` answers with it),
-// so a DNS answer that changes between check and connect cannot reach an address that was not checked.
+// so a DNS answer that changes between check and connect cannot reach an address that was not checked. The
+// fetches of one run share an ImageByteBudget (`image_limits.max_total_bytes`), charged as bytes arrive, so a
+// request naming many URLs cannot make the node hold more than the budget however large each image may be.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,6 +19,8 @@ export const DEFAULT_IMAGE_TIMEOUT_MS = 10_000;
 /** Upper bounds of the settings: a fetch never holds more memory or time than this. */
 export const MAX_IMAGE_MAX_BYTES = 64 * 1024 * 1024;
 export const MAX_IMAGE_TIMEOUT_MS = 60_000;
+/** Bytes one run may fetch over all its image URLs when the run names no budget (RunRequest field 23 = 0). */
+export const DEFAULT_IMAGE_MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
 /** Why a fetch failed (the `cause` of an `image_fetch_failed` run error). */
 export type ImageFetchCause =
@@ -28,6 +32,7 @@ export type ImageFetchCause =
   | 'http_status'
   | 'not_an_image'
   | 'too_large'
+  | 'total_too_large'
   | 'timeout'
   | 'cancelled';
 
@@ -63,7 +68,44 @@ export interface FetchedImage {
   bytes: number;
 }
 
-export type ImageFetcher = (url: string, signal?: AbortSignalLike) => Promise<FetchedImage>;
+/**
+ * The bytes one run may fetch over all its image URLs together, shared by its fetches and charged as each body
+ * arrives (not after buffering it): the fetch that passes the limit stops reading at once.
+ */
+export class ImageByteBudget {
+  private used = 0;
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit <= 0)
+      throw new RangeError(`an image byte budget must be a positive integer, got ${limit}`);
+  }
+
+  /** Bytes still allowed. */
+  get remaining(): number {
+    return Math.max(0, this.limit - this.used);
+  }
+
+  /** Charges `bytes`; false once the total is over the limit. */
+  charge(bytes: number): boolean {
+    this.used += bytes;
+    return this.used <= this.limit;
+  }
+
+  /** The failure of a fetch that would pass the limit. */
+  exceeded(): ImageFetchError {
+    return new ImageFetchError(
+      'total_too_large',
+      `the run's images are more than the ${this.limit} bytes allowed in total (image_limits.max_total_bytes)`,
+    );
+  }
+}
+
+/** Fetches one image; with `budget`, its bytes also count against the run's total (ImageByteBudget). */
+export type ImageFetcher = (
+  url: string,
+  signal?: AbortSignalLike,
+  budget?: ImageByteBudget,
+) => Promise<FetchedImage>;
 
 const NON_PUBLIC = new BlockList();
 for (const [net, prefix] of [
@@ -158,7 +200,7 @@ export function createImageFetcher(options: ImageFetcherOptions = {}): ImageFetc
   const allowAddress = options.allowAddress ?? isPublicAddress;
   const resolve = options.resolve ?? systemResolve;
 
-  return async (rawUrl, signal) => {
+  return async (rawUrl, signal, budget) => {
     let url: URL;
     try {
       url = new URL(rawUrl);
@@ -181,7 +223,7 @@ export function createImageFetcher(options: ImageFetcherOptions = {}): ImageFetc
     try {
       const hostname = url.hostname.replace(/^\[|\]$/g, '');
       const target = await checkedAddress(hostname, resolve, allowAddress, controller.signal, shown);
-      return await get(url, target, maxBytes, controller.signal, shown);
+      return await get(url, target, { maxBytes, budget }, controller.signal, shown);
     } catch (error) {
       if (error instanceof ImageFetchError) throw error;
       if (signal?.aborted) throw new ImageFetchError('cancelled', `fetching ${shown} was cancelled`);
@@ -248,7 +290,7 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 function get(
   url: URL,
   target: LookupAddress,
-  maxBytes: number,
+  limits: { maxBytes: number; budget: ImageByteBudget | undefined },
   signal: AbortSignal,
   shown: string,
 ): Promise<FetchedImage> {
@@ -258,6 +300,7 @@ function get(
       (callback as (error: null, addresses: LookupAddress[]) => void)(null, [target]);
     else callback(null, target.address, target.family);
   };
+  const { maxBytes, budget } = limits;
   const client = url.protocol === 'https:' ? https : http;
   return new Promise<FetchedImage>((resolve, reject) => {
     const request = client.request(
@@ -301,18 +344,28 @@ function get(
               `${shown} is ${declared} bytes, more than the ${maxBytes} allowed`,
             ),
           );
+        if (budget && Number.isFinite(declared) && declared > budget.remaining)
+          return fail(budget.exceeded());
         const chunks: Buffer[] = [];
         let bytes = 0;
+        let failed = false;
         response.on('data', (chunk: Buffer) => {
+          if (failed) return;
           bytes += chunk.length;
           if (bytes > maxBytes) {
+            failed = true;
             fail(new ImageFetchError('too_large', `${shown} is more than the ${maxBytes} bytes allowed`));
+            return;
+          }
+          if (budget && !budget.charge(chunk.length)) {
+            failed = true;
+            fail(budget.exceeded());
             return;
           }
           chunks.push(chunk);
         });
         response.on('end', () =>
-          resolve({ base64: Buffer.concat(chunks).toString('base64'), contentType, bytes }),
+          resolve({ base64: Buffer.concat(chunks, bytes).toString('base64'), contentType, bytes }),
         );
         response.on('error', reject);
       },

@@ -1,7 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 
-import { ImageFetchError, type ImageFetcher } from '../http/image-fetch.js';
+import {
+  DEFAULT_IMAGE_MAX_TOTAL_BYTES,
+  ImageFetchError,
+  type ImageByteBudget,
+  type ImageFetcher,
+} from '../http/image-fetch.js';
 import { UpstreamError } from '../http/upstream-error.js';
 import { userRun } from '../http/test-support/http-adapter-fixtures.js';
 import { fetchImageUrls, toOllamaChatRequest } from './ollama-request.js';
@@ -70,6 +75,23 @@ describe('fetchImageUrls', () => {
     expect((error as UpstreamError).code).toBe('image_fetch_failed');
     expect((error as UpstreamError).retryable).toBe(false);
     expect((error as UpstreamError).message).toContain('blocked_address');
+  });
+
+  it("hands every fetch of a run one byte budget: the run's image_fetch_max_total_bytes, else the default", async () => {
+    const budgets: ImageByteBudget[] = [];
+    const fetcher: ImageFetcher = (_url, _signal, budget) => {
+      if (budget) budgets.push(budget);
+      return Promise.resolve({ base64: 'eA==', contentType: 'image/png', bytes: 1 });
+    };
+    await fetchImageUrls(withUrls(true), fetcher, neverAborted);
+    expect(budgets.map((budget) => budget.limit)).toEqual([
+      DEFAULT_IMAGE_MAX_TOTAL_BYTES,
+      DEFAULT_IMAGE_MAX_TOTAL_BYTES,
+    ]);
+    expect(budgets[0]).toBe(budgets[1]);
+    budgets.length = 0;
+    await fetchImageUrls({ ...withUrls(true), imageFetchMaxTotalBytes: 1000 }, fetcher, neverAborted);
+    expect(budgets.map((budget) => budget.limit)).toEqual([1000, 1000]);
   });
 
   it('leaves a run without image URLs as it is', async () => {

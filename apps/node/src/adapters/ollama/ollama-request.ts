@@ -8,7 +8,12 @@
 // (image_urls) are fetched by the node first when the run sets fetch_image_urls (fetchImageUrls), refused otherwise.
 import type { ChatMessage, RunRequest, ToolCall } from '@iop/wire';
 
-import { ImageFetchError, type ImageFetcher } from '../http/image-fetch.js';
+import {
+  DEFAULT_IMAGE_MAX_TOTAL_BYTES,
+  ImageByteBudget,
+  ImageFetchError,
+  type ImageFetcher,
+} from '../http/image-fetch.js';
 import type { AbortSignalLike } from '../cancellation.js';
 import { UpstreamError } from '../http/upstream-error.js';
 
@@ -129,8 +134,10 @@ function toolChoiceIsNone(json: string): boolean {
 
 /**
  * Ollama takes only inline images: with `fetch_image_urls` set on the run, each message's remote images are
- * fetched (one at a time, bounded by the fetcher) and appended to its base64 images; the request is returned
- * unchanged when it has none. A failed fetch is `image_fetch_failed` naming the cause; nothing is sent then.
+ * fetched (one at a time, bounded by the fetcher, all of them together by the run's byte budget,
+ * `image_fetch_max_total_bytes`) and appended to its base64 images; the request is returned unchanged when it has
+ * none. A failed fetch is `image_fetch_failed` naming the cause (and the budget when that was passed); nothing is
+ * sent then.
  */
 export async function fetchImageUrls(
   request: RunRequest,
@@ -146,6 +153,7 @@ export async function fetchImageUrls(
     throw new UpstreamError('image_fetch_failed', 'image_fetch_failed: this node has no image fetcher', {
       retryable: false,
     });
+  const budget = new ImageByteBudget(request.imageFetchMaxTotalBytes || DEFAULT_IMAGE_MAX_TOTAL_BYTES);
   const messages: ChatMessage[] = [];
   for (const source of request.messages) {
     if (source.imageUrls.length === 0) {
@@ -155,7 +163,7 @@ export async function fetchImageUrls(
     const images = [...source.images];
     for (const url of source.imageUrls) {
       try {
-        images.push((await fetchImage(url, signal)).base64);
+        images.push((await fetchImage(url, signal, budget)).base64);
       } catch (error) {
         if (error instanceof ImageFetchError)
           throw new UpstreamError(

@@ -550,6 +550,12 @@ export interface RunRequest {
    * Capacity rule in agent-contract/inner/edge-node-runtime-wire.md.
    */
   parentRunId: string;
+  /**
+   * Bytes the node may fetch for all of this run's image URLs together (`fetch_image_urls`; the model's
+   * `image_limits.max_total_bytes`): reading stops as soon as the running total passes it and the run fails with
+   * `image_fetch_failed`. 0 = the node's default (64 MiB). Older nodes ignore it.
+   */
+  imageFetchMaxTotalBytes: number;
 }
 
 export interface RunRequest_MetadataEntry {
@@ -4124,6 +4130,7 @@ function createBaseRunRequest(): RunRequest {
     fetchImageUrls: false,
     modelAccess: undefined,
     parentRunId: "",
+    imageFetchMaxTotalBytes: 0,
   };
 }
 
@@ -4194,6 +4201,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.parentRunId !== "") {
       writer.uint32(178).string(message.parentRunId);
+    }
+    if (message.imageFetchMaxTotalBytes !== 0) {
+      writer.uint32(184).uint32(message.imageFetchMaxTotalBytes);
     }
     return writer;
   },
@@ -4390,6 +4400,14 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.parentRunId = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.imageFetchMaxTotalBytes = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4479,6 +4497,11 @@ export const RunRequest: MessageFns<RunRequest> = {
         : isSet(object.parent_run_id)
         ? globalThis.String(object.parent_run_id)
         : "",
+      imageFetchMaxTotalBytes: isSet(object.imageFetchMaxTotalBytes)
+        ? globalThis.Number(object.imageFetchMaxTotalBytes)
+        : isSet(object.image_fetch_max_total_bytes)
+        ? globalThis.Number(object.image_fetch_max_total_bytes)
+        : 0,
     };
   },
 
@@ -4556,6 +4579,9 @@ export const RunRequest: MessageFns<RunRequest> = {
     if (message.parentRunId !== "") {
       obj.parentRunId = message.parentRunId;
     }
+    if (message.imageFetchMaxTotalBytes !== 0) {
+      obj.imageFetchMaxTotalBytes = Math.round(message.imageFetchMaxTotalBytes);
+    }
     return obj;
   },
 
@@ -4602,6 +4628,7 @@ export const RunRequest: MessageFns<RunRequest> = {
       ? ModelAccess.fromPartial(object.modelAccess)
       : undefined;
     message.parentRunId = object.parentRunId ?? "";
+    message.imageFetchMaxTotalBytes = object.imageFetchMaxTotalBytes ?? 0;
     return message;
   },
 };

@@ -9,6 +9,7 @@ import { createCliAdapter, type CliAdapterDeps } from '../cli-adapter.js';
 import { isProcessGone } from '../process-tree.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../../..');
+export const fakeCliPath = path.join(repoRoot, 'bin/iop-fake-cli');
 export const testkitBin = path.join(repoRoot, 'packages/testkit/bin');
 export const transcriptsDir = path.join(repoRoot, 'packages/testkit/transcripts');
 
