@@ -192,12 +192,8 @@ suite('fabric hardening: replays across a restart, forged "no responders"', () =
         outsider.publish(entry.subject, entry.data, entry.reply ? { reply: entry.reply } : undefined);
       }
       await outsider.flush();
-      await waitUntil(
-        async () => (await replays(edge1)) >= replaysBefore + forwards.length,
-        10_000,
-        () => `edge-1 counting the replay\n${edge1.describe()}`,
-      );
-      await sleep(1000);
+      // Time for a run to reach the backend, had the replay been taken (the first run took milliseconds).
+      await sleep(2000);
       const replayMs = Date.now() - recordedAt;
       process.stdout.write(
         `fabric hardening: edge-1 restarted ${restartMs} ms and the forward was replayed ${replayMs} ms after ` +
@@ -207,6 +203,8 @@ suite('fabric hardening: replays across a restart, forged "no responders"', () =
       // Nothing was sealed in answer: no message on the replayed forward's reply subject.
       const replies = new Set(forwards.map((entry) => entry.reply));
       expect(recorded.slice(replayedFrom).filter((entry) => replies.has(entry.subject))).toEqual([]);
+      // Dropped and counted as a replay (it names edge-1's earlier boot id).
+      expect(await replays(edge1)).toBeGreaterThanOrEqual(replaysBefore + forwards.length);
       expect(node.running).toBe(true);
     } finally {
       await outsider.close();
