@@ -2,7 +2,7 @@
 // each with its own governor, agree on one home per key and count the key there, whichever edge asks.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FabricBus } from './fabric-bus.js';
-import { connectFabric } from '../test-support/fabric-bus-fixture.js';
+import { connectFabric, testBootId } from '../test-support/fabric-bus-fixture.js';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { testPrincipal as key } from '../governance/test-support/test-principal.js';
@@ -200,6 +200,13 @@ suite('cluster-wide key limits over NATS', () => {
     const principal = key({ id: homeB, max_concurrent: 1 });
     await limitsA.reserve(principal, 1);
     expect(b.limits.held).toBe(1);
+    // Edge-a seen restarted with the boot id that reserved it: that lease belongs to the new life, kept.
+    b.limits.edgeGone('edge-a', testBootId('edge-a'));
+    expect(b.limits.held).toBe(1);
+    // A later boot id: the process that reserved it is gone.
+    b.limits.edgeGone('edge-a', 'f00d');
+    expect(b.limits.held).toBe(0);
+    await limitsA.reserve(principal, 1);
     b.limits.edgeGone('edge-a');
     expect(b.limits.held).toBe(0);
     expect((await limitsA.reserve(principal, 1)).lease).toBeDefined();

@@ -29,7 +29,7 @@ export interface LimitLeaseRef {
 }
 
 type LimitsMessage =
-  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number }
+  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number; boot?: string }
   | { op: 'release'; id: string; tokens: number }
   /** The lease's holder forwarded its run to `to`: that edge may report it open and release it too. */
   | { op: 'grant'; id: string; to: string }
@@ -134,8 +134,11 @@ export interface ClusterLimits extends SharedLimits {
   withLimitLease(principal: Principal, ref: LimitLeaseRef): Principal;
   /** Leases this edge holds as a home (tests, metrics). */
   readonly held: number;
-  /** Releases the leases an edge that left had reserved here (their runs ended with it). */
-  edgeGone(edgeId: string): void;
+  /**
+   * Releases the leases an edge that left had reserved here (their runs ended with it); `newBoot`: it restarted,
+   * and what its new life reserved is kept.
+   */
+  edgeGone(edgeId: string, newBoot?: string): void;
   /**
    * Called on the heartbeat: reports this edge's open leases to their homes, and (as a home) releases leases no
    * edge has reported open for `leaseTtlMs` (their release was lost).
@@ -206,7 +209,15 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   /** Leases this edge holds as the home, by id; `holders`: the edges whose release and reports count. */
   const held = new Map<
     string,
-    { from: string; holders: Set<string>; estimate: number; lease: LimitLease; seenAt: number }
+    {
+      from: string;
+      /** The boot id of the process that reserved it ('' when unknown). */
+      fromBoot: string;
+      holders: Set<string>;
+      estimate: number;
+      lease: LimitLease;
+      seenAt: number;
+    }
   >();
   const open = new OpenLimitLeases();
   const leaseTtlMs = options.leaseTtlMs ?? 6000;
@@ -285,11 +296,12 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     principal: Principal,
     estimate: number,
     from: string,
+    fromBoot: string,
     elsewhere: SpentTokens | undefined,
   ): LimitLeaseRef {
     const lease = governor.reserve(principal, estimate, elsewhere);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
-    held.set(id, { from, holders: new Set([from]), estimate, lease, seenAt: now() });
+    held.set(id, { from, fromBoot, holders: new Set([from]), estimate, lease, seenAt: now() });
     return { home: edgeId, id };
   }
 
@@ -350,7 +362,13 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   ): void {
     let reply: ReserveReply;
     try {
-      const ref = reserveHere(principal, Math.max(0, Number(message.estimate) || 0), message.from, elsewhere);
+      const ref = reserveHere(
+        principal,
+        Math.max(0, Number(message.estimate) || 0),
+        message.from,
+        typeof message.boot === 'string' ? message.boot : '',
+        elsewhere,
+      );
       reply = { ok: true, id: ref.id };
     } catch (caught) {
       if (!(caught instanceof GovernanceError)) {
@@ -383,7 +401,11 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
         return {
           ...principal,
-          lease: new HomeLimitLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
+          lease: new HomeLimitLease(
+            reserveHere(principal, estimate, edgeId, nc.bootId, elsewhere),
+            release,
+            open,
+          ),
         };
       }
       let reply: ReserveReply;
@@ -393,6 +415,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
           from: edgeId,
           principal: toWirePrincipal(principal),
           estimate,
+          boot: nc.bootId,
         };
         const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
           timeout: timeoutMs,
@@ -430,8 +453,12 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     get held() {
       return held.size;
     },
-    edgeGone(gone) {
-      for (const [id, entry] of held) if (entry.from === gone) releaseHeld(id, entry.estimate);
+    edgeGone(gone, newBoot) {
+      for (const [id, entry] of held) {
+        if (entry.from === gone && (newBoot === undefined || entry.fromBoot !== newBoot)) {
+          releaseHeld(id, entry.estimate);
+        }
+      }
     },
     tick() {
       const at = now();

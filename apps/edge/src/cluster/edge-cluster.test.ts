@@ -317,6 +317,32 @@ suite('edge cluster over NATS', () => {
     }
   });
 
+  it("ends what went to an edge's earlier life when its sealed state shows a new boot id", async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await holdLocalCapacity(a, b);
+    const connection = await connect({ servers: nats.url });
+    // As edge-b's next life would write it (sealed by edge-b, with the fabric key): the same state, a new boot id.
+    const nextLife = await connectFabric(nats.url, 'edge-b');
+    try {
+      const forwarded = await submit(a, 'hold');
+      expect(forwarded.providerId).toBe('pb');
+      const events = collect(forwarded);
+      const state = a.cluster.view.states()[0];
+      expect(state?.bootId).toMatch(/^[0-9a-f]{32}$/);
+      const edges = nextLife.kv(await new Kvm(connection).open('iop_edges'), 'iop_edges', 1000);
+      await edges.put('edge-b', new TextEncoder().encode(JSON.stringify({ ...state, bootId: 'b0b0' })));
+      expect(await forwarded.done).toMatchObject({ status: 'error' });
+      expect((await events).at(-1)?.part).toMatchObject({ type: 'error', code: 'node_disconnected' });
+      expect(a.cluster.view.bootOf('edge-b')).toBe('b0b0');
+    } finally {
+      await nextLife.close();
+      await connection.close();
+      await local.cancel('test end');
+    }
+  });
+
   it('carries a cancel and a client abort over to the owning edge', async () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');

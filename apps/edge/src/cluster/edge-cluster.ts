@@ -166,6 +166,8 @@ interface ForwardRequest {
   principal?: WirePrincipal;
   /** The principal's limits, reserved on its home edge by the requester. */
   lease?: LimitLeaseRef;
+  /** The requester's boot id: a later state of it with another one ends this run (that process is gone). */
+  fromBoot?: string;
 }
 
 export type ForwardReply =
@@ -297,6 +299,8 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
 
 interface Served {
   from: string;
+  /** The requester process's boot id ('' when it did not say). */
+  fromBoot: string;
   /** Where the run's events go. */
   subject: string;
   controller: AbortController;
@@ -451,6 +455,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       ...(traceparent !== '' ? { traceparent } : {}),
       ...(principal ? { principal: toWirePrincipal(principal) } : {}),
       ...(principal?.lease instanceof HomeLimitLease ? { lease: principal.lease.ref } : {}),
+      fromBoot: this.nc.bootId,
     };
     // The lease's home takes its release from the owner too from now on (before the owner can send one).
     if (principal?.lease instanceof HomeLimitLease) this.limits?.grant(principal.lease.ref, run.edgeId);
@@ -614,7 +619,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     if (state.edgeId !== entry.key || !isBootId(state.bootId)) return;
     // A new boot id: the edge restarted. What went to or came from its earlier life ends as if it had left.
     const previous = this.view.bootOf(state.edgeId);
-    if (previous !== undefined && previous !== state.bootId) this.edgeGone(state.edgeId);
+    if (previous !== undefined && previous !== state.bootId) this.edgeGone(state.edgeId, state.bootId);
     const ours = configRevision(this.currentConfig());
     if (state.configRevision !== ours) {
       this.logger.warn(
@@ -760,12 +765,18 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   }
 
   /** An edge left or went silent: end what it owned for us and what we run for it. */
-  private edgeGone(edgeId: string): void {
+  /**
+   * An edge left or went silent, or (`newBoot`) restarted: end what its earlier life owned for us and what we run
+   * for it. A restarted edge's new life may have asked already (it can before its state reaches us): kept.
+   */
+  private edgeGone(edgeId: string, newBoot?: string): void {
     this.nc.peerGone(edgeId);
     this.endForwardsTo(edgeId);
-    this.limits?.edgeGone(edgeId);
+    this.limits?.edgeGone(edgeId, newBoot);
     for (const [forwardId, served] of this.served) {
-      if (served.from === edgeId) this.cancelServed(forwardId, `edge ${edgeId} is gone`);
+      if (served.from === edgeId && (newBoot === undefined || served.fromBoot !== newBoot)) {
+        this.cancelServed(forwardId, `edge ${edgeId} is gone`);
+      }
     }
   }
 
@@ -790,6 +801,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
     const served: Served = {
       from: request.from,
+      fromBoot: typeof request.fromBoot === 'string' ? request.fromBoot : '',
       subject: `iop.events.${request.from}.${request.forwardId}`,
       controller: new AbortController(),
       handle: undefined,
