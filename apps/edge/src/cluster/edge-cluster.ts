@@ -764,7 +764,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
   }
 
-  /** An edge left or went silent: end what it owned for us and what we run for it. */
   /**
    * An edge left or went silent, or (`newBoot`) restarted: end what its earlier life owned for us and what we run
    * for it. A restarted edge's new life may have asked already (it can before its state reaches us): kept.
@@ -951,8 +950,9 @@ export interface ForwardTransport {
  * The requesting edge's side of a forwarded run, as a placement Reservation: the forward sent to the owner edge,
  * the owner's answer, the owner's events handed to the run's supervisor, and the cancel. It has no deadline and
  * no event buffer of its own (the supervisor holds the run's one deadline and its stream). Its one time limit is
- * the owner's answer, checked on the heartbeat (no timer per run): an owner that never answers, or leaves before
- * answering, rejects the dispatch with `owner_unreachable`, after which the supervisor admits the run here.
+ * the owner's answer, checked on the heartbeat (no timer per run). An owner that leaves the sealed membership view
+ * before answering rejects the dispatch with `owner_unreachable`, after which the supervisor admits the run here;
+ * one still in the view that does not answer in time fails the run (it may have started there).
  */
 export class ForwardedRun implements Reservation {
   readonly nodeId = '';
