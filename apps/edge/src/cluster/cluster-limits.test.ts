@@ -2,7 +2,7 @@
 // each with its own governor, agree on one home per key and count the key there, whichever edge asks.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FabricBus } from './fabric-bus.js';
-import { connectFabric } from '../test-support/fabric-bus-fixture.js';
+import { connectFabric, testBootId } from '../test-support/fabric-bus-fixture.js';
 import { GovernanceError } from '../governance/errors.js';
 import { createGovernor, periodAt, type Governor } from '../governance/governor.js';
 import { testPrincipal as key } from '../governance/test-support/test-principal.js';
@@ -156,7 +156,7 @@ suite('cluster-wide key limits over NATS', () => {
     expect(admitted).toEqual([true, true, true, false, false, false]);
   });
 
-  it('a run forwarded with a lease releases it on the home from the edge that ran it', async () => {
+  it('a run forwarded with a lease releases it on the home from the edge that ran it, and from no other', async () => {
     const all = await startEdges(['edge-a', 'edge-b', 'edge-c']);
     const principal = key({ max_concurrent: 1 });
     const home = all[0]?.limits.homeOf(principal.id);
@@ -165,6 +165,14 @@ suite('cluster-wide key limits over NATS', () => {
     const leased = await requester.limits.reserve(principal, 4);
     const lease = leased.lease as unknown as { ref: { home: string; id: string } };
     expect(lease.ref.home).toBe(home);
+    // An edge the requester did not forward the run to cannot release the lease.
+    owner.limits.withLimitLease(principal, lease.ref).lease?.finish(9);
+    await owner.nc.flush();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(homeEdge.limits.held).toBe(1);
+    // Forwarded: the requester grants the owner the lease before it sends the run.
+    requester.limits.grant(lease.ref, owner.id);
+    await requester.nc.flush();
     // The owner rebuilds the principal from the wire and finishes the lease when the run ends.
     const atOwner = owner.limits.withLimitLease(principal, lease.ref);
     atOwner.lease?.finish(9);
@@ -176,20 +184,29 @@ suite('cluster-wide key limits over NATS', () => {
     expect(homeEdge.governor.snapshot()[0]).toMatchObject({ inFlight: 0, tokensLastMinute: 9 });
   });
 
-  it('releases the leases of an edge that left, and counts locally while a home does not answer', async () => {
+  it('releases the leases of an edge that left, and refuses a run while its home does not answer', async () => {
     let live = ['edge-a', 'edge-b', 'edge-ghost'];
     const [a, b] = await startEdges(['edge-a', 'edge-b'], () => live);
     const limitsA = a.limits;
-    // A key whose home is the edge that is not there (its state not yet expired): this edge counts the run.
+    // A key whose home is the edge that is not there (its state not yet expired): the run is refused, not
+    // counted here.
     const ids = Array.from({ length: 50 }, (_, index) => `key-${index}`);
     const ghostKey = ids.find((id) => limitsA.homeOf(id) === 'edge-ghost') as string;
-    const orphan = await limitsA.reserve(key({ id: ghostKey, max_concurrent: 1 }), 1);
-    expect(orphan.lease).toBeUndefined();
+    const orphan = await refusal(() => limitsA.reserve(key({ id: ghostKey, max_concurrent: 1 }), 1));
+    expect(orphan).toMatchObject({ code: 'rate_limited', retryAfterSeconds: 1 });
+    expect(orphan.message).toContain('edge edge-ghost');
     live = ['edge-a', 'edge-b'];
     const homeB = ids.find((id) => limitsA.homeOf(id) === 'edge-b') as string;
     const principal = key({ id: homeB, max_concurrent: 1 });
     await limitsA.reserve(principal, 1);
     expect(b.limits.held).toBe(1);
+    // Edge-a seen restarted with the boot id that reserved it: that lease belongs to the new life, kept.
+    b.limits.edgeGone('edge-a', testBootId('edge-a'));
+    expect(b.limits.held).toBe(1);
+    // A later boot id: the process that reserved it is gone.
+    b.limits.edgeGone('edge-a', 'f00d');
+    expect(b.limits.held).toBe(0);
+    await limitsA.reserve(principal, 1);
     b.limits.edgeGone('edge-a');
     expect(b.limits.held).toBe(0);
     expect((await limitsA.reserve(principal, 1)).lease).toBeDefined();
@@ -214,6 +231,31 @@ suite('cluster-wide key limits over NATS', () => {
       limit: 'token_budget',
     });
     expect(asked).toHaveLength(1);
+  });
+
+  it('refuses a budgeted run while the other edges’ spending is unknown, and keeps no partial figure', async () => {
+    let failures = 1;
+    let asked = 0;
+    const all = await startEdges(['edge-a', 'edge-b'], undefined, () => {
+      asked += 1;
+      if (failures > 0) {
+        failures -= 1;
+        return Promise.reject(new Error('edge edge-c could not be asked'));
+      }
+      return Promise.resolve(10);
+    });
+    const principal = key({ token_budget: { tokens: 100, per: 'day' } });
+    const [a, b] = all as [TestEdge, TestEdge];
+    for (const edge of [a, b]) {
+      const refused = await refusal(() => edge.limits.reserve(principal, 2));
+      expect(refused.code).toBe('rate_limited');
+      expect(refused.message).toContain(`edge ${a.limits.homeOf(principal.id)}`);
+      failures = 1;
+    }
+    failures = 0;
+    // Asked again (nothing was cached), and counted from then on.
+    expect((await a.limits.reserve(principal, 2)).lease).toBeDefined();
+    expect(asked).toBe(3);
   });
 
   it('keeps a lease its holder still reports open, and releases one nobody holds any more (a lost release)', async () => {

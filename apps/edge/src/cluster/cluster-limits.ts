@@ -5,7 +5,13 @@
 // the run's principal carries the lease (`Principal.lease`) to the edge that admits it, here or forwarded. When
 // the run ends, that edge's governor hands the run's tokens to the lease, which tells the home (publish
 // `iop.limits.<home>` `release`; releases are idempotent per lease id). agent-contract/inner/edge-cluster.md
-// lists what is exact and where the overshoot is bounded (home changes, an unreachable home).
+// lists what is exact and where the overshoot is bounded (home changes).
+//
+// Fail closed: when the home cannot be asked (no sealed answer in time, gone, or it could not count), the run is
+// refused (rate_limited, naming the home edge), never counted here instead; a budget whose other edges' spending
+// is not fully known is refused the same way, and that partial figure is not kept. A lease is held by the edge
+// that reserved it and the edges it forwarded the run to (`grant`, sent before the forward): a release or an
+// `open` report from any other edge is ignored.
 //
 // Keys without limits, anonymous runs and single edges never come here: no NATS message on their path.
 import type { FabricBus, FabricMsg } from './fabric-bus.js';
@@ -23,8 +29,10 @@ export interface LimitLeaseRef {
 }
 
 type LimitsMessage =
-  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number }
+  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number; boot?: string }
   | { op: 'release'; id: string; tokens: number }
+  /** The lease's holder forwarded its run to `to`: that edge may report it open and release it too. */
+  | { op: 'grant'; id: string; to: string }
   /** The leases of this home that runs on `from` still hold (sent periodically; see tick()). */
   | { op: 'open'; from: string; ids: string[] };
 
@@ -95,7 +103,7 @@ export interface ClusterLimitsOptions {
   /** This edge's governor: counts the keys this edge is home to. */
   governor: Governor;
   logger: Logger;
-  /** How long a reserve may wait for the home's answer before this edge counts the run itself (default 5 s). */
+  /** How long a reserve may wait for the home's answer before the run is refused (default 5 s). */
   timeoutMs?: number;
   /**
    * Tokens a key spent since a time in the other edges' usage stores (each edge records the runs it ran). Asked
@@ -116,16 +124,21 @@ export interface ClusterLimits extends SharedLimits {
   homeOf(principalId: string): string;
   /**
    * Reserves the key's limits for one run on its home edge. Resolves the principal the run is admitted with: a
-   * copy carrying the lease, or the principal itself when it has no limit or the home did not answer (then the
-   * edge that admits the run counts it locally). Throws GovernanceError when the home refuses.
+   * copy carrying the lease, or the principal itself when it has no limit. Throws GovernanceError when the home
+   * refuses, and when it cannot be asked (`rate_limited`, naming the home edge).
    */
   reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+  /** This edge forwards the lease's run to `edgeId`: the home takes that edge's release and reports too. */
+  grant(ref: LimitLeaseRef, edgeId: string): void;
   /** The principal of a run forwarded here with a lease another edge reserved. */
   withLimitLease(principal: Principal, ref: LimitLeaseRef): Principal;
   /** Leases this edge holds as a home (tests, metrics). */
   readonly held: number;
-  /** Releases the leases an edge that left had reserved here (their runs ended with it). */
-  edgeGone(edgeId: string): void;
+  /**
+   * Releases the leases an edge that left had reserved here (their runs ended with it); `newBoot`: it restarted,
+   * and what its new life reserved is kept.
+   */
+  edgeGone(edgeId: string, newBoot?: string): void;
   /**
    * Called on the heartbeat: reports this edge's open leases to their homes, and (as a home) releases leases no
    * edge has reported open for `leaseTtlMs` (their release was lost).
@@ -166,11 +179,44 @@ export function rendezvousHome(edges: readonly string[], principalId: string): s
   return best;
 }
 
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The limit a refusal names: the first the key has. */
+function limitOf(principal: Principal): GovernanceLimit {
+  if (principal.rpm !== null) return 'rpm';
+  if (principal.tpm !== null) return 'tpm';
+  if (principal.maxConcurrent !== null) return 'max_concurrent';
+  return 'token_budget';
+}
+
+/** The refusal of a run whose key's limits cannot be counted (its home edge cannot be asked). */
+function unavailable(principal: Principal, home: string, why: string): GovernanceError {
+  return new GovernanceError(
+    'rate_limited',
+    limitOf(principal),
+    `The limits of this key are counted on edge ${home}, and ${why}; the request is refused rather than counted elsewhere`,
+    1,
+  );
+}
+
 export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimits {
   const { nc, edgeId, governor, logger } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
-  /** Leases this edge holds as the home, by id. */
-  const held = new Map<string, { from: string; estimate: number; lease: LimitLease; seenAt: number }>();
+  /** Leases this edge holds as the home, by id; `holders`: the edges whose release and reports count. */
+  const held = new Map<
+    string,
+    {
+      from: string;
+      /** The boot id of the process that reserved it ('' when unknown). */
+      fromBoot: string;
+      holders: Set<string>;
+      estimate: number;
+      lease: LimitLease;
+      seenAt: number;
+    }
+  >();
   const open = new OpenLimitLeases();
   const leaseTtlMs = options.leaseTtlMs ?? 6000;
   let reportedAt = Number.NEGATIVE_INFINITY;
@@ -190,16 +236,23 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     if (!pending) {
       // Bounded: one entry per key and period; a new period starts the map over.
       if (seeds.size >= 10_000) seeds.clear();
-      pending = ask(principal.id, startMs).catch((error: unknown) => {
-        logger.warn(
-          { principal: principal.id, error: error instanceof Error ? error.message : String(error) },
-          'cluster: other edges’ budget spending unknown; counting this edge’s',
-        );
-        return 0;
-      });
+      pending = ask(principal.id, startMs);
       seeds.set(seedKey, pending);
+      // A figure that is not the whole cluster's is never kept: the next run asks again.
+      pending.catch(() => {
+        if (seeds.get(seedKey) === pending) seeds.delete(seedKey);
+      });
     }
-    const spent = await pending;
+    let spent: number;
+    try {
+      spent = await pending;
+    } catch (error) {
+      throw unavailable(
+        principal,
+        edgeId,
+        `the other edges' spending of its budget is unknown: ${errorText(error)}`,
+      );
+    }
     return { tokensSince: () => spent };
   }
 
@@ -210,11 +263,21 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     entry.lease.finish(tokens);
   }
 
-  function markOpen(ids: readonly unknown[]): void {
+  function markOpen(ids: readonly unknown[], by: string): void {
     const at = now();
     for (const id of ids) {
       const entry = typeof id === 'string' ? held.get(id) : undefined;
-      if (entry) entry.seenAt = at;
+      if (entry?.holders.has(by)) entry.seenAt = at;
+    }
+  }
+
+  /** Sends a limits message to a home edge; a home that is not a live member any more holds nothing to tell. */
+  function tell(home: string, message: LimitsMessage): void {
+    if (nc.isClosed()) return;
+    try {
+      nc.publish(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), { to: home });
+    } catch (error) {
+      logger.debug({ home, op: message.op, error: errorText(error) }, 'cluster: limits message not sent');
     }
   }
 
@@ -223,11 +286,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
       releaseHeld(ref.id, tokens);
       return;
     }
-    if (nc.isClosed()) return;
-    nc.publish(
-      `iop.limits.${ref.home}`,
-      encoder.encode(JSON.stringify({ op: 'release', id: ref.id, tokens } satisfies LimitsMessage)),
-    );
+    tell(ref.home, { op: 'release', id: ref.id, tokens });
   }
 
   /** Reserves on this edge (it is the key's home): throws GovernanceError on refusal. */
@@ -235,15 +294,17 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     principal: Principal,
     estimate: number,
     from: string,
+    fromBoot: string,
     elsewhere: SpentTokens | undefined,
   ): LimitLeaseRef {
     const lease = governor.reserve(principal, estimate, elsewhere);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
-    held.set(id, { from, estimate, lease, seenAt: now() });
+    held.set(id, { from, fromBoot, holders: new Set([from]), estimate, lease, seenAt: now() });
     return { home: edgeId, id };
   }
 
   const subscription = nc.subscribe(`iop.limits.${edgeId}`, {
+    bound: true,
     callback: (error, msg) => {
       if (error) return;
       let message: LimitsMessage;
@@ -253,18 +314,38 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         logger.warn({}, 'cluster: malformed limits message ignored');
         return;
       }
+      // Only an edge holding the lease speaks for it (the fabric key authenticated the sender).
       if (message.op === 'release') {
-        releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
+        if (held.get(message.id)?.holders.has(msg.sender)) {
+          releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
+        } else
+          logger.debug(
+            { lease: message.id, sender: msg.sender },
+            'cluster: a release from a non-holder ignored',
+          );
         return;
       }
       if (message.op === 'open') {
-        if (Array.isArray(message.ids)) markOpen(message.ids);
+        if (Array.isArray(message.ids)) markOpen(message.ids, msg.sender);
         return;
       }
-      if (message.op !== 'reserve') return;
+      if (message.op === 'grant') {
+        const entry = held.get(message.id);
+        if (entry?.holders.has(msg.sender) && typeof message.to === 'string') entry.holders.add(message.to);
+        return;
+      }
+      if (message.op !== 'reserve' || message.from !== msg.sender) return;
       const principal = fromWirePrincipal(message.principal);
       if (principal.tokenBudget) {
-        void spentBefore(principal).then((elsewhere) => answerReserve(msg, message, principal, elsewhere));
+        void spentBefore(principal).then(
+          (elsewhere) => answerReserve(msg, message, principal, elsewhere),
+          (caught: unknown) => {
+            // The home could not count the budget: the requester refuses the run.
+            msg.respond(
+              encoder.encode(JSON.stringify({ ok: false, failed: errorText(caught) } satisfies ReserveReply)),
+            );
+          },
+        );
       } else {
         answerReserve(msg, message, principal, undefined);
       }
@@ -279,7 +360,13 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   ): void {
     let reply: ReserveReply;
     try {
-      const ref = reserveHere(principal, Math.max(0, Number(message.estimate) || 0), message.from, elsewhere);
+      const ref = reserveHere(
+        principal,
+        Math.max(0, Number(message.estimate) || 0),
+        message.from,
+        typeof message.boot === 'string' ? message.boot : '',
+        elsewhere,
+      );
       reply = { ok: true, id: ref.id };
     } catch (caught) {
       if (!(caught instanceof GovernanceError)) {
@@ -312,7 +399,11 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
         return {
           ...principal,
-          lease: new HomeLimitLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
+          lease: new HomeLimitLease(
+            reserveHere(principal, estimate, edgeId, nc.bootId, elsewhere),
+            release,
+            open,
+          ),
         };
       }
       let reply: ReserveReply;
@@ -322,19 +413,21 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
           from: edgeId,
           principal: toWirePrincipal(principal),
           estimate,
+          boot: nc.bootId,
         };
         const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
           timeout: timeoutMs,
+          to: home,
         });
         reply = JSON.parse(decoder.decode(response.data)) as ReserveReply;
         if (!reply.ok && 'failed' in reply) throw new Error(reply.failed);
       } catch (caught) {
-        // The home went away (its state not yet expired) or is stuck: this run is counted where it is admitted.
+        // The home is stuck, left, or could not count: the run is refused, never counted here instead.
         logger.warn(
-          { principal: principal.id, home, error: caught instanceof Error ? caught.message : String(caught) },
-          'cluster: the key’s home edge did not answer; counting this run locally',
+          { principal: principal.id, home, error: errorText(caught) },
+          'cluster: the key’s home edge could not be asked; run refused',
         );
-        return principal;
+        throw unavailable(principal, home, `it could not be asked: ${errorText(caught)}`);
       }
       if (!reply.ok && !('failed' in reply)) {
         throw new GovernanceError(
@@ -348,25 +441,30 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         ? { ...principal, lease: new HomeLimitLease({ home, id: reply.id }, release, open) }
         : principal;
     },
+    grant(ref, to) {
+      if (ref.home === edgeId) held.get(ref.id)?.holders.add(to);
+      else tell(ref.home, { op: 'grant', id: ref.id, to });
+    },
     withLimitLease(principal, ref) {
       return { ...principal, lease: new HomeLimitLease(ref, release, open) };
     },
     get held() {
       return held.size;
     },
-    edgeGone(gone) {
-      for (const [id, entry] of held) if (entry.from === gone) releaseHeld(id, entry.estimate);
+    edgeGone(gone, newBoot) {
+      for (const [id, entry] of held) {
+        if (entry.from === gone && (newBoot === undefined || entry.fromBoot !== newBoot)) {
+          releaseHeld(id, entry.estimate);
+        }
+      }
     },
     tick() {
       const at = now();
       if (at - reportedAt >= leaseTtlMs / 6) {
         reportedAt = at;
         for (const [home, ids] of open.byHome) {
-          if (home === edgeId) markOpen([...ids]);
-          else if (!nc.isClosed()) {
-            const message: LimitsMessage = { op: 'open', from: edgeId, ids: [...ids] };
-            nc.publish(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)));
-          }
+          if (home === edgeId) markOpen([...ids], edgeId);
+          else tell(home, { op: 'open', from: edgeId, ids: [...ids] });
         }
       }
       for (const [id, entry] of held) {

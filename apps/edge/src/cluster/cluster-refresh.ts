@@ -144,6 +144,7 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
   }
 
   const subscription = nc.subscribe(`iop.refresh.${deps.edgeId}`, {
+    bound: true,
     callback: (error, msg) => {
       if (error) return;
       void (async () => {
@@ -170,10 +171,23 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
     },
   });
 
+  /** A commit to an edge; one that left the membership view meanwhile drops its candidate on its own. */
+  function publishTo(edgeId: string, data: Uint8Array): void {
+    try {
+      nc.publish(`iop.refresh.${edgeId}`, data, { to: edgeId });
+    } catch (error) {
+      deps.logger.warn(
+        { edgeId, error: error instanceof Error ? error.message : String(error) },
+        'cluster: refresh commit not sent',
+      );
+    }
+  }
+
   async function ask(edgeId: string, op: RefreshOp): Promise<RefreshReply> {
     try {
       const response = await nc.request(`iop.refresh.${edgeId}`, encoder.encode(JSON.stringify(op)), {
         timeout: timeoutMs,
+        to: edgeId,
       });
       return JSON.parse(decoder.decode(response.data)) as RefreshReply;
     } catch (error) {
@@ -269,7 +283,7 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
     const failed = applied.filter(({ reply }) => !reply.ok || reply.result.status !== 'applied');
     if (failed.length === 0) {
       pending.delete(id);
-      for (const edge of edges) nc.publish(`iop.refresh.${edge.edgeId}`, encodeOp({ op: 'commit', id }));
+      for (const edge of edges) publishTo(edge.edgeId, encodeOp({ op: 'commit', id }));
       return merge(here, applied);
     }
     // All or nothing: every edge that applied goes back to what it ran before.

@@ -72,7 +72,13 @@ function isView(value: unknown): value is RunView {
 /** The other edges' registries, asked through `peers`. */
 export function createRemoteRuns(peers: PeerCalls): RemoteRuns {
   const ask = async (call: RunCall): Promise<unknown> => {
-    const answer = await peers.ask(RUNS_TOPIC, call);
+    let answer;
+    try {
+      answer = await peers.ask(RUNS_TOPIC, call);
+    } catch (error) {
+      // An edge that could not be asked may hold it: not "none".
+      throw registryError(error);
+    }
     return answer && 'value' in answer ? answer.value : undefined;
   };
   return {

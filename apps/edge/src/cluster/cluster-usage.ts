@@ -1,7 +1,8 @@
 // Usage cluster-wide (cluster mode): each edge records the runs it ran in its own usage store
 // (`<data_dir>/usage.db`); GetUsage (`iop-edge usage`, admin API) asked of any edge asks every other live edge
 // for its totals (peer topic `usage`) and adds them up per group, so every edge answers with the cluster's totals.
-// An edge that does not answer in time (or is down) is left out: its runs are counted again once it is back.
+// When a live edge cannot be asked (no sealed answer in time), the total is not known: the call fails
+// (PeerCallError) rather than answer with a partial figure.
 import { USAGE_GROUPS, type UsageQuery, type UsageRow } from '../governance/usage-store.js';
 import type { PeerCalls } from './peer-calls.js';
 

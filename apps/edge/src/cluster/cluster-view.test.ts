@@ -37,6 +37,7 @@ function state(edgeId: string, providers: ProviderStatus[]): EdgeState {
     })),
     providers,
     configRevision: 'r',
+    bootId: 'b1',
     sentAtUnixMs: 0,
   };
 }

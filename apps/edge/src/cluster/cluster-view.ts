@@ -16,6 +16,8 @@ export interface EdgeState {
   providers: ProviderStatus[];
   /** Revision of the config this edge runs (sha-256 of its edge.yaml as loaded; '' when unknown). */
   configRevision: string;
+  /** This incarnation's random boot id: requests to the edge name it (a restart draws a new one). */
+  bootId: string;
   /** Sender's wall clock (informational; liveness uses the receiver's clock). */
   sentAtUnixMs: number;
 }
@@ -64,6 +66,14 @@ export class ClusterView {
   isLive(edgeId: string): boolean {
     const entry = this.edges.get(edgeId);
     return entry !== undefined && entry.receivedAtMs >= this.now() - this.ttlMs;
+  }
+
+  /** The boot id a live edge published; undefined when it is not a live member. */
+  bootOf(edgeId: string): string | undefined {
+    const entry = this.edges.get(edgeId);
+    return entry !== undefined && entry.receivedAtMs >= this.now() - this.ttlMs
+      ? entry.state.bootId
+      : undefined;
   }
 
   /** Live remote edges' states, by id order. */

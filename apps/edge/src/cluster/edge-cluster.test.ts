@@ -15,7 +15,7 @@ import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js'
 import { createEdgeService, type EdgeServiceImpl } from '../service/edge-service.js';
 import type { RunEventWithMeta, RunHandle } from '../service/types.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
-import { testKeyring } from '../test-support/fabric-bus-fixture.js';
+import { connectFabric, testKeyring } from '../test-support/fabric-bus-fixture.js';
 import { ScriptedNode, type NodeScript } from '../test-support/scripted-node.js';
 import { startEdgeCluster, type EdgeCluster } from './edge-cluster.js';
 
@@ -259,36 +259,86 @@ suite('edge cluster over NATS', () => {
     }
   });
 
-  it("opens a forwarded run's answers, and the next forward on the owner, with ciphers made ahead", async () => {
+  it('seals a forwarded run and its answers only with nonces each edge drew itself, made ahead', async () => {
     const a = await startEdge('edge-a', 'na');
     const b = await startEdge('edge-b', 'nb');
     await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
     const local = await holdLocalCapacity(a, b);
     try {
-      const before = {
-        requester: await ciphers(a, 'open', 'ahead'),
-        owner: await ciphers(b, 'open', 'ahead'),
-      };
-      for (const text of ['first', 'second']) {
-        const forwarded = await submit(a, text);
-        expect(forwarded.providerId).toBe('pb');
-        await collect(forwarded);
-        expect(await forwarded.done).toMatchObject({ status: 'completed' });
-        // Edge-a places the next run on pb only once it sees pb free again.
-        await b.cluster.publishState();
-        await waitFor(() =>
-          a.cluster.view
-            .states()
-            .every((state) => state.providers.every((provider) => provider.inFlight === 0)),
-        );
-      }
-      // Each run: the reply, the first event message (start) and the ending one (complete) on nonces edge-a
-      // offered; the text between them on one edge-b drew.
-      expect((await ciphers(a, 'open', 'ahead')) - before.requester).toBe(6);
-      // The second forward was sealed with the nonce edge-b offered in its first reply.
-      expect((await ciphers(b, 'open', 'ahead')) - before.owner).toBe(1);
+      const forwarded = await submit(a, 'first');
+      expect(forwarded.providerId).toBe('pb');
+      await collect(forwarded);
+      expect(await forwarded.done).toMatchObject({ status: 'completed' });
+      // Both edges sealed with ciphers made ahead for their own nonces; no decipher was made ahead for a nonce
+      // this edge chose for a peer (there is no such nonce any more).
       expect(await ciphers(a, 'seal', 'ahead')).toBeGreaterThan(0);
+      expect(await ciphers(b, 'seal', 'ahead')).toBeGreaterThan(0);
+      expect((await ciphers(a, 'open', 'ahead')) + (await ciphers(b, 'open', 'ahead'))).toBe(0);
     } finally {
+      await local.cancel('test end');
+    }
+  });
+
+  it('takes a cancel of a forwarded run only from the edge that forwarded it', async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await holdLocalCapacity(a, b);
+    const outsider = await connect({ servers: nats.url });
+    // Another member of the fabric (it holds the key and knows edge-b's boot id).
+    const member = await connectFabric(nats.url, 'edge-c', { peerBoot: (id) => a.cluster.view.bootOf(id) });
+    try {
+      const forwardIds: string[] = [];
+      outsider.subscribe('iop.run.edge-b', {
+        callback: (_error, msg) => {
+          // The reply subject is in clear: iop.events.edge-a.<forward id>.
+          if (msg.reply) forwardIds.push(msg.reply.slice(msg.reply.lastIndexOf('.') + 1));
+        },
+      });
+      await outsider.flush();
+      const forwarded = await submit(a, 'hold');
+      expect(forwarded.providerId).toBe('pb');
+      await waitFor(() => forwardIds.length === 1);
+      member.publish('iop.cancel.edge-b', JSON.stringify({ forwardId: forwardIds[0], reason: 'not yours' }), {
+        to: 'edge-b',
+      });
+      await member.flush();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(b.node.cancelled).toEqual([]);
+      expect(b.cluster.servedRuns).toBe(1);
+      // The edge that forwarded it still can.
+      expect(await a.service.cancelRun(forwarded.runId, 'operator')).toBe(true);
+      expect(await forwarded.done).toMatchObject({ status: 'cancelled' });
+      expect(b.node.cancelled).toEqual([forwarded.runId]);
+    } finally {
+      await member.close();
+      await outsider.close();
+      await local.cancel('test end');
+    }
+  });
+
+  it("ends what went to an edge's earlier life when its sealed state shows a new boot id", async () => {
+    const a = await startEdge('edge-a', 'na');
+    const b = await startEdge('edge-b', 'nb');
+    await waitFor(() => a.cluster.view.states().length === 1 && b.cluster.view.states().length === 1);
+    const local = await holdLocalCapacity(a, b);
+    const connection = await connect({ servers: nats.url });
+    // As edge-b's next life would write it (sealed by edge-b, with the fabric key): the same state, a new boot id.
+    const nextLife = await connectFabric(nats.url, 'edge-b');
+    try {
+      const forwarded = await submit(a, 'hold');
+      expect(forwarded.providerId).toBe('pb');
+      const events = collect(forwarded);
+      const state = a.cluster.view.states()[0];
+      expect(state?.bootId).toMatch(/^[0-9a-f]{32}$/);
+      const edges = nextLife.kv(await new Kvm(connection).open('iop_edges'), 'iop_edges', 1000);
+      await edges.put('edge-b', new TextEncoder().encode(JSON.stringify({ ...state, bootId: 'b0b0' })));
+      expect(await forwarded.done).toMatchObject({ status: 'error' });
+      expect((await events).at(-1)?.part).toMatchObject({ type: 'error', code: 'node_disconnected' });
+      expect(a.cluster.view.bootOf('edge-b')).toBe('b0b0');
+    } finally {
+      await nextLife.close();
+      await connection.close();
       await local.cancel('test end');
     }
   });
@@ -336,7 +386,7 @@ suite('edge cluster over NATS', () => {
     expect(a.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
   });
 
-  it('admits a run here when the edge it was placed on does not answer', async () => {
+  it('admits a run here once the edge it was placed on, silent, leaves the membership view', async () => {
     const a = await startEdge('edge-a', 'na');
     // An edge that published its state and then vanished without a word (its state not yet expired).
     a.cluster.view.update({
@@ -357,6 +407,7 @@ suite('edge cluster over NATS', () => {
         },
       ],
       configRevision: '',
+      bootId: 'b0',
       sentAtUnixMs: Date.now(),
     });
     const first = await submit(a, 'hold');

@@ -7,7 +7,8 @@
 //                                     on registration (the newest claim wins; the older edge drops its link).
 //   iop.run.<edge>                  request/reply: a forwarded run; the owner does the exact admission.
 //   iop.events.<edge>.<forward id>  the owner streams the run's events, then `done`, to the requesting edge.
-//   iop.cancel.<edge>               a requester cancels (or its client left) a run it forwarded to <edge>.
+//   iop.cancel.<edge>               a requester cancels (or its client left) a run it forwarded to <edge>; only
+//                                     the edge that forwarded the run may cancel it.
 //   iop.limits.<edge>               a key's limits, counted on its home edge (cluster-limits.ts).
 //
 // Both buckets have a TTL of cluster.state_ttl_ms. Liveness uses the receiver's clock: an edge silent for longer
@@ -19,7 +20,10 @@
 // forwarded run has one supervisor on each edge, each with the run's one deadline there.
 //
 // Every message and KV value goes through the fabric bus (fabric-bus.ts): sealed with the fabric key for its
-// subject or KV key; what does not open never reaches this file.
+// subject or KV key; what does not open never reaches this file. Each process draws a random boot id at start and
+// publishes it in its sealed state; every request to an edge names that edge's boot id inside the ciphertext, so
+// a recording replayed after the edge restarted is dropped. A peer whose state shows a new boot id restarted: what
+// was forwarded to or from its earlier life ends as if it had left.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { Kvm } from '@nats-io/kv';
@@ -68,7 +72,7 @@ import {
   type SealedKvEntry,
 } from './fabric-bus.js';
 import { keyFileIsShared, readFabricKeyring, type FabricKeyring } from './fabric-keyring.js';
-import { FabricSealer, type SealNonce } from './fabric-sealer.js';
+import { FabricSealer } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createRemoteRuns, serveRuns } from './cluster-runs.js';
@@ -162,22 +166,9 @@ interface ForwardRequest {
   principal?: WirePrincipal;
   /** The principal's limits, reserved on its home edge by the requester. */
   lease?: LimitLeaseRef;
-  /**
-   * Nonces the requester offers for the owner's answers on the events subject, each for one message: the reply
-   * (with the first events), the message that ends the run, then the first other event messages. The requester
-   * opens those with deciphers made before (fabric-sealer.ts).
-   */
-  nonces?: string[];
+  /** The requester's boot id: a later state of it with another one ends this run (that process is gone). */
+  fromBoot?: string;
 }
-
-/** Nonces offered with a forward: the reply, the ending message and the first other event message. */
-const ANSWER_NONCES = 3;
-/** A collected run's answer is its reply (with the first events) and the message that ends it. */
-const COLLECTED_ANSWER_NONCES = 2;
-/** Nonces an owner offers back with each reply, for the requester's next forwards to it. */
-const NEXT_FORWARD_NONCES = 1;
-/** Nonces a requester keeps per owner edge for its next forwards (more are not taken). */
-const MAX_FORWARD_NONCES = 8;
 
 export type ForwardReply =
   | {
@@ -189,8 +180,6 @@ export type ForwardReply =
       sessionId: string;
       providerId: string | null;
       queueMs: number;
-      /** Nonces the owner offers for the requester's next forwards to it (one forward each). */
-      nonces?: string[];
       /** The run's first events, when they were ready with the answer (one message instead of two). */
       events?: RunEventWithMeta[];
     }
@@ -276,12 +265,16 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
   const now = () => options.clock.now();
   const sealer = new FabricSealer({ keyring, sender: config.edge.id, now });
   if (options.registry) registerCipherMetric(options.registry, sealer);
+  const view = new ClusterView(config.edge.id, cluster.state_ttl_ms, now);
   const nc = createFabricBus({
     nc: raw,
     edgeId: config.edge.id,
     sealer,
     logger,
     now,
+    // New at every start: requests sealed for an earlier life of this edge name another one.
+    bootId: randomBytes(16).toString('hex'),
+    peerBoot: (edgeId) => view.bootOf(edgeId),
     ...(options.registry ? { sink: registerRejectedMetric(options.registry) } : {}),
   });
   try {
@@ -296,7 +289,7 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
       NODES_BUCKET,
       cluster.state_ttl_ms,
     );
-    return await ClusterImpl.start(options, nc, edgesKv, nodesKv);
+    return await ClusterImpl.start(options, view, nc, edgesKv, nodesKv);
   } catch (error) {
     await nc.close().catch(() => undefined);
     logger.error({ error: errorText(error) }, 'cluster: NATS setup failed');
@@ -306,6 +299,8 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
 
 interface Served {
   from: string;
+  /** The requester process's boot id ('' when it did not say). */
+  fromBoot: string;
   /** Where the run's events go. */
   subject: string;
   controller: AbortController;
@@ -317,10 +312,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   readonly view: ClusterView;
   /** Runs forwarded from here that have not been released, by forward id. */
   private readonly forwarded = new Map<string, ForwardedRun>();
-  /** The nonces offered with each of them (withdrawn when it is released). */
-  private readonly offeredNonces = new Map<string, string[]>();
-  /** Nonces owner edges offered for this edge's next forwards to them, by edge id. */
-  private readonly forwardNonces = new Map<string, SealNonce[]>();
   private host: ForwardedRunHost | undefined;
   private readonly served = new Map<string, Served>();
   /** Revision of this edge's claim per node id. */
@@ -344,12 +335,13 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
 
   private constructor(
     private readonly options: EdgeClusterOptions,
+    view: ClusterView,
     private readonly nc: FabricBus,
     private readonly edgesKv: SealedKv,
     private readonly nodesKv: SealedKv,
   ) {
     this.edgeId = options.config.edge.id;
-    this.view = new ClusterView(this.edgeId, options.config.cluster.state_ttl_ms, () => options.clock.now());
+    this.view = view;
     this.currentConfig = () => options.config;
     this.peers = createPeerCalls({
       nc,
@@ -379,8 +371,14 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       : undefined;
   }
 
-  static async start(options: EdgeClusterOptions, nc: FabricBus, edgesKv: SealedKv, nodesKv: SealedKv) {
-    const impl = new ClusterImpl(options, nc, edgesKv, nodesKv);
+  static async start(
+    options: EdgeClusterOptions,
+    view: ClusterView,
+    nc: FabricBus,
+    edgesKv: SealedKv,
+    nodesKv: SealedKv,
+  ) {
+    const impl = new ClusterImpl(options, view, nc, edgesKv, nodesKv);
     await impl.begin();
     return impl;
   }
@@ -445,9 +443,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
 
   sendForward(run: ForwardedRun, request: PlacementRequest, traceparent: string): void {
     if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
-    this.forwarded.set(run.forwardId, run);
-    const nonces = this.nc.offerNonces(request.spec.collect ? COLLECTED_ANSWER_NONCES : ANSWER_NONCES);
-    this.offeredNonces.set(run.forwardId, nonces);
     const principal = request.principal;
     const forward: ForwardRequest = {
       forwardId: run.forwardId,
@@ -460,20 +455,25 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       ...(traceparent !== '' ? { traceparent } : {}),
       ...(principal ? { principal: toWirePrincipal(principal) } : {}),
       ...(principal?.lease instanceof HomeLimitLease ? { lease: principal.lease.ref } : {}),
-      nonces,
+      fromBoot: this.nc.bootId,
     };
+    // The lease's home takes its release from the owner too from now on (before the owner can send one).
+    if (principal?.lease instanceof HomeLimitLease) this.limits?.grant(principal.lease.ref, run.edgeId);
     // Not nc.request: the owner's answer comes first on this run's events subject (one subscription for all
-    // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object.
-    const nonce = this.forwardNonces.get(run.edgeId)?.shift();
+    // forwarded runs, same order as the events), so no per-request inbox, timer promise or error object. Bound to
+    // the owner's boot id (throws when it is not known: the run is placed again).
     this.nc.publish(`iop.run.${run.edgeId}`, JSON.stringify(forward), {
       reply: `iop.events.${this.edgeId}.${run.forwardId}`,
-      ...(nonce ? { nonce } : {}),
+      to: run.edgeId,
     });
+    this.forwarded.set(run.forwardId, run);
   }
 
   sendCancel(run: ForwardedRun, reason: string): void {
     if (this.nc.isClosed()) throw new Error('the NATS connection is closed');
-    this.nc.publish(`iop.cancel.${run.edgeId}`, encode({ forwardId: run.forwardId, reason }));
+    this.nc.publish(`iop.cancel.${run.edgeId}`, encode({ forwardId: run.forwardId, reason }), {
+      to: run.edgeId,
+    });
   }
 
   accepted(run: ForwardedRun, principal: Principal | undefined): void {
@@ -485,9 +485,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   released(run: ForwardedRun): void {
     if (this.forwarded.get(run.forwardId) !== run) return;
     this.forwarded.delete(run.forwardId);
-    const nonces = this.offeredNonces.get(run.forwardId);
-    this.offeredNonces.delete(run.forwardId);
-    if (nonces) this.nc.withdrawNonces(nonces);
   }
 
   private get logger(): Logger {
@@ -502,19 +499,15 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     this.stopWatches.push(() => nodesWatch.stop());
     void this.follow(nodesWatch, (entry) => this.onNodeEntry(entry));
 
+    // The server's "no responders" to a forward is not authenticated (the bus drops it): a forward waits for the
+    // owner's sealed answer until the admission timeout, or until the sealed membership view says it is gone.
     this.nc.subscribe(`iop.events.${this.edgeId}.*`, {
-      statuses: true,
       callback: (error, msg) => {
         if (error) return;
         const forwardId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
         const forward = this.forwarded.get(forwardId);
         // Only the edge the run went to speaks for it.
-        if (!forward || (!msg.noResponders && msg.sender !== forward.edgeId)) return;
-        if (msg.noResponders) {
-          // The server's "no responders" to the forward: nothing listens on iop.run.<owner> (the edge is gone).
-          forward.unanswered(`no responders on iop.run.${forward.edgeId}`);
-          return;
-        }
+        if (!forward || msg.sender !== forward.edgeId) return;
         let message: ForwardMessage | ForwardReply;
         try {
           message = decode<ForwardMessage | ForwardReply>(msg.data);
@@ -522,8 +515,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
           forward.lost('malformed event from the owning edge');
           return;
         }
-        if ('ok' in message && message.ok && message.nonces)
-          this.keepForwardNonces(forward.edgeId, message.nonces);
         forward.receive(message);
       },
     });
@@ -531,18 +522,6 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     void this.nc.closed().then(() => {
       for (const forward of [...this.forwarded.values()]) forward.lost('the edge lost its NATS connection');
     });
-  }
-
-  /** Nonces an owner offered in a reply that opened: this edge seals its next forwards to that owner with them. */
-  private keepForwardNonces(edgeId: string, offer: unknown): void {
-    let kept = this.forwardNonces.get(edgeId);
-    if (!kept) {
-      if (!this.view.isLive(edgeId)) return;
-      kept = [];
-      this.forwardNonces.set(edgeId, kept);
-    }
-    if (kept.length >= MAX_FORWARD_NONCES) return;
-    kept.push(...this.nc.acceptNonces(offer).slice(0, MAX_FORWARD_NONCES - kept.length));
   }
 
   serveRuns(local: LocalRuns): void {
@@ -554,16 +533,29 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     if (this.host) throw new Error('the cluster is already serving');
     this.host = host;
     this.nc.subscribe(`iop.run.${this.edgeId}`, {
+      bound: true,
       callback: (error, msg) => {
         if (!error) void this.serveForward(msg, host);
       },
     });
     this.nc.subscribe(`iop.cancel.${this.edgeId}`, {
+      bound: true,
       callback: (error, msg) => {
         if (error) return;
         try {
           const { forwardId, reason } = decode<{ forwardId: string; reason: string }>(msg.data);
-          this.cancelServed(forwardId, reason);
+          if (typeof forwardId !== 'string') throw new Error('shape');
+          const served = this.served.get(forwardId);
+          // Only the edge that forwarded the run may cancel it.
+          if (!served) return;
+          if (served.from !== msg.sender) {
+            this.logger.warn(
+              { forwardId, sender: msg.sender, from: served.from },
+              'cluster: a cancel from an edge that did not forward the run ignored',
+            );
+            return;
+          }
+          this.cancelServed(forwardId, String(reason));
         } catch {
           this.logger.warn({}, 'cluster: malformed cancel message ignored');
         }
@@ -624,7 +616,10 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       return;
     }
     const state = entry.json<EdgeState>();
-    if (state.edgeId !== entry.key) return;
+    if (state.edgeId !== entry.key || !isBootId(state.bootId)) return;
+    // A new boot id: the edge restarted. What went to or came from its earlier life ends as if it had left.
+    const previous = this.view.bootOf(state.edgeId);
+    if (previous !== undefined && previous !== state.bootId) this.edgeGone(state.edgeId, state.bootId);
     const ours = configRevision(this.currentConfig());
     if (state.configRevision !== ours) {
       this.logger.warn(
@@ -703,6 +698,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
         .map(({ discovered: _discovered, ...node }) => node),
       providers: this.options.localProviders().filter((provider) => nodes.has(provider.nodeId)),
       configRevision: configRevision(this.currentConfig()),
+      bootId: this.nc.bootId,
       sentAtUnixMs: this.options.clock.now(),
     };
   }
@@ -768,17 +764,22 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
   }
 
-  /** An edge left or went silent: end what it owned for us and what we run for it. */
-  private edgeGone(edgeId: string): void {
+  /**
+   * An edge left or went silent, or (`newBoot`) restarted: end what its earlier life owned for us and what we run
+   * for it. A restarted edge's new life may have asked already (it can before its state reaches us): kept.
+   */
+  private edgeGone(edgeId: string, newBoot?: string): void {
+    this.nc.peerGone(edgeId);
     this.endForwardsTo(edgeId);
-    this.limits?.edgeGone(edgeId);
+    this.limits?.edgeGone(edgeId, newBoot);
     for (const [forwardId, served] of this.served) {
-      if (served.from === edgeId) this.cancelServed(forwardId, `edge ${edgeId} is gone`);
+      if (served.from === edgeId && (newBoot === undefined || served.fromBoot !== newBoot)) {
+        this.cancelServed(forwardId, `edge ${edgeId} is gone`);
+      }
     }
   }
 
   private endForwardsTo(edgeId: string): void {
-    this.forwardNonces.delete(edgeId);
     for (const forward of [...this.forwarded.values()]) {
       if (forward.edgeId === edgeId) forward.lost(`edge ${edgeId}, which owned the run's node, is gone`);
     }
@@ -799,6 +800,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     }
     const served: Served = {
       from: request.from,
+      fromBoot: typeof request.fromBoot === 'string' ? request.fromBoot : '',
       subject: `iop.events.${request.from}.${request.forwardId}`,
       controller: new AbortController(),
       handle: undefined,
@@ -831,11 +833,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       sessionId: handle.sessionId,
       providerId: handle.providerId ?? null,
       queueMs: handle.queueMs,
-      nonces: this.nc.offerNonces(NEXT_FORWARD_NONCES),
     };
     const subject = served.subject;
-    // The requester's offered nonces seal the reply, the ending message and the first other event messages.
-    const [replyNonce, endNonce, ...eventNonces] = this.nc.acceptNonces(request.nonces);
     let terminalSent = false;
     // The answer goes at the end of this turn (after the run's frame to the node, which is written then too, so
     // that write comes first), carrying the events produced until then; every later flush sends events only.
@@ -850,15 +849,10 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
           // The events of the first turn travel in the answer itself.
           if (batch.length > 0) reply.events = batch;
           batch = [];
-          msg.respond(JSON.stringify(reply), replyNonce);
+          msg.respond(JSON.stringify(reply));
         }
         if (batch.length === 0) return;
-        const nonce = terminalSent ? endNonce : eventNonces.shift();
-        this.nc.publish(
-          subject,
-          JSON.stringify({ t: 'events', events: batch } satisfies ForwardMessage),
-          nonce ? { nonce } : undefined,
-        );
+        this.nc.publish(subject, JSON.stringify({ t: 'events', events: batch } satisfies ForwardMessage));
       } catch (error) {
         // The connection closed under the run: the requester ends it as lost (its edge sees this one leave).
         failed = true;
@@ -887,11 +881,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     // Runs ended by this edge's own stop were already reported to the requester as an error; a terminal part
     // already decided the outcome there (the requester ends on it), so `done` goes only when none was sent.
     if (!this.served.delete(request.forwardId) || terminalSent || this.nc.isClosed()) return;
-    this.nc.publish(
-      subject,
-      encode({ t: 'done', outcome } satisfies ForwardMessage),
-      endNonce ? { nonce: endNonce } : undefined,
-    );
+    this.nc.publish(subject, encode({ t: 'done', outcome } satisfies ForwardMessage));
   }
 
   /** A forwarded run's principal, with the lease its requester reserved (released here when the run ends). */
@@ -960,8 +950,9 @@ export interface ForwardTransport {
  * The requesting edge's side of a forwarded run, as a placement Reservation: the forward sent to the owner edge,
  * the owner's answer, the owner's events handed to the run's supervisor, and the cancel. It has no deadline and
  * no event buffer of its own (the supervisor holds the run's one deadline and its stream). Its one time limit is
- * the owner's answer, checked on the heartbeat (no timer per run): an owner that never answers, or leaves before
- * answering, rejects the dispatch with `owner_unreachable`, after which the supervisor admits the run here.
+ * the owner's answer, checked on the heartbeat (no timer per run). An owner that leaves the sealed membership view
+ * before answering rejects the dispatch with `owner_unreachable`, after which the supervisor admits the run here;
+ * one still in the view that does not answer in time fails the run (it may have started there).
  */
 export class ForwardedRun implements Reservation {
   readonly nodeId = '';
@@ -980,6 +971,8 @@ export class ForwardedRun implements Reservation {
   private runId = '';
   private cancelSent = false;
   private released = false;
+  /** The owner took the run (its answer was ok): only then can the run be lost there. */
+  private started = false;
   private readonly onAbort = (): void => this.cancel('client disconnected');
 
   constructor(
@@ -1071,7 +1064,8 @@ export class ForwardedRun implements Reservation {
       this.unanswered(why);
       return;
     }
-    this.observer?.onLost('node_disconnected', why);
+    // Refused or unanswered before: the dispatch already failed (the run may be placed again meanwhile).
+    if (this.started) this.observer?.onLost('node_disconnected', why);
   }
 
   /** This edge is leaving the fabric. */
@@ -1080,14 +1074,25 @@ export class ForwardedRun implements Reservation {
       this.unanswered('this edge is leaving the fabric');
       return;
     }
-    this.observer?.onLost('shutting_down', 'the edge is shutting down');
+    if (this.started) this.observer?.onLost('shutting_down', 'the edge is shutting down');
   }
 
-  /** Heartbeat: an owner that has not answered within the admission timeout is given up (and told to drop it). */
+  /**
+   * Heartbeat: an owner that has not answered within the admission timeout is given up (and told to drop it).
+   * It is still a live member, so the run may have started there: it fails here, it is not placed again.
+   */
   expire(now: number): void {
-    if (!this.answer || now < this.admitBy) return;
+    const answer = this.answer;
+    if (!answer || now < this.admitBy) return;
     this.cancel('no answer in time');
-    this.unanswered(`no answer within ${this.admitTimeoutMs} ms`);
+    this.answer = undefined;
+    this.unwatch();
+    answer.reject(
+      new PlacementError(
+        'node_disconnected',
+        `edge ${this.edgeId} did not answer the forwarded run within ${this.admitTimeoutMs} ms`,
+      ),
+    );
   }
 
   cancel(reason: string): void {
@@ -1122,6 +1127,7 @@ export class ForwardedRun implements Reservation {
       );
       return;
     }
+    this.started = true;
     this.transport.accepted(this, this.principal);
     this.where = {
       nodeId: reply.nodeId,
@@ -1167,6 +1173,11 @@ function refusalOf(error: unknown): ForwardReply {
     message: errorText(error),
     retryAfterSeconds: typeof coded?.retryAfterSeconds === 'number' ? coded.retryAfterSeconds : null,
   };
+}
+
+/** A boot id as edges publish it (hex, at most 64 characters). */
+function isBootId(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{1,64}$/.test(value);
 }
 
 function errorText(error: unknown): string {

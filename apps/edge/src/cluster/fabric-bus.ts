@@ -5,16 +5,32 @@
 // per claimed source per minute.
 //
 // Requests use one inbox subscription per connection (`<inbox>.<token>`), so the reply subject a request names is
-// known before it is sealed and the reply is bound to it. KV deletes are written as a sealed empty value (a
+// known before it is sealed and the reply is bound to it.
+//
+// Every message sent to another edge (`to`) is bound to that edge's incarnation: it carries, inside the
+// ciphertext, the boot id the receiver published in its sealed state (`peerBoot`); a subscription made `bound`
+// takes only messages naming this edge's own boot id, so a request recorded before a restart is dropped as a
+// replay, whatever its time. Nothing is sent to an edge whose boot id is not known (FabricBusError
+// `unknown_peer`). The server's "no responders" status is not authenticated (any NATS client can send one on a
+// reply subject), so it is ignored: a request waits for a sealed answer until its timeout, or until the sealed
+// membership view says the edge is gone (`peerGone`). KV deletes are written as a sealed empty value (a
 // tombstone) and surface as `DEL`; a NATS delete or purge carries nothing to authenticate, so the watch ignores
 // it (the entry expires with the bucket's TTL).
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { KV, KvWatchOptions } from '@nats-io/kv';
 import type { Logger } from '../logging.js';
-import type { FabricSealer, SealNonce, SealPayload } from './fabric-sealer.js';
+import type { FabricSealer, SealPayload } from './fabric-sealer.js';
 import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
 
-export type FabricBusErrorCode = 'no_responders' | 'timeout' | 'closed';
+export type FabricBusErrorCode =
+  /** No sealed answer within the request's timeout. */
+  | 'timeout'
+  /** The connection is closed. */
+  | 'closed'
+  /** The sealed membership view says the edge left (or went silent) before it answered. */
+  | 'gone'
+  /** The edge's boot id is not known (not in the sealed membership view): nothing was sent. */
+  | 'unknown_peer';
 
 /** A request that got no sealed answer. Transient: the other edge may be gone or busy. */
 export class FabricBusError extends Error {
@@ -33,22 +49,20 @@ export interface FabricMsg {
   readonly subject: string;
   readonly reply: string | undefined;
   readonly data: Uint8Array;
-  /** The edge that sealed it ('' for a status). */
+  /** The edge that sealed it (authenticated by the fabric key). */
   readonly sender: string;
-  /** The server's "no responders" status for a message this edge sent with this reply subject (not sealed). */
-  readonly noResponders: boolean;
-  /**
-   * Seals `data` for the reply subject (with `nonce`, one the requester offered, if given) and sends it there;
-   * false when the message named none.
-   */
-  respond(data: SealPayload, nonce?: SealNonce): boolean;
+  /** Seals `data` for the reply subject and sends it there; false when the message named none. */
+  respond(data: SealPayload): boolean;
 }
 
 export interface FabricSubscribeOptions {
-  /** Only messages that opened (and, with `statuses`, no-responders statuses) reach it. */
+  /** Only messages that opened reach it. */
   callback(error: null, msg: FabricMsg): void;
-  /** Deliver the server's no-responders status on this subject (a reply subject of this edge). */
-  statuses?: boolean;
+  /**
+   * Only messages sealed for this edge's current boot id (requests to this edge): any other is dropped and counted
+   * as a replay.
+   */
+  bound?: boolean;
 }
 
 export interface FabricSubscription {
@@ -89,20 +103,21 @@ export interface SealedKv {
 
 export interface FabricBus {
   readonly edgeId: string;
+  /** This process's boot id (published in its sealed state; requests to it must name it). */
+  readonly bootId: string;
   /**
-   * A string is sent as its UTF-8 bytes. `nonce`: seal with one a peer offered (FabricSealer.acceptNonces), so the
-   * peer opens it faster.
+   * A string is sent as its UTF-8 bytes. `to`: the edge it is for, bound to that edge's boot id (throws
+   * FabricBusError `unknown_peer` when it is not known).
    */
-  publish(subject: string, data: SealPayload, options?: { reply?: string; nonce?: SealNonce }): void;
-  /** Nonces to send a peer for its answers to this edge, which opens them with deciphers made ahead. */
-  offerNonces(count: number): string[];
-  /** Offered nonces no answer will use. */
-  withdrawNonces(nonces: readonly string[]): void;
-  /** The nonces a peer offered in a message that opened here (none for anything malformed or seen before). */
-  acceptNonces(offer: unknown): SealNonce[];
+  publish(subject: string, data: SealPayload, options?: { reply?: string; to?: string }): void;
   subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription;
-  /** The first sealed answer on this request's reply subject; FabricBusError when none comes. */
-  request(subject: string, data: Uint8Array, options: { timeout: number }): Promise<FabricMsg>;
+  /**
+   * The first sealed answer from edge `to` on this request's reply subject; FabricBusError when none comes in
+   * time, when `to` is gone (`peerGone`) or unknown.
+   */
+  request(subject: string, data: Uint8Array, options: { timeout: number; to: string }): Promise<FabricMsg>;
+  /** The sealed membership view says `edgeId` left: its pending requests fail now (`gone`). */
+  peerGone(edgeId: string): void;
   /** A sealed view of a KV bucket whose entries live at most `ttlMs`. */
   kv(bucket: KV, name: string, ttlMs: number): SealedKv;
   flush(): Promise<void>;
@@ -120,6 +135,10 @@ export interface FabricBusOptions {
   sink?: RejectionSink;
   /** Epoch ms, for the log throttle. */
   now: () => number;
+  /** This process's boot id: random, new at every start (at most 64 ASCII characters). */
+  bootId: string;
+  /** The boot id another edge published in its sealed state; undefined when it is not a live member. */
+  peerBoot(edgeId: string): string | undefined;
 }
 
 /** Rejections are logged at most once per source per this long. */
@@ -132,6 +151,8 @@ const MAX_KV_KEYS = 16_384;
 const EMPTY = new Uint8Array(0);
 
 interface PendingRequest {
+  /** The edge asked: only its answer counts. */
+  to: string;
   resolve(msg: FabricMsg): void;
   reject(error: FabricBusError): void;
   timer: ReturnType<typeof setTimeout>;
@@ -143,6 +164,7 @@ export function createFabricBus(options: FabricBusOptions): FabricBus {
 
 class SealedBus implements FabricBus {
   readonly edgeId: string;
+  readonly bootId: string;
   private readonly nc: NatsConnection;
   private readonly sealer: FabricSealer;
   private readonly logged = new Map<string, number>();
@@ -152,6 +174,7 @@ class SealedBus implements FabricBus {
 
   constructor(private readonly options: FabricBusOptions) {
     this.edgeId = options.edgeId;
+    this.bootId = options.bootId;
     this.nc = options.nc;
     this.sealer = options.sealer;
   }
@@ -174,17 +197,16 @@ class SealedBus implements FabricBus {
     );
   }
 
-  private message(msg: Msg, opened: Extract<Opened, { ok: true }> | undefined): FabricMsg {
+  private message(msg: Msg, opened: Extract<Opened, { ok: true }>): FabricMsg {
     const reply = msg.reply;
     return {
       subject: msg.subject,
       reply,
-      data: opened?.data ?? EMPTY,
-      sender: opened?.sender ?? '',
-      noResponders: opened === undefined,
-      respond: (data, nonce) => {
+      data: opened.data,
+      sender: opened.sender,
+      respond: (data) => {
         if (!reply || this.nc.isClosed()) return false;
-        this.nc.publish(reply, this.sealer.seal(messageContext(reply, undefined), data, nonce));
+        this.nc.publish(reply, this.sealer.seal(messageContext(reply, undefined), data));
         return true;
       },
     };
@@ -197,25 +219,23 @@ class SealedBus implements FabricBus {
     return undefined;
   }
 
-  publish(subject: string, data: SealPayload, options?: { reply?: string; nonce?: SealNonce }): void {
+  /** The boot id a message to `to` is bound to; throws when it is not known. */
+  private bootOf(to: string): string {
+    const boot = this.options.peerBoot(to);
+    if (boot === undefined) {
+      throw new FabricBusError('unknown_peer', `edge ${to} is not in the sealed membership view`);
+    }
+    return boot;
+  }
+
+  publish(subject: string, data: SealPayload, options?: { reply?: string; to?: string }): void {
     const reply = options?.reply;
+    const boot = options?.to !== undefined ? this.bootOf(options.to) : '';
     this.nc.publish(
       subject,
-      this.sealer.seal(messageContext(subject, reply), data, options?.nonce),
+      this.sealer.seal(messageContext(subject, reply), data, boot),
       reply !== undefined ? { reply } : undefined,
     );
-  }
-
-  offerNonces(count: number): string[] {
-    return this.sealer.offerNonces(count);
-  }
-
-  withdrawNonces(nonces: readonly string[]): void {
-    this.sealer.withdrawNonces(nonces);
-  }
-
-  acceptNonces(offer: unknown): SealNonce[] {
-    return this.sealer.acceptNonces(offer);
   }
 
   subscribe(subject: string, options: FabricSubscribeOptions): FabricSubscription {
@@ -225,17 +245,22 @@ class SealedBus implements FabricBus {
           this.options.logger.warn({ subject, error: error.message }, 'cluster: subscription error');
           return;
         }
-        if (isNoResponders(msg)) {
-          if (options.statuses) options.callback(null, this.message(msg, undefined));
+        // A "no responders" status (unauthenticated) only ever arrives on reply subjects; here it is dropped.
+        if (isStatus(msg)) return;
+        const opened = this.openMsg(msg);
+        if (!opened) return;
+        if (options.bound && opened.boot !== this.bootId) {
+          // Sealed for an earlier life of this edge (a recording replayed after a restart), or by a peer that has
+          // not yet seen this boot's state.
+          this.reject('replay', opened.sender, msg.subject);
           return;
         }
-        const opened = this.openMsg(msg);
-        if (opened) options.callback(null, this.message(msg, opened));
+        options.callback(null, this.message(msg, opened));
       },
     });
   }
 
-  request(subject: string, data: Uint8Array, options: { timeout: number }): Promise<FabricMsg> {
+  request(subject: string, data: Uint8Array, options: { timeout: number; to: string }): Promise<FabricMsg> {
     if (this.nc.isClosed())
       return Promise.reject(new FabricBusError('closed', 'the NATS connection is closed'));
     const inbox = this.ensureInbox();
@@ -244,17 +269,36 @@ class SealedBus implements FabricBus {
     return new Promise<FabricMsg>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(token);
-        reject(new FabricBusError('timeout', `no answer on ${subject} within ${options.timeout} ms`));
+        reject(
+          new FabricBusError(
+            'timeout',
+            `no answer from edge ${options.to} on ${subject} within ${options.timeout} ms`,
+          ),
+        );
       }, options.timeout);
       timer.unref?.();
-      this.pending.set(token, { resolve, reject, timer });
+      this.pending.set(token, { to: options.to, resolve, reject, timer });
       try {
-        this.publish(subject, data, { reply });
+        this.publish(subject, data, { reply, to: options.to });
       } catch (error) {
         this.settle(token);
-        reject(new FabricBusError('closed', error instanceof Error ? error.message : String(error)));
+        reject(
+          error instanceof FabricBusError
+            ? error
+            : new FabricBusError('closed', error instanceof Error ? error.message : String(error)),
+        );
       }
     });
+  }
+
+  peerGone(edgeId: string): void {
+    for (const [token, pending] of [...this.pending]) {
+      if (pending.to === edgeId) {
+        this.settle(token)?.reject(
+          new FabricBusError('gone', `edge ${edgeId} left the fabric before it answered`),
+        );
+      }
+    }
   }
 
   private settle(token: string): PendingRequest | undefined {
@@ -272,14 +316,13 @@ class SealedBus implements FabricBus {
       callback: (error, msg) => {
         if (error) return;
         const token = msg.subject.slice(prefix.length + 1);
-        if (!this.pending.has(token)) return;
-        if (isNoResponders(msg)) {
-          this.settle(token)?.reject(new FabricBusError('no_responders', 'no edge listens on that subject'));
-          return;
-        }
-        // A reply that does not open is dropped; the request keeps waiting for a real one.
+        const pending = this.pending.get(token);
+        // A "no responders" status is only a hint (anyone can send one): the request waits for a sealed answer.
+        if (!pending || isStatus(msg)) return;
+        // A reply that does not open, or comes from another edge than the one asked, is dropped; the request keeps
+        // waiting for a real one.
         const opened = this.openMsg(msg);
-        if (opened) this.settle(token)?.resolve(this.message(msg, opened));
+        if (opened && opened.sender === pending.to) this.settle(token)?.resolve(this.message(msg, opened));
       },
     });
     this.inbox = { prefix, subscription };
@@ -321,8 +364,9 @@ class SealedBus implements FabricBus {
   }
 }
 
-function isNoResponders(msg: Msg): boolean {
-  return msg.data.length === 0 && msg.headers?.code === 503;
+/** A server status (e.g. 503 "no responders"): empty, with a status code; never sealed, never trusted. */
+function isStatus(msg: Msg): boolean {
+  return msg.data.length === 0 && msg.headers?.code !== undefined && msg.headers.code !== 0;
 }
 
 class SealedBucket implements SealedKv {

@@ -1,50 +1,49 @@
 // Seals and opens what the edges of a fabric exchange over NATS: AES-256-GCM with the fabric key, bound to where
-// the message goes, stamped with the sender's edge id, a time and a random nonce.
+// the message goes (and, for a request, to the receiver's incarnation), stamped with the sender's edge id, a time
+// and a nonce the sealer drew itself.
 //
 //   sealed    = version(1) · key id(4) · sender length(1) · sender(utf-8) · nonce(12) · ciphertext · tag(16)
-//   plaintext = sender length(1) · sender · sent at ms(8, big endian) · context length(2) · context · data
+//   plaintext = sender length(1) · sender · sent at ms(8, big endian) · boot length(1) · receiver boot id
+//               · context length(2) · context · data
 //   context: `msg <subject> <reply subject>` for a message (reply '' when none), `kv <bucket> <key>` for a KV value
+//   receiver boot id: the random id the receiving edge published in its sealed state ('' for a message bound to
+//               no incarnation: answers, events, KV values); the fabric bus drops a request naming another boot
 //
-// No additional authenticated data: what the receiver must trust (sender, time, context) is inside the
+// No additional authenticated data: what the receiver must trust (sender, time, boot, context) is inside the
 // ciphertext, and the header's key id and nonce are bound by the key and the IV. The sender is also in clear, to
 // name the claimed source of what does not open; it must equal the sealed one. One OpenSSL call fewer per seal
 // and per open (setAAD), which on a loaded host costs as much as the encryption (bench/README.md).
+//
+// Nonces: AES-GCM's one rule is that a key never seals two messages with one nonce. A sealer only ever uses
+// nonces it drew itself: a random 8-byte prefix per sealer (drawn again after 2^32 seals) and a 4-byte counter.
+// Nothing a peer sends can choose or repeat a nonce here; two processes collide only if they draw the same
+// 64-bit prefix.
 //
 // A message opens only with a key of the ring, unchanged, on the subject (and reply subject) it was sealed for,
 // within `maxSkewMs` of this edge's clock, not stamped before this edge started, and once: each sender's nonces
 // are remembered until their time leaves the window (bounded per sender; when a sender's cache is full the oldest
 // are forgotten and every message sent no later than the newest forgotten one is refused, so a replay never
-// passes). A restarted edge holds no nonces of its earlier life, so what was sent before it started is refused
-// (a peer whose clock is behind loses its messages for that long after a restart). KV values carry no replay
-// cache (they are read again by design); they must be younger than the bucket's TTL and never older than the last
-// value accepted for the same key (SealedKv in fabric-bus.ts).
+// passes). A restarted edge holds no nonces of its earlier life: what was sent before it started is refused, and a
+// request recorded before the restart names the earlier boot id (even when a peer's clock runs ahead), so the bus
+// drops it. KV values carry no replay cache (they are read again by design); they must be younger than the
+// bucket's TTL and never older than the last value accepted for the same key (SealedKv in fabric-bus.ts).
 //
 // Off a run's path: creating an OpenSSL cipher is most of a seal's cost, and on a loaded host, where each edge
-// runs a few times per request with cold caches, it costs 60-80 µs (against 5 µs in a loop). So the sealer
-// makes ciphers ahead, in the turn after it used one (`defer`):
-//   - a few for random nonces, which the next seals take;
-//   - nonces to offer a peer, each with its decipher (`offerNonces`): a requester sends them with a forwarded
-//     run, and the owner seals its first answers with them (`acceptNonces`, each once), so the requester opens
-//     those answers with a decipher made before the run was sent.
-// The work left on a message's path is pure JavaScript but for update, final and the tag (nonce keys, sender
-// names and context checks avoid Buffer's C++ helpers).
-// An offered nonce comes from the same pool as this edge's own (random, never used twice); an accepted one is
-// used for one seal and only if it was never accepted before (a message is opened once, and never one sent
-// before this edge started, so a replay cannot make an edge seal twice with one nonce).
-import {
-  createCipheriv,
-  createDecipheriv,
-  randomFillSync,
-  type CipherGCM,
-  type DecipherGCM,
-} from 'node:crypto';
+// runs a few times per request with cold caches, it costs 60-80 µs (against 5 µs in a loop). So the sealer makes
+// a few ciphers ahead for its own next nonces, in the turn after it used one (`defer`); opens make their decipher
+// in place. The work left on a message's path is pure JavaScript but for update, final and the tag (nonce keys,
+// sender names and context checks avoid Buffer's C++ helpers).
+import { createCipheriv, createDecipheriv, randomFillSync, type CipherGCM } from 'node:crypto';
 import { KEY_ID_BYTES, type FabricKey, type FabricKeyring } from './fabric-keyring.js';
 
-export const SEAL_VERSION = 2;
+export const SEAL_VERSION = 3;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const TIME_BYTES = 8;
 const CONTEXT_LENGTH_BYTES = 2;
+const BOOT_LENGTH_BYTES = 1;
+/** A boot id is at most this long (ASCII). */
+export const MAX_BOOT_BYTES = 64;
 const MAX_CONTEXT_BYTES = 0xffff;
 const WORD = 0x1_0000_0000;
 /** Default accepted clock difference between two edges (and age of a message in flight). */
@@ -85,6 +84,8 @@ export type Opened =
       sentAtMs: number;
       /** The nonce as a short string (for equality only; not base64). */
       nonce: string;
+      /** The receiver boot id the sender named ('' when bound to no incarnation). */
+      boot: string;
       data: Uint8Array;
     }
   | {
@@ -105,33 +106,10 @@ export interface FabricSealerOptions {
   defer?: (work: () => void) => void;
 }
 
-/** Ciphers for random nonces kept ready (a burst larger than this makes the rest in place). */
+/** Ciphers for this sealer's next nonces kept ready (a burst larger than this makes the rest in place). */
 const READY_CIPHERS = 4;
-/** Nonces kept ready to offer, their deciphers made (a forward offers 3, a reply 1). */
-const READY_OFFERS = 4;
-/** Nonces this edge offered and still holds a decipher for (the oldest are dropped beyond it). */
-const MAX_OFFERED = 2048;
-/** Nonces a peer may offer with one message. */
-export const MAX_NONCES_PER_OFFER = 4;
 /** What is sealed: bytes, or a text sealed as its UTF-8 bytes (written straight into the plaintext, no copy). */
 export type SealPayload = Uint8Array | string;
-
-/** A nonce offered in one message, as it travels (base64 of 12 bytes). */
-const NONCE_PATTERN = /^[A-Za-z0-9+/]{16}$/;
-
-/** A nonce a peer offered for one seal of this edge (`FabricSealer.acceptNonces`); used at most once. */
-export class SealNonce {
-  /** Made ahead for `key`; undefined until then, or once used. */
-  cipher: { key: FabricKey; cipher: CipherGCM } | undefined;
-  used = false;
-  constructor(readonly nonce: Buffer) {}
-}
-
-interface OfferedNonce {
-  key: FabricKey;
-  decipher: DecipherGCM | undefined;
-  offeredAtMs: number;
-}
 
 export function messageContext(subject: string, reply: string | undefined): string {
   return `msg ${subject} ${reply ?? ''}`;
@@ -144,24 +122,33 @@ export function kvContext(bucket: string, key: string): string {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-/** Random nonces drawn in batches (one system call per 256 messages instead of one per message). */
-class NoncePool {
-  private readonly pool = Buffer.allocUnsafe(NONCE_BYTES * 256);
-  private offset = this.pool.length;
+/**
+ * This sealer's nonces: a random 8-byte prefix and a 4-byte counter. Never the same nonce twice from one
+ * sequence; a new prefix is drawn before the counter would wrap.
+ */
+export class NonceSequence {
+  private readonly prefix = Buffer.allocUnsafe(8);
+  private counter = 0;
 
-  /** A fresh nonce of its own (the pool's bytes are drawn again later). */
+  constructor() {
+    randomFillSync(this.prefix);
+  }
+
+  /** A nonce of its own. */
   next(): Buffer {
-    if (this.offset >= this.pool.length) {
-      randomFillSync(this.pool);
-      this.offset = 0;
+    if (this.counter > 0xffff_ffff) {
+      randomFillSync(this.prefix);
+      this.counter = 0;
     }
-    const nonce = Buffer.from(this.pool.subarray(this.offset, this.offset + NONCE_BYTES));
-    this.offset += NONCE_BYTES;
+    const nonce = Buffer.allocUnsafe(NONCE_BYTES);
+    this.prefix.copy(nonce, 0);
+    nonce.writeUInt32BE(this.counter, 8);
+    this.counter += 1;
     return nonce;
   }
 }
 
-/** A nonce's 12 bytes as a 6-character string: the key of the replay cache and of offered nonces (no C++ call). */
+/** A nonce's 12 bytes as a 6-character string: the key of the replay cache (no C++ call). */
 function nonceKey(bytes: Uint8Array, at: number): string {
   return String.fromCharCode(
     (bytes[at] << 8) | bytes[at + 1],
@@ -196,6 +183,13 @@ function holdsText(bytes: Uint8Array, at: number, length: number, text: string):
   return Buffer.from(bytes.buffer, bytes.byteOffset + at, length).equals(Buffer.from(text, 'utf8'));
 }
 
+/** `length` bytes at `at` as a string of their char codes (boot ids are ASCII; anything else never matches one). */
+function asciiOf(bytes: Uint8Array, at: number, length: number): string {
+  let text = '';
+  for (let index = 0; index < length; index++) text += String.fromCharCode(bytes[at + index]);
+  return text;
+}
+
 function sameBytes(a: Uint8Array, aAt: number, b: Uint8Array, bAt: number, length: number): boolean {
   for (let index = 0; index < length; index++) if (a[aAt + index] !== b[bAt + index]) return false;
   return true;
@@ -208,11 +202,19 @@ function sameBytes(a: Uint8Array, aAt: number, b: Uint8Array, bAt: number, lengt
 class PlaintextScratch {
   private buffer = Buffer.allocUnsafe(4096);
 
-  /** sender length · sender · sent at · context length · context · data, valid until the next call. */
-  of(sender: Uint8Array, sentAtMs: number, context: string, data: SealPayload): Buffer {
+  /** sender length · sender · sent at · boot length · boot · context length · context · data, valid until the next call. */
+  of(sender: Uint8Array, sentAtMs: number, boot: string, context: string, data: SealPayload): Buffer {
     // A string is written as UTF-8: at most 3 bytes per UTF-16 unit.
     const dataMost = typeof data === 'string' ? data.length * 3 : data.length;
-    const most = 1 + sender.length + TIME_BYTES + CONTEXT_LENGTH_BYTES + context.length * 3 + dataMost;
+    const most =
+      1 +
+      sender.length +
+      TIME_BYTES +
+      BOOT_LENGTH_BYTES +
+      boot.length * 3 +
+      CONTEXT_LENGTH_BYTES +
+      context.length * 3 +
+      dataMost;
     if (most > this.buffer.length) this.buffer = Buffer.allocUnsafe(Math.max(most, this.buffer.length * 2));
     const buffer = this.buffer;
     buffer[0] = sender.length;
@@ -222,6 +224,10 @@ class PlaintextScratch {
     buffer.writeUInt32BE(Math.floor(sentAtMs / WORD), at);
     buffer.writeUInt32BE(sentAtMs % WORD, at + 4);
     at += TIME_BYTES;
+    const bootLength = writeText(buffer, boot, at + BOOT_LENGTH_BYTES);
+    if (bootLength > MAX_BOOT_BYTES) throw new RangeError(`a boot id is at most ${MAX_BOOT_BYTES} bytes`);
+    buffer[at] = bootLength;
+    at += BOOT_LENGTH_BYTES + bootLength;
     const contextLength = writeText(buffer, context, at + CONTEXT_LENGTH_BYTES);
     if (contextLength > MAX_CONTEXT_BYTES) throw new RangeError('a seal context is at most 65535 bytes');
     buffer.writeUInt16BE(contextLength, at);
@@ -294,26 +300,14 @@ export class FabricSealer {
   private readonly startedAtMs: number;
   private readonly replayCachePerSender: number;
   private readonly nonces = new Map<string, SenderNonces>();
-  private readonly noncePool = new NoncePool();
+  private readonly nonceSequence = new NonceSequence();
   private readonly plaintext = new PlaintextScratch();
   private readonly senderNames = new SenderNames();
   private readonly defer: (work: () => void) => void;
   private warmScheduled = false;
-  /** Ciphers made ahead for random nonces, oldest first. */
+  /** Ciphers made ahead for this sealer's next nonces, oldest first (each nonce drawn once, used once). */
   private readonly ready: { key: FabricKey; nonce: Buffer; cipher: CipherGCM }[] = [];
-  /** Nonces offered to peers (by nonceKey), in offer order, with their deciphers once made. */
-  private readonly offered = new Map<string, OfferedNonce>();
-  /** Nonces ready to offer, each with its decipher made. */
-  private readonly readyOffers: { key: FabricKey; nonce: Buffer; wire: string; decipher: DecipherGCM }[] = [];
-  /** Offered nonces whose deciphers are still to be made. */
-  private unmade: { key: string; nonce: Buffer }[] = [];
-  /** Offered nonces (as they travel) no answer will use: dropped in the next warm pass. */
-  private withdrawn: string[] = [];
-  /** Accepted nonces still to get a cipher made ahead. */
-  private unprepared: SealNonce[] = [];
-  /** Every nonce a peer offered within the window: one offered twice is not used again. */
-  private readonly accepted: SenderNonces;
-  /** Seals and opens that found their cipher made ahead, and those that made it in place. */
+  /** Seals that found their cipher made ahead, and those (and every open) that made it in place. */
   readonly madeAhead = { seals: 0, opens: 0 };
   readonly madeInPlace = { seals: 0, opens: 0 };
 
@@ -327,18 +321,20 @@ export class FabricSealer {
     this.startedAtMs = this.now();
     this.maxSkewMs = options.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     this.replayCachePerSender = options.replayCachePerSender ?? DEFAULT_REPLAY_CACHE_PER_SENDER;
-    this.accepted = new SenderNonces(this.replayCachePerSender);
     this.defer = options.defer ?? ((work) => setImmediate(work).unref());
   }
 
-  /** Seals `data` for `context` (messageContext / kvContext) with the primary key; `nonce`: one a peer offered. */
-  seal(context: string, data: SealPayload, nonce?: SealNonce): Uint8Array {
+  /**
+   * Seals `data` for `context` (messageContext / kvContext) with the primary key and a nonce of this sealer's;
+   * `boot`: the receiver's boot id, for a request bound to its incarnation ('' for none).
+   */
+  seal(context: string, data: SealPayload, boot = ''): Uint8Array {
     const key = this.keyring.primary;
-    const { nonce: nonceBytes, cipher } = this.cipherFor(key, nonce);
+    const { nonce: nonceBytes, cipher } = this.cipherFor(key);
     const prefix = this.prefixFor(key);
     const headerLength = prefix.length + NONCE_BYTES;
     const sentAtMs = Math.max(0, Math.floor(this.now()));
-    const body = cipher.update(this.plaintext.of(this.senderBytes, sentAtMs, context, data));
+    const body = cipher.update(this.plaintext.of(this.senderBytes, sentAtMs, boot, context, data));
     // GCM is a stream mode: final() adds no bytes, it only computes the tag.
     const final = cipher.final();
     const out = Buffer.allocUnsafe(headerLength + body.length + final.length + TAG_BYTES);
@@ -367,66 +363,8 @@ export class FabricSealer {
     return bytes;
   }
 
-  /**
-   * `count` nonces for a peer to seal its answers with (sent inside a sealed message); their deciphers were made
-   * ahead (or are, in the next turn). `withdrawNonces` drops those no answer used.
-   */
-  offerNonces(count: number): string[] {
-    const key = this.keyring.primary;
-    const offeredAtMs = this.now();
-    const nonces: string[] = [];
-    for (let index = 0; index < Math.min(count, MAX_NONCES_PER_OFFER); index++) {
-      let next = this.readyOffers.shift();
-      while (next && next.key !== key) next = this.readyOffers.shift();
-      const nonce = next?.nonce ?? this.noncePool.next();
-      const lookup = nonceKey(nonce, 0);
-      if (this.offered.size >= MAX_OFFERED) this.offered.delete(this.offered.keys().next().value as string);
-      this.offered.set(lookup, { key, decipher: next?.decipher, offeredAtMs });
-      if (!next) this.unmade.push({ key: lookup, nonce });
-      nonces.push(next?.wire ?? nonce.toString('base64'));
-    }
-    this.warmSoon();
-    return nonces;
-  }
-
-  /** Offered nonces no answer will use (as offerNonces gave them): their deciphers are dropped soon. */
-  withdrawNonces(nonces: readonly string[]): void {
-    this.withdrawn.push(...nonces);
-    this.warmSoon();
-  }
-
-  /**
-   * The nonces a peer offered in a message that opened (anything else yields none): one seal each, in order;
-   * their ciphers are made in the next turn.
-   */
-  acceptNonces(offer: unknown): SealNonce[] {
-    if (!Array.isArray(offer)) return [];
-    const now = this.now();
-    const accepted: SealNonce[] = [];
-    for (const nonce of offer.slice(0, MAX_NONCES_PER_OFFER)) {
-      // The order says what each is for: after a bad one, none.
-      if (typeof nonce !== 'string' || !NONCE_PATTERN.test(nonce)) break;
-      if (!this.accepted.admit(nonce, now, now - 2 * this.maxSkewMs)) break;
-      accepted.push(new SealNonce(Buffer.from(nonce, 'base64')));
-    }
-    this.unprepared.push(...accepted);
-    this.warmSoon();
-    return accepted;
-  }
-
-  /** The nonce and cipher of the next seal: the offered one if unused, else one made ahead, else a new one. */
-  private cipherFor(key: FabricKey, offered: SealNonce | undefined): { nonce: Buffer; cipher: CipherGCM } {
-    if (offered && !offered.used) {
-      offered.used = true;
-      const prepared = offered.cipher;
-      offered.cipher = undefined;
-      if (prepared?.key === key) {
-        this.madeAhead.seals += 1;
-        return { nonce: offered.nonce, cipher: prepared.cipher };
-      }
-      this.madeInPlace.seals += 1;
-      return { nonce: offered.nonce, cipher: createCipheriv('aes-256-gcm', key.secret, offered.nonce) };
-    }
+  /** The nonce and cipher of the next seal: one made ahead for this key, else a new one. */
+  private cipherFor(key: FabricKey): { nonce: Buffer; cipher: CipherGCM } {
     for (let next = this.ready.shift(); next; next = this.ready.shift()) {
       // Made for a key that is no longer the primary: dropped, its nonce never used.
       if (next.key !== key) continue;
@@ -434,7 +372,7 @@ export class FabricSealer {
       return next;
     }
     this.madeInPlace.seals += 1;
-    const nonce = this.noncePool.next();
+    const nonce = this.nonceSequence.next();
     return { nonce, cipher: createCipheriv('aes-256-gcm', key.secret, nonce) };
   }
 
@@ -444,44 +382,13 @@ export class FabricSealer {
     this.defer(() => this.warm());
   }
 
-  /** Makes what the next seals and opens need, while this edge's caches still hold the cipher code. */
+  /** Makes the ciphers the next seals need, while this edge's caches still hold the cipher code. */
   private warm(): void {
     this.warmScheduled = false;
     const key = this.keyring.primary;
     while (this.ready.length < READY_CIPHERS) {
-      const nonce = this.noncePool.next();
+      const nonce = this.nonceSequence.next();
       this.ready.push({ key, nonce, cipher: createCipheriv('aes-256-gcm', key.secret, nonce) });
-    }
-    // Offers are made only by an edge that forwards or answers forwards: none ready until the first one.
-    if (this.offered.size > 0 || this.readyOffers.length > 0) {
-      while (this.readyOffers.length < READY_OFFERS) {
-        const nonce = this.noncePool.next();
-        const decipher = createDecipheriv('aes-256-gcm', key.secret, nonce);
-        this.readyOffers.push({ key, nonce, wire: nonce.toString('base64'), decipher });
-      }
-    }
-    const withdrawn = this.withdrawn;
-    this.withdrawn = [];
-    for (const wire of withdrawn) this.offered.delete(nonceKey(Buffer.from(wire, 'base64'), 0));
-    const unprepared = this.unprepared;
-    this.unprepared = [];
-    for (const accepted of unprepared) {
-      if (accepted.used) continue;
-      accepted.cipher = { key, cipher: createCipheriv('aes-256-gcm', key.secret, accepted.nonce) };
-    }
-    // Offered in time order: what no answer used within two skew windows is dropped from the front.
-    const oldest = this.now() - 2 * this.maxSkewMs;
-    for (const [nonce, offered] of this.offered) {
-      if (offered.offeredAtMs >= oldest) break;
-      this.offered.delete(nonce);
-    }
-    const unmade = this.unmade;
-    this.unmade = [];
-    for (const { key: lookup, nonce } of unmade) {
-      const offered = this.offered.get(lookup);
-      if (offered && !offered.decipher) {
-        offered.decipher = createDecipheriv('aes-256-gcm', offered.key.secret, nonce);
-      }
     }
   }
 
@@ -527,7 +434,7 @@ export class FabricSealer {
       return { ok: false, reason: 'malformed', claimed: '' };
     const senderLength = bytes[fixed - 1];
     const headerLength = fixed + senderLength + NONCE_BYTES;
-    const leastPlaintext = 1 + senderLength + TIME_BYTES + CONTEXT_LENGTH_BYTES;
+    const leastPlaintext = 1 + senderLength + TIME_BYTES + BOOT_LENGTH_BYTES + CONTEXT_LENGTH_BYTES;
     if (senderLength === 0 || bytes.length < headerLength + leastPlaintext + TAG_BYTES) {
       return { ok: false, reason: 'malformed', claimed: '' };
     }
@@ -537,12 +444,8 @@ export class FabricSealer {
     if (!key) return { ok: false, reason: 'unknown_key', claimed: sender };
     const nonceAt = fixed + senderLength;
     const nonce = nonceKey(bytes, nonceAt);
-    let decipher = this.decipherFor(key, nonce);
-    if (decipher) this.madeAhead.opens += 1;
-    else {
-      this.madeInPlace.opens += 1;
-      decipher = createDecipheriv('aes-256-gcm', key.secret, bytes.subarray(nonceAt, headerLength));
-    }
+    this.madeInPlace.opens += 1;
+    const decipher = createDecipheriv('aes-256-gcm', key.secret, bytes.subarray(nonceAt, headerLength));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     let plain: Buffer;
     try {
@@ -560,20 +463,18 @@ export class FabricSealer {
     let at = 1 + senderLength;
     const sentAtMs = plain.readUInt32BE(at) * WORD + plain.readUInt32BE(at + 4);
     at += TIME_BYTES;
+    const bootLength = plain[at];
+    at += BOOT_LENGTH_BYTES;
+    if (bootLength > MAX_BOOT_BYTES || at + bootLength + CONTEXT_LENGTH_BYTES > plain.length) {
+      return { ok: false, reason: 'auth_failed', claimed: sender };
+    }
+    const boot = bootLength === 0 ? '' : asciiOf(plain, at, bootLength);
+    at += bootLength;
     const contextLength = plain.readUInt16BE(at);
     at += CONTEXT_LENGTH_BYTES;
     if (at + contextLength > plain.length || !holdsText(plain, at, contextLength, context)) {
       return { ok: false, reason: 'auth_failed', claimed: sender };
     }
-    return { ok: true, sender, sentAtMs, nonce, data: plain.subarray(at + contextLength) };
-  }
-
-  /** The decipher made ahead for a nonce this edge offered (taken once, whatever the message turns out to be). */
-  private decipherFor(key: FabricKey, nonce: string): DecipherGCM | undefined {
-    if (this.offered.size === 0) return undefined;
-    const offered = this.offered.get(nonce);
-    if (!offered) return undefined;
-    this.offered.delete(nonce);
-    return offered.key === key ? offered.decipher : undefined;
+    return { ok: true, sender, sentAtMs, nonce, boot, data: plain.subarray(at + contextLength) };
   }
 }

@@ -15,7 +15,7 @@ import { startA2ASurface, type RunningA2ASurface } from '../a2a/a2a-surface.js';
 import { silentLogger } from '../logging.js';
 import { FakeEdgeService, textRun, type Scripter } from '../test-support/fake-edge-service.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../test-support/nats-server.js';
-import { createPeerCalls } from './peer-calls.js';
+import { createPeerCalls, PeerCallError } from './peer-calls.js';
 import { createRemoteRuns, serveRuns } from './cluster-runs.js';
 import { RunRegistry } from '../service/run-registry.js';
 import { systemClock } from '../clock.js';
@@ -239,5 +239,28 @@ suite('A2A tasks on any edge (peer calls over NATS)', () => {
     expect(((await again.json()) as { status: string }).status).toBe('cancelled');
     expect(b.service.submitted).toHaveLength(0);
     expect((await fetch(`${b.url}/v1/responses/resp_missing`)).status).toBe(404);
+  });
+
+  it('never takes an edge that could not be asked for one that has none: ask and gather fail instead', async () => {
+    const asker = await connectFabric(nats.url, 'edge-1');
+    const holder = await connectFabric(nats.url, 'edge-2');
+    connections.push(asker, holder);
+    let live = ['edge-2', 'edge-silent'];
+    const peers = createPeerCalls({ nc: asker, edgeId: 'edge-1', liveEdges: () => live, timeoutMs: 300 });
+    const holderPeers = createPeerCalls({ nc: holder, edgeId: 'edge-2', liveEdges: () => ['edge-1'] });
+    const stop = holderPeers.serve('lookup', () => Promise.resolve(undefined));
+    await holder.flush();
+    try {
+      const failed = await peers.ask('lookup', {}).catch((error: unknown) => error);
+      expect(failed).toBeInstanceOf(PeerCallError);
+      expect((failed as PeerCallError).edges).toEqual(['edge-silent']);
+      await expect(peers.gather('lookup', {})).rejects.toBeInstanceOf(PeerCallError);
+      // Every live edge answered that it has none: none.
+      live = ['edge-2'];
+      expect(await peers.ask('lookup', {})).toBeUndefined();
+      expect((await peers.gather('lookup', {})).size).toBe(0);
+    } finally {
+      stop();
+    }
   });
 });

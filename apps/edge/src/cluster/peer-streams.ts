@@ -72,11 +72,13 @@ export function createPeerStreams(deps: {
 
   // Lives as long as the connection (the cluster drains it on close).
   nc.subscribe(`iop.stream-cancel.${edgeId}`, {
+    bound: true,
     callback: (error, msg) => {
       if (error) return;
       try {
         const { to } = JSON.parse(decoder.decode(msg.data)) as { to: string };
-        served.get(to)?.abort();
+        // Only the edge that opened the stream (its subject names it) may cancel it.
+        if (typeof to === 'string' && to.startsWith(`iop.streamed.${msg.sender}.`)) served.get(to)?.abort();
       } catch {
         // A malformed cancel names no stream.
       }
@@ -102,12 +104,14 @@ export function createPeerStreams(deps: {
   return {
     serveStream(topic, handler) {
       const subscription = nc.subscribe(`iop.stream.${topic}.${edgeId}`, {
+        bound: true,
         callback: (error, msg) => {
           if (error) return;
           let request: StreamRequest;
           try {
             request = JSON.parse(decoder.decode(msg.data)) as StreamRequest;
-            if (typeof request.to !== 'string' || !request.to.startsWith('iop.streamed.'))
+            // Items go only to the asking edge's own subjects.
+            if (typeof request.to !== 'string' || !request.to.startsWith(`iop.streamed.${msg.sender}.`))
               throw new Error('to');
           } catch {
             msg.respond(encode({ error: { code: -32600, message: 'malformed stream request' } }));
@@ -183,7 +187,13 @@ export function createPeerStreams(deps: {
       let cancelWanted = false;
       const cancel = (): void => {
         if (source.holder === undefined) cancelWanted = true;
-        else if (!nc.isClosed()) nc.publish(`iop.stream-cancel.${source.holder}`, encode({ to }));
+        else if (!nc.isClosed()) {
+          try {
+            nc.publish(`iop.stream-cancel.${source.holder}`, encode({ to }), { to: source.holder });
+          } catch {
+            // The holder left the membership view: its streams ended with it.
+          }
+        }
       };
       const onAbort = (): void => {
         cancel();
@@ -202,19 +212,27 @@ export function createPeerStreams(deps: {
       const answers = await Promise.all(
         deps.liveEdges().map(async (edge): Promise<[string, StreamAnswer | undefined]> => {
           try {
-            const response = await nc.request(`iop.stream.${topic}.${edge}`, request, { timeout: timeoutMs });
+            const response = await nc.request(`iop.stream.${topic}.${edge}`, request, {
+              timeout: timeoutMs,
+              to: edge,
+            });
             return [edge, JSON.parse(decoder.decode(response.data)) as StreamAnswer];
           } catch {
             return [edge, undefined];
           }
         }),
       );
+      const unasked = answers.filter(([, answer]) => answer === undefined).map(([edge]) => edge);
       const found = answers.find(([, answer]) => answer !== undefined && 'found' in answer && answer.found);
       const refused = answers.find(([, answer]) => answer !== undefined && 'error' in answer);
       if (!found) {
         finish();
         if (refused?.[1] && 'error' in refused[1]) {
           throw new PeerStreamError(refused[1].error.code, refused[1].error.message);
+        }
+        // An edge that could not be asked may hold it: not "none".
+        if (unasked.length > 0) {
+          throw new PeerStreamError(-32603, `edge ${unasked.join(', ')} could not be asked for the stream`);
         }
         return undefined;
       }

@@ -10,7 +10,7 @@ export type PlacementErrorCode =
   | 'no_nodes'
   /** The node went away between admission and dispatch. */
   | 'node_disconnected'
-  /** No other edge answered the forward (gone, no responder, no answer in time): nothing ran there. */
+  /** The owner edge left the membership view (or was never in it) before it took the forward: nothing ran there. */
   | 'owner_unreachable'
   /** The node predates what the run needs (a run kind or a request field): upgrade iop-node. */
   | 'node_outdated'

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 const registerHooks = path.join(repoRoot, 'apps/node/test/support/register-ts.mjs');
@@ -163,7 +163,7 @@ export interface EdgeProcess extends TestProcess {
 
 /**
  * Writes `config` (plain data; JSON is valid YAML) to `<dir>/edge.yaml`, starts the edge and waits for its
- * listening lines.
+ * listening lines. `env`: extra environment of the edge process (e.g. clockOffsetEnv).
  */
 export async function startEdgeProcess(
   group: ProcessGroup,
@@ -171,10 +171,23 @@ export async function startEdgeProcess(
   config: Record<string, unknown>,
   name = 'edge',
   command: 'serve' | 'console' = 'serve',
+  env: NodeJS.ProcessEnv = {},
 ): Promise<EdgeProcess> {
   const configPath = path.join(dir, 'edge.yaml');
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  return startEdgeWithConfigFile(group, dir, configPath, name, command);
+  return startEdgeWithConfigFile(group, dir, configPath, name, command, env);
+}
+
+/**
+ * The environment that runs a process's wall clock `offsetMs` ahead (Date.now, which the edge's system clock
+ * reads): a preload module, for tests of clock skew between edges.
+ */
+export function clockOffsetEnv(offsetMs: number): NodeJS.ProcessEnv {
+  const preload = pathToFileURL(path.join(repoRoot, 'apps/edge/test/support/clock-offset-preload.mjs')).href;
+  return {
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`.trim(),
+    IOP_TEST_CLOCK_OFFSET_MS: String(offsetMs),
+  };
 }
 
 /** Starts the edge on an edge.yaml the test wrote itself (in `dir`, its working directory) and waits for its listening lines. */
@@ -184,12 +197,13 @@ export async function startEdgeWithConfigFile(
   configPath: string,
   name = 'edge',
   command: 'serve' | 'console' = 'serve',
+  env: NodeJS.ProcessEnv = {},
 ): Promise<EdgeProcess> {
   const edge = group.spawnTs(
     name,
     edgeMain,
     [command, '--config', configPath],
-    {},
+    env,
     dir,
     command === 'console' ? 'pipe' : 'ignore',
   );
