@@ -31,6 +31,11 @@ export interface AdmissionRequest {
   model: string;
   /** Tokens the run may use (prompt estimate + answer limit): reserved against tpm and the budget until it ends. */
   estimatedTokens: number;
+  /**
+   * A child run (an agent's model call): rpm, tpm and the budget count it, `max_concurrent` does not — its parent
+   * holds the key's slot, and counting the child too would let a key's own agents refuse their model calls.
+   */
+  child?: boolean;
 }
 
 export interface RunEnd {
@@ -149,9 +154,15 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 
   /** Checks and takes the principal's limits (max_concurrent, rpm, tpm, budget) at `now`. */
-  function take(principal: Principal, estimate: number, now: number, elsewhere?: SpentTokens): LimitLease {
+  function take(
+    principal: Principal,
+    estimate: number,
+    now: number,
+    elsewhere?: SpentTokens,
+    child = false,
+  ): LimitLease {
     const state = stateOf(principal.id);
-    if (principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
+    if (!child && principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
       refuse(
         principal,
         new GovernanceError(
@@ -202,7 +213,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         ),
       );
     }
-    state.inFlight += 1;
+    if (!child) state.inFlight += 1;
     state.requests.add(now, 1);
     state.tokens.add(now, estimate);
     /** What this run reserved against the budget (0 when the key had no budget at admission). */
@@ -213,7 +224,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       finish(actualTokens) {
         if (finished) return;
         finished = true;
-        state.inFlight -= 1;
+        if (!child) state.inFlight -= 1;
         // The reservation leaves the second it was taken in (nothing is left to correct once that second left the
         // window), and what the run used counts now, when it was delivered: a run longer than the window is not
         // written into a second that left it.
@@ -241,7 +252,11 @@ export function createGovernor(options: GovernorOptions): Governor {
         );
       }
       // Limits taken on the key's home edge (cluster mode) travel with the principal.
-      return openAdmission(principal.id, request, principal.lease ?? take(principal, estimate, clock.now()));
+      return openAdmission(
+        principal.id,
+        request,
+        principal.lease ?? take(principal, estimate, clock.now(), undefined, request.child === true),
+      );
     },
     reserve(principal, estimatedTokens, spentElsewhere) {
       return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now(), spentElsewhere);

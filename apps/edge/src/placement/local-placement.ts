@@ -139,7 +139,7 @@ class LocalReservation implements Reservation, RunObserver {
       embedding: spec.embedding,
       fetchImageUrls: spec.fetchImageUrls ?? false,
       modelAccess: undefined,
-      parentRunId: '',
+      parentRunId: placed.parentRunId ?? '',
     };
     this.observer = observer;
     this.request = request;
@@ -210,6 +210,7 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
   const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
   if (affinityKey !== undefined) options.affinityKey = affinityKey;
   if (request.excludeProviders) options.excludeProviders = request.excludeProviders;
+  if (request.parentRunId !== undefined) options.child = true;
   return options;
 }
 
