@@ -21,7 +21,12 @@ import { ServiceError } from './errors.js';
 import type { ChildRunResult } from './run-supervisor.js';
 import type { RunHandle, SubmitOptions } from './types.js';
 
-function config(options: { nodeLimit: number; modelCapacity: number; agentCapacity: number }) {
+function config(options: {
+  nodeLimit: number;
+  modelCapacity: number;
+  agentCapacity: number;
+  nodeB: boolean;
+}) {
   const result = parseConfigText(
     `
 edge: { id: edge-a }
@@ -42,7 +47,7 @@ nodes:
   - id: nb
     adapters: { ollama: { base_url: "http://127.0.0.1:11434" } }
     providers:
-      - { id: pb, type: ollama, category: local_inference, adapter: ollama, models: ["m1"], capacity: 1, enabled: false }
+      - { id: pb, type: ollama, category: local_inference, adapter: ollama, models: ["m1"], capacity: 1, enabled: ${options.nodeB} }
 `,
     'child-runs-test.yaml',
   );
@@ -52,24 +57,36 @@ nodes:
 
 /** Agent runs (the cli target) wait for the test; a model call answers after a few ms with 3 + 2 tokens. */
 const script: NodeScript = (request: RunRequest) =>
-  request.target === 'claude'
+  request.messages.at(-1)?.content === 'fail' && request.providerId === 'pa'
     ? {
         parts: [
-          { type: 'start', sessionId: request.sessionId, adapter: request.adapter, target: request.target },
-          { type: 'usage', usage: create.usage({ promptTokens: 10, completionTokens: 1 }) },
+          {
+            type: 'error',
+            code: 'upstream_http_503',
+            message: 'upstream_http_503 from m1',
+            retryable: true,
+            backendMs: 0,
+          },
         ],
       }
-    : {
-        delayMs: request.messages.at(-1)?.content === 'hold' ? 0 : 2,
-        parts: [
-          { type: 'start', sessionId: request.sessionId, adapter: request.adapter, target: request.target },
-          { type: 'text-delta', text: 'ok' },
-          { type: 'usage', usage: create.usage({ promptTokens: 3, completionTokens: 2 }) },
-          ...(request.messages.at(-1)?.content === 'hold'
-            ? []
-            : [{ type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 1 }]),
-        ],
-      };
+    : request.target === 'claude'
+      ? {
+          parts: [
+            { type: 'start', sessionId: request.sessionId, adapter: request.adapter, target: request.target },
+            { type: 'usage', usage: create.usage({ promptTokens: 10, completionTokens: 1 }) },
+          ],
+        }
+      : {
+          delayMs: request.messages.at(-1)?.content === 'hold' ? 0 : 2,
+          parts: [
+            { type: 'start', sessionId: request.sessionId, adapter: request.adapter, target: request.target },
+            { type: 'text-delta', text: 'ok' },
+            { type: 'usage', usage: create.usage({ promptTokens: 3, completionTokens: 2 }) },
+            ...(request.messages.at(-1)?.content === 'hold'
+              ? []
+              : [{ type: 'complete' as const, detail: 'stop', finishReason: 'stop', backendMs: 1 }]),
+          ],
+        };
 
 /** Records each span's name and parent; each span's traceparent is unique. */
 class RecordingTracing implements Tracing {
@@ -90,6 +107,7 @@ class RecordingTracing implements Tracing {
 interface Harness {
   clock: ManualClock;
   node: ScriptedNode;
+  nodeB: ScriptedNode | undefined;
   pool: ProviderPool;
   sessions: SessionSlots;
   governor: Governor;
@@ -102,18 +120,28 @@ interface Harness {
 const harnesses: Harness[] = [];
 
 function setup(
-  options: { nodeLimit?: number; modelCapacity?: number; agentCapacity?: number; tracing?: boolean } = {},
+  options: {
+    nodeLimit?: number;
+    modelCapacity?: number;
+    agentCapacity?: number;
+    tracing?: boolean;
+    /** Node nb with a second provider of m (pb, capacity 1). */
+    nodeB?: boolean;
+  } = {},
 ): Harness {
   const clock = new ManualClock();
   const registry = createNodeRegistry();
   const node = new ScriptedNode('na', script);
   registry.add(node.link);
+  const nodeB = options.nodeB ? new ScriptedNode('nb', script) : undefined;
+  if (nodeB) registry.add(nodeB.link);
   const events = createEventBus({ replaySize: 16, queueSize: 256 });
   const pool = createProviderPool({
     config: config({
       nodeLimit: options.nodeLimit ?? 2,
       modelCapacity: options.modelCapacity ?? 2,
       agentCapacity: options.agentCapacity ?? 4,
+      nodeB: options.nodeB ?? false,
     }),
     nodes: registry,
     events,
@@ -138,6 +166,7 @@ function setup(
     clock,
     sessions,
     governor,
+    retryAttempts: () => 2,
     ...(options.tracing ? { tracing } : {}),
     metrics: {
       dispatched: () => undefined,
@@ -146,7 +175,7 @@ function setup(
       childEnded: (result) => results.push(result),
     },
   });
-  const harness = { clock, node, pool, sessions, governor, service, usage, results, tracing };
+  const harness = { clock, node, nodeB, pool, sessions, governor, service, usage, results, tracing };
   harnesses.push(harness);
   return harness;
 }
@@ -154,6 +183,7 @@ function setup(
 afterEach(() => {
   for (const harness of harnesses.splice(0)) {
     harness.node.stop();
+    harness.nodeB?.stop();
     harness.pool.close();
   }
 });
@@ -425,17 +455,26 @@ describe("child runs: the parent's end", () => {
       const running = await submitChild(h, parent, 'hold');
       // The model's one slot is taken: this one waits in the queue.
       const queued = submitChild(h, parent, 'call');
+      const refused = queued.then(
+        () => 'submitted',
+        (error: ServiceError) => error.code,
+      );
       await waitFor(() => h.pool.totals().queued === 1);
       if (end === 'complete') endAgent(h, agent.runId);
       else if (end === 'cancel') await h.service.cancelRun(agent.runId, 'user');
       else h.node.link.markClosed('connection reset');
       await agent.done;
-      expect(await running.done).toMatchObject({ status: end === 'node-lost' ? 'error' : 'cancelled' });
-      if (end !== 'node-lost') {
+      if (end === 'node-lost') {
+        // Lost with its node, or — when its retry was waiting for capacity — cancelled with its parent.
+        expect(['error', 'cancelled']).toContain((await running.done).status);
+      } else {
         expect(h.node.cancelled).toContain(running.runId);
-        expect(await running.done).toMatchObject({ reason: `parent run ${agent.runId} ended` });
+        expect(await running.done).toEqual({
+          status: 'cancelled',
+          reason: `parent run ${agent.runId} ended`,
+        });
       }
-      await expect(queued).rejects.toMatchObject({ code: 'aborted' });
+      expect(await refused).toBe('aborted');
       await waitFor(() => h.service.inFlightRuns === 0);
       expect(h.pool.totals()).toEqual({ inFlight: 0, queued: 0 });
       expect(h.sessions.held).toBe(0);
@@ -457,6 +496,22 @@ describe('child runs: tracing and retries', () => {
       ['iop.edge.run', agentSpan?.traceparent],
     ]);
     expect(h.node.requests.at(-1)?.traceparent).toBe(childSpans[1]?.traceparent);
+    endAgent(h, agent.runId);
+    await agent.done;
+    expectAllReleased(h);
+  });
+
+  it('places a child that failed before its first byte on another provider, as a child there too', async () => {
+    const h = setup({ nodeB: true, modelCapacity: 1 });
+    const agent = await submitAgent(h);
+    const parent = { runId: agent.runId, nodeId: 'na' };
+    const child = await submitChild(h, parent, 'fail');
+    expect(await child.done).toMatchObject({ status: 'completed' });
+    expect(child.attempts).toBe(2);
+    expect(child.providerId).toBe('pb');
+    expect(h.nodeB?.requests.map((request) => request.parentRunId)).toEqual([agent.runId]);
+    expect(h.results).toEqual(['completed']);
+    expect(h.service.agentRuns()[0]).toMatchObject({ liveChildren: 0, children: 1 });
     endAgent(h, agent.runId);
     await agent.done;
     expectAllReleased(h);
