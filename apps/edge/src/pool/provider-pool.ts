@@ -11,6 +11,11 @@
 // (not an index), so it survives config refreshes and node reconnects. A dispatch to a provider whose fresh report
 // says the model is not loaded is a cold load (`onColdLoad`).
 //
+// Agent runs: a candidate whose served model is a CLI profile naming a `fabric_model` (fabric-model.ts) is preferred
+// when its node has an enabled provider of that model that is healthy (no unhealthy/unreachable report, circuit not
+// open) and below its capacity — the agent's model calls then stay on its node — after the affinity hit and before
+// the order above; when no free candidate has one, the order above decides alone.
+//
 // Explicit routes (console, admin, A2A, OpenAI model_routes/fallback) name a node, adapter instance and target.
 // They count against the node's max_concurrency too and, when a provider of that node has the same adapter
 // instance and serves the target, against that provider's capacity — so every run the edge sends to a node is
@@ -44,6 +49,7 @@
 // event), and when a waiter's affinity wait ends.
 import {
   DEFAULTS,
+  type AdapterInstanceConfig,
   type AdapterType,
   type EdgeConfig,
   type KeyPriority,
@@ -58,6 +64,7 @@ import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
 import { AffinityTable } from './affinity-table.js';
+import { fabricModelOf } from './fabric-model.js';
 import type { CircuitGate } from './circuit-breaker.js';
 import { PoolError } from './errors.js';
 import { isResident, residentServedModels } from './resident-models.js';
@@ -239,6 +246,8 @@ interface ProviderEntry {
   adapter: string;
   /** Type of the adapter instance; undefined when the reference dangles (a disabled provider). */
   adapterType: AdapterType | undefined;
+  /** The adapter instance (a cli instance's profiles name their `fabric_model`). */
+  instance: AdapterInstanceConfig | undefined;
 }
 
 interface ModelEntry {
@@ -249,6 +258,8 @@ interface ModelEntry {
   affinity: ModelAffinityConfig | undefined;
   /** modelBackends(), computed when the config is applied. */
   backends: AdapterType[];
+  /** Agent models: the `fabric_model` of each provider's CLI profile that names one; undefined when none does. */
+  fabricModels: Map<string, string> | undefined;
   queueLimit: number;
   queueTimeoutMs: number;
 }
@@ -686,7 +697,11 @@ class ProviderPoolImpl implements ProviderPool {
           }
         }
       }
-      const chosen = this.pick(demand.model, entry, free);
+      const chosen = this.pick(
+        demand.model,
+        entry,
+        entry.fabricModels ? this.nearFabricModel(entry.fabricModels, free, nodes) : free,
+      );
       if (chosen.resident === false) this.options.onColdLoad?.(chosen.provider.config.id);
       if (affinity !== undefined) {
         this.options.metrics?.affinity(result);
@@ -711,6 +726,38 @@ class ProviderPoolImpl implements ProviderPool {
       }
     }
     return best ? this.lease(undefined, demand.nodeId, best, demand.target) : undefined;
+  }
+
+  /**
+   * An agent model's free candidates whose node has room on a provider of the agent's fabric_model; all of them
+   * when none has.
+   */
+  private nearFabricModel(
+    fabricModels: Map<string, string>,
+    free: Candidate[],
+    nodes: NodeDirectory,
+  ): Candidate[] {
+    const near = free.filter((candidate) => {
+      const fabricModel = fabricModels.get(candidate.provider.config.id);
+      return fabricModel !== undefined && this.hasRoomOn(fabricModel, candidate.provider.nodeId, nodes);
+    });
+    return near.length > 0 ? near : free;
+  }
+
+  /** True when an enabled, healthy provider of `model` on node `nodeId` is below its capacity. */
+  private hasRoomOn(model: string, nodeId: string, nodes: NodeDirectory): boolean {
+    const entry = this.routing.models.get(model);
+    const node = nodes.get(nodeId);
+    if (!entry || !node) return false;
+    for (const [providerId] of entry.providers) {
+      const provider = this.routing.providers.get(providerId);
+      if (!provider || !provider.config.enabled || provider.nodeId !== nodeId) continue;
+      const health = healthOf(node, providerId);
+      if (health === 'unhealthy' || health === 'unreachable') continue;
+      if (this.options.circuits?.state(providerId) === 'open') continue;
+      if ((this.providerInFlight.get(providerId) ?? 0) < provider.config.capacity) return true;
+    }
+    return false;
   }
 
   /** Why a demand cannot be served at all right now (as opposed to "wait for a slot"); undefined = it can wait. */
@@ -970,6 +1017,7 @@ function buildRouting(config: PoolConfig): RoutingTable {
         nodeId: node.id,
         adapter: provider.adapter_instance ?? provider.adapter,
         adapterType: instance?.type,
+        instance,
       });
       providerOrder.push(provider.id);
     }
@@ -990,6 +1038,11 @@ function buildRouting(config: PoolConfig): RoutingTable {
       const provider = providers.get(providerId);
       if (provider?.config.enabled && provider.adapterType) backends.add(provider.adapterType);
     }
+    let fabricModels: Map<string, string> | undefined;
+    for (const [providerId, target] of mapped) {
+      const fabricModel = fabricModelOf(providers.get(providerId)?.instance, target);
+      if (fabricModel !== undefined) (fabricModels ??= new Map()).set(providerId, fabricModel);
+    }
     // One provider (or none): affinity has nothing to choose between, on this edge or any other.
     const affinity = model.affinity.enabled && mapped.length >= 2 ? model.affinity : undefined;
     models.set(model.id, {
@@ -997,6 +1050,7 @@ function buildRouting(config: PoolConfig): RoutingTable {
       providers: mapped,
       affinity,
       backends: Object.freeze([...backends]) as AdapterType[],
+      fabricModels,
       queueLimit,
       queueTimeoutMs,
     });
