@@ -46,6 +46,10 @@ export interface RunEnd {
   node: string;
   queueMs: number;
   durationMs: number;
+  /** A child run's parent (the agent run); '' for other runs. */
+  parentRunId: string;
+  /** An agent run's children's tokens (in + out), recorded beside its own; 0 for other runs. */
+  childTokens: number;
 }
 
 /** A key's limits taken for one run (a slot, one request, the estimated tokens). */
@@ -301,6 +305,8 @@ export function createGovernor(options: GovernorOptions): Governor {
           queueMs: end.queueMs,
           durationMs: end.durationMs,
           outcome: end.outcome,
+          parentRunId: end.parentRunId,
+          childTokens: end.childTokens,
         });
       },
     };

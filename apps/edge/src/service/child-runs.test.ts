@@ -388,14 +388,17 @@ describe('child runs: nested admission', () => {
     expect(await child.done).toMatchObject({ status: 'completed' });
     endAgent(h, agent.runId);
     await agent.done;
+    // The child's record is the agent's key's and names its parent; the agent's record adds the child's tokens.
     const records = h.usage.map((record) => [
       record.runId,
       record.principal,
       record.inputTokens + record.outputTokens,
+      record.parentRunId,
+      record.childTokens,
     ]);
     expect(records).toEqual([
-      [child.runId, 'key-agent', 5],
-      [agent.runId, 'key-agent', 11],
+      [child.runId, 'key-agent', 5, agent.runId, 0],
+      [agent.runId, 'key-agent', 11, '', 5],
     ]);
     expectAllReleased(h);
   });

@@ -830,6 +830,8 @@ export class RunSupervisor implements ExecutionObserver {
       node: terminal.nodeId,
       queueMs: this.dispatched?.queueMs ?? 0,
       durationMs: this.endedAt - this.submittedAt,
+      parentRunId: this.parent ? this.parent.runId : '',
+      childTokens: this.childrenSubmitted === 0 ? 0 : this.childTokens,
     });
     if (this.parent) this.leaveParent(outcome.status);
     this.context.unregister(this);
@@ -871,6 +873,8 @@ export class RunSupervisor implements ExecutionObserver {
       node: reservation?.nodeId ?? '',
       queueMs: reservation?.queueMs ?? 0,
       durationMs: 0,
+      parentRunId: this.parent ? this.parent.runId : '',
+      childTokens: this.childrenSubmitted === 0 ? 0 : this.childTokens,
     });
     this.outcomeNow = { status: 'error', code: mapped.code, message: mapped.message };
     if (this.parent) this.leaveParent(mapped.code === 'aborted' ? 'cancelled' : 'rejected');
