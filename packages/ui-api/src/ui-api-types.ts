@@ -129,6 +129,8 @@ export interface UiRun {
   prompt_tokens: number | null;
   completion_tokens: number | null;
   error: string;
+  /** A child run (an agent's model call): the agent run it belongs to; absent for other runs. */
+  parent_run_id?: string;
 }
 
 export interface UiRunEvent {

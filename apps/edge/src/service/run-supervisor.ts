@@ -921,6 +921,7 @@ export class RunSupervisor implements ExecutionObserver {
       providerId: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
       queueMs: this.dispatched?.queueMs ?? this.reservation?.queueMs ?? 0,
     };
+    if (this.parent) admitted.parentRunId = this.parent.runId;
     // Named fields: one object (a spread plus the extra field also allocates a property store for it).
     return {
       runId: event.runId,
