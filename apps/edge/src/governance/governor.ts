@@ -95,8 +95,14 @@ export interface Governor {
    * Checks and takes only the principal's limits in this process's counters (no allow-list, no usage record):
    * what a key's home edge does for a run admitted elsewhere. Throws GovernanceError when a limit refuses.
    * `spentElsewhere`: what other stores recorded, added to this one's when a budget period is first seen here.
+   * `child`: a child run, which `max_concurrent` does not count.
    */
-  reserve(principal: Principal, estimatedTokens: number, spentElsewhere?: SpentTokens): LimitLease;
+  reserve(
+    principal: Principal,
+    estimatedTokens: number,
+    spentElsewhere?: SpentTokens,
+    child?: boolean,
+  ): LimitLease;
   /** Current counters per principal seen (tests, dashboard). */
   snapshot(): GovernorSnapshot[];
 }
@@ -262,8 +268,14 @@ export function createGovernor(options: GovernorOptions): Governor {
         principal.lease ?? take(principal, estimate, clock.now(), undefined, request.child === true),
       );
     },
-    reserve(principal, estimatedTokens, spentElsewhere) {
-      return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now(), spentElsewhere);
+    reserve(principal, estimatedTokens, spentElsewhere, child) {
+      return take(
+        principal,
+        Math.max(0, Math.ceil(estimatedTokens)),
+        clock.now(),
+        spentElsewhere,
+        child === true,
+      );
     },
     snapshot() {
       const now = clock.now();

@@ -716,7 +716,7 @@ export class RunSupervisor implements ExecutionObserver {
     }
     const sharedLimits = this.context.sharedLimits;
     if (!sharedLimits || principal.lease || !hasLimits(principal)) return undefined;
-    return sharedLimits.reserve(principal, this.estimate).then(
+    return sharedLimits.reserve(principal, this.estimate, this.parent !== undefined).then(
       (leased) => {
         this.principal = leased;
       },
