@@ -25,7 +25,7 @@
 // (rpm, tpm and the budget count it; max_concurrent does not), waits ahead of the model's other runs and takes no
 // node max_concurrency slot (the pool), continues the parent's trace, always executes on this edge, and tells the
 // parent its tokens when it ends. The parent's end, however it comes, cancels its live children (CANCEL_RUN for
-// those running, leaving the queue for those waiting).
+// those running, leaving the queue for those waiting); so does a retry of the parent (its agent process is gone).
 //
 // Hot path: one event object per node event (built by the placement), one state check; no timer unless the run
 // has a deadline or is being cancelled, no closure per run beyond the abort listener.
@@ -625,6 +625,8 @@ export class RunSupervisor implements ExecutionObserver {
     );
     context.metrics.retried(this.request.surface, failure);
     this.to('queued');
+    // The agent process that made them is gone with the failed attempt.
+    if (this.children) this.endChildren(`parent run ${this.runId} failed on ${reservation.nodeId}`);
     if (providerId !== undefined) (this.excluded ??= new Set()).add(providerId);
     this.earlierQueueMs += reservation.queueMs;
     reservation.release();
@@ -806,7 +808,7 @@ export class RunSupervisor implements ExecutionObserver {
   /** The one end of a dispatched run: stop the timers, release everything once, deliver the terminal part. */
   private end(terminal: RunEventWithMeta): void {
     this.to('ended');
-    if (this.children) this.endChildren();
+    if (this.children) this.endChildren(`parent run ${this.runId} ended`);
     this.endedAt = this.durationNow();
     const { clock, events } = this.context;
     if (this.deadlineTimer !== undefined) clock.clearTimeout(this.deadlineTimer);
@@ -839,8 +841,7 @@ export class RunSupervisor implements ExecutionObserver {
   }
 
   /** The parent ended: each live child is cancelled where it runs, or leaves the queue where it waits. */
-  private endChildren(): void {
-    const reason = `parent run ${this.runId} ended`;
+  private endChildren(reason: string): void {
     for (const child of [...(this.children ?? [])]) {
       // Cancel first: a running child ends with this reason, not as a client disconnect.
       void child.cancel(reason);
@@ -860,7 +861,7 @@ export class RunSupervisor implements ExecutionObserver {
     const mapped = this.serviceError(error);
     const previous = this.stateNow;
     if (previous !== 'ended') this.to('ended');
-    if (this.children) this.endChildren();
+    if (this.children) this.endChildren(`parent run ${this.runId} ended`);
     if (previous === 'dispatched') this.context.unregister(this);
     const reservation = this.reservation;
     reservation?.release();
