@@ -201,12 +201,13 @@ const AGENT_KEY: Principal = {
 
 const OTHER_KEY: Principal = { ...AGENT_KEY, id: 'key-other', maxConcurrent: null };
 
-function submitAgent(h: Harness, principal: Principal = AGENT_KEY): Promise<RunHandle> {
+function submitAgent(h: Harness, principal: Principal = AGENT_KEY, timeoutMs?: number): Promise<RunHandle> {
   return h.service.submitRun(
     { kind: 'model', model: 'agent' },
     {
       session: { kind: 'slot', baseId: 'agent' },
       messages: [create.chatMessage({ role: 'user', content: 'fix the bug' })],
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     },
     { surface: 'openai', principal },
   );
@@ -450,10 +451,10 @@ describe('child runs: nested admission', () => {
 });
 
 describe("child runs: the parent's end", () => {
-  it('cancels its running children on their node when the agent completes, is cancelled or its node is lost', async () => {
-    for (const end of ['complete', 'cancel', 'node-lost'] as const) {
+  it('cancels its children when the agent completes, is cancelled, reaches its deadline or its node is lost', async () => {
+    for (const end of ['complete', 'cancel', 'deadline', 'node-lost'] as const) {
       const h = setup({ modelCapacity: 1 });
-      const agent = await submitAgent(h);
+      const agent = await submitAgent(h, AGENT_KEY, end === 'deadline' ? 1_000 : undefined);
       const parent = { runId: agent.runId, nodeId: 'na' };
       const running = await submitChild(h, parent, 'hold');
       // The model's one slot is taken: this one waits in the queue.
@@ -465,6 +466,8 @@ describe("child runs: the parent's end", () => {
       await waitFor(() => h.pool.totals().queued === 1);
       if (end === 'complete') endAgent(h, agent.runId);
       else if (end === 'cancel') await h.service.cancelRun(agent.runId, 'user');
+      else if (end === 'deadline')
+        h.clock.advance(3_000); // timeoutMs + the 2 s grace
       else h.node.link.markClosed('connection reset');
       await agent.done;
       if (end === 'node-lost') {
