@@ -109,7 +109,7 @@ export interface UiAgentRun {
   live_children: number;
   /** Calls made so far. */
   children: number;
-  /** The agent run's own tokens so far. */
+  /** The agent run's own tokens so far: what it reported less its calls'. */
   tokens: number;
   /** Its calls' tokens so far. */
   child_tokens: number;

@@ -1,8 +1,9 @@
 // Per-run usage records of the edge in SQLite (`<edge.data_dir>/usage.db`, WAL): who (principal) used what
 // (surface, model, provider, node), how much (tokens in/out as the backend reported them), how long (queue ms,
 // duration) and how it ended. An agent's model call (a child run) is its own record under its parent's key, naming
-// the parent (`parent_run_id`); the agent run's record adds its children's tokens (`child_tokens`) beside its own,
-// so sums over input/output count every token once. Writes are buffered and committed in one transaction per batch (every `batchSize`
+// the parent (`parent_run_id`); the agent run's record adds its children's tokens (`child_tokens`) beside its own
+// (what it reported less its children's: service/run-supervisor.ts), so sums over input/output count every token
+// once. Writes are buffered and committed in one transaction per batch (every `batchSize`
 // records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
 // than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (@iop/sqlite-wal):
 // the store only tells its checkpointer after each commit. What a kill -9 loses: the buffered records, i.e. at

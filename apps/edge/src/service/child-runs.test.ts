@@ -389,7 +389,9 @@ describe('child runs: nested admission', () => {
     expect(await child.done).toMatchObject({ status: 'completed' });
     endAgent(h, agent.runId);
     await agent.done;
-    // The child's record is the agent's key's and names its parent; the agent's record adds the child's tokens.
+    // The child's record is the agent's key's and names its parent; the agent's record adds the child's tokens
+    // beside its own, and its own are what its CLI reported (10 in, 1 out) less its calls' (3 in, 2 out): the key
+    // is charged every token once.
     const records = h.usage.map((record) => [
       record.runId,
       record.principal,
@@ -399,7 +401,7 @@ describe('child runs: nested admission', () => {
     ]);
     expect(records).toEqual([
       [child.runId, 'key-agent', 5, agent.runId, 0],
-      [agent.runId, 'key-agent', 11, '', 5],
+      [agent.runId, 'key-agent', 7, '', 5],
     ]);
     expectAllReleased(h);
   });
@@ -437,7 +439,8 @@ describe('child runs: nested admission', () => {
         model: 'agent',
         liveChildren: 1,
         children: 2,
-        tokens: 11,
+        // Its CLI's 10 + 1 less its calls' 6 + 4 (they are counted as the calls').
+        tokens: 4,
         childTokens: 10,
       },
     ]);

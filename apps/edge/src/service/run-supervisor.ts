@@ -34,7 +34,7 @@ import type { TraceSpan, Tracing } from '@iop/tracing';
 import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus, RunAdmitted } from '../events/types.js';
 import { isGovernanceError } from '../governance/errors.js';
-import type { Admission, Governor, RunEnd } from '../governance/governor.js';
+import type { Admission, Governor, RunEnd, RunUsage } from '../governance/governor.js';
 import { allowsModel, hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import type { Logger } from '../logging.js';
@@ -231,7 +231,8 @@ export class RunSupervisor implements ExecutionObserver {
   /** Children submitted so far. */
   private childrenSubmitted = 0;
   /** Tokens of the children that ended. */
-  private childTokensEnded = 0;
+  private childInputEnded = 0;
+  private childOutputEnded = 0;
 
   constructor(
     private readonly context: SupervisorContext,
@@ -326,8 +327,8 @@ export class RunSupervisor implements ExecutionObserver {
   /** The run and its children so far (views); undefined when it never had a child. */
   agentView(): AgentRunView | undefined {
     if (this.childrenSubmitted === 0) return undefined;
-    let childTokens = this.childTokensEnded;
-    for (const child of this.children ?? []) childTokens += child.tokensSoFar();
+    const children = this.childUsage();
+    const own = this.ownUsage(children);
     return {
       runId: this.runId,
       nodeId: this.reservation?.nodeId ?? this.dispatched?.nodeId ?? '',
@@ -335,20 +336,34 @@ export class RunSupervisor implements ExecutionObserver {
       model: this.request.model,
       liveChildren: this.children?.size ?? 0,
       children: this.childrenSubmitted,
-      tokens: this.tokensSoFar(),
-      childTokens,
+      tokens: own.inputTokens + own.outputTokens,
+      childTokens: children.inputTokens + children.outputTokens,
     };
   }
 
-  /** Prompt + completion tokens the run used so far (the backend's figure, else an estimate of what streamed). */
-  tokensSoFar(): number {
-    const usage = this.delivered.usage();
-    return usage.inputTokens + usage.outputTokens;
+  /** Its children's tokens so far: the ended ones', and what running ones delivered. */
+  private childUsage(): RunUsage {
+    let inputTokens = this.childInputEnded;
+    let outputTokens = this.childOutputEnded;
+    for (const child of this.children ?? []) {
+      const usage = child.delivered.usage();
+      inputTokens += usage.inputTokens;
+      outputTokens += usage.outputTokens;
+    }
+    return { inputTokens, outputTokens };
   }
 
-  /** Tokens of this run's children so far (ended ones and what running ones delivered). */
-  get childTokens(): number {
-    return this.agentView()?.childTokens ?? 0;
+  /**
+   * What the run is charged for itself: what it delivered, less what its children were charged. An agent's CLI
+   * reports the tokens of the model calls it made, and those calls are its children, charged each on its own:
+   * counted once, there; what the CLI reported beyond them (calls that went elsewhere) stays the agent run's.
+   */
+  private ownUsage(children: RunUsage): RunUsage {
+    const usage = this.delivered.usage();
+    return {
+      inputTokens: Math.max(0, usage.inputTokens - children.inputTokens),
+      outputTokens: Math.max(0, usage.outputTokens - children.outputTokens),
+    };
   }
 
   /**
@@ -824,16 +839,17 @@ export class RunSupervisor implements ExecutionObserver {
     const outcome = outcomeOf(terminal.part);
     this.outcomeNow = outcome;
     this.span?.end(outcome.status === 'error' ? `${outcome.code}: ${outcome.message}` : undefined);
+    const children = this.childrenSubmitted === 0 ? undefined : this.childUsage();
     this.finishLimits({
       runId: this.runId,
       outcome: outcome.status,
-      usage: this.delivered.usage(),
+      usage: children ? this.ownUsage(children) : this.delivered.usage(),
       provider: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
       node: terminal.nodeId,
       queueMs: this.dispatched?.queueMs ?? 0,
       durationMs: this.endedAt - this.submittedAt,
       parentRunId: this.parent ? this.parent.runId : '',
-      childTokens: this.childrenSubmitted === 0 ? 0 : this.childTokens,
+      childTokens: children ? children.inputTokens + children.outputTokens : 0,
     });
     if (this.parent) this.leaveParent(outcome.status);
     this.context.unregister(this);
@@ -852,7 +868,11 @@ export class RunSupervisor implements ExecutionObserver {
   /** A child's end: its tokens go to its parent, its result to the metric. */
   private leaveParent(result: ChildRunResult): void {
     const parent = this.parent as RunSupervisor;
-    if (parent.children?.delete(this)) parent.childTokensEnded += this.tokensSoFar();
+    if (parent.children?.delete(this)) {
+      const usage = this.delivered.usage();
+      parent.childInputEnded += usage.inputTokens;
+      parent.childOutputEnded += usage.outputTokens;
+    }
     this.context.metrics.childEnded?.(result);
   }
 
@@ -875,7 +895,7 @@ export class RunSupervisor implements ExecutionObserver {
       queueMs: reservation?.queueMs ?? 0,
       durationMs: 0,
       parentRunId: this.parent ? this.parent.runId : '',
-      childTokens: this.childrenSubmitted === 0 ? 0 : this.childTokens,
+      childTokens: 0,
     });
     this.outcomeNow = { status: 'error', code: mapped.code, message: mapped.message };
     if (this.parent) this.leaveParent(mapped.code === 'aborted' ? 'cancelled' : 'rejected');

@@ -40,7 +40,7 @@ export interface AgentRunView {
   liveChildren: number;
   /** Children submitted so far (ended ones included). */
   children: number;
-  /** The agent run's own tokens so far (prompt + completion). */
+  /** The agent run's own tokens so far (prompt + completion): what it reported less its children's. */
   tokens: number;
   /** Its children's tokens so far (ended ones, and what running ones delivered). */
   childTokens: number;

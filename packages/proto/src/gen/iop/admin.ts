@@ -65,7 +65,7 @@ export interface AgentRunInfo {
   liveChildren: number;
   /** Children submitted so far. */
   children: number;
-  /** The agent run's own tokens so far (prompt + completion). */
+  /** The agent run's own tokens so far (prompt + completion): what it reported less its children's. */
   tokens: number;
   /** Its children's tokens so far. */
   childTokens: number;
