@@ -268,7 +268,7 @@ export class RunSupervisor implements ExecutionObserver {
         spec,
         surface: options.surface,
         model,
-        principal: withoutLease(parent.principal),
+        principal: parent.admittedAs,
         traceparent: parent.span?.traceparent ?? options.traceparent,
         signal: options.signal ? AbortSignal.any([options.signal, childAbort.signal]) : childAbort.signal,
         parentRunId: parent.runId,
@@ -298,9 +298,9 @@ export class RunSupervisor implements ExecutionObserver {
     return this.outcomeNow;
   }
 
-  /** The principal the run is admitted with (undefined = anonymous). */
+  /** The principal the run is admitted with (undefined = anonymous), without its home-edge lease (the run's own). */
   get admittedAs(): Principal | undefined {
-    return this.principal;
+    return withoutLease(this.principal);
   }
 
   /**
