@@ -29,7 +29,14 @@ export interface LimitLeaseRef {
 }
 
 type LimitsMessage =
-  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number; boot?: string }
+  | {
+      op: 'reserve';
+      from: string;
+      principal: WirePrincipal;
+      estimate: number;
+      boot?: string;
+      child?: boolean;
+    }
   | { op: 'release'; id: string; tokens: number }
   /** The lease's holder forwarded its run to `to`: that edge may report it open and release it too. */
   | { op: 'grant'; id: string; to: string }
@@ -127,7 +134,7 @@ export interface ClusterLimits extends SharedLimits {
    * copy carrying the lease, or the principal itself when it has no limit. Throws GovernanceError when the home
    * refuses, and when it cannot be asked (`rate_limited`, naming the home edge).
    */
-  reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+  reserve(principal: Principal, estimatedTokens: number, child?: boolean): Promise<Principal>;
   /** This edge forwards the lease's run to `edgeId`: the home takes that edge's release and reports too. */
   grant(ref: LimitLeaseRef, edgeId: string): void;
   /** The principal of a run forwarded here with a lease another edge reserved. */
@@ -296,8 +303,9 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     from: string,
     fromBoot: string,
     elsewhere: SpentTokens | undefined,
+    child: boolean,
   ): LimitLeaseRef {
-    const lease = governor.reserve(principal, estimate, elsewhere);
+    const lease = governor.reserve(principal, estimate, elsewhere, child);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
     held.set(id, { from, fromBoot, holders: new Set([from]), estimate, lease, seenAt: now() });
     return { home: edgeId, id };
@@ -366,6 +374,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         message.from,
         typeof message.boot === 'string' ? message.boot : '',
         elsewhere,
+        message.child === true,
       );
       reply = { ok: true, id: ref.id };
     } catch (caught) {
@@ -391,7 +400,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
 
   return {
     homeOf,
-    async reserve(principal, estimatedTokens) {
+    async reserve(principal, estimatedTokens, child = false) {
       if (!hasLimits(principal)) return principal;
       const estimate = Math.max(0, Math.ceil(estimatedTokens));
       const home = homeOf(principal.id);
@@ -400,7 +409,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         return {
           ...principal,
           lease: new HomeLimitLease(
-            reserveHere(principal, estimate, edgeId, nc.bootId, elsewhere),
+            reserveHere(principal, estimate, edgeId, nc.bootId, elsewhere, child),
             release,
             open,
           ),
@@ -414,6 +423,8 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
           principal: toWirePrincipal(principal),
           estimate,
           boot: nc.bootId,
+          // A child run (an agent's model call): its parent holds the key's max_concurrent slot.
+          ...(child ? { child } : {}),
         };
         const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
           timeout: timeoutMs,

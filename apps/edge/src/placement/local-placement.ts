@@ -140,7 +140,7 @@ class LocalReservation implements Reservation, RunObserver {
       fetchImageUrls: spec.fetchImageUrls ?? false,
       imageFetchMaxTotalBytes: spec.imageFetchMaxTotalBytes ?? 0,
       modelAccess: undefined,
-      parentRunId: '',
+      parentRunId: placed.parentRunId ?? '',
     };
     this.observer = observer;
     this.request = request;
@@ -211,6 +211,7 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
   const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
   if (affinityKey !== undefined) options.affinityKey = affinityKey;
   if (request.excludeProviders) options.excludeProviders = request.excludeProviders;
+  if (request.parentRunId !== undefined) options.child = true;
   return options;
 }
 

@@ -25,11 +25,14 @@ import { ServiceError } from '../service/errors.js';
 import { applyGenerationPolicy } from '../placement/generation-policy.js';
 import { RunEventStream } from '../service/run-event-stream.js';
 import { SessionSlots, type SessionSlot } from '../placement/session-slots.js';
+import type { Principal } from '../governance/principal.js';
 import type {
+  AgentRunView,
   EdgeService,
   ModelCatalog,
   NodeCommandInput,
   NodeSummary,
+  ParentRef,
   ProviderStatus,
   RunDestination,
   RunEventWithMeta,
@@ -54,6 +57,10 @@ export interface SubmittedRun extends Omit<RunSpec, 'session'> {
   messages: ChatMessage[];
   params: GenerationParams | undefined;
   signal: AbortSignal | undefined;
+  /** The principal the surface passed (undefined = anonymous). */
+  principal?: Principal;
+  /** The parent the surface named (a child run). */
+  parent?: ParentRef;
 }
 
 export interface RunScriptParts {
@@ -157,6 +164,8 @@ export class FakeEdgeService implements EdgeService {
   commandResponses: Map<string, NodeCommandResponse | Error> = new Map();
   /** Answers commands by the whole request (e.g. capabilities per adapter); wins over commandResponses. */
   commandHandler: ((input: NodeCommandInput) => NodeCommandResponse | undefined) | undefined;
+  /** What `agentRuns()` answers. */
+  agentRunList: AgentRunView[] = [];
   /** What `providers()` answers when set (else the pool's status). */
   providerList: ProviderStatus[] | undefined;
   /** When set, unknown commands answer `ok: false` "unknown command ..." instead of echoing. */
@@ -221,6 +230,17 @@ export class FakeEdgeService implements EdgeService {
     };
   }
 
+  /** A running run on that node (its principal as the surface passed it). */
+  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined {
+    const run = this.running.get(parent.runId);
+    if (!run || run.nodeId !== parent.nodeId) return undefined;
+    return { principal: run.input.principal };
+  }
+
+  agentRuns(): AgentRunView[] {
+    return this.agentRunList;
+  }
+
   providers(): ProviderStatus[] {
     return this.providerList ?? this.pool?.snapshot() ?? [];
   }
@@ -236,6 +256,9 @@ export class FakeEdgeService implements EdgeService {
 
   async submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
     if (this.submitError) throw this.submitError;
+    if (options.parent && !this.resolveParent(options.parent)) {
+      throw new ServiceError('parent_not_live', `run ${options.parent.runId} is not a live run`);
+    }
     let lease: Lease | undefined;
     let params = spec.params;
     const queuedAt = performance.now();
@@ -275,6 +298,8 @@ export class FakeEdgeService implements EdgeService {
       providerId: lease?.providerId,
       params,
       signal: options.signal,
+      ...(options.principal ? { principal: options.principal } : {}),
+      ...(options.parent ? { parent: options.parent } : {}),
     };
     const release = () => {
       slot.release();
