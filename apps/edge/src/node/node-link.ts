@@ -341,7 +341,6 @@ export class NodeLink {
       case 'cancelRequest':
       case 'nodeCommandRequest':
       case 'nodeConfigRefreshRequest':
-      // Agents' model calls: not served by this edge build yet.
       case 'modelCallOpen':
       case 'modelCallData':
       case 'modelCallClose':

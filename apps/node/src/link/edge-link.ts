@@ -471,7 +471,6 @@ export class EdgeLink implements Outbound {
       case 'providerStatusReport':
       case 'providerLifecycleProgress':
       case 'nodeDiscovery':
-      // Agents' model calls: not served by this node build yet.
       case 'modelCallOpen':
       case 'modelCallData':
       case 'modelCallClose':
