@@ -18,6 +18,9 @@ import type { NodeRegistry } from '../node/node-registry.js';
 import { isPlacementError } from '../placement/errors.js';
 import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js';
 import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
+import type { Dispatched } from '../placement/placement.js';
+import type { ModelAccessGrant } from '../placement/model-access.js';
+import type { Principal } from '../governance/principal.js';
 import { SessionSlots } from '../placement/session-slots.js';
 import type { ProviderOutcomes } from '../pool/circuit-breaker.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
@@ -40,6 +43,7 @@ import type {
   EdgeService,
   NodeCommandInput,
   NodeSummary,
+  ParentRef,
   RunDestination,
   RunHandle,
   RunSpec,
@@ -98,6 +102,8 @@ export interface EdgeServiceDeps {
   retryAttempts?: () => number;
   /** The providers' circuits, told each attempt's outcome; none = not recorded. */
   outcomes?: ProviderOutcomes;
+  /** The model endpoint runs of `fabric_model` CLI profiles get (placement/model-access.ts); none = never. */
+  modelAccess?: ModelAccessGrant;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
@@ -121,6 +127,8 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const remote = deps.remote;
   const runRegistry = deps.runRegistry ?? new RunRegistry({ clock });
   const runs = new Map<string, RunSupervisor>();
+  /** The principal each live run was submitted with (resolveParent: a child run runs as its parent). */
+  const principals = new WeakMap<RunSupervisor, Principal | undefined>();
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   let shuttingDown = false;
@@ -128,6 +136,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     registry: deps.registry,
     pool,
     sessions: deps.sessions ?? new SessionSlots(),
+    ...(deps.modelAccess ? { modelAccess: deps.modelAccess } : {}),
   });
   const context: SupervisorContext = {
     placement: new PlacementRouter(local, pool, remote),
@@ -213,14 +222,9 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   ): Promise<RunHandle> {
     const refusal = precheck(destination, spec, options);
     if (refusal) return Promise.reject(refusal);
-    return new RunSupervisor(
-      context,
-      spec.runId ?? generateRunId(),
-      destination,
-      spec,
-      options,
-      here,
-    ).start();
+    const run = new RunSupervisor(context, spec.runId ?? generateRunId(), destination, spec, options, here);
+    principals.set(run, options.principal);
+    return run.start();
   }
 
   async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
@@ -304,6 +308,14 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       backends: (model) => pool.modelBackends(model),
     },
     admissionTotals: () => pool.totals(),
+    resolveParent(parent: ParentRef) {
+      const run = runs.get(parent.runId);
+      // Only a run executing now (dispatched or streaming) on that very node: an ended, queued or moved run is none.
+      if (!run || (run.state !== 'dispatched' && run.state !== 'streaming')) return undefined;
+      const where = run.where as Dispatched | undefined;
+      if (where?.nodeId !== parent.nodeId) return undefined;
+      return { principal: principals.get(run) };
+    },
   };
 }
 

@@ -20,6 +20,12 @@ export type {
 } from '../placement/run-types.js';
 export type { ProviderStatus } from '../pool/provider-pool.js';
 
+/** The agent run a child run belongs to, and the node whose link carried the call. */
+export interface ParentRef {
+  runId: string;
+  nodeId: string;
+}
+
 export interface SubmitOptions {
   surface: RunSurface;
   /**
@@ -39,6 +45,11 @@ export interface SubmitOptions {
    * the node (client disconnect). The run's capacity is released when it ends, whatever the caller does.
    */
   signal?: AbortSignal;
+  /**
+   * Set for a child run: a model call an agent run made through its node's model endpoint (the surface passes
+   * the parent's principal as `principal`).
+   */
+  parent?: ParentRef;
 }
 
 export interface RunHandle {
@@ -136,4 +147,10 @@ export interface EdgeService {
   providers(): ProviderStatus[];
   models: ModelCatalog;
   admissionTotals(): AdmissionTotals;
+  /**
+   * The principal a parent run runs as, for a model call its agent made: undefined when `parent.runId` is not a
+   * live run executing on `parent.nodeId` (answer 401/403); otherwise `{ principal }` (undefined = anonymous edge
+   * without keys).
+   */
+  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined;
 }

@@ -16,6 +16,7 @@ import {
   type RunEventPart,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
+import type { Principal } from '../governance/principal.js';
 import { systemClock } from '../clock.js';
 import { RunRegistry } from '../service/run-registry.js';
 import { isPoolError } from '../pool/errors.js';
@@ -30,6 +31,7 @@ import type {
   ModelCatalog,
   NodeCommandInput,
   NodeSummary,
+  ParentRef,
   ProviderStatus,
   RunDestination,
   RunEventWithMeta,
@@ -54,6 +56,10 @@ export interface SubmittedRun extends Omit<RunSpec, 'session'> {
   messages: ChatMessage[];
   params: GenerationParams | undefined;
   signal: AbortSignal | undefined;
+  /** The principal the surface submitted the run as. */
+  principal: Principal | undefined;
+  /** Set for a child run (an agent's model call). */
+  parent: ParentRef | undefined;
 }
 
 export interface RunScriptParts {
@@ -229,6 +235,13 @@ export class FakeEdgeService implements EdgeService {
     return this.pool?.totals() ?? { inFlight: this.active, queued: 0 };
   }
 
+  /** A live run on that node runs as the principal it was submitted with; anything else is none. */
+  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined {
+    const run = this.running.get(parent.runId);
+    if (!run || run.nodeId !== parent.nodeId) return undefined;
+    return { principal: run.input.principal };
+  }
+
   /** Runs cancelled on the node. */
   get cancels(): number {
     return this.cancelled.length;
@@ -275,6 +288,8 @@ export class FakeEdgeService implements EdgeService {
       providerId: lease?.providerId,
       params,
       signal: options.signal,
+      principal: options.principal,
+      parent: options.parent,
     };
     const release = () => {
       slot.release();
