@@ -809,10 +809,14 @@ describe('loadConfigFile', () => {
     expect(Object.keys(agents.profiles).sort()).toEqual([
       'antigravity',
       'claude',
+      'claude-fabric',
       'claude-tui',
       'cline',
+      'cline-fabric',
       'codex',
+      'codex-fabric',
       'opencode',
+      'opencode-fabric',
     ]);
     expect(result.config.openai.enabled && result.config.a2a.enabled).toBe(true);
   });
