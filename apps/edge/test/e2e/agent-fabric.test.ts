@@ -14,7 +14,8 @@ import {
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
-import { fabricConfig, MODEL_LLAMA, OLLAMA_SERVED } from '../support/fabric-config.js';
+import { OLLAMA_SERVED } from '../support/fabric-config.js';
+import { AGENT_MODEL, agentFabricConfig } from '../support/agent-fabric-config.js';
 import {
   startFabricNode,
   startFakeBackends,
@@ -24,7 +25,6 @@ import {
 
 jest.setTimeout(60_000);
 
-const AGENT_MODEL = 'e2e-fabric-agent';
 const CALLS = 5;
 
 const group = new ProcessGroup();
@@ -34,50 +34,6 @@ let edge: EdgeProcess;
 let node: TestProcess;
 let admin: AdminClient;
 let client: OpenAI;
-
-/** The fabric config plus a one-shot agent profile on n1 whose model calls go to the node's Ollama model. */
-function agentConfig(dataDir: string): Record<string, unknown> {
-  const config = fabricConfig({
-    dataDir,
-    nodes: [{ id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 8 }],
-  }) as {
-    models: Record<string, unknown>[];
-    nodes: { adapters: { instances: Record<string, unknown>[] }; providers: Record<string, unknown>[] }[];
-  };
-  config.models.push({ id: AGENT_MODEL, providers: { 'n1-agents': 'fab' } });
-  const [n1] = config.nodes;
-  if (!n1) throw new Error('no node');
-  n1.adapters.instances.push({
-    name: 'agents',
-    type: 'cli',
-    enabled: true,
-    fabric_model: MODEL_LLAMA,
-    profiles: {
-      fab: {
-        command: 'bin/iop-fake-cli',
-        mode: 'oneshot',
-        args: ['--model-calls', String(CALLS)],
-        env: {
-          IOP_MODEL_BASE_URL: '{model_base_url}',
-          IOP_MODEL_API_KEY: '{model_api_key}',
-          IOP_MODEL: '{model}',
-        },
-        request_timeout_ms: 30_000,
-      },
-    },
-  });
-  n1.providers.push({
-    id: 'n1-agents',
-    type: 'cli',
-    category: 'cli',
-    adapter: 'agents',
-    models: ['fab'],
-    capacity: 4,
-    max_queue: 16,
-    queue_timeout_ms: 30_000,
-  });
-  return config;
-}
 
 async function runAgent(prompt: string): Promise<string> {
   const answer = await client.chat.completions.create({
@@ -94,7 +50,15 @@ function ollamaChats(): number {
 beforeAll(async () => {
   ({ ollama, vllm } = await startFakeBackends());
   const dir = await group.tempDir('iop-e2e-agent-fabric-');
-  edge = await startEdgeProcess(group, dir, agentConfig(`${dir}/data`));
+  edge = await startEdgeProcess(
+    group,
+    dir,
+    agentFabricConfig({
+      dataDir: `${dir}/data`,
+      node: { id: 'n1', ollamaUrl: ollama.url, vllmUrl: vllm.url, capacity: 8 },
+      calls: CALLS,
+    }),
+  );
   node = await startFabricNode(group, edge);
   admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
   await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
