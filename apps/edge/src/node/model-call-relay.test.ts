@@ -116,6 +116,17 @@ describe('ModelCallRelay', () => {
     await eventually(() => expect(relay.size).toBe(0));
   });
 
+  it('ends the call when the server closes the connection (Connection: close)', async () => {
+    const server = listener((_req, res) => res.writeHead(200, { connection: 'close' }).end('bye'));
+    const sent = new SentFrames();
+    const relay = relayFor(sent, { server: () => (socket) => server.emit('connection', socket) });
+    relay.open('c1', 'run-1');
+    relay.data('c1', request('{}'));
+    await eventually(() => expect(sent.closes('c1')).toEqual(['']));
+    expect(sent.text('c1')).toContain('bye');
+    await eventually(() => expect(relay.size).toBe(0));
+  });
+
   it('cuts answers into frames of at most chunkBytes', async () => {
     const big = 'x'.repeat(10_000);
     const server = listener((_req, res) => res.writeHead(200).end(big));

@@ -198,6 +198,9 @@ export class ModelCallSocket extends Duplex {
   override _final(callback: (error?: Error | null) => void): void {
     this.sendClose('');
     callback();
+    // The server ended the connection (`Connection: close`, keep-alive timeout): it reads nothing more from it, so
+    // the call is over here; the node ends the agent's socket on the close frame.
+    setImmediate(() => this.destroy());
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
@@ -212,6 +215,11 @@ export class ModelCallSocket extends Duplex {
     if (listener) this.once('timeout', listener);
     this.touch();
     return this;
+  }
+
+  /** node:http ends a `Connection: close` exchange with this. */
+  destroySoon(): void {
+    this.end();
   }
 
   setNoDelay(): this {
