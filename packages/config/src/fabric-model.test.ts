@@ -52,9 +52,9 @@ describe('fabric_model', () => {
     expect(cli.fabric_model).toBe('local');
     expect(cli.profiles['coder']?.fabric_model).toBe('local');
     expect(cli.profiles['own']?.fabric_model).toBe('local2');
-    expect(cliOf(load(configWith('{ profiles: { coder: { command: x } } }'))).profiles['coder']?.fabric_model).toBe(
-      '',
-    );
+    expect(
+      cliOf(load(configWith('{ profiles: { coder: { command: x } } }'))).profiles['coder']?.fabric_model,
+    ).toBe('');
   });
 
   it('must name a models[] id', () => {
@@ -83,7 +83,9 @@ describe('fabric_model', () => {
     expect(found).toHaveLength(1);
     expect(found[0]).toContain("mode 'persistent'");
     expect(
-      problems(configWith('{ profiles: { coder: { command: x, mode: opencode-sse, fabric_model: local } } }')),
+      problems(
+        configWith('{ profiles: { coder: { command: x, mode: opencode-sse, fabric_model: local } } }'),
+      ),
     ).toHaveLength(1);
   });
 

@@ -52,7 +52,10 @@ function checkFabricModels(document: NormalizedDocument, issues: PendingIssue[])
       for (const [profileName, profile] of Object.entries(instance.profiles)) {
         if (profile.fabric_model === '') continue;
         const segments: PathSegment[] = [...source, 'profiles', profileName, 'fabric_model'];
-        const inherited = profile.fabric_model === instance.fabric_model ? ` (from ${formatPath([...source, 'fabric_model'])})` : '';
+        const inherited =
+          profile.fabric_model === instance.fabric_model
+            ? ` (from ${formatPath([...source, 'fabric_model'])})`
+            : '';
         const model = models.get(profile.fabric_model);
         if (!model) {
           issues.push({
