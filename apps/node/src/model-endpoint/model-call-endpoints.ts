@@ -103,6 +103,7 @@ export class ModelCallEndpoints implements ModelEndpoints {
       ),
     );
     const { port } = server.address() as net.AddressInfo;
+    this.#deps.logger.debug({ run_id: request.runId, port }, 'model endpoint listening');
     return {
       values: {
         modelBaseUrl: `http://127.0.0.1:${port}/v1`,
@@ -114,6 +115,10 @@ export class ModelCallEndpoints implements ModelEndpoints {
         if (closed) return;
         closed = true;
         server.close();
+        this.#deps.logger.debug(
+          { run_id: request.runId, open_calls: runCalls.size },
+          'model endpoint closed',
+        );
         for (const call of [...runCalls]) this.#end(call, MODEL_CALL_REASONS.parentEnded);
       },
     };
