@@ -351,6 +351,7 @@ function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
       if (model !== '') metrics.providerRejections.inc({ model, reason });
     },
     retried: (surface, reason) => metrics.runRetries.inc({ surface, reason }),
+    childEnded: (result) => metrics.childRuns.inc({ result }),
   };
 }
 

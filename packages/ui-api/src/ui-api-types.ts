@@ -92,8 +92,27 @@ export interface UiOverview {
   /** The OpenAI fallback route: adapter '' = none. */
   fallback: { adapter: string; target: string; models: string[] };
   totals: { in_flight: number; queued: number; runs_running: number };
+  /** This edge's agent runs that made model calls (child runs), with them. */
+  agent_runs: UiAgentRun[];
   /** Cluster mode only: per-edge figures (providers and totals above are already cluster-wide). */
   cluster?: { edges: UiClusterEdge[] };
+}
+
+/** An agent run and its model calls (child runs; agent-contract/inner/agent-runs.md). */
+export interface UiAgentRun {
+  run_id: string;
+  node_id: string;
+  /** The key it runs as, which its calls are charged to ('' = anonymous). */
+  principal: string;
+  model: string;
+  /** Calls queued or running now. */
+  live_children: number;
+  /** Calls made so far. */
+  children: number;
+  /** The agent run's own tokens so far: what it reported less its calls'. */
+  tokens: number;
+  /** Its calls' tokens so far. */
+  child_tokens: number;
 }
 
 /** One edge of the cluster: its connected nodes and its providers' figures. */
@@ -129,6 +148,8 @@ export interface UiRun {
   prompt_tokens: number | null;
   completion_tokens: number | null;
   error: string;
+  /** A child run (an agent's model call): the agent run it belongs to; absent for other runs. */
+  parent_run_id?: string;
 }
 
 export interface UiRunEvent {

@@ -1,5 +1,6 @@
 // Providers and models: live capacity bars (in flight of capacity, queued), health and priority per provider;
-// the routing table (models[] → providers, model_routes, fallback) with queue depth and 429/503 counts.
+// agent runs with their model calls (child runs: live / all, tokens so far); the routing table (models[] →
+// providers, model_routes, fallback) with queue depth and 429/503 counts.
 import type { UiOverview, UiProvider } from '../api.js';
 import { count } from '../format.js';
 
@@ -83,6 +84,41 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
           </tbody>
         </table>
       </div>
+      <h2>Agent runs</h2>
+      {overview.agent_runs.length === 0 ? (
+        <p class="muted">No agent run is making model calls.</p>
+      ) : (
+        <div class="scroll">
+          <table>
+            <thead>
+              <tr>
+                <th>Run</th>
+                <th>Node</th>
+                <th>Key</th>
+                <th>Model</th>
+                <th>Model calls (live / all)</th>
+                <th>Tokens (own + calls)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {overview.agent_runs.map((run) => (
+                <tr key={run.run_id} data-agent-run={run.run_id}>
+                  <td>{run.run_id.slice(0, 12)}</td>
+                  <td>{run.node_id}</td>
+                  <td>{run.principal || '–'}</td>
+                  <td>{run.model}</td>
+                  <td class="num">
+                    {run.live_children} / {run.children}
+                  </td>
+                  <td class="num">
+                    {count(run.tokens, 'tok')} + {count(run.child_tokens, 'tok')}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
       <h2>Models</h2>
       <div class="scroll">
         <table>

@@ -1,5 +1,6 @@
 // Runs: the latest runs across the fabric, live from the feed, filterable by status and text; a run opens into
-// its event timeline and answer text.
+// its event timeline and answer text. An agent run's model calls (child runs, `parent_run_id`) are listed under it,
+// indented, and the agent run's row counts them.
 import { useEffect, useState } from 'preact/hooks';
 import { api, type UiRun, type UiRunDetail } from '../api.js';
 import { clockTime, count, duration } from '../format.js';
@@ -11,15 +12,21 @@ export function RunsView({ runs }: { runs: UiRun[] }) {
   const [text, setText] = useState('');
   const [open, setOpen] = useState<string | undefined>();
   const needle = text.trim().toLowerCase();
-  const shown = runs.filter(
-    (run) =>
-      (!status || run.status === status) &&
-      (!needle ||
-        [run.run_id, run.model, run.provider, run.node_id, run.target, run.surface]
-          .join(' ')
-          .toLowerCase()
-          .includes(needle)),
+  const shown = nestChildren(
+    runs.filter(
+      (run) =>
+        (!status || run.status === status) &&
+        (!needle ||
+          [run.run_id, run.model, run.provider, run.node_id, run.target, run.surface]
+            .join(' ')
+            .toLowerCase()
+            .includes(needle)),
+    ),
   );
+  const childCount = new Map<string, number>();
+  for (const run of shown) {
+    if (run.parent_run_id) childCount.set(run.parent_run_id, (childCount.get(run.parent_run_id) ?? 0) + 1);
+  }
   return (
     <section aria-labelledby="runs-title">
       <h2 id="runs-title">Runs</h2>
@@ -64,7 +71,13 @@ export function RunsView({ runs }: { runs: UiRun[] }) {
           </thead>
           <tbody>
             {shown.map((run) => (
-              <tr key={run.run_id} data-run={run.run_id} data-status={run.status}>
+              <tr
+                key={run.run_id}
+                data-run={run.run_id}
+                data-status={run.status}
+                data-parent={run.parent_run_id}
+                class={run.parent_run_id ? 'child-run' : undefined}
+              >
                 <td>{clockTime(run.started_ms)}</td>
                 <td>
                   <button
@@ -73,8 +86,12 @@ export function RunsView({ runs }: { runs: UiRun[] }) {
                     aria-expanded={open === run.run_id}
                     onClick={() => setOpen(open === run.run_id ? undefined : run.run_id)}
                   >
+                    {run.parent_run_id ? '↳ ' : ''}
                     {run.run_id.slice(0, 12)}
                   </button>
+                  {childCount.has(run.run_id) && (
+                    <span class="muted"> {count(childCount.get(run.run_id) ?? 0, 'calls')}</span>
+                  )}
                 </td>
                 <td>{run.surface || '–'}</td>
                 <td>{run.model || run.target || '–'}</td>
@@ -150,4 +167,21 @@ function RunDetail({ runId, onClose, version }: { runId: string; onClose: () => 
       )}
     </section>
   );
+}
+
+/** Each child run right after its agent run (newest first among them); a child whose agent run is not shown stays in place. */
+function nestChildren(runs: UiRun[]): UiRun[] {
+  const ids = new Set(runs.map((run) => run.run_id));
+  const children = new Map<string, UiRun[]>();
+  for (const run of runs) {
+    const parent = run.parent_run_id;
+    if (parent && ids.has(parent)) children.set(parent, [...(children.get(parent) ?? []), run]);
+  }
+  if (children.size === 0) return runs;
+  const nested: UiRun[] = [];
+  for (const run of runs) {
+    if (run.parent_run_id && ids.has(run.parent_run_id)) continue;
+    nested.push(run, ...(children.get(run.run_id) ?? []));
+  }
+  return nested;
 }

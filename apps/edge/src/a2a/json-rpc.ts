@@ -147,6 +147,7 @@ export function fromServiceError(error: ServiceError): JsonRpcError {
       return new JsonRpcError(JSON_RPC_ERRORS.unavailable, error.message, data(503, false));
     case 'invalid_request':
     case 'model_not_found':
+    case 'parent_not_live':
       return new JsonRpcError(JSON_RPC_ERRORS.invalidParams, error.message, data(400, false));
     case 'aborted':
     case 'node_error':

@@ -193,8 +193,9 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
   const implementation: EdgeAdminServer = {
     listNodes: unary('ListNodes', () => {
       const pool = deps.providerStatus?.() ?? [];
+      const agentRuns = service.agentRuns();
       return ListNodesResponse.fromPartial({
-        nodes: service.fabricNodes().map((node) => toNodeInfo(node, pool)),
+        nodes: service.fabricNodes().map((node) => toNodeInfo(node, pool, agentRuns)),
       });
     }),
 

@@ -9,7 +9,13 @@ import {
 } from '@iop/wire';
 import type { EdgeEvent } from '../events/types.js';
 import { toWireDiscovery } from '../service/node-views.js';
-import type { NodeSummary, RunDestination, RunEventWithMeta, RunSpec } from '../service/types.js';
+import type {
+  AgentRunView,
+  NodeSummary,
+  RunDestination,
+  RunEventWithMeta,
+  RunSpec,
+} from '../service/types.js';
 
 /**
  * A provider as the pool sees it: the node's last probe (health_detail, health_cause) is the node's to report;
@@ -26,8 +32,24 @@ export type PooledProviderStatus = Omit<
  * pool knows the provider, otherwise only the health the node reported. Providers the pool has on this node that
  * the node never reported (its health probes are off, or no report arrived yet) follow, with the pool's health.
  */
-export function toNodeInfo(node: NodeSummary, poolStatus: readonly PooledProviderStatus[]): NodeInfo {
+export function toNodeInfo(
+  node: NodeSummary,
+  poolStatus: readonly PooledProviderStatus[],
+  /** This edge's agent runs (any node's: those on this node are taken). */
+  agentRuns: readonly AgentRunView[] = [],
+): NodeInfo {
   return NodeInfo.fromPartial({
+    agentRuns: agentRuns
+      .filter((run) => run.nodeId === node.nodeId)
+      .map((run) => ({
+        runId: run.runId,
+        principal: run.principal,
+        model: run.model,
+        liveChildren: run.liveChildren,
+        children: run.children,
+        tokens: run.tokens,
+        childTokens: run.childTokens,
+      })),
     nodeId: node.nodeId,
     alias: node.alias,
     agentVersion: node.agentVersion,

@@ -23,6 +23,7 @@ const SERVICE_STATUS: Record<ServiceErrorCode, status> = {
   rate_limited: status.RESOURCE_EXHAUSTED,
   concurrency_limited: status.RESOURCE_EXHAUSTED,
   budget_exhausted: status.RESOURCE_EXHAUSTED,
+  parent_not_live: status.PERMISSION_DENIED,
 };
 
 /** A gRPC status for a failure, with the edge error code in the trailers. */

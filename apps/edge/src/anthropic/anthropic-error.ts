@@ -83,6 +83,8 @@ function mapServiceError(error: ServiceError): MappedAnthropicError {
     case 'concurrency_limited':
     case 'budget_exhausted':
       return shape(429, 'rate_limit_error', error.message, retryAfter, error.code);
+    case 'parent_not_live':
+      return shape(403, 'permission_error', error.message, {}, error.code);
     // No capacity became free in time, or none exists right now: Anthropic's "overloaded" (retried by its SDKs).
     case 'queue_timeout':
     case 'no_provider_available':

@@ -68,6 +68,18 @@ describe('iop-edge nodes list', () => {
   });
 
   it('prints JSON with --json and --addr, sending the configured token', async () => {
+    const agentRun = {
+      runId: 'run-agent',
+      nodeId: 'test-node',
+      principal: 'key-a',
+      model: 'coder',
+      liveChildren: 2,
+      children: 5,
+      tokens: 40,
+      childTokens: 1200,
+    };
+    // Agent runs with their model calls, each under its node.
+    service.agentRunList = [agentRun, { ...agentRun, runId: 'run-elsewhere', nodeId: 'other-node' }];
     const address = await serve('s3cret');
     await writeFile(
       path.join(dir, 'edge.yaml'),
@@ -93,6 +105,17 @@ describe('iop-edge nodes list', () => {
           discovered: null,
           identity_fingerprint: IDENTITY,
           providers: [],
+          agent_runs: [
+            {
+              run_id: 'run-agent',
+              principal: 'key-a',
+              model: 'coder',
+              live_children: 2,
+              children: 5,
+              tokens: 40,
+              child_tokens: 1200,
+            },
+          ],
         },
       ],
     });

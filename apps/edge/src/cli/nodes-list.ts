@@ -132,6 +132,16 @@ function toJson(node: NodeInfo): Record<string, unknown> {
       resident_models: provider.residentModels,
       resident_state: provider.residentState || 'unknown',
     })),
+    // Agent runs on the node with their model calls (child runs): how many are live, tokens so far.
+    agent_runs: node.agentRuns.map((run) => ({
+      run_id: run.runId,
+      principal: run.principal,
+      model: run.model,
+      live_children: run.liveChildren,
+      children: run.children,
+      tokens: run.tokens,
+      child_tokens: run.childTokens,
+    })),
   };
 }
 

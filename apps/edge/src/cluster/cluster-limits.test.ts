@@ -135,6 +135,10 @@ suite('cluster-wide key limits over NATS', () => {
     expect(homeEdge.governor.snapshot()[0]).toMatchObject({ inFlight: 1, tokensLastMinute: 17 });
     const third = await c.limits.reserve(principal, 1);
     expect(third.lease).toBeDefined();
+    // An agent's model call (a child run) is counted for rpm/tpm/budget but takes no max_concurrent slot.
+    const child = await c.limits.reserve(principal, 1, true);
+    expect(child.lease).toBeDefined();
+    expect(homeEdge.governor.snapshot()[0]).toMatchObject({ inFlight: 2 });
   });
 
   it('counts rpm cluster-wide: the limit is reached whichever edge the requests arrive at', async () => {

@@ -23,7 +23,7 @@ export interface LimitLeaseRef {
 }
 
 type LimitsMessage =
-  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number }
+  | { op: 'reserve'; from: string; principal: WirePrincipal; estimate: number; child?: boolean }
   | { op: 'release'; id: string; tokens: number }
   /** The leases of this home that runs on `from` still hold (sent periodically; see tick()). */
   | { op: 'open'; from: string; ids: string[] };
@@ -119,7 +119,7 @@ export interface ClusterLimits extends SharedLimits {
    * copy carrying the lease, or the principal itself when it has no limit or the home did not answer (then the
    * edge that admits the run counts it locally). Throws GovernanceError when the home refuses.
    */
-  reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+  reserve(principal: Principal, estimatedTokens: number, child?: boolean): Promise<Principal>;
   /** The principal of a run forwarded here with a lease another edge reserved. */
   withLimitLease(principal: Principal, ref: LimitLeaseRef): Principal;
   /** Leases this edge holds as a home (tests, metrics). */
@@ -238,8 +238,9 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     estimate: number,
     from: string,
     elsewhere: SpentTokens | undefined,
+    child: boolean,
   ): LimitLeaseRef {
-    const lease = governor.reserve(principal, estimate, elsewhere);
+    const lease = governor.reserve(principal, estimate, elsewhere, child);
     const id = `${edgeId}.${(sequence += 1).toString(36)}`;
     held.set(id, { from, estimate, lease, seenAt: now() });
     return { home: edgeId, id };
@@ -281,7 +282,13 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   ): void {
     let reply: ReserveReply;
     try {
-      const ref = reserveHere(principal, Math.max(0, Number(message.estimate) || 0), message.from, elsewhere);
+      const ref = reserveHere(
+        principal,
+        Math.max(0, Number(message.estimate) || 0),
+        message.from,
+        elsewhere,
+        message.child === true,
+      );
       reply = { ok: true, id: ref.id };
     } catch (caught) {
       if (!(caught instanceof GovernanceError)) {
@@ -306,7 +313,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
 
   return {
     homeOf,
-    async reserve(principal, estimatedTokens) {
+    async reserve(principal, estimatedTokens, child = false) {
       if (!hasLimits(principal)) return principal;
       const estimate = Math.max(0, Math.ceil(estimatedTokens));
       const home = homeOf(principal.id);
@@ -314,7 +321,11 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
         const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
         return {
           ...principal,
-          lease: new HomeLimitLease(reserveHere(principal, estimate, edgeId, elsewhere), release, open),
+          lease: new HomeLimitLease(
+            reserveHere(principal, estimate, edgeId, elsewhere, child),
+            release,
+            open,
+          ),
         };
       }
       let reply: ReserveReply;
@@ -324,6 +335,8 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
           from: edgeId,
           principal: toWirePrincipal(principal),
           estimate,
+          // A child run (an agent's model call): its parent holds the key's max_concurrent slot.
+          ...(child ? { child } : {}),
         };
         const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
           timeout: timeoutMs,

@@ -1,6 +1,7 @@
 // Pure formatting of console output lines: node command results, session listings, provider rows and run
 // events. Kept free of I/O so the exact output style of the product README can be tested line by line.
 import type { RunEventPart } from '@iop/wire';
+import type { AgentRunView } from '../service/types.js';
 import type { TextLineAssembler } from './text-line-assembler.js';
 
 /** What `/providers` prints per provider; the admin `ProviderStatus` message satisfies it structurally. */
@@ -68,6 +69,14 @@ export function formatProviderLine(provider: ProviderStatusView): string {
     `${provider.providerId} node=${provider.nodeId || '-'} status=${provider.status} health=${provider.health} ` +
     `capacity=${provider.capacity} in_flight=${provider.inFlight} queued=${provider.queued} models=${models}` +
     residentField(provider)
+  );
+}
+
+/** An agent run under `/providers`: its model calls (child runs) live and in all, and the tokens so far. */
+export function formatAgentRunLine(run: AgentRunView): string {
+  return (
+    `agent ${run.runId} node=${run.nodeId} key=${run.principal || '-'} model=${run.model} ` +
+    `children=${run.liveChildren}/${run.children} tokens=${run.tokens} child_tokens=${run.childTokens}`
   );
 }
 

@@ -412,10 +412,24 @@ describe('OpsConsole', () => {
         priority: 0,
       },
     ];
+    // Agent runs follow, with their model calls (child runs) live / in all and the tokens so far.
+    fromService.service.agentRunList = [
+      {
+        runId: 'run-agent',
+        nodeId: 'test-node',
+        principal: 'key-a',
+        model: 'coder',
+        liveChildren: 1,
+        children: 3,
+        tokens: 12,
+        childTokens: 300,
+      },
+    ];
     lines = await fromService.script(['/providers']);
     expect(lines).toEqual([
       'edge> /providers',
       'ollama-a node=test-node status=ready health=healthy capacity=2 in_flight=1 queued=0 models=llama3.2,qwen3',
+      'agent run-agent node=test-node key=key-a model=coder children=1/3 tokens=12 child_tokens=300',
     ]);
   });
 

@@ -26,6 +26,7 @@ import { discoverySummary } from '../service/node-views.js';
 import type { EdgeService, NodeSummary, RunHandle, SessionRef } from '../service/types.js';
 import { describeConsoleError, nodeReportedError } from './console-errors.js';
 import {
+  formatAgentRunLine,
   formatProviderLine,
   formatResultMap,
   formatRunPart,
@@ -403,6 +404,7 @@ export class OpsConsole {
       return;
     }
     for (const provider of providers) this.write(formatProviderLine(provider));
+    for (const run of this.service.agentRuns()) this.write(formatAgentRunLine(run));
   }
 
   /** Asks the node for a fresh discovery pass; its report reaches the edge before the command's answer. */

@@ -63,6 +63,8 @@ export interface RunAdmitted {
   /** '' when no provider matched an explicit route. */
   providerId: string;
   queueMs: number;
+  /** A child run (an agent's model call): the agent run it belongs to; absent for other runs. */
+  parentRunId?: string;
 }
 
 /**

@@ -27,6 +27,8 @@ function end(inputTokens: number, outputTokens: number): RunEnd {
     node: 'n',
     queueMs: 1,
     durationMs: 2,
+    parentRunId: '',
+    childTokens: 0,
   };
 }
 

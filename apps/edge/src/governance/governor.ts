@@ -31,6 +31,11 @@ export interface AdmissionRequest {
   model: string;
   /** Tokens the run may use (prompt estimate + answer limit): reserved against tpm and the budget until it ends. */
   estimatedTokens: number;
+  /**
+   * A child run (an agent's model call): rpm, tpm and the budget count it, `max_concurrent` does not — its parent
+   * holds the key's slot, and counting the child too would let a key's own agents refuse their model calls.
+   */
+  child?: boolean;
 }
 
 export interface RunEnd {
@@ -41,6 +46,10 @@ export interface RunEnd {
   node: string;
   queueMs: number;
   durationMs: number;
+  /** A child run's parent (the agent run); '' for other runs. */
+  parentRunId: string;
+  /** An agent run's children's tokens (in + out), recorded beside its own; 0 for other runs. */
+  childTokens: number;
 }
 
 /** A key's limits taken for one run (a slot, one request, the estimated tokens). */
@@ -86,8 +95,14 @@ export interface Governor {
    * Checks and takes only the principal's limits in this process's counters (no allow-list, no usage record):
    * what a key's home edge does for a run admitted elsewhere. Throws GovernanceError when a limit refuses.
    * `spentElsewhere`: what other stores recorded, added to this one's when a budget period is first seen here.
+   * `child`: a child run, which `max_concurrent` does not count.
    */
-  reserve(principal: Principal, estimatedTokens: number, spentElsewhere?: SpentTokens): LimitLease;
+  reserve(
+    principal: Principal,
+    estimatedTokens: number,
+    spentElsewhere?: SpentTokens,
+    child?: boolean,
+  ): LimitLease;
   /** Current counters per principal seen (tests, dashboard). */
   snapshot(): GovernorSnapshot[];
 }
@@ -149,9 +164,15 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 
   /** Checks and takes the principal's limits (max_concurrent, rpm, tpm, budget) at `now`. */
-  function take(principal: Principal, estimate: number, now: number, elsewhere?: SpentTokens): LimitLease {
+  function take(
+    principal: Principal,
+    estimate: number,
+    now: number,
+    elsewhere?: SpentTokens,
+    child = false,
+  ): LimitLease {
     const state = stateOf(principal.id);
-    if (principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
+    if (!child && principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
       refuse(
         principal,
         new GovernanceError(
@@ -202,7 +223,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         ),
       );
     }
-    state.inFlight += 1;
+    if (!child) state.inFlight += 1;
     state.requests.add(now, 1);
     state.tokens.add(now, estimate);
     /** What this run reserved against the budget (0 when the key had no budget at admission). */
@@ -213,7 +234,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       finish(actualTokens) {
         if (finished) return;
         finished = true;
-        state.inFlight -= 1;
+        if (!child) state.inFlight -= 1;
         // The reservation leaves the second it was taken in (nothing is left to correct once that second left the
         // window), and what the run used counts now, when it was delivered: a run longer than the window is not
         // written into a second that left it.
@@ -241,10 +262,20 @@ export function createGovernor(options: GovernorOptions): Governor {
         );
       }
       // Limits taken on the key's home edge (cluster mode) travel with the principal.
-      return openAdmission(principal.id, request, principal.lease ?? take(principal, estimate, clock.now()));
+      return openAdmission(
+        principal.id,
+        request,
+        principal.lease ?? take(principal, estimate, clock.now(), undefined, request.child === true),
+      );
     },
-    reserve(principal, estimatedTokens, spentElsewhere) {
-      return take(principal, Math.max(0, Math.ceil(estimatedTokens)), clock.now(), spentElsewhere);
+    reserve(principal, estimatedTokens, spentElsewhere, child) {
+      return take(
+        principal,
+        Math.max(0, Math.ceil(estimatedTokens)),
+        clock.now(),
+        spentElsewhere,
+        child === true,
+      );
     },
     snapshot() {
       const now = clock.now();
@@ -286,6 +317,8 @@ export function createGovernor(options: GovernorOptions): Governor {
           queueMs: end.queueMs,
           durationMs: end.durationMs,
           outcome: end.outcome,
+          parentRunId: end.parentRunId,
+          childTokens: end.childTokens,
         });
       },
     };

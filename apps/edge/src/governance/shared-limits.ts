@@ -7,7 +7,8 @@ export interface SharedLimits {
   /**
    * Reserves the key's limits for one run on its home edge. Resolves the principal the run is admitted with: a
    * copy carrying the lease, or the principal itself when the home did not answer (the admitting edge then counts
-   * it locally). Throws GovernanceError when the home refuses.
+   * it locally). Throws GovernanceError when the home refuses. `child`: a child run (an agent's model call), which
+   * `max_concurrent` does not count (governor.ts).
    */
-  reserve(principal: Principal, estimatedTokens: number): Promise<Principal>;
+  reserve(principal: Principal, estimatedTokens: number, child?: boolean): Promise<Principal>;
 }

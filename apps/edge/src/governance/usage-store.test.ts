@@ -142,6 +142,39 @@ describe('UsageStore', () => {
     expect(store.summary({ by: 'key', sinceMs: 0 }).reduce((sum, row) => sum + row.runs, 0)).toBe(123);
   });
 
+  it("records a child run's parent and an agent run's children's tokens; a version-1 table gains both columns", () => {
+    const clock = new ManualClock();
+    // A store written before child runs existed.
+    const old = openUsageDatabase(file).db;
+    old.exec(`CREATE TABLE usage (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, run_id TEXT NOT NULL,
+      principal TEXT NOT NULL, surface TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL, node TEXT NOT NULL,
+      input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, queue_ms REAL NOT NULL,
+      duration_ms REAL NOT NULL, outcome TEXT NOT NULL)`);
+    old.exec(`INSERT INTO usage (at_ms, run_id, principal, surface, model, provider, node, input_tokens,
+      output_tokens, queue_ms, duration_ms, outcome) VALUES (${clock.now()}, 'before', 'a', 'openai', 'm1', 'p1', 'n1', 1, 1, 0, 0,
+      'completed')`);
+    old.close();
+    const store = open(clock);
+    store.record(
+      record({ atMs: clock.now(), runId: 'agent', inputTokens: 10, outputTokens: 1, childTokens: 15 }),
+    );
+    store.record(
+      record({ atMs: clock.now(), runId: 'call', inputTokens: 3, outputTokens: 2, parentRunId: 'agent' }),
+    );
+    store.flush();
+    const reader = openUsageDatabase(file).db;
+    const rows = reader.prepare('SELECT run_id, parent_run_id, child_tokens FROM usage ORDER BY id').all();
+    expect((reader.prepare('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(2);
+    reader.close();
+    expect(rows).toEqual([
+      { run_id: 'before', parent_run_id: '', child_tokens: 0 },
+      { run_id: 'agent', parent_run_id: '', child_tokens: 15 },
+      { run_id: 'call', parent_run_id: 'agent', child_tokens: 0 },
+    ]);
+    // Every token once: the agent's own and each child's.
+    expect(store.tokensSince('a', 0)).toBe(2 + 11 + 5);
+  });
+
   it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', async () => {
     const clock = new ManualClock();
     const first = open(clock);

@@ -1,6 +1,9 @@
 // Per-run usage records of the edge in SQLite (`<edge.data_dir>/usage.db`, WAL): who (principal) used what
 // (surface, model, provider, node), how much (tokens in/out as the backend reported them), how long (queue ms,
-// duration) and how it ended. Writes are buffered and committed in one transaction per batch (every `batchSize`
+// duration) and how it ended. An agent's model call (a child run) is its own record under its parent's key, naming
+// the parent (`parent_run_id`); the agent run's record adds its children's tokens (`child_tokens`) beside its own
+// (what it reported less its children's: service/run-supervisor.ts), so sums over input/output count every token
+// once. Writes are buffered and committed in one transaction per batch (every `batchSize`
 // records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
 // than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (@iop/sqlite-wal):
 // the store only tells its checkpointer after each commit. What a kill -9 loses: the buffered records, i.e. at
@@ -29,6 +32,10 @@ export interface UsageRecord {
   queueMs: number;
   durationMs: number;
   outcome: UsageOutcome;
+  /** A child run's parent (the agent run); omitted/'' for other runs. */
+  parentRunId?: string;
+  /** An agent run: its children's tokens (in + out), beside its own; omitted/0 otherwise. */
+  childTokens?: number;
 }
 
 export const USAGE_GROUPS = ['key', 'model', 'node', 'provider', 'surface'] as const;
@@ -68,15 +75,17 @@ export interface UsageStoreOptions {
   checkpointer?: WalCheckpointer;
 }
 
-const SCHEMA_VERSION = 1;
+/** 2: parent_run_id and child_tokens (added to a version-1 table at open). */
+const SCHEMA_VERSION = 2;
 const DAY_MS = 86_400_000;
 const PRUNE_INTERVAL_MS = 3_600_000;
 /**
  * Records per INSERT statement: one multi-row INSERT binds and steps once for many records (~25 % less CPU per
- * record than one INSERT each); 50 rows × 12 values stay far below SQLite's bound-parameter limit.
+ * record than one INSERT each); 50 rows × 14 values stay far below SQLite's bound-parameter limit.
  */
 const INSERT_ROWS = 50;
-const INSERT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const INSERT_COLUMNS = 14;
+const INSERT_ROW = `(${new Array<string>(INSERT_COLUMNS).fill('?').join(', ')})`;
 const GROUP_COLUMN: Record<UsageGroup, string> = {
   key: 'principal',
   model: 'model',
@@ -119,8 +128,18 @@ export class UsageStore {
       output_tokens INTEGER NOT NULL,
       queue_ms REAL NOT NULL,
       duration_ms REAL NOT NULL,
-      outcome TEXT NOT NULL
+      outcome TEXT NOT NULL,
+      parent_run_id TEXT NOT NULL DEFAULT '',
+      child_tokens INTEGER NOT NULL DEFAULT 0
     )`);
+    // A version-1 table (written before child runs existed) gains the two columns; its records keep '' and 0.
+    const columns = new Set(
+      (this.db.prepare('PRAGMA table_info(usage)').all() as { name: string }[]).map((column) => column.name),
+    );
+    if (!columns.has('parent_run_id'))
+      this.db.exec("ALTER TABLE usage ADD COLUMN parent_run_id TEXT NOT NULL DEFAULT ''");
+    if (!columns.has('child_tokens'))
+      this.db.exec('ALTER TABLE usage ADD COLUMN child_tokens INTEGER NOT NULL DEFAULT 0');
     this.db.exec('CREATE INDEX IF NOT EXISTS usage_at ON usage (at_ms)');
     this.db.exec('CREATE INDEX IF NOT EXISTS usage_principal_at ON usage (principal, at_ms)');
     this.db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
@@ -157,7 +176,7 @@ export class UsageStore {
       try {
         for (let start = 0; start < batch.length; start += INSERT_ROWS) {
           const rows = Math.min(INSERT_ROWS, batch.length - start);
-          const values: unknown[] = new Array<unknown>(rows * 12);
+          const values: unknown[] = new Array<unknown>(rows * INSERT_COLUMNS);
           let at = 0;
           for (let index = start; index < start + rows; index += 1) {
             const record = batch[index];
@@ -173,6 +192,8 @@ export class UsageStore {
             values[at++] = record.queueMs;
             values[at++] = record.durationMs;
             values[at++] = record.outcome;
+            values[at++] = record.parentRunId ?? '';
+            values[at++] = record.childTokens ?? 0;
           }
           this.insertStatement(rows).run(...values);
         }
@@ -194,7 +215,7 @@ export class UsageStore {
     if (!statement) {
       statement = this.db.prepare(
         `INSERT INTO usage (at_ms, run_id, principal, surface, model, provider, node, input_tokens, output_tokens,
-          queue_ms, duration_ms, outcome) VALUES ${new Array<string>(rows).fill(INSERT_ROW).join(', ')}`,
+          queue_ms, duration_ms, outcome, parent_run_id, child_tokens) VALUES ${new Array<string>(rows).fill(INSERT_ROW).join(', ')}`,
       );
       this.inserts.set(rows, statement);
     }

@@ -40,10 +40,12 @@ describe('EdgeMetrics circuits and retries', () => {
       providerSnapshot: () => [sample('a', 'healthy'), sample('b', 'open'), sample('c', 'half_open')],
     });
     metrics.runRetries.inc({ surface: 'openai', reason: 'upstream_5xx' });
+    metrics.childRuns.inc({ result: 'completed' });
     const body = (await metrics.render()).body;
     expect(body).toContain('iop_provider_circuit_state{provider="a",node="n1"} 0');
     expect(body).toContain('iop_provider_circuit_state{provider="b",node="n1"} 1');
     expect(body).toContain('iop_provider_circuit_state{provider="c",node="n1"} 2');
     expect(body).toContain('iop_run_retries_total{surface="openai",reason="upstream_5xx"} 1');
+    expect(body).toContain('iop_child_runs_total{result="completed"} 1');
   });
 });

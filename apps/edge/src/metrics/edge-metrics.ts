@@ -64,6 +64,7 @@ export class EdgeMetrics {
   readonly runsRejected: Counter<'surface' | 'reason'>;
   /** Runs placed again after a dispatch failure before their first output, by surface and reason. */
   readonly runRetries: Counter<'surface' | 'reason'>;
+  readonly childRuns: Counter<'result'>;
   /**
    * Per-node counters: a series for every node that ever connected, 10,000s on a large fleet. They keep their
    * exposition lines (line-cached-counter.ts) and are appended to the registry's page, so a scrape does not spend
@@ -151,6 +152,12 @@ export class EdgeMetrics {
       name: 'iop_run_retries_total',
       help: 'Runs placed again on another provider after a dispatch failure before their first output, by surface and reason (upstream_unreachable, upstream_timeout, upstream_error, upstream_5xx, upstream_429, node_busy, node_lost).',
       labelNames: ['surface', 'reason'],
+      registers,
+    });
+    this.childRuns = new Counter({
+      name: 'iop_child_runs_total',
+      help: "Child runs (an agent's model calls) by how they ended: completed, error, cancelled, or rejected (refused before they started: parent not live, limits, capacity).",
+      labelNames: ['result'],
       registers,
     });
     this.nodeConnections = new LineCachedCounter({

@@ -107,6 +107,8 @@ function mapServiceError(error: ServiceError): MappedError {
     case 'concurrency_limited':
     case 'budget_exhausted':
       return shape(429, 'rate_limit_error', error.code, error.message, null, retryAfter);
+    case 'parent_not_live':
+      return shape(403, 'permission_error', error.code, error.message, null, {});
     case 'queue_timeout':
     case 'no_provider_available':
       return shape(503, 'server_error', error.code, error.message, null, retryAfter);

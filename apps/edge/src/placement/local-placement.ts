@@ -147,7 +147,7 @@ class LocalReservation implements Reservation, RunObserver {
         adapter: this.adapter,
         target: this.target,
       }),
-      parentRunId: '',
+      parentRunId: placed.parentRunId ?? '',
     };
     this.observer = observer;
     this.request = request;
@@ -218,6 +218,7 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
   const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
   if (affinityKey !== undefined) options.affinityKey = affinityKey;
   if (request.excludeProviders) options.excludeProviders = request.excludeProviders;
+  if (request.parentRunId !== undefined) options.child = true;
   return options;
 }
 

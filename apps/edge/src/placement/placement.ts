@@ -27,6 +27,11 @@ export interface PlacementRequest {
   readonly signal: AbortSignal | undefined;
   /** Providers an earlier attempt of this run failed on (a retry): the pool never places it there again. */
   readonly excludeProviders?: ReadonlySet<string>;
+  /**
+   * A child run's parent (RunRequest.parent_run_id): it takes provider capacity but no node max_concurrency slot,
+   * and waits ahead of the model's other runs (agent-contract/inner/agent-runs.md).
+   */
+  readonly parentRunId?: string;
 }
 
 /** What an execution reports about its run: implemented once, by the run supervisor. */

@@ -11,6 +11,11 @@
 // (not an index), so it survives config refreshes and node reconnects. A dispatch to a provider whose fresh report
 // says the model is not loaded is a cold load (`onColdLoad`).
 //
+// Agent runs: a candidate whose served model is a CLI profile naming a `fabric_model` (fabric-model.ts) is preferred
+// when its node has an enabled provider of that model that is healthy (no unhealthy/unreachable report, circuit not
+// open) and below its capacity — the agent's model calls then stay on its node — after the affinity hit and before
+// the order above; when no free candidate has one, the order above decides alone.
+//
 // Explicit routes (console, admin, A2A, OpenAI model_routes/fallback) name a node, adapter instance and target.
 // They count against the node's max_concurrency too and, when a provider of that node has the same adapter
 // instance and serves the target, against that provider's capacity — so every run the edge sends to a node is
@@ -35,11 +40,16 @@
 // Within a queue, waiters are served by fair share between principals (fair-queue.ts: weighted round robin by
 // the key's `weight`, FIFO within a key, `batch` keys after `interactive` ones); a newcomer never overtakes a
 // waiter of its queue. Across queues, the next waiter of each queue competes interactive first, then oldest.
+// Child runs (an agent's model calls, agent-contract/inner/agent-runs.md): a child takes its provider's capacity
+// like any run but never a node's max_concurrency slot (its parent's slot covers it, and a node full of agents must
+// not refuse the calls they wait on), and it waits in its model's child queue, which is served before the model's
+// queue of other runs: a newcomer that is not a child never overtakes a waiting child.
 // Waiters are re-evaluated on every release, config change, node connect/disconnect (event bus) and health
 // change (`notifyChanged()`, plus a light poll while anyone waits, because health reports arrive without an
 // event), and when a waiter's affinity wait ends.
 import {
   DEFAULTS,
+  type AdapterInstanceConfig,
   type AdapterType,
   type EdgeConfig,
   type KeyPriority,
@@ -54,6 +64,7 @@ import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
 import type { ProviderHealthSummary } from '../node/node-summary.js';
 import { AffinityTable } from './affinity-table.js';
+import { fabricModelOf } from './fabric-model.js';
 import type { CircuitGate } from './circuit-breaker.js';
 import { PoolError } from './errors.js';
 import { isResident, residentServedModels } from './resident-models.js';
@@ -113,6 +124,10 @@ export interface AcquireOptions {
   weight?: number;
   /** `batch` waits while an `interactive` waiter of the same queue can be served (default interactive). */
   priority?: KeyPriority;
+  /**
+   * A child run (model runs only): no node max_concurrency slot, and served before the model's other waiters.
+   */
+  child?: boolean;
 }
 
 /** How a placement with an affinity key went: its provider, another one (none recorded), or a spill. */
@@ -231,6 +246,8 @@ interface ProviderEntry {
   adapter: string;
   /** Type of the adapter instance; undefined when the reference dangles (a disabled provider). */
   adapterType: AdapterType | undefined;
+  /** The adapter instance (a cli instance's profiles name their `fabric_model`). */
+  instance: AdapterInstanceConfig | undefined;
 }
 
 interface ModelEntry {
@@ -241,6 +258,8 @@ interface ModelEntry {
   affinity: ModelAffinityConfig | undefined;
   /** modelBackends(), computed when the config is applied. */
   backends: AdapterType[];
+  /** Agent models: the `fabric_model` of each provider's CLI profile that names one; undefined when none does. */
+  fabricModels: Map<string, string> | undefined;
   queueLimit: number;
   queueTimeoutMs: number;
 }
@@ -264,7 +283,7 @@ interface Candidate {
 }
 
 type Demand =
-  | { kind: 'model'; model: string; exclude: ReadonlySet<string> | undefined }
+  | { kind: 'model'; model: string; exclude: ReadonlySet<string> | undefined; child: boolean }
   | ({ kind: 'route' } & RouteDemand);
 
 /** A model run's affinity: its key, and until when (clock.now()) it waits for the key's provider. */
@@ -306,6 +325,8 @@ class ProviderPoolImpl implements ProviderPool {
   private routing: RoutingTable;
   private readonly providerInFlight = new Map<string, number>();
   private readonly nodeInFlight = new Map<string, number>();
+  /** Child runs holding capacity (they hold no node slot: counted here for totals()). */
+  private childInFlight = 0;
   private readonly queues = new Map<string, PoolQueue>();
   private readonly affinity: AffinityTable;
   private readonly lastPicked = new Map<string, string>();
@@ -314,6 +335,8 @@ class ProviderPoolImpl implements ProviderPool {
   private readonly pollIntervalMs: number;
   private waiterSeq = 0;
   private waiting = 0;
+  /** Waiters in child queues (0 = no child queue to look at). */
+  private childWaiting = 0;
   private pollTimer: ClockTimer | null = null;
   private subscription: EventSubscription | undefined;
   private started = false;
@@ -359,7 +382,10 @@ class ProviderPoolImpl implements ProviderPool {
         new PoolError('model_not_found', `The model '${model}' does not exist`, { model }),
       );
     }
-    return this.admit({ kind: 'model', model, exclude: options.excludeProviders }, options);
+    return this.admit(
+      { kind: 'model', model, exclude: options.excludeProviders, child: options.child === true },
+      options,
+    );
   }
 
   acquireRoute(route: RouteDemand, options: AcquireOptions = {}): Promise<Lease> {
@@ -439,7 +465,7 @@ class ProviderPoolImpl implements ProviderPool {
   }
 
   totals(): { inFlight: number; queued: number } {
-    let inFlight = 0;
+    let inFlight = this.childInFlight;
     for (const count of this.nodeInFlight.values()) inFlight += count;
     return { inFlight, queued: this.waiting };
   }
@@ -473,7 +499,7 @@ class ProviderPoolImpl implements ProviderPool {
     // A newcomer never overtakes someone already waiting in the same queue (the queue's order decides who is
     // next). A free slot means the demand is servable, so the "can it ever be served" check only runs for those
     // about to wait.
-    if (!queue || queue.waiters.length === 0) {
+    if ((!queue || queue.waiters.length === 0) && !this.childrenWait(demand)) {
       const attempt = this.tryDispatch(demand, nodes, affinity);
       if (attempt !== undefined && attempt !== 'hold') return Promise.resolve(attempt);
     }
@@ -502,6 +528,12 @@ class ProviderPoolImpl implements ProviderPool {
     // queue: the newcomer (or one ahead of it) may take it now.
     if (demand.kind === 'model' && this.holdsForAffinity(demand.model)) this.drain();
     return waiting;
+  }
+
+  /** A model demand that is not a child while children of the same model wait: it waits behind them. */
+  private childrenWait(demand: Demand): boolean {
+    if (demand.kind !== 'model' || demand.child || this.childWaiting === 0) return false;
+    return (this.queues.get(childQueueKey(demand.model))?.waiters.length ?? 0) > 0;
   }
 
   private holdsForAffinity(model: string): boolean {
@@ -569,6 +601,7 @@ class ProviderPoolImpl implements ProviderPool {
       }
       queue.waiters.push(waiter, waiter.seq, flow);
       this.waiting += 1;
+      if (isChild(demand)) this.childWaiting += 1;
       this.watch();
     });
   }
@@ -584,6 +617,7 @@ class ProviderPoolImpl implements ProviderPool {
     else if (!queue.waiters.remove(waiter)) return false;
     if (queue.waiters.length === 0) this.queues.delete(waiter.queueKey);
     this.waiting -= 1;
+    if (isChild(waiter.demand)) this.childWaiting -= 1;
     if (waiter.timer !== null) this.clock.clearTimeout(waiter.timer);
     if (waiter.affinityTimer !== null) this.clock.clearTimeout(waiter.affinityTimer);
     waiter.detachAbort();
@@ -606,7 +640,9 @@ class ProviderPoolImpl implements ProviderPool {
       }
       heads.sort(
         (a, b) =>
-          classRank(a.head.flow.priority) - classRank(b.head.flow.priority) || a.head.seq - b.head.seq,
+          childRank(a.queue.demand) - childRank(b.queue.demand) ||
+          classRank(a.head.flow.priority) - classRank(b.head.flow.priority) ||
+          a.head.seq - b.head.seq,
       );
       let served = false;
       for (const { queue } of heads) {
@@ -637,10 +673,11 @@ class ProviderPoolImpl implements ProviderPool {
       const entry = this.routing.models.get(demand.model);
       if (!entry) return undefined;
       const candidates = this.candidates(entry, nodes, demand.exclude);
+      const child = demand.child;
       const free = candidates.filter(
         (candidate) =>
           candidate.inFlight < candidate.provider.config.capacity &&
-          this.nodeHasRoom(candidate.provider.nodeId),
+          (child || this.nodeHasRoom(candidate.provider.nodeId)),
       );
       if (free.length === 0) return undefined;
       let result: AffinityResult = 'miss';
@@ -651,7 +688,7 @@ class ProviderPoolImpl implements ProviderPool {
           if (hit) {
             this.options.metrics?.affinity('hit');
             this.affinity.set(affinity.key, preferred);
-            return this.lease(demand.model, hit.provider.nodeId, hit.provider, hit.target);
+            return this.lease(demand.model, hit.provider.nodeId, hit.provider, hit.target, child);
           }
           // Its provider is busy (still a candidate): wait for it until the wait ends, then spill.
           if (candidates.some((candidate) => candidate.provider.config.id === preferred)) {
@@ -660,13 +697,17 @@ class ProviderPoolImpl implements ProviderPool {
           }
         }
       }
-      const chosen = this.pick(demand.model, entry, free);
+      const chosen = this.pick(
+        demand.model,
+        entry,
+        entry.fabricModels ? this.nearFabricModel(entry.fabricModels, free, nodes) : free,
+      );
       if (chosen.resident === false) this.options.onColdLoad?.(chosen.provider.config.id);
       if (affinity !== undefined) {
         this.options.metrics?.affinity(result);
         this.affinity.set(affinity.key, chosen.provider.config.id);
       }
-      return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target);
+      return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target, child);
     }
     if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
     const matching = this.routeProviders(demand);
@@ -685,6 +726,38 @@ class ProviderPoolImpl implements ProviderPool {
       }
     }
     return best ? this.lease(undefined, demand.nodeId, best, demand.target) : undefined;
+  }
+
+  /**
+   * An agent model's free candidates whose node has room on a provider of the agent's fabric_model; all of them
+   * when none has.
+   */
+  private nearFabricModel(
+    fabricModels: Map<string, string>,
+    free: Candidate[],
+    nodes: NodeDirectory,
+  ): Candidate[] {
+    const near = free.filter((candidate) => {
+      const fabricModel = fabricModels.get(candidate.provider.config.id);
+      return fabricModel !== undefined && this.hasRoomOn(fabricModel, candidate.provider.nodeId, nodes);
+    });
+    return near.length > 0 ? near : free;
+  }
+
+  /** True when an enabled, healthy provider of `model` on node `nodeId` is below its capacity. */
+  private hasRoomOn(model: string, nodeId: string, nodes: NodeDirectory): boolean {
+    const entry = this.routing.models.get(model);
+    const node = nodes.get(nodeId);
+    if (!entry || !node) return false;
+    for (const [providerId] of entry.providers) {
+      const provider = this.routing.providers.get(providerId);
+      if (!provider || !provider.config.enabled || provider.nodeId !== nodeId) continue;
+      const health = healthOf(node, providerId);
+      if (health === 'unhealthy' || health === 'unreachable') continue;
+      if (this.options.circuits?.state(providerId) === 'open') continue;
+      if ((this.providerInFlight.get(providerId) ?? 0) < provider.config.capacity) return true;
+    }
+    return false;
   }
 
   /** Why a demand cannot be served at all right now (as opposed to "wait for a slot"); undefined = it can wait. */
@@ -845,10 +918,13 @@ class ProviderPoolImpl implements ProviderPool {
     nodeId: string,
     provider: ProviderEntry | undefined,
     target: string,
+    /** A child run: no node slot. */
+    child = false,
   ): Lease {
     const providerId = provider?.config.id;
     if (providerId !== undefined) increment(this.providerInFlight, providerId);
-    increment(this.nodeInFlight, nodeId);
+    if (child) this.childInFlight += 1;
+    else increment(this.nodeInFlight, nodeId);
     const circuits = this.options.circuits;
     // Model dispatches only: explicit routes name their place and are not gated by the circuit.
     const probe =
@@ -864,7 +940,8 @@ class ProviderPoolImpl implements ProviderPool {
         if (released) return;
         released = true;
         if (providerId !== undefined) this.decrement(this.providerInFlight, providerId, 'provider');
-        this.decrement(this.nodeInFlight, nodeId, 'node');
+        if (child) this.childInFlight -= 1;
+        else this.decrement(this.nodeInFlight, nodeId, 'node');
         if (probe && providerId !== undefined) circuits?.released(providerId);
         this.drain();
       },
@@ -940,6 +1017,7 @@ function buildRouting(config: PoolConfig): RoutingTable {
         nodeId: node.id,
         adapter: provider.adapter_instance ?? provider.adapter,
         adapterType: instance?.type,
+        instance,
       });
       providerOrder.push(provider.id);
     }
@@ -960,6 +1038,11 @@ function buildRouting(config: PoolConfig): RoutingTable {
       const provider = providers.get(providerId);
       if (provider?.config.enabled && provider.adapterType) backends.add(provider.adapterType);
     }
+    let fabricModels: Map<string, string> | undefined;
+    for (const [providerId, target] of mapped) {
+      const fabricModel = fabricModelOf(providers.get(providerId)?.instance, target);
+      if (fabricModel !== undefined) (fabricModels ??= new Map()).set(providerId, fabricModel);
+    }
     // One provider (or none): affinity has nothing to choose between, on this edge or any other.
     const affinity = model.affinity.enabled && mapped.length >= 2 ? model.affinity : undefined;
     models.set(model.id, {
@@ -967,6 +1050,7 @@ function buildRouting(config: PoolConfig): RoutingTable {
       providers: mapped,
       affinity,
       backends: Object.freeze([...backends]) as AdapterType[],
+      fabricModels,
       queueLimit,
       queueTimeoutMs,
     });
@@ -1013,9 +1097,22 @@ function healthOf(node: DirectoryNode, providerId: string): ProviderHealthStatus
 }
 
 function queueKeyOf(demand: Demand): string {
-  return demand.kind === 'model'
-    ? `model\u0000${demand.model}`
-    : `route\u0000${demand.nodeId}\u0000${demand.adapter}\u0000${demand.target}`;
+  if (demand.kind === 'model')
+    return demand.child ? childQueueKey(demand.model) : `model\u0000${demand.model}`;
+  return `route\u0000${demand.nodeId}\u0000${demand.adapter}\u0000${demand.target}`;
+}
+
+function childQueueKey(model: string): string {
+  return `child\u0000${model}`;
+}
+
+function isChild(demand: Demand): boolean {
+  return demand.kind === 'model' && demand.child;
+}
+
+/** Child queues are offered free slots first. */
+function childRank(demand: Demand): number {
+  return isChild(demand) ? 0 : 1;
 }
 
 function describeDemand(demand: Demand): string {

@@ -7,6 +7,10 @@
 // as the run is on its way (foreground and background alike). The service keeps the dispatched runs by id
 // (cancelRun) and nothing else about their lifetime.
 //
+// Child runs (SubmitOptions.parent: an agent's model calls) are made only for a live parent executing here on the
+// node that carried the call (`parent_not_live` otherwise), only to a models[] id no cli provider serves (so a child
+// never waits for agent capacity), always on this edge; the supervisor does the rest (run-supervisor.ts).
+//
 // Node operations (commands, sessions, usage status) go to a node connected here. Errors are ServiceErrors; what
 // comes from below is translated in run-errors.ts.
 import { RunRegistry } from './run-registry.js';
@@ -18,9 +22,7 @@ import type { NodeRegistry } from '../node/node-registry.js';
 import { isPlacementError } from '../placement/errors.js';
 import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js';
 import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
-import type { Dispatched } from '../placement/placement.js';
 import type { ModelAccessGrant } from '../placement/model-access.js';
-import type { Principal } from '../governance/principal.js';
 import { SessionSlots } from '../placement/session-slots.js';
 import type { ProviderOutcomes } from '../pool/circuit-breaker.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
@@ -43,9 +45,9 @@ import type {
   EdgeService,
   NodeCommandInput,
   NodeSummary,
-  ParentRef,
   RunDestination,
   RunHandle,
+  ParentRef,
   RunSpec,
   SessionRef,
   SubmitOptions,
@@ -127,8 +129,6 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const remote = deps.remote;
   const runRegistry = deps.runRegistry ?? new RunRegistry({ clock });
   const runs = new Map<string, RunSupervisor>();
-  /** The principal each live run was submitted with (resolveParent: a child run runs as its parent). */
-  const principals = new WeakMap<RunSupervisor, Principal | undefined>();
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   let shuttingDown = false;
@@ -220,11 +220,66 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     options: SubmitOptions,
     here: boolean,
   ): Promise<RunHandle> {
+    if (options.parent !== undefined) return superviseChild(destination, spec, options);
     const refusal = precheck(destination, spec, options);
     if (refusal) return Promise.reject(refusal);
-    const run = new RunSupervisor(context, spec.runId ?? generateRunId(), destination, spec, options, here);
-    principals.set(run, options.principal);
-    return run.start();
+    return new RunSupervisor(
+      context,
+      spec.runId ?? generateRunId(),
+      destination,
+      spec,
+      options,
+      here,
+    ).start();
+  }
+
+  /** A child run: its parent checked, then supervised on this edge under the parent (run-supervisor.ts). */
+  function superviseChild(
+    destination: RunDestination,
+    spec: RunSpec,
+    options: SubmitOptions,
+  ): Promise<RunHandle> {
+    const refusal = precheck(destination, spec, options) ?? childRefusal(destination, options);
+    if (refusal) {
+      context.metrics.childEnded?.('rejected');
+      return Promise.reject(refusal);
+    }
+    const parent = runs.get((options.parent as ParentRef).runId) as RunSupervisor;
+    const child = new RunSupervisor(
+      context,
+      spec.runId ?? generateRunId(),
+      destination,
+      spec,
+      options,
+      true,
+      parent,
+    );
+    parent.adopt(child);
+    return child.start();
+  }
+
+  /** Why a child run may not start; undefined = go ahead. */
+  function childRefusal(destination: RunDestination, options: SubmitOptions): ServiceError | undefined {
+    const ref = options.parent as ParentRef;
+    if (!runs.get(ref.runId)?.acceptsChildrenFrom(ref.nodeId)) {
+      return new ServiceError(
+        'parent_not_live',
+        `run ${ref.runId} is not a live run executing on node ${ref.nodeId}; its model calls are refused`,
+      );
+    }
+    if (destination.kind !== 'model') {
+      return new ServiceError(
+        'invalid_request',
+        "an agent's model call must name a models[] id, not a route",
+      );
+    }
+    if (pool.modelBackends(destination.model).includes('cli')) {
+      return new ServiceError(
+        'invalid_request',
+        `model '${destination.model}' is served by a cli provider; an agent's model calls may not wait for agent capacity`,
+      );
+    }
+    return undefined;
   }
 
   async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
@@ -290,6 +345,19 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     resolveNode(ref?: string): NodeSummary {
       return resolveLink(ref).summary();
     },
+    resolveParent(parent: ParentRef) {
+      const run = runs.get(parent.runId);
+      if (!run?.acceptsChildrenFrom(parent.nodeId)) return undefined;
+      return { principal: run.admittedAs };
+    },
+    agentRuns() {
+      const views = [];
+      for (const run of runs.values()) {
+        const view = run.agentView();
+        if (view) views.push(view);
+      }
+      return views;
+    },
     providers: remote ? () => remote.providers(pool.snapshot()) : () => pool.snapshot(),
     fabricNodes(): NodeSummary[] {
       const here = deps.registry.list();
@@ -308,14 +376,6 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       backends: (model) => pool.modelBackends(model),
     },
     admissionTotals: () => pool.totals(),
-    resolveParent(parent: ParentRef) {
-      const run = runs.get(parent.runId);
-      // Only a run executing now (dispatched or streaming) on that very node: an ended, queued or moved run is none.
-      if (!run || (run.state !== 'dispatched' && run.state !== 'streaming')) return undefined;
-      const where = run.where as Dispatched | undefined;
-      if (where?.nodeId !== parent.nodeId) return undefined;
-      return { principal: principals.get(run) };
-    },
   };
 }
 

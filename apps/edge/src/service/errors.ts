@@ -18,7 +18,8 @@ export type ServiceErrorCode =
   | 'shutting_down'
   | 'rate_limited' // the caller's API key is over its rpm or tpm
   | 'concurrency_limited' // the caller's API key has max_concurrent runs in flight
-  | 'budget_exhausted'; // the caller's API key spent its token budget for the period
+  | 'budget_exhausted' // the caller's API key spent its token budget for the period
+  | 'parent_not_live'; // a child run named a parent that is not a live run executing on the node that sent it
 
 const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   no_nodes: 'transient',
@@ -34,6 +35,7 @@ const FAULT: Record<ServiceErrorCode, ErrorFault> = {
   rate_limited: 'caller',
   concurrency_limited: 'caller',
   budget_exhausted: 'caller',
+  parent_not_live: 'caller',
   aborted: 'caller',
   timeout: 'transient',
   shutting_down: 'transient',

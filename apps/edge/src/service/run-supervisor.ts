@@ -20,6 +20,13 @@
 // The outcome of each attempt (success: output or completion; failure: a dispatch failure) goes to the
 // provider's circuit. A forwarded run is retried by its owner edge's supervisor, not here.
 //
+// Child runs (an agent's model calls; agent-contract/inner/agent-runs.md): a child's supervisor is made with its
+// parent's (a live run executing here, on the node that carried the call). It runs as the parent's principal
+// (rpm, tpm and the budget count it; max_concurrent does not), waits ahead of the model's other runs and takes no
+// node max_concurrency slot (the pool), continues the parent's trace, always executes on this edge, and tells the
+// parent its tokens when it ends. The parent's end, however it comes, cancels its live children (CANCEL_RUN for
+// those running, leaving the queue for those waiting); so does a retry of the parent (its agent process is gone).
+//
 // Hot path: one event object per node event (built by the placement), one state check; no timer unless the run
 // has a deadline or is being cancelled, no closure per run beyond the abort listener.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
@@ -27,7 +34,7 @@ import type { TraceSpan, Tracing } from '@iop/tracing';
 import type { Clock, ClockTimer } from '../clock.js';
 import type { EventBus, RunAdmitted } from '../events/types.js';
 import { isGovernanceError } from '../governance/errors.js';
-import type { Admission, Governor, RunEnd } from '../governance/governor.js';
+import type { Admission, Governor, RunEnd, RunUsage } from '../governance/governor.js';
 import { allowsModel, hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import type { Logger } from '../logging.js';
@@ -50,6 +57,7 @@ import { estimationMessages } from './estimation-messages.js';
 import { RunEventStream } from './run-event-stream.js';
 import { failureOfError, failureOfPart, isOutput } from './retry-policy.js';
 import type {
+  AgentRunView,
   RunDestination,
   RunEventWithMeta,
   RunHandle,
@@ -124,7 +132,12 @@ export interface AdmissionMetrics {
   rejected(surface: RunSurface, model: string, reason: 'queue_full' | 'queue_timeout' | 'no_provider'): void;
   /** A run that failed before its first output is placed again (iop_run_retries_total{reason}). */
   retried(surface: RunSurface, reason: DispatchFailureReason): void;
+  /** A child run ended (iop_child_runs_total{result}); `rejected` = refused before it started. */
+  childEnded?(result: ChildRunResult): void;
 }
+
+/** How a child run ended, for metrics. */
+export type ChildRunResult = 'completed' | 'error' | 'cancelled' | 'rejected';
 
 export const noAdmissionMetrics: AdmissionMetrics = {
   dispatched: () => undefined,
@@ -211,6 +224,15 @@ export class RunSupervisor implements ExecutionObserver {
   private readonly onAbort = (): void => {
     void this.cancel('client-disconnected');
   };
+  /** A child's own abort: its parent ended (leaves the queue; the request's signal follows it). */
+  private readonly childAbort: AbortController | undefined;
+  /** A parent's children that have not ended. */
+  private children: Set<RunSupervisor> | undefined;
+  /** Children submitted so far. */
+  private childrenSubmitted = 0;
+  /** Tokens of the children that ended. */
+  private childInputEnded = 0;
+  private childOutputEnded = 0;
 
   constructor(
     private readonly context: SupervisorContext,
@@ -220,19 +242,39 @@ export class RunSupervisor implements ExecutionObserver {
     options: SubmitOptions,
     /** Placed on this edge whatever the fabric looks like (a run another edge forwarded here). */
     private readonly placeHere = false,
+    /** A child run's parent: a live run executing here (the service checked it). */
+    private readonly parent?: RunSupervisor,
   ) {
     const model = options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
-    this.request = {
-      runId,
-      destination,
-      spec,
-      surface: options.surface,
-      model,
-      principal: options.principal,
-      traceparent: options.traceparent,
-      signal: options.signal,
-    };
-    this.principal = options.principal;
+    if (parent === undefined) {
+      this.request = {
+        runId,
+        destination,
+        spec,
+        surface: options.surface,
+        model,
+        principal: options.principal,
+        traceparent: options.traceparent,
+        signal: options.signal,
+      };
+    } else {
+      // The parent's principal (without its home-edge lease, which is the parent's own), its trace, and an abort
+      // of its own for the parent's end.
+      const childAbort = new AbortController();
+      this.childAbort = childAbort;
+      this.request = {
+        runId,
+        destination,
+        spec,
+        surface: options.surface,
+        model,
+        principal: parent.admittedAs,
+        traceparent: parent.span?.traceparent ?? options.traceparent,
+        signal: options.signal ? AbortSignal.any([options.signal, childAbort.signal]) : childAbort.signal,
+        parentRunId: parent.runId,
+      };
+    }
+    this.principal = this.request.principal;
     // Reserved once: the home edge's reservation and the governor's admission count the same figure.
     this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(destination, spec) : 0;
     this.delivered = new DeliveredUsage(estimationMessages(spec));
@@ -254,6 +296,74 @@ export class RunSupervisor implements ExecutionObserver {
   /** How the run ended; undefined until it has. */
   get outcome(): RunOutcome | undefined {
     return this.outcomeNow;
+  }
+
+  /** The principal the run is admitted with (undefined = anonymous), without its home-edge lease (the run's own). */
+  get admittedAs(): Principal | undefined {
+    return withoutLease(this.principal);
+  }
+
+  /**
+   * True when a model call carried by `nodeId`'s link may become this run's child: the run executes on this edge,
+   * on that node, and is dispatched or streaming (not queued for a retry, not ending); a child has no children.
+   */
+  acceptsChildrenFrom(nodeId: string): boolean {
+    const state = this.stateNow;
+    return (
+      this.here &&
+      this.parent === undefined &&
+      (state === 'dispatched' || state === 'streaming') &&
+      this.reservation?.edgeId === undefined &&
+      this.reservation?.nodeId === nodeId
+    );
+  }
+
+  /** A child was made for this run (the service calls it right after constructing the child). */
+  adopt(child: RunSupervisor): void {
+    (this.children ??= new Set()).add(child);
+    this.childrenSubmitted += 1;
+  }
+
+  /** The run and its children so far (views); undefined when it never had a child. */
+  agentView(): AgentRunView | undefined {
+    if (this.childrenSubmitted === 0) return undefined;
+    const children = this.childUsage();
+    const own = this.ownUsage(children);
+    return {
+      runId: this.runId,
+      nodeId: this.reservation?.nodeId ?? this.dispatched?.nodeId ?? '',
+      principal: this.principal?.id ?? '',
+      model: this.request.model,
+      liveChildren: this.children?.size ?? 0,
+      children: this.childrenSubmitted,
+      tokens: own.inputTokens + own.outputTokens,
+      childTokens: children.inputTokens + children.outputTokens,
+    };
+  }
+
+  /** Its children's tokens so far: the ended ones', and what running ones delivered. */
+  private childUsage(): RunUsage {
+    let inputTokens = this.childInputEnded;
+    let outputTokens = this.childOutputEnded;
+    for (const child of this.children ?? []) {
+      const usage = child.delivered.usage();
+      inputTokens += usage.inputTokens;
+      outputTokens += usage.outputTokens;
+    }
+    return { inputTokens, outputTokens };
+  }
+
+  /**
+   * What the run is charged for itself: what it delivered, less what its children were charged. An agent's CLI
+   * reports the tokens of the model calls it made, and those calls are its children, charged each on its own:
+   * counted once, there; what the CLI reported beyond them (calls that went elsewhere) stays the agent run's.
+   */
+  private ownUsage(children: RunUsage): RunUsage {
+    const usage = this.delivered.usage();
+    return {
+      inputTokens: Math.max(0, usage.inputTokens - children.inputTokens),
+      outputTokens: Math.max(0, usage.outputTokens - children.outputTokens),
+    };
   }
 
   /**
@@ -530,6 +640,8 @@ export class RunSupervisor implements ExecutionObserver {
     );
     context.metrics.retried(this.request.surface, failure);
     this.to('queued');
+    // The agent process that made them is gone with the failed attempt.
+    if (this.children) this.endChildren(`parent run ${this.runId} failed on ${reservation.nodeId}`);
     if (providerId !== undefined) (this.excluded ??= new Set()).add(providerId);
     this.earlierQueueMs += reservation.queueMs;
     reservation.release();
@@ -621,7 +733,7 @@ export class RunSupervisor implements ExecutionObserver {
     }
     const sharedLimits = this.context.sharedLimits;
     if (!sharedLimits || principal.lease || !hasLimits(principal)) return undefined;
-    return sharedLimits.reserve(principal, this.estimate).then(
+    return sharedLimits.reserve(principal, this.estimate, this.parent !== undefined).then(
       (leased) => {
         this.principal = leased;
       },
@@ -644,6 +756,7 @@ export class RunSupervisor implements ExecutionObserver {
         surface: this.request.surface,
         model: this.request.model,
         estimatedTokens: this.estimate,
+        child: this.parent !== undefined,
       });
     } catch (error) {
       if (isGovernanceError(error)) throw fromGovernanceError(error);
@@ -710,6 +823,7 @@ export class RunSupervisor implements ExecutionObserver {
   /** The one end of a dispatched run: stop the timers, release everything once, deliver the terminal part. */
   private end(terminal: RunEventWithMeta): void {
     this.to('ended');
+    if (this.children) this.endChildren(`parent run ${this.runId} ended`);
     this.endedAt = this.durationNow();
     const { clock, events } = this.context;
     if (this.deadlineTimer !== undefined) clock.clearTimeout(this.deadlineTimer);
@@ -725,17 +839,41 @@ export class RunSupervisor implements ExecutionObserver {
     const outcome = outcomeOf(terminal.part);
     this.outcomeNow = outcome;
     this.span?.end(outcome.status === 'error' ? `${outcome.code}: ${outcome.message}` : undefined);
+    const children = this.childrenSubmitted === 0 ? undefined : this.childUsage();
     this.finishLimits({
       runId: this.runId,
       outcome: outcome.status,
-      usage: this.delivered.usage(),
+      usage: children ? this.ownUsage(children) : this.delivered.usage(),
       provider: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
       node: terminal.nodeId,
       queueMs: this.dispatched?.queueMs ?? 0,
       durationMs: this.endedAt - this.submittedAt,
+      parentRunId: this.parent ? this.parent.runId : '',
+      childTokens: children ? children.inputTokens + children.outputTokens : 0,
     });
+    if (this.parent) this.leaveParent(outcome.status);
     this.context.unregister(this);
     this.resolveDone(outcome);
+  }
+
+  /** The parent ended: each live child is cancelled where it runs, or leaves the queue where it waits. */
+  private endChildren(reason: string): void {
+    for (const child of [...(this.children ?? [])]) {
+      // Cancel first: a running child ends with this reason, not as a client disconnect.
+      void child.cancel(reason);
+      child.childAbort?.abort(new ServiceError('aborted', reason));
+    }
+  }
+
+  /** A child's end: its tokens go to its parent, its result to the metric. */
+  private leaveParent(result: ChildRunResult): void {
+    const parent = this.parent as RunSupervisor;
+    if (parent.children?.delete(this)) {
+      const usage = this.delivered.usage();
+      parent.childInputEnded += usage.inputTokens;
+      parent.childOutputEnded += usage.outputTokens;
+    }
+    this.context.metrics.childEnded?.(result);
   }
 
   /** A run refused before it was dispatched: release what was taken, record it, map the error (once). */
@@ -743,6 +881,7 @@ export class RunSupervisor implements ExecutionObserver {
     const mapped = this.serviceError(error);
     const previous = this.stateNow;
     if (previous !== 'ended') this.to('ended');
+    if (this.children) this.endChildren(`parent run ${this.runId} ended`);
     if (previous === 'dispatched') this.context.unregister(this);
     const reservation = this.reservation;
     reservation?.release();
@@ -755,8 +894,11 @@ export class RunSupervisor implements ExecutionObserver {
       node: reservation?.nodeId ?? '',
       queueMs: reservation?.queueMs ?? 0,
       durationMs: 0,
+      parentRunId: this.parent ? this.parent.runId : '',
+      childTokens: 0,
     });
     this.outcomeNow = { status: 'error', code: mapped.code, message: mapped.message };
+    if (this.parent) this.leaveParent(mapped.code === 'aborted' ? 'cancelled' : 'rejected');
     this.resolveDone(this.outcomeNow);
     return mapped;
   }
@@ -800,6 +942,7 @@ export class RunSupervisor implements ExecutionObserver {
       providerId: this.dispatched?.providerId ?? this.reservation?.providerId ?? '',
       queueMs: this.dispatched?.queueMs ?? this.reservation?.queueMs ?? 0,
     };
+    if (this.parent) admitted.parentRunId = this.parent.runId;
     // Named fields: one object (a spread plus the extra field also allocates a property store for it).
     return {
       runId: event.runId,
@@ -902,4 +1045,11 @@ export function outcomeOf(part: RunEventPart): RunOutcome {
       throw new Error(`unknown run event part ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** A child's principal: the parent's, without the parent's home-edge lease (a lease is finished once, by its run). */
+function withoutLease(principal: Principal | undefined): Principal | undefined {
+  if (principal?.lease === undefined) return principal;
+  const { lease: _lease, ...rest } = principal;
+  return rest;
 }

@@ -20,10 +20,30 @@ export type {
 } from '../placement/run-types.js';
 export type { ProviderStatus } from '../pool/provider-pool.js';
 
-/** The agent run a child run belongs to, and the node whose link carried the call. */
+/**
+ * The agent run a child run belongs to (an agent's model call that came back up the node link), and the node whose
+ * link carried the call. Capacity rule: agent-contract/inner/agent-runs.md.
+ */
 export interface ParentRef {
   runId: string;
   nodeId: string;
+}
+
+/** An agent run with children, as `nodes list` and `/providers` show it. */
+export interface AgentRunView {
+  runId: string;
+  nodeId: string;
+  /** Key id the agent runs as ('' = anonymous). */
+  principal: string;
+  model: string;
+  /** Children not yet ended (queued or running). */
+  liveChildren: number;
+  /** Children submitted so far (ended ones included). */
+  children: number;
+  /** The agent run's own tokens so far (prompt + completion): what it reported less its children's. */
+  tokens: number;
+  /** Its children's tokens so far (ended ones, and what running ones delivered). */
+  childTokens: number;
 }
 
 export interface SubmitOptions {
@@ -46,8 +66,8 @@ export interface SubmitOptions {
    */
   signal?: AbortSignal;
   /**
-   * Set for a child run: a model call an agent run made through its node's model endpoint (the surface passes
-   * the parent's principal as `principal`).
+   * A child run: accepted only while this parent is a live run executing on `parent.nodeId` (else
+   * `parent_not_live`), admitted under the parent's principal, charged to it, cancelled when it ends.
    */
   parent?: ParentRef;
 }
@@ -143,14 +163,15 @@ export interface EdgeService {
    * here and look them up here; in cluster mode a key this edge does not hold is looked up on the other edges.
    */
   readonly runRegistry: RunRegistry;
+  /**
+   * The principal `parent` runs as, while it is a live run executing on `parent.nodeId` on this edge (principal
+   * undefined = anonymous); undefined when it is not.
+   */
+  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined;
+  /** This edge's runs that have children (or are agent runs with a model endpoint), with their children's totals. */
+  agentRuns(): AgentRunView[];
   /** Every provider with its capacity, in_flight, queued and health (in cluster mode: of the whole fabric). */
   providers(): ProviderStatus[];
   models: ModelCatalog;
   admissionTotals(): AdmissionTotals;
-  /**
-   * The principal a parent run runs as, for a model call its agent made: undefined when `parent.runId` is not a
-   * live run executing on `parent.nodeId` (answer 401/403); otherwise `{ principal }` (undefined = anonymous edge
-   * without keys).
-   */
-  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined;
 }

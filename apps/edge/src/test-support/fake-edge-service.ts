@@ -16,7 +16,6 @@ import {
   type RunEventPart,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
-import type { Principal } from '../governance/principal.js';
 import { systemClock } from '../clock.js';
 import { RunRegistry } from '../service/run-registry.js';
 import { isPoolError } from '../pool/errors.js';
@@ -26,7 +25,9 @@ import { ServiceError } from '../service/errors.js';
 import { applyGenerationPolicy } from '../placement/generation-policy.js';
 import { RunEventStream } from '../service/run-event-stream.js';
 import { SessionSlots, type SessionSlot } from '../placement/session-slots.js';
+import type { Principal } from '../governance/principal.js';
 import type {
+  AgentRunView,
   EdgeService,
   ModelCatalog,
   NodeCommandInput,
@@ -56,10 +57,10 @@ export interface SubmittedRun extends Omit<RunSpec, 'session'> {
   messages: ChatMessage[];
   params: GenerationParams | undefined;
   signal: AbortSignal | undefined;
-  /** The principal the surface submitted the run as. */
-  principal: Principal | undefined;
-  /** Set for a child run (an agent's model call). */
-  parent: ParentRef | undefined;
+  /** The principal the surface passed (undefined = anonymous). */
+  principal?: Principal;
+  /** The parent the surface named (a child run). */
+  parent?: ParentRef;
 }
 
 export interface RunScriptParts {
@@ -163,6 +164,8 @@ export class FakeEdgeService implements EdgeService {
   commandResponses: Map<string, NodeCommandResponse | Error> = new Map();
   /** Answers commands by the whole request (e.g. capabilities per adapter); wins over commandResponses. */
   commandHandler: ((input: NodeCommandInput) => NodeCommandResponse | undefined) | undefined;
+  /** What `agentRuns()` answers. */
+  agentRunList: AgentRunView[] = [];
   /** What `providers()` answers when set (else the pool's status). */
   providerList: ProviderStatus[] | undefined;
   /** When set, unknown commands answer `ok: false` "unknown command ..." instead of echoing. */
@@ -227,19 +230,23 @@ export class FakeEdgeService implements EdgeService {
     };
   }
 
+  /** A running run on that node (its principal as the surface passed it). */
+  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined {
+    const run = this.running.get(parent.runId);
+    if (!run || run.nodeId !== parent.nodeId) return undefined;
+    return { principal: run.input.principal };
+  }
+
+  agentRuns(): AgentRunView[] {
+    return this.agentRunList;
+  }
+
   providers(): ProviderStatus[] {
     return this.providerList ?? this.pool?.snapshot() ?? [];
   }
 
   admissionTotals() {
     return this.pool?.totals() ?? { inFlight: this.active, queued: 0 };
-  }
-
-  /** A live run on that node runs as the principal it was submitted with; anything else is none. */
-  resolveParent(parent: ParentRef): { principal: Principal | undefined } | undefined {
-    const run = this.running.get(parent.runId);
-    if (!run || run.nodeId !== parent.nodeId) return undefined;
-    return { principal: run.input.principal };
   }
 
   /** Runs cancelled on the node. */
@@ -249,6 +256,9 @@ export class FakeEdgeService implements EdgeService {
 
   async submitRun(destination: RunDestination, spec: RunSpec, options: SubmitOptions): Promise<RunHandle> {
     if (this.submitError) throw this.submitError;
+    if (options.parent && !this.resolveParent(options.parent)) {
+      throw new ServiceError('parent_not_live', `run ${options.parent.runId} is not a live run`);
+    }
     let lease: Lease | undefined;
     let params = spec.params;
     const queuedAt = performance.now();
@@ -288,8 +298,8 @@ export class FakeEdgeService implements EdgeService {
       providerId: lease?.providerId,
       params,
       signal: options.signal,
-      principal: options.principal,
-      parent: options.parent,
+      ...(options.principal ? { principal: options.principal } : {}),
+      ...(options.parent ? { parent: options.parent } : {}),
     };
     const release = () => {
       slot.release();

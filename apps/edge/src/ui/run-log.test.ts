@@ -140,6 +140,29 @@ describe('run log', () => {
     });
   });
 
+  it("names a child run's agent run (the dashboard nests it there)", () => {
+    const log = createRunLog();
+    const start = { type: 'start', sessionId: 's', adapter: 'ollama', target: 'qwen' } as const;
+    log.record({
+      runId: 'agent',
+      nodeId: 'n1',
+      seq: 1,
+      atUnixMs: 1000,
+      part: start,
+      admitted: { surface: 'openai', model: 'coder', providerId: 'cli', queueMs: 0 },
+    });
+    log.record({
+      runId: 'call',
+      nodeId: 'n1',
+      seq: 1,
+      atUnixMs: 1001,
+      part: start,
+      admitted: { surface: 'openai', model: 'qwen', providerId: 'ol', queueMs: 0, parentRunId: 'agent' },
+    });
+    expect(log.get('call')?.run.parent_run_id).toBe('agent');
+    expect(log.get('agent')?.run.parent_run_id).toBeUndefined();
+  });
+
   it('lets a surface annotate a run before or after its first event', () => {
     const log = createRunLog({ clock: { ...systemClock, now: () => 500 } });
     log.annotate('r1', { surface: 'ui', model: 'm', provider: 'p', queue_ms: 12 });

@@ -185,6 +185,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
         if (event.admitted.model) entry.run.model = event.admitted.model;
         if (event.admitted.providerId) entry.run.provider = event.admitted.providerId;
         entry.run.queue_ms = Math.round(event.admitted.queueMs);
+        if (event.admitted.parentRunId) entry.run.parent_run_id = event.admitted.parentRunId;
       }
       if (entry.events.length < maxEvents) {
         entry.events.push({

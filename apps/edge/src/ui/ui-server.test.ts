@@ -135,6 +135,18 @@ async function start(overrides: Partial<UiHandlerDeps> = {}): Promise<Harness> {
     guard: createHostGuard({ listen: '127.0.0.1:0' }),
     service: {
       listNodes: () => [node],
+      agentRuns: () => [
+        {
+          runId: 'run-agent',
+          nodeId: 'n1',
+          principal: 'key-a',
+          model: 'coder',
+          liveChildren: 1,
+          children: 4,
+          tokens: 20,
+          childTokens: 900,
+        },
+      ],
       nodeCommand: (input) => {
         commands.push(input);
         return Promise.resolve<NodeCommandResponse>({
@@ -502,6 +514,19 @@ describe('ui handler: read-only views', () => {
       routes: [{ model: 'routed', node: '', adapter: 'cli', target: 'fake' }],
       fallback: { adapter: '', target: '', models: [] },
       totals: { in_flight: 1, queued: 3, runs_running: 0 },
+      // Agent runs with their model calls (child runs) so far.
+      agent_runs: [
+        {
+          run_id: 'run-agent',
+          node_id: 'n1',
+          principal: 'key-a',
+          model: 'coder',
+          live_children: 1,
+          children: 4,
+          tokens: 20,
+          child_tokens: 900,
+        },
+      ],
     });
   });
 
@@ -566,6 +591,7 @@ describe('ui handler: read-only views', () => {
     const { base } = await start({
       service: {
         listNodes: () => [node],
+        agentRuns: () => [],
         nodeCommand: () => Promise.reject(new Error('node went away')),
         terminateSession: () => Promise.resolve('n1'),
       },
@@ -600,6 +626,7 @@ describe('ui handler: actions', () => {
     const { base } = await start({
       service: {
         listNodes: () => [node],
+        agentRuns: () => [],
         nodeCommand: () => Promise.reject(missing),
         terminateSession: () => Promise.reject(missing),
       },

@@ -97,7 +97,7 @@ export interface UiHandlerDeps {
   loginLimits?: Partial<UiLoginLimits>;
   /** Failed-login throttle. */
   loginThrottle?: Partial<LoginThrottleLimits>;
-  service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession'>;
+  service: Pick<EdgeService, 'listNodes' | 'nodeCommand' | 'terminateSession' | 'agentRuns'>;
   /** Provider status of the shared pool. */
   providers: () => UiProvider[];
   /** Cluster mode only: per-edge figures for the overview. */
@@ -271,6 +271,16 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
         queued: models.reduce((sum, model) => sum + model.queued, 0),
         runs_running: deps.runLog.running(),
       },
+      agent_runs: deps.service.agentRuns().map((run) => ({
+        run_id: run.runId,
+        node_id: run.nodeId,
+        principal: run.principal,
+        model: run.model,
+        live_children: run.liveChildren,
+        children: run.children,
+        tokens: run.tokens,
+        child_tokens: run.childTokens,
+      })),
       ...(deps.clusterEdges ? { cluster: { edges: deps.clusterEdges() } } : {}),
     };
   }

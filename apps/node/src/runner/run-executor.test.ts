@@ -155,6 +155,23 @@ describe('RunExecutor', () => {
     expect((await outbound.waitForTerminal('after')).part.type).toBe('complete');
   });
 
+  it('runs a child run (parent_run_id set) while every max_concurrency slot is taken, without taking one', async () => {
+    maxConcurrency = 1;
+    executor.submit(runRequest('agent', { metadata: { fake: 'hold' } }));
+    await outbound.waitForEvents('agent', 1);
+    executor.submit(runRequest('call-1', { parentRunId: 'agent', sessionId: 'call-1' }));
+    expect((await outbound.waitForTerminal('call-1')).part.type).toBe('complete');
+    expect(executor.slotsInUse).toBe(1);
+    executor.submit(runRequest('other'));
+    expect((await outbound.waitForTerminal('other')).part).toMatchObject({
+      type: 'error',
+      code: 'node_busy',
+    });
+    await executor.cancel(cancelRequest({ runId: 'agent' }));
+    await executor.idle();
+    expect(executor.slotsInUse).toBe(0);
+  });
+
   it('CANCEL_RUN aborts that run with its reason and keeps the session', async () => {
     executor.submit(runRequest('hold', { metadata: { fake: 'hold' } }));
     await outbound.waitForEvents('hold', 1);

@@ -89,7 +89,11 @@ export class RunExecutor {
       void this.#refuse(request, refusal);
       return;
     }
-    const slot = this.#limiter.tryAcquire(this.#deps.maxConcurrency());
+    // A child run rides on its parent's slot (concurrency-limiter.ts).
+    const slot =
+      request.parentRunId === ''
+        ? this.#limiter.tryAcquire(this.#deps.maxConcurrency())
+        : this.#limiter.child();
     if (!slot) {
       void this.#refuse(request, {
         code: 'node_busy',

@@ -51,6 +51,24 @@ export interface NodeInfo {
   edgeId: string;
   /** `sha256:` + hex SHA-256 of the identity key the node proved when it registered ('' for an agent without one). */
   identityFingerprint: string;
+  /** Agent runs executing on this node that made model calls (child runs) through the edge answering, with them. */
+  agentRuns: AgentRunInfo[];
+}
+
+/** An agent run and its child runs (its model calls through the pool; agent-contract/inner/agent-runs.md). */
+export interface AgentRunInfo {
+  runId: string;
+  /** The key the agent runs as, which its children are charged to ('' = anonymous). */
+  principal: string;
+  model: string;
+  /** Children queued or running now. */
+  liveChildren: number;
+  /** Children submitted so far. */
+  children: number;
+  /** The agent run's own tokens so far (prompt + completion): what it reported less its children's. */
+  tokens: number;
+  /** Its children's tokens so far. */
+  childTokens: number;
 }
 
 export interface ListNodesResponse {
@@ -271,6 +289,7 @@ function createBaseNodeInfo(): NodeInfo {
     discovered: undefined,
     edgeId: "",
     identityFingerprint: "",
+    agentRuns: [],
   };
 }
 
@@ -317,6 +336,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     }
     if (message.identityFingerprint !== "") {
       writer.uint32(114).string(message.identityFingerprint);
+    }
+    for (const v of message.agentRuns) {
+      AgentRunInfo.encode(v!, writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -446,6 +468,14 @@ export const NodeInfo: MessageFns<NodeInfo> = {
             message.identityFingerprint = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.agentRuns.push(AgentRunInfo.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -506,6 +536,11 @@ export const NodeInfo: MessageFns<NodeInfo> = {
         : isSet(object.identity_fingerprint)
         ? globalThis.String(object.identity_fingerprint)
         : "",
+      agentRuns: globalThis.Array.isArray(object?.agentRuns)
+        ? object.agentRuns.map((e: any) => AgentRunInfo.fromJSON(e))
+        : globalThis.Array.isArray(object?.agent_runs)
+        ? object.agent_runs.map((e: any) => AgentRunInfo.fromJSON(e))
+        : [],
     };
   },
 
@@ -553,6 +588,9 @@ export const NodeInfo: MessageFns<NodeInfo> = {
     if (message.identityFingerprint !== "") {
       obj.identityFingerprint = message.identityFingerprint;
     }
+    if (message.agentRuns?.length) {
+      obj.agentRuns = message.agentRuns.map((e) => AgentRunInfo.toJSON(e));
+    }
     return obj;
   },
 
@@ -577,6 +615,184 @@ export const NodeInfo: MessageFns<NodeInfo> = {
       : undefined;
     message.edgeId = object.edgeId ?? "";
     message.identityFingerprint = object.identityFingerprint ?? "";
+    message.agentRuns = object.agentRuns?.map((e) => AgentRunInfo.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAgentRunInfo(): AgentRunInfo {
+  return { runId: "", principal: "", model: "", liveChildren: 0, children: 0, tokens: 0, childTokens: 0 };
+}
+
+export const AgentRunInfo: MessageFns<AgentRunInfo> = {
+  encode(message: AgentRunInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.principal !== "") {
+      writer.uint32(18).string(message.principal);
+    }
+    if (message.model !== "") {
+      writer.uint32(26).string(message.model);
+    }
+    if (message.liveChildren !== 0) {
+      writer.uint32(32).uint32(message.liveChildren);
+    }
+    if (message.children !== 0) {
+      writer.uint32(40).uint32(message.children);
+    }
+    if (message.tokens !== 0) {
+      writer.uint32(48).uint64(message.tokens);
+    }
+    if (message.childTokens !== 0) {
+      writer.uint32(56).uint64(message.childTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentRunInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAgentRunInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.principal = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.liveChildren = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.children = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.tokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.childTokens = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AgentRunInfo {
+    return {
+      runId: isSet(object.runId)
+        ? globalThis.String(object.runId)
+        : isSet(object.run_id)
+        ? globalThis.String(object.run_id)
+        : "",
+      principal: isSet(object.principal) ? globalThis.String(object.principal) : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      liveChildren: isSet(object.liveChildren)
+        ? globalThis.Number(object.liveChildren)
+        : isSet(object.live_children)
+        ? globalThis.Number(object.live_children)
+        : 0,
+      children: isSet(object.children) ? globalThis.Number(object.children) : 0,
+      tokens: isSet(object.tokens) ? globalThis.Number(object.tokens) : 0,
+      childTokens: isSet(object.childTokens)
+        ? globalThis.Number(object.childTokens)
+        : isSet(object.child_tokens)
+        ? globalThis.Number(object.child_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: AgentRunInfo): unknown {
+    const obj: any = {};
+    if (message.runId !== "") {
+      obj.runId = message.runId;
+    }
+    if (message.principal !== "") {
+      obj.principal = message.principal;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.liveChildren !== 0) {
+      obj.liveChildren = Math.round(message.liveChildren);
+    }
+    if (message.children !== 0) {
+      obj.children = Math.round(message.children);
+    }
+    if (message.tokens !== 0) {
+      obj.tokens = Math.round(message.tokens);
+    }
+    if (message.childTokens !== 0) {
+      obj.childTokens = Math.round(message.childTokens);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AgentRunInfo>): AgentRunInfo {
+    return AgentRunInfo.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AgentRunInfo>): AgentRunInfo {
+    const message = createBaseAgentRunInfo();
+    message.runId = object.runId ?? "";
+    message.principal = object.principal ?? "";
+    message.model = object.model ?? "";
+    message.liveChildren = object.liveChildren ?? 0;
+    message.children = object.children ?? 0;
+    message.tokens = object.tokens ?? 0;
+    message.childTokens = object.childTokens ?? 0;
     return message;
   },
 };

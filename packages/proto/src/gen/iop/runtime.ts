@@ -547,7 +547,8 @@ export interface RunRequest {
     | undefined;
   /**
    * Set on a child run (a model call an agent run made through its model endpoint): the agent run it belongs to.
-   * Capacity rule in agent-contract/inner/edge-node-runtime-wire.md.
+   * Such a run takes no runtime.max_concurrency slot on the node (its parent's slot covers it); the edge bounds it
+   * by its provider's capacity. Capacity rule in agent-contract/inner/agent-runs.md.
    */
   parentRunId: string;
 }
