@@ -13,6 +13,8 @@ import type { NodeStore } from './node/node-store.js';
 import type { ProviderPool } from './pool/provider-pool.js';
 import type { ConfigRefresher } from './refresh/config-refresher.js';
 import type { EdgeServiceImpl } from './service/edge-service.js';
+import type { ModelCallEntry } from './http/model-call-socket.js';
+import type { ModelCallAuthenticator } from './service/model-call-auth.js';
 
 /**
  * Everything a surface may use, by type. A surface factory takes a `Pick` of it, so what each surface depends on
@@ -35,6 +37,10 @@ export interface EdgeCore {
   refresher: ConfigRefresher | undefined;
   /** Cluster mode only: usage totals of every live edge added up (GetUsage); undefined on one edge. */
   clusterUsage?: (query: UsageQuery) => Promise<UsageRow[]>;
+  /** Where the OpenAI listener takes agents' model calls relayed by the node links (issue 42). */
+  modelCallEntry: ModelCallEntry;
+  /** Authenticates a model call with its run's secret and resolves its parent run. */
+  modelCallAuth: ModelCallAuthenticator;
   /** True once every surface started, false again when stopping (/readyz). */
   ready(): boolean;
 }

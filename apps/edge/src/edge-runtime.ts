@@ -23,7 +23,11 @@ import { createNodeStore } from './node/node-store.js';
 import { CircuitBreaker } from './pool/circuit-breaker.js';
 import { createProviderPool } from './pool/provider-pool.js';
 import { createConfigRefresher } from './refresh/config-refresher.js';
-import { createEdgeService, type AdmissionMetrics } from './service/edge-service.js';
+import { createEdgeService, type AdmissionMetrics, type EdgeServiceImpl } from './service/edge-service.js';
+import { createModelCallAuthenticator } from './service/model-call-auth.js';
+import { createRunSecrets } from './governance/run-secrets.js';
+import { ModelCallServerSlot } from './http/model-call-socket.js';
+import { createModelAccessGrant } from './placement/model-access.js';
 import { RunRegistry } from './service/run-registry.js';
 import type { EdgeCore } from './edge-core.js';
 import type { Surface, SurfaceFactory } from './surface.js';
@@ -129,9 +133,19 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   // The subscription ends when the bus closes.
   metrics.followEvents(events);
 
+  // Agents' model calls (issue 42): runs of `fabric_model` profiles get a secret of their own; the node links
+  // relay their calls into the OpenAI listener's server (attached when that surface starts), and a call is taken
+  // only for a live parent on the very node that carried it (the service's answer, once the service exists).
+  const runSecrets = createRunSecrets();
+  const modelCallServer = new ModelCallServerSlot();
+  const parents: { resolve?: EdgeServiceImpl['resolveParent'] } = {};
   let transport: EdgeTransport;
   try {
     transport = await startNodeTransport({
+      modelCalls: {
+        server: () => modelCallServer.current,
+        confirmParent: (parent) => parents.resolve?.(parent) !== undefined,
+      },
       config,
       store,
       registry,
@@ -191,6 +205,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     metrics: admissionMetrics(metrics),
     retryAttempts: () => routing.retry.max_attempts,
     outcomes: circuits,
+    modelAccess: createModelAccessGrant(config.nodes, runSecrets),
     governor: governance.governor,
     reserveMaxTokens: config.usage.reserve_max_tokens,
     tracing,
@@ -198,6 +213,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     ...(cluster ? { remote: cluster.remote } : {}),
     ...(cluster?.limits ? { sharedLimits: cluster.limits } : {}),
   });
+  parents.resolve = (parent) => service.resolveParent(parent);
+  const modelCallAuth = createModelCallAuthenticator({ secrets: runSecrets, service });
   if (cluster) {
     try {
       // The fabric serves runs forwarded here only once the service exists: one explicit step, no order to keep.
@@ -264,6 +281,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     governance,
     refresher: servedRefresher,
     ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
+    modelCallEntry: modelCallServer,
+    modelCallAuth,
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;

@@ -78,6 +78,7 @@ async function startEdge(
               session_idle_ttl_ms: 60_000,
               workspace_roots: [],
               run_as: '',
+              fabric_model: '',
             },
           ],
         },

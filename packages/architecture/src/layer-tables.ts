@@ -108,6 +108,8 @@ export const NODE: LayerTable = {
     // the keep-alive HTTP/1.1 client and the upstream helpers of the HTTP adapters
     'adapters/http': 1,
     adapters: 2,
+    // agents' loopback model endpoints: their connections carried over the link as model calls (issue 42)
+    'model-endpoint': 2.5,
     // the node's end of the link to its edge (registration, reconnects, outbound envelopes)
     link: 3,
     discovery: 4,

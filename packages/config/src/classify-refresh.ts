@@ -56,6 +56,7 @@ const EXECUTION_FIELDS = new Set([
   'mode',
   'resume_args',
   'output_format',
+  'fabric_model',
   'context_size',
   'request_timeout_ms',
 ]);

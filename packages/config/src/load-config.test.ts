@@ -142,6 +142,7 @@ nodes:
       session_idle_ttl_ms: 1_800_000,
       workspace_roots: [],
       run_as: '',
+      fabric_model: '',
       profiles: {
         p: {
           command: 'x',
@@ -155,6 +156,7 @@ nodes:
           idle_timeout_ms: 2_000,
           request_timeout_ms: 600_000,
           result_grace_ms: 3_000,
+          fabric_model: '',
         },
       },
     });
@@ -832,10 +834,14 @@ describe('loadConfigFile', () => {
     expect(Object.keys(agents.profiles).sort()).toEqual([
       'antigravity',
       'claude',
+      'claude-fabric',
       'claude-tui',
       'cline',
+      'cline-fabric',
       'codex',
+      'codex-fabric',
       'opencode',
+      'opencode-fabric',
     ]);
     expect(result.config.openai.enabled && result.config.a2a.enabled).toBe(true);
   });

@@ -421,9 +421,15 @@ function cliInstance(
   source: PathSegment[],
   context: Context,
 ): CliAdapterInstanceConfig {
+  const fabricModel = str(raw.fabric_model, '');
   const profiles: Record<string, CliProfileConfig> = {};
   for (const [profileName, value] of Object.entries(record(raw.profiles))) {
-    profiles[profileName] = cliProfile(record(value), [...source, 'profiles', profileName], context);
+    profiles[profileName] = cliProfile(
+      record(value),
+      [...source, 'profiles', profileName],
+      context,
+      fabricModel,
+    );
   }
   return {
     name,
@@ -434,12 +440,18 @@ function cliInstance(
     session_idle_ttl_ms: int(raw.session_idle_ttl_ms, DEFAULTS.session_idle_ttl_ms),
     workspace_roots: strings(raw.workspace_roots),
     run_as: str(raw.run_as, ''),
+    fabric_model: fabricModel,
   };
 }
 
 const PERSISTENT_MODES: readonly CliMode[] = ['persistent', 'persistent-lazy'];
 
-function cliProfile(raw: Raw, source: PathSegment[], context: Context): CliProfileConfig {
+function cliProfile(
+  raw: Raw,
+  source: PathSegment[],
+  context: Context,
+  instanceFabricModel: string,
+): CliProfileConfig {
   const explicitMode = typeof raw.mode === 'string' && (CLI_MODES as readonly string[]).includes(raw.mode);
   const explicitPersistent = typeof raw.persistent === 'boolean' ? raw.persistent : undefined;
   const mode: CliMode = explicitMode
@@ -469,6 +481,7 @@ function cliProfile(raw: Raw, source: PathSegment[], context: Context): CliProfi
     idle_timeout_ms: int(raw.idle_timeout_ms, DEFAULTS.idle_timeout_ms),
     request_timeout_ms: int(raw.request_timeout_ms, DEFAULTS.cli_request_timeout_ms),
     result_grace_ms: int(raw.result_grace_ms, DEFAULTS.result_grace_ms),
+    fabric_model: str(raw.fabric_model, instanceFabricModel),
   };
 }
 

@@ -28,6 +28,8 @@ const identifier: Schema = { type: 'string', pattern: IDENTIFIER_PATTERN };
 const listen: Schema = { type: 'string', format: 'listen-address' };
 const httpUrl: Schema = { type: 'string', format: 'http-url' };
 const optionalHttpUrl: Schema = { type: 'string', format: 'optional-http-url' };
+/** A models[] id (`fabric_model`): the same form as `models[].id`; '' = none. */
+const fabricModel: Schema = { type: 'string', maxLength: 256 };
 const argList: Schema = { type: 'array', items: text, maxItems: 1024 };
 const stringMap: Schema = {
   type: 'object',
@@ -64,6 +66,7 @@ const cliProfile = object(
     idle_timeout_ms: integer(LIMITS.idle_timeout_ms),
     request_timeout_ms: integer(LIMITS.cli_request_timeout_ms),
     result_grace_ms: integer(LIMITS.result_grace_ms),
+    fabric_model: fabricModel,
   },
   ['command'],
 );
@@ -79,6 +82,7 @@ const cliSettings: Record<string, Schema> = {
   session_idle_ttl_ms: integer(LIMITS.session_idle_ttl_ms),
   workspace_roots: { type: 'array', maxItems: 64, items: { type: 'string', minLength: 1, maxLength: 4096 } },
   run_as: { type: 'string', pattern: '^(|[a-z_][a-z0-9_-]{0,31})$' },
+  fabric_model: fabricModel,
 };
 
 const ollamaSettings: Record<string, Schema> = {

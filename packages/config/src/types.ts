@@ -361,6 +361,14 @@ export interface CliProfileConfig {
   readonly request_timeout_ms: number;
   /** One-shot: how long a process may linger after printing its final result before it is killed. */
   readonly result_grace_ms: number;
+  /**
+   * A models[] id the agent's own model calls use through the fabric ('' = none: the CLI calls whatever its own
+   * config names). The instance's `fabric_model` when the profile names none. Each run then gets a model endpoint
+   * on the node's loopback, filled into `{model_base_url}`, `{anthropic_base_url}`, `{model_api_key}` and
+   * `{model}` of `args` and `env`. One-shot modes only (a persistent process outlives the run whose secret it holds),
+   * and the model must be served by non-CLI providers (an agent's calls never wait on agent capacity).
+   */
+  readonly fabric_model: string;
 }
 
 interface AdapterInstanceBase {
@@ -386,6 +394,8 @@ export interface CliAdapterInstanceConfig extends AdapterInstanceBase {
    * read the node's token, identity key, history or config. Needs the node to run as root.
    */
   readonly run_as: string;
+  /** Default `fabric_model` of this instance's profiles ('' = none); a profile's own value wins. */
+  readonly fabric_model: string;
 }
 
 export interface OllamaAdapterInstanceConfig extends AdapterInstanceBase {

@@ -15,11 +15,76 @@ export function validateReferences(document: NormalizedDocument): PendingIssue[]
   checkListeners(config, issues);
   checkNodes(document, issues);
   checkModels(config, issues);
+  checkFabricModels(document, issues);
   checkRoutes(config, issues);
   checkRouteTargets(config, issues);
   checkApiKeys(config, issues);
   checkExposure(config, issues);
   return issues;
+}
+
+/** Modes whose process lives for one run: the only ones that can hold a run's model-endpoint secret. */
+const FABRIC_MODEL_MODES: ReadonlySet<string> = new Set(['oneshot', 'antigravity-print']);
+
+/**
+ * `fabric_model` (issue 42): an agent's model calls become child runs of its run on the pool's model. It must
+ * name a models[] id every enabled provider of which is served by a non-CLI adapter: a child waiting for agent
+ * capacity could wait on its own parent. Only one-shot modes: a persistent process outlives the run whose secret
+ * and endpoint it was started with.
+ */
+function checkFabricModels(document: NormalizedDocument, issues: PendingIssue[]): void {
+  const { config, instanceSources } = document;
+  const models = new Map(config.models.map((model) => [model.id, model]));
+  // provider id → the adapter type serving it (enabled providers whose reference resolves).
+  const providerTypes = new Map<string, string>();
+  for (const node of config.nodes) {
+    for (const provider of node.providers) {
+      if (!provider.enabled) continue;
+      const resolution = resolveAdapterReference(node.adapters.instances, provider.adapter);
+      providerTypes.set(provider.id, resolution.ok ? resolution.instance.type : provider.category);
+    }
+  }
+  config.nodes.forEach((node, nodeIndex) => {
+    const sources = instanceSources[nodeIndex] ?? [];
+    node.adapters.instances.forEach((instance, instanceIndex) => {
+      if (instance.type !== 'cli') return;
+      const source = sources[instanceIndex] ?? ['nodes', nodeIndex, 'adapters'];
+      for (const [profileName, profile] of Object.entries(instance.profiles)) {
+        if (profile.fabric_model === '') continue;
+        const segments: PathSegment[] = [...source, 'profiles', profileName, 'fabric_model'];
+        const inherited =
+          profile.fabric_model === instance.fabric_model
+            ? ` (from ${formatPath([...source, 'fabric_model'])})`
+            : '';
+        const model = models.get(profile.fabric_model);
+        if (!model) {
+          issues.push({
+            segments,
+            code: 'reference',
+            message: `fabric_model '${profile.fabric_model}'${inherited} is not a models[] id`,
+          });
+          continue;
+        }
+        const cliProviders = Object.keys(model.providers).filter(
+          (providerId) => providerTypes.get(providerId) === 'cli',
+        );
+        if (cliProviders.length > 0) {
+          issues.push({
+            segments,
+            code: 'conflict',
+            message: `fabric_model '${profile.fabric_model}'${inherited} is served by CLI providers (${cliProviders.join(', ')}); an agent's model calls must go to inference providers (ollama, openai_compat), never wait on agent capacity`,
+          });
+        }
+        if (!FABRIC_MODEL_MODES.has(profile.mode)) {
+          issues.push({
+            segments,
+            code: 'conflict',
+            message: `fabric_model${inherited} needs a one-shot mode (oneshot, antigravity-print): mode '${profile.mode}' keeps a process past the run whose model endpoint it would use`,
+          });
+        }
+      }
+    });
+  });
 }
 
 /** Key ids name principals in usage records and metrics; two entries with one id or one secret are ambiguous. */

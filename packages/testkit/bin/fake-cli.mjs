@@ -18,6 +18,12 @@
 //   --long-line-bytes N     one-shot: print one line of N bytes ('x'), then exit 0 (output-bound tests)
 //   -- PROMPT               one-shot: answer PROMPT from the command line (`PROMPT: <text>` then the usual two
 //                           lines) and exit 0, instead of reading stdin
+//   --model-calls N         one-shot agent on the fabric (issue 42): read the prompt (after `--`, else stdin), make N
+//                           chat calls to the model endpoint in env IOP_MODEL_BASE_URL (OpenAI style, ending in /v1)
+//                           with the key IOP_MODEL_API_KEY and model IOP_MODEL — odd calls streamed (SSE), even ones
+//                           not — and print `MODEL_ENDPOINT <base url> <key>`, then per call
+//                           `MODEL_CALL <i> <status> <text or error message>`, then `MODEL_CALLS_DONE`; exit 0.
+//                           A prompt containing `use-key <KEY>` uses that key instead (stale-secret tests).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -29,6 +35,10 @@ if (options.version) {
 }
 if (options.longLineBytes > 0) {
   await writeLongLine(options.longLineBytes);
+  process.exit(0);
+}
+if (options.modelCalls > 0) {
+  await modelCalls(options.modelCalls, options.argvPrompt ?? (await readAll(process.stdin)));
   process.exit(0);
 }
 if (options.argvPrompt !== undefined) {
@@ -113,6 +123,7 @@ function parseArgs(argv) {
     version: false,
     longLineBytes: 0,
     argvPrompt: undefined,
+    modelCalls: 0,
   };
   for (let index = 0; index < argv.length; index += 1) {
     const flag = argv[index];
@@ -158,6 +169,9 @@ function parseArgs(argv) {
       case '--long-line-bytes':
         parsed.longLineBytes = number();
         break;
+      case '--model-calls':
+        parsed.modelCalls = number();
+        break;
       default:
         fail(`unknown flag ${flag}`);
     }
@@ -175,6 +189,67 @@ async function writeLongLine(bytes) {
     if (!process.stdout.write(piece)) await new Promise((resolve) => process.stdout.once('drain', resolve));
   }
   await new Promise((resolve) => process.stdout.write('\n', resolve));
+}
+
+async function readAll(stream) {
+  let text = '';
+  for await (const chunk of stream) text += chunk.toString();
+  return text.trim();
+}
+
+/** The agent's side of the fabric: N chat calls to its run's model endpoint, each answer printed on one line. */
+async function modelCalls(count, prompt) {
+  const base = process.env.IOP_MODEL_BASE_URL ?? '';
+  const model = process.env.IOP_MODEL ?? '';
+  const key = /use-key (\S+)/.exec(prompt)?.[1] ?? process.env.IOP_MODEL_API_KEY ?? '';
+  await print(`MODEL_ENDPOINT ${base} ${key}\n`);
+  for (let index = 1; index <= count; index += 1) {
+    const stream = index % 2 === 1;
+    let line;
+    try {
+      const response = await fetch(`${base}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model,
+          stream,
+          messages: [{ role: 'user', content: `call ${index}: ${prompt}` }],
+        }),
+      });
+      const body = await response.text();
+      line = `MODEL_CALL ${index} ${response.status} ${oneLine(response.ok ? answerText(body, stream) : errorText(body))}`;
+    } catch (error) {
+      line = `MODEL_CALL ${index} failed ${oneLine(error?.cause?.code ?? error?.message ?? String(error))}`;
+    }
+    await print(`${line}\n`);
+  }
+  await print('MODEL_CALLS_DONE\n');
+}
+
+function answerText(body, stream) {
+  if (!stream) return JSON.parse(body).choices?.[0]?.message?.content ?? '';
+  let text = '';
+  for (const line of body.split('\n')) {
+    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+    text += JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? '';
+  }
+  return text;
+}
+
+function errorText(body) {
+  try {
+    return JSON.parse(body).error?.message ?? body;
+  } catch {
+    return body;
+  }
+}
+
+function oneLine(text) {
+  return String(text).replace(/\s+/g, ' ').trim();
+}
+
+function print(text) {
+  return new Promise((resolve) => process.stdout.write(text, resolve));
 }
 
 function fail(message) {

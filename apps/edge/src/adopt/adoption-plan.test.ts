@@ -238,4 +238,21 @@ describe('planAdoption', () => {
     const instance = config(text).nodes[0]?.adapters.instances[0];
     expect(instance).toMatchObject({ type: 'cli', run_as: '', workspace_roots: [] });
   });
+
+  it('adds each CLI’s fabric profile calling the given model when asked (--fabric-model)', () => {
+    const plan = planAdoption(
+      config(''),
+      'laptop',
+      { ...DISCOVERED, backends: [] },
+      undefined,
+      'local-model',
+    );
+    const profiles = (
+      plan.entries.instances[0]?.value as { profiles: Record<string, Record<string, unknown>> }
+    ).profiles;
+    expect(Object.keys(profiles).sort()).toEqual(['claude', 'claude-fabric', 'codex', 'codex-fabric']);
+    expect(profiles['claude-fabric']).toMatchObject({ fabric_model: 'local-model', mode: 'oneshot' });
+    expect(profiles['codex-fabric']?.['fabric_model']).toBe('local-model');
+    expect(profiles['claude']?.['fabric_model']).toBeUndefined();
+  });
 });

@@ -51,6 +51,8 @@ export function planAdoption(
   nodeId: string,
   discovered: NodeDiscovered,
   only?: ReadonlySet<string>,
+  /** A models[] id: each adopted CLI also gets its `<cli>-fabric` profile calling that model (issue 42). */
+  fabricModel?: string,
 ): AdoptionPlan {
   const node = config.nodes.find((candidate) => candidate.id === nodeId);
   const instanceNames = new Set(node?.adapters.instances.map((instance) => instance.name) ?? []);
@@ -134,6 +136,9 @@ export function planAdoption(
       continue;
     }
     profiles[shipped.profile] = shipped.settings;
+    if (fabricModel && shipped.fabric) {
+      profiles[shipped.fabric.profile] = { ...shipped.fabric.settings, fabric_model: fabricModel };
+    }
     found.push(`${cli.name}${cli.version ? ` ${cli.version}` : ''}`);
   }
   const profileNames = Object.keys(profiles);

@@ -12,8 +12,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EdgeConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../clock.js';
-import type { EdgeService } from '../service/types.js';
+import type { EdgeService, ParentRef } from '../service/types.js';
+import { bearerSecret, type ModelCallAuthenticator } from '../service/model-call-auth.js';
 import type { HttpMount } from '../http/http-mount.js';
+import { modelCallOf } from '../http/model-call-socket.js';
 import { MAX_HTTP_BODY_BYTES } from '../http/http-server.js';
 import {
   allowsModel,
@@ -45,6 +47,8 @@ export interface AnthropicRoutesOptions {
   metrics?: OpenAIMetrics;
   /** The keys in force, asked on every request (live key changes); default: `openai.api_keys` of `config`. */
   principals?: () => PrincipalResolver;
+  /** Authenticates agents' model calls (run secrets); none = a model call is refused with 401. */
+  modelCalls?: ModelCallAuthenticator;
 }
 
 /** The header that marks a `GET /v1/models` as the Anthropic SDK's (the OpenAI list answers it otherwise). */
@@ -64,6 +68,8 @@ interface Exchange {
   /** performance.now() when the request arrived. */
   readonly arrivedAt: number;
   principal?: Principal | undefined;
+  /** Set for an agent's model call: the run it is a child of. */
+  parent?: ParentRef | undefined;
 }
 
 type Route = 'messages' | 'count_tokens' | 'models' | 'model' | 'probe';
@@ -154,7 +160,12 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
     const apiKey = headers['x-api-key'];
     const credentials =
       typeof apiKey === 'string' && apiKey !== '' ? `Bearer ${apiKey}` : headers.authorization;
-    const result = principals().authenticate(credentials);
+    const call = modelCallOf(exchange.request.socket);
+    // An agent's model call authenticates with its run's secret only (service/model-call-auth.ts).
+    const result = call
+      ? (options.modelCalls?.authenticate(call, bearerSecret(credentials)) ?? { kind: 'invalid' as const })
+      : principals().authenticate(credentials);
+    if (result.kind === 'accepted' && 'parent' in result) exchange.parent = result.parent;
     switch (result.kind) {
       case 'open':
         return undefined;
@@ -295,6 +306,7 @@ export function createAnthropicRoutes(options: AnthropicRoutesOptions): HttpMoun
    */
   function withCaller(spec: RequestedRun, exchange: Exchange): RequestedRun {
     spec.principal = exchange.principal;
+    if (exchange.parent) spec.parent = exchange.parent;
     const traceparent = exchange.request.headers.traceparent;
     if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
     const affinityKey = requestAffinityKey(
@@ -374,6 +386,8 @@ export interface AnthropicRoutesDeps {
   clock?: Clock;
   metrics?: EdgeMetrics;
   governance?: Pick<Governance, 'keys'>;
+  /** Authenticates agents' model calls; none = refused. */
+  modelCallAuth?: ModelCallAuthenticator;
 }
 
 /** The routes as the runtime mounts them on the OpenAI listener: the OpenAI keys (live), surface `anthropic`. */
@@ -385,5 +399,6 @@ export function anthropicRoutesFor(deps: AnthropicRoutesDeps): HttpMount {
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.metrics ? { metrics: edgeMetricsRecorder(deps.metrics, 'anthropic') } : {}),
     ...(deps.governance ? { principals: deps.governance.keys.openai } : {}),
+    ...(deps.modelCallAuth ? { modelCalls: deps.modelCallAuth } : {}),
   });
 }

@@ -1,9 +1,11 @@
-// `iop-edge node adopt <node-id> [--dry-run] [--only ollama,codex,…] [--addr host:port] [--config P]`: turns what a
+// `iop-edge node adopt <node-id> [--dry-run] [--only ollama,codex,…] [--fabric-model ID] [--addr host:port]
+// [--config P]`: turns what a
 // connected node discovered (read through the admin API) into edge.yaml entries — an adapter instance and a
 // provider per model server, one CLI instance with the shipped profiles, models[] per served model — and applies
 // them through the live refresh. `--dry-run` prints the YAML it would add and changes nothing. Otherwise the YAML
 // document is edited in place (the operator's comments and layout stay), validated as a whole, written
-// atomically, and sent to the edge as a refresh (`apply`), whose result is printed.
+// atomically, and sent to the edge as a refresh (`apply`), whose result is printed. `--fabric-model ID` adds,
+// beside each CLI's profile, its `<cli>-fabric` profile calling the pool's model ID (issue 42).
 //
 // Notes (clashes with existing models[] ids, servers or CLIs already configured) go to stderr, so a dry run's
 // stdout is only YAML. Exit codes: as `config refresh` (0 applied or nothing to do, 3 restart required, 1
@@ -37,12 +39,13 @@ export function createNodeAdoptCommand(
     summary:
       'Add what a connected node discovered (model servers, agent CLIs) to edge.yaml and apply it live.',
     usage:
-      'node adopt <node-id> [--dry-run] [--only ollama,vllm,claude,codex,...] [--addr host:port] [--config P]',
+      'node adopt <node-id> [--dry-run] [--only ollama,vllm,claude,codex,...] [--fabric-model ID] [--addr host:port] [--config P]',
     async run(argv, io) {
       const flags = parseFlags(argv, {
         ...configFlag,
         'dry-run': { type: 'boolean' },
         only: { type: 'string' },
+        'fabric-model': { type: 'string' },
         addr: { type: 'string' },
       });
       const [nodeId, ...extra] = flags.positionals;
@@ -74,7 +77,13 @@ export function createNodeAdoptCommand(
           );
           return 1;
         }
-        const plan = planAdoption(source.config, nodeId, fromWireDiscovery(node.discovered), only);
+        const plan = planAdoption(
+          source.config,
+          nodeId,
+          fromWireDiscovery(node.discovered),
+          only,
+          stringFlag(flags, 'fabric-model'),
+        );
         for (const note of plan.notes) writeLine(io.stderr, `note: ${note}`);
         if (isEmpty(plan)) {
           writeLine(io.stdout, `nothing to adopt for node ${nodeId}`);

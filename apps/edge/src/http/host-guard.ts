@@ -16,6 +16,7 @@ import os from 'node:os';
 import type http from 'node:http';
 import { parseHostAuthority as parseAuthority } from '@iop/config';
 import { isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
+import { modelCallOf } from './model-call-socket.js';
 
 export type HostGuardCode = 'host_not_allowed' | 'origin_not_allowed';
 
@@ -163,6 +164,10 @@ export function createHostGuard(options: HostGuardOptions): HostGuard {
     checkRequest(request) {
       const { host, origin } = request.headers;
       const socket = request.socket;
+      // An agent's model call, relayed over its node's link (model-call-socket.ts): its Host names the node's
+      // loopback endpoint, and no browser can reach this in-memory connection, so neither header means anything
+      // here. Only sockets the relay made are in that map; a network connection always gets the checks below.
+      if (modelCallOf(socket) !== undefined) return undefined;
       const last = acceptedOn.get(socket);
       if (last !== undefined && last.host === host && last.origin === origin) return undefined;
       const local: LocalEndpoint = { address: socket.localAddress, port: socket.localPort ?? -1 };

@@ -43,6 +43,7 @@ import type { Logger } from '../logging.js';
 import type { AcceptContext, AcceptedConnection } from '../transport/connection-handler.js';
 import type { HeartbeatHandle, HeartbeatSweeper, HeartbeatTarget } from './heartbeat-sweeper.js';
 import { NodeLink } from './node-link.js';
+import type { ModelCallTermination } from './model-call-relay.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { NodeStore } from './node-store.js';
 import type { NodeIdentityStore } from './node-identity-store.js';
@@ -61,6 +62,8 @@ export interface ConnectionContext {
   /** Pings every registered connection and times silent ones out (one timer for all; heartbeat-sweeper.ts). */
   heartbeats: HeartbeatSweeper;
   requestTimeoutMs: number | undefined;
+  /** Where agents' model calls are served (model-call-relay.ts); none = refused. */
+  modelCalls?: ModelCallTermination | undefined;
   payloadFor(nodeId: string): NodeConfigPayload;
   /** `nodes[].agent_kind` for a configured node id; undefined = not configured. */
   agentKindFor?(nodeId: string): string | undefined;
@@ -403,6 +406,7 @@ export class NodeConnection implements AcceptedConnection {
       ...(this.context.requestTimeoutMs !== undefined
         ? { requestTimeoutMs: this.context.requestTimeoutMs }
         : {}),
+      ...(this.context.modelCalls ? { modelCalls: this.context.modelCalls } : {}),
     });
     // The node may send large frames (run events, command results) from its first frame after this response.
     this.connection.setInputLimits(this.context.registeredInputLimits);

@@ -32,6 +32,7 @@ import type { Logger } from '../logging.js';
 import type { NodeSummary, ProviderHealthSummary } from './node-summary.js';
 import { fromWireDiscovery, type NodeDiscovered } from './discovered.js';
 import { NodeLinkError } from './errors.js';
+import { ModelCallRelay, type ModelCallTermination } from './model-call-relay.js';
 
 /** What the link needs from a connection; `FramedConnection` from @iop/wire satisfies it. */
 export interface LinkChannel {
@@ -77,6 +78,8 @@ export interface NodeLinkOptions {
   clock?: Clock;
   /** Default request timeout for commands and refreshes. */
   requestTimeoutMs?: number;
+  /** Where agents' model calls from this node are served (model-call-relay.ts); none = every call is refused. */
+  modelCalls?: ModelCallTermination;
 }
 
 export interface RequestOptions {
@@ -110,6 +113,7 @@ export class NodeLink {
   private providerHealth: ProviderHealthSummary[] = [];
   private nextRequestId = 1;
   private closeReason: string | undefined;
+  private readonly modelCalls: ModelCallRelay;
   lastHeartbeatUnixMs: number;
   /** Any frame from the node counts as a sign of life for the heartbeat deadline. */
   lastSeenUnixMs: number;
@@ -123,6 +127,17 @@ export class NodeLink {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.lastHeartbeatUnixMs = this.clock.now();
     this.lastSeenUnixMs = this.lastHeartbeatUnixMs;
+    this.modelCalls = new ModelCallRelay({
+      nodeId: this.info.nodeId,
+      termination: options.modelCalls ?? { server: () => undefined, confirmParent: () => false },
+      send: (message) => this.send(message),
+      logger: this.logger,
+    });
+  }
+
+  /** Agents' model calls open on this link (tests, diagnostics). */
+  get openModelCalls(): number {
+    return this.modelCalls.size;
   }
 
   get nodeId(): string {
@@ -327,6 +342,15 @@ export class NodeLink {
           this.logger.error({ nodeId: this.nodeId, error: String(error) }, 'discovery listener failed');
         }
         return;
+      case 'modelCallOpen':
+        this.modelCalls.open(msg.modelCallOpen.callId, msg.modelCallOpen.parentRunId);
+        return;
+      case 'modelCallData':
+        this.modelCalls.data(msg.modelCallData.callId, msg.modelCallData.data);
+        return;
+      case 'modelCallClose':
+        this.modelCalls.close(msg.modelCallClose.callId, msg.modelCallClose.reason);
+        return;
       case 'goodbye':
         this.logger.info(
           { nodeId: this.nodeId, reason: msg.goodbye.reason, detail: msg.goodbye.detail },
@@ -341,9 +365,6 @@ export class NodeLink {
       case 'cancelRequest':
       case 'nodeCommandRequest':
       case 'nodeConfigRefreshRequest':
-      case 'modelCallOpen':
-      case 'modelCallData':
-      case 'modelCallClose':
         this.logger.warn(
           { nodeId: this.nodeId, kind: msg.$case },
           'ignoring a frame the edge does not accept from a node',
@@ -371,6 +392,7 @@ export class NodeLink {
       this.pending.delete(requestId);
       pending.reject(error);
     }
+    this.modelCalls.closeAll();
     const observers = [...this.runs.values()];
     this.runs.clear();
     for (const observer of observers) {

@@ -21,6 +21,7 @@ import type { NodeRegistry } from './node-registry.js';
 import type { NodeStore } from './node-store.js';
 import { createNodeIdentityStore, type NodeIdentityStore } from './node-identity-store.js';
 import { createTokenRevocation } from './token-revocation.js';
+import type { ModelCallTermination } from './model-call-relay.js';
 
 export interface NodeTransportOptions extends Omit<EdgeTransportOptions, 'handler'> {
   store: NodeStore;
@@ -32,6 +33,8 @@ export interface NodeTransportOptions extends Omit<EdgeTransportOptions, 'handle
   payloadFor?: (nodeId: string) => NodeConfigPayload;
   /** Timeout of node commands and refreshes on each link. */
   requestTimeoutMs?: number;
+  /** Where agents' model calls are served (model-call-relay.ts); none = every call is refused. */
+  modelCalls?: ModelCallTermination;
   /** Called with the wire error code whenever a connection is closed for bad frames (metrics). */
   onFrameError?: (code: string) => void;
   /** How often connected nodes' tokens are re-verified (rotation/revocation); default 500 ms, 0 = never. */
@@ -71,6 +74,7 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
     heartbeatTimeoutMs: config.edge.heartbeat_timeout_ms,
     heartbeats,
     requestTimeoutMs: options.requestTimeoutMs,
+    modelCalls: options.modelCalls,
     payloadFor: options.payloadFor ?? ((nodeId: string) => payloadForNode(config.nodes, nodeId)),
     agentKindFor: agentKinds(config),
     onFrameError: options.onFrameError ?? (() => undefined),

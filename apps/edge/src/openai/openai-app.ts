@@ -21,7 +21,9 @@ import { DEFAULTS, type EdgeConfig } from '@iop/config';
 import type { RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../clock.js';
-import type { EdgeService } from '../service/types.js';
+import type { EdgeService, ParentRef } from '../service/types.js';
+import { bearerSecret, type ModelCallAuthenticator } from '../service/model-call-auth.js';
+import { modelCallOf, type ModelCallContext } from '../http/model-call-socket.js';
 import {
   allowsModel,
   createPrincipalResolver,
@@ -79,6 +81,8 @@ export interface OpenAIAppOptions {
   principals?: () => PrincipalResolver;
   /** Routes of other APIs served on this listener (the Anthropic Messages API), offered every request first. */
   mounts?: readonly HttpMount[];
+  /** Authenticates agents' model calls (run secrets); none = a model call is refused with 401. */
+  modelCalls?: ModelCallAuthenticator;
 }
 
 /** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
@@ -129,6 +133,8 @@ interface Exchange {
   readonly arrivedAt: number;
   /** The request's principal once authenticated; undefined = anonymous. */
   principal?: Principal | undefined;
+  /** Set for an agent's model call: the run it is a child of. */
+  parent?: ParentRef | undefined;
 }
 
 export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
@@ -156,10 +162,30 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   const principals = options.principals ?? (() => fixedPrincipals);
   /** Sets the exchange's principal; returns the 401 to answer with when the key is missing or wrong. */
   const authorize = (exchange: Exchange): OpenAIHttpError | undefined => {
+    const call = modelCallOf(exchange.request.socket);
+    if (call) return authorizeModelCall(exchange, call);
     const result = authenticate(principals(), exchange.request.headers.authorization);
     if (result instanceof OpenAIHttpError) return result;
     exchange.principal = result;
     return undefined;
+  };
+  /** An agent's model call: its run's secret, never an API key (service/model-call-auth.ts). */
+  const authorizeModelCall = (exchange: Exchange, call: ModelCallContext): OpenAIHttpError | undefined => {
+    const secret = bearerSecret(exchange.request.headers.authorization);
+    const result = options.modelCalls?.authenticate(call, secret) ?? { kind: 'invalid' as const };
+    if (result.kind === 'accepted') {
+      exchange.principal = result.principal;
+      exchange.parent = result.parent;
+      return undefined;
+    }
+    return new OpenAIHttpError(
+      401,
+      'authentication_error',
+      'invalid_api_key',
+      result.kind === 'missing'
+        ? "Missing run key: send 'Authorization: Bearer <the run's model_api_key>'"
+        : 'Incorrect run key, or its run has ended',
+    );
   };
 
   const mounts = options.mounts ?? [];
@@ -295,6 +321,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   function withCaller(spec: RequestedRun, exchange: Exchange, requestBody?: unknown): RequestedRun {
     // `spec` was just built for this request: filled in place rather than copied.
     spec.principal = exchange.principal;
+    if (exchange.parent) spec.parent = exchange.parent;
     const traceparent = exchange.request.headers.traceparent;
     if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
     const user =

@@ -14,6 +14,8 @@ import { localUrl, parseListenAddress } from '../net/listen-address.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 import type { Governance } from '../governance/governance.js';
 import type { HttpMount } from '../http/http-mount.js';
+import type { ModelCallEntry } from '../http/model-call-socket.js';
+import type { ModelCallAuthenticator } from '../service/model-call-auth.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
 import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
 
@@ -27,6 +29,12 @@ export interface OpenAISurfaceDeps {
   metrics?: EdgeMetrics;
   /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
   governance?: Pick<Governance, 'keys'>;
+  /**
+   * Agents' model calls (issue 42): the listener attaches its connection server to `modelCallEntry` (the node
+   * links' relay hands it the calls) and authenticates them with `modelCallAuth`; none = no model calls.
+   */
+  modelCallEntry?: ModelCallEntry;
+  modelCallAuth?: ModelCallAuthenticator;
 }
 
 export interface OpenAISurface {
@@ -61,12 +69,15 @@ export async function createOpenAISurface(
     metrics,
     ...(context.governance ? { principals: context.governance.keys.openai } : {}),
     ...(options.mounts ? { mounts: options.mounts } : {}),
+    ...(context.modelCallAuth ? { modelCalls: context.modelCallAuth } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
   // Host / Origin first: a rebinding page or a foreign origin is refused before body, auth or admission.
   const guard = createHostGuard({ listen: openai.listen, names: context.config.http.allowed_hosts });
   const server = createHttpServer(guardRequests(guard, app));
   await listen(server, host, port);
+  // A model call is one more connection of this server: same parser, limits, guard and handlers.
+  const detachModelCalls = context.modelCallEntry?.serveWith((socket) => server.emit('connection', socket));
   const bound = server.address() as AddressInfo;
   const address = localUrl(bound.address, bound.port);
   logger.info({ address, api_keys: openai.api_keys.length }, 'openai-compatible API listening');
@@ -76,6 +87,7 @@ export async function createOpenAISurface(
     address,
     close() {
       closing ??= new Promise<void>((resolve) => {
+        detachModelCalls?.();
         closeOpenAIApp(app);
         const grace = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 2000);
         grace.unref();

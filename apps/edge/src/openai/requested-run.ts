@@ -13,6 +13,7 @@ import {
 } from '@iop/wire';
 import type { AdapterType } from '@iop/config';
 import type { Principal } from '../governance/principal.js';
+import type { ParentRef } from '../service/types.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
 
@@ -33,6 +34,8 @@ export interface RequestedRun {
   includeReasoning: boolean;
   /** Who asked (the API key's principal); undefined = anonymous (no keys configured). */
   principal?: Principal;
+  /** Set for an agent's model call: the agent run this request is a child run of. */
+  parent?: ParentRef;
   /** The request's W3C `traceparent` header, continued by the run's spans. */
   traceparent?: string;
   /** The answer is one JSON body (a non-streaming, non-background request): see RunRequest.collect. */

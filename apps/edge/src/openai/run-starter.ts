@@ -53,6 +53,7 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       const options: SubmitOptions = { surface, signal, model: route.model };
       if (requested.principal) options.principal = requested.principal;
       if (requested.traceparent) options.traceparent = requested.traceparent;
+      if (requested.parent) options.parent = requested.parent;
       // A promise chain: no async frame kept alive while the run request is on its way to the node.
       return deps.service
         .submitRun(destinationOf(route), runSpecOf(requested, deps), options)

@@ -15,11 +15,14 @@ import { applyGenerationPolicy } from './generation-policy.js';
 import { requireRunKind } from './run-kind-check.js';
 import type { Dispatched, ExecutionObserver, PlacementRequest, Reservation } from './placement.js';
 import type { SessionSlot, SessionSlots } from './session-slots.js';
+import type { ModelAccessGrant } from './model-access.js';
 
 export interface LocalPlacementDeps {
   registry: NodeRegistry;
   pool: ProviderPool;
   sessions: SessionSlots;
+  /** The model endpoint a run of a `fabric_model` CLI profile gets (model-access.ts); none = no run gets one. */
+  modelAccess?: ModelAccessGrant;
 }
 
 /** This edge's pool as a placement: `reserve` takes capacity here or throws PoolError / PlacementError. */
@@ -139,7 +142,12 @@ class LocalReservation implements Reservation, RunObserver {
       embedding: spec.embedding,
       fetchImageUrls: spec.fetchImageUrls ?? false,
       imageFetchMaxTotalBytes: spec.imageFetchMaxTotalBytes ?? 0,
-      modelAccess: undefined,
+      modelAccess: this.deps.modelAccess?.({
+        runId: placed.runId,
+        nodeId: this.nodeId,
+        adapter: this.adapter,
+        target: this.target,
+      }),
       parentRunId: placed.parentRunId ?? '',
     };
     this.observer = observer;

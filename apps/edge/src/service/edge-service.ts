@@ -22,6 +22,7 @@ import type { NodeRegistry } from '../node/node-registry.js';
 import { isPlacementError } from '../placement/errors.js';
 import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js';
 import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
+import type { ModelAccessGrant } from '../placement/model-access.js';
 import { SessionSlots } from '../placement/session-slots.js';
 import type { ProviderOutcomes } from '../pool/circuit-breaker.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
@@ -103,6 +104,8 @@ export interface EdgeServiceDeps {
   retryAttempts?: () => number;
   /** The providers' circuits, told each attempt's outcome; none = not recorded. */
   outcomes?: ProviderOutcomes;
+  /** The model endpoint runs of `fabric_model` CLI profiles get (placement/model-access.ts); none = never. */
+  modelAccess?: ModelAccessGrant;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
@@ -133,6 +136,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     registry: deps.registry,
     pool,
     sessions: deps.sessions ?? new SessionSlots(),
+    ...(deps.modelAccess ? { modelAccess: deps.modelAccess } : {}),
   });
   const context: SupervisorContext = {
     placement: new PlacementRouter(local, pool, remote),

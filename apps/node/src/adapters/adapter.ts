@@ -18,6 +18,7 @@ import type { AbortSignalLike } from './cancellation.js';
 import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
 import type { ImageFetcher } from './http/image-fetch.js';
+import type { ModelEndpoints } from './model-endpoint.js';
 
 export const ADAPTER_INTERFACE_VERSION = 1;
 
@@ -96,6 +97,11 @@ export interface AdapterDeps {
    * Not a wall clock.
    */
   now: () => number;
+  /**
+   * Model endpoints for runs with RunRequest.model_access (a `fabric_model` CLI profile); absent = such a run
+   * fails with `model_endpoint_unavailable`.
+   */
+  modelEndpoints?: ModelEndpoints;
 }
 
 export interface AdapterLogger {

@@ -83,6 +83,10 @@ export interface LinkHandler {
   nodeConfigRefreshRequest(requestId: string, request: NodeConfigRefreshRequest): void;
   /** The connection was lost; the link reconnects unless the outcome is final. */
   disconnected(reason: string): void;
+  /** Bytes the edge sends on an agent's model call (absent: the node offers no model endpoints). */
+  modelCallData?(callId: string, data: Uint8Array): void;
+  /** The edge's side of a model call ended ('' = plain end; otherwise why). */
+  modelCallClose?(callId: string, reason: string): void;
 }
 
 export type LinkOutcome =
@@ -457,6 +461,12 @@ export class EdgeLink implements Outbound {
           handler.nodeConfigRefreshRequest(message.requestId, body.nodeConfigRefreshRequest),
         );
         return;
+      case 'modelCallData':
+        this.#safely(() => handler.modelCallData?.(body.modelCallData.callId, body.modelCallData.data));
+        return;
+      case 'modelCallClose':
+        this.#safely(() => handler.modelCallClose?.(body.modelCallClose.callId, body.modelCallClose.reason));
+        return;
       case 'goodbye':
         live.peerGoodbye = body.goodbye.reason;
         this.#logger.info({ reason: body.goodbye.reason, detail: body.goodbye.detail }, 'edge said goodbye');
@@ -472,8 +482,6 @@ export class EdgeLink implements Outbound {
       case 'providerLifecycleProgress':
       case 'nodeDiscovery':
       case 'modelCallOpen':
-      case 'modelCallData':
-      case 'modelCallClose':
         this.#logger.warn({ kind: body.$case }, 'ignoring a message the edge should not send to a node');
         return;
       default: {

@@ -28,6 +28,7 @@ import { CommandRouter } from './command-router.js';
 import type { Outbound } from '../link/outbound.js';
 import { NodeRuntime, NodeSettings } from './node-runtime.js';
 import { RunExecutor } from './run-executor.js';
+import { ModelCallEndpoints } from '../model-endpoint/model-call-endpoints.js';
 
 export interface NodeAgentOptions {
   nodeId: string;
@@ -87,7 +88,15 @@ export class NodeAgent {
     this.#logger = logger;
     this.#ownHttp =
       options.http === undefined && options.fetch === undefined ? createNodeHttpClient() : undefined;
+    // The link is created last (it needs the runtime as handler); everything before sends through this.
+    const outbound: Outbound = { send: (message) => this.link.send(message) };
+    // Agents' model calls go up the same link (issue 42).
+    const modelEndpoints = new ModelCallEndpoints({
+      send: (message) => outbound.send(message),
+      logger: logger.child({ component: 'model-endpoint' }),
+    });
     const adapterDeps: AdapterDeps = {
+      modelEndpoints,
       fetch: options.fetch ?? fetch,
       http: options.http ?? this.#ownHttp,
       fetchImage: options.fetchImage ?? createImageFetcher(),
@@ -102,8 +111,6 @@ export class NodeAgent {
       logger: logger.child({ component: 'registry' }),
     });
     this.settings = new NodeSettings();
-    // The link is created last (it needs the runtime as handler); everything before sends through this.
-    const outbound: Outbound = { send: (message) => this.link.send(message) };
     this.executor = new RunExecutor({
       adapters: this.registry,
       outbound,
@@ -167,6 +174,7 @@ export class NodeAgent {
         health: this.#health,
         resident: this.#resident,
         outbound,
+        modelEndpoints,
         logger: logger.child({ component: 'runtime' }),
         ...(discovery ? { discovery } : {}),
       },

@@ -7,6 +7,7 @@
 //
 // Discovery (when the agent has it): a pass is requested after every registration (forced, so a new edge link
 // learns it) and after every applied refresh; it runs in the background and never holds up either.
+import type { ModelCallEndpoints } from '../model-endpoint/model-call-endpoints.js';
 import {
   envelope,
   type CancelRequest,
@@ -40,6 +41,8 @@ export interface NodeRuntimeDeps {
   logger: Logger;
   /** Absent = this agent does not discover (tests, embedders). */
   discovery?: DiscoveryReporter;
+  /** Agents' model endpoints (issue 42); absent = the edge's model-call frames are ignored. */
+  modelEndpoints?: ModelCallEndpoints;
 }
 
 /** The part of the payload the runner reads while running (replaced as a whole on apply). */
@@ -145,7 +148,16 @@ export class NodeRuntime implements LinkHandler {
     );
   }
 
+  modelCallData(callId: string, data: Uint8Array): void {
+    this.#deps.modelEndpoints?.data(callId, data);
+  }
+
+  modelCallClose(callId: string, reason: string): void {
+    this.#deps.modelEndpoints?.close(callId, reason);
+  }
+
   disconnected(reason: string): void {
+    this.#deps.modelEndpoints?.linkLost();
     // The edge ends every run of a lost node on its side; finishing them here frees the slots and sessions' turns.
     this.#deps.executor.abortAll('link-lost', `edge link lost (${reason})`);
     this.#deps.commands.abortAll(`edge link lost (${reason})`);

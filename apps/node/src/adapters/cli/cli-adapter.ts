@@ -16,6 +16,7 @@ import {
   type HealthProbeResult,
   type RunOptions,
 } from '../adapter.js';
+import type { ModelEndpoint } from '../model-endpoint.js';
 import { buildCliEnvironment } from './cli-environment.js';
 import { resolveProfile, type ResolvedProfile } from './cli-profile.js';
 import { findExecutable } from './command-lookup.js';
@@ -246,13 +247,52 @@ class CliAdapter implements Adapter {
       return;
     }
     const timeoutMs = request.timeoutMs || profile.requestTimeoutMs;
-    yield* entry.session.run({
-      runId: request.runId,
-      prompt,
-      signal,
-      deadlineAt: startedAt + timeoutMs,
-      startedAt,
-    });
+    const endpoint = await this.modelEndpoint(request, profile);
+    try {
+      yield* entry.session.run({
+        runId: request.runId,
+        prompt,
+        signal,
+        deadlineAt: startedAt + timeoutMs,
+        startedAt,
+        model: endpoint?.values,
+      });
+    } finally {
+      // The endpoint lives exactly as long as the run: its calls end with it (`parent_ended`).
+      endpoint?.close();
+    }
+  }
+
+  /**
+   * The run's model endpoint when the edge granted one (a `fabric_model` profile, RunRequest.model_access).
+   * Only a one-shot process can be given a per-run endpoint: a persistent one would outlive it (config refuses
+   * such profiles; a run that still arrives is refused here).
+   */
+  private async modelEndpoint(
+    request: RunRequest,
+    profile: ResolvedProfile,
+  ): Promise<ModelEndpoint | undefined> {
+    const access = request.modelAccess;
+    if (!access || access.apiKey === '') return undefined;
+    if (profile.kind !== 'oneshot') {
+      throw new CliAdapterError(
+        'invalid_profile',
+        `profile ${profile.name} keeps its process past one run: fabric_model needs a one-shot mode`,
+      );
+    }
+    const endpoints = this.deps.modelEndpoints;
+    if (!endpoints) {
+      throw new CliAdapterError('model_endpoint_unavailable', 'this node offers agents no model endpoint');
+    }
+    try {
+      return await endpoints.open({ runId: request.runId, apiKey: access.apiKey, model: access.model });
+    } catch (error) {
+      throw new CliAdapterError(
+        'model_endpoint_unavailable',
+        `the run's model endpoint could not be opened: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
   }
 
   private workspacePolicy(): WorkspacePolicy {

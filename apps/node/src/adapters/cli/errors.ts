@@ -20,6 +20,7 @@ export type CliErrorCode =
   | 'backend_unreachable'
   | 'adapter_closed'
   | 'run_as_unavailable'
+  | 'model_endpoint_unavailable'
   | 'internal';
 
 export type CliErrorKind = 'caller' | 'transient' | 'bug';
@@ -63,6 +64,7 @@ function defaultKind(code: CliErrorCode): CliErrorKind {
     case 'output_line_too_long':
     case 'backend_unreachable':
     case 'adapter_closed':
+    case 'model_endpoint_unavailable':
       return 'transient';
     case 'internal':
       return 'bug';

@@ -10,7 +10,7 @@ import { CliAdapterError } from './errors.js';
 import { LineSplitter, LineTooLongError } from '../line-splitter.js';
 import { OutputFlow } from './output-flow.js';
 import { createOutputParser, type ParsedOutput, type ParserState } from './output-parser.js';
-import { expandArgs, usesBackendSessionId, usesPlaceholder } from './placeholders.js';
+import { expandArgs, expandEnv, usesBackendSessionId, usesPlaceholder } from './placeholders.js';
 import { toTerminalText } from './prompt.js';
 import type { LaunchedProcess, ProcessExit } from './process-launcher.js';
 import {
@@ -71,7 +71,10 @@ export class OneShotSession implements LogicalSession {
       iopSession: this.setup.sessionId,
       workspace: this.setup.workspace,
       runId: run.runId,
+      model: run.model,
     });
+    // The model endpoint is the run's own: filled per run (the session's env is the profile's as written).
+    const env = run.model ? expandEnv(this.setup.env, run.model) : this.setup.env;
     this.running = true;
     const queue = new WaitableQueue<ProcessEvent>();
     const splitter = new LineSplitter();
@@ -84,7 +87,7 @@ export class OneShotSession implements LogicalSession {
         command: profile.command,
         args,
         cwd: this.setup.workspace,
-        env: this.setup.env,
+        env,
         terminal: profile.terminal,
         stdin: promptInArgs && !profile.terminal ? 'ignore' : 'pipe',
       });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { CliAdapterError } from './errors.js';
-import { expandArgs, SESSION_ID_PATTERN } from './placeholders.js';
+import { expandArgs, expandEnv, SESSION_ID_PATTERN } from './placeholders.js';
 
 const values = {
   prompt: '--add-dir /',
@@ -53,5 +53,45 @@ describe('expandArgs', () => {
     // Not validated when the template does not use it (other session ids never reach argv).
     expect(expandArgs(['{prompt}'], { ...values, iopSession: 'a b' })).toEqual(['--', '--add-dir /']);
     expect(SESSION_ID_PATTERN.test('x'.repeat(128))).toBe(true);
+  });
+});
+
+describe('model endpoint placeholders (fabric_model)', () => {
+  const model = {
+    modelBaseUrl: 'http://127.0.0.1:4242/v1',
+    anthropicBaseUrl: 'http://127.0.0.1:4242',
+    apiKey: 'iop-run-abc',
+    model: 'local',
+  };
+
+  it('fills the endpoint, key and model in args when the run has an endpoint', () => {
+    expect(
+      expandArgs(['-c', 'base_url="{model_base_url}"', '--key', '{model_api_key}', '-m', '{model}'], {
+        ...values,
+        model,
+      }),
+    ).toEqual(['-c', 'base_url="http://127.0.0.1:4242/v1"', '--key', 'iop-run-abc', '-m', 'local']);
+  });
+
+  it('leaves them as written in a run without an endpoint', () => {
+    expect(expandArgs(['{model_base_url}', '{model}'], values)).toEqual(['{model_base_url}', '{model}']);
+  });
+
+  it('fills env values (only the model placeholders)', () => {
+    expect(
+      expandEnv(
+        {
+          ANTHROPIC_BASE_URL: '{anthropic_base_url}',
+          ANTHROPIC_AUTH_TOKEN: '{model_api_key}',
+          X: '{prompt}',
+        },
+        model,
+      ),
+    ).toEqual({
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:4242',
+      ANTHROPIC_AUTH_TOKEN: 'iop-run-abc',
+      X: '{prompt}',
+    });
+    expect(expandEnv({ A: '{model}' }, undefined)).toEqual({ A: '{model}' });
   });
 });

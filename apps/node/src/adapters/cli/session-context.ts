@@ -2,6 +2,7 @@
 // a session. Kept in one place so the three session kinds share one shape.
 import type { RunEventPart } from '@iop/wire';
 import type { AdapterLogger } from '../adapter.js';
+import type { ModelEndpointValues } from '../model-endpoint.js';
 import type { ResolvedProfile } from './cli-profile.js';
 import type { ProcessLauncher } from './process-launcher.js';
 import type { ProcessTreeControl } from './process-tree.js';
@@ -34,6 +35,8 @@ export interface SessionRun {
   /** Absolute time (services.now) when the run deadline fires. */
   deadlineAt: number;
   startedAt: number;
+  /** The run's model endpoint (a `fabric_model` profile); one-shot sessions fill it into args and env. */
+  model?: ModelEndpointValues | undefined;
 }
 
 /** Reported to the adapter so it can record usage-limit information for the `status` command. */
