@@ -19,6 +19,11 @@
 //     per round and its median per tree (with the medians of both p50s), and each later tree's per-round
 //     differences from the first tree (paired by round: forwarded − local, forwarded p50, local p50) with their
 //     medians and middle halves.
+//   node bench/compare-trees.mjs cpu [--rate 200] [--seconds 5] [--rounds 6] TREE...
+//     Every tree's IOP path is started and warmed up, then all are loaded at the same time at --rate req/s (open
+//     loop) for each round: CPU ms per answered request of each edge and node per round, the medians, and each
+//     later tree's difference from the first, paired by round (the trees share the machine's load second by
+//     second, so a busy neighbour lands on all of them).
 //
 // Needs each TREE built (`make compile`) and, for `cluster`, nats-server on the PATH.
 import path from 'node:path';
@@ -30,12 +35,13 @@ const { values: flags, positionals } = parseArgs({
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string' },
     runs: { type: 'string', default: '2' },
+    rate: { type: 'string', default: '200' },
   },
 });
 const [mode, ...roots] = positionals;
-if (!['ratio', 'cluster', 'together'].includes(mode) || roots.length === 0) {
+if (!['ratio', 'cluster', 'together', 'cpu'].includes(mode) || roots.length === 0) {
   console.error(
-    'usage: node bench/compare-trees.mjs ratio|cluster|together [--seconds N] [--rounds N] [--runs N] TREE...',
+    'usage: node bench/compare-trees.mjs ratio|cluster|together|cpu [--seconds N] [--rounds N] [--runs N] [--rate N] TREE...',
   );
   process.exit(2);
 }
@@ -51,6 +57,7 @@ const seconds = positive('seconds');
 flags.rounds ??= mode === 'together' ? '12' : '6';
 const rounds = positive('rounds');
 const runs = positive('runs');
+const cpuRate = positive('rate');
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -245,8 +252,70 @@ async function compareTogether(trees) {
   }
 }
 
+/**
+ * Every tree's IOP path (its own backend, edge and node) started and warmed up, then loaded at the same time at
+ * a fixed open-loop rate, round after round: CPU ms per request of each edge and node per round (user + system
+ * from /proc), and each later tree's difference from the first, paired by round. On a shared machine the trees
+ * see the same load in the same seconds, so the comparison survives a busy neighbour better than one tree at a
+ * time does (issue 46: CPU per request, not throughput, when latency is the question).
+ */
+async function compareCpu(trees) {
+  try {
+    for (const tree of trees) {
+      const backendUrl = await startBackend(tree);
+      tree.body = requestBody(tree);
+      tree.iop = await tree.topology.startIopPath({ backendUrl });
+      await tree.topology.waitServing(tree.iop.openaiUrl);
+      tree.url = `${tree.iop.openaiUrl}/v1/chat/completions`;
+      tree.seen = { edge: [], node: [], p50: [], p99: [] };
+    }
+    const load = (tree, durationMs) =>
+      tree.load.fixedRate({ url: tree.url, body: tree.body, rate: cpuRate, durationMs });
+    await Promise.all(trees.map((tree) => load(tree, 8000)));
+    for (let round = 0; round < rounds; round++) {
+      const measured = await Promise.all(
+        trees.map((tree) =>
+          tree.processes.cpuDuring({ edge: tree.iop.edge.pid, node: tree.iop.node.pid }, () =>
+            load(tree, seconds * 1000),
+          ),
+        ),
+      );
+      trees.forEach((tree, index) => {
+        const { result, spent } = measured[index];
+        const answered = Math.max(1, result.completed);
+        tree.seen.edge.push(spent.edge / answered);
+        tree.seen.node.push(spent.node / answered);
+        tree.seen.p50.push(result.p50);
+        tree.seen.p99.push(result.p99);
+      });
+      console.log(
+        `round ${round + 1}: ${trees
+          .map(
+            ({ name, seen }) =>
+              `${name} edge ${seen.edge.at(-1).toFixed(3)} node ${seen.node.at(-1).toFixed(3)}`,
+          )
+          .join(' | ')}`,
+      );
+    }
+    const [first] = trees;
+    for (const { name, seen } of trees) {
+      const paired = (key) => median(seen[key].map((value, round) => value - first.seen[key][round]));
+      console.log(
+        `${name}: CPU ms per request at ${cpuRate} req/s, medians of rounds: edge ${median(seen.edge).toFixed(3)}, ` +
+          `node ${median(seen.node).toFixed(3)}; p50 ${median(seen.p50).toFixed(2)} ms, p99 ${median(seen.p99).toFixed(2)} ms` +
+          (name === first.name
+            ? ''
+            : `; − ${first.name} paired by round: edge ${paired('edge').toFixed(3)}, node ${paired('node').toFixed(3)}`),
+      );
+    }
+  } finally {
+    for (const tree of trees) await stopTree(tree);
+  }
+}
+
 const trees = [];
 for (const root of roots) trees.push(await loadTree(root));
 if (mode === 'ratio') await compareRatio(trees);
 else if (mode === 'cluster') await compareCluster(trees);
+else if (mode === 'cpu') await compareCpu(trees);
 else await compareTogether(trees);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
 import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
+import { startRelayChain } from './lib/relays.mjs';
 import { MODEL, removeTempDirs, repoRoot, startIopPath, waitServing } from './lib/topology.mjs';
 
 const { values } = parseArgs({
@@ -52,21 +53,13 @@ try {
     args: ['--latency-ms', values['latency-ms']],
     ready: /BACKEND_URL=(\S+)/,
   });
-  const relay = (target, name) =>
-    startProcess({
-      name,
-      script: path.join(repoRoot, 'bench/plain-relay.mjs'),
-      args: ['--target', target],
-      ready: /RELAY_URL=(\S+)/,
-    });
-  const relayOne = await relay(backend.match[1], 'relay-1');
-  const relayTwo = await relay(relayOne.match[1], 'relay-2');
+  const { one: relayOne, two: relayTwo } = await startRelayChain(backend.match[1]);
   const iop = await startIopPath({ backendUrl: backend.match[1] });
   await waitServing(iop.openaiUrl);
   const paths = {
     direct: backend.match[1],
-    '1 relay': relayOne.match[1],
-    '2 relays': relayTwo.match[1],
+    '1 relay': relayOne.url,
+    '2 relays': relayTwo.url,
     IOP: iop.openaiUrl,
   };
   // The processes that relay on each path (the backend is common to all and not counted).

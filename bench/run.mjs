@@ -2,7 +2,8 @@
 // `pnpm bench`: measures what the IOP path costs against calling the backend directly, in one run on loopback.
 // Starts a fixed-latency fake backend, an edge and a node (real processes from the built workspace), then:
 //   1. non-streaming chat completions at fixed open-loop rates (100 and 500 req/s): p50/p95/p99 of both paths and
-//      the latency the IOP path adds;
+//      the latency the IOP path adds; then the tail phase: p99 and p99.9 at 500 req/s of direct, two plain relays
+//      (the floor of any two-process relay here) and IOP in alternating rounds, IOP's added tail against the relays';
 //   2. saturation throughput of both paths (autocannon, closed loop) and their ratio;
 //   3. streaming: time to first token and tokens/s through one long stream and through 100 concurrent streams;
 //   4. 10,000 simulated nodes (real wire protocol, --nodes N) on a fresh edge with the bench node: register time,
@@ -26,6 +27,8 @@ import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
 import { checkOpenFiles, manyNodesPhase } from './lib/many-nodes.mjs';
 import { cpuDuring, startProcess, stopAll } from './lib/processes.mjs';
+import { startRelayChain } from './lib/relays.mjs';
+import { tailPhase } from './lib/tail-phase.mjs';
 import {
   MODEL,
   removeTempDirs,
@@ -177,6 +180,23 @@ async function main() {
     }
   }
 
+  // The tail against the two-relay floor (issue 46): the same client, in alternating rounds, times direct, two
+  // plain relays and IOP at 500 req/s; p99 and p99.9 added are IOP's tail the day it is measured, next to what
+  // any two-process relay adds on this machine in the same minutes.
+  log('tail: p99 / p99.9 against two plain relays');
+  const relays = await startRelayChain(backendUrl);
+  const tail = await tailPhase({
+    urls: { direct: paths.direct, relays: `${relays.two.url}/v1/chat/completions`, iop: paths.iop },
+    body: chatBody(),
+    rate: 500,
+    rounds: quick ? 2 : 3,
+    durationMs: quick ? 3000 : 6000,
+    warmupMs: quick ? 2000 : 4000,
+    log,
+  });
+  await relays.two.stop();
+  await relays.one.stop();
+
   // CPU per request (user + system of each process over the saturation phase) hardly depends on what else the
   // machine runs, unlike throughput: it is the number to compare between builds on a shared machine.
   const throughput = {};
@@ -252,6 +272,13 @@ async function main() {
     added_p50_ms: at500.iop.p50 - at500.direct.p50,
     added_p95_ms: at500.iop.p95 - at500.direct.p95,
     added_p99_ms: at500.iop.p99 - at500.direct.p99,
+    // The tail phase: IOP − direct and 2 relays − direct at 500 req/s (pooled rounds), and IOP's share over the relays'.
+    tail_p99_added_ms: tail.iop_added.p99,
+    tail_p999_added_ms: tail.iop_added.p999,
+    tail_relays_p99_added_ms: tail.relays_added.p99,
+    tail_relays_p999_added_ms: tail.relays_added.p999,
+    tail_p99_ratio_to_relays: tail.p99_ratio_to_relays,
+    tail_p999_ratio_to_relays: tail.p999_ratio_to_relays,
     throughput_ratio: throughput.iop.requestsPerS / throughput.direct.requestsPerS,
     stream_tokens_per_s: streaming.iop.single.tokensPerS,
     stream_tokens_per_s_100: streaming.iop.concurrent.tokensPerS,
@@ -280,6 +307,7 @@ async function main() {
     overhead_header_ms: overheadHeader,
     overhead_metric_mean_ms: overheadMetric.meanMs,
     fixed_rate: rates,
+    tail,
     max_throughput: throughput,
     streaming,
     nodes,
@@ -307,6 +335,18 @@ function printTable(r) {
       `${direct.errors}/${direct.non2xx}`,
       `${iop.errors}/${iop.non2xx}`,
       '',
+    ]);
+  }
+  const tail = r.tail;
+  for (const [q, label] of [
+    ['p99', 'p99'],
+    ['p999', 'p99.9'],
+  ]) {
+    rows.push([
+      `tail ${tail.rate} req/s latency ${label} (ms)`,
+      f(tail.paths.direct[q]),
+      f(tail.paths.iop[q]),
+      `${f(tail.iop_added[q])} (2 relays add ${f(tail.relays_added[q])}: ${f(tail[`${q}_ratio_to_relays`])}×)`,
     ]);
   }
   const t = r.max_throughput;

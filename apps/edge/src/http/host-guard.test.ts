@@ -146,6 +146,33 @@ describe('createHostGuard: checkRequest on a keep-alive connection', () => {
     expect(guard.checkRequest(request({ host: '127.0.0.1:19096' }))).toBeUndefined();
     expect(guard.checkRequest(request({}))).toMatchObject({ status: 421 });
   });
+
+  it('remembers an accepted combination across connections, keyed by the local endpoint, never a refusal', () => {
+    // A wildcard listener: the verdict depends on the address the connection arrived on.
+    const wildcard = createHostGuard({
+      listen: '0.0.0.0:19097',
+      hostname: 'edge-host',
+      interfaces: () => ({}),
+    });
+    const on = (localAddress: string, headers: http.IncomingHttpHeaders): http.IncomingMessage =>
+      ({ socket: { localAddress, localPort: 19097 }, headers }) as unknown as http.IncomingMessage;
+    // A loopback Host is this listener for a connection that came in over loopback ...
+    expect(wildcard.checkRequest(on('127.0.0.1', { host: 'localhost:19097' }))).toBeUndefined();
+    expect(wildcard.checkRequest(on('127.0.0.1', { host: 'localhost:19097' }))).toBeUndefined();
+    // ... and not, from the remembered verdict, for one on another interface with the same headers.
+    expect(wildcard.checkRequest(on('10.0.0.5', { host: 'localhost:19097' }))).toMatchObject({ status: 421 });
+    // An Origin is part of the combination: a new connection with a foreign one is checked (and refused) again.
+    expect(
+      wildcard.checkRequest(on('127.0.0.1', { host: 'localhost:19097', origin: 'http://evil.example' })),
+    ).toMatchObject({ status: 403 });
+    expect(
+      wildcard.checkRequest(on('127.0.0.1', { host: 'localhost:19097', origin: 'http://evil.example' })),
+    ).toMatchObject({ status: 403 });
+    // An absent Origin is not an empty one.
+    expect(wildcard.checkRequest(on('127.0.0.1', { host: 'localhost:19097', origin: '' }))).toMatchObject({
+      status: 403,
+    });
+  });
 });
 
 describe('guardRequests', () => {

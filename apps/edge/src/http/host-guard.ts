@@ -8,9 +8,11 @@
 // Anything else is refused (421 for the Host, 403 for the Origin) before the handler runs: no body is read, no
 // token checked, no work started.
 //
-// The guard is stateless; one is built per listener with what that listener is (its listen address, TLS or not,
-// its declared names) and it reads the connection's local address and port per request, so wildcard listeners
-// (0.0.0.0, ::) accept the interface address a client actually dialed and port 0 needs no second step.
+// A verdict depends only on the guard's configuration, the connection's local endpoint and the two headers (the
+// guard remembers accepted combinations, nothing else). One is built per listener with what that listener is (its
+// listen address, TLS or not, its declared names) and it reads the connection's local address and port, so
+// wildcard listeners (0.0.0.0, ::) accept the interface address a client actually dialed and port 0 needs no
+// second step.
 import net from 'node:net';
 import os from 'node:os';
 import type http from 'node:http';
@@ -61,6 +63,9 @@ export interface HostGuard {
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
+
+/** Accepted (local endpoint, Host, Origin) combinations a guard remembers across connections. */
+const MAX_REMEMBERED_VERDICTS = 256;
 
 /**
  * The host of a public URL for `names`, any port (behind a proxy the listener's port differs from the URL's). None
@@ -157,6 +162,12 @@ export function createHostGuard(options: HostGuardOptions): HostGuard {
   // requests after the first on a connection cost two string comparisons. Refusals are never remembered (the
   // guard closes such a connection anyway).
   const acceptedOn = new WeakMap<object, { host: string | undefined; origin: string | undefined }>();
+  // The verdict is a function of the configuration (fixed for this guard), the local endpoint and the two
+  // headers, so an accepted combination is also remembered across connections: a client that opens a new
+  // connection (an open-loop client's pool growing in a burst, a client without keep-alive) costs one map
+  // lookup instead of parsing and matching again, at the moment the edge is busiest. Bounded: only accepted
+  // combinations are kept, and the map starts over when it holds MAX_REMEMBERED_VERDICTS.
+  const acceptedCombinations = new Map<string, true>();
 
   return {
     checkHost,
@@ -171,8 +182,18 @@ export function createHostGuard(options: HostGuardOptions): HostGuard {
       const last = acceptedOn.get(socket);
       if (last !== undefined && last.host === host && last.origin === origin) return undefined;
       const local: LocalEndpoint = { address: socket.localAddress, port: socket.localPort ?? -1 };
+      // \0 cannot occur in a header value or an address; an absent Origin is not the empty one.
+      const key = `${local.address ?? ''}\0${local.port}\0${host ?? '\0'}\0${origin ?? '\0'}`;
+      if (acceptedCombinations.has(key)) {
+        acceptedOn.set(socket, { host, origin });
+        return undefined;
+      }
       const refusal = checkHost(host, local) ?? checkOrigin(origin, local);
-      if (refusal === undefined) acceptedOn.set(socket, { host, origin });
+      if (refusal === undefined) {
+        acceptedOn.set(socket, { host, origin });
+        if (acceptedCombinations.size >= MAX_REMEMBERED_VERDICTS) acceptedCombinations.clear();
+        acceptedCombinations.set(key, true);
+      }
       return refusal;
     },
   };
