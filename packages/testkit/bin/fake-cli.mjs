@@ -24,6 +24,10 @@
 //                           not — and print `MODEL_ENDPOINT <base url> <key>`, then per call
 //                           `MODEL_CALL <i> <status> <text or error message>`, then `MODEL_CALLS_DONE`; exit 0.
 //                           A prompt containing `use-key <KEY>` uses that key instead (stale-secret tests).
+//   --think-ms N            with --model-calls: wait N ms before each call after the first (the agent "thinking" or
+//                           running a tool between model calls; default 0, calls back to back)
+//   --call-timings          with --model-calls: after each MODEL_CALL line also print
+//                           `MODEL_CALL_MS <i> <ms from sending to the whole answer>` (bench/lib/agent-fabric-phase.mjs)
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -124,6 +128,8 @@ function parseArgs(argv) {
     longLineBytes: 0,
     argvPrompt: undefined,
     modelCalls: 0,
+    thinkMs: 0,
+    callTimings: false,
   };
   for (let index = 0; index < argv.length; index += 1) {
     const flag = argv[index];
@@ -172,6 +178,12 @@ function parseArgs(argv) {
       case '--model-calls':
         parsed.modelCalls = number();
         break;
+      case '--think-ms':
+        parsed.thinkMs = number();
+        break;
+      case '--call-timings':
+        parsed.callTimings = true;
+        break;
       default:
         fail(`unknown flag ${flag}`);
     }
@@ -204,7 +216,10 @@ async function modelCalls(count, prompt) {
   const key = /use-key (\S+)/.exec(prompt)?.[1] ?? process.env.IOP_MODEL_API_KEY ?? '';
   await print(`MODEL_ENDPOINT ${base} ${key}\n`);
   for (let index = 1; index <= count; index += 1) {
+    if (index > 1 && options.thinkMs > 0)
+      await new Promise((resolve) => setTimeout(resolve, options.thinkMs));
     const stream = index % 2 === 1;
+    const started = performance.now();
     let line;
     try {
       const response = await fetch(`${base}/chat/completions`, {
@@ -221,7 +236,10 @@ async function modelCalls(count, prompt) {
     } catch (error) {
       line = `MODEL_CALL ${index} failed ${oneLine(error?.cause?.code ?? error?.message ?? String(error))}`;
     }
-    await print(`${line}\n`);
+    const timing = options.callTimings
+      ? `MODEL_CALL_MS ${index} ${(performance.now() - started).toFixed(2)}\n`
+      : '';
+    await print(`${line}\n${timing}`);
   }
   await print('MODEL_CALLS_DONE\n');
 }
