@@ -13,15 +13,19 @@
 //      NATS: p50 at 100 req/s of forwarded minus local (skipped when nats-server is missing);
 //   7. conversation affinity: four prefix-cache backends as four providers of one model, a multi-turn agent
 //      workload with models[].affinity off and on: TTFT p50/p99 and the hit rate (after everything else, on its
-//      own processes, so the phases before it run as they did).
+//      own processes, so the phases before it run as they did);
+//   8. with --agents, agents on the fabric (issue 42; bench/lib/agent-fabric-phase.mjs, alone: bench/agents.mjs):
+//      4 agents × 5 model calls on a node of max_concurrency 2, and an agent co-placed with its model's provider
+//      against one on a node across a delayed link: runs completed, agent wall p50/p99, what a call's child run added.
 // Prints one table and writes bench/results/latest.json. Flags: --quick (short phases, for trying changes),
-// --latency-ms N (backend latency, default 10), --out FILE.
+// --latency-ms N (backend latency, default 10), --out FILE, --agents (phase 8).
 import { mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { affinityPhase, formatAffinityRows } from './lib/affinity-phase.mjs';
+import { agentFabricPhase, formatAgentFabricRows } from './lib/agent-fabric-phase.mjs';
 import { measureHistory } from './lib/history-bench.mjs';
 import { startNats } from './lib/nats.mjs';
 import { fixedRate, maxThroughput, stream, summarize } from './lib/load.mjs';
@@ -46,6 +50,7 @@ const { values: flags } = parseArgs({
     'latency-ms': { type: 'string', default: '10' },
     out: { type: 'string', default: path.join(repoRoot, 'bench/results/latest.json') },
     nodes: { type: 'string', default: '10000' },
+    agents: { type: 'boolean', default: false },
   },
 });
 const quick = flags.quick;
@@ -256,6 +261,18 @@ async function main() {
     affinity = { error: error instanceof Error ? error.message : String(error) };
   }
 
+  // Phase 8, optional (--agents): on its own processes, after everything else.
+  let agents = null;
+  if (flags.agents) {
+    log('agents on the fabric');
+    try {
+      agents = await agentFabricPhase({ quick, log });
+    } catch (error) {
+      log(`agents phase failed: ${error instanceof Error ? error.stack : String(error)}`);
+      agents = { error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
   const at500 = rates[500];
   const result = {
     date: startedAt.toISOString(),
@@ -304,6 +321,15 @@ async function main() {
     affinity_ttft_p99_on_ms: affinity.ttft_p99_on_ms ?? null,
     affinity_ttft_p50_ratio: affinity.ttft_p50_ratio ?? null,
     affinity_hit_rate: affinity.hit_rate ?? null,
+    // Agents phase (--agents): null when not run.
+    agents_tight_completed: agents?.tight?.agent_runs_completed ?? null,
+    agents_tight_wall_p50_ms: agents?.tight?.agent_wall_p50_ms ?? null,
+    agents_tight_wall_p99_ms: agents?.tight?.agent_wall_p99_ms ?? null,
+    agents_tight_call_added_p50_ms: agents?.tight?.call_added_p50_ms ?? null,
+    agents_tight_call_added_p99_ms: agents?.tight?.call_added_p99_ms ?? null,
+    agents_coplaced_wall_p50_ms: agents?.co_placement?.on?.agent_wall_p50_ms ?? null,
+    agents_elsewhere_wall_p50_ms: agents?.co_placement?.off?.agent_wall_p50_ms ?? null,
+    agents_elsewhere_over_coplaced_wall_p50: agents?.co_placement?.wall_p50_off_over_on ?? null,
     overhead_header_ms: overheadHeader,
     overhead_metric_mean_ms: overheadMetric.meanMs,
     fixed_rate: rates,
@@ -314,6 +340,7 @@ async function main() {
     history,
     cluster,
     affinity,
+    agents,
     rss_after_load_mb: { edge: edgeRssAfterLoadMb, node: nodeRssAfterLoadMb },
   };
   await mkdir(path.dirname(flags.out), { recursive: true });
@@ -461,6 +488,9 @@ function printTable(r) {
       : ['cluster, forwarded run', '', 'skipped (no nats-server)', ''],
   );
   for (const [measure, value, note] of formatAffinityRows(r.affinity)) rows.push([measure, '', value, note]);
+  if (r.agents)
+    for (const [measure, value, note] of formatAgentFabricRows(r.agents))
+      rows.push([measure, '', value, note]);
   const header = ['measure', 'direct', 'IOP', 'added'];
   const widths = header.map((_, column) =>
     Math.max(...[header, ...rows].map((row) => String(row[column]).length)),
