@@ -14,9 +14,11 @@
 //       relay in this process delays every chunk), i.e. a node elsewhere. Two agent models serve the same profile:
 //       `bench-agent-a` only on node A (co-placed with its model), `bench-agent-b` only on node B (its calls cross
 //       B's link both ways and are served by A's provider) — placement forced by config. Rounds alternate A and
-//       B (the order reversed every other round) in one window.
+//       B (the order reversed every other round) in one window; after each round, A×M sequential top-level calls of
+//       the model from this process (no agent, no loopback endpoint, no child run) give the plain call's cost.
 import net from 'node:net';
 import path from 'node:path';
+import { summarize } from './load.mjs';
 import { startProcess } from './processes.mjs';
 import { ratio, summarizeAgentRuns } from './agent-fabric-summary.mjs';
 import { MODEL, repoRoot, startEdgeFromConfig, tempDir, waitServing, writeEdgeConfig } from './topology.mjs';
@@ -164,6 +166,29 @@ async function agentRun(openaiUrl, model, index) {
   }
 }
 
+/**
+ * `count` sequential top-level calls of the model through the edge from this process (no agent, no loopback
+ * endpoint, no child run), alternately streamed and not as the agents' calls are: each call's ms, for a baseline.
+ */
+async function plainCalls(openaiUrl, count) {
+  const times = [];
+  for (let index = 1; index <= count; index += 1) {
+    const started = performance.now();
+    const response = await fetch(`${openaiUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: MODEL,
+        stream: index % 2 === 1,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    });
+    await response.arrayBuffer();
+    if (response.ok) times.push(performance.now() - started);
+  }
+  return times;
+}
+
 const agentBatch = (openaiUrl, model, count) =>
   Promise.all(Array.from({ length: count }, (_, index) => agentRun(openaiUrl, model, index)));
 
@@ -261,15 +286,22 @@ async function coPlacementRun(shape, log) {
     await warmAgent(url, 'bench-agent-a', calls);
     await warmAgent(url, 'bench-agent-b', calls);
     const byNode = { a: [], b: [] };
+    const plain = [];
     for (let round = 0; round < rounds; round += 1) {
       const order = round % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
       for (const side of order) byNode[side].push(...(await agentBatch(url, `bench-agent-${side}`, agents)));
+      plain.push(...(await plainCalls(url, agents * calls)));
       log(`agents (b): round ${round + 1}/${rounds} done`);
     }
     const on = summarizeAgentRuns(byNode.a, { calls, backendMs: shape.backendMs });
     const off = summarizeAgentRuns(byNode.b, { calls, backendMs: shape.backendMs });
+    const plainSummary = summarize(plain);
     return {
       link_delay_ms_each_way: linkDelayMs,
+      // Top-level calls of the model from the bench process, between the rounds: what a call costs without the
+      // agent's loopback endpoint and child run (the same edge, node A, backend).
+      plain_call_p50_ms: Math.round(plainSummary.p50 * 100) / 100,
+      plain_call_p99_ms: Math.round(plainSummary.p99 * 100) / 100,
       rounds,
       on,
       off,
@@ -324,6 +356,11 @@ export function formatAgentFabricRows(result) {
       'agents (b) call p50 on / off ms',
       `${f(place.on.call_p50_ms)} / ${f(place.off.call_p50_ms)}`,
       `wall p50 off/on ${f(place.wall_p50_off_over_on)}`,
+    ],
+    [
+      'agents (b) plain call p50/p99 ms',
+      `${f(place.plain_call_p50_ms)} / ${f(place.plain_call_p99_ms)}`,
+      `top-level, no agent; backend ${shape.backendMs} ms`,
     ],
   ];
 }
