@@ -306,6 +306,10 @@ async function coPlacementRun(shape, log) {
       on,
       off,
       wall_p50_off_over_on: ratio(off.agent_wall_p50_ms, on.agent_wall_p50_ms),
+      later_call_p50_off_minus_on_ms:
+        on.later_call_p50_ms === null || off.later_call_p50_ms === null
+          ? null
+          : Math.round((off.later_call_p50_ms - on.later_call_p50_ms) * 100) / 100,
       call_p50_off_minus_on_ms:
         on.call_p50_ms === null || off.call_p50_ms === null
           ? null
@@ -351,6 +355,16 @@ export function formatAgentFabricRows(result) {
       'agents (b) off: wall p50/p99 ms',
       `${f(place.off.agent_wall_p50_ms)} / ${f(place.off.agent_wall_p99_ms)}`,
       `${place.off.agent_runs_completed}/${place.off.agent_runs} completed, link +${place.link_delay_ms_each_way} ms each way`,
+    ],
+    [
+      'agents (a) later call added p50/p99 ms',
+      `${f(tight.later_call_added_p50_ms)} / ${f(tight.later_call_added_p99_ms)}`,
+      'calls 2..5 (the first also pays the CLI process’s first fetch)',
+    ],
+    [
+      'agents (b) later call p50 on / off ms',
+      `${f(place.on.later_call_p50_ms)} / ${f(place.off.later_call_p50_ms)}`,
+      'calls 2..5',
     ],
     [
       'agents (b) call p50 on / off ms',

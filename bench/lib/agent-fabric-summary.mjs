@@ -32,7 +32,7 @@ export function parseAgentAnswer(text) {
  * client, its answer text). A run is completed when it answered 200, reported every one of `calls` model calls
  * with 200 and MODEL_CALLS_DONE. `backendMs`: the model backend's own time for a call; a call's time minus it is
  * what the fabric added to the call (the child run's queue wait plus its path: node loopback, node link, the
- * edge, the model's node), floored at 0.
+ * edge, the model's node), floored at 0; `later_*`: the same of calls 2..M only.
  */
 export function summarizeAgentRuns(runs, { calls, backendMs }) {
   const parsed = runs.map((run) => ({ ...run, ...parseAgentAnswer(run.answer ?? '') }));
@@ -44,10 +44,20 @@ export function summarizeAgentRuns(runs, { calls, backendMs }) {
       run.calls.every((call) => call.status === 200),
   );
   const callMs = parsed.flatMap((run) => run.calls.map((call) => call.ms).filter(Number.isFinite));
+  // An agent's first call also pays its process's first fetch (undici loaded, a fresh connection): the later
+  // calls are the fabric's steady cost.
+  const laterMs = parsed.flatMap((run) =>
+    run.calls
+      .filter((call) => call.index > 1)
+      .map((call) => call.ms)
+      .filter(Number.isFinite),
+  );
   const round = (value) => (Number.isFinite(value) ? Math.round(value * 100) / 100 : null);
   const wall = summarize(completed.map((run) => run.wallMs));
   const call = summarize(callMs);
   const added = summarize(callMs.map((ms) => Math.max(0, ms - backendMs)));
+  const later = summarize(laterMs);
+  const laterAdded = summarize(laterMs.map((ms) => Math.max(0, ms - backendMs)));
   return {
     agent_runs: runs.length,
     agent_runs_completed: completed.length,
@@ -63,6 +73,9 @@ export function summarizeAgentRuns(runs, { calls, backendMs }) {
     call_p99_ms: round(call.p99),
     call_added_p50_ms: round(added.p50),
     call_added_p99_ms: round(added.p99),
+    later_call_p50_ms: round(later.p50),
+    later_call_added_p50_ms: round(laterAdded.p50),
+    later_call_added_p99_ms: round(laterAdded.p99),
   };
 }
 

@@ -44,6 +44,9 @@ test('summarizeAgentRuns counts only complete runs and subtracts the backend tim
   // Calls of every run that reported timings: 25 30 20 60 25 25 25 → minus 20, floored at 0.
   assert.equal(summary.call_added_p99_ms, 40);
   assert.equal(summary.call_p99_ms, 60);
+  // Calls 2..: 30 60 25 → p99 60, minus 20 → 40; p50 30.
+  assert.equal(summary.later_call_p50_ms, 30);
+  assert.equal(summary.later_call_added_p99_ms, 40);
 });
 
 test('summarizeAgentRuns of no runs gives nulls, not NaN', () => {
