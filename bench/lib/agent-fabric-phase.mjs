@@ -28,12 +28,12 @@ const fakeCli = path.join(repoRoot, 'bin/iop-fake-cli');
 const TOKEN = 'bench-agent-node-token';
 
 /** The phase's shape (full and `--quick`). */
-export function agentFabricShape(quick) {
+export function agentFabricShape(quick, linkDelayMs = 5) {
   return {
     backendMs: 20,
     thinkMs: 50,
     tight: { agents: 4, calls: 5, maxConcurrency: 2, modelCapacity: 2 },
-    coPlacement: { agents: 4, calls: 5, rounds: quick ? 2 : 4, linkDelayMs: 5, modelCapacity: 8 },
+    coPlacement: { agents: 4, calls: 5, rounds: quick ? 2 : 4, linkDelayMs, modelCapacity: 8 },
   };
 }
 
@@ -322,8 +322,8 @@ async function coPlacementRun(shape, log) {
 }
 
 /** Both parts on their own processes: `{ shape, tight, co_placement }`. */
-export async function agentFabricPhase({ quick = false, log = () => undefined } = {}) {
-  const shape = agentFabricShape(quick);
+export async function agentFabricPhase({ quick = false, linkDelayMs = 5, log = () => undefined } = {}) {
+  const shape = agentFabricShape(quick, linkDelayMs);
   const tight = await tightRun(shape, log);
   const coPlacement = await coPlacementRun(shape, log);
   return { shape, tight, co_placement: coPlacement };
