@@ -149,6 +149,7 @@ export const SHIPPED_CLI_PROFILES: Readonly<Record<string, ShippedCliProfile>> =
         args: ['run', '--format', 'json'],
         mode: 'oneshot',
         output_format: 'opencode-json',
+        resume_args: ['run', '--format', 'json', '--session', '{session_id}'],
         env: {
           OPENCODE_CONFIG_CONTENT: OPENCODE_FABRIC_CONFIG,
           OPENCODE_DISABLE_SHARE: '1',
