@@ -2,7 +2,7 @@
 # Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode);
 # `IOP_E2E_PROFILE=claude-client` runs Claude Code against the edge's Anthropic Messages API instead (the model
 # on the node is served by the agent model server; packages/testkit/bin/e2e-claude-client.mjs);
-# `IOP_E2E_PROFILE=opencode-fabric` runs the shipped fabric profile (issue 42) through the edge's
+# `IOP_E2E_PROFILE=opencode-fabric|codex-fabric` runs the shipped fabric profile (issue 42) through the edge's
 # OpenAI API, the CLI's model calls going back over the node's link as child runs to a pool model served by the
 # agent model server (packages/testkit/bin/e2e-agent-fabric.mjs);
 # `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead, `windows` the Windows
@@ -31,7 +31,7 @@ if [[ "$profile" == 'windows' ]]; then exec bash "$repo/test/e2e/windows/run.sh"
 
 case "$profile" in
   opencode | opencode-fabric) package='opencode-ai' binary='opencode' ;;
-  codex) package='@openai/codex' binary='codex' ;;
+  codex | codex-fabric) package='@openai/codex' binary='codex' ;;
   claude | claude-client) package='@anthropic-ai/claude-code' binary='claude' ;;
   cline) package='cline' binary='cline' ;;
   antigravity)
@@ -39,7 +39,7 @@ case "$profile" in
     exit 2
     ;;
   *)
-    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, opencode-fabric, release, windows)" >&2
+    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, opencode-fabric, codex-fabric, release, windows)" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The agents-on-the-fabric e2e profiles (issue 42; scripts/e2e-smoke.sh, `make test-e2e
-// IOP_E2E_PROFILE=opencode-fabric`): a real CLI in its shipped `-fabric` profile (taken from
+// IOP_E2E_PROFILE=opencode-fabric|codex-fabric`): a real CLI in its shipped `-fabric` profile (taken from
 // configs/edge.yaml, `fabric_model` pointed at the pool model below) on a real `iop-node run`, behind a real
 // `iop-edge serve`. The pool model `fabric-pool` is served by the node's openai_compat adapter from the loopback
 // agent model server (packages/testkit/src/agent-model-server). The CLI gets no model server of its own: only the
@@ -73,7 +73,15 @@ const config = {
     ],
   },
   a2a: { enabled: false },
-  models: [{ id: POOL_MODEL, providers: { 'fabric-e2e-vllm': 'fake-model' } }],
+  // codex asks for `include: ["reasoning.encrypted_content"]`, which the edge refuses unless the model drops what its
+  // backends cannot take (agent-test/cli-profiles.md, codex-fabric); opencode needs no such help.
+  models: [
+    {
+      id: POOL_MODEL,
+      drop_unsupported: profileName === 'codex-fabric',
+      providers: { 'fabric-e2e-vllm': 'fake-model' },
+    },
+  ],
   nodes: [
     {
       id: NODE_ID,
