@@ -2,6 +2,9 @@
 # Real-CLI end-to-end smoke: `make test-e2e IOP_E2E_PROFILE=opencode|codex|claude|cline` (default opencode);
 # `IOP_E2E_PROFILE=claude-client` runs Claude Code against the edge's Anthropic Messages API instead (the model
 # on the node is served by the agent model server; packages/testkit/bin/e2e-claude-client.mjs);
+# `IOP_E2E_PROFILE=opencode-fabric|codex-fabric` runs the shipped fabric profile (issue 42) through the edge's
+# OpenAI API, the CLI's model calls going back over the node's link as child runs to a pool model served by the
+# agent model server (packages/testkit/bin/e2e-agent-fabric.mjs);
 # `IOP_E2E_PROFILE=release` runs the release build + one-line node bootstrap test instead, `windows` the Windows
 # node artifact under Wine.
 #
@@ -27,8 +30,8 @@ if [[ "$profile" == 'release' ]]; then exec bash "$repo/test/e2e/release/run.sh"
 if [[ "$profile" == 'windows' ]]; then exec bash "$repo/test/e2e/windows/run.sh"; fi
 
 case "$profile" in
-  opencode) package='opencode-ai' binary='opencode' ;;
-  codex) package='@openai/codex' binary='codex' ;;
+  opencode | opencode-fabric) package='opencode-ai' binary='opencode' ;;
+  codex | codex-fabric) package='@openai/codex' binary='codex' ;;
   claude | claude-client) package='@anthropic-ai/claude-code' binary='claude' ;;
   cline) package='cline' binary='cline' ;;
   antigravity)
@@ -36,7 +39,7 @@ case "$profile" in
     exit 2
     ;;
   *)
-    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, release, windows)" >&2
+    echo "e2e: unknown IOP_E2E_PROFILE=$profile (opencode, codex, claude, claude-client, cline, opencode-fabric, codex-fabric, release, windows)" >&2
     exit 2
     ;;
 esac
@@ -58,7 +61,8 @@ mkdir -p "$scratch"
 server_pid=''
 cleanup() {
   [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null || true
-  [[ -z "${IOP_E2E_KEEP:-}" ]] && rm -rf "$scratch"
+  # An `if`, not `&&`: under set -e a false test as the trap's last command would turn a pass into exit 1.
+  if [[ -z "${IOP_E2E_KEEP:-}" ]]; then rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
 
@@ -80,6 +84,16 @@ if [[ "$profile" == 'claude-client' ]]; then
   echo "==> claude code -> edge /v1/messages -> node -> model server"
   node "$repo/packages/testkit/bin/e2e-claude-client.mjs" --repo "$repo" --clis "$cache" --model-url "$model_url" \
     --model-log "$scratch/model-server.out" --scratch "$scratch/claude-client" || status=1
+  if [[ $status -eq 0 ]]; then echo "e2e $profile: passed"; else echo "e2e $profile: FAILED" >&2; fi
+  exit $status
+fi
+
+# IOP_E2E_PROFILE=*-fabric: the CLI's shipped fabric profile on a node, asked through the edge's OpenAI API; its
+# model calls reach the model server only through the run's node-loopback endpoint and the edge (child runs).
+if [[ "$profile" == *-fabric ]]; then
+  echo "==> edge /v1/chat/completions -> node -> $binary -> run endpoint -> edge (child runs) -> node -> model server"
+  node "$repo/packages/testkit/bin/e2e-agent-fabric.mjs" --repo "$repo" --profile-name "$profile" --clis "$cache" \
+    --model-url "$model_url" --model-log "$scratch/model-server.out" --scratch "$scratch/fabric" || status=1
   if [[ $status -eq 0 ]]; then echo "e2e $profile: passed"; else echo "e2e $profile: FAILED" >&2; fi
   exit $status
 fi

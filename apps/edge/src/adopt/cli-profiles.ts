@@ -19,7 +19,11 @@ const CLINE_FABRIC_SCRIPT =
   'cline auth -p openai-compatible -k "$IOP_MODEL_API_KEY" -m "$IOP_MODEL" -b "$IOP_MODEL_BASE_URL" --data-dir "$dir" >/dev/null && ' +
   'cline -y --json --data-dir "$dir" -- "$2"';
 
-/** codex's provider for the run's endpoint (Responses API; the key from env IOP_MODEL_API_KEY). */
+/**
+ * codex's provider for the run's endpoint (Responses API; the key from env IOP_MODEL_API_KEY). Its hosted tools
+ * (`web_search`, the `multi_agent_v1` namespace) are turned off: the edge runs function tools only and refuses a
+ * request carrying others (checked with codex 0.171, `make test-e2e IOP_E2E_PROFILE=codex-fabric`).
+ */
 const CODEX_FABRIC_OPTIONS = [
   '-c',
   'model_provider=iop',
@@ -27,6 +31,10 @@ const CODEX_FABRIC_OPTIONS = [
   'model_providers.iop={name="IOP fabric",base_url="{model_base_url}",env_key="IOP_MODEL_API_KEY",wire_api="responses"}',
   '-c',
   'model="{model}"',
+  '-c',
+  'web_search="disabled"',
+  '-c',
+  'features.multi_agent=false',
 ];
 
 /** opencode's provider for the run's endpoint (OPENCODE_CONFIG_CONTENT), the placeholders filled per run. */
@@ -149,6 +157,7 @@ export const SHIPPED_CLI_PROFILES: Readonly<Record<string, ShippedCliProfile>> =
         args: ['run', '--format', 'json'],
         mode: 'oneshot',
         output_format: 'opencode-json',
+        resume_args: ['run', '--format', 'json', '--session', '{session_id}'],
         env: {
           OPENCODE_CONFIG_CONTENT: OPENCODE_FABRIC_CONFIG,
           OPENCODE_DISABLE_SHARE: '1',
