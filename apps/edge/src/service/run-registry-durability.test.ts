@@ -116,9 +116,14 @@ describe('RunRegistry with a record store', () => {
       throw new Error('disk full');
     };
     const registry = registryOver(store);
-    expect(() => registry.add(key('r1'), { status: 'queued' }, () => undefined)).toThrow(
-      expect.objectContaining({ code: 'store_failed' }) as RunRegistryError,
-    );
+    let refused: unknown;
+    try {
+      registry.add(key('r1'), { status: 'queued' }, () => undefined);
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(RunRegistryError);
+    expect((refused as RunRegistryError).code).toBe('store_failed');
     expect(await registry.get(key('r1'))).toBeUndefined();
   });
 
