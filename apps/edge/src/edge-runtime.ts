@@ -4,6 +4,7 @@
 // tests). The core is complete before any surface starts, so surface order never matters; stop order is the
 // reverse: surfaces stop taking requests, the pool refuses its waiters, the service refuses new work, nodes get
 // Goodbye `shutdown` (which ends their in-flight runs), and the bus closes its subscriptions.
+import { randomUUID } from 'node:crypto';
 import type { EdgeConfig } from '@iop/config';
 import { systemClock, type Clock } from './clock.js';
 import { startEdgeCluster, type EdgeCluster } from './cluster/edge-cluster.js';
@@ -29,6 +30,7 @@ import { createRunSecrets } from './governance/run-secrets.js';
 import { ModelCallServerSlot } from './http/model-call-socket.js';
 import { createModelAccessGrant } from './placement/model-access.js';
 import { RunRegistry } from './service/run-registry.js';
+import { SqliteRunRecordStore } from './service/sqlite-run-record-store.js';
 import type { EdgeCore } from './edge-core.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
@@ -193,8 +195,24 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     }
   }
   // Background responses and A2A tasks, by (principal, kind, id); in cluster mode a miss is asked of the other edges.
-  // Bounds: DEFAULT_RUN_BOUNDS per kind (1000 runs, ended ones kept 1 hour).
-  const runRegistry = new RunRegistry({ clock, ...(cluster ? { remote: cluster.runs } : {}) });
+  // Bounds: DEFAULT_RUN_BOUNDS per kind (1000 runs, ended ones kept 1 hour). Their records are kept in
+  // `<data_dir>/runs.db` and restored here; runs the previous process left going are ended (failed, naming the
+  // restart) by their surfaces' hooks when the surfaces start, before any request is served.
+  const registryLogger = logger.child({ component: 'run-registry' });
+  const runStore = SqliteRunRecordStore.open(config.edge.data_dir, registryLogger);
+  const runRegistry = new RunRegistry({
+    clock,
+    store: runStore,
+    origin: { edgeId: config.edge.id, boot: randomUUID() },
+    onStoreFailure: (error, key) =>
+      registryLogger.warn(
+        { error: errorText(error), kind: key.kind, id: key.id },
+        'writing a run record failed',
+      ),
+    ...(cluster ? { remote: cluster.runs } : {}),
+  });
+  const restored = runRegistry.restore();
+  if (restored.restored > 0) registryLogger.info(restored, 'run records restored');
   const service = createEdgeService({
     runRegistry,
     registry,
@@ -224,6 +242,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       await cluster.close();
       pool.close();
       await transport.stop('startup-failed');
+      await runStore.close();
       await governance.close();
       events.close();
       throw error;
@@ -305,7 +324,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       service.shutdown();
       pool.close();
       await transport.stop(reason);
-      // After the transport: runs ended by the nodes' Goodbye are recorded before the store closes.
+      // After the transport: runs ended by the nodes' Goodbye are recorded before the stores close.
+      await runStore.close();
       await governance.close();
       await tracing.shutdown().catch((error: unknown) => {
         logger.warn({ error: errorText(error) }, 'exporting the last spans failed');

@@ -12,6 +12,7 @@ import type { Governance } from '../governance/governance.js';
 import type { PrincipalResolver } from '../governance/principal.js';
 import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
+import { registerTaskRecovery } from './task-recovery.js';
 
 export interface A2ASurfaceOptions {
   listen: string;
@@ -39,6 +40,7 @@ export interface RunningA2ASurface {
 
 export async function startA2ASurface(options: A2ASurfaceOptions): Promise<RunningA2ASurface> {
   const logger = options.logger.child({ component: 'a2a' });
+  registerTaskRecovery(options.service.runRegistry);
   const tasks = new TaskManager(options.settings, {
     service: options.service,
     logger,

@@ -1,4 +1,4 @@
-// Opens the usage database with the first SQLite engine that loads in this process: better-sqlite3 (a repo
+// Opens the usage database (and the run records' database, service/sqlite-run-record-store.ts) with the first SQLite engine that loads in this process: better-sqlite3 (a repo
 // checkout, compiled for the local Node) or the built-in node:sqlite (the release edge, a Node 22 single
 // executable that cannot load an addon). Both engines read and write the same file. The node's run history makes
 // the same choice (apps/node/src/history/sqlite-driver.ts); the edge keeps its own few lines because apps never
@@ -27,8 +27,13 @@ interface NodeSqliteModule {
   DatabaseSync: new (location: string) => SqlDatabase;
 }
 
-/** Opens (creating) `file`; throws when neither engine loads, naming both causes. */
+/** Opens (creating) the usage database `file`; throws when neither engine loads, naming both causes. */
 export function openUsageDatabase(file: string): OpenedDatabase {
+  return openEdgeDatabase(file, 'usage database');
+}
+
+/** Opens (creating) the SQLite database `file` (`label` names it in errors) with the first engine that loads. */
+export function openEdgeDatabase(file: string, label: string): OpenedDatabase {
   let betterError: unknown;
   try {
     return { db: new Database(file), engine: 'better-sqlite3' };
@@ -40,7 +45,7 @@ export function openUsageDatabase(file: string): OpenedDatabase {
     const reason =
       betterError instanceof Error ? (betterError.message.split('\n')[0] ?? '') : String(betterError);
     throw new Error(
-      `cannot open usage database ${file}: better-sqlite3 does not load (${reason}) and node:sqlite needs ` +
+      `cannot open ${label} ${file}: better-sqlite3 does not load (${reason}) and node:sqlite needs ` +
         `Node 22.13 or later (this is ${process.version})`,
       { cause: betterError },
     );

@@ -11,6 +11,7 @@ import type { Logger } from '../logging.js';
 import type { RegisteredRun, RunKey, RunRegistry } from '../service/run-registry.js';
 import { RunRegistryError } from '../service/run-registry.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
+import { RESPONSE_DURABILITY } from './response-recovery.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import type { RunStarter } from './run-starter.js';
@@ -39,7 +40,10 @@ export class BackgroundResponses {
   private readonly running = new Map<string, Running>();
   private closed = false;
 
-  constructor(private readonly options: BackgroundResponsesOptions) {}
+  constructor(private readonly options: BackgroundResponsesOptions) {
+    // Responses an earlier edge process left running become `failed` (edge_restarted) now.
+    options.registry.durability(KIND, RESPONSE_DURABILITY);
+  }
 
   /** Starts a background response and returns its `queued` body. */
   start(
@@ -163,6 +167,8 @@ function registryRefusal(error: unknown): unknown {
       );
     case 'shutting_down':
       return new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
+    case 'store_failed':
+      return new OpenAIHttpError(503, 'server_error', 'store_failed', error.message);
     case 'duplicate_run':
     case 'holder_lost':
     case 'subscriber_too_slow':

@@ -12,7 +12,9 @@ export type RunRegistryErrorCode =
   | 'subscriber_too_slow'
   | 'too_many_subscribers'
   /** The edge holding a subscribed run left the fabric, or its stream broke. */
-  | 'holder_lost';
+  | 'holder_lost'
+  /** The durable record of the run could not be written (service/run-record-store.ts). */
+  | 'store_failed';
 
 /** A typed refusal of the run registry (here or on the edge that holds the run). */
 export class RunRegistryError extends Error {

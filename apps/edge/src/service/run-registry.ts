@@ -14,6 +14,13 @@
 // Subscriptions are bounded too: at most `maxSubscribers` per run, each buffering at most `maxQueued` updates its
 // reader has not taken (a slower reader gets `subscriber_too_slow` and may subscribe again). close() cancels
 // every run still going (edge shutdown).
+//
+// Durability (optional `store`, run-record-store.ts): the registry writes a run's record through on add, on each
+// update whose kind's `revision` changed (a status change, never a streamed token) and on end, before the surface
+// answers its client, and removes it when it forgets the run. restore() loads what an earlier process left: ended
+// runs are served as before; a run the earlier process left going becomes terminal through its kind's
+// `interrupted` hook (registered by the surface with durability(), so the surface's vocabulary names the edge
+// restart). Without a store nothing is written and nothing survives a restart.
 import type { Clock } from '../clock.js';
 import {
   encodeRunKey,
@@ -34,6 +41,7 @@ export type {
   RunView,
   RunCancelResult,
 } from '../placement/run-directory.js';
+import type { RunRecordStore } from './run-record-store.js';
 export { RunRegistryError } from '../placement/run-directory.js';
 
 export interface RunBounds {
@@ -64,8 +72,33 @@ export interface RegisteredRun {
   end(state: unknown): void;
 }
 
+/** How a kind's runs are kept across restarts (registered by the surface that owns the kind). */
+export interface RunKindDurability {
+  /**
+   * A short fingerprint of a state (e.g. its status): an update is written to the store only when it differs from
+   * the last written one, so a run that publishes every streamed token is written once per state change.
+   */
+  revision(state: unknown): string;
+  /** The terminal state of a run an earlier edge process left going, naming the edge restart. */
+  interrupted(state: unknown, restart: RunRestart): unknown;
+}
+
+/** What an `interrupted` hook knows of the restart. */
+export interface RunRestart {
+  /** The edge that held the run (`edge.id` of the earlier process). */
+  edgeId: string;
+  /** When this process found the run (epoch ms). */
+  atMs: number;
+}
+
 export interface RunRegistryOptions {
   clock: Clock;
+  /** The durable record (the edge: SQLite in `edge.data_dir`); none = in memory only. */
+  store?: RunRecordStore;
+  /** Stored with every record: this edge's id and this process's boot id. */
+  origin?: { edgeId: string; boot: string };
+  /** A write to the store failed after the run was added (the run goes on; its record may be stale). */
+  onStoreFailure?: (error: unknown, key: RunKey) => void;
   /** Bounds per kind; a kind not named gets DEFAULT_RUN_BOUNDS. */
   bounds?: Partial<Record<RegisteredRunKind, RunBounds>>;
   /** Cluster mode: the other edges' registries, asked when this edge does not hold a key. */
@@ -77,7 +110,15 @@ export interface RunRegistryOptions {
 interface Entry {
   key: RunKey;
   state: unknown;
+  createdAt: number;
   endedAt: number | undefined;
+  /** The kind's revision of the state last written to the store. */
+  savedRevision: string | undefined;
+  /**
+   * Restored unfinished from an earlier process (the edge id it named) and its kind's `interrupted` hook has not
+   * run yet; undefined otherwise.
+   */
+  interruptedOn: string | undefined;
   cancel: RunCanceller | undefined;
   cancelling: Promise<void> | undefined;
   subscribers: Set<Subscriber>;
@@ -90,11 +131,57 @@ export class RunRegistry implements LocalRuns {
   private readonly entries = new Map<RegisteredRunKind, Map<string, Entry>>();
   private readonly maxSubscribers: number;
   private readonly maxQueued: number;
+  private readonly durabilities = new Map<RegisteredRunKind, RunKindDurability>();
   private closed = false;
 
   constructor(private readonly options: RunRegistryOptions) {
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+  }
+
+  /**
+   * Loads the runs an earlier process left in the store (once, before the surfaces serve): runs past their TTL or
+   * beyond the count bound are dropped; a run left going is ended by its kind's `interrupted` hook (now, or when
+   * the kind registers its durability). Returns how many runs were restored and how many were interrupted.
+   */
+  restore(): { restored: number; interrupted: number } {
+    const store = this.options.store;
+    if (!store) return { restored: 0, interrupted: 0 };
+    const now = this.options.clock.now();
+    let restored = 0;
+    let interrupted = 0;
+    for (const record of store.load()) {
+      const shelf = this.shelf(record.key.kind);
+      const encoded = encodeRunKey(record.key);
+      if (shelf.has(encoded)) continue;
+      const going = record.endedAt === undefined;
+      shelf.set(encoded, {
+        key: { ...record.key },
+        state: record.state,
+        createdAt: record.createdAt,
+        // A run left going is over: nothing here can continue it, and its hook makes its state say so.
+        endedAt: record.endedAt ?? now,
+        savedRevision: undefined,
+        interruptedOn: going ? record.edgeId : undefined,
+        cancel: undefined,
+        cancelling: undefined,
+        subscribers: new Set(),
+      });
+      restored += 1;
+      if (going) interrupted += 1;
+    }
+    for (const kind of this.entries.keys()) {
+      this.expire(kind);
+      this.trim(kind);
+      this.settleInterrupted(kind);
+    }
+    return { restored, interrupted };
+  }
+
+  /** Registers how a kind's runs are kept across restarts; ends the kind's restored runs that were going. */
+  durability(kind: RegisteredRunKind, durability: RunKindDurability): void {
+    this.durabilities.set(kind, durability);
+    this.settleInterrupted(kind);
   }
 
   /** True when lookups of keys held elsewhere go to the other edges. */
@@ -117,11 +204,24 @@ export class RunRegistry implements LocalRuns {
     const entry: Entry = {
       key: { ...key },
       state,
+      createdAt: this.options.clock.now(),
       endedAt: undefined,
+      savedRevision: undefined,
+      interruptedOn: undefined,
       cancel,
       cancelling: undefined,
       subscribers: new Set(),
     };
+    if (this.options.store) {
+      try {
+        this.save(entry);
+      } catch (error) {
+        throw new RunRegistryError(
+          'store_failed',
+          `the record of run ${key.id} could not be written: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
     shelf.set(encoded, entry);
     return this.handle(entry);
   }
@@ -185,7 +285,7 @@ export class RunRegistry implements LocalRuns {
     const entry = this.lookup(key);
     if (!entry) return false;
     if (entry.endedAt === undefined) void this.stop(entry, 'run deleted');
-    this.shelf(key.kind).delete(encodeRunKey(key));
+    this.forget(key.kind, encodeRunKey(key), entry);
     endSubscribers(entry);
     return true;
   }
@@ -227,8 +327,77 @@ export class RunRegistry implements LocalRuns {
     if (!shelf) return;
     const cutoff = this.options.clock.now() - this.bounds(kind).ttlMs;
     for (const [encoded, entry] of shelf) {
-      if (entry.endedAt !== undefined && entry.endedAt <= cutoff) shelf.delete(encoded);
+      if (entry.endedAt !== undefined && entry.endedAt <= cutoff) this.forget(kind, encoded, entry);
     }
+  }
+
+  /** Drops the oldest ended runs beyond the count bound (restore: the store may hold more than the bound). */
+  private trim(kind: RegisteredRunKind): void {
+    const shelf = this.shelf(kind);
+    const { maxEntries } = this.bounds(kind);
+    for (const [encoded, entry] of shelf) {
+      if (shelf.size <= maxEntries) return;
+      if (entry.endedAt !== undefined) this.forget(kind, encoded, entry);
+    }
+  }
+
+  /** Runs the kind's `interrupted` hook on its restored runs that an earlier process left going. */
+  private settleInterrupted(kind: RegisteredRunKind): void {
+    const durability = this.durabilities.get(kind);
+    const shelf = this.entries.get(kind);
+    if (!durability || !shelf) return;
+    for (const entry of shelf.values()) {
+      if (entry.interruptedOn === undefined) continue;
+      entry.state = durability.interrupted(entry.state, {
+        edgeId: entry.interruptedOn,
+        atMs: entry.endedAt ?? this.options.clock.now(),
+      });
+      entry.interruptedOn = undefined;
+      this.trySave(entry);
+    }
+  }
+
+  private forget(kind: RegisteredRunKind, encoded: string, entry: Entry): void {
+    this.shelf(kind).delete(encoded);
+    if (!this.options.store) return;
+    try {
+      this.options.store.remove(entry.key);
+    } catch (error) {
+      this.options.onStoreFailure?.(error, entry.key);
+    }
+  }
+
+  private save(entry: Entry): void {
+    const store = this.options.store;
+    if (!store) return;
+    const origin = this.options.origin ?? { edgeId: '', boot: '' };
+    store.save({
+      key: entry.key,
+      state: entry.state,
+      createdAt: entry.createdAt,
+      updatedAt: this.options.clock.now(),
+      endedAt: entry.endedAt,
+      edgeId: origin.edgeId,
+      boot: origin.boot,
+    });
+    entry.savedRevision = this.durabilities.get(entry.key.kind)?.revision(entry.state);
+  }
+
+  /** A write after the add: a failure is reported, the run goes on. */
+  private trySave(entry: Entry): void {
+    try {
+      this.save(entry);
+    } catch (error) {
+      this.options.onStoreFailure?.(error, entry.key);
+    }
+  }
+
+  /** An update is written when its kind's revision changed (no durability registered: every update). */
+  private saveUpdate(entry: Entry): void {
+    if (!this.options.store) return;
+    const revision = this.durabilities.get(entry.key.kind)?.revision(entry.state);
+    if (revision !== undefined && revision === entry.savedRevision) return;
+    this.trySave(entry);
   }
 
   private makeRoom(kind: RegisteredRunKind): void {
@@ -237,7 +406,7 @@ export class RunRegistry implements LocalRuns {
     if (shelf.size < maxEntries) return;
     for (const [encoded, entry] of shelf) {
       if (entry.endedAt !== undefined) {
-        shelf.delete(encoded);
+        this.forget(kind, encoded, entry);
         if (shelf.size < maxEntries) return;
       }
     }
@@ -261,6 +430,8 @@ export class RunRegistry implements LocalRuns {
 
   private handle(entry: Entry): RegisteredRun {
     const clock = this.options.clock;
+    const saveUpdate = (): void => this.saveUpdate(entry);
+    const saveEnd = (): void => this.trySave(entry);
     return {
       key: entry.key,
       get ended() {
@@ -272,6 +443,7 @@ export class RunRegistry implements LocalRuns {
       update(state) {
         if (entry.endedAt !== undefined) return;
         entry.state = state;
+        saveUpdate();
       },
       emit(event) {
         if (entry.endedAt !== undefined) return;
@@ -282,6 +454,7 @@ export class RunRegistry implements LocalRuns {
         entry.state = state;
         entry.endedAt = clock.now();
         entry.cancel = undefined;
+        saveEnd();
         endSubscribers(entry);
       },
     };

@@ -1,0 +1,30 @@
+// How background responses (run registry kind `openai.response`) are kept across edge restarts: a response's
+// record is written when its status changes (queued → in_progress → a final status), never per output token, and
+// a response an earlier edge process left queued or in progress is ended as `failed` with `error.code`
+// `edge_restarted` (agent-contract/outer/openai-compatible-api.md, "Restart semantics"): the run behind it died
+// with that process, and a queued one is not placed again.
+import type { RunKindDurability } from '../service/run-registry.js';
+
+export const EDGE_RESTARTED_CODE = 'edge_restarted';
+
+export const RESPONSE_DURABILITY: RunKindDurability = {
+  revision: (state) => String(asObject(state)['status']),
+  interrupted: (state, restart) => {
+    const body = asObject(state);
+    const status = typeof body['status'] === 'string' ? body['status'] : 'in_progress';
+    return {
+      ...body,
+      status: 'failed',
+      error: {
+        code: EDGE_RESTARTED_CODE,
+        message:
+          `the edge ${restart.edgeId || '(unnamed)'} restarted while this response was ${status}; ` +
+          'its run did not finish and was not started again. Send the request again.',
+      },
+    };
+  },
+};
+
+function asObject(state: unknown): Record<string, unknown> {
+  return typeof state === 'object' && state !== null ? (state as Record<string, unknown>) : {};
+}

@@ -1,0 +1,45 @@
+// The durable record of long-running work is off the hot path: plain chat completions and responses (streamed or
+// not) never write to the run record store; only background responses do, and once per status change.
+import { describe, expect, it } from '@jest/globals';
+import { systemClock } from '../clock.js';
+import { silentLogger } from '../logging.js';
+import { RunRegistry } from '../service/run-registry.js';
+import { MemoryRunRecordStore } from '../service/test-support/memory-run-record-store.js';
+import { textRun } from '../test-support/fake-edge-service.js';
+import { createOpenAIApp } from './openai-app.js';
+import { eventually, harnessFabric, serveHarnessApp } from './test-support/openai-harness.js';
+import OpenAI from 'openai';
+
+describe('run record store on the hot path', () => {
+  it('is not written by non-background requests, and is by a background response', async () => {
+    const { config, pool, service } = harnessFabric({
+      scripter: () => ({ parts: textRun(['to', 'ken', 's', '!']) }),
+    });
+    const store = new MemoryRunRecordStore();
+    service.runRegistry = new RunRegistry({ clock: systemClock, store, origin: { edgeId: 'e', boot: 'b' } });
+    const app = createOpenAIApp({ config, service, logger: silentLogger });
+    const served = await serveHarnessApp(app, pool);
+    const client = new OpenAI({ baseURL: `${served.url}/v1`, apiKey: 'k', maxRetries: 0 });
+    try {
+      await client.chat.completions.create({ model: 'pooled', messages: [{ role: 'user', content: 'hi' }] });
+      const stream = await client.chat.completions.create({
+        model: 'pooled',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      for await (const chunk of stream) void chunk;
+      await client.responses.create({ model: 'pooled', input: 'hi', store: false });
+      expect(service.submitted).toHaveLength(3);
+      expect(store.writes).toBe(0);
+
+      const queued = await client.responses.create({ model: 'pooled', input: 'work', background: true });
+      await eventually(async () => {
+        expect((await client.responses.retrieve(queued.id)).status).toBe('completed');
+      });
+      // queued (add), in_progress (update), completed (end): three writes however many tokens streamed.
+      expect(store.writes).toBe(3);
+    } finally {
+      await served.close();
+    }
+  });
+});

@@ -1,0 +1,32 @@
+// The durable record of long-running work (background responses, A2A tasks) under the service's run registry
+// (run-registry.ts): one record per (kind, principal, id) holding the JSON state the surface last published,
+// whether and when the run ended, and which edge process (edge id + boot id) wrote it. The registry writes through
+// on add, on a state change and on end, before the surface answers its client, and removes a record when it
+// forgets the run (TTL, count bound, delete); at start it loads the records an earlier process left. The edge's
+// implementation is SQLite in `<edge.data_dir>` (sqlite-run-record-store.ts); without a store the registry keeps
+// today's in-memory behaviour.
+import type { RunKey } from '../placement/run-directory.js';
+
+/** One stored run. */
+export interface StoredRun {
+  key: RunKey;
+  /** The surface's JSON state (a Response object, an A2A task). */
+  state: unknown;
+  createdAt: number;
+  updatedAt: number;
+  /** When the run ended; undefined while it is going. */
+  endedAt: number | undefined;
+  /** The edge (`edge.id`) and the process (a boot id per start) that wrote the record last. */
+  edgeId: string;
+  boot: string;
+}
+
+/** Where the registry keeps its runs across restarts. Synchronous: a write is done before the client is answered. */
+export interface RunRecordStore {
+  /** Inserts or replaces the record of `record.key`. */
+  save(record: StoredRun): void;
+  /** Forgets a record (no-op when absent). */
+  remove(key: RunKey): void;
+  /** Every record, oldest (by creation) first. */
+  load(): StoredRun[];
+}

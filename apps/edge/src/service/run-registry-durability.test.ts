@@ -1,0 +1,135 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Clock } from '../clock.js';
+import type { RunKey } from '../placement/run-directory.js';
+import { RunRegistry, RunRegistryError, type RunKindDurability } from './run-registry.js';
+import { MemoryRunRecordStore } from './test-support/memory-run-record-store.js';
+
+function fakeClock(): Clock & { advance(ms: number): void } {
+  let now = 1_000_000;
+  return {
+    now: () => now,
+    setTimeout: () => ({}),
+    clearTimeout: () => undefined,
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+const key = (id: string, principal = ''): RunKey => ({ principal, kind: 'openai.response', id });
+
+/** Writes on status changes; a run left going becomes `failed` naming the edge. */
+const durability: RunKindDurability = {
+  revision: (state) => String((state as { status: string }).status),
+  interrupted: (state, restart) => ({
+    ...(state as object),
+    status: 'failed',
+    restartedEdge: restart.edgeId,
+  }),
+};
+
+function registryOver(store: MemoryRunRecordStore, clock = fakeClock(), boot = 'boot-1'): RunRegistry {
+  return new RunRegistry({
+    clock,
+    store,
+    origin: { edgeId: 'edge-a', boot },
+    bounds: { 'openai.response': { maxEntries: 3, ttlMs: 1000 } },
+  });
+}
+
+describe('RunRegistry with a record store', () => {
+  it('writes on add, on a changed revision and on end — not on every update', () => {
+    const store = new MemoryRunRecordStore();
+    const registry = registryOver(store);
+    registry.durability('openai.response', durability);
+    const run = registry.add(key('r1', 'team'), { status: 'queued' }, () => undefined);
+    expect(store.writes).toBe(1);
+    expect(store.find(key('r1', 'team'))).toMatchObject({
+      state: { status: 'queued' },
+      endedAt: undefined,
+      edgeId: 'edge-a',
+      boot: 'boot-1',
+    });
+    run.update({ status: 'in_progress', text: 'a' });
+    for (let token = 0; token < 50; token += 1) run.update({ status: 'in_progress', text: `a${token}` });
+    expect(store.writes).toBe(2);
+    run.end({ status: 'completed', text: 'done' });
+    expect(store.writes).toBe(3);
+    expect(store.find(key('r1', 'team'))).toMatchObject({
+      state: { status: 'completed' },
+      endedAt: 1_000_000,
+    });
+  });
+
+  it('serves finished runs after a restart and ends the ones left going through the kind hook', async () => {
+    const store = new MemoryRunRecordStore();
+    const first = registryOver(store);
+    first.durability('openai.response', durability);
+    first.add(key('done', 'team'), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    first.add(key('going', 'team'), { status: 'queued' }, () => undefined).update({ status: 'in_progress' });
+
+    const second = registryOver(store, fakeClock(), 'boot-2');
+    expect(second.restore()).toEqual({ restored: 2, interrupted: 1 });
+    expect(await second.get(key('done', 'team'))).toEqual({ state: { status: 'completed' }, ended: true });
+    expect(await second.get(key('done', 'other'))).toBeUndefined();
+    // Until the surface registers its hook the run is over but not yet rewritten.
+    expect((await second.get(key('going', 'team')))?.ended).toBe(true);
+    second.durability('openai.response', durability);
+    expect(await second.get(key('going', 'team'))).toEqual({
+      state: { status: 'failed', restartedEdge: 'edge-a' },
+      ended: true,
+    });
+    expect(store.find(key('going', 'team'))).toMatchObject({
+      state: { status: 'failed' },
+      boot: 'boot-2',
+    });
+    expect(await second.cancel(key('going', 'team'), 'x')).toMatchObject({ alreadyEnded: true });
+  });
+
+  it('drops records past the TTL or the count bound at restore, and forgets what the registry forgets', () => {
+    const store = new MemoryRunRecordStore();
+    const clock = fakeClock();
+    const first = registryOver(store, clock);
+    for (const id of ['a', 'b', 'c'])
+      first.add(key(id), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    // A fourth evicts the oldest ended run, in the store too.
+    first.add(key('d'), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    expect(store.load().map((record) => record.key.id)).toEqual(['b', 'c', 'd']);
+    clock.advance(1001);
+    const second = registryOver(store, clock, 'boot-2');
+    expect(second.restore()).toEqual({ restored: 3, interrupted: 0 });
+    expect(second.size('openai.response')).toBe(0);
+    expect(store.load()).toEqual([]);
+  });
+
+  it('removes the record when a run is deleted', async () => {
+    const store = new MemoryRunRecordStore();
+    const registry = registryOver(store);
+    registry.add(key('r1'), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    expect(await registry.delete(key('r1'))).toBe(true);
+    expect(store.load()).toEqual([]);
+  });
+
+  it('refuses an add whose record cannot be written, and holds nothing for it', async () => {
+    const store = new MemoryRunRecordStore();
+    store.save = () => {
+      throw new Error('disk full');
+    };
+    const registry = registryOver(store);
+    let refused: unknown;
+    try {
+      registry.add(key('r1'), { status: 'queued' }, () => undefined);
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(RunRegistryError);
+    expect((refused as RunRegistryError).code).toBe('store_failed');
+    expect(await registry.get(key('r1'))).toBeUndefined();
+  });
+
+  it('writes nothing and restores nothing without a store', () => {
+    const registry = new RunRegistry({ clock: fakeClock() });
+    registry.add(key('r1'), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    expect(registry.restore()).toEqual({ restored: 0, interrupted: 0 });
+  });
+});
