@@ -352,6 +352,7 @@ function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
     },
     retried: (surface, reason) => metrics.runRetries.inc({ surface, reason }),
     childEnded: (result) => metrics.childRuns.inc({ result }),
+    childQueued: (model, seconds) => metrics.childQueueWaitSeconds.observe({ model }, seconds),
   };
 }
 
