@@ -145,6 +145,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       modelCalls: {
         server: () => modelCallServer.current,
         confirmParent: (parent) => parents.resolve?.(parent) !== undefined,
+        refused: () => metrics.childRuns.inc({ result: 'rejected' }),
       },
       config,
       store,
