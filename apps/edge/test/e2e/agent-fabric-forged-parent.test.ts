@@ -84,7 +84,9 @@ class CraftedLink {
       for await (const frame of this.connection.messages()) {
         this.received.push(frame);
         if (frame.msg?.$case === 'heartbeatPing') {
-          await this.connection.send(envelope.heartbeatPong(frame.msg.heartbeatPing.seq)).catch(() => undefined);
+          await this.connection
+            .send(envelope.heartbeatPong(frame.msg.heartbeatPing.seq))
+            .catch(() => undefined);
         }
       }
     })().catch(() => undefined);
