@@ -147,6 +147,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       modelCalls: {
         server: () => modelCallServer.current,
         confirmParent: (parent) => parents.resolve?.(parent) !== undefined,
+        refused: () => metrics.childRuns.inc({ result: 'rejected' }),
       },
       config,
       store,
@@ -372,6 +373,7 @@ function admissionMetrics(metrics: EdgeMetrics): AdmissionMetrics {
     },
     retried: (surface, reason) => metrics.runRetries.inc({ surface, reason }),
     childEnded: (result) => metrics.childRuns.inc({ result }),
+    childQueued: (model, seconds) => metrics.childQueueWaitSeconds.observe({ model }, seconds),
   };
 }
 

@@ -73,12 +73,11 @@ const config = {
     ],
   },
   a2a: { enabled: false },
-  // codex asks for `include: ["reasoning.encrypted_content"]`, which the edge refuses unless the model drops what its
-  // backends cannot take (agent-test/cli-profiles.md, codex-fabric); opencode needs no such help.
+  // No drop_unsupported: the CLIs' requests pass as they are (codex's `include: ["reasoning.encrypted_content"]`
+  // is taken, agent-test/cli-profiles.md).
   models: [
     {
       id: POOL_MODEL,
-      drop_unsupported: profileName === 'codex-fabric',
       providers: { 'fabric-e2e-vllm': 'fake-model' },
     },
   ],

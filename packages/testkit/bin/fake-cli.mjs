@@ -28,6 +28,10 @@
 //                           running a tool between model calls; default 0, calls back to back)
 //   --call-timings          with --model-calls: after each MODEL_CALL line also print
 //                           `MODEL_CALL_MS <i> <ms from sending to the whole answer>` (bench/lib/agent-fabric-phase.mjs)
+//   --fail-on-model-error   with --model-calls: a call answered with an error status (or not answered) ends the
+//                           agent like a real one whose model failed: after its MODEL_CALL line, print
+//                           `fake-cli: model call <i> failed: <status> <code>: <message>` on stderr and exit 1
+//                           (no further calls, no MODEL_CALLS_DONE)
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -130,6 +134,7 @@ function parseArgs(argv) {
     modelCalls: 0,
     thinkMs: 0,
     callTimings: false,
+    failOnModelError: false,
   };
   for (let index = 0; index < argv.length; index += 1) {
     const flag = argv[index];
@@ -184,6 +189,9 @@ function parseArgs(argv) {
       case '--call-timings':
         parsed.callTimings = true;
         break;
+      case '--fail-on-model-error':
+        parsed.failOnModelError = true;
+        break;
       default:
         fail(`unknown flag ${flag}`);
     }
@@ -221,6 +229,8 @@ async function modelCalls(count, prompt) {
     const stream = index % 2 === 1;
     const started = performance.now();
     let line;
+    /** Why the call failed (status, code, message); undefined when it was answered. */
+    let failure;
     try {
       const response = await fetch(`${base}/chat/completions`, {
         method: 'POST',
@@ -233,13 +243,22 @@ async function modelCalls(count, prompt) {
       });
       const body = await response.text();
       line = `MODEL_CALL ${index} ${response.status} ${oneLine(response.ok ? answerText(body, stream) : errorText(body))}`;
+      if (!response.ok) failure = `${response.status} ${errorCode(body)}: ${oneLine(errorText(body))}`;
     } catch (error) {
-      line = `MODEL_CALL ${index} failed ${oneLine(error?.cause?.code ?? error?.message ?? String(error))}`;
+      const why = oneLine(error?.cause?.code ?? error?.message ?? String(error));
+      line = `MODEL_CALL ${index} failed ${why}`;
+      failure = `no answer: ${why}`;
     }
     const timing = options.callTimings
       ? `MODEL_CALL_MS ${index} ${(performance.now() - started).toFixed(2)}\n`
       : '';
     await print(`${line}\n${timing}`);
+    if (failure !== undefined && options.failOnModelError) {
+      await new Promise((resolve) =>
+        process.stderr.write(`fake-cli: model call ${index} failed: ${failure}\n`, resolve),
+      );
+      process.exit(1);
+    }
   }
   await print('MODEL_CALLS_DONE\n');
 }
@@ -252,6 +271,14 @@ function answerText(body, stream) {
     text += JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? '';
   }
   return text;
+}
+
+function errorCode(body) {
+  try {
+    return JSON.parse(body).error?.code ?? 'error';
+  } catch {
+    return 'error';
+  }
 }
 
 function errorText(body) {

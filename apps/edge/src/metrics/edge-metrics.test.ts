@@ -49,3 +49,16 @@ describe('EdgeMetrics circuits and retries', () => {
     expect(body).toContain('iop_child_runs_total{result="completed"} 1');
   });
 });
+
+describe('EdgeMetrics child queue wait', () => {
+  it('exports iop_child_queue_wait_seconds as a histogram by model', async () => {
+    const metrics = new EdgeMetrics();
+    metrics.childQueueWaitSeconds.observe({ model: 'qwen' }, 0.002);
+    metrics.childQueueWaitSeconds.observe({ model: 'qwen' }, 0.3);
+    const body = (await metrics.render()).body;
+    expect(body).toContain('# TYPE iop_child_queue_wait_seconds histogram');
+    expect(body).toContain('iop_child_queue_wait_seconds_bucket{le="0.0025",model="qwen"} 1');
+    expect(body).toContain('iop_child_queue_wait_seconds_bucket{le="0.5",model="qwen"} 2');
+    expect(body).toContain('iop_child_queue_wait_seconds_count{model="qwen"} 2');
+  });
+});

@@ -1,7 +1,7 @@
 // Prometheus metrics of the edge (prom-client, one registry per edge). Hot paths only increment counters and
 // observe histograms; per-provider gauges are read from the pool's snapshot at scrape time, so dispatch code
 // never updates them.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isTerminalPart } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
 import type { NodeDiscovered } from '../node/discovered.js';
@@ -65,6 +65,8 @@ export class EdgeMetrics {
   /** Runs placed again after a dispatch failure before their first output, by surface and reason. */
   readonly runRetries: Counter<'surface' | 'reason'>;
   readonly childRuns: Counter<'result'>;
+  /** How long dispatched child runs waited for capacity of their model (the agents' queue wait). */
+  readonly childQueueWaitSeconds: Histogram<'model'>;
   /**
    * Per-node counters: a series for every node that ever connected, 10,000s on a large fleet. They keep their
    * exposition lines (line-cached-counter.ts) and are appended to the registry's page, so a scrape does not spend
@@ -158,6 +160,13 @@ export class EdgeMetrics {
       name: 'iop_child_runs_total',
       help: "Child runs (an agent's model calls) by how they ended: completed, error, cancelled, or rejected (refused before they started: parent not live, limits, capacity).",
       labelNames: ['result'],
+      registers,
+    });
+    this.childQueueWaitSeconds = new Histogram({
+      name: 'iop_child_queue_wait_seconds',
+      help: "Time a child run (an agent's model call) waited for capacity of its model before it was dispatched, all attempts together, by model.",
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
       registers,
     });
     this.nodeConnections = new LineCachedCounter({

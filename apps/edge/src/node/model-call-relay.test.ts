@@ -145,6 +145,7 @@ describe('ModelCallRelay', () => {
   it('refuses a call whose parent is not a live run on this link’s node', () => {
     const sent = new SentFrames();
     const asked: unknown[] = [];
+    const refused: string[] = [];
     const relay = relayFor(
       sent,
       {
@@ -155,12 +156,14 @@ describe('ModelCallRelay', () => {
           asked.push(parent);
           return parent.nodeId === 'node-b';
         },
+        refused: (why) => refused.push(why),
       },
       'node-a',
     );
     relay.open('c1', 'run-on-node-b');
     expect(asked).toEqual([{ runId: 'run-on-node-b', nodeId: 'node-a' }]);
     expect(sent.closes('c1')).toEqual(['refused']);
+    expect(refused).toEqual(['the parent is not a live run on this node']);
     expect(relay.size).toBe(0);
     // Data for a refused call is dropped.
     relay.data('c1', Buffer.from('GET / HTTP/1.1\r\n\r\n'));
@@ -173,9 +176,11 @@ describe('ModelCallRelay', () => {
     expect(sent.closes('none')).toEqual(['refused']);
 
     const served: unknown[] = [];
+    let refused = 0;
     const relay = relayFor(sent, {
       server: () => (socket) => served.push(socket),
       limits: { maxCallsPerParent: 2, maxCallsPerLink: 3 },
+      refused: () => (refused += 1),
     });
     relay.open('p1', 'run-1');
     relay.open('p2', 'run-1');
@@ -188,6 +193,7 @@ describe('ModelCallRelay', () => {
     // A reused call id is refused too (the open one is kept).
     relay.open('p1', 'run-2');
     expect(sent.closes('p1')).toEqual(['refused']);
+    expect(refused).toBe(3);
     relay.closeAll();
     expect(relay.size).toBe(0);
   });

@@ -5,8 +5,9 @@
 // the run's secret: model-call-socket.ts tells the surfaces what the socket is) and served by the very handler of
 // the public listener; the response bytes go back as ModelCallData. Nothing of the APIs is implemented here.
 //
-// A call is refused (ModelCallClose `refused`) when the parent is not a live run executing on this link's node,
-// when no listener serves model calls, or over the bounds (calls per link, calls per parent run). Bytes from the
+// A call is refused (ModelCallClose `refused`, and counted as a child run refused before it started) when the
+// parent is not a live run executing on this link's node (a node naming another node's run), when no listener
+// serves model calls, or over the bounds (calls per link, calls per parent run). Bytes from the
 // node that the HTTP server has not read yet are bounded per call (`overflow`). Bytes towards the node are written
 // one frame at a time (≤ chunkBytes each), the next only after the link took the last, so a slow link slows the
 // response's writer instead of growing a buffer. Lifecycle: `closeAll` when the link ends destroys every socket
@@ -40,6 +41,11 @@ export interface ModelCallTermination {
   server(): ServeConnection | undefined;
   /** True when `runId` is a live run executing on `nodeId` (the service's resolveParent). */
   confirmParent(parent: { runId: string; nodeId: string }): boolean;
+  /**
+   * A call was refused before it reached the listener (a child run refused before it started:
+   * iop_child_runs_total{result="rejected"}); `why` as logged.
+   */
+  refused?(why: string): void;
   limits?: Partial<ModelCallLimits>;
 }
 
@@ -77,6 +83,7 @@ export class ModelCallRelay {
     const { nodeId, termination, logger } = this.options;
     const refuse = (why: string): void => {
       logger.info({ nodeId, callId, parentRunId, why }, 'model call refused');
+      termination.refused?.(why);
       this.sendQuietly(envelope.modelCallClose(callId, MODEL_CALL_CLOSE_REASONS.refused));
     };
     if (this.closed) return;

@@ -152,4 +152,40 @@ describe('planRequestFields', () => {
       refusal(() => plan({ ...input, tools: [{ type: 'web_search' }] }, ['openai_compat'], options)).param,
     ).toBe('tools');
   });
+
+  it("responses: takes include ['reasoning.encrypted_content'] when the answer has no reasoning item (codex)", () => {
+    const options = { endpoint: 'responses' as const };
+    const input = { model: 'm', input: 'hi', include: ['reasoning.encrypted_content'] };
+    for (const backend of ['ollama', 'openai_compat', 'cli'] as const) {
+      const body: Record<string, unknown> = { ...input };
+      expect(plan(body, [backend], options)).toEqual({ dropped: [], extraBody: undefined });
+      // Taken, not forwarded: the backend never sees it.
+      expect(body['include']).toEqual(['reasoning.encrypted_content']);
+    }
+    expect(plan({ ...input, include: [] }, ['ollama'], options).dropped).toEqual([]);
+  });
+
+  it('responses: refuses include values that ask for content IOP would leave out', () => {
+    const options = { endpoint: 'responses' as const };
+    const input = { model: 'm', input: 'hi' };
+    // With include_reasoning the answer has reasoning items, and none carries an encrypted copy.
+    const withItems = refusal(() =>
+      plan(
+        { ...input, include_reasoning: true, include: ['reasoning.encrypted_content'] },
+        ['openai_compat'],
+        options,
+      ),
+    );
+    expect(withItems.param).toBe('include');
+    expect(withItems.message).toContain('include_reasoning');
+    for (const value of ['file_search_call.results', 'message.output_text.logprobs']) {
+      for (const backend of ['ollama', 'openai_compat', 'cli'] as const) {
+        const include = ['reasoning.encrypted_content', value];
+        expect(refusal(() => plan({ ...input, include }, [backend], options)).param).toBe('include');
+      }
+    }
+    const dropped: Record<string, unknown> = { ...input, include: ['message.output_text.logprobs'] };
+    expect(plan(dropped, ['ollama'], { ...options, dropUnsupported: true }).dropped).toEqual(['include']);
+    expect(dropped).not.toHaveProperty('include');
+  });
 });

@@ -18,8 +18,11 @@ import { OpenAIHttpError } from './openai-error.js';
 /** What happens to one field on one backend. */
 export type FieldVerdict = 'mapped' | 'forwarded' | 'refused';
 
-/** A fixed verdict, or one that depends on the value (a no-op value is accepted where the field is not). */
-type Rule = FieldVerdict | ((value: unknown) => FieldVerdict);
+/**
+ * A fixed verdict, or one that depends on the value (a no-op value is accepted where the field is not) and, for
+ * the few fields whose meaning depends on another one, on the whole body.
+ */
+type Rule = FieldVerdict | ((value: unknown, body: Record<string, unknown>) => FieldVerdict);
 
 interface FieldRule {
   ollama: Rule;
@@ -49,9 +52,9 @@ const SAMPLING: FieldRule = {
 
 /** Accepted (as mapped) when `accept(value)`, refused otherwise. */
 const when =
-  (accept: (value: unknown) => boolean): Rule =>
-  (value) =>
-    accept(value) ? 'mapped' : 'refused';
+  (accept: (value: unknown, body: Record<string, unknown>) => boolean): Rule =>
+  (value, body) =>
+    accept(value, body) ? 'mapped' : 'refused';
 /** Forwarded when the value asks for something, accepted without effect when it does not. */
 const forwardUnless =
   (noop: (value: unknown) => boolean): Rule =>
@@ -76,6 +79,18 @@ const isAutoOrNone = isOneOf('auto', 'none');
 const ollamaEffort = isOneOf('low', 'medium', 'high', 'none');
 
 const LOGPROBS_WHY = 'IOP does not return token log-probabilities';
+
+/**
+ * Responses `include`: each value asks for something extra in the answer. IOP adds nothing, so a value is taken
+ * only when the answer holds nothing it applies to. `reasoning.encrypted_content` asks for an encrypted copy of
+ * each reasoning item: the answer has a reasoning item only with IOP's `include_reasoning: true` (else reasoning
+ * is inlined or dropped, never an item), so without it the answer, having no reasoning item, is complete (codex
+ * sends this value on every request). Every other value (`file_search_call.results`,
+ * `message.output_text.logprobs`, ...) asks for content IOP would silently leave out.
+ */
+const isAnswerableInclude = (value: unknown, body: Record<string, unknown>): boolean =>
+  Array.isArray(value) &&
+  value.every((entry) => entry === 'reasoning.encrypted_content' && body['include_reasoning'] !== true);
 
 /** Fields both endpoints share. */
 const COMMON: Record<string, FieldRule> = {
@@ -226,10 +241,10 @@ const RESPONSES: Record<string, FieldRule> = {
   reasoning: MAPPED,
   text: MAPPED,
   include: {
-    ollama: when(isEmptyArray),
-    openai_compat: when(isEmptyArray),
-    cli: when(isEmptyArray),
-    why: 'IOP returns no extra output items',
+    ollama: when(isAnswerableInclude),
+    openai_compat: when(isAnswerableInclude),
+    cli: when(isAnswerableInclude),
+    why: "IOP returns no extra output items ('reasoning.encrypted_content' is taken only without include_reasoning: IOP's reasoning items have no encrypted copy)",
   },
   truncation: {
     ollama: when(isOneOf('disabled')),
@@ -343,7 +358,7 @@ export function planRequestFields(body: Record<string, unknown>, options: PlanOp
     let refusedBy: AdapterType | undefined;
     for (const backend of backends) {
       const rulePart = rule[backend];
-      const verdict = typeof rulePart === 'function' ? rulePart(value) : rulePart;
+      const verdict = typeof rulePart === 'function' ? rulePart(value, body) : rulePart;
       if (verdict === 'refused' || (verdict === 'forwarded' && backend !== 'openai_compat')) {
         refusedBy = backend;
         break;
@@ -383,7 +398,7 @@ function planResponsesNested(
     if (value === null || value === undefined) continue;
     for (const backend of backends) {
       const rulePart = rule[backend];
-      const verdict = typeof rulePart === 'function' ? rulePart(value) : rulePart;
+      const verdict = typeof rulePart === 'function' ? rulePart(value, body) : rulePart;
       // Nested fields have no verbatim form in a chat body: forwarding is not possible for them.
       if (verdict === 'mapped') continue;
       const before = dropped.length;

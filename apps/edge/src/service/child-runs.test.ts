@@ -114,6 +114,8 @@ interface Harness {
   service: EdgeServiceImpl;
   usage: UsageRecord[];
   results: ChildRunResult[];
+  /** Each dispatched child's model and queue wait in seconds (iop_child_queue_wait_seconds). */
+  queueWaits: [string, number][];
   tracing: RecordingTracing;
 }
 
@@ -157,6 +159,7 @@ function setup(
     spent: { tokensSince: () => 0 },
   });
   const results: ChildRunResult[] = [];
+  const queueWaits: [string, number][] = [];
   const tracing = new RecordingTracing();
   const service = createEdgeService({
     registry,
@@ -173,9 +176,22 @@ function setup(
       rejected: () => undefined,
       retried: () => undefined,
       childEnded: (result) => results.push(result),
+      childQueued: (model, seconds) => queueWaits.push([model, seconds]),
     },
   });
-  const harness = { clock, node, nodeB, pool, sessions, governor, service, usage, results, tracing };
+  const harness = {
+    clock,
+    node,
+    nodeB,
+    pool,
+    sessions,
+    governor,
+    service,
+    usage,
+    results,
+    queueWaits,
+    tracing,
+  };
   harnesses.push(harness);
   return harness;
 }
@@ -332,6 +348,29 @@ describe('child runs: the capacity rule', () => {
     expect(order).toEqual(['child', 'top-level']);
     endAgent(h, agent.runId);
     await agent.done;
+    await waitFor(() => h.service.inFlightRuns === 0);
+    expectAllReleased(h);
+  });
+
+  it('reports the queue wait of each dispatched child by model, and none for other runs', async () => {
+    const h = setup({ nodeLimit: 3, modelCapacity: 1 });
+    const agent = await submitAgent(h);
+    const parent = { runId: agent.runId, nodeId: 'na' };
+    const first = await submitChild(h, parent, 'hold');
+    const second = submitChild(h, parent, 'call');
+    await waitFor(() => h.pool.totals().queued === 1);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await first.cancel('done');
+    await (
+      await second
+    ).done;
+    endAgent(h, agent.runId);
+    await agent.done;
+    expect(h.queueWaits.map(([model]) => model)).toEqual(['m', 'm']);
+    const [[, immediate], [, waited]] = h.queueWaits as [[string, number], [string, number]];
+    expect(immediate).toBeLessThan(0.05);
+    expect(waited).toBeGreaterThanOrEqual(0.05);
+    expect(waited).toBeLessThan(5);
     await waitFor(() => h.service.inFlightRuns === 0);
     expectAllReleased(h);
   });

@@ -134,6 +134,11 @@ export interface AdmissionMetrics {
   retried(surface: RunSurface, reason: DispatchFailureReason): void;
   /** A child run ended (iop_child_runs_total{result}); `rejected` = refused before it started. */
   childEnded?(result: ChildRunResult): void;
+  /**
+   * A child run was dispatched after waiting `seconds` for capacity of `model`, every attempt's wait together
+   * (iop_child_queue_wait_seconds{model}).
+   */
+  childQueued?(model: string, seconds: number): void;
 }
 
 /** How a child run ended, for metrics. */
@@ -461,6 +466,7 @@ export class RunSupervisor implements ExecutionObserver {
     this.dispatched = dispatched;
     this.handed = true;
     if (this.here) context.metrics.dispatched(request.surface, dispatched.providerId, dispatched.nodeId);
+    if (this.parent) context.metrics.childQueued?.(request.model, this.queueMs / 1000);
     this.arm();
     context.logger.debug(
       {

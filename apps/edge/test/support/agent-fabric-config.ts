@@ -12,10 +12,17 @@ export interface AgentFabricOptions {
   calls: number;
   /** Capacity of the agents' cli provider (default 4). */
   agentCapacity?: number;
+  /** More fake-CLI flags of the agent (e.g. `--think-ms 500`, `--fail-on-model-error`). */
+  agentArgs?: string[];
+  /** More nodes of the fabric (plain fabric-config nodes, without agents). */
+  otherNodes?: FabricNode[];
 }
 
 export function agentFabricConfig(options: AgentFabricOptions): Record<string, unknown> {
-  const config = fabricConfig({ dataDir: options.dataDir, nodes: [options.node] }) as {
+  const config = fabricConfig({
+    dataDir: options.dataDir,
+    nodes: [options.node, ...(options.otherNodes ?? [])],
+  }) as {
     models: Record<string, unknown>[];
     nodes: { adapters: { instances: Record<string, unknown>[] }; providers: Record<string, unknown>[] }[];
   };
@@ -31,7 +38,7 @@ export function agentFabricConfig(options: AgentFabricOptions): Record<string, u
       fab: {
         command: 'bin/iop-fake-cli',
         mode: 'oneshot',
-        args: ['--model-calls', String(options.calls)],
+        args: ['--model-calls', String(options.calls), ...(options.agentArgs ?? [])],
         env: {
           IOP_MODEL_BASE_URL: '{model_base_url}',
           IOP_MODEL_API_KEY: '{model_api_key}',
