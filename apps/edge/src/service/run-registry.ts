@@ -15,9 +15,9 @@
 // reader has not taken (a slower reader gets `subscriber_too_slow` and may subscribe again). close() cancels
 // every run still going (edge shutdown).
 import type { Clock } from '../clock.js';
+import { RunRegistryError } from '../run-registry-error.js';
 import {
   encodeRunKey,
-  RunRegistryError,
   type LocalRuns,
   type RemoteRuns,
   type RunCancelResult,
@@ -34,7 +34,6 @@ export type {
   RunView,
   RunCancelResult,
 } from '../placement/run-directory.js';
-export { RunRegistryError } from '../placement/run-directory.js';
 
 export interface RunBounds {
   maxEntries: number;
