@@ -20,7 +20,13 @@ import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { isPlacementError } from '../placement/errors.js';
-import { createEdgePlacement, type EdgePlacementDeps } from '../placement/edge-placement.js';
+import {
+  createEdgePlacement,
+  type EdgePlacementDeps,
+  type LocalNodes,
+  type ModelCatalog,
+} from '../placement/edge-placement.js';
+import type { Placement } from '../placement/placement.js';
 import type { ProviderOutcomes } from '../placement/outcomes.js';
 import { admissionTokens } from '../governance/admission-tokens.js';
 import { estimationMessages } from './estimation-messages.js';
@@ -121,61 +127,7 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   let shuttingDown = false;
-  const context: SupervisorContext = {
-    placement: edge.placement,
-    events: deps.events,
-    logger: deps.logger,
-    clock,
-    metrics: deps.metrics ?? noAdmissionMetrics,
-    tracing: deps.tracing ?? disabledTracing,
-    governor: deps.governor,
-    reservedTokens: (destination, spec) => {
-      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
-      const policy = destination.kind === 'model' ? models.get(destination.model) : undefined;
-      return admissionTokens(estimationMessages(spec), {
-        requested: spec.params?.maxTokens,
-        modelDefault: policy?.default_max_tokens,
-        modelMinimum: policy?.min_max_tokens,
-        fallback: deps.reserveMaxTokens ?? 0,
-      });
-    },
-    sharedLimits: deps.sharedLimits,
-    bufferSize: deps.runBufferSize ?? 4096,
-    deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
-    cancelGraceMs: deps.cancelGraceMs ?? 5_000,
-    onState: deps.onRunState,
-    maxAttempts: (destination) => {
-      if (destination.kind !== 'model') return 1;
-      return models.get(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
-    },
-    outcomes: deps.outcomes,
-    shuttingDown: () => shuttingDown,
-    register(run) {
-      if (runs.has(run.runId)) return false;
-      runs.set(run.runId, run);
-      return true;
-    },
-    unregister(run) {
-      if (runs.get(run.runId) === run) runs.delete(run.runId);
-    },
-  };
-
-  /** `operation`'s result; a PlacementError (node not found, link failure) as the ServiceError of its meaning. */
-  async function onNode<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      throw isPlacementError(error) ? fromPlacementError(error) : error;
-    }
-  }
-
-  function resolveNode(ref?: string): NodeSummary {
-    try {
-      return nodes.resolve(ref);
-    } catch (error) {
-      throw isPlacementError(error) ? fromPlacementError(error) : error;
-    }
-  }
+  const context = supervisorContext(deps, clock, models, edge.placement, runs, () => shuttingDown);
 
   /** Why a run is refused before a supervisor is made for it; undefined = go ahead. */
   function precheck(
@@ -273,20 +225,6 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
     return undefined;
   }
 
-  async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
-    assertAccepting();
-    if (typeof input.request?.command !== 'string' || input.request.command.trim() === '') {
-      throw new ServiceError('invalid_request', 'command is required');
-    }
-    const request = input.request;
-    return onNode(() =>
-      nodes.command(input.node, request, {
-        timeoutMs: input.timeoutMs ?? commandTimeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      }),
-    );
-  }
-
   return {
     get inFlightRuns() {
       return runs.size;
@@ -301,32 +239,8 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       if (!run) return Promise.resolve(false);
       return run.cancel(reason).then(() => true);
     },
-    async terminateSession(ref: SessionRef) {
-      assertAccepting();
-      validateSessionRef(ref);
-      return onNode(() =>
-        nodes.terminateSession(ref.node, {
-          adapter: ref.adapter,
-          target: ref.target,
-          sessionId: ref.sessionId,
-        }),
-      );
-    },
-    nodeCommand,
-    usageStatus(ref: SessionRef) {
-      validateSessionRef(ref);
-      return nodeCommand({
-        ...(ref.node !== undefined ? { node: ref.node } : {}),
-        request: create.nodeCommandRequest({
-          command: 'status',
-          adapter: ref.adapter,
-          target: ref.target,
-          sessionId: ref.sessionId,
-        }),
-      });
-    },
+    ...nodeOperations(nodes, commandTimeoutMs, assertAccepting),
     listNodes: () => nodes.list(),
-    resolveNode,
     resolveParent(parent: ParentRef) {
       const run = runs.get(parent.runId);
       if (!run?.acceptsChildrenFrom(parent.nodeId)) return undefined;
@@ -386,4 +300,119 @@ function validateSessionRef(ref: SessionRef): void {
     (key) => typeof ref[key] !== 'string' || ref[key].trim() === '',
   );
   if (missing.length > 0) throw new ServiceError('invalid_request', `${missing.join(', ')} required`);
+}
+
+/** What every run supervisor of this service shares: placement, limits, policies read live, the run table. */
+function supervisorContext(
+  deps: EdgeServiceDeps,
+  clock: Clock,
+  models: ModelCatalog,
+  placement: Placement,
+  runs: Map<string, RunSupervisor>,
+  shuttingDown: () => boolean,
+): SupervisorContext {
+  return {
+    placement,
+    events: deps.events,
+    logger: deps.logger,
+    clock,
+    metrics: deps.metrics ?? noAdmissionMetrics,
+    tracing: deps.tracing ?? disabledTracing,
+    governor: deps.governor,
+    reservedTokens: (destination, spec) => {
+      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
+      const policy = destination.kind === 'model' ? models.get(destination.model) : undefined;
+      return admissionTokens(estimationMessages(spec), {
+        requested: spec.params?.maxTokens,
+        modelDefault: policy?.default_max_tokens,
+        modelMinimum: policy?.min_max_tokens,
+        fallback: deps.reserveMaxTokens ?? 0,
+      });
+    },
+    sharedLimits: deps.sharedLimits,
+    bufferSize: deps.runBufferSize ?? 4096,
+    deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
+    cancelGraceMs: deps.cancelGraceMs ?? 5_000,
+    onState: deps.onRunState,
+    maxAttempts: (destination) => {
+      if (destination.kind !== 'model') return 1;
+      return models.get(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
+    },
+    outcomes: deps.outcomes,
+    shuttingDown,
+    register(run) {
+      if (runs.has(run.runId)) return false;
+      runs.set(run.runId, run);
+      return true;
+    },
+    unregister(run) {
+      if (runs.get(run.runId) === run) runs.delete(run.runId);
+    },
+  };
+}
+
+/** Commands, session termination and usage status on a node connected here; placement's errors as ServiceErrors. */
+function nodeOperations(
+  nodes: LocalNodes,
+  commandTimeoutMs: number,
+  assertAccepting: () => void,
+): Pick<EdgeService, 'nodeCommand' | 'terminateSession' | 'usageStatus' | 'resolveNode'> {
+  /** `operation`'s result; a PlacementError (node not found, link failure) as the ServiceError of its meaning. */
+  async function onNode<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw isPlacementError(error) ? fromPlacementError(error) : error;
+    }
+  }
+
+  function resolveNode(ref?: string): NodeSummary {
+    try {
+      return nodes.resolve(ref);
+    } catch (error) {
+      throw isPlacementError(error) ? fromPlacementError(error) : error;
+    }
+  }
+
+  async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
+    assertAccepting();
+    if (typeof input.request?.command !== 'string' || input.request.command.trim() === '') {
+      throw new ServiceError('invalid_request', 'command is required');
+    }
+    const request = input.request;
+    return onNode(() =>
+      nodes.command(input.node, request, {
+        timeoutMs: input.timeoutMs ?? commandTimeoutMs,
+        ...(input.signal ? { signal: input.signal } : {}),
+      }),
+    );
+  }
+
+  return {
+    nodeCommand,
+    resolveNode,
+    async terminateSession(ref: SessionRef) {
+      assertAccepting();
+      validateSessionRef(ref);
+      return onNode(() =>
+        nodes.terminateSession(ref.node, {
+          adapter: ref.adapter,
+          target: ref.target,
+          sessionId: ref.sessionId,
+        }),
+      );
+    },
+    usageStatus(ref: SessionRef) {
+      validateSessionRef(ref);
+      return nodeCommand({
+        ...(ref.node !== undefined ? { node: ref.node } : {}),
+        request: create.nodeCommandRequest({
+          command: 'status',
+          adapter: ref.adapter,
+          target: ref.target,
+          sessionId: ref.sessionId,
+        }),
+      });
+    },
+  };
 }
