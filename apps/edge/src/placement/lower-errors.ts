@@ -30,7 +30,6 @@ const LINK_CODES: Record<NodeLinkError['code'], PlacementErrorCode> = {
   duplicate_run: 'request_refused',
 };
 
-
 /**
  * A node operation's failure as a PlacementError: a link failure of the same meaning, anything else a
  * `node_failed` naming the node.

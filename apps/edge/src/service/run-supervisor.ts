@@ -928,7 +928,9 @@ export class RunSupervisor implements ExecutionObserver {
       return fromPlacementError(error);
     }
     const message = error instanceof Error ? error.message : String(error);
-    return new ServiceError('node_error', `node ${this.reservation?.nodeId ?? ''}: ${message}`, { cause: error });
+    return new ServiceError('node_error', `node ${this.reservation?.nodeId ?? ''}: ${message}`, {
+      cause: error,
+    });
   }
 
   /** The event as the bus carries it: the run's first one also says how the run was admitted. */
