@@ -27,19 +27,19 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
     why: "each CLI's own I/O (edge and node commands need different things)",
   },
   DiscoveredBackend: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredCli: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredGpu: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredHost: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   ProviderConfig: {
