@@ -47,7 +47,7 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
     why: "edge.yaml's provider entry and the wire message (the protocol's name) the edge sends a node",
   },
   ProviderStatus: {
-    modules: ['apps/edge/src/pool/provider-pool.ts', 'packages/wire/src/admin.ts'],
+    modules: ['apps/edge/src/present/provider-status.ts', 'packages/wire/src/admin.ts'],
     why: "the pool's view and the admin API message (the protocol's name)",
   },
   RefreshReport: {
