@@ -1,7 +1,8 @@
 // The layering rules of one source tree, checked over its import graph. A table gives each top-level entry of
 // the tree (a folder or a file; a deeper path such as `adapters/http` may have a layer of its own, the longest
 // matching path wins) a layer number: a module may import its own layer and those below it, never one above. A
-// restricted group (the edge's surfaces) may import only its own entry and the entries it names. A relative
+// restricted group may import only its own entry and the entries it names (the edge's surfaces), or anything
+// its layer allows except the entries it names (the service, which never reaches past placement). A relative
 // import that leaves the tree (into another app's or a package's source) is never allowed: packages are
 // imported by name.
 import type { ImportEdge, ImportGraph } from './import-graph.js';
@@ -11,8 +12,10 @@ export interface RestrictedGroup {
   name: string;
   /** The entries in the group. */
   entries: readonly string[];
-  /** The only entries (besides its own) a member may import. */
-  mayImport: readonly string[];
+  /** The only entries (besides its own) a member may import; absent = any entry its layer allows. */
+  mayImport?: readonly string[];
+  /** Entries below it a member may still not import (a layer sealed behind an interface). */
+  mayNotImport?: readonly string[];
 }
 
 export interface LayerTable {
@@ -84,17 +87,22 @@ export function checkLayering(graph: ImportGraph, table: LayerTable): Violation[
       const fromTop = topLevel(table, from);
       const toTop = topLevel(table, to);
       if (!group.entries.includes(fromTop) || fromTop === toTop) continue;
-      if (!group.mayImport.includes(toTop)) {
-        violations.push({
-          rule: 'restricted',
-          from,
-          to,
-          detail: `a ${group.name} (${fromTop}) may import only ${group.mayImport.join(', ')} and its own folder`,
-        });
+      const refusal = restrictedRefusal(group, toTop);
+      if (refusal !== undefined) {
+        violations.push({ rule: 'restricted', from, to, detail: `a ${group.name} (${fromTop}) ${refusal}` });
       }
     }
   }
   return violations;
+}
+
+/** Why a member of `group` may not import entry `toTop`; undefined = it may. */
+function restrictedRefusal(group: RestrictedGroup, toTop: string): string | undefined {
+  if (group.mayImport !== undefined && !group.mayImport.includes(toTop)) {
+    return `may import only ${group.mayImport.join(', ')} and its own folder`;
+  }
+  if (group.mayNotImport?.includes(toTop)) return `may not import ${group.mayNotImport.join(', ')}`;
+  return undefined;
 }
 
 /** `rule: from → to (detail)`, one line per violation, for readable test failures. */

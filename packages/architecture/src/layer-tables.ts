@@ -19,6 +19,7 @@ const SURFACE_MAY_IMPORT = [
   'random-ids.ts',
   'fault.ts',
   'abort-watchers.ts',
+  'run-registry-error.ts',
 ];
 
 /** apps/edge/src: surfaces → service → cluster → placement → pool → node → transport → base. */
@@ -32,10 +33,11 @@ export const EDGE: LayerTable = {
     'random-ids.ts': 0,
     'fault.ts': 0,
     'abort-watchers.ts': 0,
+    'run-registry-error.ts': 0,
     net: 0,
     http: 0,
     tls: 0,
-    // presentation helpers any surface or command may use (terminal-safe text, node labels)
+    // what any surface or command shows: node and provider views, terminal-safe text, node labels
     present: 0,
     events: 1,
     // one framed TCP/TLS connection per node; bounds before registration
@@ -90,6 +92,13 @@ export const EDGE: LayerTable = {
       name: 'surface mounted on the OpenAI listener',
       entries: ['anthropic'],
       mayImport: [...SURFACE_MAY_IMPORT, 'openai'],
+    },
+    {
+      // Placement is sealed: the run supervisor, the retry policy and the service's node operations know only
+      // placement's interfaces, failure reasons and errors, never the pool or the node links behind them.
+      name: 'service over placement',
+      entries: ['service'],
+      mayNotImport: ['pool', 'node', 'transport'],
     },
   ],
 };

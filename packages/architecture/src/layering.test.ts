@@ -50,6 +50,26 @@ describe('the layering rules', () => {
     expect(rules).toEqual(['restricted app/src/base/x.ts', 'restricted app/src/api/route.ts']);
   });
 
+  it('refuses a sealed entry importing what its group names, however low', () => {
+    const sealed: LayerTable = {
+      ...table,
+      restricted: [{ name: 'sealed service', entries: ['service'], mayNotImport: ['base'] }],
+    };
+    expect(
+      describeViolations(
+        checkLayering(
+          graph([
+            ['service/run.ts', 'base/inner/x.ts'],
+            ['web/page.ts', 'base/x.ts'],
+          ]),
+          sealed,
+        ),
+      ),
+    ).toEqual([
+      'restricted: app/src/service/run.ts → app/src/base/inner/x.ts (a sealed service (service) may not import base)',
+    ]);
+  });
+
   it('refuses a relative import out of the tree and a module with no layer', () => {
     const outside: ImportGraph = {
       modules: ['app/src/service/run.ts', 'app/src/stray.ts'],

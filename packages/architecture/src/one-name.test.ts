@@ -27,19 +27,19 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
     why: "each CLI's own I/O (edge and node commands need different things)",
   },
   DiscoveredBackend: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredCli: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredGpu: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   DiscoveredHost: {
-    modules: ['apps/edge/src/node/discovered.ts', 'packages/wire/src/messages.ts'],
+    modules: ['apps/edge/src/present/node-discovered.ts', 'packages/wire/src/messages.ts'],
     why: "the wire's message (the protocol's name) and the edge's validated view of it",
   },
   ProviderConfig: {
@@ -47,7 +47,7 @@ const KNOWN: Readonly<Record<string, { modules: string[]; why: string }>> = {
     why: "edge.yaml's provider entry and the wire message (the protocol's name) the edge sends a node",
   },
   ProviderStatus: {
-    modules: ['apps/edge/src/pool/provider-pool.ts', 'packages/wire/src/admin.ts'],
+    modules: ['apps/edge/src/present/provider-status.ts', 'packages/wire/src/admin.ts'],
     why: "the pool's view and the admin API message (the protocol's name)",
   },
   RefreshReport: {

@@ -29,8 +29,8 @@ import {
   type TaskState,
 } from './a2a-types.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
+import { RunRegistryError } from '../run-registry-error.js';
 import {
-  RunRegistryError,
   type RegisteredRun,
   type RunKey,
   type RunRegistry,

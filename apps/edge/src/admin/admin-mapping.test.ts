@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { ProviderStatus } from '@iop/wire';
-import type { NodeSummary } from '../node/node-summary.js';
+import type { NodeSummary } from '../present/node-summary.js';
 import { toNodeInfo } from './admin-mapping.js';
 
 const summary = (providers: NodeSummary['providers']): NodeSummary => ({

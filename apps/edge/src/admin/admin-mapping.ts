@@ -8,7 +8,7 @@ import {
   type SubmitRunRequest,
 } from '@iop/wire';
 import type { EdgeEvent } from '../events/types.js';
-import { toWireDiscovery } from '../service/node-views.js';
+import { toWireDiscovery } from '../present/node-discovered.js';
 import type {
   AgentRunView,
   NodeSummary,

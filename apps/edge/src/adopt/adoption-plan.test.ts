@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseConfigText, renderNodeEntries, type EdgeConfig } from '@iop/config';
-import type { NodeDiscovered } from '../node/discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { planAdoption } from './adoption-plan.js';
 
 function config(yaml: string): EdgeConfig {

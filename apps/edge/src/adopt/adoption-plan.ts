@@ -4,7 +4,7 @@
 // config, never changes it. Nothing existing is overwritten — a server or CLI the node already has is skipped,
 // and a model id that already exists is reported as a clash and left alone.
 import { IDENTIFIER_PATTERN, type EdgeConfig, type NodeEntries } from '@iop/config';
-import type { DiscoveredBackend, NodeDiscovered } from '../node/discovered.js';
+import type { DiscoveredBackend, NodeDiscovered } from '../present/node-discovered.js';
 import { SHIPPED_CLI_PROFILES } from './cli-profiles.js';
 
 /** Server kinds discovery reports, then the CLIs: what `--only` accepts. */

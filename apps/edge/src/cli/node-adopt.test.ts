@@ -9,7 +9,7 @@ import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
-import type { NodeDiscovered } from '../node/discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { createConfigRefresher, type ConfigRefresher } from '../refresh/config-refresher.js';
 import { createNodeAdoptCommand } from './node-adopt.js';
 import { runCli } from './run-cli.js';

@@ -17,7 +17,7 @@ import { createAdminClient, type AdminClient, type AdminClientOptions } from '..
 import { isAdminError } from '../admin/errors.js';
 import { ADOPTABLE_KINDS, planAdoption, type AdoptionPlan } from '../adopt/adoption-plan.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';
-import { fromWireDiscovery } from '../node/discovered.js';
+import { fromWireDiscovery } from '../present/node-discovered.js';
 import { fromRefreshConfigResponse, refreshExitCode } from '../refresh/refresh-result.js';
 import { booleanFlag, parseFlags, stringFlag, UsageError, writeLine, type CliCommand } from './command.js';
 import { printSummary, REFRESH_CALL_TIMEOUT_MS } from './config-refresh.js';

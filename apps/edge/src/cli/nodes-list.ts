@@ -4,7 +4,7 @@
 import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
-import { discoveredToJson, discoverySummary, fromWireDiscovery } from '../node/discovered.js';
+import { discoveredToJson, discoverySummary, fromWireDiscovery } from '../present/node-discovered.js';
 import { terminalText } from '../present/terminal-text.js';
 import { adminTlsFiles, readAdminClientTls } from '../admin/admin-tls.js';
 import { formatHostPort, parseListenAddress, reachableHost } from '../net/listen-address.js';

@@ -3,9 +3,9 @@
 // and the edge holding the run answers only for exactly that key, so another principal's run is the same "none"
 // as an unknown id on every edge. get / cancel / delete go to every live edge (`iop.call.runs.<edge>`, the first
 // edge that holds it answers); a subscription is a peer stream (`iop.stream.runs.<edge>`) of RunUpdates.
+import { RunRegistryError } from '../run-registry-error.js';
 import {
   isRunKey,
-  RunRegistryError,
   type LocalRuns,
   type RemoteRuns,
   type RunKey,

@@ -2,8 +2,8 @@
 // providers on them, with capacity, in_flight, queued and health), stamped with the local time it arrived. An
 // edge whose state has not been refreshed within the state TTL is gone: its providers leave the view and runs
 // forwarded to it end. Pure data and decisions; edge-cluster.ts feeds it from NATS KV.
-import type { NodeSummary } from '../node/node-summary.js';
-import type { ProviderStatus } from '../pool/provider-pool.js';
+import type { NodeSummary } from '../present/node-summary.js';
+import type { ProviderStatus } from '../present/provider-status.js';
 
 /** What one edge publishes under its key (JSON). */
 export interface EdgeState {

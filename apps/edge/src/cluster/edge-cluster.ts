@@ -35,7 +35,7 @@ import { unwatchAbort, watchAbort } from '../abort-watchers.js';
 import type { Clock } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import type { NodeSummary } from '../node/node-summary.js';
+import type { NodeSummary } from '../present/node-summary.js';
 import { PlacementError } from '../placement/errors.js';
 import type {
   Dispatched,
@@ -47,7 +47,7 @@ import type {
 } from '../placement/placement.js';
 import type { RemoteEdges } from '../placement/placement-router.js';
 import type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
-import type { ProviderStatus } from '../pool/provider-pool.js';
+import type { ProviderStatus } from '../present/provider-status.js';
 import type { RunEventWithMeta } from '../events/types.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { Governor } from '../governance/governor.js';

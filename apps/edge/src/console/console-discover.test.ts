@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
-import type { NodeDiscovered } from '../node/discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { OpsConsole } from './ops-console.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';

@@ -22,7 +22,7 @@ import { create, type NodeCommandResponse } from '@iop/wire';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
-import { discoverySummary } from '../service/node-views.js';
+import { discoverySummary } from '../present/node-discovered.js';
 import type { EdgeService, NodeSummary, RunHandle, SessionRef } from '../service/types.js';
 import { describeConsoleError, nodeReportedError } from './console-errors.js';
 import {

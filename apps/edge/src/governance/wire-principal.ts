@@ -2,7 +2,7 @@
 // and queues the run under the key's fair share (weight, priority). An edge that predates fair share sends neither:
 // the defaults apply, as for a key that names none. Values out of range (a buggy or older peer) fall back too.
 import { DEFAULTS, LIMITS, type KeyPriority } from '@iop/config';
-import type { Principal } from '../governance/principal.js';
+import type { Principal } from './principal.js';
 
 export interface WirePrincipal {
   id: string;

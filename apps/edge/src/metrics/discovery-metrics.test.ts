@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createEventBus } from '../events/event-bus.js';
-import type { NodeDiscovered } from '../node/discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { EdgeMetrics } from './edge-metrics.js';
 
 const DISCOVERED: NodeDiscovered = {

@@ -4,7 +4,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isTerminalPart } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
-import type { NodeDiscovered } from '../node/discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { CellHistogram } from './cell-histogram.js';
 import { cellCounter, type CounterCells } from './counter-cells.js';
 import { LineCachedCounter } from './line-cached-counter.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { envelope } from '@iop/wire';
 import { silentLogger } from '../logging.js';
-import type { NodeDiscovered } from './discovered.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import { defaultNodePayload, mapNodeConfig } from './mapper.js';
 import { NodeLink } from './node-link.js';
 import { testNode } from './test-support/config-fixture.js';

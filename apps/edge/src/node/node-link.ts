@@ -29,8 +29,8 @@ import {
 } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
-import type { NodeSummary, ProviderHealthSummary } from './node-summary.js';
-import { fromWireDiscovery, type NodeDiscovered } from './discovered.js';
+import type { NodeSummary, ProviderHealthSummary } from '../present/node-summary.js';
+import { fromWireDiscovery, type NodeDiscovered } from '../present/node-discovered.js';
 import { NodeLinkError } from './errors.js';
 import { ModelCallRelay, type ModelCallTermination } from './model-call-relay.js';
 

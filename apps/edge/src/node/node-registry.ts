@@ -1,7 +1,7 @@
 // The registry of connected nodes: at most one live NodeLink per node id, in connection order.
 // The transport adds a link when a node is accepted and removes it when that connection ends; removal is keyed
 // by the link itself so a late close of a replaced connection never evicts its replacement.
-import type { NodeSummary } from './node-summary.js';
+import type { NodeSummary } from '../present/node-summary.js';
 import type { NodeLink } from './node-link.js';
 
 export interface NodeRegistry {

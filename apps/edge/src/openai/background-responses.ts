@@ -9,7 +9,7 @@
 // mode, the lookup of a response another edge holds. close() cancels the responses this surface started.
 import type { Logger } from '../logging.js';
 import type { RegisteredRun, RunKey, RunRegistry } from '../service/run-registry.js';
-import { RunRegistryError } from '../service/run-registry.js';
+import { RunRegistryError } from '../run-registry-error.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { RESPONSE_DURABILITY } from './response-recovery.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';

@@ -11,6 +11,7 @@ import type { NodeRegistry } from '../node/node-registry.js';
 import type { AcquireOptions, Lease, ProviderPool } from '../pool/provider-pool.js';
 import { affinityKeyFor } from './affinity-key.js';
 import { PlacementError } from './errors.js';
+import { fromLowerError } from './lower-errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
 import { requireRunKind } from './run-kind-check.js';
 import type { Dispatched, ExecutionObserver, PlacementRequest, Reservation } from './placement.js';
@@ -25,11 +26,19 @@ export interface LocalPlacementDeps {
   modelAccess?: ModelAccessGrant;
 }
 
-/** This edge's pool as a placement: `reserve` takes capacity here or throws PoolError / PlacementError. */
+/** This edge's pool as a placement: `reserve` takes capacity here or throws PlacementError (the pool's refusals too). */
 export class LocalPlacement {
   constructor(private readonly deps: LocalPlacementDeps) {}
 
   async reserve(request: PlacementRequest): Promise<Reservation> {
+    try {
+      return await this.reserveHere(request);
+    } catch (error) {
+      throw fromLowerError(error);
+    }
+  }
+
+  private async reserveHere(request: PlacementRequest): Promise<Reservation> {
     const { destination, spec } = request;
     const { pool, sessions } = this.deps;
     const started = performance.now();
@@ -153,7 +162,11 @@ class LocalReservation implements Reservation, RunObserver {
     this.observer = observer;
     this.request = request;
     this.link = link;
-    await link.startRun(request, this);
+    try {
+      await link.startRun(request, this);
+    } catch (error) {
+      throw fromLowerError(error);
+    }
     return this;
   }
 

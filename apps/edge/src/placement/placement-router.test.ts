@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { create } from '@iop/wire';
 import { createNodeRegistry } from '../node/node-registry.js';
-import { createProviderPool, type ProviderPool, type ProviderStatus } from '../pool/provider-pool.js';
+import { createProviderPool, type ProviderPool } from '../pool/provider-pool.js';
+import type { ProviderStatus } from '../present/provider-status.js';
 import { FakeNodes, modelConfig, nodeConfig, providerConfig } from '../pool/test-support/pool-fixture.js';
 import { testPrincipal } from '../governance/test-support/test-principal.js';
 import { affinityKeyFor } from './affinity-key.js';

@@ -9,8 +9,9 @@
 // slot there (the owner's pool then prefers the same provider, since the key travels with the run); otherwise
 // the normal choice applies. Keys are per requesting edge: a conversation whose turns arrive at different edges
 // is kept together only by each edge's own memory.
-import type { NodeSummary } from '../node/node-summary.js';
-import type { ProviderPool, ProviderStatus } from '../pool/provider-pool.js';
+import type { NodeSummary } from '../present/node-summary.js';
+import type { ProviderPool } from '../pool/provider-pool.js';
+import type { ProviderStatus } from '../present/provider-status.js';
 import { affinityKeyFor } from './affinity-key.js';
 import type { LocalPlacement } from './local-placement.js';
 import type { Dispatched, ExecutionObserver, Placement, PlacementRequest, Reservation } from './placement.js';

@@ -1,6 +1,7 @@
 // Placement: "where does this run execute". The run supervisor (service/run-supervisor.ts) calls it and never
-// learns more than this interface says; behind it are this edge's provider pool (local-placement.ts) and, in
-// cluster mode, the other edges of the fabric (cluster/remote-edges.ts, through placement-router.ts).
+// learns more than this interface, its errors (errors.ts) and its outcomes (outcomes.ts) say; behind it are this
+// edge's provider pool (local-placement.ts) and, in cluster mode, the other edges of the fabric (RemoteEdges,
+// implemented by cluster/edge-cluster.ts, through placement-router.ts). edge-placement.ts builds it for the service.
 //
 // A placement takes capacity for a run where it will execute (`reserve`: the pool's fair-share queue here; nothing on
 // a remote edge, whose own supervisor does the exact admission), sends it there (`dispatch`), and reports what
@@ -73,9 +74,8 @@ export interface Reservation {
   readonly deadlineSlackMs: number;
   /**
    * Sends the run (once). Resolves when it is on the wire to the node, or when the owner edge admitted and sent
-   * it; from then on events and a loss go to `observer`. Rejects with a PlacementError, PoolError or
-   * NodeLinkError; a PlacementError `owner_unreachable` means no other edge took it (the supervisor may retry
-   * here).
+   * it; from then on events and a loss go to `observer`. Rejects with a PlacementError (a node link's failure
+   * too); `owner_unreachable` means no other edge took it (the supervisor may retry here).
    */
   dispatch(request: PlacementRequest, observer: ExecutionObserver, traceparent: string): Promise<Dispatched>;
   /** Asks where the run executes to stop it; the run still ends with a terminal part (or the supervisor's grace). */
@@ -123,7 +123,7 @@ export interface Placement {
   edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined;
   /**
    * Takes capacity for the run on `edgeId` (from edgeFor; undefined = this edge's pool), waiting in the pool's
-   * queue when none is free (the request's signal leaves it). Throws PlacementError or PoolError.
+   * queue when none is free (the request's signal leaves it). Throws PlacementError (the pool's refusals too).
    */
   reserve(request: PlacementRequest, edgeId: string | undefined): Promise<Reservation>;
 }

@@ -5,28 +5,6 @@
 // principal travels inside the key and is checked by the holder, which answers another principal's run exactly
 // like an unknown one.
 
-export type RunRegistryErrorCode =
-  | 'registry_full'
-  | 'duplicate_run'
-  | 'shutting_down'
-  | 'subscriber_too_slow'
-  | 'too_many_subscribers'
-  /** The edge holding a subscribed run left the fabric, or its stream broke. */
-  | 'holder_lost'
-  /** The durable record of the run could not be written (service/run-record-store.ts). */
-  | 'store_failed';
-
-/** A typed refusal of the run registry (here or on the edge that holds the run). */
-export class RunRegistryError extends Error {
-  override readonly name = 'RunRegistryError';
-  constructor(
-    readonly code: RunRegistryErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /** The kinds of long-lived run the registry holds (not the wire's RunKind: chat, completion, embedding). */
 export const REGISTERED_RUN_KINDS = ['openai.response', 'a2a.task'] as const;
 export type RegisteredRunKind = (typeof REGISTERED_RUN_KINDS)[number];

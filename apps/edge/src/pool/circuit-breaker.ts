@@ -21,24 +21,6 @@ import type { Logger } from '../logging.js';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
 
-/** Why a dispatch failed, as the supervisor classifies it (the `reason` label of iop_run_retries_total). */
-export type DispatchFailureReason =
-  | 'upstream_unreachable'
-  | 'upstream_timeout'
-  | 'upstream_error'
-  | 'upstream_5xx'
-  | 'upstream_429'
-  | 'node_busy'
-  | 'node_lost';
-
-/** Where the run supervisor reports what a provider did with a run (implemented by CircuitBreaker). */
-export interface ProviderOutcomes {
-  /** The provider produced output or completed the run. */
-  succeeded(providerId: string): void;
-  /** The provider (its backend or node) failed the run before any output. */
-  failed(providerId: string, reason: DispatchFailureReason): void;
-}
-
 /** What the pool asks about a provider's circuit (implemented by CircuitBreaker). */
 export interface CircuitGate {
   /** The circuit's state now (open turns half_open here once its cool-down is over). */
@@ -76,7 +58,11 @@ interface Circuit {
   buckets: Bucket[];
 }
 
-export class CircuitBreaker implements ProviderOutcomes, CircuitGate {
+/**
+ * The circuits. Placement's ProviderOutcomes (placement/outcomes.ts) is what the supervisor reports to it: `succeeded`
+ * and `failed` take the same arguments, the failure's reason (a DispatchFailureReason) only said in the log.
+ */
+export class CircuitBreaker implements CircuitGate {
   private settings: CircuitBreakerConfig;
   private readonly circuits = new Map<string, Circuit>();
 
@@ -143,7 +129,7 @@ export class CircuitBreaker implements ProviderOutcomes, CircuitGate {
     }
   }
 
-  failed(providerId: string, reason: DispatchFailureReason): void {
+  failed(providerId: string, reason: string): void {
     const circuit = this.circuit(providerId);
     switch (this.state(providerId)) {
       case 'open':

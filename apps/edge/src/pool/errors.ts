@@ -1,4 +1,5 @@
-// Typed errors of the provider pool. The service turns them into ServiceErrors of the same code; surfaces never
+// Typed errors of the provider pool. Placement turns them into PlacementErrors of the same code (placement/
+// lower-errors.ts), the service those into ServiceErrors; surfaces never
 // see a PoolError.
 import type { ErrorFault } from '../fault.js';
 
@@ -34,8 +35,4 @@ export class PoolError extends Error {
     super(message, options);
     this.fault = FAULT[code];
   }
-}
-
-export function isPoolError(error: unknown): error is PoolError {
-  return error instanceof PoolError;
 }

@@ -62,13 +62,14 @@ import { systemClock, type Clock, type ClockTimer } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import { silentLogger } from '../logging.js';
-import type { ProviderHealthSummary } from '../node/node-summary.js';
+import type { ProviderHealthSummary } from '../present/node-summary.js';
 import { AffinityTable } from './affinity-table.js';
 import { fabricModelOf } from './fabric-model.js';
 import type { CircuitGate } from './circuit-breaker.js';
 import { PoolError } from './errors.js';
 import { isResident, residentServedModels } from './resident-models.js';
 import { FairQueue, type FlowSpec } from './fair-queue.js';
+import type { ProviderHealthStatus, ProviderStatus } from '../present/provider-status.js';
 
 /** The part of the edge config the pool reads (`routing` omitted = its defaults). */
 export type PoolConfig = Pick<EdgeConfig, 'models' | 'nodes'> & {
@@ -138,36 +139,6 @@ export interface PoolMetrics {
   /** A model run with an affinity key was placed: `hit` on the key's provider, `spill` elsewhere while that
    * provider was a busy candidate, `miss` when the key had no (usable) entry. */
   affinity(result: AffinityResult): void;
-}
-
-export type ProviderRunStatus = 'ready' | 'disabled' | 'offline';
-/**
- * One health state per provider: the node's active probe (healthy, unhealthy, unreachable, unknown), overridden by
- * the passive circuit when it is `open` or `half_open` (an unhealthy or unreachable probe wins over the circuit).
- */
-export type ProviderHealthStatus =
-  'healthy' | 'unhealthy' | 'unreachable' | 'unknown' | 'disabled' | 'open' | 'half_open';
-
-/** One provider as the admin API and the console `/providers` show it (field names match admin.proto). */
-export interface ProviderStatus {
-  providerId: string;
-  nodeId: string;
-  status: ProviderRunStatus;
-  health: ProviderHealthStatus;
-  /** 0 when disabled. */
-  capacity: number;
-  inFlight: number;
-  /** Waiters in the queues this provider can serve (a waiter may count for several providers). */
-  queued: number;
-  servedModels: string[];
-  priority: number;
-  /**
-   * Served models the node reports loaded on the provider's backend (Ollama /api/ps). The pool always sets both
-   * resident fields; optional for views built elsewhere (a remote edge's, older test fixtures).
-   */
-  residentModels?: string[];
-  /** How far `residentModels` is known: unknown = not reported (an older node, a backend that cannot say). */
-  residentState?: 'fresh' | 'stale' | 'unknown';
 }
 
 /** Runs on one node against its `runtime.max_concurrency` (0 = unlimited). */

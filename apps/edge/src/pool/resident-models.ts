@@ -1,7 +1,7 @@
 // Whether a provider's backend holds a model loaded ("resident"), from the resident list its node reports with
 // health (Ollama /api/ps). The pool prefers a provider where the run's model is resident among equally loaded
 // candidates and counts a dispatch where it is known not to be as a cold load.
-import type { ProviderHealthSummary } from '../node/node-summary.js';
+import type { ProviderHealthSummary } from '../present/node-summary.js';
 
 /** A provider's health report as the pool reads it (the node's last report for that provider id). */
 export interface ResidentReport {

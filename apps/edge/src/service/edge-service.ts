@@ -11,21 +11,23 @@
 // node that carried the call (`parent_not_live` otherwise), only to a models[] id no cli provider serves (so a child
 // never waits for agent capacity), always on this edge; the supervisor does the rest (run-supervisor.ts).
 //
-// Node operations (commands, sessions, usage status) go to a node connected here. Errors are ServiceErrors; what
-// comes from below is translated in run-errors.ts.
+// Node operations (commands, sessions, usage status) go to a node connected here, through placement's LocalNodes.
+// Errors are ServiceErrors; placement's errors are translated in run-errors.ts. The service knows nothing below
+// placement (the layering test refuses service → pool, node, transport).
 import { RunRegistry } from './run-registry.js';
 import { create, RunKind, type NodeCommandResponse } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
-import type { NodeRegistry } from '../node/node-registry.js';
 import { isPlacementError } from '../placement/errors.js';
-import { LocalPlacement, resolveNodeLink } from '../placement/local-placement.js';
-import { PlacementRouter, type RemoteEdges } from '../placement/placement-router.js';
-import type { ModelAccessGrant } from '../placement/model-access.js';
-import { SessionSlots } from '../placement/session-slots.js';
-import type { ProviderOutcomes } from '../pool/circuit-breaker.js';
-import type { ProviderPool } from '../pool/provider-pool.js';
+import {
+  createEdgePlacement,
+  type EdgePlacementDeps,
+  type LocalNodes,
+  type ModelCatalog,
+} from '../placement/edge-placement.js';
+import type { Placement } from '../placement/placement.js';
+import type { ProviderOutcomes } from '../placement/outcomes.js';
 import { admissionTokens } from '../governance/admission-tokens.js';
 import { estimationMessages } from './estimation-messages.js';
 import type { Governor } from '../governance/governor.js';
@@ -33,7 +35,7 @@ import type { SharedLimits } from '../governance/shared-limits.js';
 import { disabledTracing, type Tracing } from '@iop/tracing';
 import { randomHex } from '../random-ids.js';
 import { ServiceError } from './errors.js';
-import { fromLinkError, fromPlacementError } from './run-errors.js';
+import { fromPlacementError } from './run-errors.js';
 import {
   noAdmissionMetrics,
   RunSupervisor,
@@ -53,23 +55,18 @@ import type {
   SubmitOptions,
 } from './types.js';
 
-export { fromPoolError } from './run-errors.js';
 export type { AdmissionMetrics } from './run-supervisor.js';
 
-export interface EdgeServiceDeps {
-  registry: NodeRegistry;
-  pool: ProviderPool;
-  /** Cluster mode: the other edges of the fabric, where runs may be placed; none = every run executes here. */
-  remote?: RemoteEdges;
-  /** This edge's id (`edge.id`): the edge of its own nodes in fabricNodes(). */
-  edgeId?: string;
+/**
+ * What the service is built over: the node registry and pool (with, in cluster mode, the other edges) go straight
+ * into placement (placement/edge-placement.ts); the service itself knows only the EdgePlacement made of them.
+ */
+export interface EdgeServiceDeps extends EdgePlacementDeps {
   /** Cluster mode: a key's limits counted on its home edge (before a run takes capacity anywhere). */
   sharedLimits?: SharedLimits;
   events: EventBus;
   logger: Logger;
   clock?: Clock;
-  /** Session slots for `{ kind: 'slot' }` sessions; created when omitted. */
-  sessions?: SessionSlots;
   /** The registry of long-lived runs (service/run-registry.ts); a single edge's one is created when omitted. */
   runRegistry?: RunRegistry;
   metrics?: AdmissionMetrics;
@@ -104,8 +101,6 @@ export interface EdgeServiceDeps {
   retryAttempts?: () => number;
   /** The providers' circuits, told each attempt's outcome; none = not recorded. */
   outcomes?: ProviderOutcomes;
-  /** The model endpoint runs of `fabric_model` CLI profiles get (placement/model-access.ts); none = never. */
-  modelAccess?: ModelAccessGrant;
 }
 
 export interface EdgeServiceImpl extends EdgeService {
@@ -125,66 +120,14 @@ const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
   const clock = deps.clock ?? systemClock;
-  const pool = deps.pool;
-  const remote = deps.remote;
+  const edge = createEdgePlacement(deps);
+  const { models, nodes } = edge;
   const runRegistry = deps.runRegistry ?? new RunRegistry({ clock });
   const runs = new Map<string, RunSupervisor>();
   const generateRunId = deps.generateRunId ?? (() => `run-${clock.now().toString(36)}-${randomHex(6)}`);
   const commandTimeoutMs = deps.commandTimeoutMs ?? 30_000;
   let shuttingDown = false;
-  const local = new LocalPlacement({
-    registry: deps.registry,
-    pool,
-    sessions: deps.sessions ?? new SessionSlots(),
-    ...(deps.modelAccess ? { modelAccess: deps.modelAccess } : {}),
-  });
-  const context: SupervisorContext = {
-    placement: new PlacementRouter(local, pool, remote),
-    events: deps.events,
-    logger: deps.logger,
-    clock,
-    metrics: deps.metrics ?? noAdmissionMetrics,
-    tracing: deps.tracing ?? disabledTracing,
-    governor: deps.governor,
-    reservedTokens: (destination, spec) => {
-      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
-      const policy = destination.kind === 'model' ? pool.model(destination.model) : undefined;
-      return admissionTokens(estimationMessages(spec), {
-        requested: spec.params?.maxTokens,
-        modelDefault: policy?.default_max_tokens,
-        modelMinimum: policy?.min_max_tokens,
-        fallback: deps.reserveMaxTokens ?? 0,
-      });
-    },
-    sharedLimits: deps.sharedLimits,
-    bufferSize: deps.runBufferSize ?? 4096,
-    deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
-    cancelGraceMs: deps.cancelGraceMs ?? 5_000,
-    onState: deps.onRunState,
-    maxAttempts: (destination) => {
-      if (destination.kind !== 'model') return 1;
-      return pool.model(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
-    },
-    outcomes: deps.outcomes,
-    shuttingDown: () => shuttingDown,
-    register(run) {
-      if (runs.has(run.runId)) return false;
-      runs.set(run.runId, run);
-      return true;
-    },
-    unregister(run) {
-      if (runs.get(run.runId) === run) runs.delete(run.runId);
-    },
-  };
-
-  function resolveLink(ref?: string) {
-    try {
-      return resolveNodeLink(deps.registry, ref);
-    } catch (error) {
-      if (isPlacementError(error)) throw fromPlacementError(error);
-      throw error;
-    }
-  }
+  const context = supervisorContext(deps, clock, models, edge.placement, runs, () => shuttingDown);
 
   /** Why a run is refused before a supervisor is made for it; undefined = go ahead. */
   function precheck(
@@ -273,29 +216,13 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
         "an agent's model call must name a models[] id, not a route",
       );
     }
-    if (pool.modelBackends(destination.model).includes('cli')) {
+    if (models.backends(destination.model).includes('cli')) {
       return new ServiceError(
         'invalid_request',
         `model '${destination.model}' is served by a cli provider; an agent's model calls may not wait for agent capacity`,
       );
     }
     return undefined;
-  }
-
-  async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
-    assertAccepting();
-    if (typeof input.request?.command !== 'string' || input.request.command.trim() === '') {
-      throw new ServiceError('invalid_request', 'command is required');
-    }
-    const link = resolveLink(input.node);
-    try {
-      return await link.command(input.request, {
-        timeoutMs: input.timeoutMs ?? commandTimeoutMs,
-        ...(input.signal ? { signal: input.signal } : {}),
-      });
-    } catch (error) {
-      throw fromLinkError(error, link.nodeId);
-    }
   }
 
   return {
@@ -312,39 +239,8 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       if (!run) return Promise.resolve(false);
       return run.cancel(reason).then(() => true);
     },
-    async terminateSession(ref: SessionRef) {
-      assertAccepting();
-      validateSessionRef(ref);
-      const link = resolveLink(ref.node);
-      try {
-        await link.terminateSession(
-          { adapter: ref.adapter, target: ref.target, sessionId: ref.sessionId },
-          'terminate-session',
-        );
-      } catch (error) {
-        throw fromLinkError(error, link.nodeId);
-      }
-      return link.nodeId;
-    },
-    nodeCommand,
-    usageStatus(ref: SessionRef) {
-      validateSessionRef(ref);
-      return nodeCommand({
-        ...(ref.node !== undefined ? { node: ref.node } : {}),
-        request: create.nodeCommandRequest({
-          command: 'status',
-          adapter: ref.adapter,
-          target: ref.target,
-          sessionId: ref.sessionId,
-        }),
-      });
-    },
-    listNodes(): NodeSummary[] {
-      return deps.registry.list();
-    },
-    resolveNode(ref?: string): NodeSummary {
-      return resolveLink(ref).summary();
-    },
+    ...nodeOperations(nodes, commandTimeoutMs, assertAccepting),
+    listNodes: () => nodes.list(),
     resolveParent(parent: ParentRef) {
       const run = runs.get(parent.runId);
       if (!run?.acceptsChildrenFrom(parent.nodeId)) return undefined;
@@ -358,24 +254,12 @@ export function createEdgeService(deps: EdgeServiceDeps): EdgeServiceImpl {
       }
       return views;
     },
-    providers: remote ? () => remote.providers(pool.snapshot()) : () => pool.snapshot(),
-    fabricNodes(): NodeSummary[] {
-      const here = deps.registry.list();
-      if (!remote) return here;
-      const edgeId = deps.edgeId ?? '';
-      const local = here.map((node) => ({ ...node, edgeId }));
-      const ids = new Set(local.map((node) => node.nodeId));
-      return [...local, ...remote.nodes().filter((node) => !ids.has(node.nodeId))];
-    },
-    inFabric: remote !== undefined,
+    providers: () => edge.providers(),
+    fabricNodes: () => edge.fabricNodes(),
+    inFabric: edge.inFabric,
     runRegistry,
-    models: {
-      has: (model) => pool.hasModel(model),
-      get: (model) => pool.model(model),
-      ids: () => pool.modelIds(),
-      backends: (model) => pool.modelBackends(model),
-    },
-    admissionTotals: () => pool.totals(),
+    models,
+    admissionTotals: () => edge.admissionTotals(),
   };
 }
 
@@ -416,4 +300,119 @@ function validateSessionRef(ref: SessionRef): void {
     (key) => typeof ref[key] !== 'string' || ref[key].trim() === '',
   );
   if (missing.length > 0) throw new ServiceError('invalid_request', `${missing.join(', ')} required`);
+}
+
+/** What every run supervisor of this service shares: placement, limits, policies read live, the run table. */
+function supervisorContext(
+  deps: EdgeServiceDeps,
+  clock: Clock,
+  models: ModelCatalog,
+  placement: Placement,
+  runs: Map<string, RunSupervisor>,
+  shuttingDown: () => boolean,
+): SupervisorContext {
+  return {
+    placement,
+    events: deps.events,
+    logger: deps.logger,
+    clock,
+    metrics: deps.metrics ?? noAdmissionMetrics,
+    tracing: deps.tracing ?? disabledTracing,
+    governor: deps.governor,
+    reservedTokens: (destination, spec) => {
+      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
+      const policy = destination.kind === 'model' ? models.get(destination.model) : undefined;
+      return admissionTokens(estimationMessages(spec), {
+        requested: spec.params?.maxTokens,
+        modelDefault: policy?.default_max_tokens,
+        modelMinimum: policy?.min_max_tokens,
+        fallback: deps.reserveMaxTokens ?? 0,
+      });
+    },
+    sharedLimits: deps.sharedLimits,
+    bufferSize: deps.runBufferSize ?? 4096,
+    deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
+    cancelGraceMs: deps.cancelGraceMs ?? 5_000,
+    onState: deps.onRunState,
+    maxAttempts: (destination) => {
+      if (destination.kind !== 'model') return 1;
+      return models.get(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
+    },
+    outcomes: deps.outcomes,
+    shuttingDown,
+    register(run) {
+      if (runs.has(run.runId)) return false;
+      runs.set(run.runId, run);
+      return true;
+    },
+    unregister(run) {
+      if (runs.get(run.runId) === run) runs.delete(run.runId);
+    },
+  };
+}
+
+/** Commands, session termination and usage status on a node connected here; placement's errors as ServiceErrors. */
+function nodeOperations(
+  nodes: LocalNodes,
+  commandTimeoutMs: number,
+  assertAccepting: () => void,
+): Pick<EdgeService, 'nodeCommand' | 'terminateSession' | 'usageStatus' | 'resolveNode'> {
+  /** `operation`'s result; a PlacementError (node not found, link failure) as the ServiceError of its meaning. */
+  async function onNode<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw isPlacementError(error) ? fromPlacementError(error) : error;
+    }
+  }
+
+  function resolveNode(ref?: string): NodeSummary {
+    try {
+      return nodes.resolve(ref);
+    } catch (error) {
+      throw isPlacementError(error) ? fromPlacementError(error) : error;
+    }
+  }
+
+  async function nodeCommand(input: NodeCommandInput): Promise<NodeCommandResponse> {
+    assertAccepting();
+    if (typeof input.request?.command !== 'string' || input.request.command.trim() === '') {
+      throw new ServiceError('invalid_request', 'command is required');
+    }
+    const request = input.request;
+    return onNode(() =>
+      nodes.command(input.node, request, {
+        timeoutMs: input.timeoutMs ?? commandTimeoutMs,
+        ...(input.signal ? { signal: input.signal } : {}),
+      }),
+    );
+  }
+
+  return {
+    nodeCommand,
+    resolveNode,
+    async terminateSession(ref: SessionRef) {
+      assertAccepting();
+      validateSessionRef(ref);
+      return onNode(() =>
+        nodes.terminateSession(ref.node, {
+          adapter: ref.adapter,
+          target: ref.target,
+          sessionId: ref.sessionId,
+        }),
+      );
+    },
+    usageStatus(ref: SessionRef) {
+      validateSessionRef(ref);
+      return nodeCommand({
+        ...(ref.node !== undefined ? { node: ref.node } : {}),
+        request: create.nodeCommandRequest({
+          command: 'status',
+          adapter: ref.adapter,
+          target: ref.target,
+          sessionId: ref.sessionId,
+        }),
+      });
+    },
+  };
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import { create, type RunEventPart } from '@iop/wire';
-import { NodeLinkError } from '../node/errors.js';
 import { PlacementError } from '../placement/errors.js';
 import { failureOfError, failureOfPart, isOutput } from './retry-policy.js';
 
@@ -51,9 +50,9 @@ describe('retry policy', () => {
 
   it('classifies a dispatch that never reached the node as node_lost', () => {
     expect(failureOfError(new PlacementError('node_disconnected', 'gone'))).toBe('node_lost');
-    expect(failureOfError(new NodeLinkError('link_closed', 'closed'))).toBe('node_lost');
-    expect(failureOfError(new NodeLinkError('send_failed', 'write failed'))).toBe('node_lost');
-    expect(failureOfError(new NodeLinkError('duplicate_run', 'dup'))).toBeUndefined();
+    expect(failureOfError(new PlacementError('request_refused', 'dup'))).toBeUndefined();
+    expect(failureOfError(new PlacementError('node_timeout', 'slow'))).toBeUndefined();
+    expect(failureOfError(new PlacementError('queue_full', 'busy'))).toBeUndefined();
     expect(failureOfError(new PlacementError('owner_unreachable', 'no edge'))).toBeUndefined();
     expect(failureOfError(new Error('boom'))).toBeUndefined();
   });

@@ -8,9 +8,8 @@
 // connection (the node's `upstream_*` codes with `retryable`), the node busy or shutting down, the node lost. A
 // client error (400, `unsupported_parameter`, `invalid_request`), a cancel or the run's own deadline is none.
 import type { RunEventPart } from '@iop/wire';
-import { NodeLinkError } from '../node/errors.js';
 import { PlacementError } from '../placement/errors.js';
-import type { DispatchFailureReason } from '../pool/circuit-breaker.js';
+import type { DispatchFailureReason } from '../placement/outcomes.js';
 
 type ErrorPart = Extract<RunEventPart, { type: 'error' }>;
 
@@ -65,9 +64,7 @@ export function failureOfPart(part: ErrorPart): DispatchFailureReason | undefine
 
 /** The dispatch failure a rejected `dispatch` reports (nothing reached the node); undefined = not one. */
 export function failureOfError(error: unknown): DispatchFailureReason | undefined {
+  // `node_disconnected`: the node went away before the send, or its link closed or failed under it.
   if (error instanceof PlacementError) return error.code === 'node_disconnected' ? 'node_lost' : undefined;
-  if (error instanceof NodeLinkError) {
-    return error.code === 'link_closed' || error.code === 'send_failed' ? 'node_lost' : undefined;
-  }
   return undefined;
 }

@@ -1,30 +1,9 @@
 // Errors from below the service as the ServiceErrors surfaces map: written once, used by the run supervisor and
-// the service's node operations. Pool, placement, link and governance errors never reach a surface.
+// the service's node operations. Placement's errors (which carry the pool's and the node links' refusals too) and
+// governance errors never reach a surface.
 import type { GovernanceError } from '../governance/errors.js';
-import { NodeLinkError } from '../node/errors.js';
 import type { PlacementError } from '../placement/errors.js';
-import type { PoolError } from '../pool/errors.js';
 import { ServiceError, type ServiceErrorCode } from './errors.js';
-
-/** PoolError → ServiceError of the same meaning. */
-export function fromPoolError(error: PoolError): ServiceError {
-  const options = { cause: error, retryAfterSeconds: error.details.retryAfterSeconds };
-  switch (error.code) {
-    case 'node_unavailable':
-      return new ServiceError('node_disconnected', error.message, options);
-    case 'model_not_found':
-    case 'no_provider_available':
-    case 'queue_full':
-    case 'queue_timeout':
-    case 'aborted':
-    case 'shutting_down':
-      return new ServiceError(error.code, error.message, options);
-    default: {
-      const unreachable: never = error.code;
-      return new ServiceError('node_error', `unknown pool error ${String(unreachable)}`, options);
-    }
-  }
-}
 
 /** A limit's refusal; a model outside the allow-list looks like no model at all. */
 export function fromGovernanceError(error: GovernanceError): ServiceError {
@@ -35,7 +14,7 @@ export function fromGovernanceError(error: GovernanceError): ServiceError {
   });
 }
 
-/** PlacementError → ServiceError; an owner edge's refusal keeps its code. */
+/** PlacementError → ServiceError of the same meaning; an owner edge's refusal keeps its code. */
 export function fromPlacementError(error: PlacementError): ServiceError {
   const options = {
     cause: error,
@@ -52,7 +31,21 @@ export function fromPlacementError(error: PlacementError): ServiceError {
     case 'owner_unreachable':
       return new ServiceError('node_disconnected', error.message, options);
     case 'node_outdated':
+    case 'node_failed':
       return new ServiceError('node_error', error.message, options);
+    case 'node_unavailable':
+      return new ServiceError('node_disconnected', error.message, options);
+    case 'model_not_found':
+    case 'no_provider_available':
+    case 'queue_full':
+    case 'queue_timeout':
+    case 'aborted':
+    case 'shutting_down':
+      return new ServiceError(error.code, error.message, options);
+    case 'node_timeout':
+      return new ServiceError('timeout', error.message, options);
+    case 'request_refused':
+      return new ServiceError('invalid_request', error.message, options);
     case 'refused':
       return new ServiceError(remoteCode(error.details.remoteCode), error.message, options);
     default: {
@@ -84,30 +77,4 @@ const SERVICE_CODES: ReadonlySet<string> = new Set<ServiceErrorCode>([
 /** Another edge's code, when it is one of ours (anything else is that edge's node error). */
 function remoteCode(code: string | undefined): ServiceErrorCode {
   return code !== undefined && SERVICE_CODES.has(code) ? (code as ServiceErrorCode) : 'node_error';
-}
-
-/** NodeLinkError → ServiceError; anything else is passed through as a node error. */
-export function fromLinkError(error: unknown, nodeId: string): ServiceError {
-  if (error instanceof ServiceError) return error;
-  if (error instanceof NodeLinkError) {
-    switch (error.code) {
-      case 'link_closed':
-      case 'send_failed':
-        return new ServiceError('node_disconnected', error.message, { cause: error });
-      case 'request_timeout':
-        return new ServiceError('timeout', error.message, { cause: error });
-      case 'request_aborted':
-      case 'duplicate_run':
-        return new ServiceError('invalid_request', error.message, { cause: error });
-      default: {
-        const unreachable: never = error.code;
-        return new ServiceError('node_error', `node ${nodeId}: ${String(unreachable)}`, { cause: error });
-      }
-    }
-  }
-  return new ServiceError(
-    'node_error',
-    `node ${nodeId}: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
 }

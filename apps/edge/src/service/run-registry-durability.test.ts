@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Clock } from '../clock.js';
 import type { RunKey } from '../placement/run-directory.js';
-import { RunRegistry, RunRegistryError, type RunKindDurability } from './run-registry.js';
+import { RunRegistryError } from '../run-registry-error.js';
+import { RunRegistry, type RunKindDurability } from './run-registry.js';
 import { MemoryRunRecordStore } from './test-support/memory-run-record-store.js';
 
 function fakeClock(): Clock & { advance(ms: number): void } {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Clock } from '../clock.js';
 import { encodeRunKey, type RemoteRuns, type RunKey, type RunUpdate } from '../placement/run-directory.js';
-import { RunRegistry, RunRegistryError } from './run-registry.js';
+import { RunRegistryError } from '../run-registry-error.js';
+import { RunRegistry } from './run-registry.js';
 
 function fakeClock(): Clock & { advance(ms: number): void } {
   let now = 1_000_000;

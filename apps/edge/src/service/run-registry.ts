@@ -22,9 +22,9 @@
 // `interrupted` hook (registered by the surface with durability(), so the surface's vocabulary names the edge
 // restart). Without a store nothing is written and nothing survives a restart.
 import type { Clock } from '../clock.js';
+import { RunRegistryError } from '../run-registry-error.js';
 import {
   encodeRunKey,
-  RunRegistryError,
   type LocalRuns,
   type RemoteRuns,
   type RunCancelResult,
@@ -42,7 +42,6 @@ export type {
   RunCancelResult,
 } from '../placement/run-directory.js';
 import type { RunRecordStore } from './run-record-store.js';
-export { RunRegistryError } from '../placement/run-directory.js';
 
 export interface RunBounds {
   maxEntries: number;

@@ -47,11 +47,10 @@ import type {
   PlacementRequest,
   Reservation,
 } from '../placement/placement.js';
-import type { DispatchFailureReason, ProviderOutcomes } from '../pool/circuit-breaker.js';
-import { isPoolError } from '../pool/errors.js';
+import type { DispatchFailureReason, ProviderOutcomes } from '../placement/outcomes.js';
 import { unwatchAbort, watchAbort } from '../abort-watchers.js';
 import { ServiceError } from './errors.js';
-import { fromGovernanceError, fromLinkError, fromPlacementError, fromPoolError } from './run-errors.js';
+import { fromGovernanceError, fromPlacementError } from './run-errors.js';
 import { DeliveredUsage } from './delivered-usage.js';
 import { estimationMessages } from './estimation-messages.js';
 import { RunEventStream } from './run-event-stream.js';
@@ -457,7 +456,7 @@ export class RunSupervisor implements ExecutionObserver {
       // No other provider took the retry: the caller hears why the first one failed (a cancel stays a cancel).
       const nowhere =
         retried !== undefined &&
-        isPoolError(error) &&
+        isPlacementError(error) &&
         (error.code === 'no_provider_available' ||
           error.code === 'queue_full' ||
           error.code === 'queue_timeout');
@@ -924,7 +923,7 @@ export class RunSupervisor implements ExecutionObserver {
 
   private serviceError(error: unknown): ServiceError {
     if (error instanceof ServiceError) return error;
-    if (isPoolError(error)) {
+    if (isPlacementError(error)) {
       const reason =
         error.code === 'queue_full' || error.code === 'queue_timeout'
           ? error.code
@@ -932,10 +931,12 @@ export class RunSupervisor implements ExecutionObserver {
             ? 'no_provider'
             : undefined;
       if (reason) this.context.metrics.rejected(this.request.surface, error.details.model ?? '', reason);
-      return fromPoolError(error);
+      return fromPlacementError(error);
     }
-    if (isPlacementError(error)) return fromPlacementError(error);
-    return fromLinkError(error, this.reservation?.nodeId ?? '');
+    const message = error instanceof Error ? error.message : String(error);
+    return new ServiceError('node_error', `node ${this.reservation?.nodeId ?? ''}: ${message}`, {
+      cause: error,
+    });
   }
 
   /** The event as the bus carries it: the run's first one also says how the run was admitted. */

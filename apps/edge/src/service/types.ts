@@ -1,18 +1,19 @@
 // Surface-neutral edge operations. Every surface (console, OpenAI, A2A, admin, UI) calls these and nothing below
 // them: a surface translates its protocol into a destination + run spec, and the run's parts back.
-import type { AdapterType, ModelConfig } from '@iop/config';
 import type { NodeCommandRequest, NodeCommandResponse } from '@iop/wire';
+import type { AdmissionTotals, ModelCatalog } from '../placement/edge-placement.js';
 import type { RunDestination, RunEvents, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
-import type { NodeSummary } from '../node/node-summary.js';
-import type { ProviderStatus } from '../pool/provider-pool.js';
+import type { NodeSummary } from '../present/node-summary.js';
+import type { ProviderStatus } from '../present/provider-status.js';
 import type { Principal } from '../governance/principal.js';
 import type { RunRegistry } from './run-registry.js';
 
-export type { NodeSummary } from '../node/node-summary.js';
+export type { NodeSummary } from '../present/node-summary.js';
 export type { RunEventWithMeta } from '../events/types.js';
 export type { RunEvents } from '../placement/run-types.js';
+export type { AdmissionTotals, ModelCatalog } from '../placement/edge-placement.js';
 export type { RunDestination, RunOutcome, RunSpec, RunSurface } from '../placement/run-types.js';
-export type { ProviderStatus } from '../pool/provider-pool.js';
+export type { ProviderStatus } from '../present/provider-status.js';
 
 /**
  * The agent run a child run belongs to (an agent's model call that came back up the node link), and the node whose
@@ -108,24 +109,6 @@ export interface SessionRef {
   adapter: string;
   target: string;
   sessionId: string;
-}
-
-/** The `models[]` side of the routing table, as surfaces need it (catalogue, route resolution). */
-export interface ModelCatalog {
-  /** True when `model` is a models[] id (routed through the provider pool). */
-  has(model: string): boolean;
-  get(model: string): ModelConfig | undefined;
-  /** models[] ids in config order. */
-  ids(): string[];
-  /** Adapter types (cli, ollama, openai_compat) of the enabled providers serving `model`. */
-  backends(model: string): AdapterType[];
-}
-
-export interface AdmissionTotals {
-  /** Runs holding capacity (started or being sent). */
-  inFlight: number;
-  /** Requests waiting in a queue. */
-  queued: number;
 }
 
 export interface EdgeService {

@@ -18,9 +18,10 @@ import {
 import type { EventBus } from '../events/types.js';
 import { systemClock } from '../clock.js';
 import { RunRegistry } from '../service/run-registry.js';
-import { isPoolError } from '../pool/errors.js';
+import { isPlacementError } from '../placement/errors.js';
+import { fromLowerError } from '../placement/lower-errors.js';
 import type { Lease, ProviderPool } from '../pool/provider-pool.js';
-import { fromPoolError } from '../service/edge-service.js';
+import { fromPlacementError } from '../service/run-errors.js';
 import { ServiceError } from '../service/errors.js';
 import { applyGenerationPolicy } from '../placement/generation-policy.js';
 import { RunEventStream } from '../service/run-event-stream.js';
@@ -268,7 +269,9 @@ export class FakeEdgeService implements EdgeService {
       try {
         lease = await this.pool.acquire(destination.model, { signal: options.signal });
       } catch (error) {
-        throw isPoolError(error) ? fromPoolError(error) : error;
+        // As the real service hears it: the pool's refusal through placement's errors.
+        const placed = fromLowerError(error);
+        throw isPlacementError(placed) ? fromPlacementError(placed) : placed;
       }
       const policy = this.pool.model(destination.model);
       if (policy) {

@@ -20,7 +20,7 @@ import { create, type RunEventPart } from '@iop/wire';
 import type { EdgeConfig } from '@iop/config';
 import { redactConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
-import type { NodeDiscovered } from '../service/node-views.js';
+import type { NodeDiscovered } from '../present/node-discovered.js';
 import type { EdgeService } from '../service/types.js';
 import type { ChartSeries } from './chart-series.js';
 import type { RunLog, RunFilter } from './run-log.js';

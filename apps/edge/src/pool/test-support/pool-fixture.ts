@@ -1,6 +1,6 @@
 // Test support: small pool configs and a mutable set of connected nodes standing in for the node registry.
 import type { ModelConfig, NodeConfig, ProviderConfig } from '@iop/config';
-import type { NodeSummary, ProviderHealthSummary } from '../../node/node-summary.js';
+import type { NodeSummary, ProviderHealthSummary } from '../../present/node-summary.js';
 import type { PoolConfig } from '../provider-pool.js';
 
 export function providerConfig(id: string, fields: Partial<ProviderConfig> = {}): ProviderConfig {

@@ -1,6 +1,6 @@
 // What the edge knows about one connected node, as every layer above the registry sees it (service, pool,
 // surfaces). Built by NodeLink.summary().
-import type { NodeDiscovered } from './discovered.js';
+import type { NodeDiscovered } from './node-discovered.js';
 
 export interface NodeSummary {
   nodeId: string;

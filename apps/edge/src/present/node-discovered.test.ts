@@ -6,7 +6,7 @@ import {
   fromWireDiscovery,
   shortVersion,
   toWireDiscovery,
-} from './discovered.js';
+} from './node-discovered.js';
 
 const GIB = 1024 ** 3;
 
