@@ -32,7 +32,7 @@ describe('A2A task recovery', () => {
       kind: 'text',
       text: expect.stringContaining(
         'edge_restarted: the edge edge-a restarted while this task was working',
-      ) as string,
+      ) as unknown as string,
     });
     expect(task.history?.at(-1)).toEqual(task.status.message);
     expect(task.history).toHaveLength(2);
