@@ -10,7 +10,8 @@ import { createChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import { createRunLog } from './run-log.js';
 import type { UiProvider, UiRefreshResult } from '@iop/ui-api';
-import { createUiHandler, type PlaygroundRequest, type UiHandler, type UiHandlerDeps } from './ui-server.js';
+import type { PlaygroundRequest } from './playground-route.js';
+import { createUiHandler, type UiHandler, type UiHandlerDeps } from './ui-server.js';
 import { createHostGuard } from '../http/host-guard.js';
 import { rawHttpRequest } from '../test-support/raw-http-request.js';
 

@@ -30,7 +30,8 @@ import { UiError } from './errors.js';
 import { createRunLog, type RunLog } from './run-log.js';
 import type { UiClusterEdge, UiDeparture, UiProvider, UiRefreshResult } from '@iop/ui-api';
 import { loadEmbeddedAssets, type UiAssets } from './ui-assets.js';
-import { createUiHandler, type PlaygroundStarter, type UiHandler, type UiLimits } from './ui-server.js';
+import type { PlaygroundStarter } from './playground-route.js';
+import { createUiHandler, type UiHandler, type UiLimits } from './ui-server.js';
 
 /** What the dashboard reads or drives of the edge core. */
 export interface UiCore {
