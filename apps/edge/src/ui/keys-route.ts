@@ -39,7 +39,8 @@ export function createKeysRoute(deps: KeysRouteDeps): KeysRoute {
   };
 }
 
-async function keysView(deps: KeysRouteDeps, since: string): Promise<UiKeys> {
+/** The Keys view's answer for `since` (a duration such as 24h, or 'all'). */
+export async function keysView(deps: KeysRouteDeps, since: string): Promise<UiKeys> {
   const usage = deps.usage;
   if (!usage) throw new UiError('usage_disabled', 'usage is not recorded on this edge');
   const nowMs = deps.clock.now();
