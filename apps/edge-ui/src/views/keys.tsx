@@ -3,8 +3,7 @@
 // `iop-edge usage --by key`, an agent's model calls charged to the key that started the agent.
 import { useEffect, useState } from 'preact/hooks';
 import { api, type UiKey, type UiKeys } from '../api.js';
-import { age, count } from '../format.js';
-import { budgetLeft, budgetUsedShare, keyLimits, keyName } from '../key-format.js';
+import { age, budgetLeft, budgetUsedShare, count, keyLimits, keyName } from '../format.js';
 
 const PERIODS = [
   ['1h', 'last hour'],

@@ -70,7 +70,7 @@ describe('the Keys view', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const teamA = () => principalOf(config.openai.api_keys[0]!);
+  const teamA = () => principalOf(config.openai.api_keys[0]);
 
   /** One governed run under team-a, finished at once (a child when `parentRunId` is set). */
   function finishedRun(runId: string, inputTokens: number, outputTokens: number, parentRunId = ''): void {

@@ -15,6 +15,7 @@ import type {
   UiProvider,
 } from '@iop/ui-api';
 import type { Clock } from '../clock.js';
+import type { NodeDiscovered } from '../service/node-views.js';
 import type { EdgeService, NodeSummary } from '../service/types.js';
 import type { RunLog } from './run-log.js';
 import { sseFrame } from './ui-http.js';
@@ -49,7 +50,10 @@ export function createOverviewSource(deps: OverviewDeps): OverviewSource {
   let shared: { atMs: number; frame: Promise<string> } | undefined;
 
   async function current(): Promise<UiOverview> {
-    return buildOverview(deps, (await deps.rejections?.()) ?? new Map());
+    return buildOverview(
+      deps,
+      (await deps.rejections?.()) ?? new Map<string, { r429: number; r503: number }>(),
+    );
   }
 
   return {
@@ -157,7 +161,7 @@ function modelRows(config: EdgeConfig, providers: readonly UiProvider[], rejecti
   });
 }
 
-function discoveredView(discovered: NonNullable<NodeSummary['discovered']>): UiDiscovered {
+function discoveredView(discovered: NodeDiscovered): UiDiscovered {
   return {
     backends: discovered.backends.map((backend) => ({
       kind: backend.kind,

@@ -137,7 +137,7 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
     ...(governor ? { liveLimits: () => governor.snapshot() } : {}),
     playground: playgroundStarter(service),
     nodeLabel: (nodeId) => labels.labelFor(nodeId),
-    departures: follower.departures,
+    departures: () => follower.departures(),
     runLog,
     charts,
     assets,
