@@ -3,6 +3,7 @@
 // random id, never the token), `logout` ends it.
 import type {
   UiCharts,
+  UiKeys,
   UiNodeSessions,
   UiOverview,
   UiPlaygroundEvents,
@@ -50,6 +51,7 @@ export const api = {
     call<{ runs: UiRun[] }>(`/api/v1/runs?${new URLSearchParams(query).toString()}`),
   run: (runId: string) => call<UiRunDetail>(`/api/v1/runs/${encodeURIComponent(runId)}`),
   charts: () => call<UiCharts>('/api/v1/charts'),
+  keys: (since: string) => call<UiKeys>(`/api/v1/keys?${new URLSearchParams({ since }).toString()}`),
   sessions: () => call<{ sessions: UiNodeSessions[] }>('/api/v1/sessions'),
   terminate: (body: { node_id: string; adapter: string; target: string; session_id: string }) =>
     call<{ terminated: boolean; node_id: string }>('/api/v1/sessions/terminate', { method: 'POST', body }),

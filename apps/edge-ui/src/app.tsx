@@ -5,6 +5,7 @@ import { api, ApiError, openLiveFeed, type UiCharts, type UiOverview, type UiRun
 import { ChartsView } from './views/charts.js';
 import { ConfigView } from './views/config.js';
 import { FleetView } from './views/fleet.js';
+import { KeysView } from './views/keys.js';
 import { PlaygroundView } from './views/playground.js';
 import { ProvidersView } from './views/providers.js';
 import { RunsView } from './views/runs.js';
@@ -14,6 +15,7 @@ const TABS = [
   ['fleet', 'Fleet'],
   ['providers', 'Providers & models'],
   ['runs', 'Runs'],
+  ['keys', 'Keys'],
   ['sessions', 'Sessions'],
   ['charts', 'Charts'],
   ['config', 'Config'],
@@ -158,6 +160,8 @@ export function App() {
           <ProvidersView overview={overview} />
         ) : tab === 'runs' ? (
           <RunsView runs={runs} />
+        ) : tab === 'keys' ? (
+          <KeysView />
         ) : tab === 'sessions' ? (
           <SessionsView />
         ) : tab === 'charts' ? (

@@ -200,6 +200,52 @@ export interface UiNodeSessions {
   error: string;
 }
 
+/** `GET /api/v1/keys`: each API key's recorded usage since `since_ms`, its limits and what is left of its budget. */
+export interface UiKeys {
+  now_ms: number;
+  /** Start of the usage period asked for (`?since=`, default 24h); 0 = every kept record. */
+  since_ms: number;
+  /** Configured keys first (in edge.yaml order), then keys that only appear in the usage record. */
+  keys: UiKey[];
+}
+
+export interface UiKey {
+  /** The key's id from `openai.api_keys` (never the secret); '' = anonymous runs (no key). */
+  id: string;
+  /** In `openai.api_keys` now (false: a removed key, the anonymous runs or the A2A bearer token). */
+  configured: boolean;
+  /** The key's model allow-list; [] = every model. */
+  models: string[];
+  rpm: number | null;
+  tpm: number | null;
+  max_concurrent: number | null;
+  /** Runs recorded since `since_ms`, its agents' model calls (child runs) included; `child_runs` of them. */
+  runs: number;
+  child_runs: number;
+  /** Tokens since `since_ms`: each token once, the agents' children's included (they are charged to this key). */
+  input_tokens: number;
+  output_tokens: number;
+  outcomes: { completed: number; error: number; cancelled: number; rejected: number };
+  /** Its latest recorded run; null when none is kept. */
+  last_used_ms: number | null;
+  /** The token budget's current window; null when the key has none. */
+  budget: UiKeyBudget | null;
+  /** This edge's live counters for the key; null before it is first seen since the edge started. */
+  live: { in_flight: number; requests_last_minute: number; tokens_last_minute: number } | null;
+}
+
+export interface UiKeyBudget {
+  tokens: number;
+  per: 'day' | 'month';
+  /** The window (UTC day or month) now. */
+  window_start_ms: number;
+  window_end_ms: number;
+  /** Tokens recorded in the window (in + out, children included); runs still going are counted when they end. */
+  used: number;
+  /** `tokens - used`, never below 0. */
+  left: number;
+}
+
 export interface UiRefreshReport {
   path: string;
   change: string;

@@ -25,6 +25,17 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
   return (
     <section aria-labelledby="providers-title">
       <h2 id="providers-title">Providers</h2>
+      <ProviderTable overview={overview} />
+      <AgentRuns overview={overview} />
+      <ModelTable overview={overview} />
+      <Routing overview={overview} />
+    </section>
+  );
+}
+
+function ProviderTable({ overview }: { overview: UiOverview }) {
+  return (
+    <>
       <div class="scroll">
         <table>
           <thead>
@@ -84,6 +95,13 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
           </tbody>
         </table>
       </div>
+    </>
+  );
+}
+
+function AgentRuns({ overview }: { overview: UiOverview }) {
+  return (
+    <>
       <h2>Agent runs</h2>
       {overview.agent_runs.length === 0 ? (
         <p class="muted">No agent run is making model calls.</p>
@@ -119,6 +137,13 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
           </table>
         </div>
       )}
+    </>
+  );
+}
+
+function ModelTable({ overview }: { overview: UiOverview }) {
+  return (
+    <>
       <h2>Models</h2>
       <div class="scroll">
         <table>
@@ -155,6 +180,13 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
           </tbody>
         </table>
       </div>
+    </>
+  );
+}
+
+function Routing({ overview }: { overview: UiOverview }) {
+  return (
+    <>
       <h3>Explicit routes (openai.model_routes)</h3>
       {overview.routes.length === 0 ? (
         <p class="muted">None.</p>
@@ -176,6 +208,6 @@ export function ProvidersView({ overview }: { overview: UiOverview }) {
             }`
           : 'None: unknown models are rejected.'}
       </p>
-    </section>
+    </>
   );
 }

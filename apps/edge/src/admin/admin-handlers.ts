@@ -3,7 +3,6 @@
 //
 // Streams: SubmitRun and WatchEvents honour backpressure (they wait for 'drain'), stop when the client cancels
 // (a cancelled SubmitRun cancels its run) and are all ended by `closeStreams()` when the server shuts down.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import {
   Metadata,
   status,
@@ -19,10 +18,13 @@ import {
   ListNodesResponse,
   ListProvidersResponse,
   TerminateSessionResponse,
+  type AdminEdgeEvent,
   type EdgeAdminServer,
+  type WatchEventsRequest,
   type RefreshConfigResponse,
 } from '@iop/wire';
-import type { AdminKeyConfig, AdminRole } from '@iop/config';
+import type { AdminKeyConfig } from '@iop/config';
+import { createAdminCallGuard } from './admin-call-guard.js';
 import type { EventBus } from '../events/types.js';
 import { USAGE_GROUPS, type UsageGroup, type UsageQuery, type UsageRow } from '../governance/usage-store.js';
 import type { Logger } from '../logging.js';
@@ -69,9 +71,6 @@ export interface AdminHandlerDeps {
   authority?: { guard: HostGuard; port: () => number };
 }
 
-/** RPCs a `read` key may call; every other RPC needs `operator`. */
-const READ_RPCS: ReadonlySet<string> = new Set(['ListNodes', 'ListProviders', 'WatchEvents', 'GetUsage']);
-
 export interface AdminHandlers {
   implementation: EdgeAdminServer;
   /** Ends every open stream (server shutdown). */
@@ -84,56 +83,15 @@ export const DROPPED_EVENTS_TRAILER = 'iop-dropped-events';
 
 export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
   const { service, events, logger } = deps;
-  const credentials: { digest: Buffer; role: AdminRole }[] = [
-    ...(deps.token ? [{ digest: digest(deps.token), role: 'operator' as const }] : []),
-    ...(deps.keys ?? []).map((key) => ({ digest: Buffer.from(key.key_sha256, 'hex'), role: key.role })),
-  ];
+  const guard = createAdminCallGuard(deps);
   const streams = new Set<AbortController>();
-
-  /** The caller's role: `operator` when no credential is configured, undefined when the key is missing or wrong. */
-  function roleOf(metadata: Metadata): AdminRole | undefined {
-    if (credentials.length === 0) return 'operator';
-    const value = metadata.get('authorization')[0];
-    const header = typeof value === 'string' ? value : value?.toString('utf8');
-    const match = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
-    if (!match?.[1]) return undefined;
-    // Compare digests (equal length for timingSafeEqual) against every credential, without an early exit.
-    const presented = digest(match[1]);
-    let role: AdminRole | undefined;
-    for (const credential of credentials) {
-      if (timingSafeEqual(presented, credential.digest) && role !== 'operator') role = credential.role;
-    }
-    return role;
-  }
-
-  /** A call whose `:authority` is not this listener (gRPC has no local address: the bound port and interfaces). */
-  function authorityRefusal(host: string): AdminCallError | undefined {
-    if (!deps.authority) return undefined;
-    const refused = deps.authority.guard.checkHost(host, { port: deps.authority.port() });
-    return refused ? new AdminCallError(status.PERMISSION_DENIED, refused.code, refused.message) : undefined;
-  }
-
-  /** The error for a call `name` with this role, or undefined when allowed. */
-  function refusal(name: string, role: AdminRole | undefined): AdminCallError | undefined {
-    if (role === undefined) return unauthenticated();
-    if (role === 'operator' || READ_RPCS.has(name)) return undefined;
-    return new AdminCallError(
-      status.PERMISSION_DENIED,
-      'forbidden',
-      `${name} needs an operator key; this key has the read role`,
-    );
-  }
-
-  function unauthenticated(): AdminCallError {
-    return new AdminCallError(status.UNAUTHENTICATED, 'unauthenticated', 'missing or invalid admin token');
-  }
 
   function unary<Request, Response>(
     name: string,
     handler: (request: Request, call: ServerUnaryCall<Request, Response>) => Promise<Response> | Response,
   ): handleUnaryCall<Request, Response> {
     return (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => {
-      const refused = authorityRefusal(call.getHost()) ?? refusal(name, roleOf(call.metadata));
+      const refused = guard(name, call.getHost(), call.metadata);
       if (refused) {
         logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
         callback(toGrpcStatus(refused));
@@ -159,7 +117,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
     ) => Promise<Metadata | undefined>,
   ): handleServerStreamingCall<Request, Response> {
     return (call: ServerWritableStream<Request, Response>) => {
-      const refused = authorityRefusal(call.getHost()) ?? refusal(name, roleOf(call.metadata));
+      const refused = guard(name, call.getHost(), call.metadata);
       if (refused) {
         logger.warn({ rpc: name, peer: call.getPeer(), code: refused.errorCode }, 'admin call rejected');
         call.emit('error', toGrpcStatus(refused));
@@ -199,24 +157,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       });
     }),
 
-    listProviders: unary('ListProviders', () => {
-      // Each provider with the node's last probe of it (detail and cause), when its node reported one.
-      const reported = new Map<string, { healthDetail: string; healthCause: string }>();
-      for (const node of service.fabricNodes()) {
-        for (const entry of node.providers) {
-          reported.set(`${node.nodeId}\n${entry.providerId}`, {
-            healthDetail: entry.detail,
-            healthCause: entry.cause,
-          });
-        }
-      }
-      return ListProvidersResponse.fromPartial({
-        providers: (deps.providerStatus?.() ?? []).map((provider) => ({
-          ...provider,
-          ...reported.get(`${provider.nodeId}\n${provider.providerId}`),
-        })),
-      });
-    }),
+    listProviders: unary('ListProviders', () => providersResponse(service, deps.providerStatus?.() ?? [])),
 
     submitRun: streaming('SubmitRun', async (call, signal) => {
       const submission = toSubmission(call.request);
@@ -262,30 +203,7 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       return service.nodeCommand({ node: request.node || undefined, request: request.command });
     }),
 
-    watchEvents: streaming('WatchEvents', async (call, signal) => {
-      const subscription = events.subscribe({ signal });
-      const includeRuns = call.request.includeRunEvents;
-      let reported = 0;
-      try {
-        for await (const event of subscription) {
-          if (signal.aborted) break;
-          if (subscription.dropped > reported) {
-            logger.warn(
-              { dropped: subscription.dropped - reported },
-              'admin event watcher fell behind; events dropped',
-            );
-            reported = subscription.dropped;
-          }
-          if (event.type === 'run' && !includeRuns) continue;
-          await write(call, toAdminEdgeEvent(event), signal);
-        }
-      } finally {
-        subscription.close();
-      }
-      const trailers = new Metadata();
-      trailers.set(DROPPED_EVENTS_TRAILER, String(subscription.dropped));
-      return trailers;
-    }),
+    watchEvents: streaming('WatchEvents', (call, signal) => watchEvents(events, call, signal, logger)),
 
     refreshConfig: unary('RefreshConfig', (request) => {
       const handler = deps.refreshEnabled === false ? undefined : deps.refreshHandler?.();
@@ -294,46 +212,8 @@ export function createAdminHandlers(deps: AdminHandlerDeps): AdminHandlers {
       return handler(request.mode, request.configYaml, request.configPath);
     }),
 
-    getUsage: unary('GetUsage', async (request) => {
-      if (!deps.usage)
-        throw new AdminCallError(status.UNAVAILABLE, 'usage_disabled', 'usage is not recorded');
-      const by = request.by === '' ? 'key' : request.by;
-      if (!(USAGE_GROUPS as readonly string[]).includes(by)) {
-        throw new AdminCallError(
-          status.INVALID_ARGUMENT,
-          'invalid_request',
-          `by must be one of ${USAGE_GROUPS.join(', ')}, not '${by}'`,
-        );
-      }
-      const rows = await deps.usage({ by: by as UsageGroup, sinceMs: request.sinceUnixMs });
-      return GetUsageResponse.fromPartial({
-        groups: rows.map((row) => ({
-          group: row.group,
-          runs: row.runs,
-          inputTokens: row.inputTokens,
-          outputTokens: row.outputTokens,
-          completed: row.outcomes.completed,
-          errors: row.outcomes.error,
-          cancelled: row.outcomes.cancelled,
-          rejected: row.outcomes.rejected,
-          queueMsTotal: row.queueMsTotal,
-          durationMsTotal: row.durationMsTotal,
-        })),
-      });
-    }),
+    getUsage: unary('GetUsage', (request) => usageResponse(deps.usage, request.by, request.sinceUnixMs)),
   };
-
-  /** Streams a run's events to the client until the run ends or the client goes away. */
-  async function relay(
-    call: ServerWritableStream<unknown, unknown>,
-    handle: RunHandle,
-    signal: AbortSignal,
-  ): Promise<void> {
-    for await (const event of handle.events) {
-      if (signal.aborted) break;
-      await write(call, toSubmitRunEvent(event), signal);
-    }
-  }
 
   return {
     implementation,
@@ -371,10 +251,103 @@ async function write<T>(
   });
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** ListProviders: each provider with the node's last probe of it (detail and cause), when its node reported one. */
+function providersResponse(
+  service: Pick<EdgeService, 'fabricNodes'>,
+  pool: readonly PooledProviderStatus[],
+): ListProvidersResponse {
+  const reported = new Map<string, { healthDetail: string; healthCause: string }>();
+  for (const node of service.fabricNodes()) {
+    for (const entry of node.providers) {
+      reported.set(`${node.nodeId}\n${entry.providerId}`, {
+        healthDetail: entry.detail,
+        healthCause: entry.cause,
+      });
+    }
+  }
+  return ListProvidersResponse.fromPartial({
+    providers: pool.map((provider) => ({
+      ...provider,
+      ...reported.get(`${provider.nodeId}\n${provider.providerId}`),
+    })),
+  });
+}
+
+/** WatchEvents: the bus's events (run events only when asked) until the client goes; the dropped count as trailer. */
+async function watchEvents(
+  events: EventBus,
+  call: ServerWritableStream<WatchEventsRequest, AdminEdgeEvent>,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<Metadata> {
+  const subscription = events.subscribe({ signal });
+  const includeRuns = call.request.includeRunEvents;
+  let reported = 0;
+  try {
+    for await (const event of subscription) {
+      if (signal.aborted) break;
+      if (subscription.dropped > reported) {
+        logger.warn(
+          { dropped: subscription.dropped - reported },
+          'admin event watcher fell behind; events dropped',
+        );
+        reported = subscription.dropped;
+      }
+      if (event.type === 'run' && !includeRuns) continue;
+      await write(call, toAdminEdgeEvent(event), signal);
+    }
+  } finally {
+    subscription.close();
+  }
+  const trailers = new Metadata();
+  trailers.set(DROPPED_EVENTS_TRAILER, String(subscription.dropped));
+  return trailers;
+}
+
+/** GetUsage: the recorded usage grouped by `by` (default key) since `sinceMs`. */
+async function usageResponse(
+  usage: AdminHandlerDeps['usage'],
+  requested: string,
+  sinceMs: number,
+): Promise<GetUsageResponse> {
+  if (!usage) throw new AdminCallError(status.UNAVAILABLE, 'usage_disabled', 'usage is not recorded');
+  const by = requested === '' ? 'key' : requested;
+  if (!(USAGE_GROUPS as readonly string[]).includes(by)) {
+    throw new AdminCallError(
+      status.INVALID_ARGUMENT,
+      'invalid_request',
+      `by must be one of ${USAGE_GROUPS.join(', ')}, not '${by}'`,
+    );
+  }
+  const rows = await usage({ by: by as UsageGroup, sinceMs });
+  return GetUsageResponse.fromPartial({
+    groups: rows.map((row) => ({
+      group: row.group,
+      runs: row.runs,
+      inputTokens: row.inputTokens,
+      outputTokens: row.outputTokens,
+      completed: row.outcomes.completed,
+      errors: row.outcomes.error,
+      cancelled: row.outcomes.cancelled,
+      rejected: row.outcomes.rejected,
+      queueMsTotal: row.queueMsTotal,
+      durationMsTotal: row.durationMsTotal,
+    })),
+  });
+}
+
+/** Streams a run's events to the client until the run ends or the client goes away. */
+async function relay(
+  call: ServerWritableStream<unknown, unknown>,
+  handle: RunHandle,
+  signal: AbortSignal,
+): Promise<void> {
+  for await (const event of handle.events) {
+    if (signal.aborted) break;
+    await write(call, toSubmitRunEvent(event), signal);
+  }
 }

@@ -22,6 +22,7 @@ import type { PooledProviderStatus } from './admin-mapping.js';
 import { refreshHandler } from './admin-refresh.js';
 import type { Governance } from '../governance/governance.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
+import { recordedUsage } from '../governance/recorded-usage.js';
 import { adminTlsFiles, readAdminServerTls } from './admin-tls.js';
 import { AdminError } from './errors.js';
 import { formatHostPort, isLoopbackHost, parseListenAddress } from '../net/listen-address.js';
@@ -93,10 +94,7 @@ export function createAdminSurface(
     return startAdminServer({
       ...options,
       refreshHandler: options.refreshHandler ?? (refresher ? refreshHandler(refresher) : undefined),
-      usage:
-        options.usage ??
-        context.clusterUsage ??
-        (context.governance ? (query) => context.governance?.usage(query) ?? [] : undefined),
+      usage: options.usage ?? recordedUsage(context),
       listen: refresh.listen,
       token: refresh.admin_token,
       keys: refresh.admin_keys ?? [],

@@ -39,6 +39,14 @@ describe('mergeUsage', () => {
     // The inputs are not changed.
     expect(first[1]).toEqual(row('team-b', 1, 1));
   });
+
+  it("adds child runs and keeps the latest record's time when the edges report them", () => {
+    const merged = mergeUsage([
+      [{ ...row('team-a', 2, 10), childRuns: 1, lastAtMs: 500 }],
+      [{ ...row('team-a', 3, 10), childRuns: 2, lastAtMs: 300 }],
+    ]);
+    expect(merged.map((entry) => [entry.runs, entry.childRuns, entry.lastAtMs])).toEqual([[5, 3, 500]]);
+  });
 });
 
 const available = natsServerAvailable('cluster usage tests');

@@ -23,6 +23,8 @@ export function mergeUsage(lists: readonly (readonly UsageRow[])[]): UsageRow[] 
       group.outputTokens += row.outputTokens;
       group.queueMsTotal += row.queueMsTotal;
       group.durationMsTotal += row.durationMsTotal;
+      if (row.childRuns !== undefined) group.childRuns = (group.childRuns ?? 0) + row.childRuns;
+      if (row.lastAtMs !== undefined) group.lastAtMs = Math.max(group.lastAtMs ?? 0, row.lastAtMs);
       for (const outcome of Object.keys(group.outcomes) as (keyof UsageRow['outcomes'])[]) {
         group.outcomes[outcome] += row.outcomes[outcome] ?? 0;
       }

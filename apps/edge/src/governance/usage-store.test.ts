@@ -175,6 +175,22 @@ describe('UsageStore', () => {
     expect(store.tokensSince('a', 0)).toBe(2 + 11 + 5);
   });
 
+  it("counts a key's child runs and its latest record in the summary", () => {
+    const clock = new ManualClock();
+    const store = open(clock);
+    const start = clock.now();
+    store.record(record({ atMs: start, runId: 'agent', principal: 'a', inputTokens: 10, childTokens: 5 }));
+    store.record(
+      record({ atMs: start + 40, runId: 'call', principal: 'a', inputTokens: 5, parentRunId: 'agent' }),
+    );
+    store.record(record({ atMs: start + 70, runId: 'other', principal: 'b', outcome: 'error' }));
+    const byKey = store.summary({ by: 'key', sinceMs: 0 });
+    expect(byKey.map((row) => [row.group, row.runs, row.childRuns, row.lastAtMs, row.inputTokens])).toEqual([
+      ['a', 2, 1, start + 40, 15],
+      ['b', 1, 0, start + 70, 0],
+    ]);
+  });
+
   it('keeps records and spent tokens across a close and reopen (edge restart), in WAL mode', async () => {
     const clock = new ManualClock();
     const first = open(clock);

@@ -57,6 +57,10 @@ export interface UsageRow {
   outcomes: Record<UsageOutcome, number>;
   queueMsTotal: number;
   durationMsTotal: number;
+  /** Of `runs`, the agents' model calls (child runs, charged to their parent's key). */
+  childRuns?: number;
+  /** Epoch ms of the group's latest record; absent from edges older than this field. */
+  lastAtMs?: number;
 }
 
 export interface UsageStoreOptions {
@@ -229,7 +233,8 @@ export class UsageStore {
     const rows = this.db
       .prepare(
         `SELECT ${column} AS grp, outcome, COUNT(*) AS runs, SUM(input_tokens) AS input_tokens,
-           SUM(output_tokens) AS output_tokens, SUM(queue_ms) AS queue_ms, SUM(duration_ms) AS duration_ms
+           SUM(output_tokens) AS output_tokens, SUM(queue_ms) AS queue_ms, SUM(duration_ms) AS duration_ms,
+           SUM(parent_run_id != '') AS child_runs, MAX(at_ms) AS last_at_ms
          FROM usage WHERE at_ms >= ? GROUP BY ${column}, outcome`,
       )
       .all(query.sinceMs) as {
@@ -240,6 +245,8 @@ export class UsageStore {
       output_tokens: number;
       queue_ms: number;
       duration_ms: number;
+      child_runs: number;
+      last_at_ms: number;
     }[];
     const groups = new Map<string, UsageRow>();
     for (const row of rows) {
@@ -253,6 +260,8 @@ export class UsageStore {
           outcomes: { completed: 0, error: 0, cancelled: 0, rejected: 0 },
           queueMsTotal: 0,
           durationMsTotal: 0,
+          childRuns: 0,
+          lastAtMs: 0,
         };
         groups.set(row.grp, group);
       }
@@ -261,6 +270,8 @@ export class UsageStore {
       group.outputTokens += Number(row.output_tokens);
       group.queueMsTotal += Number(row.queue_ms);
       group.durationMsTotal += Number(row.duration_ms);
+      group.childRuns = (group.childRuns ?? 0) + Number(row.child_runs);
+      group.lastAtMs = Math.max(group.lastAtMs ?? 0, Number(row.last_at_ms));
       if (row.outcome in group.outcomes) group.outcomes[row.outcome] += Number(row.runs);
     }
     return [...groups.values()].sort(

@@ -204,120 +204,9 @@ export class EdgeMetrics {
       labelNames: ['code'],
       registers,
     });
-    const providerSnapshot = options.providerSnapshot;
-    const providerGauge = (
-      name: string,
-      help: string,
-      pick: (sample: ProviderGaugeSample) => number,
-    ): void => {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['provider', 'node'],
-        registers,
-        collect() {
-          this.reset();
-          for (const sample of providerSnapshot?.() ?? []) {
-            this.set({ provider: sample.providerId, node: sample.nodeId }, pick(sample));
-          }
-        },
-      });
-    };
-    providerGauge('iop_provider_in_flight', 'Runs in flight per provider.', (sample) => sample.inFlight);
-    providerGauge(
-      'iop_provider_queued',
-      'Requests waiting for a provider of the model.',
-      (sample) => sample.queued,
-    );
-    providerGauge(
-      'iop_provider_circuit_state',
-      'Circuit of each provider (passive health): 0 closed, 1 open (skipped after dispatch failures), 2 half_open (one probe run).',
-      (sample) => circuitValue(sample.health),
-    );
-    providerGauge(
-      'iop_provider_capacity',
-      'Configured capacity per provider (0 when disabled).',
-      (s) => s.capacity,
-    );
-    const nodeLoads = options.nodeLoads;
-    const nodeGauge = (name: string, help: string, pick: (sample: NodeLoadSample) => number): void => {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['node'],
-        registers,
-        collect() {
-          this.reset();
-          for (const sample of nodeLoads?.() ?? []) this.set({ node: sample.nodeId }, pick(sample));
-        },
-      });
-    };
-    nodeGauge('iop_node_in_flight', 'Runs in flight per node (every surface).', (sample) => sample.inFlight);
-    nodeGauge(
-      'iop_node_max_concurrency',
-      "The node's runtime.max_concurrency as a dispatch bound (0 = unlimited).",
-      (sample) => sample.maxConcurrency,
-    );
-    const connectedNodes = options.connectedNodes;
-    const discoveredNodes = options.discoveredNodes;
-    new Gauge({
-      name: 'iop_node_discovered_backends',
-      help: 'Model servers a connected node discovered, by node and kind (ollama, vllm, llama.cpp, ...).',
-      labelNames: ['node', 'kind'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
-          for (const backend of discovered?.backends ?? []) this.inc({ node: nodeId, kind: backend.kind });
-        }
-      },
-    });
-    new Gauge({
-      name: 'iop_node_discovered_models',
-      help: 'Models served by the model servers a connected node discovered, by node and server kind.',
-      labelNames: ['node', 'kind'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
-          for (const backend of discovered?.backends ?? []) {
-            this.inc({ node: nodeId, kind: backend.kind }, backend.models.length);
-          }
-        }
-      },
-    });
-    new Gauge({
-      name: 'iop_node_discovered_clis',
-      help: 'Coding-agent CLIs found on a connected node, by node and CLI (1 each).',
-      labelNames: ['node', 'cli'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
-          for (const cli of discovered?.clis ?? []) this.set({ node: nodeId, cli: cli.name }, 1);
-        }
-      },
-    });
-    new Gauge({
-      name: 'iop_node_discovered_gpus',
-      help: 'GPUs a connected node reported.',
-      labelNames: ['node'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
-          if (discovered) this.set({ node: nodeId }, discovered.host.gpus.length);
-        }
-      },
-    });
-    new Gauge({
-      name: 'iop_nodes_connected',
-      help: 'Nodes currently connected and registered.',
-      registers,
-      collect() {
-        this.set(connectedNodes?.() ?? 0);
-      },
-    });
+    registerProviderGauges(registers, options.providerSnapshot);
+    registerNodeGauges(registers, options.nodeLoads);
+    registerNodeDiscoveryGauges(registers, options.discoveredNodes, options.connectedNodes);
   }
 
   /** Counts node lifecycle and run outcomes from the event bus; returns the unsubscribe function. */
@@ -356,4 +245,129 @@ export class EdgeMetrics {
     ].join('\n');
     return { contentType: this.registry.contentType, body };
   }
+}
+
+/** Per-provider gauges read from the pool at scrape time. */
+function registerProviderGauges(
+  registers: Registry[],
+  providerSnapshot: EdgeMetricsOptions['providerSnapshot'],
+): void {
+  const providerGauge = (name: string, help: string, pick: (sample: ProviderGaugeSample) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['provider', 'node'],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of providerSnapshot?.() ?? []) {
+          this.set({ provider: sample.providerId, node: sample.nodeId }, pick(sample));
+        }
+      },
+    });
+  };
+  providerGauge('iop_provider_in_flight', 'Runs in flight per provider.', (sample) => sample.inFlight);
+  providerGauge(
+    'iop_provider_queued',
+    'Requests waiting for a provider of the model.',
+    (sample) => sample.queued,
+  );
+  providerGauge(
+    'iop_provider_circuit_state',
+    'Circuit of each provider (passive health): 0 closed, 1 open (skipped after dispatch failures), 2 half_open (one probe run).',
+    (sample) => circuitValue(sample.health),
+  );
+  providerGauge(
+    'iop_provider_capacity',
+    'Configured capacity per provider (0 when disabled).',
+    (s) => s.capacity,
+  );
+}
+
+/** Per-node load gauges read from the pool at scrape time. */
+function registerNodeGauges(registers: Registry[], nodeLoads: EdgeMetricsOptions['nodeLoads']): void {
+  const nodeGauge = (name: string, help: string, pick: (sample: NodeLoadSample) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['node'],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of nodeLoads?.() ?? []) this.set({ node: sample.nodeId }, pick(sample));
+      },
+    });
+  };
+  nodeGauge('iop_node_in_flight', 'Runs in flight per node (every surface).', (sample) => sample.inFlight);
+  nodeGauge(
+    'iop_node_max_concurrency',
+    "The node's runtime.max_concurrency as a dispatch bound (0 = unlimited).",
+    (sample) => sample.maxConcurrency,
+  );
+}
+
+/** What connected nodes discovered, and how many are connected, read at scrape time. */
+function registerNodeDiscoveryGauges(
+  registers: Registry[],
+  discoveredNodes: EdgeMetricsOptions['discoveredNodes'],
+  connectedNodes: EdgeMetricsOptions['connectedNodes'],
+): void {
+  new Gauge({
+    name: 'iop_node_discovered_backends',
+    help: 'Model servers a connected node discovered, by node and kind (ollama, vllm, llama.cpp, ...).',
+    labelNames: ['node', 'kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+        for (const backend of discovered?.backends ?? []) this.inc({ node: nodeId, kind: backend.kind });
+      }
+    },
+  });
+  new Gauge({
+    name: 'iop_node_discovered_models',
+    help: 'Models served by the model servers a connected node discovered, by node and server kind.',
+    labelNames: ['node', 'kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+        for (const backend of discovered?.backends ?? []) {
+          this.inc({ node: nodeId, kind: backend.kind }, backend.models.length);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'iop_node_discovered_clis',
+    help: 'Coding-agent CLIs found on a connected node, by node and CLI (1 each).',
+    labelNames: ['node', 'cli'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+        for (const cli of discovered?.clis ?? []) this.set({ node: nodeId, cli: cli.name }, 1);
+      }
+    },
+  });
+  new Gauge({
+    name: 'iop_node_discovered_gpus',
+    help: 'GPUs a connected node reported.',
+    labelNames: ['node'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { nodeId, discovered } of discoveredNodes?.() ?? []) {
+        if (discovered) this.set({ node: nodeId }, discovered.host.gpus.length);
+      }
+    },
+  });
+  new Gauge({
+    name: 'iop_nodes_connected',
+    help: 'Nodes currently connected and registered.',
+    registers,
+    collect() {
+      this.set(connectedNodes?.() ?? 0);
+    },
+  });
 }

@@ -17,6 +17,7 @@ export type UiErrorCode =
   | 'too_many_playgrounds'
   | 'refresh_disabled'
   | 'playground_disabled'
+  | 'usage_disabled' // the Keys view on an edge that records no usage
   | 'shutting_down'
   | 'internal';
 
@@ -35,6 +36,7 @@ const STATUS: Record<UiErrorCode, number> = {
   too_many_playgrounds: 429,
   refresh_disabled: 503,
   playground_disabled: 503,
+  usage_disabled: 503,
   shutting_down: 503,
   internal: 500,
 };

@@ -76,6 +76,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
   const entries = new Map<string, Entry>();
   const observers = new Set<(run: UiRun) => void>();
   const finishedObservers = new Set<(run: UiRun) => void>();
+  const partLimits: PartLimits = { maxText, resolveRoute };
 
   function entryFor(runId: string, nodeId: string, atMs: number): Entry {
     let entry = entries.get(runId);
@@ -120,57 +121,6 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
     if (finished) for (const observer of finishedObservers) observer(snapshot);
   }
 
-  function apply(entry: Entry, part: RunEventPart, atMs: number): boolean {
-    const run = entry.run;
-    switch (part.type) {
-      case 'start': {
-        run.adapter = part.adapter;
-        run.target = part.target;
-        if (!run.provider || !run.model) {
-          const route = resolveRoute(run.node_id, part.adapter, part.target);
-          run.provider ||= route.provider;
-          run.model ||= route.model;
-        }
-        return true;
-      }
-      case 'text-delta':
-        appendText(entry, part.text);
-        return false;
-      case 'usage':
-        run.prompt_tokens = part.usage.promptTokens;
-        run.completion_tokens = part.usage.completionTokens;
-        return true;
-      case 'complete':
-        finish(run, 'completed', atMs, part.backendMs, '');
-        return true;
-      case 'error':
-        finish(run, 'error', atMs, part.backendMs, `${part.code}: ${part.message}`);
-        return true;
-      case 'cancelled':
-        finish(run, 'cancelled', atMs, null, part.reason);
-        return true;
-      case 'reasoning-delta':
-      case 'tool-call':
-      case 'progress':
-      case 'embeddings':
-        return false;
-      default: {
-        const unknown: never = part;
-        throw new Error(`unknown run event part ${JSON.stringify(unknown)}`);
-      }
-    }
-  }
-
-  function appendText(entry: Entry, text: string): void {
-    const room = maxText - entry.text.length;
-    if (room <= 0) {
-      if (text.length > 0) entry.textTruncated = true;
-      return;
-    }
-    if (text.length > room) entry.textTruncated = true;
-    entry.text += text.slice(0, room);
-  }
-
   return {
     record(event) {
       if (event.part.type !== 'start' && !entries.has(event.runId) && TERMINAL_TYPES.has(event.part.type)) {
@@ -195,7 +145,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
           summary: summarize(event.part),
         });
       } else entry.eventsDropped += 1;
-      const changed = apply(entry, event.part, event.atUnixMs);
+      const changed = applyPart(entry, event.part, event.atUnixMs, partLimits);
       if (changed) notify(entry, TERMINAL.has(entry.run.status));
     },
     annotate(runId, annotation) {
@@ -215,13 +165,7 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
       for (let index = all.length - 1; index >= 0 && out.length < limit; index -= 1) {
         const run = all[index]?.run;
         if (!run) continue;
-        if (filter.status && run.status !== filter.status) continue;
-        if (filter.model && run.model !== filter.model) continue;
-        if (filter.provider && run.provider !== filter.provider) continue;
-        if (filter.node && run.node_id !== filter.node) continue;
-        if (filter.surface && run.surface !== filter.surface) continue;
-        if (text && !searchable(run).includes(text)) continue;
-        out.push({ ...run });
+        if (matches(run, filter, text)) out.push({ ...run });
       }
       return out;
     },
@@ -250,6 +194,72 @@ export function createRunLog(options: RunLogOptions = {}): RunLog {
       return () => finishedObservers.delete(observer);
     },
   };
+}
+
+interface PartLimits {
+  maxText: number;
+  resolveRoute: NonNullable<RunLogOptions['resolveRoute']>;
+}
+
+/** Applies one run event part to its entry; true when the run's summary changed. */
+function applyPart(entry: Entry, part: RunEventPart, atMs: number, limits: PartLimits): boolean {
+  const run = entry.run;
+  switch (part.type) {
+    case 'start': {
+      run.adapter = part.adapter;
+      run.target = part.target;
+      if (!run.provider || !run.model) {
+        const route = limits.resolveRoute(run.node_id, part.adapter, part.target);
+        run.provider ||= route.provider;
+        run.model ||= route.model;
+      }
+      return true;
+    }
+    case 'text-delta':
+      appendText(entry, part.text, limits.maxText);
+      return false;
+    case 'usage':
+      run.prompt_tokens = part.usage.promptTokens;
+      run.completion_tokens = part.usage.completionTokens;
+      return true;
+    case 'complete':
+      finish(run, 'completed', atMs, part.backendMs, '');
+      return true;
+    case 'error':
+      finish(run, 'error', atMs, part.backendMs, `${part.code}: ${part.message}`);
+      return true;
+    case 'cancelled':
+      finish(run, 'cancelled', atMs, null, part.reason);
+      return true;
+    case 'reasoning-delta':
+    case 'tool-call':
+    case 'progress':
+    case 'embeddings':
+      return false;
+    default: {
+      const unknown: never = part;
+      throw new Error(`unknown run event part ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+function appendText(entry: Entry, text: string, maxText: number): void {
+  const room = maxText - entry.text.length;
+  if (room <= 0) {
+    if (text.length > 0) entry.textTruncated = true;
+    return;
+  }
+  if (text.length > room) entry.textTruncated = true;
+  entry.text += text.slice(0, room);
+}
+
+function matches(run: UiRun, filter: RunFilter, text: string | undefined): boolean {
+  if (filter.status && run.status !== filter.status) return false;
+  if (filter.model && run.model !== filter.model) return false;
+  if (filter.provider && run.provider !== filter.provider) return false;
+  if (filter.node && run.node_id !== filter.node) return false;
+  if (filter.surface && run.surface !== filter.surface) return false;
+  return !text || searchable(run).includes(text);
 }
 
 const TERMINAL_TYPES: ReadonlySet<string> = new Set(['complete', 'error', 'cancelled']);

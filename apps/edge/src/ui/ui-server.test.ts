@@ -9,8 +9,10 @@ import type { NodeCommandInput, NodeSummary, SessionRef } from '../service/types
 import { createChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import { createRunLog } from './run-log.js';
-import type { UiProvider, UiRefreshResult } from '@iop/ui-api';
-import { createUiHandler, type PlaygroundRequest, type UiHandler, type UiHandlerDeps } from './ui-server.js';
+import type { UiKeys, UiProvider, UiRefreshResult } from '@iop/ui-api';
+import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
+import type { PlaygroundRequest } from './playground-route.js';
+import { createUiHandler, type UiHandler, type UiHandlerDeps } from './ui-server.js';
 import { createHostGuard } from '../http/host-guard.js';
 import { rawHttpRequest } from '../test-support/raw-http-request.js';
 
@@ -271,6 +273,57 @@ describe('ui handler: static app', () => {
     expect(asset.headers.get('cache-control')).toContain('immutable');
     expect((await fetch(`${base}/assets/missing.js`)).status).toBe(404);
     expect((await fetch(`${base}/`, { method: 'DELETE' })).status).toBe(405);
+  });
+});
+
+describe('ui handler: Keys view', () => {
+  const row = (group: string, tokens: number): UsageRow => ({
+    group,
+    runs: 2,
+    childRuns: 1,
+    inputTokens: tokens,
+    outputTokens: 5,
+    outcomes: { completed: 2, error: 0, cancelled: 0, rejected: 0 },
+    queueMsTotal: 0,
+    durationMsTotal: 10,
+    lastAtMs: 9_000,
+  });
+
+  it('answers only a caller with the admin token or a login, like every view, with the recorded usage', async () => {
+    const queries: UsageQuery[] = [];
+    const { base } = await start({
+      token: 'admin-secret',
+      usage: (query) => {
+        queries.push(query);
+        return [row('team-a', 40)];
+      },
+    });
+    expect((await fetch(`${base}/api/v1/keys`)).status).toBe(401);
+    expect((await fetch(`${base}/api/v1/keys`, { headers: { authorization: 'Bearer nope' } })).status).toBe(
+      401,
+    );
+    const login = await postJson(`${base}/api/v1/login`, { token: 'admin-secret' });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const answer = await fetch(`${base}/api/v1/keys?since=1h`, { headers: { cookie } });
+    expect(answer.status).toBe(200);
+    const view = (await answer.json()) as UiKeys;
+    // 10 s after the epoch less an hour is clamped to 0.
+    expect(view.since_ms).toBe(0);
+    expect(view.keys).toEqual([
+      expect.objectContaining({ id: 'team-a', configured: false, runs: 2, child_runs: 1, input_tokens: 40 }),
+    ]);
+    expect(queries).toEqual([{ by: 'key', sinceMs: 0 }]);
+    const bad = await fetch(`${base}/api/v1/keys?since=soon`, {
+      headers: { authorization: 'Bearer admin-secret' },
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it('answers 503 usage_disabled when the edge records no usage', async () => {
+    const { base } = await start();
+    const answer = await fetch(`${base}/api/v1/keys`);
+    expect(answer.status).toBe(503);
+    expect(await answer.json()).toEqual({ error: { code: 'usage_disabled', message: expect.any(String) } });
   });
 });
 

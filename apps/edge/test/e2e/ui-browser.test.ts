@@ -50,6 +50,9 @@ const CHROMIUM_ARGS = [
 const SCREENSHOTS = path.join(repoRoot, '.cache', 'ui-browser');
 const FAKE_CLI = path.join(repoRoot, 'bin', 'iop-fake-cli');
 const CLI_MODEL = 'fake-cli';
+const API_KEY_ID = 'team-ui';
+/** A test-only key for the edge started here (its digest is all the edge keeps in memory). */
+const API_KEY = 'sk-ui-browser-test-key';
 
 jest.setTimeout(90_000);
 
@@ -92,6 +95,8 @@ function dashboardConfig(dir: string): Record<string, unknown> {
     openai: {
       ...(base.openai as Record<string, unknown>),
       model_routes: [{ model: CLI_MODEL, adapter: 'cli', target: CLI_MODEL }],
+      // One API key with a daily budget, so the Keys view has a key's usage and budget to show.
+      api_keys: [{ id: API_KEY_ID, key: API_KEY, rpm: 600, token_budget: { tokens: 100_000, per: 'day' } }],
     },
     ui: { enabled: true, listen: '127.0.0.1:0' },
   };
@@ -102,7 +107,7 @@ async function chat(model: string, content: string): Promise<Response> {
   const limit = model === CLI_MODEL ? {} : { max_tokens: 32 };
   return fetch(`${edge.addresses.openai}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
     body: JSON.stringify({ model, messages: [{ role: 'user', content }], ...limit }),
   });
 }
@@ -201,6 +206,19 @@ suite('ops dashboard in headless Chromium → edge process → node process → 
     await page.getByTestId('run-text').filter({ hasText: 'slow' }).waitFor();
     expect(await page.locator('.timeline li').count()).toBeGreaterThanOrEqual(3);
     await screenshot('runs');
+  });
+
+  it("shows the key's runs, tokens and budget left in the Keys view, never its secret", async () => {
+    await openView('Keys');
+    const row = page.locator(`tr[data-key="${API_KEY_ID}"]`);
+    await row.waitFor();
+    const cells = row.locator('td');
+    expect(Number(await cells.nth(1).textContent())).toBeGreaterThanOrEqual(1);
+    expect(Number((await cells.nth(3).textContent())?.replace(/\D/g, ''))).toBeGreaterThan(0);
+    expect(await cells.nth(6).textContent()).toContain('left today');
+    expect(await cells.nth(7).textContent()).toBe('600 rpm');
+    expect(await page.content()).not.toContain(API_KEY);
+    await screenshot('keys');
   });
 
   it('dry-runs a capacity change (applied, live) and applies it', async () => {

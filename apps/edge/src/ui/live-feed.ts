@@ -1,0 +1,84 @@
+// GET /api/v1/stream: the dashboard's live feed (server-sent events): the overview every interval (one shared
+// frame, overview-route.ts), each run's summary as it changes, and the charts every fifth interval (at least 1 s).
+// Bounded: at most `maxStreams` feeds at once (503 over it); a feed ends when its client goes away or `close()`.
+import type http from 'node:http';
+import type { UiRun, UiStreamEvents } from '@iop/ui-api';
+import type { Logger } from '../logging.js';
+import type { ChartSeries } from './chart-series.js';
+import { UiError } from './errors.js';
+import type { RunLog } from './run-log.js';
+import { sseFrame, startSse } from './ui-http.js';
+
+export interface LiveFeedsDeps {
+  /** The overview frame (shared between feeds). */
+  overviewFrame: () => Promise<string>;
+  runLog: Pick<RunLog, 'observe'>;
+  charts: Pick<ChartSeries, 'snapshot'>;
+  maxStreams: number;
+  overviewIntervalMs: number;
+  logger: Logger;
+}
+
+export interface LiveFeeds {
+  open(response: http.ServerResponse): void;
+  /** Feeds open now (each released exactly once). */
+  readonly count: number;
+  /** Ends every open feed. */
+  close(): void;
+}
+
+export function createLiveFeeds(deps: LiveFeedsDeps): LiveFeeds {
+  const ends = new Set<() => void>();
+
+  function open(response: http.ServerResponse): void {
+    if (ends.size >= deps.maxStreams)
+      throw new UiError('too_many_streams', 'too many live dashboard feeds open');
+    startSse(response);
+    let ended = false;
+    const send = <K extends keyof UiStreamEvents>(event: K, data: UiStreamEvents[K]): void => {
+      if (!ended) response.write(sseFrame(event, data));
+    };
+    let sending = false;
+    const tick = (): void => {
+      if (sending || ended) return;
+      sending = true;
+      deps
+        .overviewFrame()
+        .then((frame) => {
+          if (!ended) response.write(frame);
+        })
+        .catch((error: unknown) => deps.logger.warn({ error: String(error) }, 'ui: overview failed'))
+        .finally(() => (sending = false));
+    };
+    const timer = setInterval(tick, deps.overviewIntervalMs);
+    const chartTimer = setInterval(
+      () => send('charts', deps.charts.snapshot()),
+      Math.max(deps.overviewIntervalMs * 5, 1000),
+    );
+    const unobserve = deps.runLog.observe((run: UiRun) => send('run', run));
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      clearInterval(timer);
+      clearInterval(chartTimer);
+      unobserve();
+      ends.delete(end);
+      if (!response.writableEnded) response.end();
+    };
+    ends.add(end);
+    // The response's close is the reliable signal: the client went away, or the stream was ended here.
+    response.on('close', end);
+    tick();
+    send('charts', deps.charts.snapshot());
+  }
+
+  return {
+    open,
+    get count() {
+      return ends.size;
+    },
+    close() {
+      for (const end of [...ends]) end();
+    },
+  };
+}

@@ -1,0 +1,78 @@
+// No function in apps/*/src longer than 150 lines (issue 45): a newcomer finds a route's or a step's code in a
+// named function of its own. Counted by long-functions.ts from a body's opening to its closing brace.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { findLongFunctions, sourceFiles } from './long-functions.js';
+
+const REPO = path.resolve(import.meta.dirname, '../../..');
+const MAX_LINES = 150;
+
+/**
+ * Functions over the limit when this test was added, in areas other engineers were splitting at the same time
+ * (issue 45). Each entry is `file#name`; remove an entry when its function is split — the test fails on an entry
+ * that no longer matches, so the list only shrinks. Nothing may be added to it.
+ */
+const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
+  'apps/edge/src/anthropic/anthropic-routes.ts#createAnthropicRoutes',
+  'apps/edge/src/bootstrap/edge-setup.ts#planSetup',
+  'apps/edge/src/cluster/cluster-limits.ts#createClusterLimits',
+  'apps/edge/src/cluster/cluster-refresh.ts#createClusterRefresher',
+  'apps/edge/src/cluster/peer-streams.ts#createPeerStreams',
+  'apps/edge/src/edge-runtime.ts#startEdgeRuntime',
+  'apps/edge/src/governance/governor.ts#createGovernor',
+  'apps/edge/src/node/node-store.ts#createNodeStore',
+  'apps/edge/src/openai/openai-app.ts#createOpenAIApp',
+  'apps/edge/src/openai/responses-output.ts#streamResponse',
+  'apps/edge/src/service/edge-service.ts#createEdgeService',
+  'apps/edge/src/transport/edge-transport.ts#startEdgeTransport',
+  'apps/node/src/adapters/cli/oneshot-session.ts#run',
+  'apps/node/src/adapters/ollama/ollama-adapter.ts#createOllamaAdapter',
+  'apps/node/src/cli/run-command.ts#createRunCommand',
+  'apps/node/src/cli/run-command.ts#run',
+]);
+
+function appSources(): string[] {
+  const apps = path.join(REPO, 'apps');
+  return fs
+    .readdirSync(apps)
+    .map((app) => path.join(apps, app, 'src'))
+    .filter((dir) => fs.existsSync(dir))
+    .flatMap((dir) => sourceFiles(dir));
+}
+
+describe('function length', () => {
+  it(`finds no function over ${MAX_LINES} lines in apps/*/src beyond the shrinking allow-list`, () => {
+    const long = findLongFunctions(REPO, appSources(), MAX_LINES);
+    const offenders = long
+      .filter((entry) => !NOT_YET_SPLIT.has(`${entry.file}#${entry.name}`))
+      .map((entry) => `${entry.file}:${entry.line} ${entry.name} (${entry.lines} lines)`);
+    expect(offenders).toEqual([]);
+    const stillLong = new Set(long.map((entry) => `${entry.file}#${entry.name}`));
+    // An entry whose function was split (or renamed) must leave the list.
+    expect([...NOT_YET_SPLIT].filter((entry) => !stillLong.has(entry))).toEqual([]);
+  });
+
+  it('counts a body from its opening to its closing brace, arrow functions and methods included', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-function-length-'));
+    try {
+      const body = (lines: number): string => new Array<string>(lines - 2).fill('  work();').join('\n');
+      const file = path.join(dir, 'sample.ts');
+      fs.writeFileSync(
+        file,
+        [
+          `export function fits() {\n${body(MAX_LINES)}\n}`,
+          `export const arrow = () => {\n${body(MAX_LINES + 1)}\n};`,
+          `export class Holder {\n  method() {\n${body(MAX_LINES + 2)}\n  }\n}`,
+        ].join('\n'),
+      );
+      expect(findLongFunctions(dir, [file], MAX_LINES).map((entry) => [entry.name, entry.lines])).toEqual([
+        ['arrow', MAX_LINES + 1],
+        ['method', MAX_LINES + 2],
+      ]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
