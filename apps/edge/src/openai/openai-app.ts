@@ -10,7 +10,7 @@
 // is not on this listener at all. Other JSON bodies (another charset, a content-encoding, an `application/*+json`
 // type) are read by express.json() alone, with identical results.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import express, { type Request, type Response } from 'express';
+import express from 'express';
 import type { EdgeConfig } from '@iop/config';
 import type { Logger } from '../logging.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -30,7 +30,7 @@ import { BackgroundResponses } from './background-responses.js';
 import { catalogueHandlers } from './catalogue-handlers.js';
 import { elapsedHeader } from './openai-answer.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
-import { createOpenAIRouter, type MatchedRoute, type OpenAIRouter } from './openai-router.js';
+import { createOpenAIRouter, type OpenAIRouter, type PlainHandler } from './openai-router.js';
 import { createRequestPlanner } from './request-planner.js';
 import { createRunResponder } from './run-responder.js';
 import {
@@ -100,11 +100,11 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
     });
     const refusal = authenticateCaller(context, request.headers.authorization, authenticators);
     const denied = refusal ? unauthorized(refusal) : route ? undefined : unknownUrl(request.method, path);
-    if (denied || !route?.body) {
+    if (denied || !route || route.plain) {
       // A body no route reads is drained, so the connection stays usable.
       request.resume();
       if (denied) handleError(denied, context);
-      else servePlain(route as MatchedRoute & { plain: NonNullable<MatchedRoute['plain']> }, context);
+      else if (route?.plain) servePlain(route.plain, context);
       return;
     }
     const handle = route.body;
@@ -113,13 +113,9 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
       .catch((error: unknown) => handleError(error, context));
   };
 
-  function servePlain(
-    route: { plain: (context: RequestContext) => void | Promise<void> },
-    context: RequestContext,
-  ) {
+  function servePlain(handle: PlainHandler, context: RequestContext): void {
     try {
-      const done = route.plain(context);
-      if (done) done.catch((error: unknown) => handleError(error, context));
+      handle(context)?.catch((error: unknown) => handleError(error, context));
     } catch (error) {
       handleError(error, context);
     }
@@ -164,8 +160,8 @@ const readAnyJson = express.json({ limit: MAX_BODY_BYTES, type: ['application/js
 function readBody(request: IncomingMessage, response: ServerResponse): Promise<unknown> {
   if (isPlainJsonRequest(request)) return readJsonBody(request, MAX_BODY_BYTES);
   return new Promise((resolve, reject) => {
-    readAnyJson(request as Request, response as Response, (error?: unknown) => {
-      if (error) reject(error);
+    readAnyJson(request, response, (error?: unknown) => {
+      if (error) reject(error instanceof Error ? error : new Error('The request body could not be read'));
       else resolve((request as { body?: unknown }).body);
     });
   });
