@@ -47,7 +47,7 @@ export function entryOf(table: LayerTable, file: string): string | undefined {
   return best;
 }
 
-/** The top-level name of a path inside a restricted group's tree (`openai/run-starter.ts` → `openai`). */
+/** The top-level name of a path inside a restricted group's tree (`surface-kit/run-starter.ts` → `surface-kit`). */
 function topLevel(table: LayerTable, file: string): string {
   return file.slice(table.root.length + 1).split('/')[0];
 }

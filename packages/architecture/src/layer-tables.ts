@@ -5,6 +5,7 @@ import type { LayerTable } from './layer-rules.js';
 
 const SURFACE_MAY_IMPORT = [
   'service',
+  'surface-kit',
   'http',
   'net',
   'tls',
@@ -22,7 +23,7 @@ const SURFACE_MAY_IMPORT = [
   'run-registry-error.ts',
 ];
 
-/** apps/edge/src: surfaces → service → cluster → placement → pool → node → transport → base. */
+/** apps/edge/src: surfaces → surface kit → service → cluster → placement → pool → node → transport → base. */
 export const EDGE: LayerTable = {
   root: 'apps/edge/src',
   layers: {
@@ -56,42 +57,45 @@ export const EDGE: LayerTable = {
     cluster: 7,
     // submitRun · cancel · lookup: one run supervisor per run
     service: 8,
-    // surfaces: translate a protocol to service calls
-    openai: 9,
-    // mounted on the OpenAI listener (above it: it reuses the OpenAI surface's HTTP plumbing)
-    anthropic: 9.5,
-    a2a: 9,
-    console: 9,
-    admin: 9,
-    bootstrap: 9,
-    ui: 9,
+    // what every HTTP surface is built from: request context, JSON body, SSE writer, error base and answers,
+    // dropped-params header, run-part dispatcher, ids, and the surface-neutral run plumbing (route resolver,
+    // run starter, requested run, run output, surface metrics)
+    'surface-kit': 9,
+    // surfaces: translate a protocol to service calls; peers that never import each other
+    openai: 10,
+    anthropic: 10,
+    a2a: 10,
+    console: 10,
+    admin: 10,
+    bootstrap: 10,
+    ui: 10,
     // composition root
-    'edge-core.ts': 10,
-    'edge-runtime.ts': 10,
-    'surfaces.ts': 10,
-    'surface.ts': 10,
+    'edge-core.ts': 11,
+    'edge-runtime.ts': 11,
+    'surfaces.ts': 11,
+    'surface.ts': 11,
     // one file per command; they build the runtime
-    cli: 11,
-    'run-edge.ts': 12,
-    'main.ts': 13,
+    cli: 12,
+    'run-edge.ts': 13,
+    'main.ts': 14,
   },
   allowOutside: ['apps/edge/package.json'],
   restricted: [
     {
       // A surface reaches runs and nodes only through the service: never placement, cluster, pool, node or
-      // transport, and never another surface. Besides the service it may use the shared HTTP and base helpers and
-      // the service-level registries it is handed by type: governance (its API keys and usage), refresh (config
-      // refresh), events (the run and node feed) and metrics (its own counters).
+      // transport, and never another surface (what two surfaces share lives in the surface kit). Besides the
+      // service and the kit it may use the shared HTTP and base helpers and the service-level registries it is
+      // handed by type: governance (its API keys and usage), refresh (config refresh), events (the run and node
+      // feed) and metrics (its own counters).
       name: 'surface',
-      entries: ['openai', 'a2a', 'console', 'admin', 'bootstrap', 'ui'],
+      entries: ['openai', 'anthropic', 'a2a', 'console', 'admin', 'bootstrap', 'ui'],
       mayImport: SURFACE_MAY_IMPORT,
     },
     {
-      // The Anthropic Messages API is mounted on the OpenAI listener and reuses its HTTP plumbing (body reader, SSE
-      // writer, route resolution, run starter); the OpenAI surface never imports it.
-      name: 'surface mounted on the OpenAI listener',
-      entries: ['anthropic'],
-      mayImport: [...SURFACE_MAY_IMPORT, 'openai'],
+      // The kit below the surfaces reaches runs only through the service too, and knows no surface.
+      name: 'surface kit',
+      entries: ['surface-kit'],
+      mayImport: SURFACE_MAY_IMPORT.filter((entry) => entry !== 'surface-kit'),
     },
     {
       // Placement is sealed: the run supervisor, the retry policy and the service's node operations know only

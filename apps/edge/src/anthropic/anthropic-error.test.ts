@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ServiceError, type ServiceErrorCode } from '../service/errors.js';
-import { JsonBodyError } from '../openai/json-body.js';
-import { modelNotFound, runFailed } from '../openai/openai-error.js';
+import { JsonBodyError } from '../surface-kit/json-body.js';
+import { modelNotFound, runFailed } from '../surface-kit/surface-error.js';
 import { AnthropicHttpError, mapAnthropicError } from './anthropic-error.js';
 
 describe('mapAnthropicError', () => {

@@ -1,10 +1,10 @@
 // The Anthropic surface's error type and the one mapping from every error its routes can meet (its own
-// validation, the service's admission and run errors, the OpenAI listener's shared plumbing it reuses — route
-// resolution and the body reader — and run failures) to an HTTP status, headers and Anthropic's error body
+// validation, the service's admission and run errors, the surface kit's errors — route resolution, run
+// failures — and the body reader's) to an HTTP status, headers and Anthropic's error body
 // `{type:'error', error:{type, message}}`. Statuses follow Anthropic's API: 529 `overloaded_error` when no capacity
 // frees up in time (agent-contract/outer/anthropic-messages-api.md, "Errors").
 import { isServiceError, type ServiceError } from '../service/errors.js';
-import { OpenAIHttpError } from '../openai/openai-error.js';
+import { bodyReadFailure, SurfaceError } from '../surface-kit/surface-error.js';
 
 export type AnthropicErrorType =
   | 'invalid_request_error'
@@ -17,17 +17,17 @@ export type AnthropicErrorType =
   | 'overloaded_error';
 
 /** An error with its Anthropic status and type decided where it is raised. */
-export class AnthropicHttpError extends Error {
-  override readonly name = 'AnthropicHttpError';
+export class AnthropicHttpError extends SurfaceError {
+  override readonly name: string = 'AnthropicHttpError';
 
   constructor(
-    readonly status: number,
+    status: number,
     readonly type: AnthropicErrorType,
     message: string,
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(status, type, message, null, headers, options);
   }
 }
 
@@ -58,16 +58,20 @@ export function mapAnthropicError(error: unknown): MappedAnthropicError {
     return shape(error.status, error.type, error.message, error.headers, error.type);
   }
   if (isServiceError(error)) return mapServiceError(error);
-  if (error instanceof OpenAIHttpError) {
-    // Raised by the shared plumbing (model resolution, run failures): same status, Anthropic's type for it.
-    const code = error.code ?? error.type;
+  if (error instanceof SurfaceError) {
+    // Raised by the surface kit (model resolution, run failures): same status, Anthropic's type for it.
+    const type = typeForStatus(error.status);
+    const code = error.code ?? type;
     if (error.status === 404 && error.code === 'model_not_found') {
       return shape(404, 'not_found_error', error.message.replace(/^The model/, 'model:'), {}, code);
     }
-    return shape(error.status, typeForStatus(error.status), error.message, error.headers, code);
+    return shape(error.status, type, error.message, error.headers, code);
   }
-  const body = bodyReaderError(error);
-  if (body) return body;
+  const failure = bodyReadFailure(error);
+  if (failure) {
+    const type = failure.status === 413 ? 'request_too_large' : 'invalid_request_error';
+    return shape(failure.status, type, failure.message, {}, failure.code);
+  }
   return shape(500, 'api_error', 'The edge failed to handle the request', {}, 'internal_error');
 }
 
@@ -118,23 +122,6 @@ function typeForStatus(status: number): AnthropicErrorType {
   if (status === 529) return 'overloaded_error';
   if (status >= 500) return 'api_error';
   return 'invalid_request_error';
-}
-
-/** The JSON body reader's failures carry body-parser's `type` and `status`. */
-function bodyReaderError(error: unknown): MappedAnthropicError | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { type, status } = error as { type?: unknown; status?: unknown };
-  if (type === 'entity.parse.failed') {
-    return shape(400, 'invalid_request_error', 'The request body is not valid JSON', {}, 'invalid_json');
-  }
-  if (type === 'entity.too.large') {
-    return shape(413, 'request_too_large', 'The request body is too large', {}, 'request_too_large');
-  }
-  if (typeof type === 'string' && typeof status === 'number' && status >= 400 && status < 500) {
-    const message = error instanceof Error ? error.message : 'The request body could not be read';
-    return shape(status, 'invalid_request_error', message, {}, 'invalid_body');
-  }
-  return undefined;
 }
 
 function shape(

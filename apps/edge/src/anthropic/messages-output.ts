@@ -3,9 +3,9 @@
 // message_delta with stop_reason and usage, message_stop; `error` for a failure after the stream started).
 import { createHash } from 'node:crypto';
 import type { RunEventPart } from '@iop/wire';
-import { randomId } from '../openai/ids.js';
-import { runFailed } from '../openai/openai-error.js';
-import { dispatchRunParts } from '../openai/run-part-dispatch.js';
+import { randomId } from '../surface-kit/ids.js';
+import { runFailed } from '../surface-kit/surface-error.js';
+import { dispatchRunParts } from '../surface-kit/run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -13,8 +13,8 @@ import {
   type CollectedRun,
   type FinishReason,
   type UsageTotals,
-} from '../openai/run-output.js';
-import type { SseSink } from '../openai/sse-sink.js';
+} from '../surface-kit/run-output.js';
+import type { SseSink } from '../surface-kit/sse-sink.js';
 import { AnthropicHttpError, mapAnthropicError } from './anthropic-error.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal';

@@ -1,8 +1,8 @@
-// A validated Messages API body → the RequestedRun the OpenAI endpoints build too (openai/requested-run.ts):
+// A validated Messages API body → the RequestedRun the OpenAI endpoints build too (surface-kit/requested-run.ts):
 // system prompt and conversation as chat messages, tools, a chat-completions style tool choice, and generation
 // parameters. The mapping is listed in agent-contract/outer/anthropic-messages-api.md ("Request mapping").
 import { create, type ChatMessage, type GenerationParams, type ToolCall } from '@iop/wire';
-import { toolDefinition, type RequestedRun } from '../openai/requested-run.js';
+import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
 import { invalidRequest } from './anthropic-error.js';
 import type {
   ContentBlockBody,

@@ -8,8 +8,8 @@ import { BackgroundResponses } from './background-responses.js';
 import { RunRegistry } from '../service/run-registry.js';
 import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
-import { createRunStarter } from './run-starter.js';
-import type { RequestedRun } from './requested-run.js';
+import { createRunStarter } from '../surface-kit/run-starter.js';
+import type { RequestedRun } from '../surface-kit/requested-run.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually } from './test-support/openai-harness.js';
 

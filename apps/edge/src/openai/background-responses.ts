@@ -13,10 +13,10 @@ import { RunRegistryError } from '../run-registry-error.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { RESPONSE_DURABILITY } from './response-recovery.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
-import type { ResolvedRoute } from './route-resolver.js';
-import type { RunStarter } from './run-starter.js';
-import type { OutputOptions } from './run-output.js';
-import type { RequestedRun } from './requested-run.js';
+import type { ResolvedRoute } from '../surface-kit/route-resolver.js';
+import type { RunStarter } from '../surface-kit/run-starter.js';
+import type { OutputOptions } from '../surface-kit/run-output.js';
+import type { RequestedRun } from '../surface-kit/requested-run.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 

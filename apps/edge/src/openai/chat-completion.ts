@@ -2,7 +2,7 @@
 // per-response prefix and suffix around the JSON-escaped delta, so a token costs one JSON.stringify of its text.
 import type { RunEventPart } from '@iop/wire';
 import { endChunkStream, failChunkStream } from './chunk-stream-end.js';
-import { dispatchRunParts } from './run-part-dispatch.js';
+import { dispatchRunParts } from '../surface-kit/run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -10,8 +10,8 @@ import {
   type CollectedRun,
   type OutputOptions,
   type UsageTotals,
-} from './run-output.js';
-import type { SseSink } from './sse-sink.js';
+} from '../surface-kit/run-output.js';
+import type { SseSink } from '../surface-kit/sse-sink.js';
 
 export interface ChatOutputContext {
   id: string;

@@ -2,13 +2,8 @@
 import { create, type ChatMessage, type ToolCall } from '@iop/wire';
 import { invalidRequest } from './openai-error.js';
 import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
-import {
-  generationParams,
-  imageInput,
-  splitMetadata,
-  toolDefinition,
-  type RequestedRun,
-} from './requested-run.js';
+import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
+import { generationParams, imageInput, splitMetadata } from './request-inputs.js';
 
 export function chatRequestedRun(body: ChatRequestBody): RequestedRun {
   const generation = generationParams(

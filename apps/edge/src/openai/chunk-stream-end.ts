@@ -1,8 +1,9 @@
 // How a chunk stream (chat.completion.chunk, streamed text_completion) ends: the usage chunk when the request
 // asked for it (`stream_options.include_usage`), then `data: [DONE]`; or, when the run fails, an HTTP error if
 // nothing was written yet and an SSE error object if output already started.
-import { errorDataObject, runFailed } from './openai-error.js';
-import type { SseSink } from './sse-sink.js';
+import { runFailed } from '../surface-kit/surface-error.js';
+import { errorDataObject } from './openai-error.js';
+import type { SseSink } from '../surface-kit/sse-sink.js';
 
 export interface ChunkStreamHead {
   id: string;

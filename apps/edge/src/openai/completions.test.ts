@@ -3,7 +3,7 @@ import { RunKind, create, type RunEventPart } from '@iop/wire';
 import { refusal } from './test-support/refusal.js';
 import { completionBody, completionsRequestedRun, validateCompletionsRequest } from './completions.js';
 import { planRequestFields } from './request-fields.js';
-import { collectRun } from './run-output.js';
+import { collectRun } from '../surface-kit/run-output.js';
 
 async function* replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
   for (const part of parts) yield await Promise.resolve(part);

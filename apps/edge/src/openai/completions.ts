@@ -8,10 +8,16 @@ import { RunKind, type RunEventPart } from '@iop/wire';
 import { endChunkStream, failChunkStream } from './chunk-stream-end.js';
 import { invalidRequest } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
-import { dispatchRunParts } from './run-part-dispatch.js';
-import { finishReasonOf, usageTotals, type CollectedRun, type UsageTotals } from './run-output.js';
-import { generationParams, type RequestedRun } from './requested-run.js';
-import type { SseSink } from './sse-sink.js';
+import { dispatchRunParts } from '../surface-kit/run-part-dispatch.js';
+import {
+  finishReasonOf,
+  usageTotals,
+  type CollectedRun,
+  type UsageTotals,
+} from '../surface-kit/run-output.js';
+import type { RequestedRun } from '../surface-kit/requested-run.js';
+import { generationParams } from './request-inputs.js';
+import type { SseSink } from '../surface-kit/sse-sink.js';
 
 export interface CompletionsRequestBody {
   model: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { RunKind, type RunEventPart } from '@iop/wire';
-import { OpenAIHttpError } from './openai-error.js';
+import { SurfaceError } from '../surface-kit/surface-error.js';
 import {
   collectEmbeddings,
   embeddingsBody,
@@ -19,7 +19,7 @@ function status(run: () => unknown): number | undefined {
   try {
     run();
   } catch (error) {
-    if (error instanceof OpenAIHttpError) return error.status;
+    if (error instanceof SurfaceError) return error.status;
     throw error;
   }
   return undefined;

@@ -4,9 +4,10 @@
 // otherwise), base64 of its little-endian float32 bytes. Token-array inputs are refused: Ollama cannot take them
 // and IOP has no tokenizer to turn them back into text.
 import { RunKind, type Embedding, type RunEventPart, type Usage } from '@iop/wire';
-import { invalidRequest, runFailed } from './openai-error.js';
+import { runFailed } from '../surface-kit/surface-error.js';
+import { invalidRequest } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
-import type { RequestedRun } from './requested-run.js';
+import type { RequestedRun } from '../surface-kit/requested-run.js';
 
 /** OpenAI's own limit on inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;

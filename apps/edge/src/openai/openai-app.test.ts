@@ -13,7 +13,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from './test-support/openai-harness.js';
-import { disconnectSignal } from './openai-app.js';
+import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
 
 let harness: Harness | undefined;
 

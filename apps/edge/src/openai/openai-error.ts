@@ -1,6 +1,8 @@
 // The OpenAI surface's error type and the single mapping from every error the surface can meet (its own
-// validation, service (admission included), run failures, body parsing) to an HTTP status and an OpenAI error body.
+// validation, service (admission included), the surface kit's errors — model resolution, run failures — and body
+// parsing) to an HTTP status and an OpenAI error body `{error:{message,type,param,code}}`.
 import { isServiceError, type ServiceError } from '../service/errors.js';
+import { bodyReadFailure, SurfaceError } from '../surface-kit/surface-error.js';
 
 export type OpenAIErrorType =
   | 'invalid_request_error'
@@ -12,19 +14,19 @@ export type OpenAIErrorType =
   | 'timeout_error';
 
 /** An error with its OpenAI shape decided where it is raised. */
-export class OpenAIHttpError extends Error {
-  override readonly name = 'OpenAIHttpError';
+export class OpenAIHttpError extends SurfaceError {
+  override readonly name: string = 'OpenAIHttpError';
 
   constructor(
-    readonly status: number,
+    status: number,
     readonly type: OpenAIErrorType,
-    readonly code: string | null,
+    code: string | null,
     message: string,
-    readonly param: string | null = null,
-    readonly headers: Record<string, string> = {},
+    param: string | null = null,
+    headers: Record<string, string> = {},
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(status, code, message, param, headers, options);
   }
 }
 
@@ -36,44 +38,6 @@ export function invalidRequest(
   return new OpenAIHttpError(400, 'invalid_request_error', code, message, param);
 }
 
-export function modelNotFound(model: string): OpenAIHttpError {
-  return new OpenAIHttpError(
-    404,
-    'invalid_request_error',
-    'model_not_found',
-    `The model '${model}' does not exist`,
-    'model',
-  );
-}
-
-/**
- * Run error codes that mean the request itself cannot be served (the node refused what the caller asked for):
- * 400, not a gateway failure.
- */
-const CALLER_RUN_ERRORS: ReadonlySet<string> = new Set([
-  'workspace_not_allowed',
-  'workspace_not_found',
-  'workspace_mismatch',
-  'invalid_session_id',
-]);
-
-/** A run that ended with an error part, or an operator cancel, before the response could be produced. */
-export function runFailed(code: string, message: string): OpenAIHttpError {
-  if (code === 'timeout' || code === 'deadline_exceeded') {
-    return new OpenAIHttpError(504, 'timeout_error', code, message);
-  }
-  if (CALLER_RUN_ERRORS.has(code)) {
-    return new OpenAIHttpError(
-      400,
-      'invalid_request_error',
-      code,
-      message,
-      code.startsWith('workspace') ? 'metadata.workspace' : null,
-    );
-  }
-  return new OpenAIHttpError(502, 'upstream_error', code || 'upstream_error', message);
-}
-
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }
@@ -82,6 +46,8 @@ export interface MappedError {
   status: number;
   body: OpenAIErrorBody;
   headers: Record<string, string>;
+  /** The body's code (for logs). */
+  code: string | null;
 }
 
 /** The one place errors become HTTP statuses and bodies. */
@@ -89,9 +55,19 @@ export function mapOpenAIError(error: unknown): MappedError {
   if (error instanceof OpenAIHttpError) {
     return shape(error.status, error.type, error.code, error.message, error.param, error.headers);
   }
+  if (error instanceof SurfaceError) {
+    return shape(
+      error.status,
+      typeForStatus(error.status),
+      error.code,
+      error.message,
+      error.param,
+      error.headers,
+    );
+  }
   if (isServiceError(error)) return mapServiceError(error);
-  const bodyError = bodyParserError(error);
-  if (bodyError) return bodyError;
+  const failure = bodyReadFailure(error);
+  if (failure) return shape(failure.status, 'invalid_request_error', failure.code, failure.message, null, {});
   return shape(500, 'server_error', 'internal_error', 'The edge failed to handle the request', null, {});
 }
 
@@ -133,35 +109,15 @@ function mapServiceError(error: ServiceError): MappedError {
   }
 }
 
-/** express.json() failures carry `type` and `status`. */
-function bodyParserError(error: unknown): MappedError | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { type, status } = error as { type?: unknown; status?: unknown };
-  if (type === 'entity.parse.failed') {
-    return shape(
-      400,
-      'invalid_request_error',
-      'invalid_json',
-      'The request body is not valid JSON',
-      null,
-      {},
-    );
-  }
-  if (type === 'entity.too.large') {
-    return shape(
-      413,
-      'invalid_request_error',
-      'request_too_large',
-      'The request body is too large',
-      null,
-      {},
-    );
-  }
-  if (typeof type === 'string' && typeof status === 'number' && status >= 400 && status < 500) {
-    const message = error instanceof Error ? error.message : 'The request body could not be read';
-    return shape(status, 'invalid_request_error', 'invalid_body', message, null, {});
-  }
-  return undefined;
+/** The OpenAI type of a kit error's status (a missing model is an invalid request in OpenAI's API). */
+function typeForStatus(status: number): OpenAIErrorType | 'permission_error' {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 502) return 'upstream_error';
+  if (status === 504) return 'timeout_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
 }
 
 function shape(
@@ -172,7 +128,7 @@ function shape(
   param: string | null,
   headers: Record<string, string>,
 ): MappedError {
-  return { status, body: { error: { message, type, param, code } }, headers };
+  return { status, body: { error: { message, type, param, code } }, headers, code };
 }
 
 /** The SSE data line for a failure after the stream started. */

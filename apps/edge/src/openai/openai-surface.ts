@@ -17,7 +17,7 @@ import type { HttpMount } from '../http/http-mount.js';
 import type { ModelCallEntry } from '../http/model-call-socket.js';
 import type { ModelCallAuthenticator } from '../service/model-call-auth.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
-import { edgeMetricsRecorder, type OpenAIMetrics } from './openai-metrics.js';
+import { edgeMetricsRecorder, type SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 
 /** What the OpenAI surface uses of the runtime's core. */
 export interface OpenAISurfaceDeps {
@@ -46,7 +46,7 @@ export interface OpenAISurface {
 
 export interface OpenAISurfaceOptions {
   /** Overrides the recorder made from `deps.metrics` (tests). */
-  metrics?: OpenAIMetrics;
+  metrics?: SurfaceMetrics;
   /** How long open streams may finish after close() before they are cut. Default 2 s. */
   closeGraceMs?: number;
   /** Routes of other APIs served on the same listener (the Anthropic Messages API), offered every request first. */
@@ -60,7 +60,8 @@ export async function createOpenAISurface(
   const openai = context.config.openai;
   if (!openai.enabled) return undefined;
   const logger = context.logger.child({ surface: 'openai' });
-  const metrics = options.metrics ?? (context.metrics ? edgeMetricsRecorder(context.metrics) : undefined);
+  const metrics =
+    options.metrics ?? (context.metrics ? edgeMetricsRecorder(context.metrics, 'openai') : undefined);
   const app = createOpenAIApp({
     config: context.config,
     service: context.service,

@@ -5,10 +5,11 @@
 // output_item.done → response.completed (or response.incomplete when the token limit stopped the run).
 // A failure after the stream started sends response.failed and then an `error` event, and the stream ends.
 import type { RunEventPart } from '@iop/wire';
-import { errorDataObject, runFailed } from './openai-error.js';
-import { randomId } from './ids.js';
+import { runFailed } from '../surface-kit/surface-error.js';
+import { errorDataObject } from './openai-error.js';
+import { randomId } from '../surface-kit/ids.js';
 import type { ResponsesRequestBody } from './request-schemas.js';
-import { dispatchRunParts } from './run-part-dispatch.js';
+import { dispatchRunParts } from '../surface-kit/run-part-dispatch.js';
 import {
   finishReasonOf,
   ToolCallTracker,
@@ -17,8 +18,8 @@ import {
   type FinishReason,
   type OutputOptions,
   type UsageTotals,
-} from './run-output.js';
-import type { SseSink } from './sse-sink.js';
+} from '../surface-kit/run-output.js';
+import type { SseSink } from '../surface-kit/sse-sink.js';
 
 export interface ResponsesOutputContext {
   id: string;

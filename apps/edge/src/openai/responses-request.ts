@@ -10,13 +10,8 @@ import type {
   ResponsesInputItem,
   ResponsesRequestBody,
 } from './request-schemas.js';
-import {
-  generationParams,
-  imageInput,
-  splitMetadata,
-  toolDefinition,
-  type RequestedRun,
-} from './requested-run.js';
+import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
+import { generationParams, imageInput, splitMetadata } from './request-inputs.js';
 
 export function responsesRequestedRun(body: ResponsesRequestBody): RequestedRun {
   const generation = generationParams(

@@ -12,7 +12,7 @@ import {
   serveHarnessApp,
   type HarnessOptions,
 } from '../../openai/test-support/openai-harness.js';
-import type { OpenAIMetrics } from '../../openai/openai-metrics.js';
+import type { SurfaceMetrics } from '../../surface-kit/surface-metrics.js';
 import type { FakeEdgeService } from '../../test-support/fake-edge-service.js';
 import { createAnthropicRoutes } from '../anthropic-routes.js';
 
@@ -34,7 +34,7 @@ export async function startAnthropicHarness(
 ): Promise<AnthropicHarness> {
   const { config, pool, service } = harnessFabric(options);
   const finished: { route: string; status: number }[] = [];
-  const metrics: OpenAIMetrics = {
+  const metrics: SurfaceMetrics = {
     requestFinished: (route, status) => finished.push({ route, status }),
     firstToken: () => undefined,
     overhead: () => undefined,

@@ -1,8 +1,9 @@
-// What the OpenAI surface reports to metrics (admission counters are the service's), as a small interface so the surface does not depend on the metrics
-// module (tests pass a recorder; the runtime passes the shared EdgeMetrics through `edgeMetricsRecorder`).
+// What an HTTP surface (OpenAI, Anthropic) reports to metrics (admission counters are the service's), as a small
+// interface so a surface does not depend on the metrics module (tests pass a recorder; the runtime passes the
+// shared EdgeMetrics through `edgeMetricsRecorder`, labelled with the surface's name).
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
 
-export interface OpenAIMetrics {
+export interface SurfaceMetrics {
   /** One answered request: `route` is the route pattern (unknown paths are 'other'). */
   requestFinished(route: string, status: number, seconds: number): void;
   /** Streams: request arrival to the first byte of output. */
@@ -11,14 +12,14 @@ export interface OpenAIMetrics {
   overhead(seconds: number): void;
 }
 
-export const noMetrics: OpenAIMetrics = {
+export const noMetrics: SurfaceMetrics = {
   requestFinished: () => undefined,
   firstToken: () => undefined,
   overhead: () => undefined,
 };
 
 /** `surface` labels the figures: `openai`, or `anthropic` for the Messages API mounted on the same listener. */
-export function edgeMetricsRecorder(metrics: EdgeMetrics, surface = 'openai'): OpenAIMetrics {
+export function edgeMetricsRecorder(metrics: EdgeMetrics, surface: string): SurfaceMetrics {
   const firstToken = metrics.timeToFirstTokenSeconds.cell(surface);
   const overhead = metrics.overheadSeconds.cell(surface);
   return {

@@ -10,7 +10,7 @@ import {
   type OpenAIConfig,
 } from '@iop/config';
 import type { ModelCatalog } from '../service/types.js';
-import { modelNotFound } from './openai-error.js';
+import { modelNotFound } from './surface-error.js';
 
 export type ResolvedRoute =
   | { kind: 'pool'; model: string; modelConfig: ModelConfig; workspaceRequired: false }

@@ -1,11 +1,12 @@
-// Reads a JSON request body for the hot OpenAI routes without body-parser (raw-body, iconv, type-is per request
-// were a visible share of the edge's CPU). It accepts only what it can read exactly like express.json() does
-// (`isPlainJsonRequest`: application/json, UTF-8, no content-encoding); anything else goes through express.json.
-// Failures carry the same `type`/`status` fields as body-parser's errors, so the one error mapper answers them
-// identically (invalid_json 400, request_too_large 413, invalid_body 4xx).
+// The one JSON request body reader of the HTTP surfaces, without body-parser (raw-body, iconv, type-is per
+// request were a visible share of the edge's CPU). It accepts only what it can read exactly like express.json()
+// does (`isPlainJsonRequest`: application/json, UTF-8, no content-encoding); the OpenAI surface hands anything
+// else to express.json. Failures carry the same `type`/`status` fields as body-parser's errors, so every
+// surface's error mapper answers both alike (surface-error.ts `bodyReadFailure`: invalid_json 400,
+// request_too_large 413, invalid_body 4xx).
 import type { IncomingMessage } from 'node:http';
 
-/** A body failure shaped like body-parser's (`type` + `status`), for `mapOpenAIError`. */
+/** A body failure shaped like body-parser's (`type` + `status`), for `bodyReadFailure`. */
 export class JsonBodyError extends Error {
   override readonly name = 'JsonBodyError';
   readonly code = 'invalid_body';

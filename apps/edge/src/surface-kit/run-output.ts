@@ -1,7 +1,7 @@
 // Shared pieces of turning run parts into OpenAI output: tool-call identity, finish reasons, usage, and the
 // collected result of a whole run (non-streaming responses and strict_stream_buffer).
 import type { RunEventPart, ToolCall, Usage } from '@iop/wire';
-import { runFailed } from './openai-error.js';
+import { runFailed } from './surface-error.js';
 import { randomId } from './ids.js';
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { OpenAIHttpError } from './openai-error.js';
-import { checkImageUrlCount, checkImageUrls, imageInput } from './requested-run.js';
+import { checkImageUrlCount, checkImageUrls, imageInput } from './request-inputs.js';
 
 function refusal(fn: () => unknown): OpenAIHttpError {
   try {

@@ -1,0 +1,172 @@
+// The OpenAI endpoints that run something, one named handler per route: POST /v1/chat/completions,
+// /v1/responses (foreground or background), /v1/completions and /v1/embeddings. Each only translates: validate
+// the body, plan it into a RequestedRun (request-planner.ts), and serve the run (run-responder.ts) with the
+// endpoint's writers. A throw reaches the listener's one error handler.
+import type { EdgeConfig } from '@iop/config';
+import type { Clock } from '../clock.js';
+import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
+import { setDroppedParamsHeader } from '../surface-kit/dropped-params.js';
+import { randomId } from '../surface-kit/ids.js';
+import type { RequestContext } from '../surface-kit/request-context.js';
+import type { RouteResolver } from '../surface-kit/route-resolver.js';
+import type { RunStarter } from '../surface-kit/run-starter.js';
+import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
+import type { BackgroundResponses } from './background-responses.js';
+import { chatCompletionBody, streamChatCompletion } from './chat-completion.js';
+import { chatRequestedRun } from './chat-request.js';
+import {
+  completionBody,
+  completionsRequestedRun,
+  streamCompletion,
+  validateCompletionsRequest,
+} from './completions.js';
+import {
+  collectEmbeddings,
+  embeddingsBody,
+  embeddingsRequestedRun,
+  validateEmbeddingsRequest,
+} from './embeddings.js';
+import { overheadOf, runHeaders, sendJson, setRunHeaders } from './openai-answer.js';
+import { invalidRequest } from './openai-error.js';
+import { refuseCliAgent, requireWorkspace, withCaller, type RequestPlanner } from './request-planner.js';
+import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
+import { responsesRequestedRun } from './responses-request.js';
+import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
+import { outputOptionsFor, type ServeRun } from './run-responder.js';
+
+/** A route handler that takes the request's parsed JSON body. */
+export type BodyHandler = (requestBody: unknown, context: RequestContext) => Promise<void>;
+
+export interface RunHandlerDeps {
+  openai: EdgeConfig['openai'];
+  clock: Clock;
+  resolver: RouteResolver;
+  planner: RequestPlanner;
+  serveRun: ServeRun;
+  runs: RunStarter;
+  metrics: SurfaceMetrics;
+  background: BackgroundResponses;
+}
+
+const seconds = (clock: Clock): number => Math.floor(clock.now() / 1000);
+
+// Not async: its one await would be the last statement, so serveRun's promise is returned as is (a throw before
+// it reaches the error handler either way: the listener calls it in a then-callback).
+export function chatCompletionsHandler(deps: RunHandlerDeps): BodyHandler {
+  const { planner, openai } = deps;
+  return (requestBody, context) => {
+    const body = validateChatRequest(requestBody);
+    const route = planner.resolveFor(context, body.model);
+    const fields = planner.planFields('chat', body, route);
+    const spec = planner.withImageUrls(
+      withCaller(Object.assign(chatRequestedRun(body), fields), context, requestBody),
+      route,
+    );
+    requireWorkspace(route, spec);
+    const output = outputOptionsFor(openai, spec);
+    const chat = {
+      id: `chatcmpl-${randomId()}`,
+      created: seconds(deps.clock),
+      model: body.model,
+      includeUsage: body.stream_options?.include_usage === true,
+      output,
+    };
+    return deps.serveRun(context, route, spec, body.stream === true, {
+      json: (run) => chatCompletionBody(chat, run),
+      stream: (parts, sink) => streamChatCompletion(parts, sink, chat),
+    });
+  };
+}
+
+/** POST /v1/responses: served as it runs, or queued as a background response polled by id. */
+export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
+  const { planner, openai } = deps;
+  return async (requestBody, context) => {
+    const body = validateResponsesRequest(requestBody);
+    if (body.background === true && body.stream === true) {
+      throw invalidRequest(
+        "'background' and 'stream' cannot be combined: poll GET /v1/responses/{id} instead",
+        'stream',
+        'unsupported_field',
+      );
+    }
+    const route = planner.resolveFor(context, body.model);
+    const fields = planner.planFields('responses', body, route);
+    const spec = planner.withImageUrls(
+      withCaller(Object.assign(responsesRequestedRun(body), fields), context, requestBody),
+      route,
+    );
+    requireWorkspace(route, spec);
+    const response: ResponsesOutputContext = {
+      id: `resp_${randomId()}`,
+      createdAt: seconds(deps.clock),
+      model: body.model,
+      request: body,
+      output: outputOptionsFor(openai, spec),
+    };
+    if (body.background === true) {
+      const queued = deps.background.start(response, route, spec, outputOptionsFor(openai, spec));
+      setDroppedParamsHeader(context.response, spec);
+      sendJson(context, 200, queued);
+      return;
+    }
+    await deps.serveRun(context, route, spec, body.stream === true, {
+      json: (run) => responsesBody(response, run),
+      stream: (parts, sink) => streamResponse(parts, sink, response),
+    });
+  };
+}
+
+/** Legacy text completion of a raw prompt through the same admission as chat; CLI agents cannot (400). */
+export function completionsHandler(deps: RunHandlerDeps): BodyHandler {
+  const { planner } = deps;
+  return (requestBody, context) => {
+    const body = validateCompletionsRequest(requestBody);
+    const route = planner.resolveFor(context, body.model);
+    refuseCliAgent(deps.resolver, route, 'complete a raw prompt');
+    const fields = planner.planFields('completions', body, route);
+    const spec = withCaller(Object.assign(completionsRequestedRun(body), fields), context, requestBody);
+    const completion = {
+      id: `cmpl-${randomId()}`,
+      created: seconds(deps.clock),
+      model: body.model,
+      includeUsage: body.stream_options?.include_usage === true,
+    };
+    return deps.serveRun(context, route, spec, body.stream === true, {
+      // A text completion is text only: reasoning a backend reports is neither returned nor inlined.
+      output: { includeReasoning: false, inlineReasoning: false },
+      json: (run) => completionBody(completion, run),
+      stream: (parts, sink) => streamCompletion(parts, sink, completion),
+    });
+  };
+}
+
+/** Embedding vectors through the same admission as chat; CLI agents cannot embed (400). */
+export function embeddingsHandler(deps: RunHandlerDeps): BodyHandler {
+  const { planner } = deps;
+  return async (requestBody, context) => {
+    const body = validateEmbeddingsRequest(requestBody);
+    const route = planner.resolveFor(context, body.model);
+    refuseCliAgent(deps.resolver, route, 'compute embeddings');
+    const fields = planner.planFields('embeddings', body, route);
+    const spec = withCaller(Object.assign(embeddingsRequestedRun(body), fields), context);
+    const response = context.response;
+    setDroppedParamsHeader(response, spec);
+    const run = await deps.runs.start(route, spec, disconnectSignal(context.request.socket));
+    try {
+      let collected;
+      try {
+        collected = await collectEmbeddings(run.parts(), spec.embedding?.inputs.length ?? 0);
+      } catch (error) {
+        setRunHeaders(response, run);
+        throw error;
+      }
+      const overhead = overheadOf(context, run, true);
+      deps.metrics.overhead(overhead / 1000);
+      const answer = embeddingsBody(body.model, collected, body.encoding_format ?? 'float');
+      sendJson(context, 200, answer, runHeaders(run, overhead));
+    } finally {
+      run.finish('client disconnected');
+    }
+  };
+}
