@@ -223,6 +223,14 @@ describe('A2A 1.0 JSON-RPC (the 1.x SDK without legacy compatibility)', () => {
       message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'text', text: 'hi' }] },
     });
     expect(legacy.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+    // One engine: the 0.3 task is read and listed through 1.0.
+    const legacyId = String(legacy.result?.['id']);
+    expect((await rpc(baseUrl, 'GetTask', { id: legacyId })).result).toMatchObject({
+      id: legacyId,
+      status: { state: 'TASK_STATE_COMPLETED' },
+    });
+    const listed = (await rpc(baseUrl, 'ListTasks', {})).result?.['tasks'] as { id: string }[];
+    expect(listed.map((task) => task.id)).toContain(legacyId);
     expect((await rpc(baseUrl, 'GetTask', { id: 'x' }, { 'a2a-version': '2.0' })).error?.code).toBe(-32009);
     expect((await rpc(baseUrl, 'tasks/get', { id: 'x' }, { 'a2a-version': '1.0' })).error?.code).toBe(-32601);
     expect((await rpc(baseUrl, 'GetTask', { id: 'x' }, { 'a2a-version': '0.3' })).error?.code).toBe(-32601);
