@@ -29,6 +29,10 @@ import {
   type JsonRpcRequest,
 } from './json-rpc.js';
 import type { TaskManager } from './task-manager.js';
+import { selectProtocol, V1_METHODS } from './protocol-version.js';
+import type { RpcAnswer } from './rpc-answer.js';
+import { checkContextId, readBoolean, readCount, readObject, readTaskId } from './rpc-params.js';
+import { handleV1Rpc } from './v1/v1-rpc.js';
 
 export interface A2AAppOptions {
   path: string;
@@ -68,6 +72,7 @@ const RPC_METHODS = new Set([
   'tasks/pushNotificationConfig/get',
   'tasks/pushNotificationConfig/list',
   'tasks/pushNotificationConfig/delete',
+  ...V1_METHODS,
 ]);
 
 interface RpcLocals {
@@ -181,6 +186,10 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
     const tasks = options.tasks;
     const principal = (response.locals as RpcLocals).principal;
     const traceparent = request.get('traceparent') || undefined;
+    if (selectProtocol(rpc.method, request.get('a2a-version')) === '1.0') {
+      await handleV1Rpc(rpc, { tasks, principal, traceparent }, rpcAnswer(response, id));
+      return;
+    }
     switch (rpc.method) {
       case 'message/send': {
         checkContextId(rpc.params);
@@ -261,6 +270,19 @@ function parseBody(raw: unknown): unknown {
   }
 }
 
+/** The answers of one call (the 1.0 handler's way to reply without knowing HTTP). */
+function rpcAnswer(response: Response, id: JsonRpcId): RpcAnswer {
+  return {
+    result: (value) => {
+      response.json(jsonRpcResult(id, value));
+    },
+    stream: async (open, toWire) => {
+      const controller = streamController(response);
+      await writeStream(response, id, await open(controller.signal), controller, toWire);
+    },
+  };
+}
+
 function streamController(response: Response): AbortController {
   const controller = new AbortController();
   response.on('close', () => controller.abort());
@@ -272,6 +294,7 @@ async function writeStream(
   id: JsonRpcId,
   events: AsyncIterable<StreamEvent>,
   controller: AbortController,
+  toWire: (event: StreamEvent) => unknown = (event) => event,
 ): Promise<void> {
   const iterator = events[Symbol.asyncIterator]();
   // The first event (the task) is produced synchronously or fails with a JSON-RPC error before headers go out.
@@ -288,7 +311,7 @@ async function writeStream(
       // The first artifact chunk is the first generated output the client sees.
       if (next.value.kind === 'artifact-update') markFirstToken(response);
       // A client that reads slowly holds the stream back here instead of growing the socket's buffer.
-      if (!response.write(`data: ${JSON.stringify(jsonRpcResult(id, next.value))}\n\n`)) {
+      if (!response.write(`data: ${JSON.stringify(jsonRpcResult(id, toWire(next.value)))}\n\n`)) {
         await drained(response, controller.signal);
       }
       next = await iterator.next();
@@ -311,51 +334,4 @@ function drained(response: Response, signal: AbortSignal): Promise<void> {
     response.on('drain', done);
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-/** What an A2A contextId may look like: it names a session and can reach a CLI's argv as `{iop_session}`. */
-export const CONTEXT_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
-
-function checkContextId(params: Record<string, unknown>): void {
-  const message = params['message'];
-  if (typeof message !== 'object' || message === null) return;
-  const contextId = (message as Record<string, unknown>)['contextId'];
-  if (contextId === undefined || contextId === null) return;
-  if (typeof contextId !== 'string' || !CONTEXT_ID_PATTERN.test(contextId)) {
-    throw new JsonRpcError(
-      JSON_RPC_ERRORS.invalidParams,
-      'params.message.contextId must be 1-128 letters, digits, ".", "_" or "-"',
-    );
-  }
-}
-
-function readObject(value: unknown, where: string): Record<string, unknown> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be an object`);
-  }
-  return value as Record<string, unknown>;
-}
-
-function readBoolean(value: unknown, where: string): boolean | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean')
-    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be a boolean`);
-  return value;
-}
-
-function readCount(value: unknown, where: string): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, `${where} must be a non-negative integer`);
-  }
-  return value;
-}
-
-function readTaskId(params: Record<string, unknown>): string {
-  const id = params['id'];
-  if (typeof id !== 'string' || id === '') {
-    throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.id must be a non-empty string');
-  }
-  return id;
 }

@@ -1,4 +1,5 @@
 // A2A protocol 0.3 shapes served by the edge (the subset IOP speaks). Field names follow the protocol exactly.
+// They are also the task manager's own shapes for both protocol versions (v1/v1-translation.ts converts).
 
 export type TaskState =
   | 'submitted'
@@ -88,6 +89,28 @@ export interface AgentSkill {
   examples?: string[];
 }
 
+/** An endpoint of the agent and the protocol version it speaks there (A2A 1.0 `AgentInterface`). */
+export interface AgentInterface {
+  url: string;
+  protocolBinding: 'JSONRPC';
+  protocolVersion: string;
+}
+
+/**
+ * A bearer scheme in both card dialects at once: 0.3 reads `type`/`scheme`, 1.0 reads the
+ * `httpAuthSecurityScheme` member of its oneof.
+ */
+export interface BearerSecurityScheme {
+  type: 'http';
+  scheme: 'bearer';
+  description?: string;
+  httpAuthSecurityScheme: { scheme: 'bearer'; description?: string };
+}
+
+/**
+ * The one agent card, read by 0.3 clients (url, protocolVersion, preferredTransport, security) and by 1.0 clients
+ * (supportedInterfaces, securityRequirements); each dialect ignores the other's fields.
+ */
 export interface AgentCard {
   name: string;
   description: string;
@@ -95,10 +118,14 @@ export interface AgentCard {
   version: string;
   protocolVersion: string;
   preferredTransport: 'JSONRPC';
+  supportedInterfaces: AgentInterface[];
   capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
   defaultInputModes: string[];
   defaultOutputModes: string[];
   skills: AgentSkill[];
-  securitySchemes?: Record<string, { type: 'http'; scheme: 'bearer'; description?: string }>;
+  securitySchemes?: Record<string, BearerSecurityScheme>;
+  /** 0.3 */
   security?: Record<string, string[]>[];
+  /** 1.0 */
+  securityRequirements?: { schemes: Record<string, { list: string[] }> }[];
 }

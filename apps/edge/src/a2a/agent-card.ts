@@ -1,5 +1,7 @@
 // The public agent card: what an A2A client discovers before calling. Served without auth; it announces the
-// bearer scheme when a token is configured.
+// bearer scheme when a token is configured. One card for both protocol versions: 0.3 clients read `url` and
+// `protocolVersion`, 1.0 clients pick the `supportedInterfaces` entry of version 1.0 (same endpoint; the method
+// names tell the versions apart, protocol-version.ts).
 import type { AgentCard } from './a2a-types.js';
 
 export const A2A_PROTOCOL_VERSION = '0.3.0';
@@ -12,6 +14,8 @@ export interface AgentCardInput {
   adapter: string;
   target: string;
   requiresToken: boolean;
+  /** Whether tasks/pushNotificationConfig/* and the 1.0 push-config methods are served. */
+  pushNotifications?: boolean;
 }
 
 export function buildAgentCard(input: AgentCardInput): AgentCard {
@@ -22,7 +26,15 @@ export function buildAgentCard(input: AgentCardInput): AgentCard {
     version: input.version,
     protocolVersion: A2A_PROTOCOL_VERSION,
     preferredTransport: 'JSONRPC',
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: true },
+    supportedInterfaces: [
+      { url: input.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: input.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ],
+    capabilities: {
+      streaming: true,
+      pushNotifications: input.pushNotifications ?? false,
+      stateTransitionHistory: true,
+    },
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['text/plain'],
     skills: [
@@ -35,10 +47,17 @@ export function buildAgentCard(input: AgentCardInput): AgentCard {
     ],
   };
   if (input.requiresToken) {
+    const description = 'a2a.bearer_token or an API key of the edge';
     card.securitySchemes = {
-      bearer: { type: 'http', scheme: 'bearer', description: 'a2a.bearer_token of the edge' },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description,
+        httpAuthSecurityScheme: { scheme: 'bearer', description },
+      },
     };
     card.security = [{ bearer: [] }];
+    card.securityRequirements = [{ schemes: { bearer: { list: [] } } }];
   }
   return card;
 }

@@ -13,6 +13,10 @@ export const JSON_RPC_ERRORS = {
   pushNotificationNotSupported: -32003,
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
+  /** A2A 1.0: the agent has no extended card. */
+  extendedAgentCardNotConfigured: -32007,
+  /** A2A 1.0: the `A2A-Version` the client asked for is not one this agent speaks. */
+  versionNotSupported: -32009,
   /** IOP: no capacity now (the OpenAI surface's 429): a provider queue is full. Retry after `data.retryAfterSeconds`. */
   capacityExhausted: -32050,
   /** IOP: nothing can serve the task now (the OpenAI surface's 503): queue timeout, no provider or node. */

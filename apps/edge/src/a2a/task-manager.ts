@@ -30,6 +30,8 @@ import {
 } from './a2a-types.js';
 import { JSON_RPC_ERRORS, JsonRpcError } from './json-rpc.js';
 import { RunRegistryError } from '../run-registry-error.js';
+import { OwnerTaskIndex } from './owner-task-index.js';
+import { pageTasks, type TaskListPage, type TaskListQuery } from './task-listing.js';
 import {
   type RegisteredRun,
   type RunKey,
@@ -95,6 +97,7 @@ const KIND = 'a2a.task';
 export class TaskManager {
   private readonly contexts = new Map<string, ContextState>();
   private readonly registry: RunRegistry;
+  private readonly owned = new OwnerTaskIndex();
 
   constructor(
     private readonly settings: A2ASettings,
@@ -127,6 +130,20 @@ export class TaskManager {
     const found = await this.registry.get(keyOf(id, principal));
     if (!found) throw notFound(id);
     return snapshot(found.state as Task, historyLength);
+  }
+
+  /** ListTasks: the caller's own tasks created on this edge that the registry still holds, newest first. */
+  list(query: TaskListQuery, principal?: Principal): TaskListPage {
+    const owner = principal?.id ?? '';
+    const tasks: Task[] = [];
+    const gone = new Set<string>();
+    for (const id of this.owned.newestFirst(owner)) {
+      const view = this.registry.getLocal(keyOf(id, principal));
+      if (view) tasks.push(view.state as Task);
+      else gone.add(id);
+    }
+    this.owned.forget(owner, gone);
+    return pageTasks(tasks, query);
   }
 
   async cancel(id: string, principal?: Principal): Promise<Task> {
@@ -247,6 +264,7 @@ export class TaskManager {
       throw error;
     }
     const record: TaskRecord = { task, registered, finished, markFinished };
+    this.owned.add(key.principal, key.id);
     return record;
   }
 
