@@ -104,6 +104,8 @@ export class TaskManager {
     private readonly deps: TaskManagerDeps,
   ) {
     this.registry = deps.service.runRegistry;
+    // Tasks an earlier process of this edge left in the durable record are listed too (ListTasks).
+    for (const key of this.registry.localKeys(KIND)) this.owned.add(key.principal, key.id);
   }
 
   /** message/send: blocking waits for the terminal state; non-blocking returns the working task at once. */

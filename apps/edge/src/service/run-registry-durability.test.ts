@@ -134,3 +134,21 @@ describe('RunRegistry with a record store', () => {
     expect(registry.restore()).toEqual({ restored: 0, interrupted: 0 });
   });
 });
+
+describe('RunRegistry.localKeys', () => {
+  it('lists the runs an earlier process left, oldest first, with their owners (A2A ListTasks after a restart)', () => {
+    const store = new MemoryRunRecordStore();
+    const clock = fakeClock();
+    const before = registryOver(store, clock, 'boot-1');
+    before.durability('openai.response', durability);
+    before.add(key('r1', 'team'), { status: 'queued' }, () => undefined).end({ status: 'completed' });
+    clock.advance(1);
+    before.add(key('r2', 'other'), { status: 'queued' }, () => undefined);
+
+    const after = registryOver(store, clock, 'boot-2');
+    after.restore();
+    after.durability('openai.response', durability);
+    expect(after.localKeys('openai.response')).toEqual([key('r1', 'team'), key('r2', 'other')]);
+    expect(after.localKeys('a2a.task')).toEqual([]);
+  });
+});

@@ -183,6 +183,12 @@ export class RunRegistry implements LocalRuns {
     this.settleInterrupted(kind);
   }
 
+  /** The keys of the runs of `kind` this edge holds (restored ones included), oldest first. */
+  localKeys(kind: RegisteredRunKind): RunKey[] {
+    this.expire(kind);
+    return [...this.shelf(kind).values()].map((entry) => ({ ...entry.key }));
+  }
+
   /** True when lookups of keys held elsewhere go to the other edges. */
   get inFabric(): boolean {
     return this.options.remote !== undefined;
