@@ -29,7 +29,7 @@ export interface NodesListDeps {
 }
 
 export function createNodesListCommand(
-  deps: NodesListDeps = { createClient: createAdminClient, now: systemClock.now },
+  deps: NodesListDeps = { createClient: createAdminClient, now: () => systemClock.now() },
 ): CliCommand {
   return {
     path: ['nodes', 'list'],

@@ -27,7 +27,7 @@ export interface UsageCommandDeps {
 }
 
 export function createUsageCommand(
-  deps: UsageCommandDeps = { createClient: createAdminClient, now: systemClock.now },
+  deps: UsageCommandDeps = { createClient: createAdminClient, now: () => systemClock.now() },
 ): CliCommand {
   return {
     path: ['usage'],

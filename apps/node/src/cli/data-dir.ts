@@ -37,7 +37,7 @@ export function lockDataDir(
   options: { freshMs?: number; now?: () => number } = {},
 ): DataDirLock {
   const freshMs = options.freshMs ?? 5000;
-  const now = options.now ?? systemClock.now;
+  const now = options.now ?? (() => systemClock.now());
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const lockPath = path.join(dir, 'node.lock');
   for (let attempt = 0; attempt < 3; attempt += 1) {

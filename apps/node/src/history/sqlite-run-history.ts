@@ -282,7 +282,7 @@ export class SqliteRunHistory implements RunHistory {
     this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
     this.onWriteFailure = options.onWriteFailure;
     this.onWriterThreadFailure = options.onWriterThreadFailure;
-    this.now = options.now ?? systemClock.now;
+    this.now = options.now ?? (() => systemClock.now());
     this.recoveredRuns = recoveredRuns;
     this.statements = this.readonly ? undefined : prepare(db);
   }
@@ -322,7 +322,7 @@ export class SqliteRunHistory implements RunHistory {
           ? `BEGIN; UPDATE runs SET status = 'error' WHERE status = 'failed'; PRAGMA user_version = ${SCHEMA_VERSION}; COMMIT;`
           : `PRAGMA user_version = ${SCHEMA_VERSION}`,
       );
-      const now = (options.now ?? systemClock.now)();
+      const now = (options.now ?? (() => systemClock.now()))();
       const recovered = Number(
         db
           .prepare(

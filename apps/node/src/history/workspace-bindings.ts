@@ -67,7 +67,7 @@ export class SqliteWorkspaceBindings implements WorkspaceBindings {
   static open(
     file: string,
     driver: SqliteDriver,
-    now: () => number = systemClock.now,
+    now: () => number = () => systemClock.now(),
   ): SqliteWorkspaceBindings {
     const db = driver.open(file, false);
     try {
