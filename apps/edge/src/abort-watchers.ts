@@ -1,6 +1,6 @@
 // Watching an AbortSignal without an EventTarget listener per watcher. Node's addEventListener and
 // removeEventListener cost ~1 µs each, and a non-streaming request watched its connection's disconnect signal
-// twice (the run tracker and the parts iterator): ~2.5 % of the edge's CPU per request. Here a signal gets one
+// twice (the run supervisor and the parts iterator): ~2.5 % of the edge's CPU per request. Here a signal gets one
 // 'abort' listener, the first time anything watches it, which calls the signal's current watchers (a Set) once;
 // watching and unwatching are then Set operations. The connection's signal lives as long as its socket, so its one
 // listener does too; the watcher set empties as runs end (`abortWatcherCount` lets tests check that).

@@ -1,4 +1,4 @@
-// Loopback measurements of the edge spine (transport → link → run tracker → handle) against an in-process fake
+// Loopback measurements of the edge spine (transport → link → run supervisor → handle) against an in-process fake
 // node that answers at once. The bounds are loose (a shared 2-core machine); they catch order-of-magnitude
 // regressions such as per-event copies or timers. `IOP_BENCH=1` prints the measured numbers.
 import { describe, it, expect, afterEach } from '@jest/globals';

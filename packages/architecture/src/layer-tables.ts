@@ -157,7 +157,7 @@ export const PACKAGE_LAYERS: Readonly<Record<string, number>> = {
   'cli-kit': 0,
   clock: 0,
   tracing: 0,
-  'sqlite-wal': 0,
+  'sqlite-wal': 1,
   config: 0,
   'ui-api': 0,
   wire: 1,

@@ -55,7 +55,8 @@ function prettyStream(destination: NodeJS.WritableStream): { write(line: string)
         const fields = Object.entries(rest)
           .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
           .join(' ');
-        const stamp = new Date(typeof time === 'number' ? time : Date.now()).toISOString();
+        // pino stamps every line (epoch ms); a line without one is printed without a stamp.
+        const stamp = typeof time === 'number' ? new Date(time).toISOString() : '-';
         destination.write(`${stamp} ${levelName(level)} ${String(msg)}${fields ? ` ${fields}` : ''}\n`);
       } catch {
         destination.write(line);

@@ -11,6 +11,7 @@
 // SQLite's default automatic checkpoint back, so the WAL never grows without bound.
 // Used by the edge's usage store and the node's run history; this package resolves no module itself (the caller
 // passes where better-sqlite3 is), so it works the same in the workspace and in the bundled release.
+import { systemClock, type ClockTimer } from '@iop/clock';
 import { Worker } from 'node:worker_threads';
 
 /** What the writer tells its checkpointer after each commit and at close. */
@@ -117,7 +118,7 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
   const intervalMs = options.intervalMs ?? 2000;
   let inFlight = false;
   let dirty = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   let closed = false;
 
   const fallBack = (error: unknown): void => {
@@ -133,14 +134,13 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
   };
   const schedule = (): void => {
     if (timer !== undefined || inFlight || !dirty || closed) return;
-    timer = setTimeout(() => {
+    timer = systemClock.setTimeout(() => {
       timer = undefined;
       if (closed || worker === undefined) return;
       inFlight = true;
       dirty = false;
       worker.postMessage('checkpoint');
     }, intervalMs);
-    timer.unref();
   };
 
   const betterSqlitePath = options.betterSqlitePath;
@@ -189,18 +189,18 @@ export function startWalCheckpointer(options: WalCheckpointerOptions): WalCheckp
     close() {
       closing ??= (async () => {
         closed = true;
-        if (timer !== undefined) clearTimeout(timer);
+        if (timer !== undefined) systemClock.clearTimeout(timer);
         timer = undefined;
         if (exited) return;
         // The worker answers messages in order: an in-flight checkpoint finishes first, then the last one. A
         // worker that failed (fallen back) may still be running: it is stopped the same way.
         started.postMessage('close');
-        let bound: NodeJS.Timeout | undefined;
+        let bound: ClockTimer | undefined;
         const timedOut = new Promise<'timeout'>((resolve) => {
-          bound = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+          bound = systemClock.setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS, { keepAlive: true });
         });
         const outcome = await Promise.race([exit.then(() => 'exited' as const), timedOut]);
-        clearTimeout(bound);
+        systemClock.clearTimeout(bound);
         if (outcome === 'timeout') await started.terminate();
       })();
       return closing;

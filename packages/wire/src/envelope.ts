@@ -1,5 +1,6 @@
 // Builders for every Envelope kind, so callers never spell out the oneof by hand, plus envelopeKind for logs
 // and dispatch tables. Builders taking Partial<...> fill every unset field with its proto3 default.
+import { systemClock } from '@iop/clock';
 import { runtime } from '@iop/proto';
 import type {
   CancelRequest,
@@ -40,11 +41,11 @@ export const envelope = {
     msg: { $case: 'registerProof', registerProof: { signature } },
   }),
   /** Either side; the receiver answers with heartbeatPong carrying the same seq. */
-  heartbeatPing: (seq: number, sentAtUnixMs: number = Date.now()): Envelope => ({
+  heartbeatPing: (seq: number, sentAtUnixMs: number = systemClock.now()): Envelope => ({
     requestId: '',
     msg: { $case: 'heartbeatPing', heartbeatPing: { seq, sentAtUnixMs } },
   }),
-  heartbeatPong: (seq: number, sentAtUnixMs: number = Date.now()): Envelope => ({
+  heartbeatPong: (seq: number, sentAtUnixMs: number = systemClock.now()): Envelope => ({
     requestId: '',
     msg: { $case: 'heartbeatPong', heartbeatPong: { seq, sentAtUnixMs } },
   }),

@@ -4,6 +4,7 @@
 //
 // Lifecycle: open → closing (close() called, bad input, or peer ended) → closed (socket 'close' event). `closed`
 // resolves at the last step with the first recorded cause.
+import { systemClock, type ClockTimer } from '@iop/clock';
 import type net from 'node:net';
 import type tls from 'node:tls';
 import { envelope as build } from './envelope.js';
@@ -398,25 +399,29 @@ export class FramedConnection {
     await this.closed;
   }
 
-  #destroyTimer: NodeJS.Timeout | undefined;
+  #destroyTimer: ClockTimer | undefined;
 
   /** The peer gets closeTimeoutMs to finish closing; then the socket is destroyed. */
   #armDestroyTimer(): void {
     if (this.#destroyTimer || this.#socketClosed) return;
-    this.#destroyTimer = setTimeout(() => {
-      this.#destroyTimer = undefined;
-      if (!this.#socketClosed) {
-        this.#logger.debug(
-          { remoteAddress: this.remoteAddress },
-          'peer did not finish closing; destroying socket',
-        );
-        this.#socket.destroy();
-      }
-    }, this.#closeTimeoutMs);
+    this.#destroyTimer = systemClock.setTimeout(
+      () => {
+        this.#destroyTimer = undefined;
+        if (!this.#socketClosed) {
+          this.#logger.debug(
+            { remoteAddress: this.remoteAddress },
+            'peer did not finish closing; destroying socket',
+          );
+          this.#socket.destroy();
+        }
+      },
+      this.#closeTimeoutMs,
+      { keepAlive: true },
+    );
   }
 
   #clearDestroyTimer(): void {
-    if (this.#destroyTimer) clearTimeout(this.#destroyTimer);
+    if (this.#destroyTimer) systemClock.clearTimeout(this.#destroyTimer);
     this.#destroyTimer = undefined;
   }
 
@@ -524,10 +529,15 @@ function formatAddress(address: string | undefined, port: number | undefined): s
 }
 
 async function withTimeout(promise: Promise<unknown>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   try {
-    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    await Promise.race([
+      promise,
+      new Promise<void>(
+        (resolve) => (timer = systemClock.setTimeout(resolve, timeoutMs, { keepAlive: true })),
+      ),
+    ]);
   } finally {
-    if (timer) clearTimeout(timer);
+    if (timer) systemClock.clearTimeout(timer);
   }
 }

@@ -1,5 +1,6 @@
 // Run events as a discriminated union: what adapters yield on the node and what surfaces consume on the edge.
 // The protobuf RunEvent is only the transport form; convert at the link with toWireRunEvent / fromWireRunEvent.
+import { systemClock } from '@iop/clock';
 import type { Embedding, RunEvent, ToolCall, Usage } from './messages.js';
 
 export type RunEventPart =
@@ -35,7 +36,7 @@ export function toWireRunEvent(
   runId: string,
   seq: number,
   part: RunEventPart,
-  atUnixMs = Date.now(),
+  atUnixMs = systemClock.now(),
 ): RunEvent {
   // Fields listed, not spread from a shared object: this runs once per event sent.
   switch (part.type) {

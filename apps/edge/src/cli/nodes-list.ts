@@ -1,6 +1,7 @@
 // `iop-edge nodes list`: the nodes connected to a running edge, read through its admin API (gRPC on
 // `refresh.listen`). The address and token come from the config unless `--addr` is given; a token can also come
 // from IOP_EDGE_ADMIN_TOKEN so it never has to appear on a command line.
+import { systemClock } from '../clock.js';
 import type { NodeInfo } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
@@ -28,7 +29,7 @@ export interface NodesListDeps {
 }
 
 export function createNodesListCommand(
-  deps: NodesListDeps = { createClient: createAdminClient, now: Date.now },
+  deps: NodesListDeps = { createClient: createAdminClient, now: () => systemClock.now() },
 ): CliCommand {
   return {
     path: ['nodes', 'list'],

@@ -1,6 +1,7 @@
 // `iop-edge usage [--by key|model|node|provider|surface] [--since 24h] [--json] [--addr host:port] [--config P]`:
 // the token and run totals a running edge recorded (admin API GetUsage, read from its usage store), largest
 // token use first. `--since` takes a duration (30m, 24h, 7d) or `all`; anonymous runs show as `(anonymous)`.
+import { systemClock } from '../clock.js';
 import type { UsageGroup } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../admin/admin-client.js';
 import { isAdminError } from '../admin/errors.js';
@@ -26,7 +27,7 @@ export interface UsageCommandDeps {
 }
 
 export function createUsageCommand(
-  deps: UsageCommandDeps = { createClient: createAdminClient, now: Date.now },
+  deps: UsageCommandDeps = { createClient: createAdminClient, now: () => systemClock.now() },
 ): CliCommand {
   return {
     path: ['usage'],

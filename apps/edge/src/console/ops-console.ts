@@ -18,6 +18,7 @@
 // the prompt reads `edge[<adapter>/<target>]> ` while they differ from the configured ones). In the foreground the run's events print as they arrive and the console waits
 // for its terminal event; with `/background on` the console prints `[edge] sent ...` and returns at once, and the
 // run's events still print when they arrive.
+import { systemClock } from '../clock.js';
 import { create, type NodeCommandResponse } from '@iop/wire';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
@@ -152,7 +153,8 @@ export class OpsConsole {
     this.target = options.defaults.target;
     this.sessionId = options.defaults.sessionId;
     this.selectedNode = options.defaults.node ? options.defaults.node : undefined;
-    this.newRunId = options.newRunId ?? (() => `manual-${Date.now().toString(36)}-${++this.runCounter}`);
+    this.newRunId =
+      options.newRunId ?? (() => `manual-${systemClock.now().toString(36)}-${++this.runCounter}`);
   }
 
   /** Subscribes to node lifecycle events and numbers the nodes already connected. */

@@ -2,6 +2,7 @@
 // nodes and operators use to reach the edge, serverAuth only. Built with the DER encoder next to this file and
 // signed with node:crypto, so no OpenSSL CLI and no npm package is needed on the edge host. Nodes do not rely on
 // the certificate's names or dates (they pin the key's fingerprint); an operator's own CA is the alternative.
+import { systemClock } from '../clock.js';
 import { generateKeyPairSync, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import net from 'node:net';
 import { fingerprintOfPublicKey } from '@iop/wire';
@@ -100,7 +101,7 @@ export function createSelfSignedCertificate(options: SelfSignedCertificateOption
   }
   const { privateKey, publicKey } =
     options.generateKey?.() ?? generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const now = options.now ?? new Date();
+  const now = options.now ?? new Date(systemClock.now());
   const notBefore = new Date(Math.floor(now.getTime() / 1000) * 1000 - 3_600_000);
   const notAfter = new Date(notBefore.getTime() + (options.validDays ?? 3650) * 86_400_000);
   const serial = randomBytes(16);

@@ -1,5 +1,6 @@
 // The node's data directory (run history, lock file): `--data-dir`, else `~/.iop/node`. Created private (0700).
 // A pid lock keeps two agents from sharing one directory, since each would mark the other's runs interrupted.
+import { systemClock } from '@iop/clock';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +37,7 @@ export function lockDataDir(
   options: { freshMs?: number; now?: () => number } = {},
 ): DataDirLock {
   const freshMs = options.freshMs ?? 5000;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => systemClock.now());
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const lockPath = path.join(dir, 'node.lock');
   for (let attempt = 0; attempt < 3; attempt += 1) {

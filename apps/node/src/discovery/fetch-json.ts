@@ -3,6 +3,7 @@
 // learns nothing. It goes through the node's HttpClient (its own HTTP/1.1 client in production), like the
 // adapters, so discovery reaches a backend whenever the adapters can. Why it learned nothing goes to
 // `onFailure` (a cause code and words), for the caller to log; a probe the caller aborted reports nothing.
+import { systemClock } from '@iop/clock';
 import type { HealthCause } from '../adapters/adapter.js';
 import { describeFailure, failureCause } from '../adapters/http/failure-cause.js';
 import type { HttpClient, HttpClientResponse } from '../adapters/http/http-client.js';
@@ -39,11 +40,10 @@ export async function fetchJson(http: HttpClient, url: string, options: FetchJso
   const onAbort = () => controller.abort(options.signal.reason);
   options.signal.addEventListener('abort', onAbort, { once: true });
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const timer = systemClock.setTimeout(() => {
     timedOut = true;
     controller.abort(new Error('probe timed out'));
   }, options.timeoutMs);
-  timer.unref?.();
   // The deadline also settles a client that ignores the signal.
   const deadline = new Promise<typeof TIMED_OUT>((resolve) => {
     controller.signal.addEventListener('abort', () => resolve(TIMED_OUT), { once: true });
@@ -64,7 +64,7 @@ export async function fetchJson(http: HttpClient, url: string, options: FetchJso
     else report(failureCause(error), describeFailure(error));
     return undefined;
   } finally {
-    clearTimeout(timer);
+    systemClock.clearTimeout(timer);
     options.signal.removeEventListener('abort', onAbort);
     if (!controller.signal.aborted) controller.abort(new Error('probe finished'));
   }

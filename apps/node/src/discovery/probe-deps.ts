@@ -1,6 +1,7 @@
 // What the discovery probes may touch, as plain injectable functions: HTTP on loopback or configured URLs
 // (http), executables found on PATH (which) and run with a short deadline (exec), the environment the node was
 // started with, and the host's own facts. Tests pass fakes; `systemProbeDeps` is the real thing.
+import { systemClock } from '@iop/clock';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { findExecutable } from '../adapters/cli/command-lookup.js';
@@ -61,7 +62,7 @@ export const execBounded: ExecFunction = (file, args, options) =>
     const finish = (code: number | null, timedOut: boolean) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      systemClock.clearTimeout(timer);
       options.signal.removeEventListener('abort', onAbort);
       if (timedOut || code === null) {
         killTree(child);
@@ -71,8 +72,7 @@ export const execBounded: ExecFunction = (file, args, options) =>
       resolve({ stdout, stderr, code, timedOut });
     };
     const onAbort = () => finish(null, false);
-    const timer = setTimeout(() => finish(null, true), options.timeoutMs);
-    timer.unref?.();
+    const timer = systemClock.setTimeout(() => finish(null, true), options.timeoutMs);
     try {
       // Its own process group (POSIX), so the deadline kills whatever it started too.
       child = spawn(file, [...args], {
@@ -84,7 +84,7 @@ export const execBounded: ExecFunction = (file, args, options) =>
     } catch {
       // e.g. EINVAL for a .cmd shim on Windows, which cannot run without a shell: found, but no version.
       settled = true;
-      clearTimeout(timer);
+      systemClock.clearTimeout(timer);
       resolve({ stdout: '', stderr: '', code: null, timedOut: false });
       return;
     }

@@ -8,6 +8,7 @@
 //
 // The source is plain JavaScript run with `eval` (the release node is one bundled file: there is no worker file to
 // load), and it resolves no module itself: the caller says where better-sqlite3 is.
+import { systemClock, type ClockTimer } from '@iop/clock';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { executeOps, HISTORY_STATEMENT_SQL, type WriteOp } from './history-ops.js';
 import type { HistoryBackend } from './sqlite-driver.js';
@@ -207,12 +208,12 @@ export function startHistoryWriterThread(
         if (exited) return;
         // The thread takes messages in order: commits already posted are applied before it closes the file.
         port.postMessage({ kind: 'close' });
-        let bound: NodeJS.Timeout | undefined;
+        let bound: ClockTimer | undefined;
         const timedOut = new Promise<'timeout'>((resolve) => {
-          bound = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+          bound = systemClock.setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS, { keepAlive: true });
         });
         const outcome = await Promise.race([exit.then(() => 'exited' as const), timedOut]);
-        clearTimeout(bound);
+        systemClock.clearTimeout(bound);
         port.close();
         if (outcome === 'timeout') await worker.terminate();
       })();

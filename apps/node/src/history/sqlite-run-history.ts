@@ -44,6 +44,7 @@
 // dropped and counted), a failed background commit is retried only after a backoff (doubling up to 30 s), and
 // `onWriteFailure` hears of each failed attempt with the counts, so the node logs one line per attempt rather
 // than one per event.
+import { systemClock, type ClockTimer } from '@iop/clock';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -234,10 +235,10 @@ export class SqliteRunHistory implements RunHistory {
   droppedRuns = 0;
   private retryAt = 0;
   private backoffMs = 0;
-  private flushTimer: NodeJS.Timeout | undefined;
+  private flushTimer: ClockTimer | undefined;
   /** The commit of queued run starts/ends, when one is scheduled: at the end of this turn, or on a timer. */
   private commitImmediate: NodeJS.Immediate | undefined;
-  private commitTimer: NodeJS.Timeout | undefined;
+  private commitTimer: ClockTimer | undefined;
   private readonly commitQueued = (): void => {
     this.commitImmediate = undefined;
     this.commitTimer = undefined;
@@ -281,7 +282,7 @@ export class SqliteRunHistory implements RunHistory {
     this.maxPendingEvents = Math.max(1, options.maxPendingEvents ?? 10_000);
     this.onWriteFailure = options.onWriteFailure;
     this.onWriterThreadFailure = options.onWriterThreadFailure;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => systemClock.now());
     this.recoveredRuns = recoveredRuns;
     this.statements = this.readonly ? undefined : prepare(db);
   }
@@ -321,7 +322,7 @@ export class SqliteRunHistory implements RunHistory {
           ? `BEGIN; UPDATE runs SET status = 'error' WHERE status = 'failed'; PRAGMA user_version = ${SCHEMA_VERSION}; COMMIT;`
           : `PRAGMA user_version = ${SCHEMA_VERSION}`,
       );
-      const now = (options.now ?? Date.now)();
+      const now = (options.now ?? (() => systemClock.now()))();
       const recovered = Number(
         db
           .prepare(
@@ -482,17 +483,16 @@ export class SqliteRunHistory implements RunHistory {
     }
     const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
     if (wait <= 0) this.commitImmediate = setImmediate(this.commitQueued);
-    else this.commitTimer = setTimeout(this.commitQueued, Math.ceil(wait));
+    else this.commitTimer = systemClock.setTimeout(this.commitQueued, Math.ceil(wait), { keepAlive: true });
   }
 
   private scheduleFlush(): void {
     if (this.flushTimer || this.queue.length === 0) return;
     const delay = Math.max(this.flushIntervalMs, this.retryAt - this.now());
-    this.flushTimer = setTimeout(() => {
+    this.flushTimer = systemClock.setTimeout(() => {
       this.flushTimer = undefined;
       this.backgroundFlush();
     }, delay);
-    this.flushTimer.unref();
   }
 
   /** A flush whose failure is reported (onWriteFailure) and retried after the backoff, not thrown. */
@@ -762,11 +762,11 @@ export class SqliteRunHistory implements RunHistory {
    */
   close(): Promise<void> {
     if (this.closed) return this.closing ?? Promise.resolve();
-    if (this.flushTimer) clearTimeout(this.flushTimer);
+    if (this.flushTimer) systemClock.clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     if (this.commitImmediate) clearImmediate(this.commitImmediate);
     this.commitImmediate = undefined;
-    if (this.commitTimer) clearTimeout(this.commitTimer);
+    if (this.commitTimer) systemClock.clearTimeout(this.commitTimer);
     this.commitTimer = undefined;
     try {
       this.flush();

@@ -4,6 +4,7 @@
 // beside the run history, in its SQLite file (table `workspace_bindings`, own connection), so they survive
 // sessions and node restarts for as long as the node keeps its history; MemoryWorkspaceBindings is the same for
 // one process (tests, a node without a history).
+import { systemClock } from '@iop/clock';
 import type { SqlDatabase, SqliteDriver, SqlStatement } from './sqlite-driver.js';
 
 export interface WorkspaceBinding {
@@ -63,7 +64,11 @@ export class SqliteWorkspaceBindings implements WorkspaceBindings {
   }
 
   /** Opens (creating the table in) the history database `file`, with the driver the history uses. */
-  static open(file: string, driver: SqliteDriver, now: () => number = Date.now): SqliteWorkspaceBindings {
+  static open(
+    file: string,
+    driver: SqliteDriver,
+    now: () => number = () => systemClock.now(),
+  ): SqliteWorkspaceBindings {
     const db = driver.open(file, false);
     try {
       // The history's writer holds the file at times: wait for it rather than fail a session.

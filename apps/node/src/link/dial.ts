@@ -2,6 +2,7 @@
 // tests and other transports can pass their own connect function. With a pinned edge fingerprint the TLS peer's
 // public key must match it before the connection is handed to the link, so the token (the link's first frame)
 // is never sent to an impostor; without `ca` the pin alone authenticates the edge (a self-signed certificate).
+import { systemClock } from '@iop/clock';
 import net from 'node:net';
 import tls from 'node:tls';
 import { fingerprintOfCertificate, FramedConnection, type WireLogger } from '@iop/wire';
@@ -42,7 +43,7 @@ export function createDialer(options: DialOptions): ConnectFunction {
         : net.connect({ host: options.host, port: options.port });
       const readyEvent = options.tls ? 'secureConnect' : 'connect';
       const cleanup = () => {
-        clearTimeout(timer);
+        systemClock.clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         socket.off(readyEvent, onReady);
         socket.off('error', onError);
@@ -77,7 +78,9 @@ export function createDialer(options: DialOptions): ConnectFunction {
       };
       const onError = (error: Error) => fail(error.message, error);
       const onAbort = () => fail('aborted');
-      const timer = setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs);
+      const timer = systemClock.setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs, {
+        keepAlive: true,
+      });
       socket.once(readyEvent, onReady);
       socket.once('error', onError);
       if (signal.aborted) onAbort();

@@ -116,7 +116,7 @@ export class NodeAgent {
       outbound,
       history: options.history,
       logger: logger.child({ component: 'runner' }),
-      now: () => clock.now(),
+      clock,
       maxConcurrency: () => this.settings.maxConcurrency(),
       shutdownGraceMs: options.shutdownGraceMs,
       ...(options.tracing ? { tracing: options.tracing } : {}),

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { systemClock } from '@iop/clock';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '@iop/logging';
 import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
@@ -59,7 +60,7 @@ describe('RunExecutor tracing', () => {
       outbound: new RecordingOutbound(),
       history,
       logger: silentLogger,
-      now: Date.now,
+      clock: systemClock,
       maxConcurrency: () => 4,
       ...(tracing ? { tracing } : {}),
     });

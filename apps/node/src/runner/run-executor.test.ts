@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ManualClock, systemClock } from '@iop/clock';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { CancelAction, create, type CancelRequest, type RunRequest } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
@@ -69,7 +70,7 @@ describe('RunExecutor', () => {
       outbound,
       history,
       logger: silentLogger,
-      now: Date.now,
+      clock: systemClock,
       maxConcurrency: () => maxConcurrency,
       shutdownGraceMs: 1000,
       runEnded: (adapterName) => ended.push(adapterName),
@@ -218,10 +219,34 @@ describe('RunExecutor', () => {
     expect(history.list()[0]).toMatchObject({ runId: 'dup', status: 'running' });
   });
 
-  it('turns the run deadline into an error run_timeout', async () => {
-    executor.submit(runRequest('slow', { metadata: { fake: 'hold' }, timeoutMs: 30 }));
-    const terminal = await outbound.waitForTerminal('slow');
-    expect(terminal.part).toMatchObject({ type: 'error', code: 'run_timeout', retryable: false });
+  it('turns the run deadline, kept on the injected clock, into an error run_timeout', async () => {
+    const clock = new ManualClock(1_000);
+    const local = new RunExecutor({
+      adapters: registry,
+      outbound,
+      history,
+      logger: silentLogger,
+      clock,
+      maxConcurrency: () => 0,
+    });
+    try {
+      local.submit(runRequest('slow', { metadata: { fake: 'hold' }, timeoutMs: 30_000 }));
+      await outbound.waitForEvents('slow', 1);
+      expect(clock.pending).toBe(1);
+      clock.advance(29_999);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(local.inFlight).toBe(1);
+      clock.advance(1);
+      const terminal = await outbound.waitForTerminal('slow');
+      expect(terminal.part).toMatchObject({ type: 'error', code: 'run_timeout', retryable: false });
+      await waitFor(() => local.inFlight === 0);
+      expect(clock.pending).toBe(0);
+    } finally {
+      // shutdown's grace wait runs on the manual clock too: let it pass.
+      const stopped = local.shutdown();
+      clock.advance(5_000);
+      await stopped;
+    }
   });
 
   it('reports an adapter that throws or ends without a terminal part as an error part', async () => {
@@ -244,7 +269,7 @@ describe('RunExecutor', () => {
       outbound,
       history,
       logger: silentLogger,
-      now: Date.now,
+      clock: systemClock,
       maxConcurrency: () => 0,
     });
     local.submit(runRequest('throws', { adapter: 'broken' }));
@@ -274,7 +299,7 @@ describe('RunExecutor', () => {
       outbound,
       history,
       logger: silentLogger,
-      now: Date.now,
+      clock: systemClock,
       maxConcurrency: () => 0,
     });
     local.submit(runRequest('chatty'));
@@ -304,7 +329,7 @@ describe('RunExecutor', () => {
       outbound,
       history,
       logger: silentLogger,
-      now: Date.now,
+      clock: systemClock,
       maxConcurrency: () => 0,
     });
     local.submit(runRequest('bursty'));

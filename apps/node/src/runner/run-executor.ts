@@ -18,6 +18,7 @@ import {
 import { Cancellation, type AbortSignalLike } from '../adapters/cancellation.js';
 import type { AdapterHold } from '../adapters/registry.js';
 import type { RunHistory, RunEndRecord } from '../history/run-history.js';
+import type { Clock, ClockTimer } from '@iop/clock';
 import type { Logger } from '@iop/logging';
 import { disabledTracing, type Tracing } from '@iop/tracing';
 import { ConcurrencyLimiter, type RunSlot } from './concurrency-limiter.js';
@@ -33,7 +34,8 @@ export interface RunExecutorDeps {
   outbound: Outbound;
   history: RunHistory;
   logger: Logger;
-  now: () => number;
+  /** Event timestamps, history times and the run deadline. */
+  clock: Clock;
   /** Current runtime.max_concurrency (0 = unlimited); read per run because refreshes change it. */
   maxConcurrency: () => number;
   /** How long shutdown waits for aborted runs to send their last event. Default 5000 ms. */
@@ -169,8 +171,12 @@ export class RunExecutor {
 
   /** Resolves when no run is in flight or after `timeoutMs`. */
   async idle(timeoutMs = 5000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    const { clock } = this.#deps;
+    let timer: ClockTimer | undefined;
+    // Kept alive: on shutdown this wait may be the only thing the process is doing.
+    const timeout = new Promise<void>(
+      (resolve) => (timer = clock.setTimeout(resolve, timeoutMs, { keepAlive: true })),
+    );
     try {
       while (this.#runs.size > 0) {
         const pending = Promise.allSettled([...this.#runs.values()].map((active) => active.done));
@@ -184,18 +190,18 @@ export class RunExecutor {
         }
       }
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
   }
 
   async #execute(active: ActiveRun, hold: AdapterHold): Promise<void> {
     const { request, cancellation } = active;
-    const { logger, now } = this.#deps;
+    const { logger, clock } = this.#deps;
     const adapter = hold.adapter;
-    const startedAt = now();
-    let deadline: NodeJS.Timeout | undefined;
+    const startedAt = clock.now();
+    let deadline: ClockTimer | undefined;
     if (request.timeoutMs > 0) {
-      deadline = setTimeout(
+      deadline = clock.setTimeout(
         () => this.#abort(active, 'deadline', `run exceeded its ${request.timeoutMs} ms deadline`),
         request.timeoutMs,
       );
@@ -276,13 +282,13 @@ export class RunExecutor {
         await stream.emit(terminal).catch(() => undefined);
       }
     } finally {
-      clearTimeout(deadline);
+      clock.clearTimeout(deadline);
       const failure = terminal?.type === 'error' ? `${terminal.code}: ${terminal.message}` : undefined;
       backendSpan?.end(failure);
       runSpan?.end(failure);
       this.#recordFinish(request.runId, terminal, usage);
       logger.debug(
-        { runId: request.runId, outcome: terminal?.type ?? 'none', ms: now() - startedAt },
+        { runId: request.runId, outcome: terminal?.type ?? 'none', ms: clock.now() - startedAt },
         'run finished',
       );
     }
@@ -362,7 +368,7 @@ export class RunExecutor {
     const part: TerminalPart = { type: 'error', ...error, backendMs: 0 };
     // A duplicate keeps the running run's history untouched.
     const record = error.code !== 'duplicate_run' && request.runId !== '';
-    if (record) this.#recordStart(request, request.adapter, this.#deps.now());
+    if (record) this.#recordStart(request, request.adapter, this.#deps.clock.now());
     // emit() records the event synchronously before it awaits the link, so the history is complete first.
     const sending = new RunStream(request.runId, this.#deps, record).emit(part);
     if (record) this.#recordFinish(request.runId, part, undefined);
@@ -384,7 +390,7 @@ export class RunExecutor {
   }
 
   #recordFinish(runId: string, terminal: TerminalPart | undefined, usage: Usage | undefined): void {
-    const endedAt = this.#deps.now();
+    const endedAt = this.#deps.clock.now();
     let outcome: RunEndRecord;
     switch (terminal?.type) {
       case 'complete':
@@ -512,7 +518,7 @@ class RunStream {
   /** Numbers, records and sends one part; resolves when its frame was handed to the link. */
   #send(part: RunEventPart): Promise<boolean> {
     this.#seq += 1;
-    const at = this.#deps.now();
+    const at = this.#deps.clock.now();
     if (this.#record) {
       try {
         const { type, ...payload } = part;

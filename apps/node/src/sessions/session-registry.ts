@@ -3,6 +3,7 @@
 // least recently used idle one, so distinct clients cannot fill the cap for a whole TTL; only when every live
 // session has a run in progress is the new one refused. The registry owns the bookkeeping only; what
 // a session holds (a process, a server, a conversation id) is the session's business, ended by `close`.
+import { systemClock, type ClockTimer } from '@iop/clock';
 export interface LogicalSession {
   /** `persistent` for a long-lived worker process, `oneshot` for per-run processes with remembered state. */
   readonly mode: 'persistent' | 'oneshot';
@@ -44,7 +45,7 @@ export interface SessionRegistryOptions {
 
 export class SessionRegistry<S extends LogicalSession> {
   private readonly entries = new Map<string, SessionEntry<S>>();
-  private sweeper: NodeJS.Timeout | undefined;
+  private sweeper: ClockTimer | undefined;
 
   constructor(private readonly options: SessionRegistryOptions) {}
 
@@ -133,12 +134,16 @@ export class SessionRegistry<S extends LogicalSession> {
   private ensureSweeper(): void {
     if (this.sweeper || this.options.idleTtlMs <= 0) return;
     const period = Math.min(Math.max(Math.floor(this.options.idleTtlMs / 2), 50), 30_000);
-    this.sweeper = setInterval(() => void this.expireIdle(), period);
-    this.sweeper.unref();
+    // A sweep every `period`: each fired sweep sets the next (the clock has one-shot timers only).
+    const sweep = () => {
+      this.sweeper = systemClock.setTimeout(sweep, period);
+      void this.expireIdle();
+    };
+    this.sweeper = systemClock.setTimeout(sweep, period);
   }
 
   private stopSweeper(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
+    if (this.sweeper) systemClock.clearTimeout(this.sweeper);
     this.sweeper = undefined;
   }
 }

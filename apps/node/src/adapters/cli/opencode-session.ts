@@ -13,6 +13,7 @@
 // Profile args are kept as configured: `--model provider/model`, `--agent`, `--title` and
 // `--dangerously-skip-permissions` configure the HTTP session (serve itself refuses them); `serve`, `--port`
 // (each worker takes a free port) and `--hostname` are handled here; all other args go to `opencode serve`.
+import { systemClock } from '@iop/clock';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { RunEventPart } from '@iop/wire';
@@ -214,7 +215,7 @@ export class OpencodeSession implements LogicalSession {
           `opencode serve did not answer on ${this.baseUrl} within ${this.startupTimeoutMs} ms`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 100, { keepAlive: true }));
     }
     const created = await this.post('/session', { title: this.options.title });
     this.opencodeSessionId = stringField(created, 'id') ?? '';

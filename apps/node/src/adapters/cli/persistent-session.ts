@@ -2,6 +2,7 @@
 // conversation. Each run writes the prompt as one line and streams output lines until `idleTimeoutMs` of
 // silence (complete, detail `idle-timeout`). Cancel interrupts the turn (SIGINT / Ctrl-C) and keeps the process;
 // the run deadline and `close` kill the whole tree. Output between runs belongs to no run and is dropped.
+import { systemClock } from '@iop/clock';
 import type { RunEventPart } from '@iop/wire';
 import type { LogicalSession } from '../../sessions/session-registry.js';
 import { stripAnsi } from './ansi.js';
@@ -153,11 +154,14 @@ export class PersistentSession implements LogicalSession {
         );
       }
       const settle = this.settleUntil - now();
-      if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
+      if (settle > 0)
+        await new Promise<void>((resolve) => systemClock.setTimeout(resolve, settle, { keepAlive: true }));
       if (launched.terminal) {
         await this.waitForQuietTerminal(run.signal);
         launched.write(toTerminalText(run.prompt));
-        await new Promise((resolve) => setTimeout(resolve, TERMINAL_ENTER_DELAY_MS));
+        await new Promise<void>((resolve) =>
+          systemClock.setTimeout(resolve, TERMINAL_ENTER_DELAY_MS, { keepAlive: true }),
+        );
         launched.write('\r');
       } else {
         launched.write(`${toSingleLine(run.prompt)}\n`);
@@ -257,7 +261,7 @@ export class PersistentSession implements LogicalSession {
       const quietFor = now() - Math.max(this.lastOutputAt, this.startedAt);
       if (this.lastOutputAt > 0 && quietFor >= TERMINAL_STARTUP_QUIET_MS) return;
       if (this.lastOutputAt === 0 && now() - this.startedAt >= TERMINAL_STARTUP_QUIET_MS * 3) return;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 50, { keepAlive: true }));
     }
   }
 
@@ -271,7 +275,10 @@ export class PersistentSession implements LogicalSession {
         'terminating persistent CLI process tree',
       );
       await this.services.tree.terminate(launched.pid, this.services.killGraceMs);
-      await Promise.race([launched.exited, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      await Promise.race([
+        launched.exited,
+        new Promise<void>((resolve) => systemClock.setTimeout(resolve, 2000)),
+      ]);
     })();
     return this.closing;
   }

@@ -7,6 +7,7 @@
 // to the same process: during the grace period a process may exit and its pid be reused by an unrelated one,
 // which must never get our SIGKILL. On Windows there are no signals or groups: `taskkill /T` ends the tree
 // (politely, then with /F after the grace period), since killing only the `cmd.exe` shim would leave the CLI.
+import { systemClock } from '@iop/clock';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -72,11 +73,11 @@ export function createProcessTreeControl(deps: ProcessTreeDeps = {}): ProcessTre
     });
   };
   const waitGone = async (known: Map<number, string | undefined>, timeoutMs: number) => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = systemClock.now() + timeoutMs;
     for (;;) {
       if (gone(known)) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 25));
+      if (systemClock.now() >= deadline) return false;
+      await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 25, { keepAlive: true }));
     }
   };
   return {
@@ -116,8 +117,9 @@ function windowsTreeControl(
     signal: (pid, signal) => taskkill(pid, signal === 'SIGKILL' || signal === 'SIGTERM'),
     terminate: async (pid, graceMs) => {
       taskkill(pid, false);
-      const deadline = Date.now() + graceMs;
-      while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+      const deadline = systemClock.now() + graceMs;
+      while (alive(pid) && systemClock.now() < deadline)
+        await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 25, { keepAlive: true }));
       // /T with /F ends every descendant too; the pid is still the one we started (a live process keeps it).
       if (alive(pid)) taskkill(pid, true);
     },

@@ -4,6 +4,7 @@
 //   claude, claude-tui: `rate_limit_event` lines seen in stream-json output; else what `claude -p /usage` prints
 //   codex:              `rate_limits` in the newest rollout file under $CODEX_HOME/sessions
 //   antigravity:        what `agy --print /usage` prints
+import { systemClock, type ClockTimer } from '@iop/clock';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedProfile } from './cli-profile.js';
@@ -181,14 +182,14 @@ export async function runStatusCommand(
   launched.onOutput((chunk) => {
     output = (output + chunk).slice(-20_000);
   });
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   const timedOut = await Promise.race([
     launched.exited.then(() => false),
     new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), timeoutMs);
+      timer = systemClock.setTimeout(() => resolve(true), timeoutMs, { keepAlive: true });
     }),
   ]);
-  if (timer) clearTimeout(timer);
+  if (timer) systemClock.clearTimeout(timer);
   if (timedOut && launched.pid !== undefined) await deps.tree.terminate(launched.pid, deps.killGraceMs);
   const exit = await launched.exited;
   if (exit.spawnError) output += `\n${exit.spawnError}`;

@@ -1,6 +1,7 @@
 // A small push/pull queue that a run loop can wait on with a timeout and an AbortSignal at the same time. Process
 // output and exit notifications are pushed from event callbacks; the run generator pulls them one at a time, so
 // every timer (idle timeout, deadline, result grace) is a plain `take(timeoutMs)`.
+import { systemClock, type ClockTimer } from '@iop/clock';
 export type TakeResult<T> =
   { kind: 'item'; item: T } | { kind: 'timeout' } | { kind: 'aborted' } | { kind: 'closed' };
 
@@ -43,9 +44,9 @@ export class WaitableQueue<T> {
     signal?: AbortSignal,
   ): Promise<'woken' | 'timeout' | 'aborted'> {
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: ClockTimer | undefined;
       const finish = (outcome: 'woken' | 'timeout' | 'aborted') => {
-        if (timer) clearTimeout(timer);
+        if (timer) systemClock.clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.wake = undefined;
         resolve(outcome);
@@ -53,7 +54,7 @@ export class WaitableQueue<T> {
       const onAbort = () => finish('aborted');
       this.wake = () => finish('woken');
       if (timeoutMs !== undefined && Number.isFinite(timeoutMs))
-        timer = setTimeout(() => finish('timeout'), timeoutMs);
+        timer = systemClock.setTimeout(() => finish('timeout'), timeoutMs, { keepAlive: true });
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

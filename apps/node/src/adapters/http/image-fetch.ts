@@ -7,6 +7,7 @@
 // so a DNS answer that changes between check and connect cannot reach an address that was not checked. The
 // fetches of one run share an ImageByteBudget (`image_limits.max_total_bytes`), charged as bytes arrive, so a
 // request naming many URLs cannot make the node hold more than the budget however large each image may be.
+import { systemClock } from '@iop/clock';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -217,7 +218,7 @@ export function createImageFetcher(options: ImageFetcherOptions = {}): ImageFetc
     const shown = `${url.protocol}//${url.host}${url.pathname}`;
     // One deadline for resolution, connection and the whole body.
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = systemClock.setTimeout(() => controller.abort(), timeoutMs, { keepAlive: true });
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -231,7 +232,7 @@ export function createImageFetcher(options: ImageFetcherOptions = {}): ImageFetc
         throw new ImageFetchError('timeout', `fetching ${shown} took longer than ${timeoutMs} ms`);
       throw new ImageFetchError('connect_failed', `fetching ${shown} failed: ${(error as Error).message}`);
     } finally {
-      clearTimeout(timer);
+      systemClock.clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
   };
