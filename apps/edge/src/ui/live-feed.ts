@@ -2,6 +2,7 @@
 // frame, overview-route.ts), each run's summary as it changes, and the charts every fifth interval (at least 1 s).
 // Bounded: at most `maxStreams` feeds at once (503 over it); a feed ends when its client goes away or `close()`.
 import type http from 'node:http';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { UiRun, UiStreamEvents } from '@iop/ui-api';
 import type { Logger } from '../logging.js';
 import type { ChartSeries } from './chart-series.js';
@@ -17,6 +18,7 @@ export interface LiveFeedsDeps {
   maxStreams: number;
   overviewIntervalMs: number;
   logger: Logger;
+  clock: Clock;
 }
 
 export interface LiveFeeds {
@@ -25,6 +27,24 @@ export interface LiveFeeds {
   readonly count: number;
   /** Ends every open feed. */
   close(): void;
+}
+
+/** Calls `work` every `ms` on `clock` until the returned stop is called. */
+function repeat(clock: Clock, ms: number, work: () => void): () => void {
+  let timer: ClockTimer | undefined;
+  let stopped = false;
+  const arm = (): void => {
+    timer = clock.setTimeout(() => {
+      if (stopped) return;
+      arm();
+      work();
+    }, ms);
+  };
+  arm();
+  return () => {
+    stopped = true;
+    clock.clearTimeout(timer);
+  };
 }
 
 export function createLiveFeeds(deps: LiveFeedsDeps): LiveFeeds {
@@ -50,17 +70,16 @@ export function createLiveFeeds(deps: LiveFeedsDeps): LiveFeeds {
         .catch((error: unknown) => deps.logger.warn({ error: String(error) }, 'ui: overview failed'))
         .finally(() => (sending = false));
     };
-    const timer = setInterval(tick, deps.overviewIntervalMs);
-    const chartTimer = setInterval(
-      () => send('charts', deps.charts.snapshot()),
-      Math.max(deps.overviewIntervalMs * 5, 1000),
+    const stopOverview = repeat(deps.clock, deps.overviewIntervalMs, tick);
+    const stopCharts = repeat(deps.clock, Math.max(deps.overviewIntervalMs * 5, 1000), () =>
+      send('charts', deps.charts.snapshot()),
     );
     const unobserve = deps.runLog.observe((run: UiRun) => send('run', run));
     const end = (): void => {
       if (ended) return;
       ended = true;
-      clearInterval(timer);
-      clearInterval(chartTimer);
+      stopOverview();
+      stopCharts();
       unobserve();
       ends.delete(end);
       if (!response.writableEnded) response.end();

@@ -126,6 +126,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   const overview = createOverviewSource({ ...deps, clock, intervalMs: limits.overviewIntervalMs });
   const feeds = createLiveFeeds({
     ...deps,
+    clock,
     overviewFrame: () => overview.frame(),
     maxStreams: limits.maxStreams,
     overviewIntervalMs: limits.overviewIntervalMs,
