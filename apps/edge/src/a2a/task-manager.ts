@@ -540,7 +540,8 @@ function snapshot(task: Task, historyLength?: number): Task {
   return copy;
 }
 
-function agentMessage(task: Task, text: string): Message {
+/** The agent's text message appended to a task's history (its id counts the history). */
+export function agentMessage(task: Task, text: string): Message {
   return {
     kind: 'message',
     messageId: `${task.id}-agent-${(task.history?.length ?? 0).toString()}`,

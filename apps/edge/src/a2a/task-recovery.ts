@@ -3,7 +3,8 @@
 // process left unfinished becomes `failed` with an agent status message naming the edge restart
 // (agent-contract/outer/a2a-json-rpc-api.md, "Restart semantics"). Registered by the A2A surface at start.
 import type { RunKindDurability, RunRegistry } from '../service/run-registry.js';
-import type { Message, Task } from './a2a-types.js';
+import type { Task } from './a2a-types.js';
+import { agentMessage } from './task-manager.js';
 
 export const TASK_DURABILITY: RunKindDurability = {
   revision: (state) => {
@@ -15,14 +16,7 @@ export const TASK_DURABILITY: RunKindDurability = {
     const text =
       `edge_restarted: the edge ${restart.edgeId || '(unnamed)'} restarted while this task was ` +
       `${task.status.state}; it did not finish and was not started again.`;
-    const message: Message = {
-      kind: 'message',
-      messageId: `${task.id}-agent-${(task.history?.length ?? 0).toString()}`,
-      role: 'agent',
-      parts: [{ kind: 'text', text }],
-      contextId: task.contextId,
-      taskId: task.id,
-    };
+    const message = agentMessage(task, text);
     return {
       ...task,
       status: { state: 'failed', message, timestamp: new Date(restart.atMs).toISOString() },
