@@ -77,7 +77,7 @@ describe('UsageStore', () => {
     expect(store.summary({ by: 'key', sinceMs: now + 1 })).toEqual([]);
   });
 
-  it('buffers writes and commits a batch when full or after the flush interval', () => {
+  it('buffers writes and commits a batch on the next turn when full, or after the flush interval', () => {
     const clock = new ManualClock();
     const store = open(clock, { batchSize: 3 });
     const reader = openUsageDatabase(file).db;
@@ -86,6 +86,8 @@ describe('UsageStore', () => {
     store.record(record({ atMs: clock.now() }));
     expect(count()).toBe(0);
     store.record(record({ atMs: clock.now() }));
+    expect(count()).toBe(0); // never inside the turn that ended the run
+    clock.advance(0);
     expect(count()).toBe(3);
     store.record(record({ atMs: clock.now() }));
     expect(count()).toBe(3);
@@ -219,6 +221,32 @@ describe('UsageStore', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('commits a full batch a slice per turn of the event loop, a read commits the rest at once', () => {
+    const clock = new ManualClock();
+    let commits = 0;
+    const store = new UsageStore({
+      db: openUsageDatabase(file).db,
+      clock,
+      logger: silentLogger,
+      retentionDays: 30,
+      batchSize: 120,
+      flushIntervalMs: 1000,
+      checkpointer: { committed: () => (commits += 1), close: () => Promise.resolve() },
+    });
+    stores.push(store);
+    for (let index = 0; index < 120; index += 1)
+      store.record(record({ atMs: clock.now(), runId: `r${index}` }));
+    expect(commits).toBe(0);
+    clock.advance(0); // 50 + 50 + 20: three turns, three transactions
+    expect(commits).toBe(3);
+    for (let index = 0; index < 130; index += 1)
+      store.record(record({ atMs: clock.now(), runId: `s${index}` }));
+    expect(store.summary({ by: 'key', sinceMs: 0 })[0]?.runs).toBe(250); // the read writes all 130 in one
+    expect(commits).toBe(4);
+    clock.advance(1000);
+    expect(commits).toBe(4); // nothing left for the timers
+  });
+
   it('tells its checkpointer after each commit and closes it after the database (no checkpoint in the writer)', async () => {
     const clock = new ManualClock();
     const calls: string[] = [];
@@ -243,7 +271,9 @@ describe('UsageStore', () => {
     store.flush();
     store.flush(); // nothing buffered: no commit
     store.record(record({ atMs: clock.now() }));
-    store.record(record({ atMs: clock.now() })); // full batch
+    store.record(record({ atMs: clock.now() })); // full batch: written on the next turn
+    expect(calls).toEqual(['committed']);
+    clock.advance(0);
     expect(calls).toEqual(['committed', 'committed']);
     clock.advance(2 * 86_400_000); // the hourly prune deletes the three records: a commit
     expect(calls).toEqual(['committed', 'committed', 'committed']);

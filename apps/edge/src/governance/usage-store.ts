@@ -3,8 +3,10 @@
 // duration) and how it ended. An agent's model call (a child run) is its own record under its parent's key, naming
 // the parent (`parent_run_id`); the agent run's record adds its children's tokens (`child_tokens`) beside its own
 // (what it reported less its children's: service/run-supervisor.ts), so sums over input/output count every token
-// once. Writes are buffered and committed in one transaction per batch (every `batchSize`
-// records or `flushIntervalMs`, and before every read), so the run path never waits on the disk; records older
+// once. Writes are buffered and committed off the run path: when `batchSize` records wait, or `flushIntervalMs`
+// after the first, a timer commits them `SLICE_ROWS` per transaction, one transaction per turn of the event loop, so
+// no turn holds the loop for more than one slice (a whole 200-record batch in one turn was a ~0.8 ms stall for
+// every request in flight, issue 46); a read commits everything first, at once. Records older
 // than `retentionDays` are deleted at open and hourly. WAL checkpoints run off the event loop (@iop/sqlite-wal):
 // the store only tells its checkpointer after each commit. What a kill -9 loses: the buffered records, i.e. at
 // most `flushIntervalMs` (and fewer than `batchSize`) of runs that ended; every committed batch is kept. Budgets read their spent tokens from here, which is how
@@ -88,6 +90,8 @@ const PRUNE_INTERVAL_MS = 3_600_000;
  * record than one INSERT each); 50 rows × 14 values stay far below SQLite's bound-parameter limit.
  */
 const INSERT_ROWS = 50;
+/** Records the timer commits per turn of the event loop (one INSERT, one transaction: ~0.2 ms here). */
+const SLICE_ROWS = INSERT_ROWS;
 const INSERT_COLUMNS = 14;
 const INSERT_ROW = `(${new Array<string>(INSERT_COLUMNS).fill('?').join(', ')})`;
 const GROUP_COLUMN: Record<UsageGroup, string> = {
@@ -106,7 +110,9 @@ export class UsageStore {
   /** Multi-row INSERTs by row count (1..INSERT_ROWS), prepared when first needed. */
   private readonly inserts = new Map<number, SqlStatement>();
   private pending: UsageRecord[] = [];
+  /** The pending write: `flushIntervalMs` after the first record, or 0 (`sliceSoon`) for a full batch's slices. */
   private flushTimer: ClockTimer | undefined;
+  private sliceSoon = false;
   private pruneTimer: ClockTimer | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -152,29 +158,54 @@ export class UsageStore {
     this.schedulePrune();
   }
 
-  /** Buffers one record; written within `flushIntervalMs`, at once when the batch is full. */
+  /**
+   * Buffers one record; written within `flushIntervalMs`, or on the next turn of the event loop once `batchSize`
+   * wait — never inside the caller's turn (the run's end).
+   */
   record(record: UsageRecord): void {
     if (this.closed) return;
     this.pending.push(record);
     if (this.pending.length >= this.batchSize) {
-      this.flush();
+      if (!this.sliceSoon) this.scheduleSlice(0);
       return;
     }
-    this.flushTimer ??= this.options.clock.setTimeout(() => {
-      this.flushTimer = undefined;
-      this.flush();
-    }, this.flushIntervalMs);
+    if (this.flushTimer === undefined) this.scheduleSlice(this.flushIntervalMs);
   }
 
-  /** Writes buffered records in one transaction. A failed write is logged and its batch dropped (bounded). */
+  /** Writes everything buffered now, in one transaction (before a read, at close). */
   flush(): void {
-    if (this.flushTimer !== undefined) {
-      this.options.clock.clearTimeout(this.flushTimer);
-      this.flushTimer = undefined;
-    }
+    this.cancelSlice();
     if (this.pending.length === 0 || this.closed) return;
     const batch = this.pending;
     this.pending = [];
+    this.write(batch);
+  }
+
+  /** The timer's write: at most SLICE_ROWS records, then the next slice on the next turn while more wait. */
+  private writeSlice(): void {
+    this.flushTimer = undefined;
+    this.sliceSoon = false;
+    if (this.pending.length === 0 || this.closed) return;
+    const batch = this.pending.length <= SLICE_ROWS ? this.pending : this.pending.slice(0, SLICE_ROWS);
+    this.pending = batch === this.pending ? [] : this.pending.slice(SLICE_ROWS);
+    this.write(batch);
+    if (this.pending.length > 0) this.scheduleSlice(0);
+  }
+
+  private scheduleSlice(delayMs: number): void {
+    this.cancelSlice();
+    this.sliceSoon = delayMs === 0;
+    this.flushTimer = this.options.clock.setTimeout(() => this.writeSlice(), delayMs);
+  }
+
+  private cancelSlice(): void {
+    if (this.flushTimer !== undefined) this.options.clock.clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.sliceSoon = false;
+  }
+
+  /** Commits `batch` in one transaction. A failed write is logged and the batch dropped (bounded). */
+  private write(batch: UsageRecord[]): void {
     try {
       this.db.exec('BEGIN');
       try {
