@@ -115,9 +115,14 @@ export class FabricRunRecords implements RunRecordMirror {
     this.enqueue({ key, record: undefined });
   }
 
-  /** Writes waiting (tests, shutdown). */
+  /** Writes waiting. */
   get queued(): number {
     return this.queue.size;
+  }
+
+  /** Resolves when every queued write has been tried. */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
   }
 
   /** The entry of `key`: undefined when there is none, it did not open, or it names another key. */
@@ -169,11 +174,10 @@ export class FabricRunRecords implements RunRecordMirror {
   async close(withinMs: number): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const draining = this.draining;
-    if (draining) {
+    if (this.draining) {
       let timer: ReturnType<Clock['setTimeout']> | undefined;
       await Promise.race([
-        draining,
+        this.idle(),
         new Promise<void>((resolve) => {
           timer = this.options.clock.setTimeout(resolve, withinMs);
         }),
