@@ -304,7 +304,13 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
       NODES_BUCKET,
       cluster.state_ttl_ms,
     );
-    const runRecords = await openRunRecords({ kvm, nc, clock: options.clock, logger, registry: options.registry });
+    const runRecords = await openRunRecords({
+      kvm,
+      nc,
+      clock: options.clock,
+      logger,
+      registry: options.registry,
+    });
     return await ClusterImpl.start(options, view, nc, edgesKv, nodesKv, runRecords);
   } catch (error) {
     await nc.close().catch(() => undefined);

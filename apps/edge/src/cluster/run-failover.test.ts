@@ -113,7 +113,9 @@ suite('run failover over NATS', () => {
       status: 'failed',
       error: {
         code: 'edge_lost',
-        message: expect.stringContaining('edge edge-1 left the cluster while this response was in_progress') as unknown,
+        message: expect.stringContaining(
+          'edge edge-1 left the cluster while this response was in_progress',
+        ) as unknown,
       },
     });
     expect((view?.state as { error: { message: string } }).error.message).toContain('edge edge-2 answered');

@@ -129,6 +129,29 @@ suite('run record mirror over NATS', () => {
     });
   });
 
+  it('answers at once and counts the copy as failed while nats-server is down, then copies again', async () => {
+    const { one, two } = await edges();
+    await nats.kill();
+    try {
+      const started = Date.now();
+      one.mirror.saved(record('down', { status: 'queued' }));
+      expect(Date.now() - started).toBeLessThan(50);
+      await one.mirror.idle();
+      expect(one.results).toEqual(['failed']);
+      process.stdout.write(
+        `[run record mirror] a copy with nats-server down failed after ${Date.now() - started} ms\n`,
+      );
+    } finally {
+      await nats.restart();
+    }
+    const deadline = Date.now() + 10_000;
+    while (!one.results.includes('ok') && Date.now() < deadline) {
+      one.mirror.saved(record('down', { status: 'completed' }, 5_000));
+      await one.mirror.idle();
+    }
+    expect((await two.mirror.read(key('down')))?.record.state).toEqual({ status: 'completed' });
+  });
+
   it('names each run under a fixed-size KV token, whatever its principal and id', () => {
     expect(runMirrorKey(key('a b/c*>', 'team.x'))).toMatch(/^run\.[0-9a-f]{64}$/);
     expect(runMirrorKey(key('x', 'team-a'))).not.toBe(runMirrorKey(key('a-x', 'team')));

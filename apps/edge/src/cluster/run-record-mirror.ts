@@ -22,12 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
-import {
-  isRunKey,
-  type RunKey,
-  type RunRecordMirror,
-  type StoredRun,
-} from '../placement/run-directory.js';
+import { isRunKey, type RunKey, type RunRecordMirror, type StoredRun } from '../placement/run-directory.js';
 import type { SealedKv } from './fabric-bus.js';
 
 export const RUNS_BUCKET = 'iop_runs';
@@ -67,7 +62,9 @@ export interface MirrorEntry {
 
 /** The bucket key of a run: its encoded key hashed (any principal or id becomes a valid, fixed-size KV token). */
 export function runMirrorKey(key: RunKey): string {
-  return `run.${createHash('sha256').update(JSON.stringify([key.principal, key.kind, key.id])).digest('hex')}`;
+  return `run.${createHash('sha256')
+    .update(JSON.stringify([key.principal, key.kind, key.id]))
+    .digest('hex')}`;
 }
 
 export interface FabricRunRecordsOptions {

@@ -300,7 +300,8 @@ export class RunRegistry implements LocalRuns {
 
   adoptEnding(key: RunKey, state: unknown): void {
     const entry = this.lookup(key);
-    if (!entry || (entry.endedAt !== undefined && JSON.stringify(entry.state) === JSON.stringify(state))) return;
+    if (!entry || (entry.endedAt !== undefined && JSON.stringify(entry.state) === JSON.stringify(state)))
+      return;
     const going = entry.endedAt === undefined;
     entry.state = state;
     entry.endedAt ??= this.options.clock.now();
