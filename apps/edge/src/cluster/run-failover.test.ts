@@ -35,10 +35,10 @@ function record(id: string, state: unknown, endedAt?: number): StoredRun {
 
 /** The other edges' registries: every edge answers "none", or one could not be asked. */
 function peers(answer: 'none' | 'unreachable'): RemoteRuns {
-  const miss = async <T>(): Promise<T | undefined> => {
-    if (answer === 'unreachable') throw new RunRegistryError('holder_lost', 'edge-1 did not answer');
-    return undefined;
-  };
+  const miss = <T>(): Promise<T | undefined> =>
+    answer === 'unreachable'
+      ? Promise.reject(new RunRegistryError('holder_lost', 'edge-1 did not answer'))
+      : Promise.resolve(undefined);
   return { get: miss, cancel: miss, subscribe: miss, delete: async () => (await miss()) ?? false };
 }
 

@@ -79,11 +79,11 @@ export function withRunFailover(options: RunFailoverOptions): RemoteRuns {
     fromMirror: (entry: MirrorEntry) => Promise<T>,
   ): Promise<T | undefined> => {
     let answer: T | undefined;
-    let unanswered: unknown;
+    let unanswered: Error | undefined;
     try {
       answer = await ask();
     } catch (error) {
-      unanswered = error;
+      unanswered = error instanceof Error ? error : new Error(String(error));
     }
     if (answer !== undefined) return answer;
     const entry = await orphan(key).catch(() => undefined);
@@ -111,9 +111,7 @@ export function withRunFailover(options: RunFailoverOptions): RemoteRuns {
         () => remote.subscribe(key, signal),
         async (entry) => {
           const view = await settle(key, entry);
-          return (async function* (): AsyncGenerator<RunUpdate> {
-            yield { state: view.state };
-          })();
+          return endedStream(view.state);
         },
       ),
     delete: async (key) =>
@@ -122,5 +120,21 @@ export function withRunFailover(options: RunFailoverOptions): RemoteRuns {
         async () => ((await remote.delete(key)) ? true : undefined),
         (entry) => mirror.removeRead(entry),
       )) ?? false,
+  };
+}
+
+/** An ended run's subscription: its state, then the end (as the registry streams a run that has ended). */
+function endedStream(state: unknown): AsyncIterable<RunUpdate> {
+  return {
+    [Symbol.asyncIterator]() {
+      let sent = false;
+      return {
+        next(): Promise<IteratorResult<RunUpdate, undefined>> {
+          if (sent) return Promise.resolve({ done: true, value: undefined });
+          sent = true;
+          return Promise.resolve({ done: false, value: { state } });
+        },
+      };
+    },
   };
 }

@@ -41,7 +41,6 @@ import {
   type RunView,
 } from '../placement/run-directory.js';
 
-export { DEFAULT_RUN_BOUNDS } from '../placement/run-directory.js';
 export type {
   RunBounds,
   RunRestart,
