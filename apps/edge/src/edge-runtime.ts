@@ -31,6 +31,7 @@ import { ModelCallServerSlot } from './http/model-call-socket.js';
 import { createModelAccessGrant } from './placement/model-access.js';
 import { RunRegistry } from './service/run-registry.js';
 import { SqliteRunRecordStore } from './service/sqlite-run-record-store.js';
+import { mirroredRunRecords } from './service/mirrored-run-record-store.js';
 import type { EdgeCore } from './edge-core.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
@@ -203,7 +204,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const runStore = SqliteRunRecordStore.open(config.edge.data_dir, registryLogger);
   const runRegistry = new RunRegistry({
     clock,
-    store: runStore,
+    store: cluster ? mirroredRunRecords(runStore, cluster.runRecords) : runStore,
     origin: { edgeId: config.edge.id, boot: randomUUID() },
     onStoreFailure: (error, key) =>
       registryLogger.warn(

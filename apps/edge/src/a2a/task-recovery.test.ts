@@ -48,4 +48,21 @@ describe('A2A task recovery', () => {
       TASK_DURABILITY.revision(working),
     );
   });
+
+  it('names the cluster failover when another edge answers for a task its gone edge left working', () => {
+    const task = TASK_DURABILITY.interrupted(working, {
+      edgeId: 'edge-a',
+      atMs: Date.parse('2026-01-01T00:00:05.000Z'),
+      answeredBy: 'edge-b',
+    }) as Task;
+    expect(task.status.state).toBe('failed');
+    expect(task.status.timestamp).toBe('2026-01-01T00:00:05.000Z');
+    const part = task.status.message?.parts[0];
+    expect(part).toEqual({
+      kind: 'text',
+      text: expect.stringContaining(
+        'edge_lost: the edge edge-a left the cluster while this task was working (cluster failover: edge edge-b',
+      ) as unknown as string,
+    });
+  });
 });

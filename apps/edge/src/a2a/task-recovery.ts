@@ -1,7 +1,9 @@
 // How A2A tasks (run registry kind `a2a.task`) are kept across edge restarts: a task's record is written when its
 // status changes (its state or its history grows), not per streamed artifact chunk, and a task an earlier edge
 // process left unfinished becomes `failed` with an agent status message naming the edge restart
-// (agent-contract/outer/a2a-json-rpc-api.md, "Restart semantics"). Registered by the A2A surface at start.
+// (agent-contract/outer/a2a-json-rpc-api.md, "Restart semantics"); in cluster mode a task whose edge left the
+// cluster is answered by another edge from the fabric's copy, failed the same way with `edge_lost` named (cluster
+// failover). Registered by the A2A surface at start.
 import type { RunKindDurability, RunRegistry } from '../service/run-registry.js';
 import type { Task } from './a2a-types.js';
 import { agentMessage } from './task-manager.js';
@@ -13,9 +15,14 @@ export const TASK_DURABILITY: RunKindDurability = {
   },
   interrupted: (state, restart) => {
     const task = state as Task;
+    const edge = restart.edgeId || '(unnamed)';
     const text =
-      `edge_restarted: the edge ${restart.edgeId || '(unnamed)'} restarted while this task was ` +
-      `${task.status.state}; it did not finish and was not started again.`;
+      restart.answeredBy === undefined
+        ? `edge_restarted: the edge ${edge} restarted while this task was ${task.status.state}; ` +
+          'it did not finish and was not started again.'
+        : `edge_lost: the edge ${edge} left the cluster while this task was ${task.status.state} (cluster ` +
+          `failover: edge ${restart.answeredBy} answered from the cluster's record); it did not finish and was ` +
+          'not started again.';
     const message = agentMessage(task, text);
     return {
       ...task,

@@ -10,6 +10,9 @@
 //   iop.cancel.<edge>               a requester cancels (or its client left) a run it forwarded to <edge>; only
 //                                     the edge that forwarded the run may cancel it.
 //   iop.limits.<edge>               a key's limits, counted on its home edge (cluster-limits.ts).
+//   KV `iop_runs`    key run.<hash> → the durable record of a background response / A2A task, copied from each
+//                                     edge's run store; read when the run's edge left (run-record-mirror.ts,
+//                                     run-failover.ts).
 //
 // Both buckets have a TTL of cluster.state_ttl_ms. Liveness uses the receiver's clock: an edge silent for longer
 // than the TTL is gone; runs forwarded to it end with an error, runs it forwarded here are cancelled.
@@ -76,7 +79,15 @@ import { FabricSealer } from './fabric-sealer.js';
 import { createClusterRefresher, type ClusterRefresher } from './cluster-refresh.js';
 import { createPeerCalls, type PeerCalls } from './peer-calls.js';
 import { createRemoteRuns, serveRuns } from './cluster-runs.js';
-import type { LocalRuns, RemoteRuns } from '../placement/run-directory.js';
+import {
+  DEFAULT_RUN_BOUNDS,
+  type LocalRuns,
+  type RemoteRuns,
+  type RunRecordMirror,
+} from '../placement/run-directory.js';
+import { openRunRecords } from './open-run-records.js';
+import type { FabricRunRecords } from './run-record-mirror.js';
+import { withRunFailover } from './run-failover.js';
 import { createClusterUsage, type ClusterUsage } from './cluster-usage.js';
 import type { UsageQuery, UsageRow } from '../governance/usage-store.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
@@ -88,6 +99,8 @@ const MAX_EVENT_BATCH = 64;
 /** State changes within this window go out in one put. */
 const PUBLISH_COALESCE_MS = 50;
 export const NODES_BUCKET = 'iop_nodes';
+/** How long leaving the cluster waits for queued run-record copies. */
+const RUN_RECORDS_CLOSE_MS = 2_000;
 
 export interface EdgeClusterOptions {
   config: EdgeConfig;
@@ -145,6 +158,8 @@ export interface EdgeCluster {
   readonly peers: PeerCalls;
   /** The other edges' run registries (background responses, A2A tasks), for the service's run registry. */
   readonly runs: RemoteRuns;
+  /** Where the run registry's store copies each record for the other edges (the sealed KV `iop_runs`). */
+  readonly runRecords: RunRecordMirror;
   /** Answers the other edges' run lookups from this edge's registry (until close). */
   serveRuns(local: LocalRuns): void;
   /** Cluster-wide key limits; undefined without a governor. */
@@ -289,7 +304,14 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
       NODES_BUCKET,
       cluster.state_ttl_ms,
     );
-    return await ClusterImpl.start(options, view, nc, edgesKv, nodesKv);
+    const runRecords = await openRunRecords({
+      kvm,
+      nc,
+      clock: options.clock,
+      logger,
+      registry: options.registry,
+    });
+    return await ClusterImpl.start(options, view, nc, edgesKv, nodesKv, runRecords);
   } catch (error) {
     await nc.close().catch(() => undefined);
     logger.error({ error: errorText(error) }, 'cluster: NATS setup failed');
@@ -321,6 +343,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   readonly peers: PeerCalls;
   readonly runs: RemoteRuns;
   private stopServingRuns: (() => void) | undefined;
+  private localRuns: LocalRuns | undefined;
   readonly limits: ClusterLimits | undefined;
   private readonly clusterUsage: ClusterUsage | undefined;
   private clusterRefresher: ClusterRefresher | undefined;
@@ -339,6 +362,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     private readonly nc: FabricBus,
     private readonly edgesKv: SealedKv,
     private readonly nodesKv: SealedKv,
+    readonly runRecords: FabricRunRecords,
   ) {
     this.edgeId = options.config.edge.id;
     this.view = view;
@@ -348,7 +372,15 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       edgeId: this.edgeId,
       liveEdges: () => this.view.states().map((state) => state.edgeId),
     });
-    this.runs = createRemoteRuns(this.peers);
+    this.runs = withRunFailover({
+      remote: createRemoteRuns(this.peers),
+      mirror: runRecords,
+      edgeId: this.edgeId,
+      isLive: (edgeId) => this.view.isLive(edgeId),
+      local: () => this.localRuns,
+      bounds: () => DEFAULT_RUN_BOUNDS,
+      clock: options.clock,
+    });
     this.limits = options.governor
       ? createClusterLimits({
           nc,
@@ -377,8 +409,9 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     nc: FabricBus,
     edgesKv: SealedKv,
     nodesKv: SealedKv,
+    runRecords: FabricRunRecords,
   ) {
-    const impl = new ClusterImpl(options, view, nc, edgesKv, nodesKv);
+    const impl = new ClusterImpl(options, view, nc, edgesKv, nodesKv, runRecords);
     await impl.begin();
     return impl;
   }
@@ -527,6 +560,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   serveRuns(local: LocalRuns): void {
     if (this.stopServingRuns) throw new Error('the cluster already serves a run registry');
     this.stopServingRuns = serveRuns(this.peers, local);
+    this.localRuns = local;
+    this.runRecords.adoptInto((key, state) => local.adoptEnding(key, state));
   }
 
   async serve(host: ForwardedRunHost): Promise<void> {
@@ -918,6 +953,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
         this.cancelServed(forwardId, 'shutdown');
         this.served.delete(forwardId);
       }
+      await this.runRecords.close(RUN_RECORDS_CLOSE_MS);
       try {
         await this.edgesKv.delete(this.edgeId);
         for (const [nodeId, revision] of this.claims) {

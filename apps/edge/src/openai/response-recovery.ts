@@ -2,26 +2,36 @@
 // record is written when its status changes (queued → in_progress → a final status), never per output token, and
 // a response an earlier edge process left queued or in progress is ended as `failed` with `error.code`
 // `edge_restarted` (agent-contract/outer/openai-compatible-api.md, "Restart semantics"): the run behind it died
-// with that process, and a queued one is not placed again.
+// with that process, and a queued one is not placed again. In cluster mode, a response whose edge left the cluster
+// while it was going is answered by another edge from the fabric's copy of its record, ended the same way with
+// `error.code` `edge_lost` naming both edges (cluster failover).
 import type { RunKindDurability } from '../service/run-registry.js';
 
 export const EDGE_RESTARTED_CODE = 'edge_restarted';
+export const EDGE_LOST_CODE = 'edge_lost';
 
 export const RESPONSE_DURABILITY: RunKindDurability = {
   revision: (state) => String(asObject(state)['status']),
   interrupted: (state, restart) => {
     const body = asObject(state);
     const status = typeof body['status'] === 'string' ? body['status'] : 'in_progress';
-    return {
-      ...body,
-      status: 'failed',
-      error: {
-        code: EDGE_RESTARTED_CODE,
-        message:
-          `the edge ${restart.edgeId || '(unnamed)'} restarted while this response was ${status}; ` +
-          'its run did not finish and was not started again. Send the request again.',
-      },
-    };
+    const edge = restart.edgeId || '(unnamed)';
+    const error =
+      restart.answeredBy === undefined
+        ? {
+            code: EDGE_RESTARTED_CODE,
+            message:
+              `the edge ${edge} restarted while this response was ${status}; ` +
+              'its run did not finish and was not started again. Send the request again.',
+          }
+        : {
+            code: EDGE_LOST_CODE,
+            message:
+              `the edge ${edge} left the cluster while this response was ${status} (cluster failover: edge ` +
+              `${restart.answeredBy} answered from the cluster's record); its run did not finish and was not ` +
+              'started again. Send the request again.',
+          };
+    return { ...body, status: 'failed', error };
   },
 };
 

@@ -4,10 +4,23 @@
 // peer calls and serves the other edges' lookups from this edge's registry (cluster/cluster-runs.ts); the
 // principal travels inside the key and is checked by the holder, which answers another principal's run exactly
 // like an unknown one.
+//
+// Cluster mode also copies every durable run record into the fabric (RunRecordMirror, written by the service's
+// record store, implemented by the cluster over a sealed JetStream KV bucket), so another edge can answer for a
+// run whose edge is gone.
 
 /** The kinds of long-lived run the registry holds (not the wire's RunKind: chat, completion, embedding). */
 export const REGISTERED_RUN_KINDS = ['openai.response', 'a2a.task'] as const;
 export type RegisteredRunKind = (typeof REGISTERED_RUN_KINDS)[number];
+
+/** How many runs of one kind an edge holds, and how long an ended one stays retrievable. */
+export interface RunBounds {
+  maxEntries: number;
+  /** How long an ended run stays retrievable. */
+  ttlMs: number;
+}
+
+export const DEFAULT_RUN_BOUNDS: RunBounds = { maxEntries: 1000, ttlMs: 60 * 60 * 1000 };
 
 /** One run: whose it is ('' = anonymous), what kind, and the id the surface gave it. */
 export interface RunKey {
@@ -51,6 +64,42 @@ export interface RunCancelResult {
 /** What a subscription yields: the run's state first, then the events the owner emits, until the run ends. */
 export type RunUpdate = { state: unknown } | { event: unknown };
 
+/** One stored run: the durable record the registry writes through (service/run-record-store.ts). */
+export interface StoredRun {
+  key: RunKey;
+  /** The surface's JSON state (a Response object, an A2A task). */
+  state: unknown;
+  createdAt: number;
+  updatedAt: number;
+  /** When the run ended; undefined while it is going. */
+  endedAt: number | undefined;
+  /** The edge (`edge.id`) and the process (a boot id per start) that wrote the record last. */
+  edgeId: string;
+  boot: string;
+}
+
+/**
+ * Where the records of long-lived runs are copied for the other edges (cluster mode). Never blocks and never
+ * throws: the copy is written later, and a copy that could not be written is counted, not reported back.
+ */
+export interface RunRecordMirror {
+  saved(record: StoredRun): void;
+  removed(key: RunKey): void;
+}
+
+/** What a kind's `interrupted` hook knows of why a run it held going is over. */
+export interface RunRestart {
+  /** The edge that held the run (`edge.id` of the earlier process). */
+  edgeId: string;
+  /** When the run was found over (epoch ms). */
+  atMs: number;
+  /**
+   * Cluster failover: the edge that answered for the run after its edge `edgeId` left the cluster (undefined: the
+   * edge itself restarted).
+   */
+  answeredBy?: string;
+}
+
 /** The other edges' registries (cluster mode). Undefined answers mean no edge holds that key. */
 export interface RemoteRuns {
   get(key: RunKey): Promise<RunView | undefined>;
@@ -65,4 +114,11 @@ export interface LocalRuns {
   cancelLocal(key: RunKey, reason: string): Promise<RunCancelResult | undefined>;
   subscribeLocal(key: RunKey, signal: AbortSignal): AsyncIterable<RunUpdate> | undefined;
   deleteLocal(key: RunKey): boolean;
+  /** The terminal state of a run another edge left going (its kind's `interrupted` hook, naming the failover). */
+  abandonedEnding(kind: RegisteredRunKind, state: unknown, restart: RunRestart): unknown;
+  /**
+   * Another edge ended this run while this edge was out of the fabric (a failover answer, final cluster-wide):
+   * this edge takes that ending, cancelling the run if it is still going here. No-op when the key is not held.
+   */
+  adoptEnding(key: RunKey, state: unknown): void;
 }

@@ -5,21 +5,9 @@
 // forgets the run (TTL, count bound, delete); at start it loads the records an earlier process left. The edge's
 // implementation is SQLite in `<edge.data_dir>` (sqlite-run-record-store.ts); without a store the registry keeps
 // today's in-memory behaviour.
-import type { RunKey } from '../placement/run-directory.js';
+import type { RunKey, StoredRun } from '../placement/run-directory.js';
 
-/** One stored run. */
-export interface StoredRun {
-  key: RunKey;
-  /** The surface's JSON state (a Response object, an A2A task). */
-  state: unknown;
-  createdAt: number;
-  updatedAt: number;
-  /** When the run ended; undefined while it is going. */
-  endedAt: number | undefined;
-  /** The edge (`edge.id`) and the process (a boot id per start) that wrote the record last. */
-  edgeId: string;
-  boot: string;
-}
+export type { StoredRun } from '../placement/run-directory.js';
 
 /** Where the registry keeps its runs across restarts. Synchronous: a write is done before the client is answered. */
 export interface RunRecordStore {

@@ -152,3 +152,50 @@ describe('RunRegistry.localKeys', () => {
     expect(after.localKeys('a2a.task')).toEqual([]);
   });
 });
+
+describe('RunRegistry in a cluster failover', () => {
+  it("ends another edge's abandoned run through the kind's hook, naming the failover", () => {
+    const registry = registryOver(new MemoryRunRecordStore());
+    expect(
+      registry.abandonedEnding(
+        'openai.response',
+        { status: 'in_progress' },
+        {
+          edgeId: 'edge-b',
+          atMs: 5,
+          answeredBy: 'edge-a',
+        },
+      ),
+    ).toEqual({ status: 'in_progress' });
+    registry.durability('openai.response', durability);
+    expect(
+      registry.abandonedEnding('openai.response', { status: 'in_progress' }, { edgeId: 'edge-b', atMs: 5 }),
+    ).toEqual({ status: 'failed', restartedEdge: 'edge-b' });
+  });
+
+  it('adopts a failover ending: a going run is cancelled and ended with it, and the record is written', async () => {
+    const store = new MemoryRunRecordStore();
+    const registry = registryOver(store);
+    registry.durability('openai.response', durability);
+    const cancelled: string[] = [];
+    const run = registry.add(key('r1', 'team'), { status: 'in_progress' }, (reason) => {
+      cancelled.push(reason);
+    });
+    registry.adoptEnding(key('r1', 'other'), { status: 'failed', by: 'edge-b' });
+    expect(run.ended).toBe(false);
+    registry.adoptEnding(key('r1', 'team'), { status: 'failed', by: 'edge-b' });
+    expect(run.ended).toBe(true);
+    expect(cancelled).toHaveLength(1);
+    expect(await registry.get(key('r1', 'team'))).toEqual({
+      state: { status: 'failed', by: 'edge-b' },
+      ended: true,
+    });
+    expect(store.find(key('r1', 'team'))?.state).toEqual({ status: 'failed', by: 'edge-b' });
+    const writes = store.writes;
+    // The same ending again changes nothing (no write: no loop through the mirror).
+    registry.adoptEnding(key('r1', 'team'), { status: 'failed', by: 'edge-b' });
+    expect(store.writes).toBe(writes);
+    run.end({ status: 'cancelled' });
+    expect((await registry.get(key('r1', 'team')))?.state).toEqual({ status: 'failed', by: 'edge-b' });
+  });
+});

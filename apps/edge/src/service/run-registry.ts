@@ -21,20 +21,29 @@
 // runs are served as before; a run the earlier process left going becomes terminal through its kind's
 // `interrupted` hook (registered by the surface with durability(), so the surface's vocabulary names the edge
 // restart). Without a store nothing is written and nothing survives a restart.
+//
+// Cluster failover (cluster/run-failover.ts): another edge that answers for a run whose edge left the cluster ends
+// a run that edge left going through this registry's hook for the kind (abandonedEnding); when that edge comes
+// back, its copy of the run takes the failover's ending (adoptEnding) — the first ending in the fabric wins.
 import type { Clock } from '../clock.js';
 import { RunRegistryError } from '../run-registry-error.js';
 import {
+  DEFAULT_RUN_BOUNDS,
   encodeRunKey,
   type LocalRuns,
   type RemoteRuns,
+  type RunBounds,
   type RunCancelResult,
   type RunKey,
   type RegisteredRunKind,
+  type RunRestart,
   type RunUpdate,
   type RunView,
 } from '../placement/run-directory.js';
 
 export type {
+  RunBounds,
+  RunRestart,
   RunKey,
   RegisteredRunKind,
   RunUpdate,
@@ -43,13 +52,6 @@ export type {
 } from '../placement/run-directory.js';
 import type { RunRecordStore } from './run-record-store.js';
 
-export interface RunBounds {
-  maxEntries: number;
-  /** How long an ended run stays retrievable. */
-  ttlMs: number;
-}
-
-export const DEFAULT_RUN_BOUNDS: RunBounds = { maxEntries: 1000, ttlMs: 60 * 60 * 1000 };
 /** Subscriptions one run accepts at once (A2A `message/stream` + `tasks/resubscribe` calls of one task). */
 export const DEFAULT_MAX_SUBSCRIBERS = 16;
 const DEFAULT_MAX_QUEUED = 1024;
@@ -78,16 +80,11 @@ export interface RunKindDurability {
    * the last written one, so a run that publishes every streamed token is written once per state change.
    */
   revision(state: unknown): string;
-  /** The terminal state of a run an earlier edge process left going, naming the edge restart. */
+  /**
+   * The terminal state of a run an earlier edge process left going, naming the edge restart (or, with
+   * `restart.answeredBy`, the cluster failover).
+   */
   interrupted(state: unknown, restart: RunRestart): unknown;
-}
-
-/** What an `interrupted` hook knows of the restart. */
-export interface RunRestart {
-  /** The edge that held the run (`edge.id` of the earlier process). */
-  edgeId: string;
-  /** When this process found the run (epoch ms). */
-  atMs: number;
 }
 
 export interface RunRegistryOptions {
@@ -293,6 +290,24 @@ export class RunRegistry implements LocalRuns {
     this.forget(key.kind, encodeRunKey(key), entry);
     endSubscribers(entry);
     return true;
+  }
+
+  abandonedEnding(kind: RegisteredRunKind, state: unknown, restart: RunRestart): unknown {
+    const durability = this.durabilities.get(kind);
+    return durability ? durability.interrupted(state, restart) : state;
+  }
+
+  adoptEnding(key: RunKey, state: unknown): void {
+    const entry = this.lookup(key);
+    if (!entry || (entry.endedAt !== undefined && JSON.stringify(entry.state) === JSON.stringify(state)))
+      return;
+    const going = entry.endedAt === undefined;
+    entry.state = state;
+    entry.endedAt ??= this.options.clock.now();
+    entry.interruptedOn = undefined;
+    if (going) void this.stop(entry, 'another edge ended this run while this edge was out of the cluster');
+    this.trySave(entry);
+    endSubscribers(entry);
   }
 
   /** Cancels every run still going and refuses new ones (edge shutdown). */

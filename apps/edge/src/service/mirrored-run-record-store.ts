@@ -1,0 +1,22 @@
+// The run registry's record store in cluster mode: the edge's own store (SQLite in `<data_dir>`) stays the
+// write-through source of truth — a save that fails there fails the registry's write as before — and every write
+// that succeeded is then handed to the fabric's mirror (cluster/run-record-mirror.ts), which copies it into the
+// sealed JetStream KV bucket later, off the client's path. Loading reads the local store only: the mirror is read
+// by the other edges, when this one is gone.
+import type { RunKey, RunRecordMirror, StoredRun } from '../placement/run-directory.js';
+import type { RunRecordStore } from './run-record-store.js';
+
+/** `local` written through, each successful write copied to `mirror` (which never blocks or throws). */
+export function mirroredRunRecords(local: RunRecordStore, mirror: RunRecordMirror): RunRecordStore {
+  return {
+    save(record: StoredRun): void {
+      local.save(record);
+      mirror.saved(record);
+    },
+    remove(key: RunKey): void {
+      local.remove(key);
+      mirror.removed(key);
+    },
+    load: () => local.load(),
+  };
+}
