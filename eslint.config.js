@@ -90,8 +90,6 @@ export default tseslint.config(
     // Not yet converted to @iop/clock (issue 45, "one clock"): these edge files still hold a raw timer or Date.now().
     // The list may only shrink: a file converted leaves it, and no file is added.
     files: [
-      'apps/edge/src/a2a/a2a-surface.ts',
-      'apps/edge/src/a2a/task-manager.ts',
       'apps/edge/src/admin/admin-client.ts',
       'apps/edge/src/admin/admin-server.ts',
       'apps/edge/src/cluster/cluster-limits.ts',
@@ -106,8 +104,6 @@ export default tseslint.config(
       'apps/edge/src/openai/openai-surface.ts',
       'apps/edge/src/refresh/serial-gate.ts',
       'apps/edge/src/transport/tls-handshake.ts',
-      'apps/edge/src/ui/ui-server.ts',
-      'apps/edge/src/ui/ui-surface.ts',
     ],
     rules: {
       'no-restricted-globals': 'off',

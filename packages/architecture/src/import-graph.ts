@@ -23,19 +23,29 @@ export interface ReadGraphOptions {
   repoRoot: string;
   /** Directories (repo-relative) whose modules are read. */
   roots: string[];
+  /** Read tests and `test-support/` folders too (default: the shipped modules only). */
+  includeTests?: boolean;
 }
 
 const SOURCE = /\.tsx?$/;
 const EXEMPT = /(\.test\.tsx?|\.d\.ts)$/;
+const DECLARATION = /\.d\.ts$/;
 
-/** Modules under `dir`, tests, `test-support/` folders and generated declaration files left out. */
-export function listModules(dir: string): string[] {
+/**
+ * Modules under `dir`, generated declaration files left out, and tests and `test-support/` folders unless
+ * `includeTests`.
+ */
+export function listModules(dir: string, includeTests = false): string[] {
   const files: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== 'test-support' && entry.name !== 'node_modules') files.push(...listModules(full));
-    } else if (SOURCE.test(entry.name) && !EXEMPT.test(entry.name)) {
+      if (entry.name === 'node_modules' || (entry.name === 'test-support' && !includeTests)) continue;
+      files.push(...listModules(full, includeTests));
+    } else if (
+      SOURCE.test(entry.name) &&
+      (includeTests ? !DECLARATION.test(entry.name) : !EXEMPT.test(entry.name))
+    ) {
       files.push(full);
     }
   }
@@ -65,7 +75,7 @@ export function readImportGraph(options: ReadGraphOptions): ImportGraph {
   const modules: string[] = [];
   const edges: ImportEdge[] = [];
   for (const root of options.roots) {
-    for (const file of listModules(path.join(options.repoRoot, root))) {
+    for (const file of listModules(path.join(options.repoRoot, root), options.includeTests)) {
       const from = toPosix(path.relative(options.repoRoot, file));
       modules.push(from);
       const info = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true);

@@ -175,6 +175,27 @@ describe('the repository', () => {
     expect(problems).toEqual([]);
   });
 
+  it("a surface's tests and test support import no other surface either (shared support lives in the kit)", () => {
+    const surfaces = EDGE.restricted!.find((group) => group.name === 'surface')!.entries;
+    const withTests = readImportGraph({ repoRoot: REPO, roots: [EDGE.root], includeTests: true });
+    const surfaceOf = (file: string): string | undefined => {
+      const top = file.slice(EDGE.root.length + 1).split('/')[0];
+      return file.startsWith(`${EDGE.root}/`) && surfaces.includes(top) ? top : undefined;
+    };
+    expect(withTests.modules.length).toBeGreaterThan(
+      appGraphs.find(({ table }) => table === EDGE)!.graph.modules.length,
+    );
+    const problems = withTests.edges
+      .filter((edge) => edge.kind === 'relative')
+      .filter((edge) => {
+        const from = surfaceOf(edge.from);
+        const to = surfaceOf(edge.to);
+        return from !== undefined && to !== undefined && from !== to;
+      })
+      .map((edge) => `${edge.from} → ${edge.to}`);
+    expect(problems).toEqual([]);
+  });
+
   it("no app imports another app's source or module", () => {
     const problems = appGraphs.flatMap(({ table, graph }) =>
       graph.edges

@@ -1,11 +1,13 @@
 // The A2A HTTP surface: agent card at the well-known paths, JSON-RPC 2.0 at `path` (JSON answers and SSE
-// streams). Protocol translation only: tasks are run by TaskManager through the edge service.
+// streams). Protocol translation only: tasks are run by TaskManager through the edge service. The HTTP-level
+// parts come from the surface kit (../surface-kit): the caller's authentication, the bounded JSON body reader,
+// the SSE writer, the connection's disconnect signal and the error answer; the JSON-RPC envelope is A2A's own
+// (json-rpc.ts, a2a-failure.ts).
 import express, { type Request, type Response } from 'express';
 import {
   A2A_BEARER_PRINCIPAL_ID,
   createPrincipalResolver,
   unlimitedPrincipal,
-  type Principal,
   type PrincipalResolver,
 } from '../governance/principal.js';
 import type { Logger } from '../logging.js';
@@ -23,11 +25,17 @@ import {
   errorRequestId,
   jsonRpcResult,
   parseJsonRpcRequest,
-  retryAfterOf,
   toJsonRpcError,
   type JsonRpcId,
   type JsonRpcRequest,
 } from './json-rpc.js';
+import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
+import { sendErrorResponse } from '../surface-kit/error-response.js';
+import { readJsonBody } from '../surface-kit/json-body.js';
+import { writeJson } from '../surface-kit/json-response.js';
+import { authenticateCaller, type RequestContext } from '../surface-kit/request-context.js';
+import { SseSink } from '../surface-kit/sse-sink.js';
+import { mapA2AFailure, unauthorized } from './a2a-failure.js';
 import type { TaskManager } from './task-manager.js';
 import { selectProtocol, V1_METHODS } from './protocol-version.js';
 import type { RpcAnswer } from './rpc-answer.js';
@@ -77,8 +85,6 @@ const RPC_METHODS = new Set([
 
 interface RpcLocals {
   rpcMethod?: string;
-  /** The caller's key once authenticated; undefined = anonymous (no key configured). */
-  principal?: Principal;
 }
 
 /** Bounded metric route label: the card, `rpc <method>` for known methods, or `other`. */
@@ -108,7 +114,9 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
   app.get(CARD_PATHS, (request, response) => {
     const url =
       options.publicUrl ?? `${request.protocol}://${request.get('host') ?? 'localhost'}${options.path}`;
-    response.json(
+    writeJson(
+      response,
+      200,
       buildAgentCard({
         edgeId: options.edgeId,
         version: options.version,
@@ -120,60 +128,40 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
     );
   });
 
-  app.post(
-    options.path,
+  app.post(options.path, (request, response) => {
+    const context: RequestContext = { request, response, arrivedAt: performance.now() };
     // The token is checked before a byte of the body is read: an unauthenticated client gets 401 at once and the
     // connection is closed instead of draining what it sent (up to maxBodyBytes).
-    (request, response, next) => {
-      const result = principals().authenticate(request.get('authorization'));
-      if (result.kind === 'open' || result.kind === 'accepted') {
-        if (result.kind === 'accepted') (response.locals as RpcLocals).principal = result.principal;
-        next();
-        return;
-      }
-      response
-        .status(401)
-        .set('www-authenticate', 'Bearer')
-        .set('connection', 'close')
-        .json(
-          toJsonRpcError(
-            new JsonRpcError(JSON_RPC_ERRORS.invalidRequest, 'missing or invalid bearer token'),
-            null,
-          ),
-        );
-    },
-    // A declared length over the limit is refused before reading (express.raw would answer only after draining).
-    (request, response, next) => {
-      if (Number(request.headers['content-length'] ?? 0) <= maxBodyBytes) {
-        next();
-        return;
-      }
-      response
-        .status(413)
-        .set('connection', 'close')
-        .json(
-          toJsonRpcError(
-            new JsonRpcError(
-              JSON_RPC_ERRORS.invalidRequest,
-              `request body over the limit of ${maxBodyBytes} bytes`,
-            ),
-            null,
-          ),
-        );
-    },
-    express.raw({ type: () => true, limit: maxBodyBytes }),
-    (request, response) => {
-      void handleRpc(request, response, options);
-    },
-  );
+    if (authenticateCaller(context, request.get('authorization'), { principals })) {
+      sendFailure(unauthorized(), null, context, options.logger);
+      return;
+    }
+    void handleRpc(context, options, maxBodyBytes);
+  });
 
   return app;
 }
 
-async function handleRpc(request: Request, response: Response, options: A2AAppOptions): Promise<void> {
+/** Answers a failure before any stream started: the JSON-RPC error object, at the HTTP status A2A gives it. */
+function sendFailure(error: unknown, id: JsonRpcId, context: RequestContext, logger: Logger): void {
+  sendErrorResponse(error, mapA2AFailure(error, id), {
+    surface: 'a2a',
+    logger,
+    response: context.response,
+    path: (context.request as Request).path,
+  });
+}
+
+async function handleRpc(
+  context: RequestContext,
+  options: A2AAppOptions,
+  maxBodyBytes: number,
+): Promise<void> {
+  const request = context.request as Request;
+  const response = context.response as Response;
   let id: JsonRpcId = null;
   try {
-    const body = parseBody(request.body);
+    const body = await readJsonBody(request, maxBodyBytes, { emptyAsObject: false });
     let rpc: JsonRpcRequest;
     try {
       rpc = parseJsonRpcRequest(body);
@@ -184,10 +172,11 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
     id = rpc.id;
     if (RPC_METHODS.has(rpc.method)) (response.locals as RpcLocals).rpcMethod = rpc.method;
     const tasks = options.tasks;
-    const principal = (response.locals as RpcLocals).principal;
+    const principal = context.principal;
     const traceparent = request.get('traceparent') || undefined;
+    const answer = rpcAnswer(context, id, options.logger);
     if (selectProtocol(rpc.method, request.get('a2a-version')) === '1.0') {
-      await handleV1Rpc(rpc, { tasks, principal, traceparent }, rpcAnswer(response, id));
+      await handleV1Rpc(rpc, { tasks, principal, traceparent }, answer);
       return;
     }
     switch (rpc.method) {
@@ -196,40 +185,29 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
         const configuration = readObject(rpc.params['configuration'], 'params.configuration');
         const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
         const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
-        response.json(
-          jsonRpcResult(
-            id,
-            await tasks.send(rpc.params, { blocking, historyLength, principal, traceparent }),
-          ),
-        );
+        answer.result(await tasks.send(rpc.params, { blocking, historyLength, principal, traceparent }));
         return;
       }
       case 'message/stream': {
         checkContextId(rpc.params);
-        const controller = streamController(response);
-        const events = await tasks.stream(rpc.params, controller.signal, principal, traceparent);
-        await writeStream(response, id, events, controller);
+        await answer.stream((signal) => tasks.stream(rpc.params, signal, principal, traceparent));
         return;
       }
       case 'tasks/get': {
         const taskId = readTaskId(rpc.params);
         const historyLength = readCount(rpc.params['historyLength'], 'params.historyLength');
         // Wherever the task is held: the service's run registry asks the other edges when this one has not it.
-        const task = await tasks.get(taskId, historyLength, principal);
-        response.json(jsonRpcResult(id, task));
+        answer.result(await tasks.get(taskId, historyLength, principal));
         return;
       }
       case 'tasks/cancel': {
         const taskId = readTaskId(rpc.params);
-        const task = await tasks.cancel(taskId, principal);
-        response.json(jsonRpcResult(id, task));
+        answer.result(await tasks.cancel(taskId, principal));
         return;
       }
       case 'tasks/resubscribe': {
         const taskId = readTaskId(rpc.params);
-        const controller = streamController(response);
-        const events = await tasks.resubscribe(taskId, controller.signal, principal);
-        await writeStream(response, id, events, controller);
+        await answer.stream((signal) => tasks.resubscribe(taskId, signal, principal));
         return;
       }
       case 'tasks/pushNotificationConfig/set':
@@ -244,94 +222,62 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
         throw new JsonRpcError(JSON_RPC_ERRORS.methodNotFound, `method ${rpc.method} not found`);
     }
   } catch (error) {
-    if (!(error instanceof JsonRpcError)) {
-      options.logger.error({ error: String(error) }, 'a2a request failed');
-    }
-    if (response.headersSent) {
-      // A failure inside a stream: send it as the last event.
-      if (!response.writableEnded) {
-        response.write(`data: ${JSON.stringify(toJsonRpcError(error, id))}\n\n`);
-        response.end();
-      }
-      return;
-    }
-    const retryAfter = retryAfterOf(error);
-    if (retryAfter !== undefined) response.setHeader('retry-after', String(retryAfter));
-    response.json(toJsonRpcError(error, id));
+    logUnexpected(error, options.logger);
+    sendFailure(error, id, context, options.logger);
   }
 }
 
-function parseBody(raw: unknown): unknown {
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : '';
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new JsonRpcError(JSON_RPC_ERRORS.parseError, 'request body is not valid JSON');
-  }
+/** A failure that is not a JSON-RPC answer by design (a bug, a service refusal) is logged as an error. */
+function logUnexpected(error: unknown, logger: Logger): void {
+  if (!(error instanceof JsonRpcError)) logger.error({ error: String(error) }, 'a2a request failed');
 }
 
-/** The answers of one call (the 1.0 handler's way to reply without knowing HTTP). */
-function rpcAnswer(response: Response, id: JsonRpcId): RpcAnswer {
+/** The answers of one call (the method handlers' way to reply without knowing HTTP). */
+function rpcAnswer(context: RequestContext, id: JsonRpcId, logger: Logger): RpcAnswer {
   return {
     result: (value) => {
-      response.json(jsonRpcResult(id, value));
+      writeJson(context.response, 200, jsonRpcResult(id, value));
     },
     stream: async (open, toWire) => {
-      const controller = streamController(response);
-      await writeStream(response, id, await open(controller.signal), controller, toWire);
+      const signal = disconnectSignal(context.request.socket);
+      await writeStream(context, id, await open(signal), signal, logger, toWire);
     },
   };
 }
 
-function streamController(response: Response): AbortController {
-  const controller = new AbortController();
-  response.on('close', () => controller.abort());
-  return controller;
-}
-
 async function writeStream(
-  response: Response,
+  context: RequestContext,
   id: JsonRpcId,
   events: AsyncIterable<StreamEvent>,
-  controller: AbortController,
+  signal: AbortSignal,
+  logger: Logger,
   toWire: (event: StreamEvent) => unknown = (event) => event,
 ): Promise<void> {
   const iterator = events[Symbol.asyncIterator]();
-  // The first event (the task) is produced synchronously or fails with a JSON-RPC error before headers go out.
+  // The first event (the task) is produced synchronously or fails with a JSON-RPC error before the head goes out.
   const first = await iterator.next();
-  response.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
+  // A client that reads slowly holds the stream back in the sink instead of growing the socket's buffer.
+  const sink = new SseSink(context.response, signal, () => ({}));
+  sink.start();
   try {
     let next = first;
     while (!next.done) {
-      if (controller.signal.aborted) return;
+      if (sink.closed) return;
       // The first artifact chunk is the first generated output the client sees.
-      if (next.value.kind === 'artifact-update') markFirstToken(response);
-      // A client that reads slowly holds the stream back here instead of growing the socket's buffer.
-      if (!response.write(`data: ${JSON.stringify(jsonRpcResult(id, toWire(next.value)))}\n\n`)) {
-        await drained(response, controller.signal);
-      }
+      if (next.value.kind === 'artifact-update') markFirstToken(context.response as Response);
+      await sink.write(sseData(jsonRpcResult(id, toWire(next.value))));
       next = await iterator.next();
     }
+  } catch (error) {
+    // A failure inside a stream: sent as its last event.
+    logUnexpected(error, logger);
+    await sink.write(sseData(toJsonRpcError(error, id)));
   } finally {
     await iterator.return?.();
-    if (!response.writableEnded) response.end();
+    sink.end();
   }
 }
 
-/** Resolves on 'drain' or when the client went away. */
-function drained(response: Response, signal: AbortSignal): Promise<void> {
-  if (signal.aborted || response.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      response.off('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    response.on('drain', done);
-    signal.addEventListener('abort', done, { once: true });
-  });
+function sseData(message: unknown): string {
+  return `data: ${JSON.stringify(message)}\n\n`;
 }

@@ -1,5 +1,6 @@
 // Starts the A2A listener (`a2a.listen`) over the edge service.
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import { edgeHttpMetrics, type HttpMetricsRecorder } from '../metrics/http-metrics.js';
 import type { EdgeMetrics } from '../metrics/edge-metrics.js';
@@ -28,7 +29,8 @@ export interface A2ASurfaceOptions {
   settings: A2ASettings;
   service: EdgeService;
   logger: Logger;
-  now?: () => number;
+  /** Task and context timestamps (default: the system clock). */
+  clock?: Clock;
   metrics?: HttpMetricsRecorder;
 }
 
@@ -44,7 +46,7 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
   const tasks = new TaskManager(options.settings, {
     service: options.service,
     logger,
-    now: options.now ?? Date.now,
+    clock: options.clock ?? systemClock,
     newId: randomUUID,
   });
   const app = createA2AApp({
@@ -81,17 +83,18 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
  */
 export const A2A_LIMITS = { maxContexts: 1000 } as const;
 
-/** The A2A surface as the runtime starts it: from `a2a.*` config, or nothing when disabled. */
 /** What the A2A surface uses of the runtime's core. */
 export interface A2ASurfaceDeps {
   config: EdgeConfig;
   service: EdgeService;
   logger: Logger;
+  clock: Clock;
   metrics: EdgeMetrics;
   /** API keys (the same principals as the OpenAI surface). */
   governance?: Pick<Governance, 'keys'>;
 }
 
+/** The A2A surface as the runtime starts it: from `a2a.*` config, or nothing when disabled. */
 export function createA2ASurface() {
   return async (context: A2ASurfaceDeps): Promise<RunningA2ASurface | undefined> => {
     const { a2a, edge } = context.config;
@@ -115,6 +118,7 @@ export function createA2ASurface() {
       },
       service: context.service,
       logger: context.logger,
+      clock: context.clock,
       metrics: edgeHttpMetrics(context.metrics, 'a2a'),
     });
   };

@@ -6,7 +6,8 @@
 // Admission: a message for an idle context is admitted before the method answers, so a refusal (queue full, no
 // node, ...) is a JSON-RPC error and no task is created; a message that has to wait behind an earlier turn of its
 // context is admitted when its turn comes, and a refusal then fails the task. The service owns the run's deadline
-// (a2a.timeout_sec) and its release.
+// (a2a.timeout_sec), its release and the cancel grace: a task's cancel asks the service to cancel its run and
+// waits for the run's end, which the run supervisor guarantees within its cancel grace (service/run-supervisor.ts).
 //
 // Tasks live in the service's run registry (service/run-registry.ts, kind `a2a.task`, keyed by the caller's
 // principal): it holds each task's current state, its events for `message/stream` and `tasks/resubscribe`, and the
@@ -15,6 +16,7 @@
 // and translates them into the A2A task shape.
 import type { ChatMessage, RunEventPart } from '@iop/wire';
 import { create } from '@iop/wire';
+import type { Clock } from '../clock.js';
 import type { Principal } from '../governance/principal.js';
 import type { Logger } from '../logging.js';
 import type { EdgeService, RunHandle } from '../service/types.js';
@@ -53,7 +55,7 @@ export interface A2ASettings {
 export interface TaskManagerDeps {
   service: EdgeService;
   logger: Logger;
-  now: () => number;
+  clock: Clock;
   newId: () => string;
 }
 
@@ -91,7 +93,6 @@ interface TaskRecord {
 }
 
 const MAX_CONTEXT_HISTORY = 50;
-const CANCEL_WAIT_MS = 10_000;
 const KIND = 'a2a.task';
 
 export class TaskManager {
@@ -181,16 +182,15 @@ export class TaskManager {
   /** The registry's cancel handle of a task of this edge (called once, by the first cancel). */
   private async cancelRecord(record: TaskRecord): Promise<void> {
     if (isTerminal(record)) return;
-    if (record.handle) {
-      await record.handle.cancel('canceled by A2A client');
-    } else {
+    if (!record.handle) {
       // Not started yet (waiting behind another run of its context): it never reaches the node.
       this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled before it started.'));
+      return;
     }
-    await Promise.race([record.finished, delay(CANCEL_WAIT_MS)]);
-    if (!isTerminal(record)) {
-      this.transition(record, 'canceled', agentMessage(record.task, 'Task canceled.'));
-    }
+    // The run ends at the latest the supervisor's cancel grace after this (it ends an unconfirmed cancel
+    // itself); `execute` then records its outcome, which finishes the task. No wait of our own.
+    await record.handle.cancel('canceled by A2A client');
+    await record.finished;
   }
 
   private async start(
@@ -320,14 +320,14 @@ export class TaskManager {
         history: [],
         tail: Promise.resolve(),
         busy: 0,
-        lastUsedMs: this.deps.now(),
+        lastUsedMs: this.deps.clock.now(),
       };
       this.contexts.set(key, context);
       this.evictContexts();
     }
     // The newest principal object: live key changes (limits) apply to the context's next turn.
     context.principal = principal;
-    context.lastUsedMs = this.deps.now();
+    context.lastUsedMs = this.deps.clock.now();
     return context;
   }
 
@@ -470,7 +470,7 @@ export class TaskManager {
   }
 
   private timestamp(): string {
-    return new Date(this.deps.now()).toISOString();
+    return new Date(this.deps.clock.now()).toISOString();
   }
 }
 
@@ -652,10 +652,4 @@ function promptOf(parts: Part[]): string {
   if (prompt === '')
     throw new JsonRpcError(JSON_RPC_ERRORS.invalidParams, 'params.message has no text to send');
   return prompt;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    setTimeout(resolve, ms).unref();
-  });
 }

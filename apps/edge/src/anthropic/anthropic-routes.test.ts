@@ -8,9 +8,12 @@ import Anthropic, {
 } from '@anthropic-ai/sdk';
 import type { RunEventPart } from '@iop/wire';
 import { textRun } from '../test-support/fake-edge-service.js';
-import { eventually, post } from '../openai/test-support/openai-harness.js';
-import type { HarnessOptions } from '../openai/test-support/openai-harness.js';
-import { startAnthropicHarness, type AnthropicHarness } from './test-support/anthropic-harness.js';
+import { eventually, post, type HarnessOptions } from '../surface-kit/test-support/surface-harness.js';
+import {
+  NOT_MOUNTED,
+  startAnthropicHarness,
+  type AnthropicHarness,
+} from './test-support/anthropic-harness.js';
 import { thinkingSignature } from './messages-output.js';
 import { TOKENS_PER_MESSAGE } from './token-estimate.js';
 
@@ -535,7 +538,7 @@ describe('POST /v1/messages/count_tokens', () => {
 });
 
 describe('GET /v1/models with anthropic-version', () => {
-  it('lists the catalogue in the Anthropic shape and pages it; the OpenAI shape without the header', async () => {
+  it('lists the catalogue in the Anthropic shape and pages it; leaves it to the listener without the header', async () => {
     const { client, url } = await start({ openai: "  adapter: 'ollama'\n  models: ['org/slashed']" });
     const page = await client.models.list();
     const ids = page.data.map((model) => model.id);
@@ -559,8 +562,8 @@ describe('GET /v1/models with anthropic-version', () => {
     expect(await before.json()).toMatchObject({ data: [{ id: 'codex' }], has_more: true, first_id: 'codex' });
     expect((await client.models.retrieve('org/slashed')).id).toBe('org/slashed');
     expect(await apiError(client.models.retrieve('nope'))).toBeInstanceOf(NotFoundError);
-    const openai = (await (await fetch(`${url}/v1/models`)).json()) as { object: string };
-    expect(openai.object).toBe('list');
+    // Without the header the listener's owner (the OpenAI app) lists it: openai-listener.test.ts.
+    expect((await fetch(`${url}/v1/models`)).status).toBe(NOT_MOUNTED.status);
     const badLimit = await fetch(`${url}/v1/models?limit=0`, {
       headers: { 'anthropic-version': '2023-06-01' },
     });
@@ -569,7 +572,7 @@ describe('GET /v1/models with anthropic-version', () => {
 });
 
 describe('mount', () => {
-  it('answers the HEAD / probe, records route metrics, and leaves OpenAI routes to the OpenAI app', async () => {
+  it('answers the HEAD / probe, records route metrics, and leaves other routes to the listener', async () => {
     const { url, finished } = await start({ openai: "  api_keys: ['test-key']" });
     const probe = await fetch(`${url}/`, { method: 'HEAD' });
     expect(probe.status).toBe(200);
@@ -579,7 +582,8 @@ describe('mount', () => {
       { model: 'pooled', messages: ask('x') },
       { authorization: 'Bearer test-key' },
     );
-    expect(chat.json()).toMatchObject({ object: 'chat.completion' });
+    expect(chat.status).toBe(NOT_MOUNTED.status);
+    expect(chat.json()).toEqual({ error: { code: NOT_MOUNTED.code } });
     const beta = await post(
       url,
       '/v1/messages?beta=true',

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { FabricBus } from './fabric-bus.js';
 import { connectFabric } from '../test-support/fabric-bus-fixture.js';
 import { closeOpenAIApp, createOpenAIApp } from '../openai/openai-app.js';
-import { harnessConfig } from '../openai/test-support/openai-harness.js';
+import { harnessConfig } from '../surface-kit/test-support/surface-harness.js';
 import { createProviderPool } from '../pool/provider-pool.js';
 import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { startA2ASurface, type RunningA2ASurface } from '../a2a/a2a-surface.js';

@@ -138,7 +138,7 @@ async function startFabric(dataDir: string, clock: ManualClock): Promise<Fabric>
     {
       service,
       logger: silentLogger,
-      now: () => clock.now(),
+      clock,
       newId: () => `id-${Math.random().toString(36).slice(2)}`,
     },
   );

@@ -11,7 +11,7 @@ import type { ResponsesOutputContext } from './responses-output.js';
 import { createRunStarter } from '../surface-kit/run-starter.js';
 import type { RequestedRun } from '../surface-kit/requested-run.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
-import { eventually } from './test-support/openai-harness.js';
+import { eventually } from '../surface-kit/test-support/surface-harness.js';
 
 const spec: RequestedRun = {
   messages: [create.chatMessage({ role: 'user', content: 'hi' })],

@@ -6,13 +6,8 @@ import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError }
 import { RunKind, type RunEventPart } from '@iop/wire';
 import { textRun } from '../test-support/fake-edge-service.js';
 import { abortWatcherCount } from '../abort-watchers.js';
-import {
-  eventually,
-  post,
-  startHarness,
-  type Harness,
-  type HarnessOptions,
-} from './test-support/openai-harness.js';
+import { startHarness, type Harness } from './test-support/openai-harness.js';
+import { eventually, post, type HarnessOptions } from '../surface-kit/test-support/surface-harness.js';
 import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
 
 let harness: Harness | undefined;

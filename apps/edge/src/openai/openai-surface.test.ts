@@ -7,7 +7,7 @@ import { FakeNodes } from '../pool/test-support/pool-fixture.js';
 import { createOpenAISurface } from './openai-surface.js';
 import { parseListenAddress } from '../net/listen-address.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
-import { eventually, harnessConfig } from './test-support/openai-harness.js';
+import { eventually, harnessConfig } from '../surface-kit/test-support/surface-harness.js';
 import { portOf, rawHttpRequest } from '../test-support/raw-http-request.js';
 
 describe('createOpenAISurface', () => {

@@ -7,7 +7,8 @@ import { RunRegistry } from '../service/run-registry.js';
 import { MemoryRunRecordStore } from '../service/test-support/memory-run-record-store.js';
 import { textRun } from '../test-support/fake-edge-service.js';
 import { createOpenAIApp } from './openai-app.js';
-import { eventually, harnessFabric, serveHarnessApp } from './test-support/openai-harness.js';
+import { serveHarnessApp } from './test-support/openai-harness.js';
+import { eventually, harnessFabric } from '../surface-kit/test-support/surface-harness.js';
 import OpenAI from 'openai';
 
 describe('run record store on the hot path', () => {

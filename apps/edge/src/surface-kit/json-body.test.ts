@@ -32,6 +32,15 @@ describe('readJsonBody', () => {
     await expect(readJsonBody(request(json), 1024)).resolves.toEqual({});
   });
 
+  it('refuses an empty body as entity.parse.failed when emptyAsObject is false (JSON-RPC)', async () => {
+    for (const chunks of [[], ['  \n']]) {
+      const error = await readJsonBody(request(json, chunks), 1024, { emptyAsObject: false }).catch(
+        (caught: unknown) => caught,
+      );
+      expect(error).toMatchObject({ type: 'entity.parse.failed', status: 400 });
+    }
+  });
+
   it('rejects invalid JSON and non-object JSON as entity.parse.failed (400)', async () => {
     for (const body of ['{"model":', '"just a string"', '42']) {
       const error = await readJsonBody(request(json, [body]), 1024).catch((caught: unknown) => caught);

@@ -40,11 +40,25 @@ export function isPlainJsonRequest(request: IncomingMessage): boolean {
   return true;
 }
 
+/** How a surface wants its body read beyond the byte limit. */
+export interface JsonBodyOptions {
+  /**
+   * An empty (or all-whitespace) body is `{}`, as express.json reads it (default true); false = it is not JSON
+   * (JSON-RPC, whose empty request is a parse error).
+   */
+  emptyAsObject?: boolean;
+}
+
 /**
- * The parsed body; `{}` when empty (as express.json). Strict like body-parser: the JSON must be an object or an
- * array. Rejects at once when the declared length exceeds `limit`, or when the bytes read do.
+ * The parsed body; `{}` when empty (as express.json, unless `emptyAsObject` is false). Strict like body-parser:
+ * the JSON must be an object or an array. Rejects at once when the declared length exceeds `limit`, or when the
+ * bytes read do.
  */
-export function readJsonBody(request: IncomingMessage, limit: number): Promise<unknown> {
+export function readJsonBody(
+  request: IncomingMessage,
+  limit: number,
+  options: JsonBodyOptions = {},
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length'] ?? Number.NaN);
     const tooLarge = () => new JsonBodyError('request entity too large', 'entity.too.large', 413);
@@ -84,7 +98,7 @@ export function readJsonBody(request: IncomingMessage, limit: number): Promise<u
       cleanup();
       const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)).toString('utf8');
       try {
-        resolve(parseStrict(text));
+        resolve(parseStrict(text, options.emptyAsObject ?? true));
       } catch (error) {
         reject(error instanceof Error ? error : new Error(String(error)));
       }
@@ -100,9 +114,12 @@ export function readJsonBody(request: IncomingMessage, limit: number): Promise<u
   });
 }
 
-function parseStrict(text: string): unknown {
+function parseStrict(text: string, emptyAsObject: boolean): unknown {
   const start = text.search(/\S/);
-  if (start === -1) return {};
+  if (start === -1) {
+    if (emptyAsObject) return {};
+    throw new JsonBodyError('Empty JSON body', 'entity.parse.failed', 400);
+  }
   const first = text[start];
   if (first !== '{' && first !== '[') {
     throw new JsonBodyError('Unexpected token in JSON body', 'entity.parse.failed', 400);

@@ -1,5 +1,5 @@
 // One request as a surface's handlers see it (the raw request and response, when it arrived, who is asking),
-// and the one authentication of a caller every surface on the OpenAI listener shares: an agent's model call
+// and the one authentication of a caller the API surfaces share (OpenAI, Anthropic, A2A): an agent's model call
 // by its run's secret (service/model-call-auth.ts), anyone else by an API key. Each surface words its own 401;
 // the Host/Origin verdict is decided before any surface sees a request (http/host-guard.ts, on the listener).
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -8,6 +8,7 @@ import type { Logger } from '../logging.js';
 import type { ChartSeries } from './chart-series.js';
 import { UiError } from './errors.js';
 import type { RunLog } from './run-log.js';
+import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
 import { sseFrame, startSse } from './ui-http.js';
 
 export interface LiveFeedsDeps {
@@ -22,7 +23,7 @@ export interface LiveFeedsDeps {
 }
 
 export interface LiveFeeds {
-  open(response: http.ServerResponse): void;
+  open(request: http.IncomingMessage, response: http.ServerResponse): void;
   /** Feeds open now (each released exactly once). */
   readonly count: number;
   /** Ends every open feed. */
@@ -50,23 +51,23 @@ function repeat(clock: Clock, ms: number, work: () => void): () => void {
 export function createLiveFeeds(deps: LiveFeedsDeps): LiveFeeds {
   const ends = new Set<() => void>();
 
-  function open(response: http.ServerResponse): void {
+  function open(request: http.IncomingMessage, response: http.ServerResponse): void {
     if (ends.size >= deps.maxStreams)
       throw new UiError('too_many_streams', 'too many live dashboard feeds open');
-    startSse(response);
+    const sink = startSse(response, disconnectSignal(request.socket));
     let ended = false;
-    const send = <K extends keyof UiStreamEvents>(event: K, data: UiStreamEvents[K]): void => {
-      if (!ended) response.write(sseFrame(event, data));
+    const write = (frame: string): void => {
+      if (!ended) void sink.write(frame);
     };
+    const send = <K extends keyof UiStreamEvents>(event: K, data: UiStreamEvents[K]): void =>
+      write(sseFrame(event, data));
     let sending = false;
     const tick = (): void => {
       if (sending || ended) return;
       sending = true;
       deps
         .overviewFrame()
-        .then((frame) => {
-          if (!ended) response.write(frame);
-        })
+        .then(write)
         .catch((error: unknown) => deps.logger.warn({ error: String(error) }, 'ui: overview failed'))
         .finally(() => (sending = false));
     };
@@ -82,7 +83,7 @@ export function createLiveFeeds(deps: LiveFeedsDeps): LiveFeeds {
       stopCharts();
       unobserve();
       ends.delete(end);
-      if (!response.writableEnded) response.end();
+      sink.end();
     };
     ends.add(end);
     // The response's close is the reliable signal: the client went away, or the stream was ended here.

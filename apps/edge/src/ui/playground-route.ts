@@ -8,7 +8,8 @@ import type { RunEventPart } from '@iop/wire';
 import type { Clock } from '../clock.js';
 import type { RunLog } from './run-log.js';
 import { UiError } from './errors.js';
-import { checkMutation, readJson, requiredString, startSse } from './ui-http.js';
+import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
+import { checkMutation, readJson, requiredString, sseFrame, startSse } from './ui-http.js';
 
 /** A playground run as the surface starts it: already placed on a provider, its parts ending after the terminal. */
 export interface PlaygroundRun {
@@ -46,7 +47,8 @@ export interface PlaygroundRoute {
   close(): void;
 }
 
-type Send = <K extends keyof UiPlaygroundEvents>(event: K, data: UiPlaygroundEvents[K]) => void;
+/** Writes one event; resolves when the socket takes more (a slow client holds the run's parts back). */
+type Send = <K extends keyof UiPlaygroundEvents>(event: K, data: UiPlaygroundEvents[K]) => Promise<void>;
 
 export function createPlaygroundRoute(deps: PlaygroundRouteDeps): PlaygroundRoute {
   const aborts = new Set<() => void>();
@@ -73,7 +75,9 @@ export function createPlaygroundRoute(deps: PlaygroundRouteDeps): PlaygroundRout
     running += 1;
     const abort = new AbortController();
     const onClose = (): void => abort.abort(new Error('the dashboard client went away'));
-    response.on('close', onClose);
+    const disconnected = disconnectSignal(request.socket);
+    disconnected.addEventListener('abort', onClose);
+    if (disconnected.aborted) onClose();
     aborts.add(onClose);
     let started: PlaygroundRun | undefined;
     try {
@@ -85,11 +89,9 @@ export function createPlaygroundRoute(deps: PlaygroundRouteDeps): PlaygroundRout
         provider: started.providerId,
         queue_ms: Math.round(started.queueMs),
       });
-      startSse(response);
-      const send: Send = (event, data) => {
-        if (!response.writableEnded) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      };
-      send('meta', {
+      const sink = startSse(response, disconnected);
+      const send: Send = (event, data) => sink.write(sseFrame(event, data));
+      await send('meta', {
         run_id: started.runId,
         model: prompt.model,
         provider: started.providerId,
@@ -97,11 +99,11 @@ export function createPlaygroundRoute(deps: PlaygroundRouteDeps): PlaygroundRout
         queue_ms: Math.round(started.queueMs),
       });
       await streamParts(started.parts, send, () => deps.clock.now() - startedMs);
-      response.end();
+      sink.end();
     } finally {
       started?.finish('the dashboard client went away');
       running -= 1;
-      response.off('close', onClose);
+      disconnected.removeEventListener('abort', onClose);
       aborts.delete(onClose);
     }
   }
@@ -127,7 +129,7 @@ async function streamParts(
   for await (const part of parts) {
     switch (part.type) {
       case 'text-delta':
-        send('delta', { text: part.text });
+        await send('delta', { text: part.text });
         break;
       case 'usage':
         usage = { prompt: part.usage.promptTokens, completion: part.usage.completionTokens };
@@ -137,7 +139,7 @@ async function streamParts(
       case 'cancelled': {
         const duration = elapsedMs();
         const backend = part.type === 'cancelled' ? 0 : part.backendMs;
-        send('done', {
+        await send('done', {
           status: part.type === 'complete' ? 'completed' : part.type,
           error: part.type === 'error' ? `${part.code}: ${part.message}` : '',
           duration_ms: duration,

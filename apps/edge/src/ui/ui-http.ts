@@ -1,6 +1,11 @@
-// The dashboard's HTTP plumbing, shared by its route modules: the security headers every answer carries, JSON and
-// server-sent-event responses, and the checks and readers of a JSON request body (bounded, typed errors).
+// The dashboard's HTTP plumbing, shared by its route modules: the security headers every answer carries, and the
+// surface kit's JSON writer, SSE writer and bounded JSON body reader with those headers and the dashboard's typed
+// errors; the mutation check (JSON only) is the dashboard's own rule.
 import type http from 'node:http';
+import { readJsonBody } from '../surface-kit/json-body.js';
+import { writeJson } from '../surface-kit/json-response.js';
+import { SseSink } from '../surface-kit/sse-sink.js';
+import { bodyReadFailure } from '../surface-kit/surface-error.js';
 import { UiError } from './errors.js';
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -11,29 +16,32 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
 });
 
+/** The headers of every dashboard answer besides its content: the security headers, never cached. */
+export function uiHeaders(): Record<string, string> {
+  return { ...SECURITY_HEADERS, 'cache-control': 'no-store' };
+}
+
+/** A whole JSON answer (the kit's writer) with the dashboard's headers. */
 export function sendJson(response: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    ...SECURITY_HEADERS,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-  });
-  response.end(text);
+  writeJson(response, status, body, Object.entries(uiHeaders()).flat());
 }
 
 export function sseFrame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-export function startSse(response: http.ServerResponse): void {
-  response.writeHead(200, {
-    ...SECURITY_HEADERS,
+/**
+ * The kit's SSE writer with the dashboard's headers, its head sent at once (a live feed's first event may wait
+ * for the overview). `signal` is the client's disconnect signal.
+ */
+export function startSse(response: http.ServerResponse, signal: AbortSignal): SseSink {
+  const sink = new SseSink(response, signal, () => ({
+    ...uiHeaders(),
     'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-accel-buffering': 'no',
-  });
+  }));
+  sink.start();
   response.flushHeaders();
+  return sink;
 }
 
 /**
@@ -48,25 +56,23 @@ export function checkMutation(request: http.IncomingMessage): void {
   }
 }
 
+/** The request's JSON object, read by the kit's bounded reader; its failures as the dashboard's errors. */
 export async function readJson(
   request: http.IncomingMessage,
   maxBytes: number,
 ): Promise<Record<string, unknown>> {
-  const declared = Number(request.headers['content-length'] ?? '0');
-  if (declared > maxBytes) throw new UiError('body_too_large', `the request body exceeds ${maxBytes} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new UiError('body_too_large', `the request body exceeds ${maxBytes} bytes`);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
   let value: unknown;
   try {
-    value = text === '' ? {} : JSON.parse(text);
+    value = await readJsonBody(request, maxBytes);
   } catch (error) {
-    throw new UiError('invalid_json', 'the request body is not JSON', { cause: error });
+    const failure = bodyReadFailure(error);
+    if (failure?.code === 'request_too_large') {
+      throw new UiError('body_too_large', `the request body exceeds ${maxBytes} bytes`, { cause: error });
+    }
+    if (failure?.code === 'invalid_json') {
+      throw new UiError('invalid_json', 'the request body is not JSON', { cause: error });
+    }
+    throw new UiError('invalid_request', failure?.message ?? String(error), { cause: error });
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new UiError('invalid_request', 'the request body must be a JSON object');

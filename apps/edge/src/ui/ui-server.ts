@@ -40,7 +40,8 @@ import { createOverviewSource } from './overview-route.js';
 import { createPlaygroundRoute, type PlaygroundStarter } from './playground-route.js';
 import { createRunRoutes, RUN_PATH_PREFIX } from './runs-route.js';
 import { createSessionRoutes } from './sessions-route.js';
-import { SECURITY_HEADERS, sendJson } from './ui-http.js';
+import { sendErrorResponse, type MappedFailure } from '../surface-kit/error-response.js';
+import { SECURITY_HEADERS, sendJson, sseFrame, uiHeaders } from './ui-http.js';
 
 export interface UiLimits {
   /** Live feeds open at once. */
@@ -162,7 +163,7 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
     ['POST /api/v1/sessions/terminate', (request, response) => sessions.terminate(request, response)],
     ['GET /api/v1/config', (_request, response) => config.show(response)],
     ['POST /api/v1/config/refresh', (request, response) => config.refresh(request, response)],
-    ['GET /api/v1/stream', (_request, response) => feeds.open(response)],
+    ['GET /api/v1/stream', (request, response) => feeds.open(request, response)],
     ['POST /api/v1/playground', (request, response) => playground.run(request, response)],
   ]);
 
@@ -222,24 +223,33 @@ export function createUiHandler(deps: UiHandlerDeps): UiHandler {
   };
 }
 
-/** The one mapping of a failed request to its answer: JSON with a status, or in-band on a started stream. */
+/** The one answer of a failed request: in-band on a started stream, else the kit's error answer. */
 function sendError(response: http.ServerResponse, error: unknown, logger: Logger): void {
   const uiError = isUiError(error) ? error : UiError.from(error);
-  if (uiError.status >= 500 && !isUiError(error)) {
-    logger.error({ error: uiError.message, code: uiError.code }, 'ui: request failed');
-  }
   if (response.headersSent) {
     // A stream that already started (playground): report in-band, then end it.
     if (!response.writableEnded) {
-      response.write(
-        `event: error\ndata: ${JSON.stringify({ code: uiError.code, message: uiError.message })}\n\n`,
-      );
-      response.end();
+      response.end(sseFrame('error', { code: uiError.code, message: uiError.message }));
     }
     return;
   }
-  if (uiError.retryAfterSeconds !== undefined) {
-    response.setHeader('retry-after', String(uiError.retryAfterSeconds));
-  }
-  sendJson(response, uiError.status, { error: { code: uiError.code, message: uiError.message } });
+  sendErrorResponse(error, mapUiFailure(uiError), {
+    surface: 'ui',
+    logger,
+    response,
+    path: new URL(response.req.url ?? '/', 'http://ui.invalid').pathname,
+  });
+}
+
+/** A dashboard error as its answer: its status, `{error: {code, message}}`, the dashboard's headers. */
+function mapUiFailure(error: UiError): MappedFailure {
+  return {
+    status: error.status,
+    body: { error: { code: error.code, message: error.message } },
+    headers: {
+      ...uiHeaders(),
+      ...(error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) }),
+    },
+    code: error.code,
+  };
 }

@@ -9,7 +9,7 @@
 //
 // Lifecycle: `startUiSurface(deps)` subscribes to the bus and binds the port; `close()` ends every live feed and
 // playground stream, stops the sampler, unsubscribes and closes the listener (each exactly once).
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Clock, type ClockTimer } from '../clock.js';
 import type { EdgeConfig } from '@iop/config';
 import type { ClosableEventBus } from '../events/event-bus.js';
 import type { Governance } from '../governance/governance.js';
@@ -97,11 +97,14 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
       charts.addRun(run.ended_ms, run.duration_ms, run.overhead_ms);
     }
   });
-  const sampler = setInterval(() => {
+  const sampleIntervalMs = options.sampleIntervalMs ?? 1000;
+  let sampler: ClockTimer | undefined;
+  const sample = (): void => {
     const totals = service.admissionTotals();
     charts.sample(totals.queued, totals.inFlight);
-  }, options.sampleIntervalMs ?? 1000);
-  sampler.unref();
+    sampler = clock.setTimeout(sample, sampleIntervalMs);
+  };
+  sampler = clock.setTimeout(sample, sampleIntervalMs);
 
   const providers = () => providerViews(service);
   const governor = core.governance?.governor;
@@ -147,7 +150,8 @@ export async function startUiSurface(core: UiCore, options: UiSurfaceOptions = {
   });
 
   const stopFeeds = async (): Promise<void> => {
-    clearInterval(sampler);
+    clock.clearTimeout(sampler);
+    sampler = undefined;
     handler.close();
     unobserve();
     await follower.close();

@@ -1,17 +1,19 @@
-// Test support: the OpenAI listener's app with the Anthropic routes mounted, on 127.0.0.1:0, over a
-// FakeEdgeService and a real provider pool (openai-harness's config), with an official `@anthropic-ai/sdk` client
-// pointed at it. The client's fetch keeps every response body's raw text, so tests can check the SSE events the
-// SDK itself hides (`ping`).
+// Test support: the Anthropic routes alone, served on 127.0.0.1:0 the way the OpenAI listener offers them each
+// request first (a request they do not take gets the harness's 404 `not_mounted`), over a FakeEdgeService and a
+// real provider pool (the listener's shared test fabric, surface-kit/test-support), with an official
+// `@anthropic-ai/sdk` client pointed at it. The client's fetch keeps every response body's raw text, so tests can
+// check the SSE events the SDK itself hides (`ping`). The mount on the real listener: openai-listener.test.ts.
 import Anthropic from '@anthropic-ai/sdk';
 import type { EdgeConfig } from '@iop/config';
 import { silentLogger } from '../../logging.js';
 import type { ProviderPool } from '../../pool/provider-pool.js';
-import { createOpenAIApp } from '../../openai/openai-app.js';
+import type { HttpMount } from '../../http/http-mount.js';
 import {
   harnessFabric,
-  serveHarnessApp,
+  serveListener,
   type HarnessOptions,
-} from '../../openai/test-support/openai-harness.js';
+  type ServedListener,
+} from '../../surface-kit/test-support/surface-harness.js';
 import type { SurfaceMetrics } from '../../surface-kit/surface-metrics.js';
 import type { FakeEdgeService } from '../../test-support/fake-edge-service.js';
 import { createAnthropicRoutes } from '../anthropic-routes.js';
@@ -40,8 +42,7 @@ export async function startAnthropicHarness(
     overhead: () => undefined,
   };
   const routes = createAnthropicRoutes({ config, service, logger: silentLogger, metrics });
-  const app = createOpenAIApp({ config, service, logger: silentLogger, mounts: [routes] });
-  const { url, close } = await serveHarnessApp(app, pool);
+  const { url, close } = await serveMount(routes, () => pool.close());
   const bodies: string[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
@@ -72,4 +73,16 @@ export async function startAnthropicHarness(
     finished,
     close,
   };
+}
+
+/** The status and error code of a request the mount left to the listener's owner. */
+export const NOT_MOUNTED = { status: 404, code: 'not_mounted' } as const;
+
+/** Serves `mount` alone: what it does not take is answered 404 `not_mounted`. */
+export function serveMount(mount: HttpMount, onClose: () => void): Promise<ServedListener> {
+  return serveListener((request, response) => {
+    if (mount.handle(request, response)) return;
+    response.writeHead(NOT_MOUNTED.status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ error: { code: NOT_MOUNTED.code } }));
+  }, onClose);
 }

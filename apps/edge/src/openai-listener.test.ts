@@ -1,17 +1,21 @@
-// Agents' model calls on the OpenAI listener (both APIs): a request on a model-call connection authenticates with
-// its run's secret only and runs as the parent's principal, as its child; a network connection never accepts a
-// run secret. Model-call connections are simulated by marking the server side of real loopback connections.
+// The OpenAI listener as `serve` builds it (surfaces.ts): the OpenAI app with the Anthropic routes mounted. Each
+// surface's own tests serve it alone; these cover what only the two together do: the mount takes its routes and
+// leaves the rest to the OpenAI app, and agents' model calls on both APIs — a request on a model-call connection
+// authenticates with its run's secret only and runs as the parent's principal, as its child; a network
+// connection never accepts a run secret. Model-call connections are simulated by marking the server side of real
+// loopback connections.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { silentLogger } from '../logging.js';
-import { createRunSecrets } from '../governance/run-secrets.js';
-import { markModelCall } from '../http/model-call-socket.js';
-import { createModelCallAuthenticator } from '../service/model-call-auth.js';
-import { createOpenAIApp, closeOpenAIApp } from '../openai/openai-app.js';
-import { harnessFabric } from '../openai/test-support/openai-harness.js';
-import { textRun, type FakeRun } from '../test-support/fake-edge-service.js';
-import { createAnthropicRoutes } from './anthropic-routes.js';
+import { silentLogger } from './logging.js';
+import { createRunSecrets } from './governance/run-secrets.js';
+import { markModelCall } from './http/model-call-socket.js';
+import { createModelCallAuthenticator } from './service/model-call-auth.js';
+import { createOpenAIApp, closeOpenAIApp } from './openai/openai-app.js';
+import { serveHarnessApp } from './openai/test-support/openai-harness.js';
+import { harnessFabric, post } from './surface-kit/test-support/surface-harness.js';
+import { textRun, type FakeRun } from './test-support/fake-edge-service.js';
+import { createAnthropicRoutes } from './anthropic/anthropic-routes.js';
 
 interface Served {
   url: string;
@@ -180,5 +184,35 @@ describe('model calls on the OpenAI listener', () => {
     );
     expect(afterEnd.status).toBe(401);
     expect(afterEnd.body).toContain('its run has ended');
+  });
+});
+
+describe('the Anthropic mount on the OpenAI listener', () => {
+  it('takes its routes and the Anthropic catalogue; the OpenAI app answers the rest', async () => {
+    const { config, service, pool } = harnessFabric({ openai: "  api_keys: ['sk-one']" });
+    const app = createOpenAIApp({
+      config,
+      service,
+      logger: silentLogger,
+      mounts: [createAnthropicRoutes({ config, service, logger: silentLogger })],
+    });
+    served = await serveHarnessApp(app, pool);
+    const { url } = served;
+    const models = async (headers: Record<string, string>) =>
+      (await (await fetch(`${url}/v1/models`, { headers })).json()) as {
+        object?: string;
+        data: { type?: string }[];
+      };
+    expect((await models({ authorization: 'Bearer sk-one' })).object).toBe('list');
+    const anthropic = await models({ 'anthropic-version': '2023-06-01', 'x-api-key': 'sk-one' });
+    expect(anthropic.object).toBeUndefined();
+    expect(anthropic.data[0]?.type).toBe('model');
+    const viaOpenAI = await post(url, '/v1/chat/completions', chat, { authorization: 'Bearer sk-one' });
+    expect(viaOpenAI.json()).toMatchObject({ object: 'chat.completion' });
+    const viaAnthropic = await post(url, '/v1/messages', anthropicMessage, {
+      'x-api-key': 'sk-one',
+      'anthropic-version': '2023-06-01',
+    });
+    expect(viaAnthropic.json()).toMatchObject({ type: 'message' });
   });
 });
