@@ -154,10 +154,11 @@ export const PACKAGE_LAYERS: Readonly<Record<string, number>> = {
   logging: 0,
   'cli-kit': 0,
   clock: 0,
+  // the one helper for typed errors (below config and wire, which build their errors on it)
   errors: 0,
   tracing: 0,
   'sqlite-wal': 1,
-  config: 0,
+  config: 1,
   'ui-api': 0,
   wire: 1,
   testkit: 2,
