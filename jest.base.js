@@ -23,7 +23,7 @@ export function jestConfig(packageDir, overrides = {}) {
       ],
     },
     moduleNameMapper: {
-      '^@iop/(proto|wire|config|testkit|logging|cli-kit|clock|tracing|ui-api)$': path.join(
+      '^@iop/(proto|wire|config|testkit|logging|cli-kit|clock|errors|tracing|ui-api)$': path.join(
         root,
         'packages/$1/src/index.ts',
       ),

@@ -2,6 +2,8 @@
 // cluster/cluster-runs.ts). It sits below both, so that a surface catching it and the cluster throwing it import
 // the one class from where each may.
 
+import { typedError } from '@iop/errors';
+
 export type RunRegistryErrorCode =
   | 'registry_full'
   | 'duplicate_run'
@@ -14,12 +16,4 @@ export type RunRegistryErrorCode =
   | 'store_failed';
 
 /** A typed refusal of the run registry (here or on the edge that holds the run). */
-export class RunRegistryError extends Error {
-  override readonly name = 'RunRegistryError';
-  constructor(
-    readonly code: RunRegistryErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export class RunRegistryError extends typedError<RunRegistryErrorCode>('RunRegistryError') {}

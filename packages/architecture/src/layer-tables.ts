@@ -18,7 +18,6 @@ const SURFACE_MAY_IMPORT = [
   'version.ts',
   'clock.ts',
   'random-ids.ts',
-  'fault.ts',
   'abort-watchers.ts',
   'run-registry-error.ts',
 ];
@@ -32,7 +31,6 @@ export const EDGE: LayerTable = {
     'version.ts': 0,
     'clock.ts': 0,
     'random-ids.ts': 0,
-    'fault.ts': 0,
     'abort-watchers.ts': 0,
     'run-registry-error.ts': 0,
     net: 0,
@@ -156,9 +154,11 @@ export const PACKAGE_LAYERS: Readonly<Record<string, number>> = {
   logging: 0,
   'cli-kit': 0,
   clock: 0,
+  // the one helper for typed errors (below config and wire, which build their errors on it)
+  errors: 0,
   tracing: 0,
   'sqlite-wal': 1,
-  config: 0,
+  config: 1,
   'ui-api': 0,
   wire: 1,
   testkit: 2,

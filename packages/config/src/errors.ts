@@ -2,14 +2,14 @@
 // or unreadable file is an issue too; ConfigError is thrown only for caller mistakes at the API edge (an empty
 // --config, a template option that is not a URL) so composition roots can map it to a usage error in one place.
 
+import { errorGuard, typedError, type ErrorFault } from '@iop/errors';
+
 export type ConfigErrorCode = 'invalid_argument';
 
 /** Whose fault an error is: the caller's (bad input), transient (retry may help), or a bug. */
-export type ConfigErrorKind = 'caller' | 'transient' | 'bug';
+export type ConfigErrorKind = ErrorFault;
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code: ConfigErrorCode;
+export class ConfigError extends typedError<ConfigErrorCode>('ConfigError') {
   readonly kind: ConfigErrorKind;
 
   constructor(
@@ -17,12 +17,9 @@ export class ConfigError extends Error {
     message: string,
     options: { cause?: unknown; kind?: ConfigErrorKind } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.kind = options.kind ?? 'caller';
   }
 }
 
-export function isConfigError(value: unknown): value is ConfigError {
-  return value instanceof ConfigError;
-}
+export const isConfigError = errorGuard(ConfigError);

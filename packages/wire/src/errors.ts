@@ -1,6 +1,8 @@
 // Typed errors of the wire layer. Every failure that crosses the @iop/wire boundary is a WireError with a stable
 // `code`, so the transport and the link can map it to a close reason without parsing messages.
 
+import { errorGuard, typedError } from '@iop/errors';
+
 export type WireErrorCode =
   /** A length prefix announced more than maxFrameBytes; nothing was allocated for it. */
   | 'frame_too_large'
@@ -23,9 +25,7 @@ const PEER_FAULT_CODES: ReadonlySet<WireErrorCode> = new Set([
   'protocol_violation',
 ]);
 
-export class WireError extends Error {
-  override readonly name = 'WireError';
-  readonly code: WireErrorCode;
+export class WireError extends typedError<WireErrorCode>('WireError') {
   /**
    * True when the failure is the network's or the peer's going away (reconnecting may help); false when the peer
    * sent bytes that break the protocol.
@@ -33,12 +33,9 @@ export class WireError extends Error {
   readonly transient: boolean;
 
   constructor(code: WireErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.transient = !PEER_FAULT_CODES.has(code);
   }
 }
 
-export function isWireError(value: unknown): value is WireError {
-  return value instanceof WireError;
-}
+export const isWireError = errorGuard(WireError);

@@ -1,5 +1,5 @@
 // Typed errors of the admin API: the server's start-up refusals and the client's call failures.
-import type { ErrorFault } from '../fault.js';
+import { errorGuard, typedError, type FaultTable } from '@iop/errors';
 
 export type AdminErrorCode =
   | 'insecure_listen' // non-loopback listen address without refresh.admin_token
@@ -11,7 +11,7 @@ export type AdminErrorCode =
   | 'unavailable' // the edge refused the call as unavailable (e.g. config refresh disabled)
   | 'call_failed'; // any other gRPC failure; `serviceCode` carries the edge's ServiceError code when known
 
-const FAULT: Record<AdminErrorCode, ErrorFault> = {
+const FAULT: FaultTable<AdminErrorCode> = {
   insecure_listen: 'caller',
   invalid_listen: 'caller',
   listen_failed: 'transient',
@@ -21,26 +21,21 @@ const FAULT: Record<AdminErrorCode, ErrorFault> = {
   call_failed: 'transient',
 };
 
-export class AdminError extends Error {
-  override readonly name = 'AdminError';
-  readonly fault: ErrorFault;
+export class AdminError extends typedError('AdminError', FAULT) {
   /** The edge's ServiceError code (`node_not_found`, ...) when the failure came from the service layer. */
   readonly serviceCode: string | undefined;
   /** The gRPC status code of a failed call. */
   readonly grpcCode: number | undefined;
 
   constructor(
-    readonly code: AdminErrorCode,
+    code: AdminErrorCode,
     message: string,
     options?: { cause?: unknown; serviceCode?: string; grpcCode?: number },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.fault = FAULT[code];
+    super(code, message, options);
     this.serviceCode = options?.serviceCode;
     this.grpcCode = options?.grpcCode;
   }
 }
 
-export function isAdminError(error: unknown): error is AdminError {
-  return error instanceof AdminError;
-}
+export const isAdminError = errorGuard(AdminError);

@@ -18,6 +18,7 @@
 // it (the entry expires with the bucket's TTL).
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { KV, KvWatchOptions } from '@nats-io/kv';
+import { typedError, type FaultTable } from '@iop/errors';
 import type { Logger } from '../logging.js';
 import type { FabricSealer, SealPayload } from './fabric-sealer.js';
 import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
@@ -32,17 +33,16 @@ export type FabricBusErrorCode =
   /** The edge's boot id is not known (not in the sealed membership view): nothing was sent. */
   | 'unknown_peer';
 
-/** A request that got no sealed answer. Transient: the other edge may be gone or busy. */
-export class FabricBusError extends Error {
-  override readonly name = 'FabricBusError';
-  readonly fault = 'transient' as const;
-  constructor(
-    readonly code: FabricBusErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** Transient all: the other edge may be gone or busy. */
+const FABRIC_BUS_FAULT: FaultTable<FabricBusErrorCode> = {
+  timeout: 'transient',
+  closed: 'transient',
+  gone: 'transient',
+  unknown_peer: 'transient',
+};
+
+/** A request that got no sealed answer. */
+export class FabricBusError extends typedError('FabricBusError', FABRIC_BUS_FAULT) {}
 
 /** A message that opened: its payload is the sender's plaintext. */
 export interface FabricMsg {

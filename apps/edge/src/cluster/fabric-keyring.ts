@@ -8,6 +8,7 @@
 // time; at every moment each edge opens what any other edge sends).
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { typedError, type FaultTable } from '@iop/errors';
 
 /** AES-256: a fabric key is 32 bytes. */
 export const FABRIC_KEY_BYTES = 32;
@@ -19,19 +20,16 @@ export const MAX_KEYS = 8;
 export type FabricKeyErrorCode =
   'fabric_key_missing' | 'fabric_key_invalid' | 'fabric_key_exists' | 'fabric_key_unreadable';
 
+/** Always the operator's: a missing, unreadable or malformed key file. */
+const FABRIC_KEY_FAULT: FaultTable<FabricKeyErrorCode> = {
+  fabric_key_missing: 'caller',
+  fabric_key_invalid: 'caller',
+  fabric_key_exists: 'caller',
+  fabric_key_unreadable: 'caller',
+};
+
 /** Why a fabric key file cannot be used: the operator's to fix (the message names the file and the line). */
-export class FabricKeyError extends Error {
-  override readonly name = 'FabricKeyError';
-  /** Always the operator's: a missing, unreadable or malformed key file. */
-  readonly fault = 'caller' as const;
-  constructor(
-    readonly code: FabricKeyErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+export class FabricKeyError extends typedError('FabricKeyError', FABRIC_KEY_FAULT) {}
 
 export interface FabricKey {
   /** The id sealed messages carry (the first 4 bytes of a SHA-256 of the key). */

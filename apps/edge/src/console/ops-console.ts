@@ -8,7 +8,7 @@
 //
 // Node labels: every event and message line carries `node<i>`, where i is the node's index in the order this
 // console saw nodes connect (first connected = node0; nodes already connected at start are numbered first, by
-// connection time). Labels are stable for the console's lifetime, also across reconnects; see node/node-labels.ts.
+// connection time). Labels are stable for the console's lifetime, also across reconnects; see present/node-labels.ts.
 //
 // `/nodes` lists `id (alias) [node<i>]`, the selected node marked `* `.
 //

@@ -1,6 +1,6 @@
 // Typed errors of governance (limits of a principal). The service turns them into ServiceErrors of the same code
 // (a model outside a key's allow-list becomes `model_not_found`, so the key cannot tell it from a missing model).
-import type { ErrorFault } from '../fault.js';
+import { errorGuard, typedError, type FaultTable } from '@iop/errors';
 
 export type GovernanceErrorCode =
   | 'rate_limited' // rpm or tpm of the key used up in the rolling minute
@@ -11,21 +11,24 @@ export type GovernanceErrorCode =
 /** The limit a refusal names (error messages and metrics). */
 export type GovernanceLimit = 'rpm' | 'tpm' | 'max_concurrent' | 'token_budget' | 'models';
 
-export class GovernanceError extends Error {
-  override readonly name = 'GovernanceError';
-  readonly fault: ErrorFault = 'caller';
+/** Every refusal is the caller's: its key is over a limit it was given. */
+const FAULT: FaultTable<GovernanceErrorCode> = {
+  rate_limited: 'caller',
+  concurrency_limited: 'caller',
+  budget_exhausted: 'caller',
+  model_not_allowed: 'caller',
+};
 
+export class GovernanceError extends typedError('GovernanceError', FAULT) {
   constructor(
-    readonly code: GovernanceErrorCode,
+    code: GovernanceErrorCode,
     readonly limit: GovernanceLimit,
     message: string,
     /** When a retry may succeed: whole seconds, at least 1 (the surfaces' Retry-After). */
     readonly retryAfterSeconds?: number,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
-export function isGovernanceError(error: unknown): error is GovernanceError {
-  return error instanceof GovernanceError;
-}
+export const isGovernanceError = errorGuard(GovernanceError);

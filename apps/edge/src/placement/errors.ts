@@ -3,6 +3,8 @@
 // (lower-errors.ts), so the service maps one vocabulary to ServiceErrors (service/run-errors.ts); placement itself
 // knows no surface or service error vocabulary.
 
+import { errorGuard, typedError } from '@iop/errors';
+
 export type PlacementErrorCode =
   /** An explicit route names a node no edge has. */
   | 'node_not_found'
@@ -49,18 +51,14 @@ export interface PlacementErrorDetails {
   cause?: unknown;
 }
 
-export class PlacementError extends Error {
-  override readonly name = 'PlacementError';
-
+export class PlacementError extends typedError<PlacementErrorCode>('PlacementError') {
   constructor(
-    readonly code: PlacementErrorCode,
+    code: PlacementErrorCode,
     message: string,
     readonly details: PlacementErrorDetails = {},
   ) {
-    super(message, details.cause !== undefined ? { cause: details.cause } : undefined);
+    super(code, message, details);
   }
 }
 
-export function isPlacementError(error: unknown): error is PlacementError {
-  return error instanceof PlacementError;
-}
+export const isPlacementError = errorGuard(PlacementError);

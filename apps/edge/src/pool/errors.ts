@@ -1,7 +1,7 @@
 // Typed errors of the provider pool. Placement turns them into PlacementErrors of the same code (placement/
 // lower-errors.ts), the service those into ServiceErrors; surfaces never
 // see a PoolError.
-import type { ErrorFault } from '../fault.js';
+import { typedError, type FaultTable } from '@iop/errors';
 
 export type PoolErrorCode =
   | 'model_not_found' // no models[] entry with that id
@@ -12,7 +12,7 @@ export type PoolErrorCode =
   | 'aborted' // the caller gave up while waiting
   | 'shutting_down'; // the pool was closed
 
-const FAULT: Record<PoolErrorCode, ErrorFault> = {
+const FAULT: FaultTable<PoolErrorCode> = {
   model_not_found: 'caller',
   no_provider_available: 'transient',
   node_unavailable: 'transient',
@@ -22,17 +22,13 @@ const FAULT: Record<PoolErrorCode, ErrorFault> = {
   shutting_down: 'transient',
 };
 
-export class PoolError extends Error {
-  override readonly name = 'PoolError';
-  readonly fault: ErrorFault;
-
+export class PoolError extends typedError('PoolError', FAULT) {
   constructor(
-    readonly code: PoolErrorCode,
+    code: PoolErrorCode,
     message: string,
     readonly details: { model?: string; retryAfterSeconds?: number } = {},
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.fault = FAULT[code];
+    super(code, message, options);
   }
 }

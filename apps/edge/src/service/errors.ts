@@ -1,6 +1,6 @@
 // Typed errors of the service layer: the only error type surfaces see from below (pool and link errors are
 // translated here). Each surface maps these codes to its own wire format in one place.
-import type { ErrorFault } from '../fault.js';
+import { errorGuard, typedError, type FaultTable } from '@iop/errors';
 
 export type ServiceErrorCode =
   | 'no_nodes' // no node is connected
@@ -21,7 +21,7 @@ export type ServiceErrorCode =
   | 'budget_exhausted' // the caller's API key spent its token budget for the period
   | 'parent_not_live'; // a child run named a parent that is not a live run executing on the node that sent it
 
-const FAULT: Record<ServiceErrorCode, ErrorFault> = {
+const FAULT: FaultTable<ServiceErrorCode> = {
   no_nodes: 'transient',
   node_ambiguous: 'caller',
   node_not_found: 'caller',
@@ -47,22 +47,13 @@ export interface ServiceErrorOptions {
   retryAfterSeconds?: number;
 }
 
-export class ServiceError extends Error {
-  override readonly name = 'ServiceError';
-  readonly fault: ErrorFault;
+export class ServiceError extends typedError('ServiceError', FAULT) {
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(
-    readonly code: ServiceErrorCode,
-    message: string,
-    options: ServiceErrorOptions = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.fault = FAULT[code];
+  constructor(code: ServiceErrorCode, message: string, options: ServiceErrorOptions = {}) {
+    super(code, message, options);
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
-export function isServiceError(error: unknown): error is ServiceError {
-  return error instanceof ServiceError;
-}
+export const isServiceError = errorGuard(ServiceError);

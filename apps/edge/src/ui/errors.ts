@@ -1,6 +1,7 @@
 // Typed errors of the ops dashboard surface, and the one mapping of any error to the dashboard API's HTTP status
 // and `{error: {code, message}}` body. Errors from the layers below (ServiceError, PoolError, RefreshError...) all
 // carry a stable `code` and a `fault` ('caller' | 'transient' | 'bug'); the mapping reads those two fields only.
+import { errorGuard, typedError } from '@iop/errors';
 
 export type UiErrorCode =
   | 'insecure_listen' // non-loopback ui.listen without refresh.admin_token
@@ -52,20 +53,19 @@ const FOREIGN_STATUS: Record<string, number> = {
   aborted: 499,
 };
 
-export class UiError extends Error {
-  override readonly name = 'UiError';
+/** `code` is a UiErrorCode, or the code of the lower layer's error it wraps. */
+export class UiError extends typedError<string>('UiError') {
   /** HTTP status of the dashboard API's answer. */
   readonly status: number;
   /** Sent as Retry-After (seconds) when set. */
   readonly retryAfterSeconds: number | undefined;
 
   constructor(
-    /** A UiErrorCode, or the code of the lower layer's error it wraps. */
-    readonly code: string,
+    code: string,
     message: string,
     options?: { cause?: unknown; status?: number; retryAfterSeconds?: number },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.status = options?.status ?? STATUS[code as UiErrorCode] ?? 500;
     this.retryAfterSeconds = options?.retryAfterSeconds;
   }
@@ -84,6 +84,4 @@ export class UiError extends Error {
   }
 }
 
-export function isUiError(error: unknown): error is UiError {
-  return error instanceof UiError;
-}
+export const isUiError = errorGuard(UiError);

@@ -4,6 +4,7 @@
 //
 // Runs and commands take an AdapterHold on the adapter they use (`acquire` → `release()`, exactly once), which is what
 // lets a refresh retire an instance without cutting a run short.
+import { typedError } from '@iop/errors';
 import type { AdapterInstance } from '@iop/wire';
 import type { Logger } from '@iop/logging';
 import type { Adapter, AdapterDeps, AdapterFactory, AdapterType } from './adapter.js';
@@ -13,15 +14,7 @@ export const ADAPTER_TYPES: readonly AdapterType[] = ['cli', 'ollama', 'openai_c
 export type RegistryErrorCode =
   'adapter_not_found' | 'adapter_ambiguous' | 'adapter_disabled' | 'invalid_config';
 
-export class RegistryError extends Error {
-  override readonly name = 'RegistryError';
-  readonly code: RegistryErrorCode;
-
-  constructor(code: RegistryErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.code = code;
-  }
-}
+export class RegistryError extends typedError<RegistryErrorCode>('RegistryError') {}
 
 export interface AdapterRegistryDeps {
   /** Factories this build can run; the keys are what the node reports as its supported adapters. */

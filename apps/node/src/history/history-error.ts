@@ -1,15 +1,14 @@
 // Typed failures of the run history store.
+import { typedError, type FaultTable } from '@iop/errors';
+
 export type HistoryErrorCode = 'open_failed' | 'write_failed' | 'read_failed' | 'closed';
 
-export class HistoryError extends Error {
-  override readonly name = 'HistoryError';
-  readonly code: HistoryErrorCode;
-  /** Open failures are usually the operator's (bad path, permissions); the rest are bugs or disk trouble. */
-  readonly fault: 'caller' | 'transient' | 'bug';
+/** Open failures are usually the operator's (bad path, permissions); the rest are bugs or disk trouble. */
+const FAULT: FaultTable<HistoryErrorCode> = {
+  open_failed: 'caller',
+  write_failed: 'transient',
+  read_failed: 'transient',
+  closed: 'bug',
+};
 
-  constructor(code: HistoryErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.code = code;
-    this.fault = code === 'open_failed' ? 'caller' : code === 'closed' ? 'bug' : 'transient';
-  }
-}
+export class HistoryError extends typedError('HistoryError', FAULT) {}

@@ -1,4 +1,6 @@
 // Typed failures of the node's link to the edge.
+import { typedError } from '@iop/errors';
+
 export type LinkErrorCode =
   /** A state change the link's state machine does not allow (a bug). */
   | 'illegal_transition'
@@ -13,15 +15,12 @@ export type LinkErrorCode =
   /** The edge broke the handshake (first answer not a register response, ...). */
   | 'protocol_violation';
 
-export class LinkError extends Error {
-  override readonly name = 'LinkError';
-  readonly code: LinkErrorCode;
+export class LinkError extends typedError<LinkErrorCode>('LinkError') {
   /** connect failures and timeouts may succeed on retry; rejections and bugs will not. */
   readonly transient: boolean;
 
   constructor(code: LinkErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.transient = code === 'connect_failed' || code === 'register_timeout';
   }
 }

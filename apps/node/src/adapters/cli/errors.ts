@@ -1,5 +1,7 @@
 // Typed errors of the cli adapter. Every failure a run can meet has a stable `code` that ends up in the run's
 // `error` part, plus whether it is the caller's fault (bad profile, bad workspace) or transient (process died).
+import { typedError, type ErrorFault, type FaultTable } from '@iop/errors';
+
 export type CliErrorCode =
   | 'unknown_target'
   | 'invalid_profile'
@@ -23,55 +25,44 @@ export type CliErrorCode =
   | 'model_endpoint_unavailable'
   | 'internal';
 
-export type CliErrorKind = 'caller' | 'transient' | 'bug';
+export type CliErrorKind = ErrorFault;
 
-export class CliAdapterError extends Error {
-  readonly code: CliErrorCode;
+/** Whose fault each code is when the thrower does not say. */
+const DEFAULT_KIND: FaultTable<CliErrorCode> = {
+  unknown_target: 'caller',
+  invalid_profile: 'caller',
+  workspace_not_found: 'caller',
+  workspace_mismatch: 'caller',
+  workspace_not_allowed: 'caller',
+  invalid_session_id: 'caller',
+  invalid_request: 'caller',
+  command_not_found: 'caller',
+  session_busy: 'caller',
+  deadline_exceeded: 'caller',
+  run_as_unavailable: 'caller',
+  session_limit: 'transient',
+  spawn_failed: 'transient',
+  process_exited: 'transient',
+  cli_failed: 'transient',
+  cli_error: 'transient',
+  output_line_too_long: 'transient',
+  backend_unreachable: 'transient',
+  adapter_closed: 'transient',
+  model_endpoint_unavailable: 'transient',
+  internal: 'bug',
+};
+
+export class CliAdapterError extends typedError<CliErrorCode>('CliAdapterError') {
   readonly kind: CliErrorKind;
 
   constructor(code: CliErrorCode, message: string, options: { kind?: CliErrorKind; cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.name = 'CliAdapterError';
-    this.code = code;
-    this.kind = options.kind ?? defaultKind(code);
+    super(code, message, options);
+    this.kind = options.kind ?? DEFAULT_KIND[code];
   }
 
   /** Transient failures may succeed when retried (a process that died, a server still starting). */
   get retryable(): boolean {
     return this.kind === 'transient';
-  }
-}
-
-function defaultKind(code: CliErrorCode): CliErrorKind {
-  switch (code) {
-    case 'unknown_target':
-    case 'invalid_profile':
-    case 'workspace_not_found':
-    case 'workspace_mismatch':
-    case 'workspace_not_allowed':
-    case 'invalid_session_id':
-    case 'invalid_request':
-    case 'command_not_found':
-    case 'session_busy':
-    case 'deadline_exceeded':
-    case 'run_as_unavailable':
-      return 'caller';
-    case 'session_limit':
-    case 'spawn_failed':
-    case 'process_exited':
-    case 'cli_failed':
-    case 'cli_error':
-    case 'output_line_too_long':
-    case 'backend_unreachable':
-    case 'adapter_closed':
-    case 'model_endpoint_unavailable':
-      return 'transient';
-    case 'internal':
-      return 'bug';
-    default: {
-      const unreachable: never = code;
-      return unreachable;
-    }
   }
 }
 

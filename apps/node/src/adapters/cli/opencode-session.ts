@@ -32,6 +32,7 @@ import {
   type SessionSetup,
 } from './session-context.js';
 import { readSse } from '../http/sse-reader.js';
+import { runSessionQueue, type SessionRunSteps } from './session-run-loop.js';
 import { WaitableQueue } from './waitable-queue.js';
 
 export interface OpencodeOptions {
@@ -97,6 +98,14 @@ export function parseOpencodeArgs(args: readonly string[]): OpencodeOptions {
 
 type ServerEvent =
   { kind: 'event'; event: JsonObject } | { kind: 'exit'; exit: ProcessExit } | { kind: 'stream-ended' };
+
+/** One run's view of the server's events: our opencode session, and the tool calls and messages seen so far. */
+interface OpencodeTurn {
+  ours: string;
+  announcedTools: Set<string>;
+  finishedTools: Set<string>;
+  messageRoles: Map<string, string>;
+}
 
 export class OpencodeSession implements LogicalSession {
   readonly mode = 'persistent' as const;
@@ -289,7 +298,6 @@ export class OpencodeSession implements LogicalSession {
       throw new CliAdapterError('session_busy', `session ${this.setup.sessionId} already has a run`);
     if (this.closing) throw new CliAdapterError('adapter_closed', 'session is closing');
     this.running = true;
-    const { now } = this.services;
     const queue = new WaitableQueue<ServerEvent>();
     try {
       if (!(await untilAborted(this.start(), run.signal))) {
@@ -303,113 +311,113 @@ export class OpencodeSession implements LogicalSession {
       if (this.options.model) body.model = this.options.model;
       if (this.options.agent) body.agent = this.options.agent;
       await this.post(`/session/${ours}/prompt_async`, body, run.signal);
-      const announcedTools = new Set<string>();
-      const finishedTools = new Set<string>();
-      const messageRoles = new Map<string, string>();
-      for (;;) {
-        const taken = await queue.take(Math.max(0, run.deadlineAt - now()), run.signal);
-        switch (taken.kind) {
-          case 'item': {
-            const item = taken.item;
-            if (item.kind === 'exit') {
-              yield errorPart(
-                'process_exited',
-                `opencode serve ended (${describeExit(item.exit)})`,
-                true,
-                now() - run.startedAt,
-              );
-              return;
-            }
-            if (item.kind === 'stream-ended') {
-              yield errorPart(
-                'backend_unreachable',
-                'opencode event stream ended',
-                true,
-                now() - run.startedAt,
-              );
-              return;
-            }
-            const { event } = item;
-            const properties = objectField(event, 'properties') ?? {};
-            const sessionOf =
-              stringField(properties, 'sessionID') ??
-              stringField(objectField(properties, 'info'), 'sessionID') ??
-              stringField(objectField(properties, 'part'), 'sessionID');
-            if (sessionOf !== undefined && sessionOf !== ours) break;
-            switch (stringField(event, 'type') ?? '') {
-              case 'message.updated': {
-                const info = objectField(properties, 'info');
-                const id = stringField(info, 'id');
-                const role = stringField(info, 'role');
-                if (id && role) messageRoles.set(id, role);
-                break;
-              }
-              case 'message.part.delta': {
-                const messageId = stringField(properties, 'messageID');
-                if (messageId && messageRoles.get(messageId) === 'user') break;
-                const field = stringField(properties, 'field') ?? 'text';
-                const delta = stringField(properties, 'delta');
-                if (!delta) break;
-                if (field === 'text') yield { type: 'text-delta', text: delta };
-                else if (field === 'reasoning') yield { type: 'reasoning-delta', text: delta };
-                break;
-              }
-              case 'message.part.updated':
-                yield* toolParts(objectField(properties, 'part'), announcedTools, finishedTools);
-                break;
-              case 'permission.asked':
-              case 'permission.updated':
-                yield* this.answerPermission(properties);
-                break;
-              case 'session.error': {
-                const error = objectField(properties, 'error');
-                const message =
-                  stringField(objectField(error, 'data'), 'message') ??
-                  stringField(error, 'name') ??
-                  'opencode session error';
-                if (stringField(error, 'name') === 'MessageAbortedError') break;
-                yield errorPart('cli_error', message, false, now() - run.startedAt);
-                return;
-              }
-              case 'session.idle':
-                yield completePart('idle', now() - run.startedAt);
-                return;
-              default:
-                break;
-            }
-            break;
-          }
-          case 'aborted':
-            await this.post(`/session/${ours}/abort`, {}).catch((error: unknown) =>
-              this.services.logger.warn(
-                { target: this.setup.target, error: String(error) },
-                'opencode abort failed',
-              ),
-            );
-            yield { type: 'cancelled', reason: cancelledReason(run.signal) };
-            return;
-          case 'timeout':
-            await this.close('deadline');
-            yield errorPart(
-              'deadline_exceeded',
-              'run deadline exceeded; the opencode server was terminated',
-              false,
-              now() - run.startedAt,
-            );
-            return;
-          case 'closed':
-            yield errorPart('internal', 'run queue closed unexpectedly', false, now() - run.startedAt);
-            return;
-          default: {
-            const unreachable: never = taken;
-            throw new Error(`unexpected queue result ${JSON.stringify(unreachable)}`);
-          }
-        }
-      }
+      yield* runSessionQueue(queue, run.signal, this.turnSteps(run, ours));
     } finally {
       this.listener = undefined;
       this.running = false;
     }
+  }
+
+  /** What a turn's queue events mean for an opencode server: its events of our session until `session.idle`. */
+  private turnSteps(run: SessionRun, ours: string): SessionRunSteps<ServerEvent> {
+    const { now } = this.services;
+    const elapsedMs = () => now() - run.startedAt;
+    const turn: OpencodeTurn = {
+      ours,
+      announcedTools: new Set<string>(),
+      finishedTools: new Set<string>(),
+      messageRoles: new Map<string, string>(),
+    };
+    return {
+      waitMs: () => run.deadlineAt - now(),
+      elapsedMs,
+      item: (item) => this.onServerEvent(run, turn, item),
+      aborted: () => this.onAborted(run, ours),
+      timeout: () => this.onDeadline(run),
+    };
+  }
+
+  /** One server event; true when it ended the run (the server gone, our session idle or failed). */
+  private async *onServerEvent(
+    run: SessionRun,
+    turn: OpencodeTurn,
+    item: ServerEvent,
+  ): AsyncGenerator<RunEventPart, boolean> {
+    const elapsedMs = this.services.now() - run.startedAt;
+    if (item.kind === 'exit') {
+      yield errorPart('process_exited', `opencode serve ended (${describeExit(item.exit)})`, true, elapsedMs);
+      return true;
+    }
+    if (item.kind === 'stream-ended') {
+      yield errorPart('backend_unreachable', 'opencode event stream ended', true, elapsedMs);
+      return true;
+    }
+    const { event } = item;
+    const properties = objectField(event, 'properties') ?? {};
+    const sessionOf =
+      stringField(properties, 'sessionID') ??
+      stringField(objectField(properties, 'info'), 'sessionID') ??
+      stringField(objectField(properties, 'part'), 'sessionID');
+    if (sessionOf !== undefined && sessionOf !== turn.ours) return false;
+    switch (stringField(event, 'type') ?? '') {
+      case 'message.updated': {
+        const info = objectField(properties, 'info');
+        const id = stringField(info, 'id');
+        const role = stringField(info, 'role');
+        if (id && role) turn.messageRoles.set(id, role);
+        return false;
+      }
+      case 'message.part.delta': {
+        const messageId = stringField(properties, 'messageID');
+        if (messageId && turn.messageRoles.get(messageId) === 'user') return false;
+        const field = stringField(properties, 'field') ?? 'text';
+        const delta = stringField(properties, 'delta');
+        if (!delta) return false;
+        if (field === 'text') yield { type: 'text-delta', text: delta };
+        else if (field === 'reasoning') yield { type: 'reasoning-delta', text: delta };
+        return false;
+      }
+      case 'message.part.updated':
+        yield* toolParts(objectField(properties, 'part'), turn.announcedTools, turn.finishedTools);
+        return false;
+      case 'permission.asked':
+      case 'permission.updated':
+        yield* this.answerPermission(properties);
+        return false;
+      case 'session.error': {
+        const error = objectField(properties, 'error');
+        const message =
+          stringField(objectField(error, 'data'), 'message') ??
+          stringField(error, 'name') ??
+          'opencode session error';
+        if (stringField(error, 'name') === 'MessageAbortedError') return false;
+        yield errorPart('cli_error', message, false, this.services.now() - run.startedAt);
+        return true;
+      }
+      case 'session.idle':
+        yield completePart('idle', this.services.now() - run.startedAt);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** Cancel aborts the turn on the server; the server and its conversation stay. */
+  private async *onAborted(run: SessionRun, ours: string): AsyncGenerator<RunEventPart, void> {
+    await this.post(`/session/${ours}/abort`, {}).catch((error: unknown) =>
+      this.services.logger.warn({ target: this.setup.target, error: String(error) }, 'opencode abort failed'),
+    );
+    yield { type: 'cancelled', reason: cancelledReason(run.signal) };
+  }
+
+  private async *onDeadline(run: SessionRun): AsyncGenerator<RunEventPart, void> {
+    await this.close('deadline');
+    yield errorPart(
+      'deadline_exceeded',
+      'run deadline exceeded; the opencode server was terminated',
+      false,
+      this.services.now() - run.startedAt,
+    );
   }
 
   private async *answerPermission(properties: JsonObject): AsyncGenerator<RunEventPart> {

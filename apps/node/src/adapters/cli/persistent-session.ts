@@ -21,6 +21,7 @@ import {
   type SessionServices,
   type SessionSetup,
 } from './session-context.js';
+import { runSessionQueue, type SessionRunSteps } from './session-run-loop.js';
 import { WaitableQueue } from './waitable-queue.js';
 
 const INTERRUPT_SETTLE_MS = 250;
@@ -166,85 +167,7 @@ export class PersistentSession implements LogicalSession {
       } else {
         launched.write(`${toSingleLine(run.prompt)}\n`);
       }
-      const idleTimeoutMs = this.setup.profile.idleTimeoutMs;
-      let lastActivity = now();
-      for (;;) {
-        const current = now();
-        const untilIdle = lastActivity + idleTimeoutMs - current;
-        const untilDeadline = run.deadlineAt - current;
-        const taken = await queue.take(Math.max(0, Math.min(untilIdle, untilDeadline)), run.signal);
-        this.flow.afterTake();
-        switch (taken.kind) {
-          case 'item': {
-            const event = taken.item;
-            if (event.kind === 'line') {
-              lastActivity = now();
-              yield { type: 'text-delta', text: `${event.text}\n` };
-              break;
-            }
-            if (event.kind === 'line-too-long') {
-              await this.close('output-line-too-long');
-              yield errorPart(
-                'output_line_too_long',
-                `the CLI printed an output line longer than ${event.limit} characters; the session was terminated`,
-                false,
-                now() - run.startedAt,
-              );
-              return;
-            }
-            const backendMs = now() - run.startedAt;
-            if (event.exit.exitCode === 0) {
-              yield completePart('exit', backendMs);
-            } else {
-              const stderr = this.stderr.toString();
-              yield errorPart(
-                'process_exited',
-                `CLI process ended (${describeExit(event.exit)})${stderr ? `: ${stderr}` : ''}`,
-                true,
-                backendMs,
-              );
-            }
-            return;
-          }
-          case 'aborted':
-            // Interrupt the turn and keep the session: the process and its conversation live on.
-            launched.interrupt();
-            this.settleUntil = now() + INTERRUPT_SETTLE_MS;
-            yield { type: 'cancelled', reason: cancelledReason(run.signal) };
-            return;
-          case 'timeout': {
-            if (now() >= run.deadlineAt) {
-              this.services.logger.warn(
-                { target: this.setup.target, session: this.setup.sessionId, run_id: run.runId },
-                'run deadline exceeded; killing the session process tree',
-              );
-              await this.close('deadline');
-              yield errorPart(
-                'deadline_exceeded',
-                'run deadline exceeded; the session was terminated',
-                false,
-                now() - run.startedAt,
-              );
-              return;
-            }
-            const rest = this.splitter.flush();
-            if (rest !== undefined) {
-              const text = this.setup.profile.terminal ? stripAnsi(rest) : rest;
-              if (!this.setup.profile.terminal || text.trim() !== '')
-                yield { type: 'text-delta', text: `${text}\n` };
-            }
-            yield completePart('idle-timeout', now() - run.startedAt);
-            return;
-          }
-          case 'closed':
-            yield errorPart('internal', 'run queue closed unexpectedly', false, now() - run.startedAt);
-            return;
-          default: {
-            const unreachable: never = taken;
-            throw new Error(`unexpected queue result ${JSON.stringify(unreachable)}`);
-          }
-        }
-      }
+      yield* runSessionQueue(queue, run.signal, this.turnSteps(run, launched, this.flow));
     } finally {
       this.listener = undefined;
       // Output between runs belongs to no run and is dropped: never leave the process paused.
@@ -252,6 +175,95 @@ export class PersistentSession implements LogicalSession {
       this.flow = undefined;
       this.running = false;
     }
+  }
+
+  /** What a turn's queue events mean for a persistent CLI: lines until `idleTimeoutMs` of silence. */
+  private turnSteps(
+    run: SessionRun,
+    launched: LaunchedProcess,
+    flow: OutputFlow,
+  ): SessionRunSteps<WorkerEvent> {
+    const { now } = this.services;
+    const idleTimeoutMs = this.setup.profile.idleTimeoutMs;
+    let lastActivity = now();
+    return {
+      waitMs: () => {
+        const current = now();
+        return Math.min(lastActivity + idleTimeoutMs - current, run.deadlineAt - current);
+      },
+      afterTake: () => flow.afterTake(),
+      elapsedMs: () => now() - run.startedAt,
+      item: (event) => {
+        if (event.kind === 'line') lastActivity = now();
+        return this.onWorkerEvent(run, event);
+      },
+      aborted: () => this.onAborted(run, launched),
+      timeout: () => this.onTimeout(run),
+    };
+  }
+
+  /** A line of the turn's output; an overlong line or the process's exit ends the turn (true). */
+  private async *onWorkerEvent(run: SessionRun, event: WorkerEvent): AsyncGenerator<RunEventPart, boolean> {
+    const { now } = this.services;
+    if (event.kind === 'line') {
+      yield { type: 'text-delta', text: `${event.text}\n` };
+      return false;
+    }
+    if (event.kind === 'line-too-long') {
+      await this.close('output-line-too-long');
+      yield errorPart(
+        'output_line_too_long',
+        `the CLI printed an output line longer than ${event.limit} characters; the session was terminated`,
+        false,
+        now() - run.startedAt,
+      );
+      return true;
+    }
+    const backendMs = now() - run.startedAt;
+    if (event.exit.exitCode === 0) {
+      yield completePart('exit', backendMs);
+    } else {
+      const stderr = this.stderr.toString();
+      yield errorPart(
+        'process_exited',
+        `CLI process ended (${describeExit(event.exit)})${stderr ? `: ${stderr}` : ''}`,
+        true,
+        backendMs,
+      );
+    }
+    return true;
+  }
+
+  private onAborted(run: SessionRun, launched: LaunchedProcess): RunEventPart[] {
+    // Interrupt the turn and keep the session: the process and its conversation live on.
+    launched.interrupt();
+    this.settleUntil = this.services.now() + INTERRUPT_SETTLE_MS;
+    return [{ type: 'cancelled', reason: cancelledReason(run.signal) }];
+  }
+
+  /** The deadline kills the session; silence for `idleTimeoutMs` completes the turn. */
+  private async *onTimeout(run: SessionRun): AsyncGenerator<RunEventPart, void> {
+    const { now } = this.services;
+    if (now() >= run.deadlineAt) {
+      this.services.logger.warn(
+        { target: this.setup.target, session: this.setup.sessionId, run_id: run.runId },
+        'run deadline exceeded; killing the session process tree',
+      );
+      await this.close('deadline');
+      yield errorPart(
+        'deadline_exceeded',
+        'run deadline exceeded; the session was terminated',
+        false,
+        now() - run.startedAt,
+      );
+      return;
+    }
+    const rest = this.splitter.flush();
+    if (rest !== undefined) {
+      const text = this.setup.profile.terminal ? stripAnsi(rest) : rest;
+      if (!this.setup.profile.terminal || text.trim() !== '') yield { type: 'text-delta', text: `${text}\n` };
+    }
+    yield completePart('idle-timeout', now() - run.startedAt);
   }
 
   /** Waits (bounded) until a freshly started TUI has drawn its screen and gone quiet; output so far is dropped. */

@@ -5,14 +5,14 @@ import type { UpstreamDeps } from './upstream-deps.js';
 import { fetchHttpClient } from './http-client.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 
-export interface UpstreamCallOptions {
+interface UpstreamCallOptions {
   deps: UpstreamDeps;
   inflight: InflightSet;
   signal: AbortSignal;
   idleTimeoutMs: number;
 }
 
-export async function callUpstream<T>(
+async function callUpstream<T>(
   options: UpstreamCallOptions,
   call: (exchange: UpstreamExchange) => Promise<T>,
 ): Promise<T> {
@@ -29,4 +29,16 @@ export async function callUpstream<T>(
     exchange.dispose();
     options.inflight.release(exchange);
   }
+}
+
+/** One tracked call of an adapter, bounded by `idleTimeoutMs` of silence. */
+export type UpstreamCaller = <T>(
+  signal: AbortSignal,
+  idleTimeoutMs: number,
+  call: (exchange: UpstreamExchange) => Promise<T>,
+) => Promise<T>;
+
+/** The calls of one adapter instance: each tracked in its in-flight set, so the adapter's close() aborts it. */
+export function upstreamCaller(deps: UpstreamDeps, inflight: InflightSet): UpstreamCaller {
+  return (signal, idleTimeoutMs, call) => callUpstream({ deps, inflight, signal, idleTimeoutMs }, call);
 }

@@ -3,6 +3,8 @@
 // stream), `upstream_unreachable` (no connection), `upstream_timeout` (request_timeout_ms of silence), and
 // `invalid_request` (the run cannot be expressed for this backend; nothing was sent), and `image_fetch_failed` (a
 // remote image the node fetches for the backend could not be fetched; the message names the cause).
+import { typedError } from '@iop/errors';
+
 export type UpstreamErrorCode =
   | `upstream_http_${number}`
   | 'upstream_error'
@@ -11,9 +13,7 @@ export type UpstreamErrorCode =
   | 'invalid_request'
   | 'image_fetch_failed';
 
-export class UpstreamError extends Error {
-  override readonly name = 'UpstreamError';
-  readonly code: UpstreamErrorCode;
+export class UpstreamError extends typedError<UpstreamErrorCode>('UpstreamError') {
   /** HTTP status for `upstream_http_*`. */
   readonly status: number | undefined;
   /** Whether the same request may succeed elsewhere or later (connection problems, 429, 5xx). */
@@ -24,8 +24,7 @@ export class UpstreamError extends Error {
     message: string,
     options: { status?: number; retryable: boolean; cause?: unknown },
   ) {
-    super(message, { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.status = options.status;
     this.retryable = options.retryable;
   }

@@ -13,45 +13,51 @@ import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 /** Parts a backend stream yields; it returns the finish reason when the upstream completed normally. */
 export type BackendStream = AsyncGenerator<RunEventPart, string, undefined>;
 
-export interface UpstreamRunOptions {
+/**
+ * What every run of one adapter instance shares, built once with the adapter: a run allocates no options object
+ * and no closure of its own, only the exchange and the generators.
+ */
+export interface UpstreamRunner<Context> {
   adapterName: string;
-  request: RunRequest;
-  signal: AbortSignalLike;
   deps: UpstreamDeps;
   inflight: InflightSet;
   idleTimeoutMs: number;
-  /** Sends the request through the exchange and yields the parts of its answer. */
-  stream: (exchange: UpstreamExchange) => BackendStream;
+  /** Sends the run's request through the exchange and yields the parts of its answer. */
+  stream(exchange: UpstreamExchange, request: RunRequest, context: Context): BackendStream;
 }
 
-export async function* runUpstream(
-  options: UpstreamRunOptions,
+/** One run: `context` is handed to the runner's `stream` as it is (the adapter's per-run options). */
+export async function* runUpstream<Context>(
+  runner: UpstreamRunner<Context>,
+  request: RunRequest,
+  signal: AbortSignalLike,
+  context: Context,
 ): AsyncGenerator<RunEventPart, void, undefined> {
-  const { request, deps } = options;
-  yield { type: 'start', sessionId: request.sessionId, adapter: options.adapterName, target: request.target };
+  const { deps } = runner;
+  yield { type: 'start', sessionId: request.sessionId, adapter: runner.adapterName, target: request.target };
   const exchange = new UpstreamExchange({
     http: deps.http ?? fetchHttpClient(deps.fetch),
     now: deps.now,
-    signal: options.signal,
-    idleTimeoutMs: options.idleTimeoutMs,
+    signal,
+    idleTimeoutMs: runner.idleTimeoutMs,
   });
   // close() of the adapter cancels it like the caller's abort.
-  options.inflight.add(exchange);
+  runner.inflight.add(exchange);
   let produced = false;
   let parts: BackendStream | undefined;
   let partsDone = false;
   try {
-    if (options.inflight.closed) {
+    if (runner.inflight.closed) {
       yield {
         type: 'error',
         code: 'adapter_closed',
-        message: `adapter ${options.adapterName} is closed`,
+        message: `adapter ${runner.adapterName} is closed`,
         retryable: true,
         backendMs: 0,
       };
       return;
     }
-    parts = options.stream(exchange);
+    parts = runner.stream(exchange, request, context);
     let finishReason: string | undefined;
     while (finishReason === undefined && !exchange.cancelled) {
       const next = await parts.next();
@@ -88,7 +94,7 @@ export async function* runUpstream(
             cause: error,
           });
     deps.logger.warn(
-      { adapter: options.adapterName, runId: request.runId, code: failure.code, error: failure.message },
+      { adapter: runner.adapterName, runId: request.runId, code: failure.code, error: failure.message },
       'upstream run failed',
     );
     yield {
@@ -103,6 +109,6 @@ export async function* runUpstream(
     exchange.dispose();
     // The consumer left while a part was out (break / return()): run the backend stream's own cleanup too.
     if (parts && !partsDone) await parts.return('abandoned').catch(() => undefined);
-    options.inflight.release(exchange);
+    runner.inflight.release(exchange);
   }
 }

@@ -6,32 +6,24 @@
 // silent wait, so request_timeout_ms bounds the whole answer (for a streamed run it bounds each gap).
 // Configured headers (e.g. Authorization) go on every call. The factory does no I/O; `close()` aborts every
 // upstream call in flight.
-import {
-  RunKind,
-  type AdapterInstance,
-  type NodeCommandRequest,
-  type NodeCommandResponse,
-  type RunEventPart,
-  type RunRequest,
-} from '@iop/wire';
+import { RunKind, type AdapterInstance, type NodeCommandRequest, type RunRequest } from '@iop/wire';
 
 import {
-  ADAPTER_INTERFACE_VERSION,
+  traceHeaders,
   type Adapter,
   type AdapterDeps,
   type CommandOptions,
-  type HealthProbeResult,
   type RunOptions,
-  traceHeaders,
 } from '../adapter.js';
+import { createHttpAdapter, type KnownModels } from '../http-adapter.js';
 import { joinUrl, openAIApiBase } from '../http/base-url.js';
-import { commandFailedLogged, commandOk, commandUnsupported, displayUrl } from '../http/command-response.js';
-import { probeByListing } from '../http/health-probe.js';
-import { probeTimeoutMs, readHttpSettings } from '../http/http-settings.js';
+import { commandOk } from '../http/command-response.js';
+import { readHttpSettings } from '../http/http-settings.js';
 import { InflightSet } from '../http/inflight-set.js';
 import { readSseBatches } from '../http/sse-reader.js';
-import { callUpstream } from '../http/upstream-call.js';
-import { runUpstream } from '../http/upstream-run.js';
+import { upstreamCaller } from '../http/upstream-call.js';
+import type { UpstreamExchange } from '../http/upstream-exchange.js';
+import type { BackendStream } from '../http/upstream-run.js';
 import { listOpenAIModels, toModelInfo } from './openai-models.js';
 import { openAIEmbeddingsParts } from './openai-embed.js';
 import { toOpenAIChatRequest } from './openai-request.js';
@@ -48,125 +40,73 @@ export function createOpenAICompatAdapter(instance: AdapterInstance, deps: Adapt
   const settings = readHttpSettings(instance, OPENAI_COMPAT_DEFAULT_BASE_URL);
   const apiBase = openAIApiBase(settings.baseUrl);
   const inflight = new InflightSet();
+  const call = upstreamCaller(deps, inflight);
   const headers = { accept: 'application/json', ...settings.headers };
   const sseHeaders = { ...headers, accept: 'text/event-stream' };
   const modelsUrl = joinUrl(apiBase, '/models');
   const chatUrl = joinUrl(apiBase, '/chat/completions');
   const embeddingsUrl = joinUrl(apiBase, '/embeddings');
   const completionsUrl = joinUrl(apiBase, '/completions');
-  let knownModels: string[] = [];
   const listModels = (signal: AbortSignal, idleTimeoutMs: number) =>
-    callUpstream({ deps, inflight, signal, idleTimeoutMs }, (exchange) =>
-      listOpenAIModels(exchange, modelsUrl, headers),
-    );
+    call(signal, idleTimeoutMs, (exchange) => listOpenAIModels(exchange, modelsUrl, headers));
 
-  const command = async (
-    request: NodeCommandRequest,
-    options: CommandOptions,
-  ): Promise<NodeCommandResponse> => {
-    try {
-      switch (request.command) {
-        case 'capabilities':
-          return commandOk({
-            adapter: 'openai_compat',
-            targets: knownModels.join(','),
-            base_url: displayUrl(settings.baseUrl),
-            provider: settings.provider || 'openai_compat',
-          });
-        case 'list_models': {
-          const models = await listModels(options.signal, settings.requestTimeoutMs);
-          knownModels = models.map((model) => model.id);
-          return commandOk(
-            {
-              models: knownModels.join(','),
-              count: String(models.length),
-              max_model_len: models.map((model) => `${model.id}=${model.maxModelLen}`).join(','),
-            },
-            {
-              providerId: request.providerId,
-              action: 'list_models',
-              models: models.map(toModelInfo),
-              status: 'ok',
-            },
-          );
-        }
-        default:
-          return commandUnsupported(request.command, 'openai_compat');
-      }
-    } catch (error) {
-      return commandFailedLogged(
-        {
-          logger: deps.logger,
-          adapterName: instance.name,
-          adapterType: 'openai_compat',
-          command: request.command,
-        },
-        error,
-      );
+  async function* stream(
+    exchange: UpstreamExchange,
+    request: RunRequest,
+    options: RunOptions,
+  ): BackendStream {
+    if (request.kind === RunKind.RUN_KIND_EMBEDDING) {
+      const embedHeaders = options.traceparent ? { ...headers, ...traceHeaders(options) } : headers;
+      return yield* openAIEmbeddingsParts(exchange, embeddingsUrl, embedHeaders, request);
     }
-  };
+    const completion = request.kind === RunKind.RUN_KIND_COMPLETION;
+    const body = completion
+      ? toOpenAITextCompletionRequest(request)
+      : toOpenAIChatRequest(request, { provider: settings.provider });
+    const base = request.collect ? headers : sseHeaders;
+    const response = await exchange.send(completion ? completionsUrl : chatUrl, {
+      method: 'POST',
+      // send() copies the headers: the shared object is never changed.
+      headers: options.traceparent ? { ...base, ...traceHeaders(options) } : base,
+      body,
+    });
+    // Whatever was asked, the answer's content type decides how it is read (some servers ignore `stream`).
+    if (response.header('content-type')?.includes('application/json')) {
+      const answer = await exchange.json(response);
+      return yield* openAICompletionParts(completion ? asChatCompletionBody(answer) : answer, request.runId);
+    }
+    const batches = readSseBatches(exchange.chunks(response));
+    return yield* openAIChatParts(completion ? asChatChunkBatches(batches) : batches, request.runId);
+  }
 
-  return {
-    interfaceVersion: ADAPTER_INTERFACE_VERSION,
-    name: instance.name,
+  async function listModelsCommand(request: NodeCommandRequest, options: CommandOptions, known: KnownModels) {
+    const models = await listModels(options.signal, settings.requestTimeoutMs);
+    known.names = models.map((model) => model.id);
+    return commandOk(
+      {
+        models: known.names.join(','),
+        count: String(models.length),
+        max_model_len: models.map((model) => `${model.id}=${model.maxModelLen}`).join(','),
+      },
+      {
+        providerId: request.providerId,
+        action: 'list_models',
+        models: models.map(toModelInfo),
+        status: 'ok',
+      },
+    );
+  }
+
+  return createHttpAdapter({
     type: 'openai_compat',
-
-    run(request: RunRequest, options: RunOptions): AsyncIterable<RunEventPart> {
-      return runUpstream({
-        adapterName: instance.name,
-        request,
-        signal: options.signal,
-        deps,
-        inflight,
-        idleTimeoutMs: settings.requestTimeoutMs,
-        stream: async function* (exchange) {
-          if (request.kind === RunKind.RUN_KIND_EMBEDDING) {
-            const embedHeaders = options.traceparent ? { ...headers, ...traceHeaders(options) } : headers;
-            return yield* openAIEmbeddingsParts(exchange, embeddingsUrl, embedHeaders, request);
-          }
-          const completion = request.kind === RunKind.RUN_KIND_COMPLETION;
-          const body = completion
-            ? toOpenAITextCompletionRequest(request)
-            : toOpenAIChatRequest(request, { provider: settings.provider });
-          const base = request.collect ? headers : sseHeaders;
-          const response = await exchange.send(completion ? completionsUrl : chatUrl, {
-            method: 'POST',
-            // send() copies the headers: the shared object is never changed.
-            headers: options.traceparent ? { ...base, ...traceHeaders(options) } : base,
-            body,
-          });
-          // Whatever was asked, the answer's content type decides how it is read (some servers ignore `stream`).
-          if (response.header('content-type')?.includes('application/json')) {
-            const answer = await exchange.json(response);
-            return yield* openAICompletionParts(
-              completion ? asChatCompletionBody(answer) : answer,
-              request.runId,
-            );
-          }
-          const batches = readSseBatches(exchange.chunks(response));
-          return yield* openAIChatParts(completion ? asChatChunkBatches(batches) : batches, request.runId);
-        },
-      });
-    },
-
-    command,
-
-    terminateSession(): Promise<boolean> {
-      // Chat completions are stateless: there is no session to end.
-      return Promise.resolve(false);
-    },
-
-    async probeHealth(signal: AbortSignal): Promise<HealthProbeResult> {
-      const result = await probeByListing(async () =>
-        (await listModels(signal, probeTimeoutMs(settings))).map((model) => model.id),
-      );
-      if (result.health === 'healthy') knownModels = result.models;
-      return result;
-    },
-
-    close(): Promise<void> {
-      inflight.closeAll(`adapter ${instance.name} closed`);
-      return Promise.resolve();
-    },
-  };
+    instance,
+    deps,
+    settings,
+    inflight,
+    stream,
+    listModels: async (signal, idleTimeoutMs) =>
+      (await listModels(signal, idleTimeoutMs)).map((model) => model.id),
+    command: (request, options, known) =>
+      request.command === 'list_models' ? listModelsCommand(request, options, known) : undefined,
+  });
 }
