@@ -20,7 +20,6 @@ const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
   'apps/edge/src/cluster/cluster-refresh.ts#createClusterRefresher',
   'apps/edge/src/cluster/peer-streams.ts#createPeerStreams',
   'apps/edge/src/edge-runtime.ts#startEdgeRuntime',
-  'apps/edge/src/governance/governor.ts#createGovernor',
   'apps/edge/src/node/node-store.ts#createNodeStore',
   'apps/edge/src/openai/responses-output.ts#streamResponse',
   'apps/edge/src/transport/edge-transport.ts#startEdgeTransport',
