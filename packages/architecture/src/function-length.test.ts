@@ -22,8 +22,6 @@ const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
   'apps/edge/src/openai/responses-output.ts#streamResponse',
   'apps/node/src/adapters/cli/oneshot-session.ts#run',
   'apps/node/src/adapters/ollama/ollama-adapter.ts#createOllamaAdapter',
-  'apps/node/src/cli/run-command.ts#createRunCommand',
-  'apps/node/src/cli/run-command.ts#run',
 ]);
 
 function appSources(): string[] {
