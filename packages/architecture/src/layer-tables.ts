@@ -70,6 +70,9 @@ export const EDGE: LayerTable = {
     // composition root
     'edge-core.ts': 11,
     'edge-runtime.ts': 11,
+    // the composition root's steps (open the local core, start the cluster, open the run records, build the
+    // service, wire config refresh, start the surfaces, the shutdown order), each named for what it does
+    runtime: 11,
     'surfaces.ts': 11,
     'surface.ts': 11,
     // one file per command; they build the runtime

@@ -7,14 +7,15 @@
 // Safety rules: setup creates only what is missing and never changes the owner or mode of a directory it did
 // not create (no `chown -R`, no chmod of an existing directory); system directories (/, /etc, /var/lib, /home,
 // ...) are refused as config or data dirs; the binary must be root-owned, not writable by others and outside
-// the paths the unit hides (ProtectHome=yes), or the service would be broken or hijackable.
+// the paths the unit hides (ProtectHome=yes), or the service would be broken or hijackable (setup-safety.ts).
+// The plan is made in steps, in this order: service account, data directory, config (directory, file, TLS
+// identity), binary, node artifacts, unit (edge-unit.ts) and systemctl.
 import path from 'node:path';
 import { EDGE_CERT_FILE, EDGE_KEY_FILE } from '../tls/edge-identity.js';
+import { renderEdgeUnit, SERVICE_NAME, SERVICE_USER, UNIT_PATH } from './edge-unit.js';
 import { BootstrapError } from './errors.js';
+import { refuseUnsafePaths, refuseWritableBinary } from './setup-safety.js';
 
-export const SERVICE_NAME = 'iop-edge';
-export const SERVICE_USER = 'iop';
-export const UNIT_PATH = `/etc/systemd/system/${SERVICE_NAME}.service`;
 /** Root-owned home of the installed binary and the node artifacts it serves. */
 export const DEFAULT_INSTALL_DIR = '/usr/local/lib/iop-edge';
 
@@ -88,161 +89,25 @@ function command(description: string, program: string, args: string[]): SetupAct
   };
 }
 
-/** Unit file: runs as iop, read-only system, writable data dir only, no privilege gain. */
-export function renderEdgeUnit(options: Pick<SetupOptions, 'binary' | 'configPath' | 'dataDir'>): string {
-  const quote = (value: string) =>
-    `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/%/g, '%%')}"`;
-  return `[Unit]
-Description=IOP edge (node transport, bootstrap server, APIs)
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-User=${SERVICE_USER}
-Group=${SERVICE_USER}
-ExecStart=${quote(options.binary)} serve --config ${quote(options.configPath)}
-Restart=on-failure
-RestartSec=5
-TimeoutStopSec=30
-UMask=0027
-LimitNOFILE=65536
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes
-PrivateDevices=yes
-ReadWritePaths=${quote(options.dataDir)}
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectClock=yes
-ProtectHostname=yes
-RestrictSUIDSGID=yes
-RestrictNamespaces=yes
-RestrictRealtime=yes
-LockPersonality=yes
-RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
-CapabilityBoundingSet=
-AmbientCapabilities=
-SystemCallArchitectures=native
-# Node's JIT needs writable+executable memory, so MemoryDenyWriteExecute stays off.
-
-[Install]
-WantedBy=multi-user.target
-`;
-}
-
 function keep(description: string): SetupAction {
   return { description, apply: () => Promise.resolve() };
 }
 
-/** Directories setup must never take over as its config or data dir (their owner and mode matter to the OS). */
-export const SYSTEM_DIRECTORIES: readonly string[] = [
-  '/',
-  '/bin',
-  '/boot',
-  '/dev',
-  '/etc',
-  '/home',
-  '/lib',
-  '/lib32',
-  '/lib64',
-  '/media',
-  '/mnt',
-  '/opt',
-  '/proc',
-  '/root',
-  '/run',
-  '/sbin',
-  '/snap',
-  '/srv',
-  '/sys',
-  '/tmp',
-  '/usr',
-  '/usr/bin',
-  '/usr/lib',
-  '/usr/local',
-  '/usr/local/bin',
-  '/usr/local/lib',
-  '/usr/local/sbin',
-  '/usr/local/share',
-  '/usr/sbin',
-  '/usr/share',
-  '/var',
-  '/var/cache',
-  '/var/lib',
-  '/var/local',
-  '/var/log',
-  '/var/opt',
-  '/var/run',
-  '/var/spool',
-  '/var/tmp',
-  '/etc/systemd',
-  '/etc/systemd/system',
-];
-
-function refuseSystemDirectory(flag: string, dir: string, executor: SetupExecutor): void {
-  const normalized = path.resolve(dir);
-  // Also any existing top-level directory (/data, /nix, ...): those belong to the host, not to IOP.
-  const topLevel = path.dirname(normalized) === '/' && executor.exists(normalized);
-  if (SYSTEM_DIRECTORIES.includes(normalized) || topLevel) {
-    throw new BootstrapError(
-      'invalid_value',
-      `${flag} ${normalized} is a system directory: setup would take it over; use a directory of its own ` +
-        '(e.g. /etc/iop/edge.yaml and /var/lib/iop)',
-    );
-  }
-}
-
-/** The unit runs with ProtectHome=yes: anything under these is invisible to the service. */
-function refuseHiddenPath(flag: string, file: string): void {
-  const normalized = path.resolve(file);
-  if (
-    ['/home', '/root', '/run/user'].some(
-      (hidden) => normalized === hidden || normalized.startsWith(`${hidden}/`),
-    )
-  ) {
-    throw new BootstrapError(
-      'invalid_value',
-      `${flag} ${normalized} is under a home directory, which the service cannot see (ProtectHome=yes); ` +
-        'the default root-owned path is /usr/local/lib/iop-edge',
-    );
-  }
-}
-
-function refuseWritableBinary(file: string, info: PathInfo): void {
-  if (info.uid !== 0 || (info.mode & 0o022) !== 0) {
-    throw new BootstrapError(
-      'invalid_value',
-      `${file} is ${info.uid !== 0 ? `owned by uid ${info.uid}` : 'writable by group or others'}: a service ` +
-        'binary a normal user can replace runs their code as the service; install it root-owned, mode 0755',
-    );
-  }
-}
-
 /** The ordered actions for this host (probing it through the executor). */
 export async function planSetup(options: SetupOptions, executor: SetupExecutor): Promise<SetupAction[]> {
-  for (const [name, value] of [
-    ['--binary', options.binary],
-    ['--config', options.configPath],
-    ['--data-dir', options.dataDir],
-  ] as const) {
-    if (!path.isAbsolute(value))
-      throw new BootstrapError('invalid_value', `${name} must be an absolute path: ${value}`);
-    // eslint-disable-next-line no-control-regex
-    if (/[\u0000-\u001f\s"\\]/.test(value)) {
-      throw new BootstrapError(
-        'invalid_value',
-        `${name} must not contain spaces, quotes or backslashes: ${value}`,
-      );
-    }
-  }
-  refuseSystemDirectory('--config (its directory)', path.dirname(options.configPath), executor);
-  refuseSystemDirectory('--data-dir', options.dataDir, executor);
-  refuseHiddenPath('--data-dir', options.dataDir);
-  refuseHiddenPath('--binary', options.binary);
+  refuseUnsafePaths(options, executor);
+  return [
+    ...(await serviceAccountActions(options, executor)),
+    ...dataDirectoryActions(options, executor),
+    ...configActions(options, executor),
+    ...binaryActions(options, executor),
+    ...artifactActions(options, executor),
+    ...unitActions(options),
+  ];
+}
+
+/** The `iop` system group and user, each created when missing. */
+async function serviceAccountActions(options: SetupOptions, executor: SetupExecutor): Promise<SetupAction[]> {
   const actions: SetupAction[] = [];
   const hasGroup = (await executor.run('getent', ['group', SERVICE_USER])).code === 0;
   const hasUser = (await executor.run('getent', ['passwd', SERVICE_USER])).code === 0;
@@ -263,25 +128,36 @@ export async function planSetup(options: SetupOptions, executor: SetupExecutor):
       ]),
     );
   }
+  return actions;
+}
+
+/** The data directory: kept as it is when present, else created and given to the service user. */
+function dataDirectoryActions(options: SetupOptions, executor: SetupExecutor): SetupAction[] {
   if (executor.exists(options.dataDir)) {
-    actions.push(
+    return [
       keep(
         `keep existing data directory ${options.dataDir} (owner and mode unchanged; ${SERVICE_USER} must be able to write it)`,
       ),
-    );
-  } else {
-    actions.push({
+    ];
+  }
+  return [
+    {
       description: `create data directory ${options.dataDir} (0750)`,
       apply: (e) => e.mkdir(options.dataDir, 0o750),
-    });
-    actions.push(
-      command(`give the new ${options.dataDir} to ${SERVICE_USER}`, 'chown', [
-        `${SERVICE_USER}:${SERVICE_USER}`,
-        options.dataDir,
-      ]),
-    );
-  }
+    },
+    command(`give the new ${options.dataDir} to ${SERVICE_USER}`, 'chown', [
+      `${SERVICE_USER}:${SERVICE_USER}`,
+      options.dataDir,
+    ]),
+  ];
+}
 
+/**
+ * The config directory (kept when present), the config file (kept unless overwriting) and, with a newly written
+ * config, the edge's TLS identity (kept when both files exist: nodes pinned its fingerprint).
+ */
+function configActions(options: SetupOptions, executor: SetupExecutor): SetupAction[] {
+  const actions: SetupAction[] = [];
   const configDir = path.dirname(options.configPath);
   if (executor.exists(configDir)) {
     actions.push(keep(`keep existing config directory ${configDir} (owner and mode unchanged)`));
@@ -299,95 +175,115 @@ export async function planSetup(options: SetupOptions, executor: SetupExecutor):
   }
   if (executor.exists(options.configPath) && !options.overwriteConfig) {
     actions.push(keep(`keep existing config ${options.configPath} (--overwrite-config replaces it)`));
-  } else {
-    actions.push({
-      description: `${executor.exists(options.configPath) ? 'overwrite' : 'write'} config ${options.configPath} (0640)`,
-      detail: options.configTemplate,
-      apply: (e) => e.writeFile(options.configPath, options.configTemplate, 0o640),
-    });
-    // root owns the config, the service group reads it (it may hold tokens and keys); the file only.
-    actions.push(
-      command(`let group ${SERVICE_USER} read the config`, 'chown', [
-        `root:${SERVICE_USER}`,
-        options.configPath,
-      ]),
-    );
-    const keyFile = path.join(options.dataDir, EDGE_KEY_FILE);
-    const certFile = path.join(options.dataDir, EDGE_CERT_FILE);
-    if (executor.exists(keyFile) && executor.exists(certFile)) {
-      actions.push(
-        keep(
-          `keep the edge's TLS key and certificate in ${options.dataDir} (nodes pinned their fingerprint)`,
-        ),
-      );
-    } else {
-      actions.push({
-        description: `create the edge's TLS key ${keyFile} (0600) and self-signed certificate ${certFile}`,
-        async apply(e) {
-          await e.ensureIdentity(options.dataDir, `iop-edge ${SERVICE_NAME}`, options.certificateHosts);
-        },
-      });
-      actions.push(
-        command(`give the new key and certificate to ${SERVICE_USER}`, 'chown', [
-          `${SERVICE_USER}:${SERVICE_USER}`,
-          keyFile,
-          certFile,
-        ]),
-      );
-    }
+    return actions;
   }
+  actions.push({
+    description: `${executor.exists(options.configPath) ? 'overwrite' : 'write'} config ${options.configPath} (0640)`,
+    detail: options.configTemplate,
+    apply: (e) => e.writeFile(options.configPath, options.configTemplate, 0o640),
+  });
+  // root owns the config, the service group reads it (it may hold tokens and keys); the file only.
+  actions.push(
+    command(`let group ${SERVICE_USER} read the config`, 'chown', [
+      `root:${SERVICE_USER}`,
+      options.configPath,
+    ]),
+  );
+  actions.push(...identityActions(options, executor));
+  return actions;
+}
 
-  if (path.resolve(options.binary) !== path.resolve(options.currentExecutable)) {
-    const installed = executor.stat(options.binary);
-    if (installed) {
-      refuseWritableBinary(options.binary, installed);
-      actions.push(keep(`keep existing binary ${options.binary}`));
-    } else {
-      const binaryDir = path.dirname(options.binary);
-      if (!executor.exists(binaryDir)) {
-        actions.push({
-          description: `create ${binaryDir} (0755, root)`,
-          apply: (e) => e.mkdir(binaryDir, 0o755),
-        });
-      }
-      actions.push({
-        description: `install ${options.currentExecutable} as ${options.binary} (0755, root)`,
-        apply: (e) => e.copyFile(options.currentExecutable, options.binary, 0o755),
-      });
-    }
-  } else {
+/** The edge's TLS key and certificate in the data directory, created when either is missing. */
+function identityActions(options: SetupOptions, executor: SetupExecutor): SetupAction[] {
+  const keyFile = path.join(options.dataDir, EDGE_KEY_FILE);
+  const certFile = path.join(options.dataDir, EDGE_CERT_FILE);
+  if (executor.exists(keyFile) && executor.exists(certFile)) {
+    return [
+      keep(`keep the edge's TLS key and certificate in ${options.dataDir} (nodes pinned their fingerprint)`),
+    ];
+  }
+  return [
+    {
+      description: `create the edge's TLS key ${keyFile} (0600) and self-signed certificate ${certFile}`,
+      async apply(e) {
+        await e.ensureIdentity(options.dataDir, `iop-edge ${SERVICE_NAME}`, options.certificateHosts);
+      },
+    },
+    command(`give the new key and certificate to ${SERVICE_USER}`, 'chown', [
+      `${SERVICE_USER}:${SERVICE_USER}`,
+      keyFile,
+      certFile,
+    ]),
+  ];
+}
+
+/**
+ * The binary the unit starts: installed from the running executable when missing; an existing one (or the
+ * running executable itself) must be root-owned and not writable by others.
+ */
+function binaryActions(options: SetupOptions, executor: SetupExecutor): SetupAction[] {
+  if (path.resolve(options.binary) === path.resolve(options.currentExecutable)) {
     const current = executor.stat(options.binary);
     if (current) refuseWritableBinary(options.binary, current);
+    return [];
   }
-  if (path.resolve(options.artifactSource) !== path.resolve(options.artifactDir)) {
-    const files = executor.listDir(options.artifactSource);
-    if (files.length > 0) {
-      if (!executor.exists(options.artifactDir)) {
-        actions.push({
-          description: `create ${options.artifactDir} (0755, root)`,
-          apply: (e) => e.mkdir(options.artifactDir, 0o755),
-        });
-      }
-      actions.push({
-        description: `copy ${files.length} node artifact files from ${options.artifactSource} to ${options.artifactDir} (0644, root)`,
-        async apply(e) {
-          for (const file of files)
-            await e.copyFile(
-              path.join(options.artifactSource, file),
-              path.join(options.artifactDir, file),
-              0o644,
-            );
-        },
-      });
-    }
+  const installed = executor.stat(options.binary);
+  if (installed) {
+    refuseWritableBinary(options.binary, installed);
+    return [keep(`keep existing binary ${options.binary}`)];
   }
-  const unit = renderEdgeUnit(options);
+  const actions: SetupAction[] = [];
+  const binaryDir = path.dirname(options.binary);
+  if (!executor.exists(binaryDir)) {
+    actions.push({
+      description: `create ${binaryDir} (0755, root)`,
+      apply: (e) => e.mkdir(binaryDir, 0o755),
+    });
+  }
   actions.push({
-    description: `write systemd unit ${UNIT_PATH} (0644)`,
-    detail: unit,
-    apply: (e) => e.writeFile(UNIT_PATH, unit, 0o644),
+    description: `install ${options.currentExecutable} as ${options.binary} (0755, root)`,
+    apply: (e) => e.copyFile(options.currentExecutable, options.binary, 0o755),
   });
-  actions.push(command('reload systemd', 'systemctl', ['daemon-reload']));
+  return actions;
+}
+
+/** The node artifacts copied into the served artifact directory when they come from elsewhere. */
+function artifactActions(options: SetupOptions, executor: SetupExecutor): SetupAction[] {
+  if (path.resolve(options.artifactSource) === path.resolve(options.artifactDir)) return [];
+  const files = executor.listDir(options.artifactSource);
+  if (files.length === 0) return [];
+  const actions: SetupAction[] = [];
+  if (!executor.exists(options.artifactDir)) {
+    actions.push({
+      description: `create ${options.artifactDir} (0755, root)`,
+      apply: (e) => e.mkdir(options.artifactDir, 0o755),
+    });
+  }
+  actions.push({
+    description: `copy ${files.length} node artifact files from ${options.artifactSource} to ${options.artifactDir} (0644, root)`,
+    async apply(e) {
+      for (const file of files)
+        await e.copyFile(
+          path.join(options.artifactSource, file),
+          path.join(options.artifactDir, file),
+          0o644,
+        );
+    },
+  });
+  return actions;
+}
+
+/** The systemd unit, a daemon reload, and enabling / starting the service when asked. */
+function unitActions(options: SetupOptions): SetupAction[] {
+  const unit = renderEdgeUnit(options);
+  const actions: SetupAction[] = [
+    {
+      description: `write systemd unit ${UNIT_PATH} (0644)`,
+      detail: unit,
+      apply: (e) => e.writeFile(UNIT_PATH, unit, 0o644),
+    },
+    command('reload systemd', 'systemctl', ['daemon-reload']),
+  ];
   if (options.enable)
     actions.push(command('enable at boot', 'systemctl', ['enable', `${SERVICE_NAME}.service`]));
   if (options.start) actions.push(command('start now', 'systemctl', ['restart', `${SERVICE_NAME}.service`]));

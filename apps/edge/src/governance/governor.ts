@@ -11,11 +11,17 @@
 // Budgets count prompt + completion tokens per UTC day or month; the spent figure of the current period is read
 // from the usage store the first time a key is seen in that period, so a restart keeps what was spent. A budget
 // refuses once what was reported plus what runs in flight reserved reaches it.
+//
+// The parts: limit-checks.ts (admission: may one more run in), limit-accounting.ts (what an admitted run takes
+// and gives back), principal-counters.ts (the per-key windows and slots), budget-period.ts (the budget's period).
 import type { Clock } from '../clock.js';
+import { currentBudget, periodAt, type SpentTokens } from './budget-period.js';
 import { GovernanceError } from './errors.js';
+import { takeLimits } from './limit-accounting.js';
+import { budgetRefusal, rateRefusal } from './limit-checks.js';
 import type { LimitLease } from './limit-lease.js';
 import { allowsModel, type Principal } from './principal.js';
-import { SlidingWindow } from './sliding-window.js';
+import { PrincipalCounterTable, type PrincipalCountersSnapshot } from './principal-counters.js';
 import type { UsageOutcome, UsageRecord } from './usage-store.js';
 
 export interface RunUsage {
@@ -67,10 +73,9 @@ export interface UsageSink {
   record(record: UsageRecord): void;
 }
 
-/** What budgets read at the start of a period (the usage store). */
-export interface SpentTokens {
-  tokensSince(principal: string, sinceMs: number): number;
-}
+export type { SpentTokens };
+/** The UTC day or month containing a time: the budget's period (budget-period.ts). */
+export { periodAt };
 
 export interface GovernorOptions {
   clock: Clock;
@@ -80,13 +85,8 @@ export interface GovernorOptions {
   onRefused?: (principal: string, error: GovernanceError) => void;
 }
 
-export interface GovernorSnapshot {
-  principal: string;
-  inFlight: number;
-  requestsLastMinute: number;
-  tokensLastMinute: number;
-  budgetSpent: number | undefined;
-}
+/** One principal's counters (tests, dashboard). */
+export type GovernorSnapshot = PrincipalCountersSnapshot;
 
 export interface Governor {
   /** Checks and takes the principal's limits; throws GovernanceError when a limit refuses. */
@@ -107,56 +107,9 @@ export interface Governor {
   snapshot(): GovernorSnapshot[];
 }
 
-interface BudgetPeriod {
-  /** Epoch ms the period started (UTC). */
-  startMs: number;
-  endMs: number;
-  spent: number;
-  reserved: number;
-}
-
-interface PrincipalState {
-  inFlight: number;
-  readonly requests: SlidingWindow;
-  readonly tokens: SlidingWindow;
-  budget: BudgetPeriod | undefined;
-}
-
 export function createGovernor(options: GovernorOptions): Governor {
   const { clock } = options;
-  const states = new Map<string, PrincipalState>();
-
-  function stateOf(id: string): PrincipalState {
-    let state = states.get(id);
-    if (!state) {
-      state = { inFlight: 0, requests: new SlidingWindow(), tokens: new SlidingWindow(), budget: undefined };
-      states.set(id, state);
-    }
-    return state;
-  }
-
-  function budgetOf(
-    principal: Principal,
-    state: PrincipalState,
-    now: number,
-    elsewhere: SpentTokens | undefined,
-  ): BudgetPeriod | undefined {
-    const config = principal.tokenBudget;
-    if (!config) return undefined;
-    const { startMs, endMs } = periodAt(now, config.per);
-    if (state.budget?.startMs !== startMs || state.budget.endMs !== endMs) {
-      // A new period (or the first sight of the key): what this period already spent is on disk.
-      state.budget = {
-        startMs,
-        endMs,
-        spent:
-          options.spent.tokensSince(principal.id, startMs) +
-          (elsewhere?.tokensSince(principal.id, startMs) ?? 0),
-        reserved: state.budget?.reserved ?? 0,
-      };
-    }
-    return state.budget;
-  }
+  const counters = new PrincipalCounterTable();
 
   function refuse(principal: Principal, error: GovernanceError): never {
     options.onRefused?.(principal.id, error);
@@ -171,90 +124,20 @@ export function createGovernor(options: GovernorOptions): Governor {
     elsewhere?: SpentTokens,
     child = false,
   ): LimitLease {
-    const state = stateOf(principal.id);
-    if (!child && principal.maxConcurrent !== null && state.inFlight >= principal.maxConcurrent) {
-      refuse(
-        principal,
-        new GovernanceError(
-          'concurrency_limited',
-          'max_concurrent',
-          `key '${principal.id}' already has ${state.inFlight} run(s) in flight (max_concurrent ${principal.maxConcurrent})`,
-          1,
-        ),
-      );
-    }
-    if (principal.rpm !== null) {
-      const waitMs = state.requests.waitMs(now, principal.rpm, 1);
-      if (waitMs > 0) {
-        refuse(
-          principal,
-          new GovernanceError(
-            'rate_limited',
-            'rpm',
-            `key '${principal.id}' is over its limit of ${principal.rpm} requests per minute`,
-            seconds(waitMs),
-          ),
-        );
-      }
-    }
-    if (principal.tpm !== null) {
-      const used = state.tokens.total(now);
-      if (used >= principal.tpm) {
-        refuse(
-          principal,
-          new GovernanceError(
-            'rate_limited',
-            'tpm',
-            `key '${principal.id}' is over its limit of ${principal.tpm} tokens per minute`,
-            seconds(state.tokens.waitMs(now, principal.tpm - 1, 0)),
-          ),
-        );
-      }
-    }
-    const budget = budgetOf(principal, state, now, elsewhere);
-    if (budget && principal.tokenBudget && budget.spent + budget.reserved >= principal.tokenBudget.tokens) {
-      refuse(
-        principal,
-        new GovernanceError(
-          'budget_exhausted',
-          'token_budget',
-          `key '${principal.id}' has used its budget of ${principal.tokenBudget.tokens} tokens per ${principal.tokenBudget.per}`,
-          seconds(budget.endMs - now),
-        ),
-      );
-    }
-    if (!child) state.inFlight += 1;
-    state.requests.add(now, 1);
-    state.tokens.add(now, estimate);
-    /** What this run reserved against the budget (0 when the key had no budget at admission). */
-    const reserved = budget ? estimate : 0;
-    if (budget) budget.reserved += estimate;
-    let finished = false;
-    return {
-      finish(actualTokens) {
-        if (finished) return;
-        finished = true;
-        if (!child) state.inFlight -= 1;
-        // The reservation leaves the second it was taken in (nothing is left to correct once that second left the
-        // window), and what the run used counts now, when it was delivered: a run longer than the window is not
-        // written into a second that left it.
-        state.tokens.add(now, -estimate);
-        state.tokens.add(clock.now(), actualTokens);
-        // The run's usage is recorded now, so its tokens count in the period current now (reservations carry
-        // over a period change).
-        if (state.budget) {
-          state.budget.reserved = Math.max(0, state.budget.reserved - reserved);
-          state.budget.spent += actualTokens;
-        }
-      },
-    };
+    const state = counters.of(principal.id);
+    const refusal = rateRefusal(principal, state, now, child);
+    if (refusal) refuse(principal, refusal);
+    const budget = currentBudget(principal, state, now, options.spent, elsewhere);
+    const exhausted = budgetRefusal(principal, budget, now);
+    if (exhausted) refuse(principal, exhausted);
+    return takeLimits(state, budget, estimate, now, child, clock);
   }
 
   return {
     admit(request) {
       const { principal } = request;
       const estimate = Math.max(0, Math.ceil(request.estimatedTokens));
-      if (!principal) return openAdmission('', request, undefined);
+      if (!principal) return openAdmission(options, '', request, undefined);
       if (!allowsModel(principal, request.model)) {
         refuse(
           principal,
@@ -263,6 +146,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       }
       // Limits taken on the key's home edge (cluster mode) travel with the principal.
       return openAdmission(
+        options,
         principal.id,
         request,
         principal.lease ?? take(principal, estimate, clock.now(), undefined, request.child === true),
@@ -278,65 +162,44 @@ export function createGovernor(options: GovernorOptions): Governor {
       );
     },
     snapshot() {
-      const now = clock.now();
-      return [...states.entries()].map(([principal, state]) => ({
-        principal,
-        inFlight: state.inFlight,
-        requestsLastMinute: state.requests.total(now),
-        tokensLastMinute: state.tokens.total(now),
-        budgetSpent: state.budget?.spent,
-      }));
+      return counters.snapshot(clock.now());
     },
   };
-
-  function openAdmission(
-    principal: string,
-    request: AdmissionRequest,
-    /** The principal's limits taken for this run; undefined for an anonymous run. */
-    lease: LimitLease | undefined,
-  ): Admission {
-    let finished = false;
-    return {
-      principal,
-      finish(end) {
-        if (finished) return;
-        finished = true;
-        const inputTokens = Math.max(0, end.usage.inputTokens);
-        const outputTokens = Math.max(0, end.usage.outputTokens);
-        lease?.finish(inputTokens + outputTokens);
-        options.sink.record({
-          atMs: clock.now(),
-          runId: end.runId,
-          principal,
-          surface: request.surface,
-          model: request.model,
-          provider: end.provider,
-          node: end.node,
-          inputTokens,
-          outputTokens,
-          queueMs: end.queueMs,
-          durationMs: end.durationMs,
-          outcome: end.outcome,
-          parentRunId: end.parentRunId,
-          childTokens: end.childTokens,
-        });
-      },
-    };
-  }
 }
 
-/** The UTC day or month containing `nowMs`. */
-export function periodAt(nowMs: number, per: 'day' | 'month'): { startMs: number; endMs: number } {
-  const date = new Date(nowMs);
-  const year = date.getUTCFullYear();
-  const month = date.getUTCMonth();
-  if (per === 'day') {
-    const startMs = Date.UTC(year, month, date.getUTCDate());
-    return { startMs, endMs: startMs + 86_400_000 };
-  }
-  return { startMs: Date.UTC(year, month, 1), endMs: Date.UTC(year, month + 1, 1) };
-}
-
-function seconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
+/** The run's handle on its admission: `finish` gives the lease back and records the run's usage, once. */
+function openAdmission(
+  options: Pick<GovernorOptions, 'clock' | 'sink'>,
+  principal: string,
+  request: AdmissionRequest,
+  /** The principal's limits taken for this run; undefined for an anonymous run. */
+  lease: LimitLease | undefined,
+): Admission {
+  let finished = false;
+  return {
+    principal,
+    finish(end) {
+      if (finished) return;
+      finished = true;
+      const inputTokens = Math.max(0, end.usage.inputTokens);
+      const outputTokens = Math.max(0, end.usage.outputTokens);
+      lease?.finish(inputTokens + outputTokens);
+      options.sink.record({
+        atMs: options.clock.now(),
+        runId: end.runId,
+        principal,
+        surface: request.surface,
+        model: request.model,
+        provider: end.provider,
+        node: end.node,
+        inputTokens,
+        outputTokens,
+        queueMs: end.queueMs,
+        durationMs: end.durationMs,
+        outcome: end.outcome,
+        parentRunId: end.parentRunId,
+        childTokens: end.childTokens,
+      });
+    },
+  };
 }

@@ -4,7 +4,8 @@ import { promises as fsPromises } from 'node:fs';
 import { chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createNodeStore, digestsEqual, sha256Hex, NODE_STORE_FILE } from './node-store.js';
+import { createNodeStore, NODE_STORE_FILE } from './node-store.js';
+import { digestsEqual, sha256Hex } from './token-digest.js';
 import { NodeStoreError } from './errors.js';
 
 let dataDir: string;

@@ -14,18 +14,19 @@
 //
 // `revoke` removes a node's stored token; together with rotation it is enforced on live connections by the token
 // revocation check (token-revocation.ts), which re-verifies each connected node's token digest.
-import { createHash, randomBytes as defaultRandomBytes, timingSafeEqual } from 'node:crypto';
-import { promises as fs, statSync } from 'node:fs';
+//
+// The file itself (cached reads, atomic writes, its owner) is node-store-file.ts; digests are token-digest.ts.
+import { randomBytes as defaultRandomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
 import { NodeStoreError } from './errors.js';
+import { byNodeId, NodeStoreFile, type NodeStoreRecord } from './node-store-file.js';
+import { digestsEqual, sha256Hex } from './token-digest.js';
 
-export interface NodeStoreRecord {
-  node_id: string;
-  token_sha256: string;
-  created_at: string;
-  rotated_at: string;
-}
+export type { NodeStoreRecord };
+/** A token's digest as the store keeps it (token-digest.ts; the node links import it from here). */
+export { sha256Hex };
 
 /** The token-related part of a config node (`nodes[]`); structural so the store does not depend on the loader. */
 export interface ConfiguredNodeSecret {
@@ -81,20 +82,9 @@ export interface NodeStoreOptions {
 
 export const NODE_STORE_FILE = 'nodes.json';
 const NODE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 export function isValidNodeId(nodeId: string): boolean {
   return NODE_ID_PATTERN.test(nodeId);
-}
-
-export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
-}
-
-/** Constant-time comparison of two hex SHA-256 digests (false for malformed input, still without early exit). */
-export function digestsEqual(leftHex: string, rightHex: string): boolean {
-  if (!SHA256_HEX.test(leftHex) || !SHA256_HEX.test(rightHex)) return false;
-  return timingSafeEqual(Buffer.from(leftHex, 'hex'), Buffer.from(rightHex, 'hex'));
 }
 
 export function createNodeStore(options: NodeStoreOptions): NodeStore {
@@ -102,102 +92,17 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
   const clock = options.clock ?? systemClock;
   const random = options.randomBytes ?? defaultRandomBytes;
   const configNodes = new Map((options.configNodes ?? []).map((node) => [node.id, node]));
-  let cache: { stamp: string; records: Map<string, NodeStoreRecord> } | undefined;
-  let reading: { stamp: string; records: Promise<Map<string, NodeStoreRecord>> } | undefined;
+  const file = new NodeStoreFile({
+    filePath,
+    dataDir: options.dataDir,
+    randomBytes: random,
+    uid: options.uid ?? (() => process.getuid?.()),
+    chown:
+      options.chown ?? ((target: string, owner: number, group: number) => fs.chown(target, owner, group)),
+  });
   // Serializes this process's writes; other processes are covered by re-reading right before each write.
   let writeChain: Promise<unknown> = Promise.resolve();
   let lastReported: { message: string; at: number } | undefined;
-  const uid = options.uid ?? (() => process.getuid?.());
-  const chown =
-    options.chown ?? ((file: string, owner: number, group: number) => fs.chown(file, owner, group));
-
-  /**
-   * The records as the file holds them now. The stamp check is a synchronous stat: a few microseconds for the
-   * edge's own data dir (where it also writes its usage database synchronously), against ~50 µs of main-thread
-   * CPU for each `fs.promises.stat` — which at 10,000 registering nodes was the largest single cost of a
-   * registration. The file is read and parsed again only when its stamp moved; registrations that arrive while
-   * that read is in flight share it.
-   */
-  function load(): Promise<Map<string, NodeStoreRecord>> {
-    let stamp: string;
-    try {
-      const stat = statSync(filePath);
-      stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
-    } catch (error) {
-      if (isNotFound(error)) {
-        cache = { stamp: 'missing', records: new Map() };
-        return Promise.resolve(cache.records);
-      }
-      return Promise.reject(
-        new NodeStoreError('store_unreadable', `cannot read node store ${filePath}`, { cause: error }),
-      );
-    }
-    if (cache?.stamp === stamp) return Promise.resolve(cache.records);
-    if (reading?.stamp === stamp) return reading.records;
-    const records = readRecords(stamp).finally(() => {
-      if (reading?.records === records) reading = undefined;
-    });
-    reading = { stamp, records };
-    return records;
-  }
-
-  /** Reads and parses the file whose stamp was `stamp` (stat again when it vanished meanwhile). */
-  async function readRecords(stamp: string): Promise<Map<string, NodeStoreRecord>> {
-    let text: string;
-    try {
-      text = await fs.readFile(filePath, 'utf8');
-    } catch (error) {
-      if (isNotFound(error)) return load();
-      throw new NodeStoreError('store_unreadable', `cannot read node store ${filePath}`, { cause: error });
-    }
-    cache = { stamp, records: parseStore(text, filePath) };
-    return cache.records;
-  }
-
-  /**
-   * The owner the file must keep: the current file's (or, for a new file, the data dir's) when that is another
-   * user — `sudo iop-edge node register` on a host prepared by `setup` must leave nodes.json readable by the
-   * service user. Only root can give a file away; anyone else gets the `sudo -u` hint instead of a file the
-   * service cannot read.
-   */
-  async function ownerToKeep(): Promise<{ uid: number; gid: number } | undefined> {
-    const stat = await fs.stat(filePath).catch(async (error: unknown) => {
-      if (!isNotFound(error)) throw error;
-      return fs.stat(options.dataDir);
-    });
-    const current = uid();
-    if (stat.uid === current || current === undefined) return undefined;
-    if (current !== 0) {
-      throw new NodeStoreError(
-        'store_unwritable',
-        `node store ${filePath} belongs to uid ${stat.uid}: run this as that user, e.g. sudo -u '#${stat.uid}' iop-edge node register ...`,
-      );
-    }
-    return { uid: stat.uid, gid: stat.gid };
-  }
-
-  async function write(records: Map<string, NodeStoreRecord>): Promise<void> {
-    await fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-    const owner = await ownerToKeep();
-    const body = `${JSON.stringify({ version: 1, nodes: [...records.values()].sort(byNodeId) }, null, 2)}\n`;
-    const temp = `${filePath}.${process.pid}.${random(6).toString('hex')}.tmp`;
-    const handle = await fs.open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(body, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      if (owner) await chown(temp, owner.uid, owner.gid);
-      await fs.rename(temp, filePath);
-    } catch (error) {
-      await fs.rm(temp, { force: true });
-      throw new NodeStoreError('store_unwritable', `cannot write node store ${filePath}`, { cause: error });
-    }
-    // rename keeps the temp file's 0600 mode; chmod covers a pre-existing file created by hand.
-    await fs.chmod(filePath, 0o600);
-  }
 
   return {
     filePath,
@@ -209,8 +114,8 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
             `invalid node id '${nodeId}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
           );
         }
-        cache = undefined; // always re-read before a write: another process may have written meanwhile
-        const records = new Map(await load());
+        file.forget(); // always re-read before a write: another process may have written meanwhile
+        const records = new Map(await file.load());
         const token = `iop_${random(32).toString('base64url')}`;
         const now = new Date(clock.now()).toISOString();
         const previous = records.get(nodeId);
@@ -221,8 +126,8 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
           rotated_at: now,
         };
         records.set(nodeId, record);
-        await write(records);
-        cache = undefined;
+        await file.write(records);
+        file.forget();
         return { token, record, rotated: previous !== undefined };
       });
       writeChain = task.catch(() => undefined);
@@ -236,31 +141,31 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     },
     revoke(nodeId) {
       const task = writeChain.then(async (): Promise<boolean> => {
-        cache = undefined;
-        const records = new Map(await load());
+        file.forget();
+        const records = new Map(await file.load());
         if (!records.delete(nodeId)) return false;
-        await write(records);
-        cache = undefined;
+        await file.write(records);
+        file.forget();
         return true;
       });
       writeChain = task.catch(() => undefined);
       return task;
     },
     async knows(nodeId) {
-      return configNodes.has(nodeId) || (await load()).has(nodeId);
+      return configNodes.has(nodeId) || (await file.load()).has(nodeId);
     },
     async list() {
-      return [...(await load()).values()].sort(byNodeId);
+      return [...(await file.load()).values()].sort(byNodeId);
     },
     async revision() {
-      await load();
-      return cache?.stamp ?? 'missing';
+      await file.load();
+      return file.stamp;
     },
   };
 
   async function storedRecords(): Promise<Map<string, NodeStoreRecord>> {
     try {
-      return await load();
+      return await file.load();
     } catch (error) {
       if (!(error instanceof NodeStoreError) || options.onUnreadable === undefined) throw error;
       const now = clock.now();
@@ -291,48 +196,4 @@ export function createNodeStore(options: NodeStoreOptions): NodeStore {
     if (storeOk) return { ok: true, source: 'store' };
     return { ok: false, reason: 'bad_token' };
   }
-}
-
-function parseStore(text: string, filePath: string): Map<string, NodeStoreRecord> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new NodeStoreError('store_corrupt', `node store ${filePath} is not valid JSON`, { cause: error });
-  }
-  if (!isObject(parsed) || parsed['version'] !== 1 || !Array.isArray(parsed['nodes'])) {
-    throw new NodeStoreError('store_corrupt', `node store ${filePath} must be {"version":1,"nodes":[...]}`);
-  }
-  const records = new Map<string, NodeStoreRecord>();
-  for (const [index, entry] of (parsed['nodes'] as unknown[]).entries()) {
-    if (
-      !isObject(entry) ||
-      typeof entry['node_id'] !== 'string' ||
-      typeof entry['token_sha256'] !== 'string' ||
-      !SHA256_HEX.test(entry['token_sha256']) ||
-      typeof entry['created_at'] !== 'string' ||
-      typeof entry['rotated_at'] !== 'string'
-    ) {
-      throw new NodeStoreError('store_corrupt', `node store ${filePath}: nodes[${index}] is malformed`);
-    }
-    records.set(entry['node_id'], {
-      node_id: entry['node_id'],
-      token_sha256: entry['token_sha256'].toLowerCase(),
-      created_at: entry['created_at'],
-      rotated_at: entry['rotated_at'],
-    });
-  }
-  return records;
-}
-
-function byNodeId(left: NodeStoreRecord, right: NodeStoreRecord): number {
-  return left.node_id.localeCompare(right.node_id);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isNotFound(error: unknown): boolean {
-  return isObject(error) && error['code'] === 'ENOENT';
 }

@@ -9,18 +9,19 @@
 // connection is evicted, so idle sockets cannot lock real nodes out), `register_timeout_ms` to register, and a
 // per-address budget of warning lines (`WarningLimiter`). With TLS the listener is a plain TCP server and the
 // handshake is run per socket (tls-handshake.ts), so those caps count a socket from its accept, not from the end
-// of its handshake, and the handshake itself must finish within `register_timeout_ms`.
-import { readFile } from 'node:fs/promises';
+// of its handshake, and the handshake itself must finish within `register_timeout_ms`. The accepted connections
+// and their caps are kept by connection-tracker.ts.
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import type { EdgeConfig } from '@iop/config';
-import { CLOSE_REASONS, DEFAULT_MAX_FRAME_BYTES, FramedConnection } from '@iop/wire';
+import { DEFAULT_MAX_FRAME_BYTES, FramedConnection } from '@iop/wire';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { AcceptedConnection, ConnectionHandler } from './connection-handler.js';
+import { ConnectionTracker } from './connection-tracker.js';
 import { TransportError } from './errors.js';
 import { boundAddress, parseListenAddress } from '../net/listen-address.js';
-import { admitPending, type PendingConnectionView } from './pending-admission.js';
+import { loadSecureContext } from './secure-context.js';
 import { TlsHandshake } from './tls-handshake.js';
 import { limitWarnings, WarningLimiter } from './warning-limiter.js';
 
@@ -63,8 +64,6 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     (message) => new TransportError('invalid_address', message),
   );
   const clock = options.clock ?? systemClock;
-  const maxPending = options.maxPendingConnections ?? 256;
-  const maxPendingPerAddress = options.maxPendingPerAddress ?? 16;
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   const preRegistrationFrameBytes = Math.min(
     maxFrameBytes,
@@ -75,70 +74,15 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     windowMs: 60_000,
     clock,
   });
-  interface Tracked {
-    connection: AcceptedConnection;
-    remoteIp: string;
-  }
-  const connections = new Set<Tracked>();
-  // Connections that may still be in the handshake: a subset of `connections`, pruned as they are seen
-  // registered, so admitting a socket costs the number of handshakes in flight, not the number of nodes.
-  const unregistered = new Set<Tracked>();
-  const tasks = new Set<Promise<void>>();
+  const tracker = new ConnectionTracker({
+    logger,
+    warnings,
+    maxPending: options.maxPendingConnections ?? 256,
+    maxPendingPerAddress: options.maxPendingPerAddress ?? 16,
+  });
   let shuttingDown = false;
   const isShuttingDown = (): boolean => shuttingDown;
   const handler = options.handler;
-
-  /** Makes room for a new socket from `address`; false when it must be refused. */
-  const admit = (address: string, remote: string): boolean => {
-    const pending: PendingConnectionView<AcceptedConnection>[] = [];
-    for (const tracked of unregistered) {
-      const { connection, remoteIp } = tracked;
-      if (connection.registered) {
-        unregistered.delete(tracked); // registered for good: a connection never goes back to the handshake
-        continue;
-      }
-      if (closingForRoom.has(connection)) continue;
-      pending.push({
-        handle: connection,
-        address: remoteIp,
-        acceptedAtMs: connection.acceptedAtMs,
-        bytesReceived: connection.bytesReceived,
-        registering: connection.registering,
-      });
-    }
-    const decision = admitPending(pending, address, {
-      maxTotal: maxPending,
-      maxPerAddress: maxPendingPerAddress,
-    });
-    const limit =
-      decision.action !== 'admit' && decision.scope === 'address' ? maxPendingPerAddress : maxPending;
-    switch (decision.action) {
-      case 'admit':
-        return true;
-      case 'evict':
-        closingForRoom.add(decision.victim);
-        limitWarnings(logger, warnings, address).warn(
-          { remoteAddress: remote, reason: CLOSE_REASONS.evicted, scope: decision.scope, limit },
-          'too many connections in the handshake: closing the longest-idle one',
-        );
-        decision.victim
-          .close(CLOSE_REASONS.evicted)
-          .catch(() => undefined)
-          .finally(() => closingForRoom.delete(decision.victim));
-        return true;
-      case 'refuse':
-        limitWarnings(logger, warnings, address).warn(
-          { remoteAddress: remote, reason: 'too-many-pending', scope: decision.scope, limit },
-          'connection refused: too many connections in the handshake',
-        );
-        return false;
-      default: {
-        const unreachable: never = decision;
-        throw new Error(`unexpected admission ${JSON.stringify(unreachable)}`);
-      }
-    }
-  };
-  const closingForRoom = new Set<AcceptedConnection>();
 
   /** Wraps a (plain or already secure) socket into a FramedConnection handed to the handler. */
   const frame = (socket: net.Socket, address: string): AcceptedConnection => {
@@ -157,28 +101,6 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     });
   };
 
-  /** Tracks a connection from its accept to its end (pending caps, shutdown). */
-  const track = (connection: AcceptedConnection, address: string, remote: string): void => {
-    const tracked: Tracked = { connection, remoteIp: address };
-    connections.add(tracked);
-    unregistered.add(tracked);
-    const task = connection
-      .run()
-      .catch((error: unknown) => {
-        logger.error(
-          { remoteAddress: remote, error: error instanceof Error ? error.message : String(error) },
-          'connection handler failed',
-        );
-        return connection.close('internal-error');
-      })
-      .finally(() => {
-        connections.delete(tracked);
-        unregistered.delete(tracked);
-        tasks.delete(task);
-      });
-    tasks.add(task);
-  };
-
   /** Admits an accepted TCP socket against the pending caps; false when it was refused (and destroyed). */
   const admitSocket = (socket: net.Socket): { address: string; remote: string } | undefined => {
     if (shuttingDown) {
@@ -187,7 +109,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
     }
     const address = socket.remoteAddress ?? 'unknown';
     const remote = `${address}:${socket.remotePort ?? ''}`;
-    if (!admit(address, remote)) {
+    if (!tracker.makeRoom(address, remote)) {
       socket.destroy();
       return undefined;
     }
@@ -197,7 +119,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   const onPlainSocket = (socket: net.Socket) => {
     const admitted = admitSocket(socket);
     if (!admitted) return;
-    track(frame(socket, admitted.address), admitted.address, admitted.remote);
+    tracker.track(frame(socket, admitted.address), admitted.address, admitted.remote);
   };
 
   // TLS: the socket counts against the caps from its accept, before its handshake (tls-handshake.ts), and the
@@ -221,28 +143,14 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
             : 'connection closed: TLS handshake failed',
         ),
     });
-    track(handshake, address, remote);
+    tracker.track(handshake, address, remote);
   };
 
   const server = net.createServer(secureContext ? onTlsSocket(secureContext) : onPlainSocket);
   server.on('error', (error: Error) =>
     logger.error({ error: error.message }, 'node transport listener error'),
   );
-
-  await new Promise<void>((resolve, reject) => {
-    const onError = (error: Error) => {
-      reject(
-        new TransportError('listen_failed', `cannot listen on ${config.edge.listen}: ${error.message}`, {
-          cause: error,
-        }),
-      );
-    };
-    server.once('error', onError);
-    server.listen({ host, port }, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
+  await listen(server, host, port, config.edge.listen);
   const address = boundAddress(server.address());
   logger.info({ address, tls: config.edge.tls.enabled }, 'node transport listening');
 
@@ -251,17 +159,14 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
   return {
     address,
     get connectionCount() {
-      return connections.size;
+      return tracker.size;
     },
     stop(reason = 'shutdown') {
       stopping ??= (async () => {
         shuttingDown = true;
         handler.stop?.();
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-        await Promise.all(
-          [...connections].map(({ connection }) => connection.close(reason).catch(() => undefined)),
-        );
-        await Promise.all([...tasks]);
+        await tracker.closeAll(reason);
         await serverClosed;
         logger.info({ address, reason }, 'node transport stopped');
       })();
@@ -273,29 +178,20 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
 /** Largest frame a peer may send before it has registered (a register request is a few hundred bytes). */
 export const PRE_REGISTRATION_FRAME_BYTES = 64 * 1024;
 
-/** The edge's certificate and key as a TLS context (typed error when unreadable or invalid). */
-async function loadSecureContext(config: EdgeConfig): Promise<tls.SecureContext> {
-  let cert: Buffer;
-  let key: Buffer;
-  try {
-    [cert, key] = await Promise.all([
-      readFile(config.edge.tls.cert_file),
-      readFile(config.edge.tls.key_file),
-    ]);
-  } catch (error) {
-    throw new TransportError(
-      'tls_config',
-      `cannot read edge.tls cert_file/key_file: ${error instanceof Error ? error.message : String(error)}`,
-      { cause: error },
-    );
-  }
-  try {
-    return tls.createSecureContext({ cert, key, minVersion: 'TLSv1.2' });
-  } catch (error) {
-    throw new TransportError(
-      'tls_config',
-      `invalid edge.tls certificate or key: ${error instanceof Error ? error.message : String(error)}`,
-      { cause: error },
-    );
-  }
+/** Binds the listener (typed error naming `listenAddress` when it cannot). */
+function listen(server: net.Server, host: string, port: number, listenAddress: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (error: Error) => {
+      reject(
+        new TransportError('listen_failed', `cannot listen on ${listenAddress}: ${error.message}`, {
+          cause: error,
+        }),
+      );
+    };
+    server.once('error', onError);
+    server.listen({ host, port }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
 }

@@ -12,7 +12,7 @@ import type { EdgeConfig } from '@iop/config';
 import type { UiKey, UiKeyBudget, UiKeys } from '@iop/ui-api';
 import type { Clock } from '../clock.js';
 import type { GovernorSnapshot } from '../governance/governor.js';
-import { periodAt } from '../governance/governor.js';
+import { periodAt } from '../governance/budget-period.js';
 import { principalOf, type Principal } from '../governance/principal.js';
 import type { UsageSource } from '../governance/recorded-usage.js';
 import type { UsageRow } from '../governance/usage-store.js';

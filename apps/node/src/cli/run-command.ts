@@ -1,10 +1,8 @@
-// `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: parse
-// flags, read the token, lock the data dir, load (or make) its identity key, open the history, build the agent,
-// map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first connection or
-// exhausted reconnects).
-import { allowListCheck, createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
+// `iop-node run`: connects this machine to an edge as a node and serves runs until stopped. Wiring only: read the
+// settings (run-settings.ts), lock the data dir, load (or make) its identity key, open the history, build the
+// agent, map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first
+// connection or exhausted reconnects).
 import { createTracing, type Tracing } from '@iop/tracing';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { AdapterFactory, AdapterType } from '../adapters/adapter.js';
 import { openRunHistory } from '../history/node-sqlite-fallback.js';
@@ -12,33 +10,17 @@ import type { RunHistory } from '../history/run-history.js';
 import { HISTORY_FILE_NAME } from '../history/sqlite-run-history.js';
 import { betterSqliteDriver, nodeSqliteDriver } from '../history/sqlite-driver.js';
 import { SqliteWorkspaceBindings } from '../history/workspace-bindings.js';
-import { createDialer, parseEdgeAddress, type DialOptions } from '../link/dial.js';
+import { createDialer } from '../link/dial.js';
 import { createFailoverDialer } from '../link/failover-dial.js';
-import {
-  DEFAULT_MAX_RETRIES,
-  DEFAULT_RETRY_INTERVAL_MS,
-  describeOutcome,
-  exitCodeFor,
-  EXIT_CODE_REPLACED,
-} from '../link/edge-link.js';
+import { describeOutcome, exitCodeFor } from '../link/edge-link.js';
 import { createLogger, type Logger } from '@iop/logging';
-import { parseEdgeFingerprint } from '@iop/wire';
 import { NodeAgent } from '../runner/node-agent.js';
 import { defaultAdapterFactories } from './adapter-factories.js';
-import {
-  booleanFlag,
-  integerFlag,
-  parseFlags,
-  stringFlag,
-  UsageError,
-  writeLine,
-  type CliCommand,
-  type CliIo,
-} from './command.js';
+import { UsageError, writeLine, type CliCommand, type CliIo } from './command.js';
 import { systemProbeDeps } from '../discovery/probe-deps.js';
-import { lockDataDir, resolveDataDir } from './data-dir.js';
+import { lockDataDir } from './data-dir.js';
 import { loadOrCreateNodeIdentity, NodeIdentityError, type NodeIdentity } from './node-identity.js';
-import { readToken, refuseTokenFlag } from './token.js';
+import { readRunSettings, type RunSettings } from './run-settings.js';
 import { AGENT_VERSION } from './version.js';
 
 export interface RunCommandOverrides {
@@ -58,82 +40,19 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
     summary: 'connect to an edge as a node and serve runs (token from --token-file or IOP_NODE_TOKEN)',
     usage: USAGE,
     async run(argv, io) {
-      refuseTokenFlag(argv);
-      const flags = parseFlags(argv, {
-        edge: { type: 'string' },
-        'node-id': { type: 'string' },
-        'token-file': { type: 'string' },
-        'data-dir': { type: 'string' },
-        'retry-interval-ms': { type: 'string' },
-        'max-retries': { type: 'string' },
-        'register-timeout-ms': { type: 'string' },
-        tls: { type: 'boolean' },
-        'tls-ca': { type: 'string' },
-        'tls-servername': { type: 'string' },
-        'edge-fingerprint': { type: 'string' },
-        'history-retain': { type: 'string' },
-        // Exit status when another process took this node's identity (default 3). launchd cannot exempt one
-        // status from KeepAlive, so its agent passes 0 here to avoid a replace loop.
-        'replaced-exit-code': { type: 'string' },
-        'log-level': { type: 'string' },
-        'log-format': { type: 'string' },
-        // The local user every cli instance without its own run_as runs its agents as (a service install
-        // passes iop-agent): they cannot read this node's token, identity key or history.
-        'agent-user': { type: 'string' },
-        // Networks the node may fetch remote images from besides public addresses (an internal image server).
-        'image-fetch-allow': { type: 'string' },
-      });
-      if (flags.positionals.length > 0) throw new UsageError(`unexpected argument '${flags.positionals[0]}'`);
-      const edgeFlag = stringFlag(flags, 'edge');
-      if (!edgeFlag) throw new UsageError('--edge HOST:PORT is required');
-      // Several edges of one cluster: `--edge a:19090,b:19090` (each attempt tries them all, last good first).
-      let edges: { host: string; port: number }[];
-      try {
-        edges = edgeFlag.split(',').map((address) => parseEdgeAddress(address));
-      } catch (error) {
-        throw new UsageError((error as Error).message);
-      }
-      const nodeId = stringFlag(flags, 'node-id');
-      if (!nodeId) throw new UsageError('--node-id ID is required');
-      const retryIntervalMs = integerFlag(flags, 'retry-interval-ms', DEFAULT_RETRY_INTERVAL_MS, 1);
-      const maxRetries = integerFlag(flags, 'max-retries', DEFAULT_MAX_RETRIES, 0);
-      const registerTimeoutMs = integerFlag(flags, 'register-timeout-ms', 10_000, 1);
-      const retainRuns = integerFlag(flags, 'history-retain', 1000, 1);
-      const replacedExitCode = integerFlag(flags, 'replaced-exit-code', EXIT_CODE_REPLACED, 0);
-      const agentUser = stringFlag(flags, 'agent-user');
-      if (agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(agentUser))
-        throw new UsageError(`--agent-user '${agentUser}' is not a valid user name`);
-      const imageFetchAllow = stringFlag(flags, 'image-fetch-allow');
-      let fetchImage: ImageFetcher | undefined;
-      if (imageFetchAllow !== undefined) {
-        try {
-          fetchImage = createImageFetcher({ allowAddress: allowListCheck(imageFetchAllow.split(',')) });
-        } catch (error) {
-          throw new UsageError(`--image-fetch-allow: ${(error as Error).message}`);
-        }
-      }
-      const token = readToken(stringFlag(flags, 'token-file'), io.env, io.cwd);
-      const tls = tlsOptions(flags, io.cwd);
-      const dataDir = resolveDataDir(stringFlag(flags, 'data-dir'), io.env, io.cwd);
-      const level = stringFlag(flags, 'log-level') ?? io.env['IOP_LOG_LEVEL'] ?? 'info';
-      const format = stringFlag(flags, 'log-format') ?? io.env['IOP_LOG_FORMAT'] ?? 'pretty';
+      const settings = readRunSettings(argv, io);
       const logger =
-        overrides.logger?.(io, level, format) ?? createLogger({ level, format, destination: io.stderr });
+        overrides.logger?.(io, settings.logLevel, settings.logFormat) ??
+        createLogger({ level: settings.logLevel, format: settings.logFormat, destination: io.stderr });
 
-      const lock = lockDataDir(dataDir);
+      const lock = lockDataDir(settings.dataDir);
       let history: RunHistory | undefined;
       let workspaceBindings: SqliteWorkspaceBindings | undefined;
       try {
-        let identity: NodeIdentity;
-        try {
-          identity = loadOrCreateNodeIdentity(dataDir);
-        } catch (error) {
-          if (error instanceof NodeIdentityError) throw new UsageError(error.message);
-          throw error;
-        }
+        const identity = loadIdentity(settings.dataDir);
         const opened = openRunHistory({
-          path: path.join(dataDir, HISTORY_FILE_NAME),
-          retainRuns,
+          path: path.join(settings.dataDir, HISTORY_FILE_NAME),
+          retainRuns: settings.retainRuns,
           // One line per failed attempt (attempts back off to 30 s), never one per event; runs go on regardless.
           onWriteFailure: (failure) =>
             logger.warn(
@@ -163,77 +82,34 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
             'runs left running by a previous process marked interrupted',
           );
         }
-        if (token.warning) logger.warn({}, token.warning);
-        if (identity.warning) logger.warn({}, identity.warning);
-        if (tls === undefined) {
-          logger.warn(
-            {},
-            'the link to the edge is not encrypted and the edge is not authenticated: pass --edge-fingerprint ' +
-              '(printed by iop-edge node register) or --tls-ca',
-          );
-        }
+        warnAboutStartup(settings, identity, logger);
         const tracing = nodeTracing(io.env);
         const agent = new NodeAgent({
-          nodeId,
-          token: token.token,
+          nodeId: settings.nodeId,
+          token: settings.token.token,
           identity: { privateKey: identity.privateKey, publicKeySpki: identity.publicKeySpki },
           agentVersion: AGENT_VERSION,
-          connect:
-            edges.length === 1
-              ? createDialer({
-                  ...edges[0],
-                  tls,
-                  logger: logger.child({ component: 'wire' }),
-                })
-              : createFailoverDialer(
-                  edges.map((edge) =>
-                    createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) }),
-                  ),
-                ).connect,
+          connect: edgeConnector(settings, logger),
           factories:
             overrides.factories?.(io) ??
             defaultAdapterFactories({
               cwd: io.cwd,
               env: io.env,
-              ...(agentUser ? { agentUser } : {}),
+              ...(settings.agentUser ? { agentUser: settings.agentUser } : {}),
               workspaceBindings,
             }),
           history,
           logger,
-          ...(fetchImage ? { fetchImage } : {}),
-          retryIntervalMs,
-          maxRetries,
-          registerTimeoutMs,
+          ...(settings.fetchImage ? { fetchImage: settings.fetchImage } : {}),
+          retryIntervalMs: settings.retryIntervalMs,
+          maxRetries: settings.maxRetries,
+          registerTimeoutMs: settings.registerTimeoutMs,
           // Probes run with the node's own environment: OLLAMA_HOST and the PATH its CLIs are found on.
-          discovery: { deps: systemProbeDeps(io.env, undefined, agentUser, io.cwd) },
+          discovery: { deps: systemProbeDeps(io.env, undefined, settings.agentUser, io.cwd) },
           tracing,
         });
-        logger.info(
-          {
-            edge: edgeFlag,
-            nodeId,
-            dataDir,
-            tls: tls !== undefined,
-            edgeFingerprint: tls?.fingerprint,
-            tokenSource: token.origin,
-            identity: identity.fingerprint,
-            identityCreated: identity.created,
-            version: AGENT_VERSION,
-          },
-          'iop-node starting',
-        );
-        const unsubscribe = io.onSignal((signal) => {
-          logger.info({ signal }, 'signal received, shutting down');
-          void agent.stop('shutdown');
-        });
-        try {
-          const outcome = await agent.run();
-          if (outcome.kind !== 'stopped') writeLine(io.stderr, `iop-node: ${describeOutcome(outcome)}`);
-          return exitCodeFor(outcome, replacedExitCode);
-        } finally {
-          unsubscribe();
-          await tracing.shutdown().catch(() => undefined);
-        }
+        logStart(settings, identity, logger);
+        return await serveUntilStopped(agent, io, logger, tracing, settings.replacedExitCode);
       } finally {
         // The data-dir lock is released only once no thread of this process uses the history file.
         workspaceBindings?.close();
@@ -244,25 +120,79 @@ export function createRunCommand(overrides: RunCommandOverrides = {}): CliComman
   };
 }
 
-function tlsOptions(flags: ReturnType<typeof parseFlags>, cwd: string): DialOptions['tls'] {
-  const caFile = stringFlag(flags, 'tls-ca');
-  const servername = stringFlag(flags, 'tls-servername');
-  const pinFlag = stringFlag(flags, 'edge-fingerprint');
-  let fingerprint: string | undefined;
-  if (pinFlag !== undefined) {
-    fingerprint = parseEdgeFingerprint(pinFlag);
-    if (fingerprint === undefined) {
-      throw new UsageError(`--edge-fingerprint must be sha256:<64 hex digits>, got '${pinFlag}'`);
-    }
-  }
-  if (!booleanFlag(flags, 'tls') && !caFile && !servername && !fingerprint) return undefined;
-  const pin = fingerprint ? { fingerprint } : {};
-  if (!caFile) return { servername, ...pin };
-  const file = path.resolve(cwd, caFile);
+/** The node's identity key in its data dir (made on first use); a broken one is the operator's to fix. */
+function loadIdentity(dataDir: string): NodeIdentity {
   try {
-    return { ca: fs.readFileSync(file), servername, ...pin };
+    return loadOrCreateNodeIdentity(dataDir);
   } catch (error) {
-    throw new UsageError(`cannot read --tls-ca ${file}: ${(error as Error).message}`);
+    if (error instanceof NodeIdentityError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** A loose token file, a fresh identity's note, and an unencrypted, unauthenticated link are worth a warning. */
+function warnAboutStartup(settings: RunSettings, identity: NodeIdentity, logger: Logger): void {
+  if (settings.token.warning) logger.warn({}, settings.token.warning);
+  if (identity.warning) logger.warn({}, identity.warning);
+  if (settings.tls === undefined) {
+    logger.warn(
+      {},
+      'the link to the edge is not encrypted and the edge is not authenticated: pass --edge-fingerprint ' +
+        '(printed by iop-edge node register) or --tls-ca',
+    );
+  }
+}
+
+/** One edge: its dialer; several (one cluster): a dialer that tries them all, last good first. */
+function edgeConnector(settings: RunSettings, logger: Logger): ReturnType<typeof createDialer> {
+  const { edges, tls } = settings;
+  return edges.length === 1
+    ? createDialer({
+        ...edges[0],
+        tls,
+        logger: logger.child({ component: 'wire' }),
+      })
+    : createFailoverDialer(
+        edges.map((edge) => createDialer({ ...edge, tls, logger: logger.child({ component: 'wire' }) })),
+      ).connect;
+}
+
+function logStart(settings: RunSettings, identity: NodeIdentity, logger: Logger): void {
+  logger.info(
+    {
+      edge: settings.edgeFlag,
+      nodeId: settings.nodeId,
+      dataDir: settings.dataDir,
+      tls: settings.tls !== undefined,
+      edgeFingerprint: settings.tls?.fingerprint,
+      tokenSource: settings.token.origin,
+      identity: identity.fingerprint,
+      identityCreated: identity.created,
+      version: AGENT_VERSION,
+    },
+    'iop-node starting',
+  );
+}
+
+/** Runs the agent until its link ends or a signal stops it; the exit code of its outcome. */
+async function serveUntilStopped(
+  agent: NodeAgent,
+  io: CliIo,
+  logger: Logger,
+  tracing: Tracing,
+  replacedExitCode: number,
+): Promise<number> {
+  const unsubscribe = io.onSignal((signal) => {
+    logger.info({ signal }, 'signal received, shutting down');
+    void agent.stop('shutdown');
+  });
+  try {
+    const outcome = await agent.run();
+    if (outcome.kind !== 'stopped') writeLine(io.stderr, `iop-node: ${describeOutcome(outcome)}`);
+    return exitCodeFor(outcome, replacedExitCode);
+  } finally {
+    unsubscribe();
+    await tracing.shutdown().catch(() => undefined);
   }
 }
 
