@@ -148,23 +148,27 @@ export interface NodeLoad {
   maxConcurrency: number;
 }
 
-/** Generation policy of a models[] entry, applied by the service before dispatch. */
-export type ModelPolicy = Pick<
-  ModelConfig,
-  'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'
->;
+/**
+ * What placing a run needs of its models[] entry, as the live config has it: resolved once per run attempt by
+ * the run supervisor and carried on the placement request (placement.ts, `modelPolicy`).
+ */
+export interface ModelPolicy {
+  readonly config: ModelConfig;
+  /**
+   * `config.affinity` when affinity can choose anything: enabled, and the model's `providers` map names two or
+   * more providers (anywhere in the fabric). Undefined otherwise, and then a run to the model needs no affinity
+   * key at all (no hash, no table entry, no metric).
+   */
+  readonly affinity: ModelAffinityConfig | undefined;
+}
 
 export interface ProviderPool {
   /** True when `model` is a models[] id (routed through the pool). */
   hasModel(model: string): boolean;
   /** The models[] entry of `model`, if any. */
   model(model: string): ModelConfig | undefined;
-  /**
-   * The affinity policy of `model` when affinity can choose anything: the model's `affinity` is enabled and its
-   * `providers` map names two or more providers (anywhere in the fabric). Undefined otherwise, and then a run to
-   * the model needs no affinity key at all (no hash, no table entry, no metric).
-   */
-  affinityPolicy(model: string): ModelAffinityConfig | undefined;
+  /** The entry's policy for placing a run (its config and usable affinity); the same object until a refresh. */
+  modelPolicy(model: string): ModelPolicy | undefined;
   /** models[] ids in config order. */
   modelIds(): string[];
   /**
@@ -221,12 +225,9 @@ interface ProviderEntry {
   instance: AdapterInstanceConfig | undefined;
 }
 
-interface ModelEntry {
-  config: ModelConfig;
+interface ModelEntry extends ModelPolicy {
   /** [provider id, served model name] in config order: the round-robin order. */
   providers: [string, string][];
-  /** `config.affinity` when it is enabled and the model maps two or more providers (affinityPolicy). */
-  affinity: ModelAffinityConfig | undefined;
   /** modelBackends(), computed when the config is applied. */
   backends: AdapterType[];
   /** Agent models: the `fabric_model` of each provider's CLI profile that names one; undefined when none does. */
@@ -334,8 +335,8 @@ class ProviderPoolImpl implements ProviderPool {
     return this.routing.models.get(model)?.config;
   }
 
-  affinityPolicy(model: string): ModelAffinityConfig | undefined {
-    return this.routing.models.get(model)?.affinity;
+  modelPolicy(model: string): ModelPolicy | undefined {
+    return this.routing.models.get(model);
   }
 
   modelIds(): string[] {
