@@ -4,7 +4,10 @@ import type { GenerationParams } from '@iop/wire';
 import type { ModelConfig } from '@iop/config';
 
 /** The generation fields of a models[] entry. */
-type GenerationPolicy = Pick<ModelConfig, 'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'>;
+type GenerationPolicy = Pick<
+  ModelConfig,
+  'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'
+>;
 
 /**
  * `default_max_tokens` when the request names none; `min_max_tokens` raises a smaller request;

@@ -295,8 +295,7 @@ export class RunSupervisor implements ExecutionObserver {
     }
     this.principal = this.request.principal;
     // Reserved once: the home edge's reservation and the governor's admission count the same figure.
-    this.estimate =
-      context.governor || context.sharedLimits ? context.reservedTokens(spec, modelPolicy) : 0;
+    this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(spec, modelPolicy) : 0;
     this.delivered = new DeliveredUsage(estimationMessages(spec));
     this.submittedAt = this.durationNow();
     this.stream = new RunEventStream(context.bufferSize, spec.background ?? false);
