@@ -7,7 +7,7 @@ import { RunKind, type Embedding, type RunEventPart, type Usage } from '@iop/wir
 import { runFailed } from '../surface-kit/surface-error.js';
 import { invalidRequest } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunBase, SurfaceRun } from '../surface-kit/surface-run.js';
 
 /** OpenAI's own limit on inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -58,19 +58,23 @@ function refuseTokenInputs(body: Record<string, unknown>): void {
   }
 }
 
-/** The requested run of an embeddings request: no messages, the inputs in `embedding`. */
-export function embeddingsRequestedRun(body: EmbeddingsRequestBody): RequestedRun {
+/** The run of an embeddings request: no messages, the inputs in `embedding`. */
+export function embeddingsRun(body: EmbeddingsRequestBody, base: RunBase): SurfaceRun {
   const inputs = typeof body.input === 'string' ? [body.input] : body.input;
   return {
-    messages: [],
-    tools: [],
-    params: undefined,
-    kind: RunKind.RUN_KIND_EMBEDDING,
-    embedding: { inputs, dimensions: body.dimensions ?? undefined },
-    metadata: {},
-    reasoningRequested: false,
-    includeReasoning: false,
-    collect: true,
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages: [],
+      tools: [],
+      params: undefined,
+      kind: RunKind.RUN_KIND_EMBEDDING,
+      embedding: { inputs, dimensions: body.dimensions ?? undefined },
+      metadata: {},
+      reasoningRequested: false,
+      collect: true,
+    },
+    caller: { includeReasoning: false },
   };
 }
 
