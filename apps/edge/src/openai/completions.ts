@@ -1,4 +1,4 @@
-// POST /v1/completions (legacy text completion): the body's check, its requested run (RunRequest.kind = completion:
+// POST /v1/completions (legacy text completion): the body's check, its run (RunRequest.kind = completion:
 // the raw prompt and suffix travel in `completion`, no messages; sampling fields in the generation params) and
 // the answer, one `text_completion` body or a stream of `text_completion` chunks ending in `data: [DONE]`.
 // One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no

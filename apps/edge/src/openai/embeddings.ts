@@ -1,4 +1,4 @@
-// POST /v1/embeddings: the body's check, its requested run (RunRequest.kind = embedding: the inputs travel in
+// POST /v1/embeddings: the body's check, its run (RunRequest.kind = embedding: the inputs travel in
 // `embedding`, no messages), the run's `embeddings` parts read back in input order, and the OpenAI answer with
 // each vector as a JSON float list or, for `encoding_format: "base64"` (what the official SDK asks for unless told
 // otherwise), base64 of its little-endian float32 bytes. Token-array inputs are refused: Ollama cannot take them

@@ -65,7 +65,7 @@ export function imageInput(url: string, param: string): { base64: string } | { u
   );
 }
 
-/** Whether any message of the requested run carries a remote image URL. */
+/** Whether any message of the run carries a remote image URL. */
 export function hasImageUrls(spec: Pick<RunSpec, 'messages'>): boolean {
   return spec.messages.some((message) => message.imageUrls.length > 0);
 }

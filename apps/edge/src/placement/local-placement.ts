@@ -2,7 +2,8 @@
 // (provider slot and node slot, waiting in the pool's fair-share queue under the run's principal, preferring the
 // provider of the run's affinity key; queue timeout and max_queue stay pool
 // mechanisms) and the session (fixed, or a free slot of a base id); `dispatch` applies the model's generation
-// policy (the attempt's, carried on the request: placement.ts states the refresh rule), registers the reservation with the
+// policy (the one the lease was granted under, in force when the run left the queue: a live refresh during the
+// wait applies; placement.ts states the rule), registers the reservation with the
 // node's link and sends the RunRequest. The reservation is the link's RunObserver for the run and hands each
 // node event to the supervisor as it comes (one event object per node event, nothing else per event).
 import { create, principalSessionId, RunKind, type RunEventEnvelope, type RunRequest } from '@iop/wire';
@@ -117,13 +118,14 @@ class LocalReservation implements Reservation, RunObserver {
         `node ${this.nodeId} disconnected before the run started`,
       );
     }
-    const { spec, modelPolicy } = placed;
+    const { spec } = placed;
     requireRunKind(link, spec);
-    // The attempt's policy (resolved when it started; a retry resolves it again): no second lookup here.
-    const params = modelPolicy
+    // The policy the pool granted the slot under (in force when the run left the queue): no lookup here.
+    const policy = this.lease.policy;
+    const params = policy
       ? applyGenerationPolicy(
           spec.params ?? create.generationParams({}),
-          modelPolicy.config,
+          policy.config,
           spec.reasoningRequested ?? false,
         )
       : spec.params;

@@ -14,9 +14,13 @@ import type { RunDestination, RunEvents, RunOutcome, RunSpec, RunSurface } from 
 
 /**
  * One attempt of a run as placement sees it, built by the supervisor: the spec by reference (never copied), and
- * what is resolved once per attempt and only read below — the model's policy and the run's affinity key. The rule
- * for a live config refresh: an attempt keeps the policy it started with (its queue wait included); a retry
- * resolves both again, so it is placed under the config of its own start.
+ * what is resolved once per attempt and only read below — the model's policy and the run's affinity key.
+ *
+ * The rule for a live config refresh: the supervisor resolves the policy when an attempt starts (its token
+ * estimate, retry limit, edge choice and affinity key use it) and again for a retry, so a retry is placed under
+ * the config in force when it starts. The pool queues and picks by its live table, and the generation policy sent
+ * to the node is the one the pool granted the attempt's slot under (Lease.policy): a run that waited in the queue
+ * across a refresh runs with the policy in force when it left the queue. No layer looks the model up otherwise.
  */
 export interface PlacementRequest {
   /** The run's id, chosen before placement (a forwarded run keeps it on its owner edge). */

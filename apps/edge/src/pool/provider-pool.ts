@@ -98,6 +98,11 @@ export interface Lease {
   readonly adapter: string;
   /** The served model name / CLI target: the run's target. */
   readonly target: string;
+  /**
+   * The models[] entry the slot was granted under (model dispatches; undefined for explicit routes): the policy
+   * in force when the run left the queue, so a run that waited across a live refresh gets the new one.
+   */
+  readonly policy: ModelPolicy | undefined;
   /** Returns the slot. Idempotent: only the first call counts. */
   release(): void;
 }
@@ -660,7 +665,7 @@ class ProviderPoolImpl implements ProviderPool {
           if (hit) {
             this.options.metrics?.affinity('hit');
             this.affinity.set(affinity.key, preferred);
-            return this.lease(demand.model, hit.provider.nodeId, hit.provider, hit.target, child);
+            return this.lease(demand.model, entry, hit.provider.nodeId, hit.provider, hit.target, child);
           }
           // Its provider is busy (still a candidate): wait for it until the wait ends, then spill.
           if (candidates.some((candidate) => candidate.provider.config.id === preferred)) {
@@ -679,11 +684,12 @@ class ProviderPoolImpl implements ProviderPool {
         this.options.metrics?.affinity(result);
         this.affinity.set(affinity.key, chosen.provider.config.id);
       }
-      return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target, child);
+      return this.lease(demand.model, entry, chosen.provider.nodeId, chosen.provider, chosen.target, child);
     }
     if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
     const matching = this.routeProviders(demand);
-    if (matching.length === 0) return this.lease(undefined, demand.nodeId, undefined, demand.target);
+    if (matching.length === 0)
+      return this.lease(undefined, undefined, demand.nodeId, undefined, demand.target);
     let best: ProviderEntry | undefined;
     let bestLoad = Infinity;
     for (const provider of matching) {
@@ -697,7 +703,7 @@ class ProviderPoolImpl implements ProviderPool {
         bestLoad = load;
       }
     }
-    return best ? this.lease(undefined, demand.nodeId, best, demand.target) : undefined;
+    return best ? this.lease(undefined, undefined, demand.nodeId, best, demand.target) : undefined;
   }
 
   /**
@@ -887,6 +893,7 @@ class ProviderPoolImpl implements ProviderPool {
 
   private lease(
     model: string | undefined,
+    policy: ModelPolicy | undefined,
     nodeId: string,
     provider: ProviderEntry | undefined,
     target: string,
@@ -904,6 +911,7 @@ class ProviderPoolImpl implements ProviderPool {
     let released = false;
     return {
       model,
+      policy,
       providerId,
       nodeId,
       adapter: provider ? provider.adapter : '',

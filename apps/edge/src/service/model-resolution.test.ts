@@ -125,13 +125,19 @@ const FAIL: RunEventPart[] = [
   { type: 'error', code: 'upstream_http_503', message: '503', retryable: true, backendMs: 0 },
 ];
 
-/** `onRequest` runs as a node receives a run (before it answers): where a test changes the config. */
-function setup(failOn: string | undefined, onRequest: (request: RunRequest) => void = () => undefined) {
+/**
+ * `onRequest` runs as a node receives a run (before it answers): where a test changes the config; a run it
+ * returns `'hold'` for plays nothing and waits for its cancel.
+ */
+function setup(
+  failOn: string | undefined,
+  onRequest: (request: RunRequest) => 'hold' | undefined | void = () => undefined,
+) {
   const clock = new ManualClock();
   const registry = createNodeRegistry();
   for (const nodeId of ['na', 'nb']) {
     const node = new ScriptedNode(nodeId, (request) => {
-      onRequest(request);
+      if (onRequest(request) === 'hold') return { parts: [] };
       return { parts: request.providerId === failOn ? FAIL : OK };
     });
     nodes.push(node);
@@ -152,6 +158,10 @@ function setup(failOn: string | undefined, onRequest: (request: RunRequest) => v
   return { pool, service, requests: () => nodes.flatMap((node) => node.requests) };
 }
 
+function withDefaultMaxTokens(maxTokens: number) {
+  return { ...CONFIG, models: CONFIG.models.map((model) => ({ ...model, default_max_tokens: maxTokens })) };
+}
+
 const principal = testPrincipal({ id: 'team-a' });
 
 function spec(overrides: Partial<RunSpec> = {}): RunSpec {
@@ -163,6 +173,13 @@ function spec(overrides: Partial<RunSpec> = {}): RunSpec {
     ],
     ...overrides,
   };
+}
+
+async function waitFor(predicate: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 500 && !predicate(); turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  if (!predicate()) throw new Error('condition not met');
 }
 
 async function finish(handle: RunHandle): Promise<void> {
@@ -192,10 +209,7 @@ describe('the model of a run is resolved once per attempt', () => {
       if (request.providerId !== 'pa' || refreshed) return;
       refreshed = true;
       // A live refresh while the first attempt runs: the model gains a default answer limit.
-      harness.pool.applyConfig({
-        ...CONFIG,
-        models: CONFIG.models.map((model) => ({ ...model, default_max_tokens: 77 })),
-      });
+      harness.pool.applyConfig(withDefaultMaxTokens(77));
     });
     const before = harness.pool.lookups;
     const handle = await harness.service.submitRun({ kind: 'model', model: 'm' }, spec(), {
@@ -211,6 +225,39 @@ describe('the model of a run is resolved once per attempt', () => {
     expect(first?.params?.maxTokens).toBeUndefined();
     expect(second?.providerId).toBe('pb');
     expect(second?.params?.maxTokens).toBe(77);
+  });
+
+  it('looks it up once for a run queued across a refresh, which runs with the policy in force as it leaves the queue', async () => {
+    const held = new Set(['hold-a', 'hold-b']);
+    const harness = setup(undefined, (request) =>
+      held.has(request.messages[1]?.content ?? '') ? 'hold' : undefined,
+    );
+    const { pool, service } = harness;
+    const holding = (content: string) =>
+      service.submitRun(
+        { kind: 'model', model: 'm' },
+        spec({
+          messages: [
+            create.chatMessage({ role: 'system', content: 's' }),
+            create.chatMessage({ role: 'user', content }),
+          ],
+        }),
+        { surface: 'openai', principal },
+      );
+    // Both providers' one slot taken: the next run waits in the queue.
+    const busy = [await holding('hold-a'), await holding('hold-b')];
+    const before = pool.lookups;
+    const queued = service.submitRun({ kind: 'model', model: 'm' }, spec(), { surface: 'openai', principal });
+    await waitFor(() => pool.totals().queued === 1);
+    pool.applyConfig(withDefaultMaxTokens(300));
+    await busy[0]?.cancel('done');
+    const handle = await queued;
+    await finish(handle);
+    expect(pool.lookups - before).toBe(1);
+    const sent = harness.requests().find((request) => request.runId === handle.runId);
+    expect(sent?.params?.maxTokens).toBe(300);
+    await busy[1]?.cancel('done');
+    await Promise.all(busy.map((run) => run?.done));
   });
 });
 
