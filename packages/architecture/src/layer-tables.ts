@@ -57,7 +57,7 @@ export const EDGE: LayerTable = {
     service: 8,
     // what every HTTP surface is built from: request context, JSON body, SSE writer, error base and answers,
     // dropped-params header, run-part dispatcher, ids, and the surface-neutral run plumbing (route resolver,
-    // run starter, requested run, run output, surface metrics)
+    // run starter, surface run, run output, surface metrics)
     'surface-kit': 9,
     // surfaces: translate a protocol to service calls; peers that never import each other
     openai: 10,

@@ -3,7 +3,7 @@
 // the kit's run starter and write the run's parts in Anthropic's shape (messages-output.ts).
 import { allowsModel } from '../governance/principal.js';
 import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
-import { requestAffinityKey, type RequestedRun } from '../surface-kit/requested-run.js';
+import { withCaller, type SurfaceRun } from '../surface-kit/surface-run.js';
 import type { ResolvedRoute, RouteResolver } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
 import { SseSink } from '../surface-kit/sse-sink.js';
@@ -11,7 +11,7 @@ import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 import { invalidRequest, notFound } from './anthropic-error.js';
 import { sendJson, setRunHeaders, type AnthropicExchange } from './anthropic-exchange.js';
 import { messageBody, messageId, streamMessage, type MessageOutputContext } from './messages-output.js';
-import { conversationOf, messagesRequestedRun } from './messages-request.js';
+import { conversationOf, messagesRun } from './messages-request.js';
 import { validateCountTokensRequest, validateMessagesRequest } from './messages-validator.js';
 import { estimateInputTokens } from './token-estimate.js';
 
@@ -46,8 +46,9 @@ export function messagesHandlers(deps: MessagesHandlerDeps): MessagesHandlers {
           `model: '${body.model}' runs a CLI agent that needs a workspace, which the Messages API cannot name; use the OpenAI API with metadata.workspace`,
         );
       }
-      const spec = withCaller(messagesRequestedRun(body), exchange);
-      await serveMessage(deps, exchange, route, spec, body.stream === true, {
+      // The conversation: `x-session-id`, else `metadata.user_id`.
+      const requested = withCaller(messagesRun(body, deps.runs.base), exchange, body.metadata?.user_id);
+      await serveMessage(deps, exchange, route, requested, body.stream === true, {
         id: messageId(),
         model: body.model,
       });
@@ -59,15 +60,15 @@ async function serveMessage(
   deps: MessagesHandlerDeps,
   exchange: AnthropicExchange,
   route: ResolvedRoute,
-  spec: RequestedRun,
+  requested: SurfaceRun,
   stream: boolean,
   context: MessageOutputContext,
 ): Promise<void> {
   // A non-streamed answer is written once the run ended: the node may fetch it whole from the backend.
-  spec.collect = !stream;
+  requested.spec.collect = !stream;
   const { request, response } = exchange;
   const signal = disconnectSignal(request.socket);
-  const run = await deps.runs.start(route, spec, signal);
+  const run = await deps.runs.start(route, requested, signal);
   try {
     if (!stream) {
       setRunHeaders(response, run);
@@ -89,18 +90,4 @@ async function serveMessage(
   } finally {
     run.finish('client disconnected');
   }
-}
-
-/**
- * Adds who is asking, in which trace and in which conversation: the key's principal, the request's
- * `traceparent` header, and its affinity key (`x-session-id`, else `metadata.user_id`).
- */
-function withCaller(spec: RequestedRun, exchange: AnthropicExchange): RequestedRun {
-  spec.principal = exchange.principal;
-  if (exchange.parent) spec.parent = exchange.parent;
-  const traceparent = exchange.request.headers.traceparent;
-  if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
-  const affinityKey = requestAffinityKey(exchange.request.headers['x-session-id'], spec.metadata['user_id']);
-  if (affinityKey !== undefined) spec.affinityKey = affinityKey;
-  return spec;
 }

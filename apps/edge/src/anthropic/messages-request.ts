@@ -1,8 +1,9 @@
-// A validated Messages API body → the RequestedRun the OpenAI endpoints build too (surface-kit/requested-run.ts):
+// A validated Messages API body → the run the OpenAI endpoints build too (surface-kit/surface-run.ts):
 // system prompt and conversation as chat messages, tools, a chat-completions style tool choice, and generation
 // parameters. The mapping is listed in agent-contract/outer/anthropic-messages-api.md ("Request mapping").
 import { create, type ChatMessage, type GenerationParams, type ToolCall } from '@iop/wire';
-import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunSpec } from '../service/types.js';
+import { toolDefinition, type RunBase, type SurfaceRun } from '../surface-kit/surface-run.js';
 import { invalidRequest } from './anthropic-error.js';
 import type {
   ContentBlockBody,
@@ -25,20 +26,27 @@ const IMAGE_MEDIA_TYPES: ReadonlySet<string> = new Set([
 /** The conversation part of a request (also what count_tokens estimates). */
 export interface Conversation {
   messages: ChatMessage[];
-  tools: RequestedRun['tools'];
+  tools: NonNullable<RunSpec['tools']>;
   toolChoiceJson?: string;
 }
 
-export function messagesRequestedRun(body: MessagesRequestBody): RequestedRun {
+export function messagesRun(body: MessagesRequestBody, base: RunBase): SurfaceRun {
   const { params, reasoningRequested } = generationParams(body);
   const userId = body.metadata?.user_id;
+  const { messages, tools, toolChoiceJson } = conversationOf(body);
   return {
-    ...conversationOf(body),
-    params,
-    reasoningRequested,
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages,
+      tools,
+      toolChoiceJson,
+      params,
+      reasoningRequested,
+      metadata: typeof userId === 'string' && userId !== '' ? { user_id: userId } : {},
+    },
     // Reasoning always comes back as thinking blocks: they are part of Anthropic's response format.
-    includeReasoning: true,
-    metadata: typeof userId === 'string' && userId !== '' ? { user_id: userId } : {},
+    caller: { includeReasoning: true },
   };
 }
 

@@ -9,17 +9,20 @@ import { RunRegistry } from '../service/run-registry.js';
 import { OpenAIHttpError } from './openai-error.js';
 import type { ResponsesOutputContext } from './responses-output.js';
 import { createRunStarter } from '../surface-kit/run-starter.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { SurfaceRun } from '../surface-kit/surface-run.js';
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import { eventually } from '../surface-kit/test-support/surface-harness.js';
 
-const spec: RequestedRun = {
-  messages: [create.chatMessage({ role: 'user', content: 'hi' })],
-  tools: [],
-  params: create.generationParams({}),
-  metadata: {},
-  reasoningRequested: false,
-  includeReasoning: false,
+const spec: SurfaceRun = {
+  spec: {
+    session: { kind: 'slot', baseId: 'openai' },
+    messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+    tools: [],
+    params: create.generationParams({}),
+    metadata: {},
+    reasoningRequested: false,
+  },
+  caller: { includeReasoning: false },
 };
 const output = { includeReasoning: false, inlineReasoning: false };
 
@@ -94,7 +97,7 @@ describe('BackgroundResponses', () => {
 
   it("keeps keys apart: team-a neither reads nor cancels team's response, and is told 404 like for an unknown id", async () => {
     const { store, route, context, pool, service } = setup(200);
-    const team = { ...spec, principal: { id: 'team' } } as RequestedRun;
+    const team = { ...spec, caller: { ...spec.caller, principal: { id: 'team' } } } as SurfaceRun;
     store.start(context('r1'), route, team, output);
     const unknown = await store.get('nope', 'team-a').catch((error: unknown) => error);
     for (const attempt of [store.get('r1', 'team-a'), store.cancel('r1', 'team-a'), store.get('r1')]) {

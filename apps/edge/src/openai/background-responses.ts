@@ -16,7 +16,7 @@ import { responseObject, responsesBody, type ResponsesOutputContext } from './re
 import type { ResolvedRoute } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
 import type { OutputOptions } from '../surface-kit/run-output.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { SurfaceRun } from '../surface-kit/surface-run.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
@@ -49,12 +49,12 @@ export class BackgroundResponses {
   start(
     context: ResponsesOutputContext,
     route: ResolvedRoute,
-    spec: RequestedRun,
+    requested: SurfaceRun,
     output: OutputOptions,
   ): Record<string, unknown> {
     if (this.closed)
       throw new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
-    const key = keyOf(context.id, spec.principal?.id);
+    const key = keyOf(context.id, requested.caller.principal?.id);
     const body = withStatus(responseObject(context, 'in_progress', [], null), 'queued');
     const controller = new AbortController();
     let registered: RegisteredRun;
@@ -70,7 +70,7 @@ export class BackgroundResponses {
     }
     const running: Running = { context, registered, controller };
     this.running.set(context.id, running);
-    void this.run(running, route, spec, output);
+    void this.run(running, route, requested, output);
     return body;
   }
 
@@ -106,13 +106,13 @@ export class BackgroundResponses {
   private async run(
     running: Running,
     route: ResolvedRoute,
-    spec: RequestedRun,
+    requested: SurfaceRun,
     output: OutputOptions,
   ): Promise<void> {
     const { context, registered, controller } = running;
     const signal = controller.signal;
     try {
-      const run = await this.options.runs.start(route, spec, signal);
+      const run = await this.options.runs.start(route, requested, signal);
       try {
         registered.update(withStatus(registered.state as Record<string, unknown>, 'in_progress'));
         const collected = await run.collect(output);

@@ -1,26 +1,34 @@
-// /v1/chat/completions body → RequestedRun.
+// /v1/chat/completions body → the run it asks for (the service's RunSpec, and how the caller reads the answer).
 import { create, type ChatMessage, type ToolCall } from '@iop/wire';
 import { invalidRequest } from './openai-error.js';
 import type { ChatMessageBody, ChatRequestBody } from './request-schemas.js';
-import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
+import { toolDefinition, type RunBase, type SurfaceRun } from '../surface-kit/surface-run.js';
 import { generationParams, imageInput, splitMetadata } from './request-inputs.js';
 
-export function chatRequestedRun(body: ChatRequestBody): RequestedRun {
-  const generation = generationParams(
+export function chatRun(body: ChatRequestBody, base: RunBase): SurfaceRun {
+  const { params, reasoningRequested, includeReasoning } = generationParams(
     body,
     body.max_completion_tokens ?? body.max_tokens,
     body.stop,
     undefined,
     body.response_format,
   );
+  const { workspace, metadata } = splitMetadata(body.metadata);
   return {
-    messages: body.messages.map((message, index) => chatMessage(message, index)),
-    tools: (body.tools ?? []).map((tool) =>
-      toolDefinition(tool.function.name, tool.function.description, tool.function.parameters),
-    ),
-    toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(body.tool_choice),
-    ...generation,
-    ...splitMetadata(body.metadata),
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages: body.messages.map((message, index) => chatMessage(message, index)),
+      tools: (body.tools ?? []).map((tool) =>
+        toolDefinition(tool.function.name, tool.function.description, tool.function.parameters),
+      ),
+      toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(body.tool_choice),
+      params,
+      reasoningRequested,
+      workspace,
+      metadata,
+    },
+    caller: { includeReasoning },
   };
 }
 

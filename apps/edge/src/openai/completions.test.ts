@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { RunKind, create, type RunEventPart } from '@iop/wire';
 import { refusal } from './test-support/refusal.js';
-import { completionBody, completionsRequestedRun, validateCompletionsRequest } from './completions.js';
+import type { RunBase } from '../surface-kit/surface-run.js';
+import { completionBody, completionsRun, validateCompletionsRequest } from './completions.js';
 import { planRequestFields } from './request-fields.js';
 import { collectRun } from '../surface-kit/run-output.js';
 
@@ -9,11 +10,14 @@ async function* replay(parts: RunEventPart[]): AsyncIterable<RunEventPart> {
   for (const part of parts) yield await Promise.resolve(part);
 }
 
+/** What the run starter puts in every spec (surface-run.ts RunBase). */
+const BASE: RunBase = { session: { kind: 'slot', baseId: 'openai' }, timeoutMs: undefined };
+
 describe('validateCompletionsRequest', () => {
   it('takes a string prompt or a list of one string', () => {
     expect(validateCompletionsRequest({ model: 'm', prompt: 'hi' }).prompt).toBe('hi');
     expect(
-      completionsRequestedRun(validateCompletionsRequest({ model: 'm', prompt: ['hi'] })).completion,
+      completionsRun(validateCompletionsRequest({ model: 'm', prompt: ['hi'] }), BASE).spec.completion,
     ).toEqual({
       prompt: 'hi',
       suffix: '',
@@ -42,9 +46,9 @@ describe('validateCompletionsRequest', () => {
   });
 });
 
-describe('completionsRequestedRun', () => {
+describe('completionsRun', () => {
   it('carries the prompt and suffix in completion and the sampling fields in the params, no messages', () => {
-    const spec = completionsRequestedRun(
+    const spec = completionsRun(
       validateCompletionsRequest({
         model: 'm',
         prompt: 'def add(',
@@ -57,7 +61,8 @@ describe('completionsRequestedRun', () => {
         presence_penalty: 0.2,
         frequency_penalty: 0.4,
       }),
-    );
+      BASE,
+    ).spec;
     expect(spec.kind).toBe(RunKind.RUN_KIND_COMPLETION);
     expect(spec.messages).toEqual([]);
     expect(spec.completion).toEqual({ prompt: 'def add(', suffix: 'return a + b' });

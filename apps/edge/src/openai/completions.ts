@@ -1,4 +1,4 @@
-// POST /v1/completions (legacy text completion): the body's check, its requested run (RunRequest.kind = completion:
+// POST /v1/completions (legacy text completion): the body's check, its run (RunRequest.kind = completion:
 // the raw prompt and suffix travel in `completion`, no messages; sampling fields in the generation params) and
 // the answer, one `text_completion` body or a stream of `text_completion` chunks ending in `data: [DONE]`.
 // One prompt per request: a string, or an array holding one string. Token-id prompts are refused (IOP has no
@@ -15,7 +15,7 @@ import {
   type CollectedRun,
   type UsageTotals,
 } from '../surface-kit/run-output.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunBase, SurfaceRun } from '../surface-kit/surface-run.js';
 import { generationParams } from './request-inputs.js';
 import type { SseSink } from '../surface-kit/sse-sink.js';
 
@@ -94,8 +94,8 @@ function refuseTokenOrManyPrompts(body: Record<string, unknown>): void {
   }
 }
 
-/** The requested run of a completions request: no messages, the prompt (and suffix) in `completion`. */
-export function completionsRequestedRun(body: CompletionsRequestBody): RequestedRun {
+/** The run of a completions request: no messages, the prompt (and suffix) in `completion`. */
+export function completionsRun(body: CompletionsRequestBody, base: RunBase): SurfaceRun {
   const prompt = typeof body.prompt === 'string' ? body.prompt : (body.prompt[0] ?? '');
   // Only the sampling fields: reasoning switches are not completion fields (unknown ones are forwarded or refused).
   const sampling = {
@@ -108,14 +108,18 @@ export function completionsRequestedRun(body: CompletionsRequestBody): Requested
   };
   const { params } = generationParams(sampling, body.max_tokens, body.stop);
   return {
-    messages: [],
-    tools: [],
-    params,
-    kind: RunKind.RUN_KIND_COMPLETION,
-    completion: { prompt, suffix: body.suffix ?? '' },
-    metadata: {},
-    reasoningRequested: false,
-    includeReasoning: false,
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages: [],
+      tools: [],
+      params,
+      kind: RunKind.RUN_KIND_COMPLETION,
+      completion: { prompt, suffix: body.suffix ?? '' },
+      metadata: {},
+      reasoningRequested: false,
+    },
+    caller: { includeReasoning: false },
   };
 }
 

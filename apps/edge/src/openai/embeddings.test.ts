@@ -4,7 +4,7 @@ import { SurfaceError } from '../surface-kit/surface-error.js';
 import {
   collectEmbeddings,
   embeddingsBody,
-  embeddingsRequestedRun,
+  embeddingsRun,
   float32Base64,
   validateEmbeddingsRequest,
 } from './embeddings.js';
@@ -26,10 +26,15 @@ function status(run: () => unknown): number | undefined {
 }
 
 describe('embeddings', () => {
-  it('builds an embedding requested run with the inputs and no messages', () => {
-    const spec = embeddingsRequestedRun(
+  it("builds an embedding run with the inputs and no messages, over the starter's session and deadline", () => {
+    const base = { session: { kind: 'slot', baseId: 'openai' }, timeoutMs: 5_000 } as const;
+    const { spec, caller } = embeddingsRun(
       validateEmbeddingsRequest({ model: 'm', input: 'one', dimensions: 3 }),
+      base,
     );
+    expect(spec.session).toBe(base.session);
+    expect(spec.timeoutMs).toBe(5_000);
+    expect(caller).toEqual({ includeReasoning: false });
     expect(spec.kind).toBe(RunKind.RUN_KIND_EMBEDDING);
     expect(spec.embedding).toEqual({ inputs: ['one'], dimensions: 3 });
     expect(spec.messages).toEqual([]);

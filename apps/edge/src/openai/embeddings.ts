@@ -1,4 +1,4 @@
-// POST /v1/embeddings: the body's check, its requested run (RunRequest.kind = embedding: the inputs travel in
+// POST /v1/embeddings: the body's check, its run (RunRequest.kind = embedding: the inputs travel in
 // `embedding`, no messages), the run's `embeddings` parts read back in input order, and the OpenAI answer with
 // each vector as a JSON float list or, for `encoding_format: "base64"` (what the official SDK asks for unless told
 // otherwise), base64 of its little-endian float32 bytes. Token-array inputs are refused: Ollama cannot take them
@@ -7,7 +7,7 @@ import { RunKind, type Embedding, type RunEventPart, type Usage } from '@iop/wir
 import { runFailed } from '../surface-kit/surface-error.js';
 import { invalidRequest } from './openai-error.js';
 import { checkBody, compileBodySchema } from './request-validator.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunBase, SurfaceRun } from '../surface-kit/surface-run.js';
 
 /** OpenAI's own limit on inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -58,19 +58,23 @@ function refuseTokenInputs(body: Record<string, unknown>): void {
   }
 }
 
-/** The requested run of an embeddings request: no messages, the inputs in `embedding`. */
-export function embeddingsRequestedRun(body: EmbeddingsRequestBody): RequestedRun {
+/** The run of an embeddings request: no messages, the inputs in `embedding`. */
+export function embeddingsRun(body: EmbeddingsRequestBody, base: RunBase): SurfaceRun {
   const inputs = typeof body.input === 'string' ? [body.input] : body.input;
   return {
-    messages: [],
-    tools: [],
-    params: undefined,
-    kind: RunKind.RUN_KIND_EMBEDDING,
-    embedding: { inputs, dimensions: body.dimensions ?? undefined },
-    metadata: {},
-    reasoningRequested: false,
-    includeReasoning: false,
-    collect: true,
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages: [],
+      tools: [],
+      params: undefined,
+      kind: RunKind.RUN_KIND_EMBEDDING,
+      embedding: { inputs, dimensions: body.dimensions ?? undefined },
+      metadata: {},
+      reasoningRequested: false,
+      collect: true,
+    },
+    caller: { includeReasoning: false },
   };
 }
 

@@ -1,8 +1,8 @@
-// The OpenAI request fields every OpenAI endpoint turns into a RequestedRun the same way: generation fields,
+// The OpenAI request fields every OpenAI endpoint turns into a run's RunSpec the same way: generation fields,
 // metadata (with its `workspace`), and images (inline or remote, with the per-model limits and backends).
 import { create, type GenerationParams } from '@iop/wire';
 import type { AdapterType } from '@iop/config';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunSpec } from '../service/types.js';
 import { invalidRequest } from './openai-error.js';
 import type { GenerationFieldsBody, ResponseFormatBody } from './request-schemas.js';
 
@@ -65,8 +65,8 @@ export function imageInput(url: string, param: string): { base64: string } | { u
   );
 }
 
-/** Whether any message of the requested run carries a remote image URL. */
-export function hasImageUrls(spec: Pick<RequestedRun, 'messages'>): boolean {
+/** Whether any message of the run carries a remote image URL. */
+export function hasImageUrls(spec: Pick<RunSpec, 'messages'>): boolean {
   return spec.messages.some((message) => message.imageUrls.length > 0);
 }
 

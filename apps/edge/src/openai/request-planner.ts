@@ -1,10 +1,11 @@
-// What every OpenAI run endpoint does between a validated body and a RequestedRun the service can take: resolve
-// the model for the caller's key, plan the body's fields for the route's backends, add who is asking, and check
-// remote images and the workspace a CLI agent needs.
+// What every OpenAI run endpoint does between a validated body and the run the service takes (its RunSpec, built
+// by the endpoint's builder): resolve the model for the caller's key, plan the body's fields for the route's
+// backends, and check remote images and the workspace a CLI agent needs. Who is asking is the kit's withCaller.
 import { DEFAULTS } from '@iop/config';
 import { allowsModel } from '../governance/principal.js';
 import type { RequestContext } from '../surface-kit/request-context.js';
-import { requestAffinityKey, type RequestedRun } from '../surface-kit/requested-run.js';
+import type { RunSpec } from '../service/types.js';
+import type { SurfaceRun } from '../surface-kit/surface-run.js';
 import type { ResolvedRoute, RouteResolver } from '../surface-kit/route-resolver.js';
 import { modelNotFound } from '../surface-kit/surface-error.js';
 import { invalidRequest } from './openai-error.js';
@@ -18,18 +19,27 @@ export interface RequestPlanner {
   resolveFor(context: RequestContext, model: string): ResolvedRoute;
   /**
    * No silent drop: every field of the body is taken, forwarded or refused for the route's backends (dropped
-   * fields are removed from the body before the spec is built from it). Returns what the spec must carry.
+   * fields are removed from the body before the spec is built from it). Returns what the run must carry.
    */
-  planFields(
-    endpoint: RequestEndpoint,
-    body: object,
-    route: ResolvedRoute,
-  ): Pick<RequestedRun, 'extraBodyJson' | 'droppedParams'>;
+  planFields(endpoint: RequestEndpoint, body: object, route: ResolvedRoute): PlannedFields;
   /**
    * Remote images: at most the model's `image_limits.max_urls` (400), refused for backends that cannot take
    * them (400), fetched by the node when the model allows, within its `image_limits.max_total_bytes`.
    */
-  withImageUrls(spec: RequestedRun, route: ResolvedRoute): RequestedRun;
+  withImageUrls(run: SurfaceRun, route: ResolvedRoute): SurfaceRun;
+}
+
+/** What planning a body's fields gives its run: forwarded fields (the spec's) and dropped ones (the caller's). */
+export interface PlannedFields {
+  extraBodyJson: string | undefined;
+  droppedParams: string[] | undefined;
+}
+
+/** Puts the planned fields where they belong: the forwarded ones in the spec, the dropped ones with the caller. */
+export function withFields(run: SurfaceRun, fields: PlannedFields): SurfaceRun {
+  if (fields.extraBodyJson !== undefined) run.spec.extraBodyJson = fields.extraBodyJson;
+  if (fields.droppedParams !== undefined) run.caller.droppedParams = fields.droppedParams;
+  return run;
 }
 
 export function createRequestPlanner(resolver: RouteResolver): RequestPlanner {
@@ -56,8 +66,9 @@ export function createRequestPlanner(resolver: RouteResolver): RequestPlanner {
         droppedParams: plan.dropped.length > 0 ? plan.dropped : undefined,
       };
     },
-    withImageUrls(spec, route) {
-      if (!hasImageUrls(spec)) return spec;
+    withImageUrls(run, route) {
+      const spec = run.spec;
+      if (!hasImageUrls(spec)) return run;
       const limits =
         route.kind === 'pool'
           ? route.modelConfig.image_limits
@@ -68,31 +79,19 @@ export function createRequestPlanner(resolver: RouteResolver): RequestPlanner {
         spec.fetchImageUrls = true;
         spec.imageFetchMaxTotalBytes = limits.max_total_bytes;
       }
-      return spec;
+      return run;
     },
   };
 }
 
-/**
- * Adds who is asking, in which trace and in which conversation: the key's principal, the request's
- * `traceparent` header, and its affinity key (`x-session-id`, else the body's `user`).
- */
-export function withCaller(spec: RequestedRun, context: RequestContext, requestBody?: unknown): RequestedRun {
-  // `spec` was just built for this request: filled in place rather than copied.
-  spec.principal = context.principal;
-  if (context.parent) spec.parent = context.parent;
-  const traceparent = context.request.headers.traceparent;
-  if (typeof traceparent === 'string' && traceparent !== '') spec.traceparent = traceparent;
-  const user =
-    typeof requestBody === 'object' && requestBody !== null
-      ? (requestBody as Record<string, unknown>)['user']
-      : undefined;
-  const affinityKey = requestAffinityKey(context.request.headers['x-session-id'], user);
-  if (affinityKey !== undefined) spec.affinityKey = affinityKey;
-  return spec;
+/** The conversation an OpenAI body names for affinity: its `user` field (withCaller prefers `x-session-id`). */
+export function bodyUser(requestBody: unknown): unknown {
+  return typeof requestBody === 'object' && requestBody !== null
+    ? (requestBody as Record<string, unknown>)['user']
+    : undefined;
 }
 
-export function requireWorkspace(route: ResolvedRoute, spec: RequestedRun): void {
+export function requireWorkspace(route: ResolvedRoute, spec: RunSpec): void {
   if (route.workspaceRequired && !spec.workspace) {
     throw invalidRequest(
       `The model '${route.model}' runs a CLI agent and requires 'metadata.workspace'`,

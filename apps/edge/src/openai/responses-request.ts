@@ -1,4 +1,4 @@
-// /v1/responses body → RequestedRun. `instructions` becomes the leading system message; input items become chat
+// /v1/responses body → the run it asks for (surface-kit/surface-run.ts). `instructions` becomes the leading system message; input items become chat
 // messages (function_call → assistant tool call, function_call_output → tool message). Reasoning items that
 // clients replay are dropped (the node has no use for them); non-function tools (web_search, ...) are ignored
 // because no IOP adapter can execute hosted tools.
@@ -10,11 +10,11 @@ import type {
   ResponsesInputItem,
   ResponsesRequestBody,
 } from './request-schemas.js';
-import { toolDefinition, type RequestedRun } from '../surface-kit/requested-run.js';
+import { toolDefinition, type RunBase, type SurfaceRun } from '../surface-kit/surface-run.js';
 import { generationParams, imageInput, splitMetadata } from './request-inputs.js';
 
-export function responsesRequestedRun(body: ResponsesRequestBody): RequestedRun {
-  const generation = generationParams(
+export function responsesRun(body: ResponsesRequestBody, base: RunBase): SurfaceRun {
+  const { params, reasoningRequested, includeReasoning } = generationParams(
     body,
     body.max_output_tokens,
     undefined,
@@ -27,14 +27,22 @@ export function responsesRequestedRun(body: ResponsesRequestBody): RequestedRun 
     messages.push(create.chatMessage({ role: 'user', content: body.input }));
   else body.input.forEach((item, index) => addItem(messages, item, index));
   if (messages.length === 0) throw invalidRequest("'input' must contain at least one message", 'input');
+  const { workspace, metadata } = splitMetadata(body.metadata);
   return {
-    messages,
-    tools: (body.tools ?? [])
-      .filter((tool) => tool.type === 'function' && tool.name)
-      .map((tool) => toolDefinition(tool.name ?? '', tool.description, tool.parameters)),
-    toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(chatToolChoice(body.tool_choice)),
-    ...generation,
-    ...splitMetadata(body.metadata),
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages,
+      tools: (body.tools ?? [])
+        .filter((tool) => tool.type === 'function' && tool.name)
+        .map((tool) => toolDefinition(tool.name ?? '', tool.description, tool.parameters)),
+      toolChoiceJson: body.tool_choice == null ? undefined : JSON.stringify(chatToolChoice(body.tool_choice)),
+      params,
+      reasoningRequested,
+      workspace,
+      metadata,
+    },
+    caller: { includeReasoning },
   };
 }
 

@@ -1,6 +1,6 @@
 // The OpenAI endpoints that run something, one named handler per route: POST /v1/chat/completions,
 // /v1/responses (foreground or background), /v1/completions and /v1/embeddings. Each only translates: validate
-// the body, plan it into a RequestedRun (request-planner.ts), and serve the run (run-responder.ts) with the
+// the body, build its run (the service's RunSpec and the caller, request-planner.ts), and serve it (run-responder.ts) with the
 // endpoint's writers. A throw reaches the listener's one error handler.
 import type { EdgeConfig } from '@iop/config';
 import type { Clock } from '../clock.js';
@@ -10,27 +10,29 @@ import { randomId } from '../surface-kit/ids.js';
 import type { RequestContext } from '../surface-kit/request-context.js';
 import type { RouteResolver } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
+import { withCaller } from '../surface-kit/surface-run.js';
 import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 import type { BackgroundResponses } from './background-responses.js';
 import { chatCompletionBody, streamChatCompletion } from './chat-completion.js';
-import { chatRequestedRun } from './chat-request.js';
+import { chatRun } from './chat-request.js';
 import {
   completionBody,
-  completionsRequestedRun,
+  completionsRun,
   streamCompletion,
   validateCompletionsRequest,
 } from './completions.js';
-import {
-  collectEmbeddings,
-  embeddingsBody,
-  embeddingsRequestedRun,
-  validateEmbeddingsRequest,
-} from './embeddings.js';
+import { collectEmbeddings, embeddingsBody, embeddingsRun, validateEmbeddingsRequest } from './embeddings.js';
 import { overheadOf, runHeaders, sendJson, setRunHeaders } from './openai-answer.js';
 import { invalidRequest } from './openai-error.js';
-import { refuseCliAgent, requireWorkspace, withCaller, type RequestPlanner } from './request-planner.js';
+import {
+  bodyUser,
+  refuseCliAgent,
+  requireWorkspace,
+  withFields,
+  type RequestPlanner,
+} from './request-planner.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
-import { responsesRequestedRun } from './responses-request.js';
+import { responsesRun } from './responses-request.js';
 import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
 import { outputOptionsFor, type ServeRun } from './run-responder.js';
 
@@ -58,12 +60,10 @@ export function chatCompletionsHandler(deps: RunHandlerDeps): BodyHandler {
     const body = validateChatRequest(requestBody);
     const route = planner.resolveFor(context, body.model);
     const fields = planner.planFields('chat', body, route);
-    const spec = planner.withImageUrls(
-      withCaller(Object.assign(chatRequestedRun(body), fields), context, requestBody),
-      route,
-    );
-    requireWorkspace(route, spec);
-    const output = outputOptionsFor(openai, spec);
+    const run = withFields(chatRun(body, deps.runs.base), fields);
+    planner.withImageUrls(withCaller(run, context, bodyUser(requestBody)), route);
+    requireWorkspace(route, run.spec);
+    const output = outputOptionsFor(openai, run.caller);
     const chat = {
       id: `chatcmpl-${randomId()}`,
       created: seconds(deps.clock),
@@ -71,8 +71,8 @@ export function chatCompletionsHandler(deps: RunHandlerDeps): BodyHandler {
       includeUsage: body.stream_options?.include_usage === true,
       output,
     };
-    return deps.serveRun(context, route, spec, body.stream === true, {
-      json: (run) => chatCompletionBody(chat, run),
+    return deps.serveRun(context, route, run, body.stream === true, {
+      json: (collected) => chatCompletionBody(chat, collected),
       stream: (parts, sink) => streamChatCompletion(parts, sink, chat),
     });
   };
@@ -92,26 +92,24 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
     }
     const route = planner.resolveFor(context, body.model);
     const fields = planner.planFields('responses', body, route);
-    const spec = planner.withImageUrls(
-      withCaller(Object.assign(responsesRequestedRun(body), fields), context, requestBody),
-      route,
-    );
-    requireWorkspace(route, spec);
+    const run = withFields(responsesRun(body, deps.runs.base), fields);
+    planner.withImageUrls(withCaller(run, context, bodyUser(requestBody)), route);
+    requireWorkspace(route, run.spec);
     const response: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
       createdAt: seconds(deps.clock),
       model: body.model,
       request: body,
-      output: outputOptionsFor(openai, spec),
+      output: outputOptionsFor(openai, run.caller),
     };
     if (body.background === true) {
-      const queued = deps.background.start(response, route, spec, outputOptionsFor(openai, spec));
-      setDroppedParamsHeader(context.response, spec);
+      const queued = deps.background.start(response, route, run, outputOptionsFor(openai, run.caller));
+      setDroppedParamsHeader(context.response, run.caller);
       sendJson(context, 200, queued);
       return;
     }
-    await deps.serveRun(context, route, spec, body.stream === true, {
-      json: (run) => responsesBody(response, run),
+    await deps.serveRun(context, route, run, body.stream === true, {
+      json: (collected) => responsesBody(response, collected),
       stream: (parts, sink) => streamResponse(parts, sink, response),
     });
   };
@@ -125,17 +123,21 @@ export function completionsHandler(deps: RunHandlerDeps): BodyHandler {
     const route = planner.resolveFor(context, body.model);
     refuseCliAgent(deps.resolver, route, 'complete a raw prompt');
     const fields = planner.planFields('completions', body, route);
-    const spec = withCaller(Object.assign(completionsRequestedRun(body), fields), context, requestBody);
+    const run = withCaller(
+      withFields(completionsRun(body, deps.runs.base), fields),
+      context,
+      bodyUser(requestBody),
+    );
     const completion = {
       id: `cmpl-${randomId()}`,
       created: seconds(deps.clock),
       model: body.model,
       includeUsage: body.stream_options?.include_usage === true,
     };
-    return deps.serveRun(context, route, spec, body.stream === true, {
+    return deps.serveRun(context, route, run, body.stream === true, {
       // A text completion is text only: reasoning a backend reports is neither returned nor inlined.
       output: { includeReasoning: false, inlineReasoning: false },
-      json: (run) => completionBody(completion, run),
+      json: (collected) => completionBody(completion, collected),
       stream: (parts, sink) => streamCompletion(parts, sink, completion),
     });
   };
@@ -149,14 +151,15 @@ export function embeddingsHandler(deps: RunHandlerDeps): BodyHandler {
     const route = planner.resolveFor(context, body.model);
     refuseCliAgent(deps.resolver, route, 'compute embeddings');
     const fields = planner.planFields('embeddings', body, route);
-    const spec = withCaller(Object.assign(embeddingsRequestedRun(body), fields), context);
+    // No `user` fallback for embeddings: only an `x-session-id` names their conversation.
+    const requested = withCaller(withFields(embeddingsRun(body, deps.runs.base), fields), context, undefined);
     const response = context.response;
-    setDroppedParamsHeader(response, spec);
-    const run = await deps.runs.start(route, spec, disconnectSignal(context.request.socket));
+    setDroppedParamsHeader(response, requested.caller);
+    const run = await deps.runs.start(route, requested, disconnectSignal(context.request.socket));
     try {
       let collected;
       try {
-        collected = await collectEmbeddings(run.parts(), spec.embedding?.inputs.length ?? 0);
+        collected = await collectEmbeddings(run.parts(), requested.spec.embedding?.inputs.length ?? 0);
       } catch (error) {
         setRunHeaders(response, run);
         throw error;

@@ -7,10 +7,10 @@ import type { EdgeConfig } from '@iop/config';
 import { disconnectSignal } from '../surface-kit/disconnect-signal.js';
 import { setDroppedParamsHeader } from '../surface-kit/dropped-params.js';
 import type { RequestContext } from '../surface-kit/request-context.js';
-import type { RequestedRun } from '../surface-kit/requested-run.js';
 import type { ResolvedRoute } from '../surface-kit/route-resolver.js';
 import { bufferRun, type CollectedRun, type OutputOptions } from '../surface-kit/run-output.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
+import type { RunCaller, SurfaceRun } from '../surface-kit/surface-run.js';
 import { SseSink } from '../surface-kit/sse-sink.js';
 import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 import {
@@ -24,7 +24,7 @@ import {
 
 /** How one endpoint writes a run: whole, or as its SSE events. */
 export interface RunWriters {
-  /** How reasoning shows in a collected answer; default from the spec and `strict_output`. */
+  /** How reasoning shows in a collected answer; default from the caller and `strict_output`. */
   output?: OutputOptions;
   json: (run: CollectedRun) => Record<string, unknown>;
   stream: (parts: AsyncIterable<RunEventPart>, sink: SseSink) => Promise<void>;
@@ -39,30 +39,30 @@ export interface RunResponderDeps {
 export type ServeRun = (
   context: RequestContext,
   route: ResolvedRoute,
-  spec: RequestedRun,
+  requested: SurfaceRun,
   stream: boolean,
   writers: RunWriters,
 ) => Promise<void>;
 
 /** How reasoning shows in an answer: as the request asked, inline unless `strict_output`. */
-export function outputOptionsFor(openai: EdgeConfig['openai'], spec: RequestedRun): OutputOptions {
-  return { includeReasoning: spec.includeReasoning, inlineReasoning: !openai.strict_output };
+export function outputOptionsFor(openai: EdgeConfig['openai'], caller: RunCaller): OutputOptions {
+  return { includeReasoning: caller.includeReasoning, inlineReasoning: !openai.strict_output };
 }
 
 export function createRunResponder(deps: RunResponderDeps): ServeRun {
   const { openai, runs, metrics } = deps;
-  return async (context, route, spec, stream, writers) => {
+  return async (context, route, requested, stream, writers) => {
     const response = context.response;
     // Set before the run: an error answer names what was dropped too.
-    setDroppedParamsHeader(response, spec);
+    setDroppedParamsHeader(response, requested.caller);
     const signal = disconnectSignal(context.request.socket);
-    spec.collect = !stream;
-    const run = await runs.start(route, spec, signal);
+    requested.spec.collect = !stream;
+    const run = await runs.start(route, requested, signal);
     try {
       if (!stream) {
         let collected: CollectedRun;
         try {
-          collected = await run.collect(writers.output ?? outputOptionsFor(openai, spec));
+          collected = await run.collect(writers.output ?? outputOptionsFor(openai, requested.caller));
         } catch (error) {
           setRunHeaders(response, run);
           throw error;

@@ -35,7 +35,7 @@ describe('affinityKeyFor', () => {
     expect(new Set([base, ...keys]).size).toBe(4);
   });
 
-  it("computes a spec's key once per principal and setting (a run asks up to three times)", () => {
+  it('derives a key from the spec, the principal and the setting alone (the same inputs, the same key)', () => {
     const spec = { messages: turn(0) };
     const first = affinityKeyFor(spec, 'team-a', ON);
     expect(affinityKeyFor(spec, 'team-a', ON)).toBe(first);

@@ -12,6 +12,9 @@
 // or the same conversation sent with two API keys gives two different keys, so one key's traffic never steers
 // another's. What the pool keeps is a SHA-256 digest (hex, 32 characters) of principal, source and key: fixed
 // size whatever the client sent, and no message text in memory.
+//
+// Computed once per run attempt, by the run supervisor when it resolves the model's policy, and carried on the
+// PlacementRequest (`affinityKey`): the router and the local placement only read it.
 import crypto from 'node:crypto';
 import { RunKind, type ChatMessage } from '@iop/wire';
 import type { ModelAffinityConfig } from '@iop/config';
@@ -30,27 +33,6 @@ export function affinityKeyFor(
   policy: ModelAffinityConfig,
 ): string | undefined {
   if (!policy.enabled) return undefined;
-  // A run asks up to three times (cluster: which edge, then the reservation, then the pool): hashed once.
-  const known = computed.get(spec);
-  if (known && known.principalId === principalId && known.hashMessages === policy.hash_messages) {
-    return known.key;
-  }
-  const key = computeKey(spec, principalId, policy);
-  computed.set(spec, { principalId, hashMessages: policy.hash_messages, key });
-  return key;
-}
-
-/** The key last computed for a spec object, and what it was computed from. */
-const computed = new WeakMap<
-  object,
-  { principalId: string | undefined; hashMessages: boolean; key: string | undefined }
->();
-
-function computeKey(
-  spec: Pick<RunSpec, 'affinityKey' | 'messages' | 'kind'>,
-  principalId: string | undefined,
-  policy: ModelAffinityConfig,
-): string | undefined {
   const explicit = spec.affinityKey;
   if (explicit !== undefined && explicit !== '') {
     return digest(scoped(principalId, 'key') + field(explicit));

@@ -1,7 +1,13 @@
 // The models[] generation policy, applied by the service to a model-routed run after its queue wait (and only there:
 // explicit routes have no model entry).
 import type { GenerationParams } from '@iop/wire';
-import type { ModelPolicy } from '../pool/provider-pool.js';
+import type { ModelConfig } from '@iop/config';
+
+/** The generation fields of a models[] entry. */
+type GenerationPolicy = Pick<
+  ModelConfig,
+  'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'
+>;
 
 /**
  * `default_max_tokens` when the request names none; `min_max_tokens` raises a smaller request;
@@ -9,7 +15,7 @@ import type { ModelPolicy } from '../pool/provider-pool.js';
  */
 export function applyGenerationPolicy(
   params: GenerationParams,
-  policy: ModelPolicy,
+  policy: GenerationPolicy,
   reasoningRequested: boolean,
 ): GenerationParams {
   let maxTokens = params.maxTokens;

@@ -2,14 +2,14 @@
 // (provider slot and node slot, waiting in the pool's fair-share queue under the run's principal, preferring the
 // provider of the run's affinity key; queue timeout and max_queue stay pool
 // mechanisms) and the session (fixed, or a free slot of a base id); `dispatch` applies the model's generation
-// policy (read after the queue wait: a live refresh may have changed it), registers the reservation with the
+// policy (the one the lease was granted under, in force when the run left the queue: a live refresh during the
+// wait applies; placement.ts states the rule), registers the reservation with the
 // node's link and sends the RunRequest. The reservation is the link's RunObserver for the run and hands each
 // node event to the supervisor as it comes (one event object per node event, nothing else per event).
 import { create, principalSessionId, RunKind, type RunEventEnvelope, type RunRequest } from '@iop/wire';
 import type { NodeLink, RunObserver } from '../node/node-link.js';
 import type { NodeRegistry } from '../node/node-registry.js';
 import type { AcquireOptions, Lease, ProviderPool } from '../pool/provider-pool.js';
-import { affinityKeyFor } from './affinity-key.js';
 import { PlacementError } from './errors.js';
 import { fromLowerError } from './lower-errors.js';
 import { applyGenerationPolicy } from './generation-policy.js';
@@ -42,7 +42,7 @@ export class LocalPlacement {
     const { destination, spec } = request;
     const { pool, sessions } = this.deps;
     const started = performance.now();
-    const options = acquireOptions(request, pool);
+    const options = acquireOptions(request);
     const lease =
       destination.kind === 'model'
         ? await pool.acquire(destination.model, options)
@@ -118,13 +118,14 @@ class LocalReservation implements Reservation, RunObserver {
         `node ${this.nodeId} disconnected before the run started`,
       );
     }
-    const { destination, spec } = placed;
+    const { spec } = placed;
     requireRunKind(link, spec);
-    const policy = destination.kind === 'model' ? this.deps.pool.model(destination.model) : undefined;
+    // The policy the pool granted the slot under (in force when the run left the queue): no lookup here.
+    const policy = this.lease.policy;
     const params = policy
       ? applyGenerationPolicy(
           spec.params ?? create.generationParams({}),
-          policy,
+          policy.config,
           spec.reasoningRequested ?? false,
         )
       : spec.params;
@@ -218,8 +219,8 @@ class LocalReservation implements Reservation, RunObserver {
  * What the pool needs to queue and place the run: its abort signal, its principal's fair share (a forwarded run
  * carries its principal, so the owner edge queues it under the same key) and, for a model run, its affinity key.
  */
-function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireOptions {
-  const { principal, destination } = request;
+function acquireOptions(request: PlacementRequest): AcquireOptions {
+  const { principal } = request;
   const options: AcquireOptions = {};
   if (request.signal) options.signal = request.signal;
   if (principal) {
@@ -227,10 +228,8 @@ function acquireOptions(request: PlacementRequest, pool: ProviderPool): AcquireO
     options.weight = principal.weight;
     options.priority = principal.priority;
   }
-  // No policy when the model has one provider: nothing to choose, so no key is computed.
-  const policy = destination.kind === 'model' ? pool.affinityPolicy(destination.model) : undefined;
-  const affinityKey = policy ? affinityKeyFor(request.spec, principal?.id, policy) : undefined;
-  if (affinityKey !== undefined) options.affinityKey = affinityKey;
+  // Computed once for the attempt (none when the model has one provider: nothing to choose).
+  if (request.affinityKey !== undefined) options.affinityKey = request.affinityKey;
   if (request.excludeProviders) options.excludeProviders = request.excludeProviders;
   if (request.parentRunId !== undefined) options.child = true;
   return options;

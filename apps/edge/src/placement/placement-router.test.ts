@@ -85,54 +85,66 @@ function setup() {
 }
 
 const principal = testPrincipal({ id: 'team-a' });
-const request: PlacementRequest = {
-  runId: 'r1',
-  destination: { kind: 'model', model: 'm' },
-  spec: {
-    session: { kind: 'slot', baseId: 'openai' },
-    messages: [create.chatMessage({ role: 'user', content: 'hi' })],
-    affinityKey: 'conv-1',
-  },
-  surface: 'openai',
-  model: 'm',
-  principal,
-  traceparent: undefined,
-  signal: undefined,
-};
-const key = affinityKeyFor(request.spec, principal.id, AFFINITY) as string;
+const spec = {
+  session: { kind: 'slot', baseId: 'openai' },
+  messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+  affinityKey: 'conv-1',
+} as const satisfies PlacementRequest['spec'];
+const key = affinityKeyFor(spec, principal.id, AFFINITY) as string;
+
+/** The run to model m as the supervisor builds it: the model's policy and the key resolved once, carried. */
+function requestFor(router: PlacementRouter, who = principal): PlacementRequest {
+  const destination = { kind: 'model', model: 'm' } as const;
+  const modelPolicy = router.modelPolicy(destination);
+  return {
+    runId: 'r1',
+    destination,
+    spec: { ...spec, messages: [...spec.messages] },
+    surface: 'openai',
+    model: 'm',
+    principal: who,
+    traceparent: undefined,
+    signal: undefined,
+    modelPolicy,
+    affinityKey: modelPolicy?.affinity ? affinityKeyFor(spec, who.id, modelPolicy.affinity) : undefined,
+  };
+}
 
 describe('PlacementRouter conversation affinity', () => {
   it('remembers the provider a forwarded run was placed on, and sends the next turn to its edge', async () => {
     const { router, remote, pool } = setup();
+    const request = requestFor(router);
+    expect(request.affinityKey).toBe(key);
     const reservation = await router.reserve(request, 'edge-b');
     const observer = { onEvent: () => undefined, onLost: () => undefined };
     expect((await reservation.dispatch(request, observer, '')).providerId).toBe('pb');
     reservation.release();
     expect(pool.affinityProvider(key)).toBe('pb');
     // Here pa is free, and by capacity the run would stay here: the conversation goes back to edge b.
-    expect(router.edgeFor(request.destination, request)).toBe('edge-b');
+    expect(router.edgeFor(request)).toBe('edge-b');
     expect(remote.reserved).toEqual(['edge-b']);
     // Another key's identical conversation shares nothing.
-    const other = { ...request, principal: testPrincipal({ id: 'team-b' }) };
-    expect(router.edgeFor(other.destination, other)).toBeUndefined();
+    expect(router.edgeFor(requestFor(router, testPrincipal({ id: 'team-b' })))).toBeUndefined();
   });
 
   it('falls back to the capacity rule when the key’s provider is busy on its edge', () => {
     const { router, remote, pool } = setup();
+    const request = requestFor(router);
     pool.recordAffinity(key, 'pb');
     remote.bFree = false;
     remote.byCapacity = 'edge-c';
-    expect(router.edgeFor(request.destination, request)).toBe('edge-c');
+    expect(router.edgeFor(request)).toBe('edge-c');
     remote.byCapacity = undefined;
-    expect(router.edgeFor(request.destination, request)).toBeUndefined();
+    expect(router.edgeFor(request)).toBeUndefined();
   });
 
   it('keeps a conversation here while its local provider is free, whatever the capacity rule says', () => {
     const { router, remote, pool } = setup();
+    const request = requestFor(router);
     pool.recordAffinity(key, 'pa');
     remote.byCapacity = 'edge-c';
-    expect(router.edgeFor(request.destination, request)).toBeUndefined();
-    // Without the request (older callers) only the capacity rule applies.
-    expect(router.edgeFor(request.destination)).toBe('edge-c');
+    expect(router.edgeFor(request)).toBeUndefined();
+    // A run without a key (no conversation named, no head) follows only the capacity rule.
+    expect(router.edgeFor({ ...request, affinityKey: undefined })).toBe('edge-c');
   });
 });

@@ -10,9 +10,8 @@
 // the normal choice applies. Keys are per requesting edge: a conversation whose turns arrive at different edges
 // is kept together only by each edge's own memory.
 import type { NodeSummary } from '../present/node-summary.js';
-import type { ProviderPool } from '../pool/provider-pool.js';
+import type { ModelPolicy, ProviderPool } from '../pool/provider-pool.js';
 import type { ProviderStatus } from '../present/provider-status.js';
-import { affinityKeyFor } from './affinity-key.js';
 import type { LocalPlacement } from './local-placement.js';
 import type { Dispatched, ExecutionObserver, Placement, PlacementRequest, Reservation } from './placement.js';
 import type { RunDestination } from './run-types.js';
@@ -48,23 +47,28 @@ export class PlacementRouter implements Placement {
     private readonly remote: RemoteEdges | undefined,
   ) {}
 
-  edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined {
+  modelPolicy(destination: RunDestination): ModelPolicy | undefined {
+    return destination.kind === 'model' ? this.pool.modelPolicy(destination.model) : undefined;
+  }
+
+  edgeFor(request: PlacementRequest): string | undefined {
     const remote = this.remote;
     if (!remote?.accepting) return undefined;
+    const { destination } = request;
     if (destination.kind === 'model') {
-      const model = this.pool.model(destination.model);
+      const model = request.modelPolicy;
       if (!model) return undefined;
+      const providers = model.config.providers;
       const local = this.pool.snapshot();
-      const policy = this.pool.affinityPolicy(destination.model);
-      const key = request && policy ? affinityKeyFor(request.spec, request.principal?.id, policy) : undefined;
+      const key = request.affinityKey;
       const preferred = key === undefined ? undefined : this.pool.affinityProvider(key);
-      if (preferred !== undefined && Object.hasOwn(model.providers, preferred)) {
+      if (preferred !== undefined && Object.hasOwn(providers, preferred)) {
         const here = local.find((provider) => provider.providerId === preferred);
         if (here?.status === 'ready' && here.inFlight < here.capacity) return undefined;
         const owner = remote.edgeOfFreeProvider(preferred);
         if (owner !== undefined) return owner;
       }
-      return remote.edgeForProviders(Object.keys(model.providers), local);
+      return remote.edgeForProviders(Object.keys(providers), local);
     }
     const ref = destination.node?.trim() ?? '';
     if (ref === '' || this.local.hasNode(ref)) return undefined;
@@ -74,9 +78,7 @@ export class PlacementRouter implements Placement {
   reserve(request: PlacementRequest, edgeId: string | undefined): Promise<Reservation> {
     if (edgeId === undefined || !this.remote) return this.local.reserve(request);
     const reservation = this.remote.reserve(edgeId);
-    const { destination } = request;
-    const policy = destination.kind === 'model' ? this.pool.affinityPolicy(destination.model) : undefined;
-    const key = policy ? affinityKeyFor(request.spec, request.principal?.id, policy) : undefined;
+    const key = request.affinityKey;
     return Promise.resolve(
       key === undefined ? reservation : new RememberingReservation(reservation, key, this.pool),
     );

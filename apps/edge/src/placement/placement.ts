@@ -9,9 +9,19 @@
 // usage record. The supervisor decides when the run ends and calls `release()` exactly once.
 import type { RunEventWithMeta } from '../events/types.js';
 import type { Principal } from '../governance/principal.js';
+import type { ModelPolicy } from '../pool/provider-pool.js';
 import type { RunDestination, RunEvents, RunOutcome, RunSpec, RunSurface } from './run-types.js';
 
-/** One run as placement sees it (built once by the supervisor). */
+/**
+ * One attempt of a run as placement sees it, built by the supervisor: the spec by reference (never copied), and
+ * what is resolved once per attempt and only read below — the model's policy and the run's affinity key.
+ *
+ * The rule for a live config refresh: the supervisor resolves the policy when an attempt starts (its token
+ * estimate, retry limit, edge choice and affinity key use it) and again for a retry, so a retry is placed under
+ * the config in force when it starts. The pool queues and picks by its live table, and the generation policy sent
+ * to the node is the one the pool granted the attempt's slot under (Lease.policy): a run that waited in the queue
+ * across a refresh runs with the policy in force when it left the queue. No layer looks the model up otherwise.
+ */
 export interface PlacementRequest {
   /** The run's id, chosen before placement (a forwarded run keeps it on its owner edge). */
   readonly runId: string;
@@ -33,6 +43,13 @@ export interface PlacementRequest {
    * and waits ahead of the model's other runs (agent-contract/inner/agent-runs.md).
    */
   readonly parentRunId?: string;
+  /** The models[] entry of a model run, resolved for this attempt (Placement.modelPolicy); undefined for a route. */
+  readonly modelPolicy: ModelPolicy | undefined;
+  /**
+   * The run's conversation affinity key for this attempt, scoped by principal and hashed (affinity-key.ts);
+   * undefined when the model has no usable affinity or the run names no conversation.
+   */
+  readonly affinityKey: string | undefined;
 }
 
 /** What an execution reports about its run: implemented once, by the run supervisor. */
@@ -117,10 +134,15 @@ export interface ForwardedRunHost {
 
 export interface Placement {
   /**
-   * The edge a run to `destination` should execute on now; undefined = this edge. With the run's `request`, a
-   * model run whose conversation was last served by a provider of another edge goes back there while it is free.
+   * The policy a run to `destination` is placed under, as the live config has it now (undefined for a route or an
+   * id that is not a models[] entry). Read once per attempt, by the supervisor; carried on the PlacementRequest.
    */
-  edgeFor(destination: RunDestination, request?: PlacementRequest): string | undefined;
+  modelPolicy(destination: RunDestination): ModelPolicy | undefined;
+  /**
+   * The edge the run should execute on now; undefined = this edge. A model run whose conversation was last served
+   * by a provider of another edge goes back there while it is free.
+   */
+  edgeFor(request: PlacementRequest): string | undefined;
   /**
    * Takes capacity for the run on `edgeId` (from edgeFor; undefined = this edge's pool), waiting in the pool's
    * queue when none is free (the request's signal leaves it). Throws PlacementError (the pool's refusals too).

@@ -222,13 +222,13 @@ describe('affinity policy', () => {
       ],
     };
     const { pool } = makePool(config);
-    expect(pool.affinityPolicy('m')).toEqual({ enabled: true, hash_messages: true, max_wait_ms: 0 });
-    expect(pool.affinityPolicy('fabric')).toBeDefined();
-    expect(pool.affinityPolicy('one')).toBeUndefined();
-    expect(pool.affinityPolicy('off')).toBeUndefined();
-    expect(pool.affinityPolicy('unknown')).toBeUndefined();
+    expect(pool.modelPolicy('m')?.affinity).toEqual({ enabled: true, hash_messages: true, max_wait_ms: 0 });
+    expect(pool.modelPolicy('fabric')?.affinity).toBeDefined();
+    expect(pool.modelPolicy('one')?.affinity).toBeUndefined();
+    expect(pool.modelPolicy('off')?.affinity).toBeUndefined();
+    expect(pool.modelPolicy('unknown')?.affinity).toBeUndefined();
     pool.applyConfig({ ...config, models: [modelConfig('m', { a: 'served-a' })] });
-    expect(pool.affinityPolicy('m')).toBeUndefined();
+    expect(pool.modelPolicy('m')?.affinity).toBeUndefined();
   });
 });
 

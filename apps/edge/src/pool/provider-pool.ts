@@ -98,6 +98,11 @@ export interface Lease {
   readonly adapter: string;
   /** The served model name / CLI target: the run's target. */
   readonly target: string;
+  /**
+   * The models[] entry the slot was granted under (model dispatches; undefined for explicit routes): the policy
+   * in force when the run left the queue, so a run that waited across a live refresh gets the new one.
+   */
+  readonly policy: ModelPolicy | undefined;
   /** Returns the slot. Idempotent: only the first call counts. */
   release(): void;
 }
@@ -148,23 +153,27 @@ export interface NodeLoad {
   maxConcurrency: number;
 }
 
-/** Generation policy of a models[] entry, applied by the service before dispatch. */
-export type ModelPolicy = Pick<
-  ModelConfig,
-  'default_max_tokens' | 'min_max_tokens' | 'default_thinking_token_budget'
->;
+/**
+ * What placing a run needs of its models[] entry, as the live config has it: resolved once per run attempt by
+ * the run supervisor and carried on the placement request (placement.ts, `modelPolicy`).
+ */
+export interface ModelPolicy {
+  readonly config: ModelConfig;
+  /**
+   * `config.affinity` when affinity can choose anything: enabled, and the model's `providers` map names two or
+   * more providers (anywhere in the fabric). Undefined otherwise, and then a run to the model needs no affinity
+   * key at all (no hash, no table entry, no metric).
+   */
+  readonly affinity: ModelAffinityConfig | undefined;
+}
 
 export interface ProviderPool {
   /** True when `model` is a models[] id (routed through the pool). */
   hasModel(model: string): boolean;
   /** The models[] entry of `model`, if any. */
   model(model: string): ModelConfig | undefined;
-  /**
-   * The affinity policy of `model` when affinity can choose anything: the model's `affinity` is enabled and its
-   * `providers` map names two or more providers (anywhere in the fabric). Undefined otherwise, and then a run to
-   * the model needs no affinity key at all (no hash, no table entry, no metric).
-   */
-  affinityPolicy(model: string): ModelAffinityConfig | undefined;
+  /** The entry's policy for placing a run (its config and usable affinity); the same object until a refresh. */
+  modelPolicy(model: string): ModelPolicy | undefined;
   /** models[] ids in config order. */
   modelIds(): string[];
   /**
@@ -221,12 +230,9 @@ interface ProviderEntry {
   instance: AdapterInstanceConfig | undefined;
 }
 
-interface ModelEntry {
-  config: ModelConfig;
+interface ModelEntry extends ModelPolicy {
   /** [provider id, served model name] in config order: the round-robin order. */
   providers: [string, string][];
-  /** `config.affinity` when it is enabled and the model maps two or more providers (affinityPolicy). */
-  affinity: ModelAffinityConfig | undefined;
   /** modelBackends(), computed when the config is applied. */
   backends: AdapterType[];
   /** Agent models: the `fabric_model` of each provider's CLI profile that names one; undefined when none does. */
@@ -334,8 +340,8 @@ class ProviderPoolImpl implements ProviderPool {
     return this.routing.models.get(model)?.config;
   }
 
-  affinityPolicy(model: string): ModelAffinityConfig | undefined {
-    return this.routing.models.get(model)?.affinity;
+  modelPolicy(model: string): ModelPolicy | undefined {
+    return this.routing.models.get(model);
   }
 
   modelIds(): string[] {
@@ -659,7 +665,7 @@ class ProviderPoolImpl implements ProviderPool {
           if (hit) {
             this.options.metrics?.affinity('hit');
             this.affinity.set(affinity.key, preferred);
-            return this.lease(demand.model, hit.provider.nodeId, hit.provider, hit.target, child);
+            return this.lease(demand.model, entry, hit.provider.nodeId, hit.provider, hit.target, child);
           }
           // Its provider is busy (still a candidate): wait for it until the wait ends, then spill.
           if (candidates.some((candidate) => candidate.provider.config.id === preferred)) {
@@ -678,11 +684,12 @@ class ProviderPoolImpl implements ProviderPool {
         this.options.metrics?.affinity(result);
         this.affinity.set(affinity.key, chosen.provider.config.id);
       }
-      return this.lease(demand.model, chosen.provider.nodeId, chosen.provider, chosen.target, child);
+      return this.lease(demand.model, entry, chosen.provider.nodeId, chosen.provider, chosen.target, child);
     }
     if (nodes.get(demand.nodeId) === undefined || !this.nodeHasRoom(demand.nodeId)) return undefined;
     const matching = this.routeProviders(demand);
-    if (matching.length === 0) return this.lease(undefined, demand.nodeId, undefined, demand.target);
+    if (matching.length === 0)
+      return this.lease(undefined, undefined, demand.nodeId, undefined, demand.target);
     let best: ProviderEntry | undefined;
     let bestLoad = Infinity;
     for (const provider of matching) {
@@ -696,7 +703,7 @@ class ProviderPoolImpl implements ProviderPool {
         bestLoad = load;
       }
     }
-    return best ? this.lease(undefined, demand.nodeId, best, demand.target) : undefined;
+    return best ? this.lease(undefined, undefined, demand.nodeId, best, demand.target) : undefined;
   }
 
   /**
@@ -886,6 +893,7 @@ class ProviderPoolImpl implements ProviderPool {
 
   private lease(
     model: string | undefined,
+    policy: ModelPolicy | undefined,
     nodeId: string,
     provider: ProviderEntry | undefined,
     target: string,
@@ -903,6 +911,7 @@ class ProviderPoolImpl implements ProviderPool {
     let released = false;
     return {
       model,
+      policy,
       providerId,
       nodeId,
       adapter: provider ? provider.adapter : '',

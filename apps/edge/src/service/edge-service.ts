@@ -319,9 +319,9 @@ function supervisorContext(
     metrics: deps.metrics ?? noAdmissionMetrics,
     tracing: deps.tracing ?? disabledTracing,
     governor: deps.governor,
-    reservedTokens: (destination, spec) => {
-      // Prompt + the answer's limit (admission-tokens.ts); the policy of the model as it is now.
-      const policy = destination.kind === 'model' ? models.get(destination.model) : undefined;
+    reservedTokens: (spec, model) => {
+      // Prompt + the answer's limit (admission-tokens.ts), under the policy the run was resolved with.
+      const policy = model?.config;
       return admissionTokens(estimationMessages(spec), {
         requested: spec.params?.maxTokens,
         modelDefault: policy?.default_max_tokens,
@@ -334,9 +334,9 @@ function supervisorContext(
     deadlineGraceMs: deps.deadlineGraceMs ?? 2_000,
     cancelGraceMs: deps.cancelGraceMs ?? 5_000,
     onState: deps.onRunState,
-    maxAttempts: (destination) => {
-      if (destination.kind !== 'model') return 1;
-      return models.get(destination.model)?.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
+    maxAttempts: (request) => {
+      if (request.destination.kind !== 'model') return 1;
+      return request.modelPolicy?.config.retry.max_attempts ?? deps.retryAttempts?.() ?? 1;
     },
     outcomes: deps.outcomes,
     shuttingDown,

@@ -38,6 +38,7 @@ import type { Admission, Governor, RunEnd, RunUsage } from '../governance/govern
 import { allowsModel, hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import type { Logger } from '../logging.js';
+import { affinityKeyFor } from '../placement/affinity-key.js';
 import { isPlacementError } from '../placement/errors.js';
 import type {
   Dispatched,
@@ -158,15 +159,21 @@ export interface SupervisorContext {
   metrics: AdmissionMetrics;
   tracing: Tracing;
   governor: Governor | undefined;
-  /** Tokens a run reserves against tpm and budgets: its prompt plus its answer's limit (admission-tokens.ts). */
-  reservedTokens(destination: RunDestination, spec: RunSpec): number;
+  /**
+   * Tokens a run reserves against tpm and budgets: its prompt plus its answer's limit (admission-tokens.ts), under
+   * the model's policy the run was resolved with (none for a route).
+   */
+  reservedTokens(spec: RunSpec, model: PlacementRequest['modelPolicy']): number;
   /** Cluster mode: a key's limits counted on its home edge; undefined on a single edge. */
   sharedLimits: SharedLimits | undefined;
   bufferSize: number;
   deadlineGraceMs: number;
   cancelGraceMs: number;
-  /** Dispatches a run to this destination may take in all (1 = no retry); read when a retry is considered. */
-  maxAttempts(destination: RunDestination): number;
+  /**
+   * Dispatches a run may take in all (1 = no retry), under the policy of its current attempt; read when a retry
+   * is considered.
+   */
+  maxAttempts(request: PlacementRequest): number;
   /** Where each attempt's outcome goes (the providers' circuits); none = not recorded. */
   outcomes: ProviderOutcomes | undefined;
   /** True once the service refuses new work (checked again after the queue wait). */
@@ -184,7 +191,8 @@ export class RunSupervisor implements ExecutionObserver {
   readonly done: Promise<RunOutcome>;
   private stateNow: RunState = 'queued';
   private resolveDone!: (outcome: RunOutcome) => void;
-  private readonly request: PlacementRequest;
+  /** The current attempt's request: replaced (never mutated) when the principal gains its lease or a retry begins. */
+  private request: PlacementRequest;
   private reservation: Reservation | undefined;
   private dispatched: Dispatched | undefined;
   private admission: Admission | undefined;
@@ -250,6 +258,8 @@ export class RunSupervisor implements ExecutionObserver {
     private readonly parent?: RunSupervisor,
   ) {
     const model = options.model ?? (destination.kind === 'model' ? destination.model : destination.target);
+    // The first attempt's model policy and affinity key: resolved here once, read by every layer below.
+    const modelPolicy = context.placement.modelPolicy(destination);
     if (parent === undefined) {
       this.request = {
         runId,
@@ -260,27 +270,32 @@ export class RunSupervisor implements ExecutionObserver {
         principal: options.principal,
         traceparent: options.traceparent,
         signal: options.signal,
+        modelPolicy,
+        affinityKey: attemptAffinityKey(spec, options.principal, modelPolicy),
       };
     } else {
       // The parent's principal (without its home-edge lease, which is the parent's own), its trace, and an abort
       // of its own for the parent's end.
       const childAbort = new AbortController();
       this.childAbort = childAbort;
+      const principal = parent.admittedAs;
       this.request = {
         runId,
         destination,
         spec,
         surface: options.surface,
         model,
-        principal: parent.admittedAs,
+        principal,
         traceparent: parent.span?.traceparent ?? options.traceparent,
         signal: options.signal ? AbortSignal.any([options.signal, childAbort.signal]) : childAbort.signal,
         parentRunId: parent.runId,
+        modelPolicy,
+        affinityKey: attemptAffinityKey(spec, principal, modelPolicy),
       };
     }
     this.principal = this.request.principal;
     // Reserved once: the home edge's reservation and the governor's admission count the same figure.
-    this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(destination, spec) : 0;
+    this.estimate = context.governor || context.sharedLimits ? context.reservedTokens(spec, modelPolicy) : 0;
     this.delivered = new DeliveredUsage(estimationMessages(spec));
     this.submittedAt = this.durationNow();
     this.stream = new RunEventStream(context.bufferSize, spec.background ?? false);
@@ -391,7 +406,7 @@ export class RunSupervisor implements ExecutionObserver {
       // the next submit of the same turn decides (no extra turn of the event loop per run).
       const reserving = this.takeLimits();
       if (reserving) await reserving;
-      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(request.destination, this.placed());
+      let edgeId = this.placeHere ? undefined : context.placement.edgeFor(this.placed());
       for (;;) {
         if (edgeId === undefined) this.admitHere();
         const reservation = await context.placement.reserve(this.placed(), edgeId);
@@ -590,15 +605,12 @@ export class RunSupervisor implements ExecutionObserver {
     return Math.max(0, this.endedAt - this.submittedAt - this.backendMs);
   }
 
-  /** The reservation's request (the principal may have gained its home-edge lease since construction). */
+  /** The current attempt's request, with the principal's home-edge lease once it has one (copied once, then kept). */
   private placed(): PlacementRequest {
     const request = this.request;
-    if (request.principal === this.principal && !this.excluded) return request;
-    return {
-      ...request,
-      principal: this.principal,
-      ...(this.excluded ? { excludeProviders: this.excluded } : {}),
-    };
+    if (request.principal === this.principal) return request;
+    this.request = { ...request, principal: this.principal };
+    return this.request;
   }
 
   /**
@@ -609,7 +621,7 @@ export class RunSupervisor implements ExecutionObserver {
     if (!this.here || this.outputStarted || providerId === undefined) return false;
     const destination = this.request.destination;
     if (destination.kind !== 'model' || this.context.shuttingDown()) return false;
-    return this.attemptsNow < this.context.maxAttempts(destination);
+    return this.attemptsNow < this.context.maxAttempts(this.request);
   }
 
   private reportFailure(providerId: string | undefined, failure: DispatchFailureReason): void {
@@ -623,6 +635,21 @@ export class RunSupervisor implements ExecutionObserver {
     this.attemptReported = true;
     const providerId = this.reservation?.providerId ?? this.dispatched?.providerId;
     if (providerId !== undefined) this.context.outcomes?.succeeded(providerId);
+  }
+
+  /**
+   * The next attempt's request: the failed providers excluded, and the model's policy resolved again (a live
+   * refresh may have changed the model since the last attempt started); the affinity key is recomputed only when
+   * the policy did change (the pool's entry is one object until a refresh).
+   */
+  private resolveRetry(): void {
+    const request = this.placed();
+    const modelPolicy = this.context.placement.modelPolicy(request.destination);
+    const affinityKey =
+      modelPolicy === request.modelPolicy
+        ? request.affinityKey
+        : attemptAffinityKey(request.spec, request.principal, modelPolicy);
+    this.request = { ...request, modelPolicy, affinityKey, excludeProviders: this.excluded };
   }
 
   /**
@@ -648,6 +675,7 @@ export class RunSupervisor implements ExecutionObserver {
     // The agent process that made them is gone with the failed attempt.
     if (this.children) this.endChildren(`parent run ${this.runId} failed on ${reservation.nodeId}`);
     if (providerId !== undefined) (this.excluded ??= new Set()).add(providerId);
+    this.resolveRetry();
     this.earlierQueueMs += reservation.queueMs;
     reservation.release();
     this.reservation = undefined;
@@ -1059,4 +1087,13 @@ function withoutLease(principal: Principal | undefined): Principal | undefined {
   if (principal?.lease === undefined) return principal;
   const { lease: _lease, ...rest } = principal;
   return rest;
+}
+
+/** The run's affinity key under `model`'s policy (affinity-key.ts); undefined when the model has none. */
+function attemptAffinityKey(
+  spec: RunSpec,
+  principal: Principal | undefined,
+  model: PlacementRequest['modelPolicy'],
+): string | undefined {
+  return model?.affinity ? affinityKeyFor(spec, principal?.id, model.affinity) : undefined;
 }

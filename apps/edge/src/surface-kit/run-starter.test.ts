@@ -14,16 +14,23 @@ import {
 import { FakeEdgeService, textRun } from '../test-support/fake-edge-service.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { createRunStarter } from './run-starter.js';
-import type { RequestedRun } from './requested-run.js';
+import type { RunBase, SurfaceRun } from './surface-run.js';
 
-const spec: RequestedRun = {
-  messages: [create.chatMessage({ role: 'user', content: 'hi' })],
-  tools: [],
-  params: create.generationParams({}),
-  metadata: {},
-  reasoningRequested: false,
-  includeReasoning: false,
-};
+/** A chat run as a surface builds it: over the starter's base, with the caller beside it. */
+function requestedOver(base: RunBase): SurfaceRun {
+  return {
+    spec: {
+      session: base.session,
+      timeoutMs: base.timeoutMs,
+      messages: [create.chatMessage({ role: 'user', content: 'hi' })],
+      tools: [],
+      params: create.generationParams({}),
+      metadata: {},
+      reasoningRequested: false,
+    },
+    caller: { includeReasoning: false },
+  };
+}
 
 function setup(parts = textRun(['a', 'b']), delayMs = 0) {
   const config = poolConfig([providerConfig('p', { capacity: 2 })]);
@@ -32,7 +39,7 @@ function setup(parts = textRun(['a', 'b']), delayMs = 0) {
   const pool = createProviderPool({ config, nodes });
   const service = new FakeEdgeService(() => ({ parts, delayMs }), nodes.list, pool);
   const starter = createRunStarter({ service, logger: silentLogger, sessionId: 'openai', timeoutMs: 30_000 });
-  return { pool, service, starter };
+  return { pool, service, starter, spec: requestedOver(starter.base) };
 }
 
 const poolRoute: ResolvedRoute = {
@@ -50,7 +57,7 @@ async function drain(parts: AsyncIterable<unknown>): Promise<number> {
 
 describe('run starter', () => {
   it('submits a pool route as a model destination with an OpenAI session slot and the run deadline', async () => {
-    const { pool, service, starter } = setup();
+    const { pool, service, starter, spec } = setup();
     const run = await starter.start(poolRoute, spec, new AbortController().signal);
     expect(service.submitted[0]).toMatchObject({
       destination: { kind: 'model', model: 'm' },
@@ -67,7 +74,7 @@ describe('run starter', () => {
   });
 
   it('submits model_routes and the fallback as explicit routes (node only when the route names one)', async () => {
-    const { service, starter } = setup();
+    const { service, starter, spec } = setup();
     const route: ResolvedRoute = {
       kind: 'route',
       model: 'codex',
@@ -89,7 +96,7 @@ describe('run starter', () => {
   });
 
   it('collect() reads the whole run into its answer and leaves nothing to cancel', async () => {
-    const { pool, service, starter } = setup(textRun(['a', 'b']), 5);
+    const { pool, service, starter, spec } = setup(textRun(['a', 'b']), 5);
     const signal = new AbortController().signal;
     const run = await starter.start(poolRoute, spec, signal);
     const collected = await run.collect({ includeReasoning: false, inlineReasoning: true });
@@ -102,7 +109,7 @@ describe('run starter', () => {
   });
 
   it('collect() stops when the client goes away: run_incomplete, and finish() cancels the run once', async () => {
-    const { service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
+    const { service, starter, spec } = setup(textRun(['a', 'b', 'c', 'd']), 20);
     const controller = new AbortController();
     const run = await starter.start(poolRoute, spec, controller.signal);
     const collecting = run.collect({ includeReasoning: false, inlineReasoning: true });
@@ -115,7 +122,7 @@ describe('run starter', () => {
   });
 
   it('stops reading when the client goes away (the same signal cancels the run in the service)', async () => {
-    const { pool, service, starter } = setup(textRun(['a', 'b', 'c', 'd']), 20);
+    const { pool, service, starter, spec } = setup(textRun(['a', 'b', 'c', 'd']), 20);
     const controller = new AbortController();
     const run = await starter.start(poolRoute, spec, controller.signal);
     const reading = drain(run.parts());
@@ -128,7 +135,7 @@ describe('run starter', () => {
   });
 
   it('leaves no watcher on the signal once its runs were read to the end (one signal serves a whole connection)', async () => {
-    const { starter } = setup(textRun(['a', 'b']));
+    const { starter, spec } = setup(textRun(['a', 'b']));
     const signal = new AbortController().signal;
     for (let index = 0; index < 5; index += 1) {
       const run = await starter.start(poolRoute, spec, signal);
@@ -142,7 +149,7 @@ describe('run starter', () => {
   });
 
   it('finish() cancels a run its reader abandoned, once', async () => {
-    const { service, starter } = setup(textRun(['a', 'b']), 50);
+    const { service, starter, spec } = setup(textRun(['a', 'b']), 50);
     const run = await starter.start(poolRoute, spec, new AbortController().signal);
     run.finish('writer failed');
     run.finish('writer failed');

@@ -1,7 +1,7 @@
 // Starts an OpenAI request's run through the service's admission path and reads it back as parts. The service
 // owns the run (capacity, session slot, generation policy, deadline, cancel, release); this module only turns a
-// resolved route into a destination, and stops reading when the client goes away — the same abort signal is the
-// run's cancel path inside the service.
+// resolved route into a destination, hands the surface's spec on as it is (the surface built it over `base`), and
+// stops reading when the client goes away — the same abort signal is the run's cancel path inside the service.
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import type { Logger } from '../logging.js';
 import { unwatchAbort, watchAbort } from '../abort-watchers.js';
@@ -10,13 +10,12 @@ import type {
   RunDestination,
   RunEventWithMeta,
   RunHandle,
-  RunSpec,
   RunSurface,
   SubmitOptions,
 } from '../service/types.js';
 import type { ResolvedRoute } from './route-resolver.js';
 import { collectRun, RunCollector, type CollectedRun, type OutputOptions } from './run-output.js';
-import type { RequestedRun } from './requested-run.js';
+import type { RunBase, SurfaceRun } from './surface-run.js';
 
 export interface RunStarterDeps {
   service: EdgeService;
@@ -43,20 +42,28 @@ export interface StartedRun {
 }
 
 export interface RunStarter {
-  start(route: ResolvedRoute, requested: RequestedRun, signal: AbortSignal): Promise<StartedRun>;
+  /** What every spec started here carries (one object, shared): the surface builds its specs over it. */
+  readonly base: RunBase;
+  start(route: ResolvedRoute, run: SurfaceRun, signal: AbortSignal): Promise<StartedRun>;
 }
 
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   const surface = deps.surface ?? 'openai';
+  const base: RunBase = Object.freeze({
+    session: Object.freeze({ kind: 'slot', baseId: deps.sessionId }),
+    timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
+  });
   return {
-    start(route, requested, signal) {
+    base,
+    start(route, run, signal) {
+      const { caller } = run;
       const options: SubmitOptions = { surface, signal, model: route.model };
-      if (requested.principal) options.principal = requested.principal;
-      if (requested.traceparent) options.traceparent = requested.traceparent;
-      if (requested.parent) options.parent = requested.parent;
+      if (caller.principal) options.principal = caller.principal;
+      if (caller.traceparent) options.traceparent = caller.traceparent;
+      if (caller.parent) options.parent = caller.parent;
       // A promise chain: no async frame kept alive while the run request is on its way to the node.
       return deps.service
-        .submitRun(destinationOf(route), runSpecOf(requested, deps), options)
+        .submitRun(destinationOf(route), run.spec, options)
         .then((handle) => new StartedRunImpl(handle, signal, deps.logger));
     },
   };
@@ -69,29 +76,6 @@ function destinationOf(route: ResolvedRoute): RunDestination {
     ...(route.node ? { node: route.node } : {}),
     adapter: route.adapter,
     target: route.target,
-  };
-}
-
-/** The service's RunSpec of a requested run: who asked and how to answer stay with the surface. */
-function runSpecOf(requested: RequestedRun, deps: RunStarterDeps): RunSpec {
-  return {
-    session: { kind: 'slot', baseId: deps.sessionId },
-    messages: requested.messages,
-    tools: requested.tools,
-    toolChoiceJson: requested.toolChoiceJson,
-    params: requested.params,
-    reasoningRequested: requested.reasoningRequested,
-    workspace: requested.workspace,
-    timeoutMs: deps.timeoutMs > 0 ? deps.timeoutMs : undefined,
-    metadata: requested.metadata,
-    collect: requested.collect,
-    extraBodyJson: requested.extraBodyJson,
-    kind: requested.kind,
-    completion: requested.completion,
-    embedding: requested.embedding,
-    fetchImageUrls: requested.fetchImageUrls,
-    imageFetchMaxTotalBytes: requested.imageFetchMaxTotalBytes,
-    affinityKey: requested.affinityKey,
   };
 }
 
