@@ -2,7 +2,8 @@
 // flags, read the token, lock the data dir, load (or make) its identity key, open the history, build the agent,
 // map the link's outcome to an exit code (0 for a deliberate stop; 1 for a rejection, a failed first connection or
 // exhausted reconnects).
-import { allowListCheck, createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
+import { allowListCheck } from '@iop/config';
+import { createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
 import { createTracing, type Tracing } from '@iop/tracing';
 import fs from 'node:fs';
 import path from 'node:path';
