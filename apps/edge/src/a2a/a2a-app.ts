@@ -223,8 +223,19 @@ async function handleRpc(request: Request, response: Response, options: A2AAppOp
       }
       case 'message/stream': {
         checkContextId(rpc.params);
+        const configuration = readObject(rpc.params['configuration'], 'params.configuration');
+        const pushConfig = await readSendPushConfig(configuration, '0.3', options.push);
+        const push = options.push;
         const controller = streamController(response);
-        const events = await tasks.stream(rpc.params, controller.signal, principal, traceparent);
+        const events = await tasks.stream(
+          rpc.params,
+          controller.signal,
+          principal,
+          traceparent,
+          pushConfig && push
+            ? (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId)
+            : undefined,
+        );
         await writeStream(response, id, events, controller);
         return;
       }

@@ -125,8 +125,10 @@ export class TaskManager {
     signal: AbortSignal,
     principal?: Principal,
     traceparent?: string,
+    onCreated?: (taskId: string) => void,
   ): Promise<AsyncIterable<StreamEvent>> {
     const record = await this.start(params, principal, traceparent);
+    onCreated?.(record.task.id);
     return taskEvents(() => this.registry.subscribeLocal(record.registered.key, signal));
   }
 

@@ -50,7 +50,8 @@ export interface PushStore {
   forgetTask(task: PushTaskKey): void;
   /**
    * Queues notifications in one transaction, each replacing its config's undelivered older one (the newer carries
-   * the whole task); `terminal` marks their configs as having their terminal notification queued.
+   * the whole task); `terminal` marks their configs as having their terminal notification queued, and skips a
+   * config whose terminal notification was queued already.
    */
   enqueue(deliveries: readonly NewPushDelivery[], now: number, terminal: boolean): void;
   /** Notifications due at `now`, earliest first, at most `limit`. */

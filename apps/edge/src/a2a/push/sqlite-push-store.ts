@@ -101,6 +101,9 @@ export class SqlitePushStore implements PushStore {
       markTerminal: db.prepare(
         'UPDATE push_configs SET terminal_queued = 1 WHERE principal = ? AND task_id = ? AND config_id = ?',
       ),
+      terminalQueued: db.prepare(
+        'SELECT terminal_queued FROM push_configs WHERE principal = ? AND task_id = ? AND config_id = ?',
+      ),
       due: db.prepare(
         `SELECT ${deliveryColumns} FROM push_outbox WHERE due_ms <= ? ORDER BY due_ms, id LIMIT ?`,
       ),
@@ -171,6 +174,13 @@ export class SqlitePushStore implements PushStore {
     if (deliveries.length === 0) return;
     this.transaction(() => {
       for (const delivery of deliveries) {
+        const row = this.statement('terminalQueued').get(
+          delivery.principal,
+          delivery.taskId,
+          delivery.configId,
+        ) as { terminal_queued: number } | undefined;
+        // A config gets its task's terminal notification once (a config set later on an ended task gets its own).
+        if (terminal && row?.terminal_queued === 1) continue;
         this.statement('deleteConfigDeliveries').run(delivery.principal, delivery.taskId, delivery.configId);
         this.statement('insertDelivery').run(
           delivery.principal,

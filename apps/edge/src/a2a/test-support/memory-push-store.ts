@@ -16,8 +16,9 @@ export class MemoryPushStore implements PushStore {
   saveConfig(principal: string, config: PushConfig): void {
     const index = this.configs.findIndex((entry) => same(entry, principal, config.taskId, config.id));
     const entry = { principal, config: structuredClone(config), terminalQueued: false };
-    if (index >= 0) this.configs[index] = entry;
-    else this.configs.push(entry);
+    // A replaced config moves to the end, as the SQLite store orders by the latest save.
+    if (index >= 0) this.configs.splice(index, 1);
+    this.configs.push(entry);
   }
 
   getConfig(principal: string, taskId: string, configId: string): PushConfig | undefined {
@@ -64,6 +65,10 @@ export class MemoryPushStore implements PushStore {
 
   enqueue(deliveries: readonly NewPushDelivery[], now: number, terminal: boolean): void {
     for (const delivery of deliveries) {
+      const config = this.configs.find((entry) =>
+        same(entry, delivery.principal, delivery.taskId, delivery.configId),
+      );
+      if (terminal && config?.terminalQueued) continue;
       for (const [id, queued] of this.deliveries) {
         if (
           queued.principal === delivery.principal &&

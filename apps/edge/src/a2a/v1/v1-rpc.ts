@@ -50,8 +50,15 @@ export async function handleV1Rpc(
     }
     case 'SendStreamingMessage': {
       const engineParams = sendParams(params);
+      const configuration = readObject(params['configuration'], 'params.configuration');
+      const pushConfig = await readSendPushConfig(configuration, '1.0', context.push);
+      const push = context.push;
+      const onCreated =
+        pushConfig && push
+          ? (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId)
+          : undefined;
       await answer.stream(
-        (signal) => tasks.stream(engineParams, signal, principal, traceparent),
+        (signal) => tasks.stream(engineParams, signal, principal, traceparent, onCreated),
         toV1StreamResponse,
       );
       return;
