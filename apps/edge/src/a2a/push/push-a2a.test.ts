@@ -40,7 +40,10 @@ async function webhook(): Promise<{ url: string; received: Received[]; next: () 
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const entry = { headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+      const entry = {
+        headers: request.headers,
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
+      };
       received.push(entry);
       response.writeHead(200).end();
       waiters.shift()?.(entry);

@@ -15,7 +15,7 @@ beforeAll(async () => {
     seen.push(request.headers);
     request.resume();
     request.on('end', () => {
-      switch (request.url) {
+      switch (request.url ?? '') {
         case '/ok':
           response.writeHead(204).end();
           return;
