@@ -134,6 +134,33 @@ describe('PushOutbox', () => {
     await refused.outbox.stop();
   });
 
+  it('sets no timer while the only due notification is in flight, and goes on when it ends', async () => {
+    const { clock, store, outbox } = setup([]);
+    let release: (result: PushAttemptResult) => void = () => undefined;
+    const slow = new PushOutbox({
+      store,
+      clock,
+      check: allowAll,
+      send: () =>
+        new Promise((resolve) => {
+          release = resolve;
+        }),
+      metrics: counting(),
+      logger: silentLogger,
+      maxAttempts: 4,
+      retryWindowMs: 60_000,
+    });
+    await outbox.stop();
+    slow.start();
+    clock.advance(0);
+    await settle();
+    expect(clock.pending).toBe(0);
+    release({ kind: 'retry', reason: 'HTTP 503' });
+    await settle();
+    expect(clock.pendingDelays()).toEqual([1_000]);
+    await slow.stop();
+  });
+
   it('keeps what is queued when stopped, for the next start', async () => {
     const { clock, store, attempts, outbox } = setup([]);
     await outbox.stop();

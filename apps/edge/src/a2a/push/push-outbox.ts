@@ -95,7 +95,9 @@ export class PushOutbox {
         });
       this.running.add(attempt);
     }
-    if (due.length === 0) this.wake();
+    // Nothing to start while attempts run: the end of each attempt wakes the outbox again (no 0 ms timer loop
+    // over notifications already in flight).
+    if (due.length === 0 && this.inFlight.size === 0) this.wake();
   }
 
   private async attempt(delivery: PushDelivery): Promise<void> {
