@@ -338,6 +338,18 @@ const restart: Case[] = [
     class: 'restart',
   },
   {
+    name: 'a2a push allow_hosts',
+    mutate: (r) => ((r.a2a as Record<string, unknown>).push = { allow_hosts: ['hooks.internal'] }),
+    path: 'a2a.push.allow_hosts',
+    class: 'restart',
+  },
+  {
+    name: 'a2a push max_attempts',
+    mutate: (r) => ((r.a2a as Record<string, unknown>).push = { max_attempts: 3 }),
+    path: 'a2a.push.max_attempts',
+    class: 'restart',
+  },
+  {
     name: 'node added with a token of its own',
     mutate: (r) => r.nodes.push({ id: 'n3', token: 't3' } as unknown as Raw['nodes'][number]),
     path: 'nodes[n3]',

@@ -30,3 +30,4 @@ export {
   type NodeEntries,
 } from './append-node-entries.js';
 export { IDENTIFIER_PATTERN } from './schema.js';
+export { isPublicAddress, allowListCheck, type AddressCheck } from './public-address.js';

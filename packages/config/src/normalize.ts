@@ -151,6 +151,12 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
       bearer_token: str(a2a.bearer_token, ''),
       allow_unauthenticated: bool(a2a.allow_unauthenticated, false),
       public_url: str(a2a.public_url, ''),
+      push: {
+        allow_hosts: strings(record(a2a.push).allow_hosts),
+        max_attempts: int(record(a2a.push).max_attempts, DEFAULTS.push_max_attempts),
+        retry_window_sec: int(record(a2a.push).retry_window_sec, DEFAULTS.push_retry_window_sec),
+        timeout_ms: int(record(a2a.push).timeout_ms, DEFAULTS.push_timeout_ms),
+      },
     },
     ui: { enabled: bool(ui.enabled, false), listen: str(ui.listen, DEFAULTS.ui_listen) },
     http: { allowed_hosts: strings(httpSection.allowed_hosts) },

@@ -316,6 +316,17 @@ export const edgeConfigSchema: Schema = extensible({
     bearer_token: text,
     allow_unauthenticated: bool,
     public_url: optionalHttpUrl,
+    push: object({
+      allow_hosts: {
+        type: 'array',
+        items: { type: 'string', format: 'host-authority' },
+        maxItems: 256,
+        uniqueItems: true,
+      },
+      max_attempts: integer(LIMITS.push_max_attempts),
+      retry_window_sec: integer(LIMITS.push_retry_window_sec),
+      timeout_ms: integer(LIMITS.push_timeout_ms),
+    }),
   }),
   ui: object({ enabled: bool, listen }),
   http: object({

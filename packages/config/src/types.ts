@@ -279,6 +279,22 @@ export interface A2AConfig {
   readonly allow_unauthenticated: boolean;
   /** Externally visible URL of the JSON-RPC endpoint (path included) for the agent card; '' = derived from the request's Host and path. */
   readonly public_url: string;
+  readonly push: A2APushConfig;
+}
+
+/** `a2a.push` — how task push notifications (webhooks) are delivered. */
+export interface A2APushConfig {
+  /**
+   * Webhook hosts (`host` or `host:port`) exempt from the public-address check, e.g. an internal service; any
+   * other target must resolve to public addresses only.
+   */
+  readonly allow_hosts: readonly string[];
+  /** Attempts per notification (the first included) before it is given up. */
+  readonly max_attempts: number;
+  /** Seconds after a notification was queued past which it is not retried any more. */
+  readonly retry_window_sec: number;
+  /** Bound of one attempt: resolution, connection, request and response. */
+  readonly timeout_ms: number;
 }
 
 /** `models[]` — canonical routing keys of the provider pool and their generation policy. */

@@ -41,6 +41,8 @@ import { selectProtocol, V1_METHODS } from './protocol-version.js';
 import type { RpcAnswer } from './rpc-answer.js';
 import { checkContextId, readBoolean, readCount, readObject, readTaskId } from './rpc-params.js';
 import { handleV1Rpc } from './v1/v1-rpc.js';
+import type { PushNotifications } from './push/push-notifications.js';
+import { attachSendPushConfig, handlePushRpc, readSendPushConfig } from './push/push-rpc.js';
 
 export interface A2AAppOptions {
   path: string;
@@ -62,6 +64,8 @@ export interface A2AAppOptions {
   maxBodyBytes?: number;
   /** Request counts, durations and time to first artifact chunk (default: not recorded). */
   metrics?: HttpMetricsRecorder;
+  /** Push notifications (push/push-notifications.ts); absent = the push methods answer -32003. */
+  push?: PushNotifications;
 }
 
 /** Largest JSON-RPC body read (well under what one frame to a node carries). */
@@ -124,6 +128,7 @@ export function createA2AApp(options: A2AAppOptions): express.Express {
         adapter: options.adapter,
         target: options.target,
         requiresToken: principals().required,
+        pushNotifications: options.push !== undefined,
       }),
     );
   });
@@ -176,7 +181,7 @@ async function handleRpc(
     const traceparent = request.get('traceparent') || undefined;
     const answer = rpcAnswer(context, id, options.logger);
     if (selectProtocol(rpc.method, request.get('a2a-version')) === '1.0') {
-      await handleV1Rpc(rpc, { tasks, principal, traceparent }, answer);
+      await handleV1Rpc(rpc, { tasks, principal, traceparent, push: options.push }, answer);
       return;
     }
     switch (rpc.method) {
@@ -185,12 +190,33 @@ async function handleRpc(
         const configuration = readObject(rpc.params['configuration'], 'params.configuration');
         const blocking = readBoolean(configuration['blocking'], 'params.configuration.blocking') ?? true;
         const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
-        answer.result(await tasks.send(rpc.params, { blocking, historyLength, principal, traceparent }));
+        const pushConfig = await readSendPushConfig(configuration, '0.3', options.push);
+        const push = options.push;
+        const onCreated =
+          pushConfig && push
+            ? (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId)
+            : undefined;
+        answer.result(
+          await tasks.send(rpc.params, {
+            blocking,
+            historyLength,
+            principal,
+            traceparent,
+            ...(onCreated ? { onCreated } : {}),
+          }),
+        );
         return;
       }
       case 'message/stream': {
         checkContextId(rpc.params);
-        await answer.stream((signal) => tasks.stream(rpc.params, signal, principal, traceparent));
+        const configuration = readObject(rpc.params['configuration'], 'params.configuration');
+        const pushConfig = await readSendPushConfig(configuration, '0.3', options.push);
+        const push = options.push;
+        const onCreated =
+          pushConfig && push
+            ? (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId)
+            : undefined;
+        await answer.stream((signal) => tasks.stream(rpc.params, signal, principal, traceparent, onCreated));
         return;
       }
       case 'tasks/get': {
@@ -214,10 +240,14 @@ async function handleRpc(
       case 'tasks/pushNotificationConfig/get':
       case 'tasks/pushNotificationConfig/list':
       case 'tasks/pushNotificationConfig/delete':
-        throw new JsonRpcError(
-          JSON_RPC_ERRORS.pushNotificationNotSupported,
-          'push notifications are not supported',
-        );
+        if (!options.push) {
+          throw new JsonRpcError(
+            JSON_RPC_ERRORS.pushNotificationNotSupported,
+            'push notifications are not supported',
+          );
+        }
+        await handlePushRpc(rpc, options.push, principal, answer);
+        return;
       default:
         throw new JsonRpcError(JSON_RPC_ERRORS.methodNotFound, `method ${rpc.method} not found`);
     }

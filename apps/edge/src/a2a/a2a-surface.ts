@@ -14,6 +14,10 @@ import type { PrincipalResolver } from '../governance/principal.js';
 import { createA2AApp } from './a2a-app.js';
 import { TaskManager, type A2ASettings } from './task-manager.js';
 import { registerTaskRecovery } from './task-recovery.js';
+import { registerPushMetrics, type PushMetrics } from './push/push-metrics.js';
+import { createPushNotifications, type PushSettings } from './push/push-setup.js';
+import type { PushStore } from './push/push-store.js';
+import { SqlitePushStore } from './push/sqlite-push-store.js';
 
 export interface A2ASurfaceOptions {
   listen: string;
@@ -32,6 +36,8 @@ export interface A2ASurfaceOptions {
   /** Task and context timestamps (default: the system clock). */
   clock?: Clock;
   metrics?: HttpMetricsRecorder;
+  /** Push notifications over this store (`<data_dir>/a2a-push.db`); none = the push methods answer -32003. */
+  push?: { settings: PushSettings; store: PushStore; metrics?: PushMetrics; clock?: Clock };
 }
 
 export interface RunningA2ASurface {
@@ -49,6 +55,19 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     clock: options.clock ?? systemClock,
     newId: randomUUID,
   });
+  const push = options.push
+    ? createPushNotifications({
+        settings: options.push.settings,
+        store: options.push.store,
+        registry: options.service.runRegistry,
+        clock: options.push.clock ?? systemClock,
+        logger: logger.child({ component: 'a2a-push' }),
+        userAgent: `iop-edge/${options.version}`,
+        ...(options.push.metrics ? { metrics: options.push.metrics } : {}),
+      })
+    : undefined;
+  // After registerTaskRecovery: tasks an earlier process left going are already `failed` when push looks at them.
+  push?.start();
   const app = createA2AApp({
     path: options.path,
     bearerToken: options.bearerToken,
@@ -61,18 +80,29 @@ export async function startA2ASurface(options: A2ASurfaceOptions): Promise<Runni
     tasks,
     logger,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(push ? { push } : {}),
   });
   const guard = createHostGuard({
     listen: options.listen,
     names: [...(options.allowedHosts ?? []), ...urlAuthority(options.publicUrl ?? '')],
   });
-  const listener = await listenHttp(options.listen, guardRequests(guard, app));
+  const closePush = async () => {
+    await push?.close();
+    await options.push?.store.close();
+  };
+  const listener = await listenHttp(options.listen, guardRequests(guard, app)).catch(
+    async (error: unknown) => {
+      await closePush();
+      throw error;
+    },
+  );
   logger.info({ address: listener.address, path: options.path }, 'a2a listening');
   return {
     name: 'a2a',
     address: listener.address,
-    close: () => {
-      return listener.close();
+    close: async () => {
+      await listener.close();
+      await closePush();
     },
   };
 }
@@ -120,6 +150,16 @@ export function createA2ASurface() {
       logger: context.logger,
       clock: context.clock,
       metrics: edgeHttpMetrics(context.metrics, 'a2a'),
+      push: {
+        settings: {
+          allowHosts: a2a.push.allow_hosts,
+          maxAttempts: a2a.push.max_attempts,
+          retryWindowMs: a2a.push.retry_window_sec * 1000,
+          timeoutMs: a2a.push.timeout_ms,
+        },
+        store: SqlitePushStore.open(edge.data_dir, context.logger.child({ component: 'a2a-push' })),
+        metrics: registerPushMetrics(context.metrics.registry),
+      },
     });
   };
 }

@@ -66,6 +66,8 @@ export interface SendOptions {
   principal?: Principal;
   /** The caller's W3C `traceparent`, continued by the task's run. */
   traceparent?: string;
+  /** Called with the new task's id once it is registered, before a blocking send waits (push configs). */
+  onCreated?: (taskId: string) => void;
 }
 
 interface ContextState {
@@ -113,6 +115,7 @@ export class TaskManager {
   async send(params: Record<string, unknown>, options: SendOptions): Promise<Task> {
     // A blocking send answers with the finished task: the node may fetch the whole answer at once.
     const record = await this.start(params, options.principal, options.traceparent, options.blocking);
+    options.onCreated?.(record.task.id);
     if (options.blocking) await record.finished;
     return snapshot(record.task, options.historyLength);
   }
@@ -123,8 +126,10 @@ export class TaskManager {
     signal: AbortSignal,
     principal?: Principal,
     traceparent?: string,
+    onCreated?: (taskId: string) => void,
   ): Promise<AsyncIterable<StreamEvent>> {
     const record = await this.start(params, principal, traceparent);
+    onCreated?.(record.task.id);
     return taskEvents(() => this.registry.subscribeLocal(record.registered.key, signal));
   }
 

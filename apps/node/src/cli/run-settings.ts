@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseEdgeFingerprint } from '@iop/wire';
-import { allowListCheck, createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
+import { allowListCheck } from '@iop/config';
+import { createImageFetcher, type ImageFetcher } from '../adapters/http/image-fetch.js';
 import { parseEdgeAddress, type DialOptions } from '../link/dial.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_INTERVAL_MS, EXIT_CODE_REPLACED } from '../link/edge-link.js';
 import { booleanFlag, integerFlag, parseFlags, stringFlag, UsageError, type CliIo } from './command.js';

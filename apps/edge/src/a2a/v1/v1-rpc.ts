@@ -1,11 +1,13 @@
 // The A2A 1.0 JSON-RPC methods over the one task manager: params are read in their 1.0 shape, translated to the
 // engine's, and results and stream events translated back (v1-translation.ts). `tenant` is accepted on every
-// method and ignored: an edge serves one tenant. Push-notification config methods go to the push handler.
+// method and ignored: an edge serves one tenant. Push-notification config methods go to push/push-rpc.ts.
 import type { Principal } from '../../governance/principal.js';
 import { JSON_RPC_ERRORS, JsonRpcError, type JsonRpcRequest } from '../json-rpc.js';
 import type { RpcAnswer } from '../rpc-answer.js';
 import { checkContextId, readBoolean, readCount, readObject, readString, readTaskId } from '../rpc-params.js';
 import type { TaskManager } from '../task-manager.js';
+import type { PushNotifications } from '../push/push-notifications.js';
+import { attachSendPushConfig, handlePushRpc, readSendPushConfig } from '../push/push-rpc.js';
 import { fromV1Message, fromV1State, toV1StreamResponse, toV1Task } from './v1-translation.js';
 import type { V1ListTasksResponse } from './v1-types.js';
 
@@ -13,8 +15,8 @@ export interface V1RpcContext {
   tasks: TaskManager;
   principal?: Principal | undefined;
   traceparent?: string | undefined;
-  /** The push-config methods (both protocol versions); absent = push notifications not supported. */
-  pushConfigs?: (rpc: JsonRpcRequest, answer: RpcAnswer) => Promise<void>;
+  /** Push notifications (push/push-notifications.ts); absent = not supported (-32003). */
+  push?: PushNotifications | undefined;
 }
 
 export async function handleV1Rpc(
@@ -32,19 +34,31 @@ export async function handleV1Rpc(
       const returnImmediately =
         readBoolean(configuration['returnImmediately'], 'params.configuration.returnImmediately') ?? false;
       const historyLength = readCount(configuration['historyLength'], 'params.configuration.historyLength');
+      const pushConfig = await readSendPushConfig(configuration, '1.0', context.push);
+      const push = context.push;
       const task = await tasks.send(engineParams, {
         blocking: !returnImmediately,
         historyLength,
         principal,
         traceparent,
+        ...(pushConfig && push
+          ? { onCreated: (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId) }
+          : {}),
       });
       answer.result({ task: toV1Task(task) });
       return;
     }
     case 'SendStreamingMessage': {
       const engineParams = sendParams(params);
+      const configuration = readObject(params['configuration'], 'params.configuration');
+      const pushConfig = await readSendPushConfig(configuration, '1.0', context.push);
+      const push = context.push;
+      const onCreated =
+        pushConfig && push
+          ? (taskId: string) => attachSendPushConfig(push, principal, pushConfig, taskId)
+          : undefined;
       await answer.stream(
-        (signal) => tasks.stream(engineParams, signal, principal, traceparent),
+        (signal) => tasks.stream(engineParams, signal, principal, traceparent, onCreated),
         toV1StreamResponse,
       );
       return;
@@ -98,13 +112,13 @@ export async function handleV1Rpc(
     case 'GetTaskPushNotificationConfig':
     case 'ListTaskPushNotificationConfigs':
     case 'DeleteTaskPushNotificationConfig':
-      if (!context.pushConfigs) {
+      if (!context.push) {
         throw new JsonRpcError(
           JSON_RPC_ERRORS.pushNotificationNotSupported,
           'push notifications are not supported',
         );
       }
-      await context.pushConfigs(rpc, answer);
+      await handlePushRpc(rpc, context.push, principal, answer);
       return;
     case 'GetExtendedAgentCard':
       throw new JsonRpcError(
