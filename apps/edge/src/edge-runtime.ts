@@ -31,6 +31,8 @@ import { ModelCallServerSlot } from './http/model-call-socket.js';
 import { createModelAccessGrant } from './placement/model-access.js';
 import { RunRegistry } from './service/run-registry.js';
 import { SqliteRunRecordStore } from './service/sqlite-run-record-store.js';
+import { SqliteResponseStore } from './openai/sqlite-response-store.js';
+import { responseStoreBounds } from './openai/response-store.js';
 import type { EdgeCore } from './edge-core.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
@@ -285,6 +287,12 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const servedRefresher =
     cluster && refresher ? cluster.attachRefresher(refresher, options.configPath) : refresher;
 
+  // Stored conversations (`store: true` responses) in `<data_dir>/responses.db`, beside the run records.
+  const responseStore = SqliteResponseStore.open(config.edge.data_dir, {
+    ...responseStoreBounds(config.openai.responses),
+    clock,
+    logger: logger.child({ component: 'response-store' }),
+  });
   let ready = false;
   const surfaces: Surface[] = [];
   const core: EdgeCore = {
@@ -303,6 +311,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
     modelCallEntry: modelCallServer,
     modelCallAuth,
+    responseStore,
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;
@@ -327,6 +336,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
       await transport.stop(reason);
       // After the transport: runs ended by the nodes' Goodbye are recorded before the stores close.
       await runStore.close();
+      await responseStore.close();
       await governance.close();
       await tracing.shutdown().catch((error: unknown) => {
         logger.warn({ error: errorText(error) }, 'exporting the last spans failed');

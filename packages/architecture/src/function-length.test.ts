@@ -22,7 +22,6 @@ const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
   'apps/edge/src/edge-runtime.ts#startEdgeRuntime',
   'apps/edge/src/governance/governor.ts#createGovernor',
   'apps/edge/src/node/node-store.ts#createNodeStore',
-  'apps/edge/src/openai/responses-output.ts#streamResponse',
   'apps/edge/src/transport/edge-transport.ts#startEdgeTransport',
   'apps/node/src/adapters/cli/oneshot-session.ts#run',
   'apps/node/src/adapters/ollama/ollama-adapter.ts#createOllamaAdapter',

@@ -31,7 +31,9 @@ import { invalidRequest } from './openai-error.js';
 import { refuseCliAgent, requireWorkspace, withCaller, type RequestPlanner } from './request-planner.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
 import { responsesRequestedRun } from './responses-request.js';
-import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
+import { responsesBody, type ResponsesOutputContext } from './responses-output.js';
+import { streamResponse } from './responses-stream.js';
+import { withHistory, type StoredConversations } from './stored-conversations.js';
 import { outputOptionsFor, type ServeRun } from './run-responder.js';
 
 /** A route handler that takes the request's parsed JSON body. */
@@ -46,6 +48,7 @@ export interface RunHandlerDeps {
   runs: RunStarter;
   metrics: SurfaceMetrics;
   background: BackgroundResponses;
+  conversations: StoredConversations;
 }
 
 const seconds = (clock: Clock): number => Math.floor(clock.now() / 1000);
@@ -91,9 +94,14 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       );
     }
     const route = planner.resolveFor(context, body.model);
+    const owner = context.principal?.id ?? '';
+    // A continued conversation: the stored chain's items come before this request's input.
+    const history = body.previous_response_id
+      ? deps.conversations.history(body.previous_response_id, owner)
+      : [];
     const fields = planner.planFields('responses', body, route);
     const spec = planner.withImageUrls(
-      withCaller(Object.assign(responsesRequestedRun(body), fields), context, requestBody),
+      withCaller(Object.assign(responsesRequestedRun(withHistory(body, history)), fields), context, requestBody),
       route,
     );
     requireWorkspace(route, spec);
@@ -104,15 +112,21 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       request: body,
       output: outputOptionsFor(openai, spec),
     };
+    // Written once when the response ends; none with `store: false`.
+    const record = deps.conversations.recorderFor(body, owner, deps.clock.now());
     if (body.background === true) {
-      const queued = deps.background.start(response, route, spec, outputOptionsFor(openai, spec));
+      const queued = deps.background.start(response, route, spec, outputOptionsFor(openai, spec), record);
       setDroppedParamsHeader(context.response, spec);
       sendJson(context, 200, queued);
       return;
     }
     await deps.serveRun(context, route, spec, body.stream === true, {
-      json: (run) => responsesBody(response, run),
-      stream: (parts, sink) => streamResponse(parts, sink, response),
+      json: (run) => {
+        const answer = responsesBody(response, run);
+        record?.(answer);
+        return answer;
+      },
+      stream: (parts, sink) => streamResponse(parts, sink, response, record),
     });
   };
 }
