@@ -151,8 +151,7 @@ function openAIRoutes(
   // Background responses are held in the service's run registry (looked up on the other edges in cluster mode).
   const background = new BackgroundResponses({ runs, registry: service.runRegistry, logger });
   const store =
-    options.responseStore ??
-    new MemoryResponseStore({ ...responseStoreBounds(openai.responses), clock });
+    options.responseStore ?? new MemoryResponseStore({ ...responseStoreBounds(openai.responses), clock });
   const conversations = new StoredConversations(store, logger);
   const planner = createRequestPlanner(resolver);
   const serveRun = createRunResponder({ openai, runs, metrics });

@@ -18,7 +18,9 @@ const record = (owner: string, id: string, createdAt: number, previous?: string)
   id,
   owner,
   previousResponseId: previous,
-  inputItems: [{ id: `msg_in_${id}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: id }] }],
+  inputItems: [
+    { id: `msg_in_${id}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: id }] },
+  ],
   response: { id, object: 'response', status: 'completed', output: [{ id: `msg_${id}`, type: 'message' }] },
   createdAt,
 });

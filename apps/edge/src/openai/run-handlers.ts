@@ -101,7 +101,11 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       : [];
     const fields = planner.planFields('responses', body, route);
     const spec = planner.withImageUrls(
-      withCaller(Object.assign(responsesRequestedRun(withHistory(body, history)), fields), context, requestBody),
+      withCaller(
+        Object.assign(responsesRequestedRun(withHistory(body, history)), fields),
+        context,
+        requestBody,
+      ),
       route,
     );
     requireWorkspace(route, spec);

@@ -49,18 +49,22 @@ export class StoredConversations {
   history(previousId: string, owner: string): ResponsesInputItem[] {
     const turns: Item[][] = [];
     const seen = new Set<string>();
-    for (let id: string | undefined = previousId; id !== undefined && !seen.has(id); ) {
+    for (let id: string | undefined = previousId; id !== undefined && !seen.has(id);) {
       seen.add(id);
       const turn = this.store.get(owner, id);
       if (!turn) throw previousNotFound(id);
       turns.push([...turn.inputItems, ...outputItemsOf(turn.response)]);
       id = turn.previousResponseId;
     }
-    return turns.reverse().flat() as ResponsesInputItem[];
+    return turns.reverse().flat();
   }
 
   /** What saves the response when it ends; undefined when the request asked for `store: false`. */
-  recorderFor(request: ResponsesRequestBody, owner: string, createdAtMs: number): ResponseRecorder | undefined {
+  recorderFor(
+    request: ResponsesRequestBody,
+    owner: string,
+    createdAtMs: number,
+  ): ResponseRecorder | undefined {
     if (request.store === false) return undefined;
     const inputItems = inputItemsOf(request.input);
     const previousResponseId = request.previous_response_id ?? undefined;
@@ -114,7 +118,8 @@ function inputItemsOf(input: ResponsesRequestBody['input']): Item[] {
     typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : (input as Item[]);
   return items.map((item) => {
     const type = typeof item['type'] === 'string' ? item['type'] : 'message';
-    const id = typeof item['id'] === 'string' ? item['id'] : `${ITEM_ID_PREFIX[type] ?? 'item'}_${randomId()}`;
+    const id =
+      typeof item['id'] === 'string' ? item['id'] : `${ITEM_ID_PREFIX[type] ?? 'item'}_${randomId()}`;
     const stored: Item = { id, ...item, type };
     if (type === 'message' && typeof item['content'] === 'string') {
       const part = item['role'] === 'assistant' ? 'output_text' : 'input_text';
