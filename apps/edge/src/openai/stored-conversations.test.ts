@@ -134,7 +134,7 @@ describe('stored conversations', () => {
   it('keeps nothing with store: false, and nothing for a failed response', async () => {
     const { a, service, store } = await start();
     const unstored = await a.responses.create({ model: 'pooled', input: 'forget me', store: false });
-    expect(unstored.store).toBe(false);
+    expect((unstored as unknown as { store: unknown }).store).toBe(false);
     expect(await statusOf(a.responses.retrieve(unstored.id))).toEqual({
       status: 404,
       code: 'response_not_found',

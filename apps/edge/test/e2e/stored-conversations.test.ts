@@ -78,7 +78,12 @@ function lastBackendConversation(): [string, string][] {
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content))
-    return content.map((part) => String((part as { text?: unknown }).text ?? '')).join('');
+    return content
+      .map((part) => {
+        const text = (part as { text?: unknown }).text;
+        return typeof text === 'string' ? text : '';
+      })
+      .join('');
   return '';
 }
 
