@@ -15,6 +15,7 @@ import type { ConfigRefresher } from './refresh/config-refresher.js';
 import type { EdgeServiceImpl } from './service/edge-service.js';
 import type { ModelCallEntry } from './http/model-call-socket.js';
 import type { ModelCallAuthenticator } from './service/model-call-auth.js';
+import type { ResponseStore } from './openai/response-store.js';
 
 /**
  * Everything a surface may use, by type. A surface factory takes a `Pick` of it, so what each surface depends on
@@ -41,6 +42,8 @@ export interface EdgeCore {
   modelCallEntry: ModelCallEntry;
   /** Authenticates a model call with its run's secret and resolves its parent run. */
   modelCallAuth: ModelCallAuthenticator;
+  /** Stored conversations of /v1/responses (`<data_dir>/responses.db`, bounded by `openai.responses`). */
+  responseStore: ResponseStore;
   /** True once every surface started, false again when stopping (/readyz). */
   ready(): boolean;
 }

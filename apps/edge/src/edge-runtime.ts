@@ -15,6 +15,8 @@ import { createModelCallAuthenticator } from './service/model-call-auth.js';
 import { createRunSecrets } from './governance/run-secrets.js';
 import { ModelCallServerSlot } from './http/model-call-socket.js';
 import type { EdgeCore } from './edge-core.js';
+import { SqliteResponseStore } from './openai/sqlite-response-store.js';
+import { responseStoreBounds } from './openai/response-store.js';
 import type { Surface, SurfaceFactory } from './surface.js';
 import { startNodeTransport } from './node/node-transport.js';
 import type { EdgeTransport } from './transport/edge-transport.js';
@@ -102,6 +104,12 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const modelCallAuth = createModelCallAuthenticator({ secrets: runSecrets, service });
   if (cluster) await serveCluster(cluster, service, runRegistry, { local, transport, runStore });
   const { applyNodeConfig, refresher, servedRefresher } = wireConfigRefresh(options, local, cluster);
+  // Stored conversations (`store: true` responses) in `<data_dir>/responses.db`, beside the run records.
+  const responseStore = SqliteResponseStore.open(config.edge.data_dir, {
+    ...responseStoreBounds(config.openai.responses),
+    clock,
+    logger: logger.child({ component: 'response-store' }),
+  });
 
   let ready = false;
   const surfaces: Surface[] = [];
@@ -121,13 +129,25 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     ...(cluster?.usage ? { clusterUsage: cluster.usage } : {}),
     modelCallEntry: modelCallServer,
     modelCallAuth,
+    responseStore,
     ready: () => ready,
   };
   let stopping: Promise<void> | undefined;
   const stop = (reason = 'shutdown'): Promise<void> => {
     ready = false;
     stopping ??= stopEdge(
-      { local, logger, surfaces, refresher, runRegistry, cluster, service, transport, runStore },
+      {
+        local,
+        logger,
+        surfaces,
+        refresher,
+        runRegistry,
+        cluster,
+        service,
+        transport,
+        runStore,
+        responseStore,
+      },
       reason,
     );
     return stopping;

@@ -332,6 +332,19 @@ const restart: Case[] = [
     class: 'live',
   },
   {
+    // The stored-conversation store is opened with its bounds when the edge starts.
+    name: 'openai responses store_ttl_days',
+    mutate: (r) => ((r.openai as Record<string, unknown>).responses = { store_ttl_days: 7 }),
+    path: 'openai.responses.store_ttl_days',
+    class: 'restart',
+  },
+  {
+    name: 'openai responses store_max_per_key',
+    mutate: (r) => ((r.openai as Record<string, unknown>).responses = { store_max_per_key: 10 }),
+    path: 'openai.responses.store_max_per_key',
+    class: 'restart',
+  },
+  {
     name: 'a2a listen',
     mutate: (r) => ((r.a2a as Record<string, unknown>).listen = '127.0.0.1:28082'),
     path: 'a2a.listen',

@@ -55,6 +55,9 @@ export const LIMITS = {
   circuit_window_ms: { min: 100, max: HOUR_MS },
   circuit_min_requests: { min: 1, max: 100_000 },
   circuit_cooldown_ms: { min: 10, max: HOUR_MS },
+  // openai.responses (issue 44, stored conversations): how long and how many stored responses per key
+  responses_store_ttl_days: { min: 1, max: 3650 },
+  responses_store_max_per_key: { min: 1, max: 1_000_000 },
 } as const satisfies Record<string, Limit>;
 
 export const DEFAULTS = {
@@ -119,4 +122,7 @@ export const DEFAULTS = {
   circuit_window_ms: 30_000,
   circuit_min_requests: 10,
   circuit_cooldown_ms: 5_000,
+  // openai.responses
+  responses_store_ttl_days: 30,
+  responses_store_max_per_key: 1000,
 } as const;

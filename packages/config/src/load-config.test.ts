@@ -56,6 +56,7 @@ describe('parseConfigText: defaults', () => {
     expect(config.openai.listen).toBe('127.0.0.1:18081');
     expect(config.openai.enabled).toBe(false);
     expect(config.openai.timeout_sec).toBe(300);
+    expect(config.openai.responses).toEqual({ store_ttl_days: 30, store_max_per_key: 1000 });
     expect(config.a2a).toMatchObject({
       enabled: false,
       listen: '127.0.0.1:18082',
@@ -64,6 +65,15 @@ describe('parseConfigText: defaults', () => {
     });
     expect(config.models).toEqual([]);
     expect(config.nodes).toEqual([]);
+  });
+
+  it('reads openai.responses and refuses out-of-range bounds with their paths', () => {
+    const config = load('openai: { responses: { store_ttl_days: 2, store_max_per_key: 5 } }');
+    expect(config.openai.responses).toEqual({ store_ttl_days: 2, store_max_per_key: 5 });
+    expect(paths('openai: { responses: { store_ttl_days: 0, store_max_per_key: 0 } }')).toEqual([
+      'openai.responses.store_ttl_days',
+      'openai.responses.store_max_per_key',
+    ]);
   });
 
   it('defaults provider enabled=true, priority=0, capacity=1, max_queue=16, queue_timeout_ms=30000', () => {

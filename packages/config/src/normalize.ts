@@ -138,6 +138,13 @@ export function normalizeDocument(data: unknown, options: NormalizeOptions = {})
           workspace_required: bool(route.workspace_required, false),
         };
       }),
+      responses: {
+        store_ttl_days: int(record(openai.responses).store_ttl_days, DEFAULTS.responses_store_ttl_days),
+        store_max_per_key: int(
+          record(openai.responses).store_max_per_key,
+          DEFAULTS.responses_store_max_per_key,
+        ),
+      },
     },
     a2a: {
       enabled: bool(a2a.enabled, false),

@@ -303,6 +303,10 @@ export const edgeConfigSchema: Schema = extensible({
     api_keys: { type: 'array', items: apiKey, maxItems: 1024 },
     allow_unauthenticated: bool,
     model_routes: { type: 'array', items: modelRoute, maxItems: 4096 },
+    responses: object({
+      store_ttl_days: integer(LIMITS.responses_store_ttl_days),
+      store_max_per_key: integer(LIMITS.responses_store_max_per_key),
+    }),
   }),
   a2a: object({
     enabled: bool,

@@ -156,6 +156,17 @@ export interface OpenAIConfig {
   /** Serve the OpenAI API off loopback without api_keys anyway (warned at every start). */
   readonly allow_unauthenticated: boolean;
   readonly model_routes: readonly ModelRouteConfig[];
+  /** Stored conversations of /v1/responses (`store`, `previous_response_id`). */
+  readonly responses: OpenAIResponsesConfig;
+}
+
+/**
+ * `openai.responses`: a response made with `store: true` (the default) keeps its input and output items this many
+ * days, at most `store_max_per_key` per API key (the oldest evicted first). Read at startup.
+ */
+export interface OpenAIResponsesConfig {
+  readonly store_ttl_days: number;
+  readonly store_max_per_key: number;
 }
 
 /** The ops dashboard the edge serves (`ui`): loopback only unless `refresh.admin_token` is set. */

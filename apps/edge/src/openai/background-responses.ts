@@ -25,6 +25,7 @@ interface Running {
   context: ResponsesOutputContext;
   registered: RegisteredRun;
   controller: AbortController;
+  onEnded: ((response: Record<string, unknown>) => void) | undefined;
 }
 
 export interface BackgroundResponsesOptions {
@@ -45,12 +46,16 @@ export class BackgroundResponses {
     options.registry.durability(KIND, RESPONSE_DURABILITY);
   }
 
-  /** Starts a background response and returns its `queued` body. */
+  /**
+   * Starts a background response and returns its `queued` body; `onEnded` receives its final body (stored
+   * conversations) before the registry publishes it.
+   */
   start(
     context: ResponsesOutputContext,
     route: ResolvedRoute,
     requested: SurfaceRun,
     output: OutputOptions,
+    onEnded?: (response: Record<string, unknown>) => void,
   ): Record<string, unknown> {
     if (this.closed)
       throw new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
@@ -68,23 +73,34 @@ export class BackgroundResponses {
     } catch (error) {
       throw registryRefusal(error);
     }
-    const running: Running = { context, registered, controller };
+    const running: Running = { context, registered, controller, onEnded };
     this.running.set(context.id, running);
     void this.run(running, route, requested, output);
     return body;
   }
 
-  /** The response's current body, for its owner (`owner`: the caller's principal id; another key gets 404). */
-  async get(id: string, owner?: string): Promise<Record<string, unknown>> {
+  /** The response's current body, for its owner (`owner`: the caller's principal id); another key's: undefined. */
+  async find(id: string, owner?: string): Promise<Record<string, unknown> | undefined> {
     const found = await this.options.registry.get(keyOf(id, owner));
-    if (!found) throw notFound(id);
-    return found.state as Record<string, unknown>;
+    return found?.state as Record<string, unknown> | undefined;
+  }
+
+  /** The response's current body, for its owner; 404 for another key's or an unknown one. */
+  async get(id: string, owner?: string): Promise<Record<string, unknown>> {
+    const found = await this.find(id, owner);
+    if (!found) throw responseNotFound(id);
+    return found;
+  }
+
+  /** Forgets the owner's response (a running one is cancelled first); whether there was one. */
+  delete(id: string, owner?: string): Promise<boolean> {
+    return this.options.registry.delete(keyOf(id, owner));
   }
 
   /** Cancels a queued or running response; a finished one is returned unchanged. */
   async cancel(id: string, owner?: string): Promise<Record<string, unknown>> {
     const result = await this.options.registry.cancel(keyOf(id, owner), 'cancelled by the caller');
-    if (!result) throw notFound(id);
+    if (!result) throw responseNotFound(id);
     return result.view.state as Record<string, unknown>;
   }
 
@@ -109,14 +125,16 @@ export class BackgroundResponses {
     requested: SurfaceRun,
     output: OutputOptions,
   ): Promise<void> {
-    const { context, registered, controller } = running;
+    const { context, registered, controller, onEnded } = running;
     const signal = controller.signal;
     try {
       const run = await this.options.runs.start(route, requested, signal);
       try {
         registered.update(withStatus(registered.state as Record<string, unknown>, 'in_progress'));
         const collected = await run.collect(output);
-        registered.end({ ...responsesBody(context, collected), background: true });
+        const ended = { ...responsesBody(context, collected), background: true };
+        onEnded?.(ended);
+        registered.end(ended);
       } finally {
         run.finish('background response cancelled');
       }
@@ -142,7 +160,8 @@ function keyOf(id: string, owner: string | undefined): RunKey {
   return { principal: owner ?? '', kind: KIND, id };
 }
 
-function notFound(id: string): OpenAIHttpError {
+/** 404 for a response id the caller does not own or that does not exist (the two are not told apart). */
+export function responseNotFound(id: string): OpenAIHttpError {
   // Another key's response is reported exactly like a missing one.
   return new OpenAIHttpError(
     404,

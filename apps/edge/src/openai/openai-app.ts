@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP surface as one node:http request listener with one router (openai-router.ts):
 // GET /v1/models[/{model}], POST /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/completions, and
-// background responses by id. Other APIs served on this listener (the Anthropic Messages API) are mounts, offered
+// responses by id (background and stored). Other APIs served on this listener (the Anthropic Messages API) are mounts, offered
 // each request first. Per request the listener authenticates the caller (surface-kit/request-context.ts), finds
 // the route, reads the JSON body and calls the route's named handler (run-handlers.ts, catalogue-handlers.ts);
 // every failure reaches `handleError`, the only place statuses and error bodies are decided (openai-error.ts).
@@ -28,6 +28,10 @@ import { noMetrics, type SurfaceMetrics } from '../surface-kit/surface-metrics.j
 import { unauthorized } from './unauthorized.js';
 import { BackgroundResponses } from './background-responses.js';
 import { catalogueHandlers } from './catalogue-handlers.js';
+import { MemoryResponseStore } from './memory-response-store.js';
+import { responseStoreBounds, type ResponseStore } from './response-store.js';
+import { responseHandlers } from './response-handlers.js';
+import { StoredConversations } from './stored-conversations.js';
 import { elapsedHeader } from './openai-answer.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { createOpenAIRouter, type OpenAIRouter, type PlainHandler } from './openai-router.js';
@@ -55,6 +59,11 @@ export interface OpenAIAppOptions {
   mounts?: readonly HttpMount[];
   /** Authenticates agents' model calls (run secrets); none = a model call is refused with 401. */
   modelCalls?: ModelCallAuthenticator;
+  /**
+   * Where stored responses (`store: true`) are kept; none = in this process's memory, bounded by
+   * `openai.responses` and a total cap (the edge passes its `<data_dir>/responses.db`).
+   */
+  responseStore?: ResponseStore;
 }
 
 /** Largest accepted request body: what one frame to the node can carry (larger bodies get 413 at once). */
@@ -141,15 +150,29 @@ function openAIRoutes(
   });
   // Background responses are held in the service's run registry (looked up on the other edges in cluster mode).
   const background = new BackgroundResponses({ runs, registry: service.runRegistry, logger });
+  const store =
+    options.responseStore ?? new MemoryResponseStore({ ...responseStoreBounds(openai.responses), clock });
+  const conversations = new StoredConversations(store, logger);
   const planner = createRequestPlanner(resolver);
   const serveRun = createRunResponder({ openai, runs, metrics });
-  const deps: RunHandlerDeps = { openai, clock, resolver, planner, serveRun, runs, metrics, background };
+  const deps: RunHandlerDeps = {
+    openai,
+    clock,
+    resolver,
+    planner,
+    serveRun,
+    runs,
+    metrics,
+    background,
+    conversations,
+  };
   const router = createOpenAIRouter({
     chatCompletions: chatCompletionsHandler(deps),
     responses: responsesHandler(deps),
     embeddings: embeddingsHandler(deps),
     completions: completionsHandler(deps),
-    ...catalogueHandlers({ clock, planner, background }),
+    ...catalogueHandlers({ clock, planner }),
+    ...responseHandlers({ background, conversations }),
   });
   return { router, background };
 }

@@ -1,7 +1,8 @@
 // The OpenAI listener's one router: which route a request is (method and path, the query left aside), with its
 // metric label, and the handler that answers it. The hot routes (POST /v1/chat/completions, /v1/responses) are a
 // single map lookup with nothing allocated; routes with a path parameter take it decoded (model ids may contain
-// '/', e.g. org/name, so a model id is the rest of the path). A GET route answers HEAD too.
+// '/', e.g. org/name, so a model id is the rest of the path). A GET route answers HEAD too. Responses by id:
+// GET, DELETE, POST .../cancel and GET .../input_items.
 import type { RequestContext } from '../surface-kit/request-context.js';
 import { invalidRequest } from './openai-error.js';
 import type { BodyHandler } from './run-handlers.js';
@@ -23,11 +24,14 @@ export interface OpenAIRouteHandlers {
   getModel: (context: RequestContext, model: string) => void;
   getResponse: (context: RequestContext, id: string) => Promise<void>;
   cancelResponse: (context: RequestContext, id: string) => Promise<void>;
+  deleteResponse: (context: RequestContext, id: string) => Promise<void>;
+  listInputItems: (context: RequestContext, id: string) => void;
 }
 
 const MODELS = '/v1/models';
 const RESPONSES = '/v1/responses/';
 const CANCEL = '/cancel';
+const INPUT_ITEMS = '/input_items';
 
 export type OpenAIRouter = (method: string, path: string) => MatchedRoute | undefined;
 
@@ -50,6 +54,14 @@ export function createOpenAIRouter(handlers: OpenAIRouteHandlers): OpenAIRouter 
         plain: (context) => handlers.cancelResponse(context, decodeSegment(id)),
       };
     }
+    if (method === 'DELETE') {
+      const id = responseIdOf(path, '');
+      if (id === undefined) return undefined;
+      return {
+        label: '/v1/responses/:id',
+        plain: (context) => handlers.deleteResponse(context, decodeSegment(id)),
+      };
+    }
     if (method !== 'GET' && method !== 'HEAD') return undefined;
     if (path === MODELS) return models;
     if (path.startsWith(`${MODELS}/`) && path.length > MODELS.length + 1) {
@@ -57,6 +69,13 @@ export function createOpenAIRouter(handlers: OpenAIRouteHandlers): OpenAIRouter 
       return {
         label: '/v1/models/:model',
         plain: (context) => handlers.getModel(context, rest.split('/').map(decodeSegment).join('/')),
+      };
+    }
+    const listed = responseIdOf(path, INPUT_ITEMS);
+    if (listed !== undefined) {
+      return {
+        label: '/v1/responses/:id/input_items',
+        plain: (context) => handlers.listInputItems(context, decodeSegment(listed)),
       };
     }
     const id = responseIdOf(path, '');

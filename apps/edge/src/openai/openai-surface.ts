@@ -17,6 +17,7 @@ import type { HttpMount } from '../http/http-mount.js';
 import type { ModelCallEntry } from '../http/model-call-socket.js';
 import type { ModelCallAuthenticator } from '../service/model-call-auth.js';
 import { closeOpenAIApp, createOpenAIApp } from './openai-app.js';
+import type { ResponseStore } from './response-store.js';
 import { edgeMetricsRecorder, type SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 
 /** What the OpenAI surface uses of the runtime's core. */
@@ -35,6 +36,8 @@ export interface OpenAISurfaceDeps {
    */
   modelCallEntry?: ModelCallEntry;
   modelCallAuth?: ModelCallAuthenticator;
+  /** Stored responses (`<data_dir>/responses.db`); none = in memory (openai-app.ts). */
+  responseStore?: ResponseStore;
 }
 
 export interface OpenAISurface {
@@ -71,6 +74,7 @@ export async function createOpenAISurface(
     ...(context.governance ? { principals: context.governance.keys.openai } : {}),
     ...(options.mounts ? { mounts: options.mounts } : {}),
     ...(context.modelCallAuth ? { modelCalls: context.modelCallAuth } : {}),
+    ...(context.responseStore ? { responseStore: context.responseStore } : {}),
   });
   const { host, port } = parseListenAddress(openai.listen);
   // Host / Origin first: a rebinding page or a foreign origin is refused before body, auth or admission.

@@ -236,6 +236,9 @@ const RESPONSES: Record<string, FieldRule> = {
   input: MAPPED,
   instructions: MAPPED,
   background: MAPPED,
+  // Stored conversations are the edge's own (stored-conversations.ts): no backend sees either field.
+  store: MAPPED,
+  previous_response_id: MAPPED,
   max_output_tokens: SAMPLING,
   // `reasoning.effort` as reasoning_effort; checked like it below (nested).
   reasoning: MAPPED,

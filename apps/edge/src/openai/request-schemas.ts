@@ -93,6 +93,9 @@ export interface ResponsesRequestBody extends GenerationFieldsBody {
   input: string | ResponsesInputItem[];
   instructions?: string | null;
   background?: boolean | null;
+  /** Keep the response for `previous_response_id` and GET by id; absent = true (OpenAI's default). */
+  store?: boolean | null;
+  previous_response_id?: string | null;
   max_output_tokens?: number | null;
   tools?: ResponsesToolBody[] | null;
   reasoning?: { effort?: string | null; summary?: string | null } | null;
@@ -289,6 +292,8 @@ export const responsesRequestSchema = {
     },
     instructions: { type: ['string', 'null'] },
     background: { type: ['boolean', 'null'] },
+    store: { type: ['boolean', 'null'] },
+    previous_response_id: { type: ['string', 'null'], minLength: 1 },
     max_output_tokens: nullableCount,
     tools: {
       type: ['array', 'null'],

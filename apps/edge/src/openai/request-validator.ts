@@ -29,15 +29,7 @@ export function validateChatRequest(body: unknown): ChatRequestBody {
 }
 
 export function validateResponsesRequest(body: unknown): ResponsesRequestBody {
-  const request = validate(body, validateResponses);
-  if ((body as Record<string, unknown>)['previous_response_id'] != null) {
-    throw invalidRequest(
-      "'previous_response_id' is not supported: the edge stores no responses, send the whole conversation in 'input'",
-      'previous_response_id',
-      'unsupported_field',
-    );
-  }
-  return request;
+  return validate(body, validateResponses);
 }
 
 function validate<T>(body: unknown, check: ValidateFunction<T>): T {

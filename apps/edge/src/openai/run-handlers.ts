@@ -33,7 +33,9 @@ import {
 } from './request-planner.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
 import { responsesRun } from './responses-request.js';
-import { responsesBody, streamResponse, type ResponsesOutputContext } from './responses-output.js';
+import { responsesBody, type ResponsesOutputContext } from './responses-output.js';
+import { streamResponse } from './responses-stream.js';
+import { withHistory, type StoredConversations } from './stored-conversations.js';
 import { outputOptionsFor, type ServeRun } from './run-responder.js';
 
 /** A route handler that takes the request's parsed JSON body. */
@@ -48,6 +50,7 @@ export interface RunHandlerDeps {
   runs: RunStarter;
   metrics: SurfaceMetrics;
   background: BackgroundResponses;
+  conversations: StoredConversations;
 }
 
 const seconds = (clock: Clock): number => Math.floor(clock.now() / 1000);
@@ -91,8 +94,13 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       );
     }
     const route = planner.resolveFor(context, body.model);
+    const owner = context.principal?.id ?? '';
+    // A continued conversation: the stored chain's items come before this request's input.
+    const history = body.previous_response_id
+      ? deps.conversations.history(body.previous_response_id, owner)
+      : [];
     const fields = planner.planFields('responses', body, route);
-    const run = withFields(responsesRun(body, deps.runs.base), fields);
+    const run = withFields(responsesRun(withHistory(body, history), deps.runs.base), fields);
     planner.withImageUrls(withCaller(run, context, bodyUser(requestBody)), route);
     requireWorkspace(route, run.spec);
     const response: ResponsesOutputContext = {
@@ -102,15 +110,27 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       request: body,
       output: outputOptionsFor(openai, run.caller),
     };
+    // Written once when the response ends; none with `store: false`.
+    const record = deps.conversations.recorderFor(body, owner, deps.clock.now());
     if (body.background === true) {
-      const queued = deps.background.start(response, route, run, outputOptionsFor(openai, run.caller));
+      const queued = deps.background.start(
+        response,
+        route,
+        run,
+        outputOptionsFor(openai, run.caller),
+        record,
+      );
       setDroppedParamsHeader(context.response, run.caller);
       sendJson(context, 200, queued);
       return;
     }
     await deps.serveRun(context, route, run, body.stream === true, {
-      json: (collected) => responsesBody(response, collected),
-      stream: (parts, sink) => streamResponse(parts, sink, response),
+      json: (collected) => {
+        const answer = responsesBody(response, collected);
+        record?.(answer);
+        return answer;
+      },
+      stream: (parts, sink) => streamResponse(parts, sink, response, record),
     });
   };
 }

@@ -44,6 +44,8 @@ export interface RunningEdge {
   service: EdgeServiceImpl;
   transport: EdgeTransport;
   runStore: SqliteRunRecordStore;
+  /** Stored conversations (openai/sqlite-response-store.ts). */
+  responseStore: { close(): Promise<void> | void };
 }
 
 /** Stops a running edge, from the outside in (the caller makes it idempotent). */
@@ -67,6 +69,7 @@ export async function stopEdge(edge: RunningEdge, reason: string): Promise<void>
   await edge.transport.stop(reason);
   // After the transport: runs ended by the nodes' Goodbye are recorded before the stores close.
   await edge.runStore.close();
+  await edge.responseStore.close();
   await local.governance.close();
   await local.tracing.shutdown().catch((error: unknown) => {
     logger.warn({ error: errorText(error) }, 'exporting the last spans failed');
