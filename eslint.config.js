@@ -117,15 +117,6 @@ export default tseslint.config(
     },
   },
   {
-    // Not yet converted: both re-arm their one timer with Timeout.refresh() once per body chunk on the hot path,
-    // which the Clock interface has no counterpart for yet (a new timer per chunk costs the tail).
-    files: [
-      'apps/node/src/adapters/http/node-http-client.ts',
-      'apps/node/src/adapters/http/upstream-exchange.ts',
-    ],
-    rules: { 'no-restricted-globals': 'off' },
-  },
-  {
     files: ['**/*.test.ts', '**/test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',

@@ -36,11 +36,7 @@ describe('systemClock', () => {
         40,
         { keepAlive: true },
       );
-      systemClock.setTimeout(
-        () => timer.refresh(),
-        30,
-        { keepAlive: true },
-      );
+      systemClock.setTimeout(() => timer.refresh(), 30, { keepAlive: true });
     });
     await fired;
     // Refreshed at ~30 ms for 40 ms more: ~70 ms, not the original 40.

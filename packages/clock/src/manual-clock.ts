@@ -79,7 +79,8 @@ export class ManualClock implements Clock {
       let next: ManualTimer | undefined;
       for (const timer of this.#timers) {
         if (timer.due > end) continue;
-        if (!next || timer.due < next.due || (timer.due === next.due && timer.order < next.order)) next = timer;
+        if (!next || timer.due < next.due || (timer.due === next.due && timer.order < next.order))
+          next = timer;
       }
       if (!next) break;
       this.#timers.delete(next);

@@ -32,6 +32,7 @@ export async function* runUpstream(
   const exchange = new UpstreamExchange({
     http: deps.http ?? fetchHttpClient(deps.fetch),
     now: deps.now,
+    clock: deps.clock,
     signal: options.signal,
     idleTimeoutMs: options.idleTimeoutMs,
   });
