@@ -92,8 +92,6 @@ export default tseslint.config(
     files: [
       'apps/edge/src/a2a/a2a-surface.ts',
       'apps/edge/src/a2a/task-manager.ts',
-      'apps/edge/src/admin/admin-client.ts',
-      'apps/edge/src/admin/admin-server.ts',
       'apps/edge/src/cluster/cluster-limits.ts',
       'apps/edge/src/cluster/cluster-refresh.ts',
       'apps/edge/src/cluster/edge-cluster.ts',
