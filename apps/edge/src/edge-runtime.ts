@@ -264,6 +264,7 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   const refresher = config.refresh.enabled
     ? createConfigRefresher({
         config,
+        clock,
         configPath: options.configPath,
         // The pool's table and the API keys (live) switch together on apply.
         routing: {

@@ -106,7 +106,7 @@ describe('iop-edge node adopt', () => {
     await writeFile(file, edgeYaml(surface.address));
     const loaded = parseConfigText(await readFile(file, 'utf8'), file, { baseDir: dir });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.issues));
-    refresher = createConfigRefresher({ config: loaded.config, configPath: file });
+    refresher = createConfigRefresher({ config: loaded.config, configPath: file, clock: systemClock });
     ready.handler = refreshHandler(refresher);
     return surface.address;
   }
