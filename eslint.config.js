@@ -100,8 +100,6 @@ export default tseslint.config(
       'apps/edge/src/node/model-call-relay.ts',
       'apps/edge/src/node/node-connection.ts',
       'apps/edge/src/node/node-link.ts',
-      'apps/edge/src/node/token-revocation.ts',
-      'apps/edge/src/transport/tls-handshake.ts',
       'apps/edge/src/ui/ui-server.ts',
       'apps/edge/src/ui/ui-surface.ts',
     ],
