@@ -92,11 +92,6 @@ export default tseslint.config(
     files: [
       'apps/edge/src/a2a/a2a-surface.ts',
       'apps/edge/src/a2a/task-manager.ts',
-      'apps/edge/src/cluster/cluster-limits.ts',
-      'apps/edge/src/cluster/cluster-refresh.ts',
-      'apps/edge/src/cluster/edge-cluster.ts',
-      'apps/edge/src/cluster/fabric-bus.ts',
-      'apps/edge/src/cluster/peer-streams.ts',
       'apps/edge/src/ui/ui-server.ts',
       'apps/edge/src/ui/ui-surface.ts',
     ],

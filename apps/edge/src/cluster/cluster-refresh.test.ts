@@ -115,6 +115,7 @@ async function startEdge(
   });
   const nc = await connectFabric(nats.url, id);
   const cluster = createClusterRefresher({
+    clock: systemClock,
     edgeId: id,
     nc,
     liveEdges: () =>

@@ -5,6 +5,7 @@
 // queue is bounded; a client leaving sends `iop.stream-cancel.<holder>`; a holder that leaves the cluster ends the
 // stream with an error. JSON both ways.
 import { randomBytes } from 'node:crypto';
+import { repeat, type Clock } from '../clock.js';
 import type { FabricBus, FabricSubscription } from './fabric-bus.js';
 
 /** A typed error of the surface (e.g. a JSON-RPC code), passed on as it is. */
@@ -52,6 +53,8 @@ function errorOf(error: unknown): { code: number; message: string } {
 
 export function createPeerStreams(deps: {
   nc: FabricBus;
+  /** Runs the openers' liveness checks. */
+  clock: Clock;
   edgeId: string;
   liveEdges(): string[];
   /** How long `open` waits for the edges' answers (default 10 s). */
@@ -153,7 +156,7 @@ export function createPeerStreams(deps: {
         if (message) queue.push(message);
         closed = true;
         subscription.unsubscribe();
-        clearInterval(liveness);
+        stopLiveness();
         signal.removeEventListener('abort', onAbort);
         wake?.();
       };
@@ -200,13 +203,12 @@ export function createPeerStreams(deps: {
         finish();
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      const liveness = setInterval(() => {
+      const stopLiveness = repeat(deps.clock, livenessMs, () => {
         const holder = source.holder;
         if (holder !== undefined && !deps.liveEdges().includes(holder)) {
           finish({ error: { code: -32603, message: `edge ${holder}, which held the stream, is gone` } });
         }
-      }, livenessMs);
-      liveness.unref?.();
+      });
 
       const request = encode({ payload, to, streamId: to } satisfies StreamRequest);
       const answers = await Promise.all(
