@@ -18,7 +18,6 @@ const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
   'apps/edge/src/bootstrap/edge-setup.ts#planSetup',
   'apps/edge/src/cluster/cluster-limits.ts#createClusterLimits',
   'apps/edge/src/cluster/cluster-refresh.ts#createClusterRefresher',
-  'apps/edge/src/cluster/peer-streams.ts#createPeerStreams',
   'apps/edge/src/edge-runtime.ts#startEdgeRuntime',
   'apps/edge/src/governance/governor.ts#createGovernor',
   'apps/edge/src/node/node-store.ts#createNodeStore',
