@@ -87,41 +87,6 @@ export default tseslint.config(
     },
   },
   {
-    // Not yet converted to @iop/clock (issue 45, "one clock"): these edge files still hold a raw timer or Date.now().
-    // The list may only shrink: a file converted leaves it, and no file is added.
-    files: [
-      'apps/edge/src/admin/admin-client.ts',
-      'apps/edge/src/admin/admin-server.ts',
-      'apps/edge/src/cluster/cluster-limits.ts',
-      'apps/edge/src/cluster/cluster-refresh.ts',
-      'apps/edge/src/cluster/edge-cluster.ts',
-      'apps/edge/src/cluster/fabric-bus.ts',
-      'apps/edge/src/cluster/peer-streams.ts',
-      'apps/edge/src/node/model-call-relay.ts',
-      'apps/edge/src/node/node-connection.ts',
-      'apps/edge/src/node/node-link.ts',
-      'apps/edge/src/node/token-revocation.ts',
-      'apps/edge/src/openai/openai-surface.ts',
-      'apps/edge/src/refresh/serial-gate.ts',
-      'apps/edge/src/transport/tls-handshake.ts',
-    ],
-    rules: {
-      'no-restricted-globals': 'off',
-      'no-restricted-properties': 'off',
-      'no-restricted-syntax': 'off',
-      'no-restricted-imports': 'off',
-    },
-  },
-  {
-    // Not yet converted: both re-arm their one timer with Timeout.refresh() once per body chunk on the hot path,
-    // which the Clock interface has no counterpart for yet (a new timer per chunk costs the tail).
-    files: [
-      'apps/node/src/adapters/http/node-http-client.ts',
-      'apps/node/src/adapters/http/upstream-exchange.ts',
-    ],
-    rules: { 'no-restricted-globals': 'off' },
-  },
-  {
     files: ['**/*.test.ts', '**/test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',

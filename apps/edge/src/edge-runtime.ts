@@ -103,7 +103,11 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
   parents.resolve = (parent) => service.resolveParent(parent);
   const modelCallAuth = createModelCallAuthenticator({ secrets: runSecrets, service });
   if (cluster) await serveCluster(cluster, service, runRegistry, { local, transport, runStore });
-  const { applyNodeConfig, refresher, servedRefresher } = wireConfigRefresh(options, local, cluster);
+  const { applyNodeConfig, refresher, servedRefresher } = wireConfigRefresh(
+    { ...options, clock },
+    local,
+    cluster,
+  );
   // Stored conversations (`store: true` responses) in `<data_dir>/responses.db`, beside the run records.
   const responseStore = SqliteResponseStore.open(config.edge.data_dir, {
     ...responseStoreBounds(config.openai.responses),

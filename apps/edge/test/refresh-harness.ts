@@ -14,6 +14,7 @@ import {
   type RunRequest,
 } from '@iop/wire';
 import { createAdminClient, type AdminClient, type AdminClientOptions } from '../src/admin/admin-client.js';
+import { systemClock } from '../src/clock.js';
 import { adminTlsFiles, readAdminClientTls } from '../src/admin/admin-tls.js';
 import { ensureEdgeIdentity } from '../src/tls/edge-identity.js';
 import { createAdminSurface } from '../src/admin/admin-server.js';
@@ -310,12 +311,15 @@ export async function startRefreshHarness(
   // A wildcard listener is dialled on loopback.
   const adminAddress = bound.replace(/^0\.0\.0\.0:/, '127.0.0.1:');
   const adminTls = await readAdminClientTls(adminTlsFiles(config));
-  const admin = createAdminClient({
-    address: adminAddress,
-    token: options.clientToken ?? options.adminToken,
-    timeoutMs: 30_000,
-    ...(adminTls ? { tls: adminTls } : {}),
-  });
+  const admin = createAdminClient(
+    {
+      address: adminAddress,
+      token: options.clientToken ?? options.adminToken,
+      timeoutMs: 30_000,
+      ...(adminTls ? { tls: adminTls } : {}),
+    },
+    systemClock,
+  );
   const nodes = new Map<string, ScriptedNode>();
   const harness: RefreshHarness = {
     dir,

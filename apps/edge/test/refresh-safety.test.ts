@@ -4,6 +4,7 @@
 // streaming load loses and leaks nothing.
 import { describe, it, expect, afterEach } from '@jest/globals';
 import { createAdminClient } from '../src/admin/admin-client.js';
+import { systemClock } from '../src/clock.js';
 import { isAdminError } from '../src/admin/errors.js';
 import {
   configDocument,
@@ -134,11 +135,14 @@ describe('admin API guard', () => {
     expect(harness.pool.snapshot()[0]?.capacity).toBe(1);
     // The admin API beyond loopback speaks TLS: a plaintext client cannot even reach it.
     expect(harness.adminTls).toBeDefined();
-    const client = createAdminClient({
-      address: harness.adminAddress,
-      token: 'admin-secret',
-      tls: harness.adminTls,
-    });
+    const client = createAdminClient(
+      {
+        address: harness.adminAddress,
+        token: 'admin-secret',
+        tls: harness.adminTls,
+      },
+      systemClock,
+    );
     try {
       const response = await client.refreshConfig({
         mode: 'apply',

@@ -1,6 +1,7 @@
 // Discovery probes against real processes and a real socket: a `--version` that answers, one that hangs while a
 // grandchild holds its output pipe, and an HTTP server that accepts connections and never answers. Each probe
 // must end at its deadline, not at the other side's pleasure.
+import { systemClock } from '@iop/clock';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -27,7 +28,7 @@ describe('discovery probes against real processes and sockets', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   });
 
-  const http = createNodeHttpClient();
+  const http = createNodeHttpClient({ clock: systemClock });
   afterAll(async () => {
     http.close();
     for (const socket of sockets) socket.destroy();

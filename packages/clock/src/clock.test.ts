@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { sleep, systemClock } from './clock.js';
+import { repeat, sleep, systemClock } from './clock.js';
 import { ManualClock } from './manual-clock.js';
 
 describe('systemClock', () => {
@@ -22,6 +22,25 @@ describe('systemClock', () => {
     });
     expect(fired).toBe(true);
     expect(() => systemClock.clearTimeout(undefined)).not.toThrow();
+  });
+
+  it('re-arms a timer on refresh: due its full delay after the refresh', async () => {
+    const started = performance.now();
+    let firedAt = 0;
+    const fired = new Promise<void>((resolve) => {
+      const timer = systemClock.setTimeout(
+        () => {
+          firedAt = performance.now();
+          resolve();
+        },
+        40,
+        { keepAlive: true },
+      );
+      systemClock.setTimeout(() => timer.refresh(), 30, { keepAlive: true });
+    });
+    await fired;
+    // Refreshed at ~30 ms for 40 ms more: ~70 ms, not the original 40.
+    expect(firedAt - started).toBeGreaterThanOrEqual(65);
   });
 
   it('reads a monotonic time with sub-millisecond precision', () => {
@@ -62,6 +81,33 @@ describe('sleep', () => {
   it('does not set a timer when the signal has already aborted', async () => {
     const clock = new ManualClock();
     await sleep(clock, 1000, AbortSignal.abort());
+    expect(clock.pending).toBe(0);
+  });
+});
+
+describe('repeat', () => {
+  it('calls its work once per interval on one timer until stopped', () => {
+    const clock = new ManualClock(0);
+    const calls: number[] = [];
+    const stop = repeat(clock, 100, () => calls.push(clock.now()));
+    clock.advance(350);
+    expect(calls).toEqual([100, 200, 300]);
+    expect(clock.pending).toBe(1);
+    stop();
+    clock.advance(1000);
+    expect(calls).toEqual([100, 200, 300]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('stops for good when the work itself stops it', () => {
+    const clock = new ManualClock(0);
+    let calls = 0;
+    const stop = repeat(clock, 10, () => {
+      calls += 1;
+      if (calls === 2) stop();
+    });
+    clock.advance(100);
+    expect(calls).toBe(2);
     expect(clock.pending).toBe(0);
   });
 });

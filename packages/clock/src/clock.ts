@@ -15,8 +15,16 @@ export interface TimerOptions {
   keepAlive?: boolean;
 }
 
-/** Opaque timer handle: pass it back to the clock that made it. */
-export type ClockTimer = object | number;
+/**
+ * A pending timer of one clock: pass it back to that clock to cancel it (`clearTimeout`).
+ *
+ * `refresh()` re-arms it for its full delay from now, keeping its callback: a timer that already fired fires
+ * again, a cleared one stays cleared. It is the cheap way to push an inactivity deadline back on every chunk of
+ * a stream (the system clock moves the one Node timer: no new timer, no new closure).
+ */
+export interface ClockTimer {
+  refresh(): void;
+}
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -35,6 +43,7 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonicNow: () => performance.now(),
+  // A Node Timeout is the ClockTimer itself: its own refresh() re-arms it in place.
   setTimeout: (callback, ms, options) => {
     const timer = setTimeout(callback, ms);
     if (options?.keepAlive !== true) timer.unref();
@@ -57,4 +66,25 @@ export function sleep(clock: Clock, ms: number, signal: AbortSignal, options?: T
     const timer = clock.setTimeout(done, ms, options);
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * Calls `work` every `ms` on `clock` (the first call `ms` from now) until the returned stop is called. One timer,
+ * re-armed (refreshed) before each call, so a slow `work` does not shift the next tick.
+ */
+export function repeat(clock: Clock, ms: number, work: () => void, options?: TimerOptions): () => void {
+  let stopped = false;
+  const timer = clock.setTimeout(
+    () => {
+      if (stopped) return;
+      timer.refresh();
+      work();
+    },
+    ms,
+    options,
+  );
+  return () => {
+    stopped = true;
+    clock.clearTimeout(timer);
+  };
 }

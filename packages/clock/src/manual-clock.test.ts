@@ -54,4 +54,54 @@ describe('ManualClock', () => {
     clock.advance(0);
     expect(clock.pending).toBe(1);
   });
+
+  it('moves a refreshed timer due time to its full delay from the moment of the refresh', () => {
+    const clock = new ManualClock(0);
+    const fired: number[] = [];
+    const timer = clock.setTimeout(() => fired.push(clock.now()), 100);
+    clock.advance(60);
+    timer.refresh();
+    expect(clock.pendingDelays()).toEqual([100]);
+    clock.advance(99);
+    expect(fired).toEqual([]);
+    clock.advance(1);
+    expect(fired).toEqual([160]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('re-arms a fired timer on refresh, and never one that was cleared', () => {
+    const clock = new ManualClock(0);
+    let fired = 0;
+    const timer = clock.setTimeout(() => (fired += 1), 10);
+    clock.advance(10);
+    timer.refresh();
+    clock.advance(10);
+    expect(fired).toBe(2);
+    clock.clearTimeout(timer);
+    timer.refresh();
+    clock.advance(100);
+    expect(fired).toBe(2);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('orders a refreshed timer after the timers set before the refresh that fall due with it', () => {
+    const clock = new ManualClock(0);
+    const fired: string[] = [];
+    const first = clock.setTimeout(() => fired.push('first'), 10);
+    clock.setTimeout(() => fired.push('second'), 10);
+    first.refresh();
+    clock.advance(10);
+    expect(fired).toEqual(['second', 'first']);
+  });
+
+  it('fires a timer that refreshes itself once per delay within one advance', () => {
+    const clock = new ManualClock(0);
+    const fired: number[] = [];
+    const timer = clock.setTimeout(() => {
+      fired.push(clock.now());
+      if (fired.length < 3) timer.refresh();
+    }, 7);
+    clock.advance(100);
+    expect(fired).toEqual([7, 14, 21]);
+  });
 });

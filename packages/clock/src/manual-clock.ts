@@ -1,19 +1,30 @@
 // A Clock whose time moves only when a test says so (`advance`); timers fire in due order as time passes them,
-// timers due at the same moment in the order they were set. For tests of both apps; production code takes a
-// Clock and never names this class.
+// timers due at the same moment in the order they were set (or last refreshed). For tests of both apps;
+// production code takes a Clock and never names this class.
 import type { Clock, ClockTimer, TimerOptions } from './clock.js';
 
-interface ManualTimer {
-  readonly id: number;
-  readonly due: number;
-  readonly callback: () => void;
-  readonly keepAlive: boolean;
+class ManualTimer implements ClockTimer {
+  due = 0;
+  /** Order among timers due at the same moment: set anew when the timer is armed or refreshed. */
+  order = 0;
+  cleared = false;
+
+  constructor(
+    private readonly rearm: (timer: ManualTimer) => void,
+    readonly delay: number,
+    readonly callback: () => void,
+    readonly keepAlive: boolean,
+  ) {}
+
+  refresh(): void {
+    if (!this.cleared) this.rearm(this);
+  }
 }
 
 export class ManualClock implements Clock {
   #now: number;
-  #nextId = 1;
-  readonly #timers = new Map<number, ManualTimer>();
+  #nextOrder = 1;
+  readonly #timers = new Set<ManualTimer>();
 
   /** Starts at `start` (ms since the epoch; default 2026-01-15T12:00:00Z). */
   constructor(start = Date.UTC(2026, 0, 15, 12, 0, 0)) {
@@ -25,19 +36,23 @@ export class ManualClock implements Clock {
   }
 
   setTimeout(callback: () => void, ms: number, options?: TimerOptions): ClockTimer {
-    const id = this.#nextId++;
-    this.#timers.set(id, {
-      id,
-      due: this.#now + Math.max(0, ms),
-      callback,
-      keepAlive: options?.keepAlive === true,
-    });
-    return id;
+    const timer = new ManualTimer(this.#arm, Math.max(0, ms), callback, options?.keepAlive === true);
+    this.#arm(timer);
+    return timer;
   }
 
   clearTimeout(timer: ClockTimer | undefined): void {
-    if (typeof timer === 'number') this.#timers.delete(timer);
+    if (!(timer instanceof ManualTimer)) return;
+    timer.cleared = true;
+    this.#timers.delete(timer);
   }
+
+  /** (Re-)arms `timer` for its delay from now: the one place a timer's due time is set. */
+  readonly #arm = (timer: ManualTimer): void => {
+    timer.due = this.#now + timer.delay;
+    timer.order = this.#nextOrder++;
+    this.#timers.add(timer);
+  };
 
   /** How many timers are neither fired nor cleared. */
   get pending(): number {
@@ -46,14 +61,12 @@ export class ManualClock implements Clock {
 
   /** Delays (from now) of the timers still pending, soonest first. */
   pendingDelays(): number[] {
-    return [...this.#timers.values()]
-      .map((timer) => timer.due - this.#now)
-      .sort((left, right) => left - right);
+    return [...this.#timers].map((timer) => timer.due - this.#now).sort((left, right) => left - right);
   }
 
   /** Delays (from now) of the pending timers that asked to keep the process alive, soonest first. */
   keepAliveDelays(): number[] {
-    return [...this.#timers.values()]
+    return [...this.#timers]
       .filter((timer) => timer.keepAlive)
       .map((timer) => timer.due - this.#now)
       .sort((left, right) => left - right);
@@ -64,12 +77,13 @@ export class ManualClock implements Clock {
     const end = this.#now + ms;
     for (;;) {
       let next: ManualTimer | undefined;
-      for (const timer of this.#timers.values()) {
+      for (const timer of this.#timers) {
         if (timer.due > end) continue;
-        if (!next || timer.due < next.due || (timer.due === next.due && timer.id < next.id)) next = timer;
+        if (!next || timer.due < next.due || (timer.due === next.due && timer.order < next.order))
+          next = timer;
       }
       if (!next) break;
-      this.#timers.delete(next.id);
+      this.#timers.delete(next);
       this.#now = next.due;
       next.callback();
     }

@@ -25,6 +25,7 @@ import {
   type SubmitRunEvent,
   type UsageGroup,
 } from '@iop/wire';
+import type { Clock } from '../clock.js';
 import { pinnedServerIdentity } from './admin-tls.js';
 import { AdminError } from './errors.js';
 import { ERROR_CODE_TRAILER } from './grpc-status.js';
@@ -69,7 +70,8 @@ export interface AdminClient {
   close(): void;
 }
 
-export function createAdminClient(options: AdminClientOptions): AdminClient {
+/** A client of the admin API at `options.address`; `clock` sets the calls' deadlines. */
+export function createAdminClient(options: AdminClientOptions, clock: Clock): AdminClient {
   const { address } = options;
   const channelCredentials = options.tls
     ? credentials.createSsl(options.tls.ca, null, null, {
@@ -93,7 +95,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     ) => unknown,
   ): Promise<Response> {
     return new Promise((resolve, reject) => {
-      invoke(metadata(), { deadline: new Date(Date.now() + timeoutMs) }, (error, response) => {
+      invoke(metadata(), { deadline: new Date(clock.now() + timeoutMs) }, (error, response) => {
         if (error) reject(toAdminError(error, address));
         else resolve(response);
       });

@@ -8,6 +8,7 @@ import { FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
 import { createAdminClient, type AdminClient } from './admin-client.js';
+import { systemClock } from '../clock.js';
 import { startAdminServer, type AdminSurface } from './admin-server.js';
 import { AdminError } from './errors.js';
 
@@ -34,6 +35,7 @@ describe('admin API roles', () => {
       service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
       usage: () => [],
     });
@@ -41,7 +43,7 @@ describe('admin API roles', () => {
   }
 
   function client(address: string, token?: string): AdminClient {
-    const made = createAdminClient({ address, timeoutMs: 3000, ...(token ? { token } : {}) });
+    const made = createAdminClient({ address, timeoutMs: 3000, ...(token ? { token } : {}) }, systemClock);
     clients.push(made);
     return made;
   }
@@ -89,6 +91,7 @@ describe('admin API roles', () => {
         service: FakeEdgeService.forConsole(),
         events: new FakeEventBus(),
         logger: silentLogger,
+        clock: systemClock,
       }),
     ).rejects.toMatchObject({ code: 'insecure_listen' });
   });

@@ -13,6 +13,7 @@ import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-ser
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { createSelfSignedCertificate } from '../tls/self-signed-certificate.js';
 import { createAdminClient, type AdminClient } from './admin-client.js';
+import { systemClock } from '../clock.js';
 import type { RefreshHandler } from './admin-handlers.js';
 import {
   createAdminSurface,
@@ -51,11 +52,15 @@ async function setup(
     service,
     events: bus,
     logger: silentLogger,
+    clock: systemClock,
     closeGraceMs: 200,
     ...overrides,
   });
   cleanups.push(() => surface.close());
-  const client = createAdminClient({ address: surface.address, token: clientToken, timeoutMs: 3000 });
+  const client = createAdminClient(
+    { address: surface.address, token: clientToken, timeoutMs: 3000 },
+    systemClock,
+  );
   cleanups.push(() => client.close());
   return { service, bus, surface, client };
 }
@@ -425,7 +430,10 @@ describe('admin API over gRPC', () => {
     expect(await client.listNodes()).toHaveLength(1);
 
     for (const wrong of [undefined, 'admin-secret-tokeN', 'x']) {
-      const other = createAdminClient({ address: (await setupAddress(token)).address, token: wrong });
+      const other = createAdminClient(
+        { address: (await setupAddress(token)).address, token: wrong },
+        systemClock,
+      );
       cleanups.push(() => other.close());
       expect(await failure(other.listNodes())).toMatchObject({
         code: 'unauthenticated',
@@ -441,7 +449,12 @@ describe('admin API over gRPC', () => {
 
   it('refuses a non-loopback listen address without a token', async () => {
     const bus = new FakeEventBus();
-    const base = { service: FakeEdgeService.forConsole(bus), events: bus, logger: silentLogger };
+    const base = {
+      service: FakeEdgeService.forConsole(bus),
+      events: bus,
+      logger: silentLogger,
+      clock: systemClock,
+    };
     for (const listen of ['0.0.0.0:0', '[::]:0', '192.0.2.10:19093']) {
       await expect(startAdminServer({ ...base, listen })).rejects.toMatchObject({ code: 'insecure_listen' });
     }
@@ -468,30 +481,37 @@ describe('admin API over gRPC', () => {
       service,
       events: bus,
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 200,
     });
     cleanups.push(() => surface.close());
     const address = `127.0.0.1:${surface.address.split(':').pop()}`;
-    const pinned = createAdminClient({
-      address,
-      token: 't0ken',
-      timeoutMs: 3000,
-      tls: { ca: tls.cert, fingerprint: identity.fingerprint },
-    });
+    const pinned = createAdminClient(
+      {
+        address,
+        token: 't0ken',
+        timeoutMs: 3000,
+        tls: { ca: tls.cert, fingerprint: identity.fingerprint },
+      },
+      systemClock,
+    );
     cleanups.push(() => pinned.close());
     expect((await pinned.listNodes()).map((info) => info.nodeId)).toEqual(['test-node']);
 
-    const plaintext = createAdminClient({ address, token: 't0ken', timeoutMs: 3000 });
+    const plaintext = createAdminClient({ address, token: 't0ken', timeoutMs: 3000 }, systemClock);
     cleanups.push(() => plaintext.close());
     expect((await failure(plaintext.listNodes())).code).toBe('unreachable');
 
     const other = createSelfSignedCertificate({ commonName: 'other', hosts: ['localhost'] });
-    const wrongPin = createAdminClient({
-      address,
-      token: 't0ken',
-      timeoutMs: 3000,
-      tls: { ca: tls.cert, fingerprint: other.fingerprint },
-    });
+    const wrongPin = createAdminClient(
+      {
+        address,
+        token: 't0ken',
+        timeoutMs: 3000,
+        tls: { ca: tls.cert, fingerprint: other.fingerprint },
+      },
+      systemClock,
+    );
     cleanups.push(() => wrongPin.close());
     expect((await failure(wrongPin.listNodes())).code).toBe('unreachable');
   });
@@ -500,7 +520,7 @@ describe('admin API over gRPC', () => {
     const { surface } = await setup();
     const address = surface.address;
     await surface.close();
-    const client = createAdminClient({ address, timeoutMs: 3000 });
+    const client = createAdminClient({ address, timeoutMs: 3000 }, systemClock);
     cleanups.push(() => client.close());
     const error = await failure(client.listNodes());
     expect(error.code).toBe('unreachable');
@@ -525,6 +545,7 @@ describe('admin API over gRPC', () => {
       service: FakeEdgeService.forConsole(bus),
       events: bus,
       logger: silentLogger,
+      clock: systemClock,
       refresher: undefined,
     };
     const factory = createAdminSurface({ closeGraceMs: 100 });
@@ -538,7 +559,7 @@ describe('admin API over gRPC', () => {
     if (!surface) throw new Error('expected a surface');
     cleanups.push(() => surface.close());
     expect(surface.name).toBe('admin');
-    const client = createAdminClient({ address: surface.address });
+    const client = createAdminClient({ address: surface.address }, systemClock);
     cleanups.push(() => client.close());
     expect(await client.listNodes()).toEqual([]);
   });
@@ -593,11 +614,12 @@ describe('admin surface wiring', () => {
       service,
       events: bus,
       logger: silentLogger,
+      clock: systemClock,
       refresher,
     });
     if (!surface) throw new Error('expected a surface');
     cleanups.push(() => surface.close());
-    const client = createAdminClient({ address: surface.address });
+    const client = createAdminClient({ address: surface.address }, systemClock);
     cleanups.push(() => client.close());
     expect(await client.listProviders()).toEqual([]);
     // Read from the service at call time (a live refresh changes the pool under a running surface).
@@ -645,11 +667,12 @@ describe('admin surface wiring', () => {
       service: FakeEdgeService.forConsole(bus),
       events: bus,
       logger: silentLogger,
+      clock: systemClock,
       refresher: undefined,
     });
     if (!surface) throw new Error('expected a surface');
     cleanups.push(() => surface.close());
-    const client = createAdminClient({ address: surface.address });
+    const client = createAdminClient({ address: surface.address }, systemClock);
     cleanups.push(() => client.close());
     const refused = await failure(client.refreshConfig({ mode: 'apply', configYaml: 'y', configPath: 'p' }));
     expect(refused).toMatchObject({ grpcCode: status.UNAVAILABLE });

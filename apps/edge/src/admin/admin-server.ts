@@ -13,6 +13,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { EdgeAdminService } from '@iop/wire';
 import type { AdminKeyConfig, HttpConfig, RefreshConfig, TlsConfig } from '@iop/config';
+import type { Clock } from '../clock.js';
 import type { EventBus } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
@@ -53,6 +54,8 @@ export interface AdminSurfaceDeps {
   service: EdgeService;
   events: EventBus;
   logger: Logger;
+  /** Times the close grace. */
+  clock: Clock;
   /** Live config refresh; undefined = RefreshConfig answers that refresh is disabled. */
   refresher: ConfigRefresher | undefined;
   /** Recorded usage (GetUsage); none = GetUsage answers UNAVAILABLE. */
@@ -82,6 +85,8 @@ export interface AdminServerOptions extends AdminSurfaceOptions {
   service: EdgeService;
   events: EventBus;
   logger: Logger;
+  /** Times the close grace. */
+  clock: Clock;
 }
 
 export function createAdminSurface(
@@ -104,6 +109,7 @@ export function createAdminSurface(
       service: context.service,
       events: context.events,
       logger: context.logger,
+      clock: context.clock,
     });
   };
 }
@@ -181,12 +187,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     close() {
       closing ??= new Promise<void>((resolve) => {
         handlers.closeStreams();
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, closeGraceMs);
+        // Kept alive: the edge is shutting down and waits for this.
+        const force = options.clock.setTimeout(
+          () => {
+            server.forceShutdown();
+            resolve();
+          },
+          closeGraceMs,
+          { keepAlive: true },
+        );
         server.tryShutdown(() => {
-          clearTimeout(force);
+          options.clock.clearTimeout(force);
           resolve();
         });
       });

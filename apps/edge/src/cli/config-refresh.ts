@@ -25,6 +25,7 @@ import {
 } from './command.js';
 import { configFlag, resolveCommandConfigPath } from './config-source.js';
 import { ADMIN_TOKEN_ENV } from './nodes-list.js';
+import { systemClock } from '../clock.js';
 
 /** Deadline of the RefreshConfig call: longer than the edge's lock wait plus the node acknowledgement timeout. */
 export const REFRESH_CALL_TIMEOUT_MS = 60_000;
@@ -34,7 +35,7 @@ export interface ConfigRefreshDeps {
 }
 
 export function createConfigRefreshCommand(
-  deps: ConfigRefreshDeps = { createClient: createAdminClient },
+  deps: ConfigRefreshDeps = { createClient: (options) => createAdminClient(options, systemClock) },
 ): CliCommand {
   return {
     path: ['config', 'refresh'],

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { parseConfigText } from '@iop/config';
 import { createAdminClient } from '../admin/admin-client.js';
+import { systemClock } from '../clock.js';
 import { refreshHandler } from '../admin/admin-refresh.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
@@ -16,7 +17,7 @@ import { runCli } from './run-cli.js';
 import { memoryIo } from './test-support/memory-io.js';
 
 const command = createNodeAdoptCommand({
-  createClient: (options) => createAdminClient({ ...options, timeoutMs: 5000 }),
+  createClient: (options) => createAdminClient({ ...options, timeoutMs: 5000 }, systemClock),
 });
 
 const DISCOVERED: NodeDiscovered = {
@@ -94,6 +95,7 @@ describe('iop-edge node adopt', () => {
       service,
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
       refreshEnabled: true,
       refreshHandler: (mode, yaml, configPath) => {
@@ -104,7 +106,7 @@ describe('iop-edge node adopt', () => {
     await writeFile(file, edgeYaml(surface.address));
     const loaded = parseConfigText(await readFile(file, 'utf8'), file, { baseDir: dir });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.issues));
-    refresher = createConfigRefresher({ config: loaded.config, configPath: file });
+    refresher = createConfigRefresher({ config: loaded.config, configPath: file, clock: systemClock });
     ready.handler = refreshHandler(refresher);
     return surface.address;
   }

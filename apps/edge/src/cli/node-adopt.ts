@@ -24,6 +24,7 @@ import { printSummary, REFRESH_CALL_TIMEOUT_MS } from './config-refresh.js';
 import { configFlag, loadValidConfig, printConfigIssues } from './config-source.js';
 import { writeAtomically } from './keys-create.js';
 import { ADMIN_TOKEN_ENV } from './nodes-list.js';
+import { systemClock } from '../clock.js';
 
 export interface NodeAdoptDeps {
   createClient: (options: AdminClientOptions) => AdminClient;
@@ -32,7 +33,7 @@ export interface NodeAdoptDeps {
 const NAME = 'iop-edge node adopt';
 
 export function createNodeAdoptCommand(
-  deps: NodeAdoptDeps = { createClient: createAdminClient },
+  deps: NodeAdoptDeps = { createClient: (options) => createAdminClient(options, systemClock) },
 ): CliCommand {
   return {
     path: ['node', 'adopt'],

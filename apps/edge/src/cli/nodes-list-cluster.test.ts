@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createAdminClient } from '../admin/admin-client.js';
+import { systemClock } from '../clock.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { silentLogger } from '../logging.js';
 import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-service.js';
@@ -15,7 +16,7 @@ import { memoryIo } from './test-support/memory-io.js';
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 30);
 const SINCE = Date.UTC(2026, 10, 29, 12);
 const command = createNodesListCommand({
-  createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }),
+  createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }, systemClock),
   now: () => NOW,
 });
 
@@ -41,6 +42,7 @@ describe('iop-edge nodes list in cluster mode', () => {
       service: clustered,
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
     });
   });

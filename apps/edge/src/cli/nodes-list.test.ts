@@ -7,13 +7,14 @@ import { FakeEdgeService, fakeNode as node } from '../test-support/fake-edge-ser
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
 import { silentLogger } from '../logging.js';
 import { createAdminClient } from '../admin/admin-client.js';
+import { systemClock } from '../clock.js';
 import { memoryIo } from './test-support/memory-io.js';
 import { createNodesListCommand } from './nodes-list.js';
 import { runCli } from './run-cli.js';
 
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 30);
 const command = createNodesListCommand({
-  createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }),
+  createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }, systemClock),
   now: () => NOW,
 });
 
@@ -49,6 +50,7 @@ describe('iop-edge nodes list', () => {
       service,
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
     });
     return surface.address;

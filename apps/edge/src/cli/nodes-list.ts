@@ -29,7 +29,10 @@ export interface NodesListDeps {
 }
 
 export function createNodesListCommand(
-  deps: NodesListDeps = { createClient: createAdminClient, now: () => systemClock.now() },
+  deps: NodesListDeps = {
+    createClient: (options) => createAdminClient(options, systemClock),
+    now: () => systemClock.now(),
+  },
 ): CliCommand {
   return {
     path: ['nodes', 'list'],

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createAdminClient } from '../admin/admin-client.js';
+import { systemClock } from '../clock.js';
 import { startAdminServer, type AdminSurface } from '../admin/admin-server.js';
 import { FakeEdgeService } from '../test-support/fake-edge-service.js';
 import { FakeEventBus } from '../test-support/fake-event-bus.js';
@@ -73,6 +74,7 @@ describe('iop-edge usage', () => {
       service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
       usage: (query) => store.summary(query),
     });
@@ -80,7 +82,7 @@ describe('iop-edge usage', () => {
   }
 
   const command = createUsageCommand({
-    createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }),
+    createClient: (options) => createAdminClient({ ...options, timeoutMs: 3000 }, systemClock),
     now: () => clock.now(),
   });
 
@@ -130,6 +132,7 @@ describe('iop-edge usage', () => {
       service: FakeEdgeService.forConsole(),
       events: new FakeEventBus(),
       logger: silentLogger,
+      clock: systemClock,
       closeGraceMs: 100,
     });
     const { io, err } = memoryIo(dir);

@@ -27,7 +27,10 @@ export interface UsageCommandDeps {
 }
 
 export function createUsageCommand(
-  deps: UsageCommandDeps = { createClient: createAdminClient, now: () => systemClock.now() },
+  deps: UsageCommandDeps = {
+    createClient: (options) => createAdminClient(options, systemClock),
+    now: () => systemClock.now(),
+  },
 ): CliCommand {
   return {
     path: ['usage'],

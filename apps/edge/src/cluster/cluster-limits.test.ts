@@ -45,7 +45,7 @@ async function startEdges(
       governor,
       logger: silentLogger,
       timeoutMs: 1000,
-      now: () => clock.now(),
+      clock,
       leaseTtlMs: 6000,
       ...(spentElsewhere ? { spentElsewhere } : {}),
     });

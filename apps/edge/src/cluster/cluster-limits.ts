@@ -19,6 +19,7 @@ import { GovernanceError, type GovernanceErrorCode, type GovernanceLimit } from 
 import { periodAt, type Governor, type LimitLease, type SpentTokens } from '../governance/governor.js';
 import { hasLimits, type Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import { fromWirePrincipal, toWirePrincipal, type WirePrincipal } from '../governance/wire-principal.js';
 
@@ -117,8 +118,8 @@ export interface ClusterLimitsOptions {
    * once per key and budget period by its home, so a budget counts what the whole cluster spent.
    */
   spentElsewhere?: (principalId: string, sinceMs: number) => Promise<number>;
-  /** Epoch ms (the edge's clock): budget periods, lease reports. */
-  now?: () => number;
+  /** The edge's clock (epoch ms): budget periods, lease reports. */
+  clock: Clock;
   /**
    * A lease no edge reported open for this long is released by its home (default 6 s). Open leases are reported
    * at most every sixth of it (tick()).
@@ -228,7 +229,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   const leaseTtlMs = options.leaseTtlMs ?? 6000;
   let reportedAt = Number.NEGATIVE_INFINITY;
   let sequence = 0;
-  const now = options.now ?? Date.now;
+  const now = (): number => options.clock.now();
   /** What the other edges had spent per key and budget period, asked once (the promise is shared). */
   const seeds = new Map<string, Promise<number>>();
 

@@ -1,6 +1,7 @@
 // Config refresh across edges over a real nats-server (skipped with one printed line when it is missing): two
 // real config refreshers (one per edge) behind the cluster refresher; a refresh asked of one edge is applied on
 // both, or on neither.
+import { systemClock } from '../clock.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,6 +107,7 @@ async function startEdge(
   const configPath = path.join(dir, `${id}.yaml`);
   await writeFile(configPath, text);
   const local = createConfigRefresher({
+    clock: systemClock,
     // As the edge loads its file: relative paths against the file's directory.
     config: load(text, dir),
     configPath,
@@ -113,6 +115,7 @@ async function startEdge(
   });
   const nc = await connectFabric(nats.url, id);
   const cluster = createClusterRefresher({
+    clock: systemClock,
     edgeId: id,
     nc,
     liveEdges: () =>

@@ -13,6 +13,7 @@
 // and the worst status. Edges whose published config revision differs from this one are reported too.
 import type { FabricBus } from './fabric-bus.js';
 import { parseDocument } from 'yaml';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { ConfigRefresher } from '../refresh/config-refresher.js';
 import type { RefreshResult } from '../refresh/refresh-result.js';
@@ -28,6 +29,8 @@ export interface ClusterRefreshDeps {
   /** The edge.yaml text this edge started from ('' when it did not start from a file). */
   initialYaml: string;
   logger: Logger;
+  /** Stamps refresh ids. */
+  clock: Clock;
   /** How long another edge may take to answer one step (default 30 s). */
   timeoutMs?: number;
 }
@@ -248,7 +251,7 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
 
   async function refresh(mode: string, yaml: string, sourcePath: string): Promise<RefreshResult> {
     const edges = deps.liveEdges();
-    const id = `${deps.edgeId}-${Date.now().toString(36)}-${++seq}`;
+    const id = `${deps.edgeId}-${deps.clock.now().toString(36)}-${++seq}`;
     if ((mode !== 'dry-run' && mode !== 'apply') || edges.length === 0) {
       const result = await applyHere(id, mode, yaml, false, sourcePath);
       pending.delete(id);

@@ -22,7 +22,7 @@ const stops: (() => void)[] = [];
 async function edge(edgeId: string, others: string[], maxSubscribers?: number) {
   const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
-  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 2000 });
+  const peers = createPeerCalls({ clock: systemClock, nc, edgeId, liveEdges: () => others, timeoutMs: 2000 });
   const registry = new RunRegistry({
     clock: systemClock,
     remote: createRemoteRuns(peers),
@@ -90,7 +90,13 @@ suite('run lookups through the fabric (cluster-runs over NATS)', () => {
     // An edge of the fabric (it holds the key) whose answers are garbage.
     const nc = await connectFabric(nats.url, 'edge-c');
     connections.push(nc);
-    const rogue = createPeerCalls({ nc, edgeId: 'edge-c', liveEdges: () => ['edge-b'], timeoutMs: 2000 });
+    const rogue = createPeerCalls({
+      clock: systemClock,
+      nc,
+      edgeId: 'edge-c',
+      liveEdges: () => ['edge-b'],
+      timeoutMs: 2000,
+    });
     stops.push(rogue.serve(RUNS_TOPIC, () => Promise.resolve({ value: { state: 'x', ended: 'yes' } })));
     await nc.flush();
     expect(await b.registry.get(task('t3', 'team'))).toBeUndefined();

@@ -1,5 +1,6 @@
 // Usage added up across edges: the pure merge, and three edges' totals over a real nats-server (skipped with one
 // printed line when it is missing) answered alike by every edge.
+import { systemClock } from '../clock.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FabricBus } from './fabric-bus.js';
 import { connectFabric } from '../test-support/fabric-bus-fixture.js';
@@ -76,7 +77,12 @@ suite('usage across edges over NATS', () => {
     for (const id of ids) {
       const nc = await connectFabric(nats.url, id);
       connections.push(nc);
-      const peers = createPeerCalls({ nc, edgeId: id, liveEdges: () => ids.filter((other) => other !== id) });
+      const peers = createPeerCalls({
+        clock: systemClock,
+        nc,
+        edgeId: id,
+        liveEdges: () => ids.filter((other) => other !== id),
+      });
       usages.push(
         createClusterUsage({
           peers,
@@ -96,7 +102,12 @@ suite('usage across edges over NATS', () => {
       ]);
     }
     expect(asked.every((query) => query.by === 'key' && query.sinceMs === 5)).toBe(true);
-    const peers = createPeerCalls({ nc: connections[0], edgeId: 'x', liveEdges: () => ['edge-b'] });
+    const peers = createPeerCalls({
+      clock: systemClock,
+      nc: connections[0],
+      edgeId: 'x',
+      liveEdges: () => ['edge-b'],
+    });
     expect(await peers.ask('usage', { by: 'nope', sinceMs: 0 })).toEqual({
       error: { code: 400, message: 'usage: unknown group' },
     });

@@ -35,7 +35,7 @@ import type { Registry } from 'prom-client';
 import type { ClusterConfig, EdgeConfig } from '@iop/config';
 import { isTerminalPart, type RunEventPart } from '@iop/wire';
 import { unwatchAbort, watchAbort } from '../abort-watchers.js';
-import type { Clock } from '../clock.js';
+import { repeat, type Clock } from '../clock.js';
 import type { EventBus, EventSubscription } from '../events/types.js';
 import type { Logger } from '../logging.js';
 import type { NodeSummary } from '../present/node-summary.js';
@@ -286,7 +286,7 @@ export async function startEdgeCluster(options: EdgeClusterOptions): Promise<Edg
     edgeId: config.edge.id,
     sealer,
     logger,
-    now,
+    clock: options.clock,
     // New at every start: requests sealed for an earlier life of this edge name another one.
     bootId: randomBytes(16).toString('hex'),
     peerBoot: (edgeId) => view.bootOf(edgeId),
@@ -338,7 +338,8 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   private readonly served = new Map<string, Served>();
   /** Revision of this edge's claim per node id. */
   private readonly claims = new Map<string, number>();
-  private readonly timers: ReturnType<typeof setInterval>[] = [];
+  /** Stops the heartbeat. */
+  private stopHeartbeat: (() => void) | undefined;
   private currentConfig: () => EdgeConfig;
   readonly peers: PeerCalls;
   readonly runs: RemoteRuns;
@@ -369,6 +370,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     this.currentConfig = () => options.config;
     this.peers = createPeerCalls({
       nc,
+      clock: options.clock,
       edgeId: this.edgeId,
       liveEdges: () => this.view.states().map((state) => state.edgeId),
     });
@@ -388,7 +390,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
           liveEdges: () => this.view.states().map((state) => state.edgeId),
           governor: options.governor,
           logger: options.logger,
-          now: () => options.clock.now(),
+          clock: options.clock,
           leaseTtlMs: 2 * options.config.cluster.state_ttl_ms,
           // Budgets count every edge's usage store (created below; asked only once a key is used).
           spentElsewhere: (principalId, sinceMs) =>
@@ -461,6 +463,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       this,
       this.options.forwardAdmitTimeoutMs ?? 120_000,
       this.options.forwardDeadlineSlackMs ?? 8_000,
+      this.options.clock,
     );
   }
 
@@ -616,12 +619,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
     await this.publishState();
 
     const cluster = this.options.config.cluster;
-    this.timers.push(
-      setInterval(() => {
-        void this.heartbeat();
-      }, cluster.heartbeat_ms),
-    );
-    for (const timer of this.timers) timer.unref?.();
+    this.stopHeartbeat = repeat(this.options.clock, cluster.heartbeat_ms, () => void this.heartbeat());
     this.logger.info({ edgeId: this.edgeId, servers: cluster.nats.servers }, 'cluster: joined');
   }
 
@@ -757,6 +755,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
       local,
       initialYaml,
       logger: this.logger,
+      clock: this.options.clock,
     });
     return this.clusterRefresher.refresher;
   }
@@ -769,12 +768,12 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
   private schedulePublish(): void {
     if (this.publishScheduled || this.closing) return;
     this.publishScheduled = true;
-    setTimeout(() => {
+    this.options.clock.setTimeout(() => {
       this.publishScheduled = false;
       this.publishState().catch((error: unknown) =>
         this.logger.warn({ error: errorText(error) }, 'cluster: state publish failed'),
       );
-    }, PUBLISH_COALESCE_MS).unref?.();
+    }, PUBLISH_COALESCE_MS);
   }
 
   private async heartbeat(): Promise<void> {
@@ -934,7 +933,7 @@ class ClusterImpl implements EdgeCluster, RemoteEdges, ForwardTransport {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const timer of this.timers) clearInterval(timer);
+      this.stopHeartbeat?.();
       this.subscription?.close();
       this.limits?.close();
       this.clusterUsage?.close();
@@ -1017,6 +1016,7 @@ export class ForwardedRun implements Reservation {
     private readonly transport: ForwardTransport,
     private readonly admitTimeoutMs: number,
     readonly deadlineSlackMs: number,
+    private readonly clock: Clock,
   ) {}
 
   dispatch(request: PlacementRequest, observer: ExecutionObserver, traceparent: string): Promise<Dispatched> {
@@ -1068,7 +1068,7 @@ export class ForwardedRun implements Reservation {
       runId: this.runId,
       nodeId: this.where?.nodeId ?? '',
       seq: this.lastSeq + 1,
-      atUnixMs: Date.now(),
+      atUnixMs: this.clock.now(),
       part: terminalPartOf(message.outcome),
     });
   }

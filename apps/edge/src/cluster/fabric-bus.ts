@@ -19,6 +19,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { KV, KvWatchOptions } from '@nats-io/kv';
 import { typedError, type FaultTable } from '@iop/errors';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { FabricSealer, SealPayload } from './fabric-sealer.js';
 import { kvContext, messageContext, type Opened, type RejectReason } from './fabric-sealer.js';
@@ -133,8 +134,8 @@ export interface FabricBusOptions {
   edgeId: string;
   logger: Logger;
   sink?: RejectionSink;
-  /** Epoch ms, for the log throttle. */
-  now: () => number;
+  /** The log throttle's time and the requests' timeouts. */
+  clock: Clock;
   /** This process's boot id: random, new at every start (at most 64 ASCII characters). */
   bootId: string;
   /** The boot id another edge published in its sealed state; undefined when it is not a live member. */
@@ -155,7 +156,7 @@ interface PendingRequest {
   to: string;
   resolve(msg: FabricMsg): void;
   reject(error: FabricBusError): void;
-  timer: ReturnType<typeof setTimeout>;
+  timer: ClockTimer;
 }
 
 export function createFabricBus(options: FabricBusOptions): FabricBus {
@@ -183,7 +184,7 @@ class SealedBus implements FabricBus {
   reject(reason: RejectReason, claimed: string, where: string): void {
     this.options.sink?.rejected(reason);
     const source = claimed === '' ? '(unreadable)' : claimed;
-    const now = this.options.now();
+    const now = this.options.clock.now();
     const last = this.logged.get(source);
     if (last !== undefined && now - last < LOG_EVERY_MS) return;
     if (last === undefined && this.logged.size >= MAX_LOG_SOURCES) {
@@ -267,7 +268,7 @@ class SealedBus implements FabricBus {
     const token = (this.sequence += 1).toString(36);
     const reply = `${inbox.prefix}.${token}`;
     return new Promise<FabricMsg>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.options.clock.setTimeout(() => {
         this.pending.delete(token);
         reject(
           new FabricBusError(
@@ -276,7 +277,6 @@ class SealedBus implements FabricBus {
           ),
         );
       }, options.timeout);
-      timer.unref?.();
       this.pending.set(token, { to: options.to, resolve, reject, timer });
       try {
         this.publish(subject, data, { reply, to: options.to });
@@ -305,7 +305,7 @@ class SealedBus implements FabricBus {
     const pending = this.pending.get(token);
     if (!pending) return undefined;
     this.pending.delete(token);
-    clearTimeout(pending.timer);
+    this.options.clock.clearTimeout(pending.timer);
     return pending;
   }
 

@@ -57,7 +57,7 @@ async function openaiEdge(edgeId: string, others: string[], hold: boolean) {
     pool,
   );
   // The service's run registry, joined to the other edges' registries by the cluster's run lookups.
-  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
+  const peers = createPeerCalls({ clock: systemClock, nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
   service.runRegistry = new RunRegistry({ clock: systemClock, remote: createRemoteRuns(peers) });
   const stopServing = serveRuns(peers, service.runRegistry);
   const app = createOpenAIApp({ config, service, logger: silentLogger });
@@ -81,7 +81,7 @@ async function edge(edgeId: string, others: string[]): Promise<{ url: string; se
   const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
   const service = new FakeEdgeService(scripter);
-  const peers = createPeerCalls({ nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
+  const peers = createPeerCalls({ clock: systemClock, nc, edgeId, liveEdges: () => others, timeoutMs: 3000 });
   service.runRegistry = new RunRegistry({ clock: systemClock, remote: createRemoteRuns(peers) });
   const stopServing = serveRuns(peers, service.runRegistry);
   closers.push(() => {
@@ -246,8 +246,19 @@ suite('A2A tasks on any edge (peer calls over NATS)', () => {
     const holder = await connectFabric(nats.url, 'edge-2');
     connections.push(asker, holder);
     let live = ['edge-2', 'edge-silent'];
-    const peers = createPeerCalls({ nc: asker, edgeId: 'edge-1', liveEdges: () => live, timeoutMs: 300 });
-    const holderPeers = createPeerCalls({ nc: holder, edgeId: 'edge-2', liveEdges: () => ['edge-1'] });
+    const peers = createPeerCalls({
+      clock: systemClock,
+      nc: asker,
+      edgeId: 'edge-1',
+      liveEdges: () => live,
+      timeoutMs: 300,
+    });
+    const holderPeers = createPeerCalls({
+      clock: systemClock,
+      nc: holder,
+      edgeId: 'edge-2',
+      liveEdges: () => ['edge-1'],
+    });
     const stop = holderPeers.serve('lookup', () => Promise.resolve(undefined));
     await holder.flush();
     try {

@@ -4,6 +4,7 @@
 // not be asked (no sealed answer in time, gone meanwhile) is never taken for "none": `ask` fails when no edge had
 // an answer and one could not be asked, `gather` when any could not (PeerCallError). Streams (A2A
 // `tasks/resubscribe`) go through peer-streams.ts: `open` / `serveStream`.
+import type { Clock } from '../clock.js';
 import type { FabricBus } from './fabric-bus.js';
 import { createPeerStreams, type PeerStreams } from './peer-streams.js';
 
@@ -46,6 +47,7 @@ const decoder = new TextDecoder();
 
 export function createPeerCalls(deps: {
   nc: FabricBus;
+  clock: Clock;
   edgeId: string;
   liveEdges(): string[];
   timeoutMs?: number;

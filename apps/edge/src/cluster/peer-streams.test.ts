@@ -1,6 +1,7 @@
 // Streams across edges over a real nats-server (skipped with one printed line when it is missing): the holder's
 // items in order, its typed error, a reader that leaves (the holder stops), a holder that leaves the cluster,
 // and a reader that falls behind.
+import { systemClock } from '../clock.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FabricBus } from './fabric-bus.js';
 import { connectFabric } from '../test-support/fabric-bus-fixture.js';
@@ -26,7 +27,14 @@ async function edge(
 ): Promise<PeerStreams> {
   const nc = await connectFabric(nats.url, edgeId);
   connections.push(nc);
-  const streams = createPeerStreams({ nc, edgeId, liveEdges: live, timeoutMs: 2000, ...options });
+  const streams = createPeerStreams({
+    clock: systemClock,
+    nc,
+    edgeId,
+    liveEdges: live,
+    timeoutMs: 2000,
+    ...options,
+  });
   await nc.flush();
   return streams;
 }

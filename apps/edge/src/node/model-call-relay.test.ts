@@ -1,5 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { ManualClock } from '@iop/clock';
+import { systemClock, type Clock } from '../clock.js';
 import type { Envelope } from '@iop/wire';
 import { createHttpServer } from '../http/http-server.js';
 import { createHostGuard, guardRequests } from '../http/host-guard.js';
@@ -53,12 +55,14 @@ function relayFor(
   sent: SentFrames,
   termination: Partial<ModelCallTermination> & Pick<ModelCallTermination, 'server'>,
   nodeId = 'node-a',
+  clock: Clock = systemClock,
 ) {
   return new ModelCallRelay({
     nodeId,
     termination: { confirmParent: () => true, ...termination },
     send: sent.send,
     logger: silentLogger,
+    clock,
   });
 }
 
@@ -114,6 +118,32 @@ describe('ModelCallRelay', () => {
     relay.close('c1', '');
     await eventually(() => expect(sent.closes('c1')).toEqual(['']));
     await eventually(() => expect(relay.size).toBe(0));
+  });
+
+  it('runs the idle timeout node:http sets on the call on the clock: an idle kept-alive call ends when it passes', async () => {
+    const server = listener((_req, res) => res.writeHead(200).end('ok'));
+    const sent = new SentFrames();
+    const clock = new ManualClock();
+    const relay = relayFor(
+      sent,
+      { server: () => (socket) => server.emit('connection', socket) },
+      'node-a',
+      clock,
+    );
+    relay.open('c1', 'run-1');
+    relay.data('c1', request('{}'));
+    await eventually(() => expect(sent.text('c1')).toContain('ok'));
+    // Kept alive: one idle timer (node:http's for the listener's 5 s keep-alive timeout, plus its own margin).
+    await eventually(() => expect(clock.pending).toBe(1));
+    const [idleMs] = clock.pendingDelays();
+    expect(idleMs).toBeGreaterThanOrEqual(5_000);
+    clock.advance(idleMs - 1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent.closes('c1')).toEqual([]);
+    clock.advance(1);
+    await eventually(() => expect(sent.closes('c1')).toEqual(['']));
+    await eventually(() => expect(relay.size).toBe(0));
+    expect(clock.pending).toBe(0);
   });
 
   it('ends the call when the server closes the connection (Connection: close)', async () => {

@@ -14,6 +14,7 @@
 // (their runs see a client disconnect and are cancelled).
 import { Duplex } from 'node:stream';
 import { envelope, type Envelope } from '@iop/wire';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Logger } from '../logging.js';
 import { markModelCall, type ServeConnection } from '../http/model-call-socket.js';
 
@@ -61,6 +62,8 @@ interface RelayOptions {
   termination: ModelCallTermination;
   send(message: Envelope): Promise<void>;
   logger: Logger;
+  /** Runs the calls' idle timers (the timeouts node:http sets on a connection). */
+  clock: Clock;
 }
 
 /** The model calls of one node link. */
@@ -97,7 +100,7 @@ export class ModelCallRelay {
     }
     const serve = termination.server();
     if (!serve) return refuse('no listener serves model calls');
-    const socket = new ModelCallSocket(callId, this.limits.chunkBytes, (message) =>
+    const socket = new ModelCallSocket(callId, this.limits.chunkBytes, this.options.clock, (message) =>
       this.options.send(message),
     );
     this.calls.set(callId, socket);
@@ -154,11 +157,17 @@ export class ModelCallSocket extends Duplex {
   readonly localPort = undefined;
   private closeSent = false;
   private timeoutMs = 0;
-  private timer: NodeJS.Timeout | undefined;
+  /** The idle timer and the delay it was set with (re-armed in place while the delay stays the same). */
+  private timer: ClockTimer | undefined;
+  private timerMs = 0;
+  private readonly onIdle = (): void => {
+    this.emit('timeout');
+  };
 
   constructor(
     readonly callId: string,
     private readonly chunkBytes: number,
+    private readonly clock: Clock,
     private readonly sendFrame: (message: Envelope) => Promise<void>,
   ) {
     super({ allowHalfOpen: false });
@@ -211,7 +220,8 @@ export class ModelCallSocket extends Duplex {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
     this.sendClose(error ? MODEL_CALL_CLOSE_REASONS.error : '');
     callback(error);
   }
@@ -261,11 +271,17 @@ export class ModelCallSocket extends Duplex {
 
   /** Restarts the idle timer node:http asked for. */
   private touch(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.timeoutMs > 0 && !this.destroyed) {
-      this.timer = setTimeout(() => this.emit('timeout'), this.timeoutMs);
-      this.timer.unref();
+    if (this.timeoutMs <= 0 || this.destroyed) {
+      this.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+      return;
     }
+    if (this.timer !== undefined && this.timerMs === this.timeoutMs) {
+      this.timer.refresh();
+      return;
+    }
+    this.clock.clearTimeout(this.timer);
+    this.timerMs = this.timeoutMs;
+    this.timer = this.clock.setTimeout(this.onIdle, this.timeoutMs);
   }
 }

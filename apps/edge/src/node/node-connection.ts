@@ -38,7 +38,7 @@ import {
   type RegisterRequest,
 } from '@iop/wire';
 import type { EventBus } from '../events/types.js';
-import type { Clock } from '../clock.js';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { AcceptContext, AcceptedConnection } from '../transport/connection-handler.js';
 import type { HeartbeatHandle, HeartbeatSweeper, HeartbeatTarget } from './heartbeat-sweeper.js';
@@ -299,9 +299,10 @@ export class NodeConnection implements AcceptedConnection {
 
   /** The next frame within the register timeout. */
   private async nextFrame(iterator: AsyncIterator<Envelope>): Promise<FirstFrame> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const { clock } = this.context;
+    let timer: ClockTimer | undefined;
     const timeout = new Promise<FirstFrame>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: 'timeout' }), this.context.registerTimeoutMs);
+      timer = clock.setTimeout(() => resolve({ kind: 'timeout' }), this.context.registerTimeoutMs);
     });
     const next = iterator.next().then(
       (result): FirstFrame => (result.done ? { kind: 'ended' } : { kind: 'frame', envelope: result.value }),
@@ -310,7 +311,7 @@ export class NodeConnection implements AcceptedConnection {
     try {
       return await Promise.race([next, timeout]);
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
   }
 

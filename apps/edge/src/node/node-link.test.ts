@@ -1,4 +1,4 @@
-import { systemClock } from '../clock.js';
+import { ManualClock } from '@iop/clock';
 import { describe, it, expect } from '@jest/globals';
 import {
   create,
@@ -16,16 +16,16 @@ import { FakeChannel, linkInfo } from './test-support/fake-channel.js';
 import { testNode } from './test-support/config-fixture.js';
 
 function makeLink(nodeId = 'n1', channel = new FakeChannel()) {
-  let now = 5_000;
+  const clock = new ManualClock(5_000);
   const link = new NodeLink({
     channel,
     info: linkInfo(nodeId),
     payload: mapNodeConfig(testNode({ id: nodeId, alias: `${nodeId}-alias` })),
     logger: silentLogger,
-    clock: { ...systemClock, now: () => now },
+    clock,
     requestTimeoutMs: 200,
   });
-  return { link, channel, advance: (ms: number) => (now += ms) };
+  return { link, channel, clock, advance: (ms: number) => clock.advance(ms) };
 }
 
 function recorder(): RunObserver & { events: RunEventEnvelope[]; closed: string[] } {
@@ -126,11 +126,13 @@ describe('NodeLink', () => {
   });
 
   it('times out a request the node never answers and ignores the late answer', async () => {
-    const { link, channel } = makeLink();
-    await expect(
-      link.command(create.nodeCommandRequest({ command: 'status' }), { timeoutMs: 30 }),
-    ).rejects.toMatchObject({
+    const { link, channel, clock } = makeLink();
+    const command = link.command(create.nodeCommandRequest({ command: 'status' }), { timeoutMs: 30 });
+    expect(clock.pendingDelays()).toEqual([30]);
+    clock.advance(30);
+    await expect(command).rejects.toMatchObject({
       code: 'request_timeout',
+      message: 'command status on node n1 timed out after 30 ms',
     });
     expect(link.pendingRequests).toBe(0);
     const requestId = channel.sent[0]?.requestId ?? '';

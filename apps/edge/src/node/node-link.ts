@@ -132,6 +132,7 @@ export class NodeLink {
       termination: options.modelCalls ?? { server: () => undefined, confirmParent: () => false },
       send: (message) => this.send(message),
       logger: this.logger,
+      clock: this.clock,
     });
   }
 
@@ -467,11 +468,11 @@ export class NodeLink {
     const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
     return new Promise<Envelope>((resolve, reject) => {
       const cleanup = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
         this.pending.delete(requestId);
       };
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         cleanup();
         reject(
           new NodeLinkError(

@@ -56,6 +56,7 @@ export function nodeConnectionHandler(options: NodeTransportOptions): Connection
     store: options.store,
     registry: options.registry,
     logger,
+    clock,
     intervalMs: options.tokenCheckIntervalMs ?? 500,
   });
   const heartbeats = createHeartbeatSweeper({

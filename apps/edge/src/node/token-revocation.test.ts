@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { ManualClock } from '@iop/clock';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../logging.js';
 import type { NodeLink } from './node-link.js';
@@ -43,6 +44,7 @@ describe('token revocation', () => {
       store,
       registry: { links: () => links },
       logger: silentLogger,
+      clock: new ManualClock(),
       intervalMs: 0,
     });
     revocation.track(linkA.link, a.token);
@@ -77,6 +79,7 @@ describe('token revocation', () => {
       store: counting,
       registry: { links: () => [link.link] },
       logger: silentLogger,
+      clock: new ManualClock(),
       intervalMs: 0,
     });
     revocation.track(link.link, a.token);
@@ -115,6 +118,7 @@ describe('token revocation', () => {
       store: concurrent,
       registry: { links: () => links.map((entry) => entry.link) },
       logger: silentLogger,
+      clock: new ManualClock(),
       intervalMs: 0,
     });
     for (const entry of links) revocation.track(entry.link, entry.token);
@@ -135,6 +139,7 @@ describe('token revocation', () => {
       store: broken,
       registry: { links: () => [link.link] },
       logger: silentLogger,
+      clock: new ManualClock(),
       intervalMs: 0,
     });
     revocation.track(link.link, a.token);
@@ -145,22 +150,39 @@ describe('token revocation', () => {
   it('runs by itself every intervalMs', async () => {
     const a = await store.register('node-a');
     const link = fakeLink('node-a');
+    const clock = new ManualClock();
+    let passes = 0;
     const revocation = createTokenRevocation({
-      store,
+      store: {
+        verifyDigest: (nodeId, digest) => store.verifyDigest(nodeId, digest),
+        revision: () => {
+          passes += 1;
+          return store.revision();
+        },
+      },
       registry: { links: () => [link.link] },
       logger: silentLogger,
+      clock,
       intervalMs: 20,
     });
     revocation.start();
+    revocation.start();
+    expect(clock.pendingDelays()).toEqual([20]);
     try {
       revocation.track(link.link, a.token);
       await store.revoke('node-a');
-      const deadline = Date.now() + 2000;
-      while (link.closes.length === 0 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      clock.advance(19);
+      expect(passes).toBe(0);
+      clock.advance(1);
+      expect(passes).toBe(1);
+      // check() joins the pass the timer started.
+      await revocation.check();
+      expect(passes).toBe(1);
       expect(link.closes).toEqual(['token-revoked']);
+      expect(clock.pendingDelays()).toEqual([20]);
     } finally {
       revocation.stop();
     }
+    expect(clock.pending).toBe(0);
   });
 });

@@ -7,6 +7,7 @@
 // node then reconnects with its old token and is rejected as `bad_token` (or `unknown_node` after a revoke).
 // An unreadable store never disconnects anyone: that pass is skipped and logged.
 import { CLOSE_REASONS } from '@iop/wire';
+import { repeat, type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { NodeLink } from './node-link.js';
 import type { NodeRegistry } from './node-registry.js';
@@ -27,6 +28,8 @@ export interface TokenRevocationOptions {
   store: Pick<NodeStore, 'verifyDigest' | 'revision'>;
   registry: Pick<NodeRegistry, 'links'>;
   logger: Logger;
+  /** Runs the periodic pass. */
+  clock: Clock;
   /** 0 = no timer (tests call check()). */
   intervalMs?: number;
 }
@@ -92,20 +95,19 @@ export function createTokenRevocation(options: TokenRevocationOptions): TokenRev
   }
 
   const intervalMs = options.intervalMs ?? 500;
-  let timer: ReturnType<typeof setInterval> | undefined;
+  let stopTimer: (() => void) | undefined;
   return {
     track(link, token) {
       digests.set(link, sha256Hex(token));
     },
     check,
     start() {
-      if (timer !== undefined || intervalMs <= 0) return;
-      timer = setInterval(() => void check(), intervalMs);
-      timer.unref();
+      if (stopTimer !== undefined || intervalMs <= 0) return;
+      stopTimer = repeat(options.clock, intervalMs, () => void check());
     },
     stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
+      stopTimer?.();
+      stopTimer = undefined;
     },
   };
 }

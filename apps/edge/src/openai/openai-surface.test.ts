@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
+import { ManualClock } from '@iop/clock';
+import { systemClock } from '../clock.js';
 import { silentLogger } from '../logging.js';
 import { EdgeMetrics } from '../metrics/edge-metrics.js';
 import { createProviderPool } from '../pool/provider-pool.js';
@@ -14,7 +16,7 @@ describe('createOpenAISurface', () => {
   it('refuses a foreign Host (421) or Origin (403) before admission; serves its own address and allowed_hosts', async () => {
     const config = { ...harnessConfig(), http: { allowed_hosts: ['api.example.com'] } };
     const service = new FakeEdgeService(() => ({ parts: textRun(['hello']) }));
-    const surface = await createOpenAISurface({ config, service, logger: silentLogger });
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger, clock: systemClock });
     if (!surface) throw new Error('surface should start');
     try {
       const port = portOf(surface.address);
@@ -46,7 +48,7 @@ describe('createOpenAISurface', () => {
   it('returns undefined when openai.enabled is false', async () => {
     const config = harnessConfig({ enabled: false });
     const service = new FakeEdgeService(() => ({ parts: textRun(['x']) }));
-    const surface = await createOpenAISurface({ config, service, logger: silentLogger });
+    const surface = await createOpenAISurface({ config, service, logger: silentLogger, clock: systemClock });
     expect(surface).toBeUndefined();
   });
 
@@ -62,8 +64,9 @@ describe('createOpenAISurface', () => {
       nodes.list,
       pool,
     );
+    const clock = new ManualClock();
     const surface = await createOpenAISurface(
-      { config, service, logger: silentLogger },
+      { config, service, logger: silentLogger, clock },
       { closeGraceMs: 50 },
     );
     if (!surface) throw new Error('surface should start');
@@ -86,7 +89,12 @@ describe('createOpenAISurface', () => {
       return chunks;
     })();
     await eventually(() => expect(pool.totals().inFlight).toBe(1));
-    await surface.close();
+    const closing = surface.close();
+    // The stream is still open within the grace; once it has passed, it is cut.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(clock.pendingDelays()).toContain(50);
+    clock.advance(50);
+    await closing;
     const chunks = await reading;
     expect(chunks).toBeLessThan(100);
     await eventually(() => {
@@ -113,7 +121,13 @@ describe('metrics', () => {
       pool,
     );
     const metrics = new EdgeMetrics();
-    const surface = await createOpenAISurface({ config, service, logger: silentLogger, metrics });
+    const surface = await createOpenAISurface({
+      config,
+      service,
+      logger: silentLogger,
+      clock: systemClock,
+      metrics,
+    });
     if (!surface) throw new Error('surface should start');
     const client = new OpenAI({ baseURL: `${surface.address}/v1`, apiKey: 'k', maxRetries: 0 });
     const messages = [{ role: 'user' as const, content: 'hi' }];

@@ -25,7 +25,7 @@ export interface OpenAISurfaceDeps {
   config: EdgeConfig;
   service: EdgeService;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** The runtime's metrics; none = not instrumented. */
   metrics?: EdgeMetrics;
   /** The API keys in force (live); none = `openai.api_keys` of `config`, fixed. */
@@ -94,10 +94,12 @@ export async function createOpenAISurface(
       closing ??= new Promise<void>((resolve) => {
         detachModelCalls?.();
         closeOpenAIApp(app);
-        const grace = setTimeout(() => server.closeAllConnections(), options.closeGraceMs ?? 2000);
-        grace.unref();
+        const grace = context.clock.setTimeout(
+          () => server.closeAllConnections(),
+          options.closeGraceMs ?? 2000,
+        );
         server.close(() => {
-          clearTimeout(grace);
+          context.clock.clearTimeout(grace);
           resolve();
         });
         server.closeIdleConnections();

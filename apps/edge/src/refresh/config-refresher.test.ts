@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import { describe, it, expect, jest } from '@jest/globals';
 import { parseConfigText, type EdgeConfig } from '@iop/config';
 import type { NodeConfigApplyOptions, NodeRefreshResult } from '../node/node-config-push.js';
@@ -66,6 +67,7 @@ function setup(pushed: NodeRefreshResult[] = []) {
   const applyConfig = jest.fn<(config: PoolConfig) => void>();
   const applyNodeConfig = fakeApplier(pushed);
   const refresher = createConfigRefresher({
+    clock: systemClock,
     config: running(),
     configPath: CONFIG_PATH,
     routing: { applyConfig },
@@ -208,7 +210,12 @@ describe('createConfigRefresher', () => {
           };
         }),
     );
-    const refresher = createConfigRefresher({ config: running(), applyNodeConfig, waitMs: 10_000 });
+    const refresher = createConfigRefresher({
+      config: running(),
+      clock: systemClock,
+      applyNodeConfig,
+      waitMs: 10_000,
+    });
     const slow = refresher.refresh('apply', yaml({ maxConcurrency: 5 }), CONFIG_PATH);
     await new Promise((resolve) => setTimeout(resolve, 10));
     const result = await refresher.refresh('APPLY', yaml(), CONFIG_PATH);
@@ -236,7 +243,7 @@ describe('createConfigRefresher', () => {
     expect(moved.status).toBe('restart_required');
     expect(moved.reports.map((report) => report.path)).toEqual(['edge.data_dir']);
     // Without a running config path, the candidate's own directory is used.
-    const bare = createConfigRefresher({ config: running() });
+    const bare = createConfigRefresher({ config: running(), clock: systemClock });
     const staged = await bare.refresh('dry-run', yaml(), '/srv/other/edge.yaml');
     expect(staged.reports.map((report) => report.path).sort()).toEqual([
       'bootstrap.artifact_dir',
@@ -247,6 +254,7 @@ describe('createConfigRefresher', () => {
   it('a routing swap that throws is a rejected result with a report; the nodes are reverted', async () => {
     const applyNodeConfig = fakeApplier([{ node_id: 'a', status: 'applied', revision: 'r', error: '' }]);
     const refresher = createConfigRefresher({
+      clock: systemClock,
       config: running(),
       configPath: CONFIG_PATH,
       applyNodeConfig,
@@ -269,6 +277,7 @@ describe('createConfigRefresher', () => {
 
   it('an unexpected failure inside the edge is a rejected result, not a thrown error', async () => {
     const refresher = createConfigRefresher({
+      clock: systemClock,
       config: running(),
       configPath: CONFIG_PATH,
       applyNodeConfig: () => Promise.reject(new Error('registry bug')),

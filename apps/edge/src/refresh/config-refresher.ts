@@ -26,6 +26,7 @@ import {
   type EdgeConfig,
   type RefreshClassification,
 } from '@iop/config';
+import type { Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { payloadForNode } from '../node/mapper.js';
 import type {
@@ -65,6 +66,8 @@ export interface ConfigRefresherOptions {
   waitMs?: number;
   /** How long each node has to acknowledge its new payload. Default 10 s. */
   nodeTimeoutMs?: number;
+  /** Times a refresh's wait for a running one. */
+  clock: Clock;
 }
 
 export interface ConfigRefresher {
@@ -87,6 +90,7 @@ export function createConfigRefresher(options: ConfigRefresherOptions): ConfigRe
   const gate: SerialGate = createSerialGate({
     waitMs: options.waitMs ?? DEFAULT_REFRESH_WAIT_MS,
     label: 'config refresh',
+    clock: options.clock,
   });
   let current = options.config;
   let applied = 0;

@@ -1,3 +1,4 @@
+import { ManualClock } from '@iop/clock';
 import { describe, it, expect } from '@jest/globals';
 import { isRefreshError } from './errors.js';
 import { createSerialGate } from './serial-gate.js';
@@ -10,7 +11,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 describe('createSerialGate', () => {
   it('runs tasks one at a time in arrival order', async () => {
-    const gate = createSerialGate({ waitMs: 1000 });
+    const gate = createSerialGate({ waitMs: 1000, clock: new ManualClock() });
     const log: string[] = [];
     const hold = deferred();
     const first = gate.run(async () => {
@@ -27,7 +28,7 @@ describe('createSerialGate', () => {
     const fourth = gate.run(() => Promise.resolve(4));
     expect(gate.busy).toBe(true);
     expect(gate.waiting).toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setImmediate(resolve));
     expect(log).toEqual(['first start']);
     hold.resolve();
     expect(await first).toBe(1);
@@ -41,12 +42,19 @@ describe('createSerialGate', () => {
   });
 
   it('fails a waiter with refresh_busy after waitMs and keeps serving later tasks', async () => {
-    const gate = createSerialGate({ waitMs: 50, label: 'config refresh' });
+    const clock = new ManualClock();
+    const gate = createSerialGate({ waitMs: 50, label: 'config refresh', clock });
     const hold = deferred();
     const running = gate.run(() => hold.promise);
-    const started = Date.now();
-    const error = await gate.run(() => Promise.resolve('never')).catch((caught: unknown) => caught);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    let settled = false;
+    const waiting = gate.run(() => Promise.resolve('never')).catch((caught: unknown) => caught);
+    void waiting.then(() => (settled = true));
+    clock.advance(49);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    expect(gate.waiting).toBe(1);
+    clock.advance(1);
+    const error = await waiting;
     expect(isRefreshError(error) && error.code).toBe('refresh_busy');
     expect((error as Error).message).toBe(
       'another config refresh is still running after waiting 50 ms; try again',
@@ -58,7 +66,7 @@ describe('createSerialGate', () => {
   });
 
   it('a task that throws synchronously rejects and releases the gate', async () => {
-    const gate = createSerialGate({ waitMs: 100 });
+    const gate = createSerialGate({ waitMs: 100, clock: new ManualClock() });
     await expect(
       gate.run(() => {
         throw new Error('sync');
@@ -68,7 +76,7 @@ describe('createSerialGate', () => {
   });
 
   it('close() rejects waiting tasks and refuses new ones; the running one completes', async () => {
-    const gate = createSerialGate({ waitMs: 10_000 });
+    const gate = createSerialGate({ waitMs: 10_000, clock: new ManualClock() });
     const hold = deferred();
     const running = gate.run(async () => {
       await hold.promise;

@@ -3,6 +3,7 @@
 // go through one gate so two operators can never interleave a classify-then-apply.
 //
 // Lifecycle: `close()` rejects every waiter with `refresh_closed`; the task already running finishes normally.
+import type { Clock } from '../clock.js';
 import { RefreshError } from './errors.js';
 
 export interface SerialGate {
@@ -20,7 +21,8 @@ interface Waiter {
   fail(error: RefreshError): void;
 }
 
-export function createSerialGate(options: { waitMs: number; label?: string }): SerialGate {
+export function createSerialGate(options: { waitMs: number; label?: string; clock: Clock }): SerialGate {
+  const { clock } = options;
   const label = options.label ?? 'task';
   const queue: Waiter[] = [];
   let running = false;
@@ -52,7 +54,7 @@ export function createSerialGate(options: { waitMs: number; label?: string }): S
         return execute();
       }
       return new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => {
+        const timer = clock.setTimeout(() => {
           const index = queue.indexOf(waiter);
           if (index < 0) return;
           queue.splice(index, 1);
@@ -65,11 +67,11 @@ export function createSerialGate(options: { waitMs: number; label?: string }): S
         }, options.waitMs);
         const waiter: Waiter = {
           start: () => {
-            clearTimeout(timer);
+            clock.clearTimeout(timer);
             execute().then(resolve, reject);
           },
           fail: (error) => {
-            clearTimeout(timer);
+            clock.clearTimeout(timer);
             reject(error);
           },
         };

@@ -5,6 +5,7 @@ import type { EdgeConfig } from '@iop/config';
 import type { EdgeCluster } from '../cluster/edge-cluster.js';
 import type { Logger } from '../logging.js';
 import type { NodeConfigApplyOptions, NodeConfigApplyOutcome } from '../node/node-config-push.js';
+import type { Clock } from '../clock.js';
 import { createConfigRefresher, type ConfigRefresher } from '../refresh/config-refresher.js';
 import type { LocalCore } from './local-core.js';
 
@@ -26,6 +27,7 @@ export function wireConfigRefresh(
     config: EdgeConfig;
     configPath: string;
     logger: Logger;
+    clock: Clock;
     /** Config refresher timings (tests shorten them). */
     refresh?: { waitMs?: number; nodeTimeoutMs?: number };
   },
@@ -48,6 +50,7 @@ export function wireConfigRefresh(
   const refresher = config.refresh.enabled
     ? createConfigRefresher({
         config,
+        clock: options.clock,
         configPath: options.configPath,
         // The pool's table and the API keys (live) switch together on apply.
         routing: {

@@ -9,7 +9,7 @@ function fakeClock(): Clock & { advance(ms: number): void } {
   let now = 1_000_000;
   return {
     now: () => now,
-    setTimeout: () => ({}),
+    setTimeout: () => ({ refresh: () => undefined }),
     clearTimeout: () => undefined,
     advance: (ms) => {
       now += ms;

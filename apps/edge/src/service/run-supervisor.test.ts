@@ -13,6 +13,7 @@ import { createGovernor, type Governor, type LimitLease } from '../governance/go
 import type { Principal } from '../governance/principal.js';
 import type { SharedLimits } from '../governance/shared-limits.js';
 import { ManualClock } from '@iop/clock';
+import { systemClock } from '../clock.js';
 import { silentLogger } from '../logging.js';
 import { createNodeRegistry } from '../node/node-registry.js';
 import type { PlacementRequest } from '../placement/placement.js';
@@ -101,7 +102,7 @@ class FakeFabric implements RemoteEdges, ForwardTransport {
     return undefined;
   }
   reserve(edgeId: string): ForwardedRun {
-    const run = new ForwardedRun(edgeId, `f${this.runs.length + 1}`, this, 60_000, 8_000);
+    const run = new ForwardedRun(edgeId, `f${this.runs.length + 1}`, this, 60_000, 8_000, systemClock);
     this.runs.push(run);
     return run;
   }

@@ -2,6 +2,7 @@
 // (or the one the test passes: a wrong key, a rotated ring). Each test edge's boot id is `boot-<edge id>` unless the
 // test says otherwise, and every test bus knows every other's (as a sealed membership view would).
 import { connect } from '@nats-io/transport-node';
+import { systemClock } from '../clock.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { createFabricBus, type FabricBus, type RejectionSink } from '../cluster/fabric-bus.js';
 import { keyringOf, type FabricKeyring } from '../cluster/fabric-keyring.js';
@@ -36,7 +37,7 @@ export async function connectFabric(
     edgeId,
     sealer: new FabricSealer({ keyring: options.keyring ?? testKeyring(), sender: edgeId, now }),
     logger: options.logger ?? silentLogger,
-    now,
+    clock: { ...systemClock, now },
     bootId: options.bootId ?? testBootId(edgeId),
     peerBoot: options.peerBoot ?? testBootId,
     ...(options.sink ? { sink: options.sink } : {}),

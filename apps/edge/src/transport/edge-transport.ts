@@ -134,6 +134,7 @@ export async function startEdgeTransport(options: EdgeTransportOptions): Promise
       secureContext: context,
       acceptedAtMs: clock.now(),
       handshakeTimeoutMs: config.edge.register_timeout_ms,
+      clock,
       accept: (secure) => frame(secure, address),
       onFailure: ({ reason, message }) =>
         limitWarnings(logger, warnings, address).warn(

@@ -10,6 +10,7 @@
 // the TLS socket into what the connection becomes (a NodeConnection) and every view delegates to that.
 import type net from 'node:net';
 import tls from 'node:tls';
+import type { Clock } from '../clock.js';
 import type { AcceptedConnection } from './connection-handler.js';
 
 export interface TlsHandshakeOptions {
@@ -17,6 +18,8 @@ export interface TlsHandshakeOptions {
   secureContext: tls.SecureContext;
   acceptedAtMs: number;
   handshakeTimeoutMs: number;
+  /** Times the handshake. */
+  clock: Clock;
   /** Builds the connection once the handshake is done. */
   accept(secure: tls.TLSSocket): AcceptedConnection;
   /** The handshake failed (bad ClientHello, wrong protocol) or did not finish in time. */
@@ -47,7 +50,7 @@ export class TlsHandshake implements AcceptedConnection {
       const settle = (secure: boolean) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        options.clock.clearTimeout(timer);
         this.#secure.off('secure', onSecure);
         this.#secure.off('error', onError);
         this.#secure.off('close', onClose);
@@ -67,7 +70,7 @@ export class TlsHandshake implements AcceptedConnection {
         settle(false);
       };
       const onClose = () => settle(false);
-      const timer = setTimeout(() => {
+      const timer = options.clock.setTimeout(() => {
         if (this.#closedReason === undefined) {
           options.onFailure({
             reason: 'tls-handshake-timeout',

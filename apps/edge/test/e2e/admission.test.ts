@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import type { FakeServer, RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   runEdgeCommand,
@@ -155,7 +156,7 @@ beforeAll(async () => {
   n2DataDir = await group.tempDir('iop-e2e-admission-n2-');
   n1 = startNode('n1', n1DataDir);
   n2 = startNode('n2', n2DataDir);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => `${n1.describe()}\n${n2.describe()}\n${edge.describe()}`, 40_000);
   client = new OpenAI({
     baseURL: `${edge.addresses.openai}/v1`,

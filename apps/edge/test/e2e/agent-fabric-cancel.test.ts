@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { FakeServer, RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   metricSum,
   ProcessGroup,
@@ -113,7 +114,7 @@ beforeAll(async () => {
   };
   edge = await startEdgeProcess(group, dir, config);
   node = await startFabricNode(group, edge);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   // The probes of the held Ollama answer at once (only generations are held).
   await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
 }, 60_000);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   startEdgeProcess,
@@ -58,7 +59,7 @@ beforeAll(async () => {
     }),
   );
   node = await startFabricNode(group, edge);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
   client = new OpenAI({
     baseURL: `${edge.addresses.openai}/v1`,

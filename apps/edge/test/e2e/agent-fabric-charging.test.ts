@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   freePort,
   metricSum,
@@ -111,7 +112,7 @@ beforeAll(async () => {
   config['refresh'] = { enabled: true, listen: `127.0.0.1:${await freePort()}` };
   edge = await startEdgeProcess(group, dir, config);
   node = await startFabricNode(group, edge);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
 }, 60_000);
 

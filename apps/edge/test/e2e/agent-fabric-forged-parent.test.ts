@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { FakeServer } from '@iop/testkit';
 import { envelope, FramedConnection, PROTOCOL_VERSION, type Envelope } from '@iop/wire';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   metricSum,
   ProcessGroup,
@@ -110,7 +111,7 @@ beforeAll(async () => {
     }),
   );
   node = await startFabricNode(group, edge);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   // n1's providers (n2's never report: its link is the crafted one).
   await waitUntil(
     async () =>

@@ -7,6 +7,7 @@ import type { APIError } from '@anthropic-ai/sdk';
 import Anthropic, { NotFoundError, RateLimitError } from '@anthropic-ai/sdk';
 import type { FakeServer, RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   metricSum,
@@ -53,7 +54,7 @@ beforeAll(async () => {
   };
   edge = await startEdgeProcess(group, dir, config);
   await startFabricNode(group, edge);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => edge.describe());
   client = new Anthropic({
     baseURL: edge.addresses.openai,

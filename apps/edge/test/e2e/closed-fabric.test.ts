@@ -14,6 +14,7 @@ import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../../src/test-support/nats-server.js';
 import {
   freePort,
@@ -122,8 +123,8 @@ suite('closed fabric: an outsider on NATS reads nothing and drives nothing', () 
     config1 = await edgeConfig('edge-1', dir1, [API_KEY]);
     edge1 = await startEdgeProcess(group, dir1, config1, 'edge-1');
     edge2 = await startEdgeProcess(group, dir2, await edgeConfig('edge-2', dir2, [API_KEY]), 'edge-2');
-    admin1 = createAdminClient({ address: edge1.addresses.admin, timeoutMs: 30_000 });
-    admin2 = createAdminClient({ address: edge2.addresses.admin, timeoutMs: 30_000 });
+    admin1 = createAdminClient({ address: edge1.addresses.admin, timeoutMs: 30_000 }, systemClock);
+    admin2 = createAdminClient({ address: edge2.addresses.admin, timeoutMs: 30_000 }, systemClock);
     node = await startFabricNode(group, edge1, { nodeId: 'node-a' });
     await waitUntil(
       () => served(edge2, 'warm up'),

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../../src/test-support/nats-server.js';
 import {
   ProcessGroup,
@@ -103,7 +104,10 @@ suite('edge cluster: API-key limits and usage count cluster-wide', () => {
         edgeId,
       );
       edges.set(edgeId, edge);
-      admins.set(edgeId, createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }));
+      admins.set(
+        edgeId,
+        createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock),
+      );
     }
     for (const [index, nodeId] of NODE_IDS.entries()) {
       nodes.set(

@@ -15,6 +15,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { natsServerAvailable, startNatsServer, type NatsServer } from '../../src/test-support/nats-server.js';
 import {
   ProcessGroup,
@@ -125,7 +126,10 @@ suite('edge cluster: three edges, three nodes, one NATS', () => {
         edgeId,
       );
       edges.set(edgeId, edge);
-      admins.set(edgeId, createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }));
+      admins.set(
+        edgeId,
+        createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock),
+      );
     }
     // Node i lists edge i first, then the others.
     for (const [index, nodeId] of NODE_IDS.entries()) {

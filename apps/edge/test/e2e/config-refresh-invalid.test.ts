@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { parseConfigText } from '@iop/config';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { fromRefreshConfigResponse } from '../../src/refresh/refresh-result.js';
 import {
   ProcessGroup,
@@ -64,7 +65,7 @@ beforeAll(async () => {
       dataDir: await group.tempDir(`iop-e2e-refresh-${id}-`),
     });
   }
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 15_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 15_000 }, systemClock);
   await waitUntil(
     async () => (await admin.listProviders()).filter((entry) => entry.status === 'ready').length === 4,
     30_000,

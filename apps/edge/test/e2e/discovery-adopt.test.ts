@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import { create } from '@iop/wire';
 import { createAdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   runEdgeCommand,
@@ -184,7 +185,7 @@ describe('zero-YAML join: discovery and node adopt', () => {
   it('the admin API runs a fresh discovery pass on request (NodeCommand discover)', async () => {
     const passes = () => node.logRecords().filter((record) => record['msg'] === 'discovery reported').length;
     const before = passes();
-    const client = createAdminClient({ address: admin, timeoutMs: 20_000 });
+    const client = createAdminClient({ address: admin, timeoutMs: 20_000 }, systemClock);
     try {
       const response = await client.nodeCommand('n1', create.nodeCommandRequest({ command: 'discover' }));
       expect(response).toMatchObject({

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOllama, startFakeOpenAI, type FakeServer, type RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   metricSum,
@@ -135,7 +136,7 @@ beforeAll(async () => {
       dataDir: await group.tempDir(`iop-e2e-fairshare-${nodeId}-`),
     });
   }
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitUntil(
     async () => (await admin.listProviders()).every((entry) => entry.status === 'ready'),
     40_000,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   freePort,
   ProcessGroup,
@@ -69,7 +70,7 @@ async function apiError(promise: Promise<unknown>): Promise<InstanceType<typeof 
 async function startEdge(name: string): Promise<void> {
   edge = await startEdgeProcess(group, dir, config, name);
   admin?.close();
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
 }
 
 beforeAll(async () => {

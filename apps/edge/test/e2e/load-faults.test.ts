@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   metricSum,
@@ -103,7 +104,7 @@ beforeAll(async () => {
       heartbeatTimeoutMs: 10_000,
     }),
   );
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   for (const id of ['n1', 'n2']) launchNode(id, await group.tempDir(`iop-e2e-load-${id}-`));
   await waitUntil(
     async () => (await readyProviders()) === 4,

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
 import { fakeEmbedding, fakeEmbeddingTokens, type FakeServer, type RecordedRequest } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { ProcessGroup, startEdgeProcess, waitUntil, type EdgeProcess } from '../support/e2e-processes.js';
 import {
   MODEL_LLAMA,
@@ -83,7 +84,7 @@ beforeAll(async () => {
     // The test's allow-list: loopback 127.0.0.1 only (every other private address stays refused).
     args: ['--image-fetch-allow', '127.0.0.1/32'],
   });
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => `${node.describe()}\n${edge.describe()}`);
   client = new OpenAI({ baseURL: `${edge.addresses.openai}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 90_000);

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import { startFakeOllama, type FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   startEdgeProcess,
@@ -129,7 +130,7 @@ beforeAll(async () => {
     token: FABRIC_TOKEN,
     dataDir: await group.tempDir('iop-e2e-resident-n1-'),
   });
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   client = new OpenAI({
     baseURL: `${edge.addresses.openai}/v1`,
     apiKey: 'unused',

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   ProcessGroup,
   metricSum,
@@ -139,7 +140,7 @@ beforeAll(async () => {
       },
     ],
   });
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   startNodeProcess(group, {
     edge: edge.addresses.transport,
     nodeId: 'n1',

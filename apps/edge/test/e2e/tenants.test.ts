@@ -25,6 +25,7 @@ import type { Task as SdkTask } from '@a2a-js/sdk';
 import { startFakeOpenAI, type FakeServer } from '@iop/testkit';
 import { create, principalDigest } from '@iop/wire';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import {
   freePort,
   ProcessGroup,
@@ -240,7 +241,7 @@ beforeAll(async () => {
     ],
   };
   edge = await startEdgeProcess(group, dir, config);
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   startNodeProcess(group, {
     edge: edge.addresses.transport,
     nodeId: 'n1',

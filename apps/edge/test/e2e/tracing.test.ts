@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import OpenAI from 'openai';
 import type { FakeServer } from '@iop/testkit';
 import { createAdminClient, type AdminClient } from '../../src/admin/admin-client.js';
+import { systemClock } from '../../src/clock.js';
 import { ProcessGroup, startEdgeProcess, waitUntil, type EdgeProcess } from '../support/e2e-processes.js';
 import { MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
 import {
@@ -110,7 +111,7 @@ beforeAll(async () => {
     tracing: { enabled: true, otlp_endpoint: collector.url, sample_ratio: 1 },
   });
   await startFabricNode(group, edge, { env: { IOP_OTLP_ENDPOINT: collector.url } });
-  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 });
+  admin = createAdminClient({ address: edge.addresses.admin, timeoutMs: 10_000 }, systemClock);
   await waitForProvidersReady(admin, () => edge.describe());
 }, 120_000);
 

@@ -14,6 +14,7 @@ import {
 } from '@iop/wire';
 
 import type { AdapterType } from '@iop/config';
+import type { Clock } from '@iop/clock';
 import type { AbortSignalLike } from './cancellation.js';
 import type { HealthProbeResult } from './health-probe-result.js';
 import type { HttpClient } from './http/http-client.js';
@@ -97,6 +98,8 @@ export interface AdapterDeps {
    * Not a wall clock.
    */
   now: () => number;
+  /** The node's clock: timers of the adapters (the upstream inactivity deadline). */
+  clock: Clock;
   /**
    * Model endpoints for runs with RunRequest.model_access (a `fabric_model` CLI profile); absent = such a run
    * fails with `model_endpoint_unavailable`.

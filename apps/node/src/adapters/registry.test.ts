@@ -1,3 +1,4 @@
+import { systemClock } from '@iop/clock';
 import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '@iop/logging';
 import { adapterInstance, fakeFactory } from '../runner/test-support/fake-adapter.js';
@@ -8,7 +9,7 @@ function setup() {
   const ollama = fakeFactory('ollama');
   const registry = new AdapterRegistry({
     factories: { cli, ollama },
-    adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+    adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
     logger: silentLogger,
   });
   return { registry, cli, ollama };
@@ -75,7 +76,7 @@ describe('AdapterRegistry', () => {
           return cli(instance, deps);
         },
       },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     expect(() => registry.apply([adapterInstance('a', 'cli'), adapterInstance('b', 'cli')])).toThrow(

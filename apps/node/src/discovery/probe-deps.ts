@@ -117,7 +117,7 @@ function killTree(child: ChildProcess): void {
  */
 export function systemProbeDeps(
   env: NodeJS.ProcessEnv,
-  http: HttpClient = createNodeHttpClient(),
+  http: HttpClient = createNodeHttpClient({ clock: systemClock }),
   agentUser?: string,
   cwd: string = process.cwd(),
 ): ProbeDeps {

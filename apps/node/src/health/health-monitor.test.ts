@@ -48,7 +48,7 @@ describe('HealthMonitor', () => {
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
@@ -333,7 +333,7 @@ describe('HealthMonitor resident models', () => {
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);
@@ -396,7 +396,7 @@ describe('HealthMonitor resident models without health probes', () => {
     const factory = fakeFactory('ollama');
     const registry = new AdapterRegistry({
       factories: { ollama: factory },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     registry.apply([adapterInstance('ollama-a', 'ollama'), adapterInstance('ollama-b', 'ollama')]);

@@ -1,3 +1,4 @@
+import { systemClock } from '@iop/clock';
 import { describe, expect, it } from '@jest/globals';
 import { create, type NodeCommandRequest, type ProviderConfig } from '@iop/wire';
 import { AdapterRegistry } from '../adapters/registry.js';
@@ -24,7 +25,7 @@ function setup() {
   const ollama = fakeFactory('ollama');
   const registry = new AdapterRegistry({
     factories: { cli, ollama },
-    adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+    adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
     logger: silentLogger,
   });
   registry.apply([

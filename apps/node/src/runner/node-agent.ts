@@ -87,7 +87,7 @@ export class NodeAgent {
     const logger = options.logger;
     this.#logger = logger;
     this.#ownHttp =
-      options.http === undefined && options.fetch === undefined ? createNodeHttpClient() : undefined;
+      options.http === undefined && options.fetch === undefined ? createNodeHttpClient({ clock }) : undefined;
     // The link is created last (it needs the runtime as handler); everything before sends through this.
     const outbound: Outbound = { send: (message) => this.link.send(message) };
     // Agents' model calls go up the same link (issue 42).
@@ -104,6 +104,7 @@ export class NodeAgent {
       // Durations (see AdapterDeps.now): the clock's monotonic reading (performance.now() on the system clock);
       // Date.now() would round each backend wait to whole ms. A test clock without one measures with now().
       now: clock.monotonicNow ? clock.monotonicNow.bind(clock) : () => clock.now(),
+      clock,
     };
     this.registry = new AdapterRegistry({
       factories: options.factories,

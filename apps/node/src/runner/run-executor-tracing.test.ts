@@ -34,7 +34,7 @@ describe('RunExecutor tracing', () => {
     history = SqliteRunHistory.open({ path: path.join(dir, 'history.db') });
     registry = new AdapterRegistry({
       factories: { openai_compat: createOpenAICompatAdapter },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     registry.apply([

@@ -59,7 +59,7 @@ describe('RunExecutor', () => {
     factory = fakeFactory('cli');
     registry = new AdapterRegistry({
       factories: { cli: factory },
-      adapterDeps: { fetch, logger: silentLogger, now: Date.now },
+      adapterDeps: { fetch, logger: silentLogger, now: Date.now, clock: systemClock },
       logger: silentLogger,
     });
     registry.apply([adapterInstance('cli', 'cli')]);

@@ -1,5 +1,6 @@
 // Cause codes of real failures: the node's own client and an UpstreamExchange against loopback servers that
 // refuse, answer 404, speak plain HTTP to a TLS client, stay silent, or answer garbage.
+import { systemClock } from '@iop/clock';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -9,7 +10,7 @@ import { createNodeHttpClient } from './node-http-client.js';
 import { UpstreamCancelled, UpstreamError } from './upstream-error.js';
 import { UpstreamExchange } from './upstream-exchange.js';
 
-const client = createNodeHttpClient();
+const client = createNodeHttpClient({ clock: systemClock });
 let plain: http.Server;
 let silent: net.Server;
 let garbage: net.Server;
@@ -56,6 +57,7 @@ async function failure(url: string, idleTimeoutMs = 2000): Promise<unknown> {
   const exchange = new UpstreamExchange({
     http: client,
     now: Date.now,
+    clock: systemClock,
     signal: new AbortController().signal,
     idleTimeoutMs,
   });

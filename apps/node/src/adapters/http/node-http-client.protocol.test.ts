@@ -1,5 +1,6 @@
 // The HTTP/1.1 client against real servers: node:http ones for well-formed traffic, raw net ones for framing
 // edge cases and bad input, and a TLS server with a self-signed certificate generated for the test.
+import { ManualClock, systemClock } from '@iop/clock';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -117,7 +118,7 @@ describe('createNodeHttpClient response framing', () => {
       response.statusMessage = 'Fine';
       response.end('hello');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, `${server.url}/x?y=1`);
     expect(response.status).toBe(200);
     expect(response.statusText).toBe('Fine');
@@ -135,7 +136,7 @@ describe('createNodeHttpClient response framing', () => {
       setTimeout(() => socket.write('ld\r\n0\r\nX-Trailer: t\r'), 20);
       setTimeout(() => socket.write('\n\r\n'), 30);
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const first = await get(client, server.url);
     expect(await text(first)).toBe('hello world');
     const second = await get(client, server.url);
@@ -153,7 +154,7 @@ describe('createNodeHttpClient response framing', () => {
         response.end('c');
       }, 10);
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     expect(response.header('transfer-encoding')).toBe('chunked');
     expect(await text(response)).toBe('abc');
@@ -166,7 +167,7 @@ describe('createNodeHttpClient response framing', () => {
       socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nabc');
       setTimeout(() => socket.end('def'), 10);
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     expect(await text(await get(client, server.url))).toBe('abcdef');
     expect(await text(await get(client, server.url))).toBe('abcdef');
     expect(client.connectionsOpened).toBe(2);
@@ -181,7 +182,7 @@ describe('createNodeHttpClient response framing', () => {
           .writeHead(200, { 'content-length': '10' })
           .end(request.method === 'HEAD' ? undefined : '0123456789');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const noContent = await get(client, `${server.url}/204`);
     expect(noContent.status).toBe(204);
     expect(await text(noContent)).toBe('');
@@ -202,7 +203,7 @@ describe('createNodeHttpClient response framing', () => {
       socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n');
       setTimeout(() => socket.write('HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nok'), 10);
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     expect(response.status).toBe(201);
     expect(response.header('link')).toBeUndefined();
@@ -211,7 +212,7 @@ describe('createNodeHttpClient response framing', () => {
 
   it('tolerates a head whose lines end in a bare LF', async () => {
     server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\ncontent-length: 2\nx-a: 1\r\n\nok'));
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     expect(response.header('x-a')).toBe('1');
     expect(await text(response)).toBe('ok');
@@ -224,7 +225,7 @@ describe('createNodeHttpClient response framing', () => {
       socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc');
       setTimeout(() => socket.destroy(), 10);
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     await expect(text(response)).rejects.toThrow(/closed the connection before the response body ended/);
   });
@@ -233,7 +234,7 @@ describe('createNodeHttpClient response framing', () => {
 describe('createNodeHttpClient keep-alive pool', () => {
   it('reuses one connection over 20 sequential requests', async () => {
     server = await httpServer((_request, response) => response.end('x'));
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     for (let i = 0; i < 20; i += 1) expect(await text(await get(client, server.url))).toBe('x');
     expect(client.connectionsOpened).toBe(1);
     expect(server.connections).toBe(1);
@@ -241,7 +242,7 @@ describe('createNodeHttpClient keep-alive pool', () => {
 
   it('opens as many connections as there are concurrent requests, then reuses them', async () => {
     server = await httpServer((_request, response) => setTimeout(() => response.end('x'), 10));
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const round = () =>
       Promise.all(Array.from({ length: 5 }, async () => text(await get(client, server!.url))));
     expect(await round()).toEqual(['x', 'x', 'x', 'x', 'x']);
@@ -254,7 +255,7 @@ describe('createNodeHttpClient keep-alive pool', () => {
       if (head.startsWith('GET /old')) socket.write('HTTP/1.0 200 OK\r\ncontent-length: 1\r\n\r\nx');
       else socket.write('HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\nx');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     expect(await text(await get(client, server.url))).toBe('x');
     expect(await text(await get(client, server.url))).toBe('x');
     expect(await text(await get(client, `${server.url}/old`))).toBe('x');
@@ -268,7 +269,7 @@ describe('createNodeHttpClient keep-alive pool', () => {
       if (index > 0) socket.destroy();
       else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     expect(await text(await get(client, server.url))).toBe('ok');
     expect(await text(await get(client, server.url))).toBe('ok');
     expect(client.connectionsOpened).toBe(2);
@@ -276,7 +277,7 @@ describe('createNodeHttpClient keep-alive pool', () => {
 
   it('rejects a fresh connection closed before any response with ECONNRESET (no retry)', async () => {
     server = await rawServer((socket) => socket.destroy());
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const error = await get(client, server.url).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: 'ECONNRESET', message: 'socket hang up' });
     expect(client.connectionsOpened).toBe(1);
@@ -284,10 +285,15 @@ describe('createNodeHttpClient keep-alive pool', () => {
 
   it('closes idle sockets after idleSocketMs, and close() closes pooled ones at once', async () => {
     server = await httpServer((_request, response) => response.end('x'));
-    client = createNodeHttpClient({ idleSocketMs: 50 });
+    const clock = new ManualClock();
+    client = createNodeHttpClient({ clock, idleSocketMs: 50 });
     await text(await get(client, server.url));
+    expect(clock.pendingDelays()).toEqual([50]);
+    clock.advance(49);
+    expect(clock.pending).toBe(1);
+    clock.advance(1);
     await until(() => server!.closed === 1);
-    const other = createNodeHttpClient();
+    const other = createNodeHttpClient({ clock: systemClock });
     await text(await get(other, server.url));
     other.close();
     await until(() => server!.closed === 2);
@@ -302,25 +308,28 @@ describe('createNodeHttpClient keep-alive pool', () => {
       const hint = head.startsWith('GET /short') ? 1 : 2;
       socket.write(`HTTP/1.1 200 OK\r\nKeep-Alive: timeout=${hint}\r\ncontent-length: 1\r\n\r\nx`);
     });
-    client = createNodeHttpClient();
+    const clock = new ManualClock();
+    client = createNodeHttpClient({ clock });
     // 1 s: too short to be worth pooling.
     await text(await get(client, `${server.url}/short`));
     await text(await get(client, `${server.url}/short`));
     expect(client.connectionsOpened).toBe(2);
+    expect(clock.pending).toBe(0);
     await until(() => server!.closed === 2);
-    // 2 s: pooled, and closed by the client after 1 s idle.
+    // 2 s: pooled, and closed by the client after 1 s idle (each reuse re-arms the one idle timer).
     await text(await get(client, server.url));
     await text(await get(client, server.url));
     expect(client.connectionsOpened).toBe(3);
-    const idleSince = Date.now();
-    await until(() => server!.closed === 3, 3000);
-    expect(Date.now() - idleSince).toBeGreaterThan(800);
-    expect(Date.now() - idleSince).toBeLessThan(1800);
+    expect(clock.pendingDelays()).toEqual([1000]);
+    clock.advance(999);
+    expect(server.closed).toBe(2);
+    clock.advance(1);
+    await until(() => server!.closed === 3);
   });
 
   it('keeps at most maxFreeSockets idle per origin', async () => {
     server = await httpServer((_request, response) => setTimeout(() => response.end('x'), 10));
-    client = createNodeHttpClient({ maxFreeSockets: 2 });
+    client = createNodeHttpClient({ clock: systemClock, maxFreeSockets: 2 });
     await Promise.all(Array.from({ length: 4 }, async () => text(await get(client, server!.url))));
     await until(() => server!.closed === 2);
   });
@@ -329,7 +338,7 @@ describe('createNodeHttpClient keep-alive pool', () => {
 describe('createNodeHttpClient cancellation', () => {
   it('rejects with an AbortError and closes the connection when aborted before the headers', async () => {
     server = await rawServer(() => undefined);
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const controller = new AbortController();
     const pending = get(client, server.url, controller.signal);
     await until(() => server!.connections === 1);
@@ -343,7 +352,7 @@ describe('createNodeHttpClient cancellation', () => {
 
   it('breaks the body and closes the connection when aborted mid-body', async () => {
     server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc'));
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const controller = new AbortController();
     const response = await get(client, server.url, controller.signal);
     const iterator = response.body[Symbol.asyncIterator]();
@@ -359,7 +368,7 @@ describe('createNodeHttpClient cancellation', () => {
       if (head.startsWith('GET /short')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
       else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const short = await get(client, `${server.url}/short`);
     await sleep(20);
     short.cancel();
@@ -379,7 +388,8 @@ describe('createNodeHttpClient cancellation', () => {
       setTimeout(() => socket.write('1\r\nb\r\n'), 10);
       setTimeout(() => socket.write('0\r\n\r\n'), 20);
     });
-    client = createNodeHttpClient();
+    const clock = new ManualClock();
+    client = createNodeHttpClient({ clock });
     const first = await get(client, server.url);
     for await (const chunk of first.body) {
       expect(Buffer.from(chunk).toString()).toBe('a');
@@ -393,7 +403,10 @@ describe('createNodeHttpClient cancellation', () => {
     expect(server.closed).toBe(0);
     const hanging = await get(client, `${server.url}/hang`);
     hanging.discard();
-    await until(() => server!.closed === 1, 3000);
+    // The rest never comes: the connection is closed once the drain limit (1 s) has passed.
+    expect(clock.pendingDelays()).toContain(1000);
+    clock.advance(1000);
+    await until(() => server!.closed === 1);
   });
 
   it('pauses the socket for a slow consumer (the server blocks), then delivers every byte', async () => {
@@ -413,7 +426,7 @@ describe('createNodeHttpClient cancellation', () => {
       };
       pump();
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     await sleep(300);
     // Without backpressure the client would have read all of it by now; paused, the socket buffers fill up.
@@ -431,7 +444,7 @@ describe('createNodeHttpClient bad input', () => {
     server = await rawServer((socket) =>
       socket.write(`HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(70_000)}\r\n\r\n`),
     );
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     await expect(get(client, server.url)).rejects.toThrow(/response head over 65536 bytes/);
     await until(() => server!.closed === 1);
   });
@@ -442,7 +455,7 @@ describe('createNodeHttpClient bad input', () => {
       else if (head.startsWith('GET /header')) socket.write('HTTP/1.1 200 OK\r\nno colon here\r\n\r\n');
       else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n');
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     await expect(get(client, `${server.url}/status`)).rejects.toThrow(
       /malformed status line "HTTP\/1.1 abc"/,
     );
@@ -455,13 +468,13 @@ describe('createNodeHttpClient bad input', () => {
     server = await rawServer((socket) =>
       socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'),
     );
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await get(client, server.url);
     await expect(text(response)).rejects.toThrow(/malformed chunk size/);
   });
 
   it('refuses CR/LF in a header value and invalid header names, without connecting', async () => {
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const signal = new AbortController().signal;
     const url = 'http://127.0.0.1:9/';
     await expect(
@@ -480,7 +493,7 @@ describe('createNodeHttpClient bad input', () => {
       request.on('data', (chunk: string) => (body += chunk));
       request.on('end', () => response.end(JSON.stringify({ value: request.headers['x-name'], body })));
     });
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
     const response = await client.request(server.url, {
       method: 'POST',
       headers: { 'x-name': 'caf\u00e9' },
@@ -541,12 +554,12 @@ function hasOpenssl(): boolean {
       response.end('secure');
     });
     server = await listen(tlsServer, 'https', 'localhost');
-    client = createNodeHttpClient({ extraCaCertificates: [cert] });
+    client = createNodeHttpClient({ clock: systemClock, extraCaCertificates: [cert] });
     expect(await text(await get(client, server.url))).toBe('secure');
     expect(await text(await get(client, server.url))).toBe('secure');
     expect(client.connectionsOpened).toBe(1);
     expect(servername).toBe('localhost');
-    const untrusting = createNodeHttpClient();
+    const untrusting = createNodeHttpClient({ clock: systemClock });
     const error = await get(untrusting, server.url).catch((caught: unknown) => caught);
     expect((error as { code?: string }).code).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY/);
     untrusting.close();

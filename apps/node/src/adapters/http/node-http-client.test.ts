@@ -1,3 +1,4 @@
+import { systemClock } from '@iop/clock';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -52,7 +53,7 @@ describe('createNodeHttpClient request headers', () => {
   let client: NodeHttpClient;
   beforeEach(async () => {
     server = await echoServer();
-    client = createNodeHttpClient();
+    client = createNodeHttpClient({ clock: systemClock });
   });
   afterEach(async () => {
     client.close();

@@ -14,6 +14,7 @@
 // and stops generating); `cancel()` on a response does the same mid-body; `discard()` drains the rest instead.
 import net from 'node:net';
 import tls from 'node:tls';
+import type { Clock, ClockTimer } from '@iop/clock';
 
 import {
   HttpProtocolError,
@@ -33,6 +34,8 @@ const DISCARD_LIMIT_MS = 1000;
 const BODY_HIGH_WATER = 64 * 1024;
 
 export interface NodeHttpClientOptions {
+  /** Times the idle pooled sockets and a discarded body's drain. */
+  clock: Clock;
   /** Idle time after which a pooled socket is closed. Default 4000 ms. */
   idleSocketMs?: number;
   /** Most idle sockets kept per origin. Default 256. */
@@ -124,10 +127,12 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
     { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: Error) => void } | undefined;
   /** discard() was called: body bytes are dropped as they arrive. */
   discarding = false;
-  private discardTimer: NodeJS.Timeout | undefined;
+  private discardTimer: ClockTimer | undefined;
+  private readonly clock: Clock;
 
   constructor(connection: Connection) {
     this.connection = connection;
+    this.clock = connection.clock;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
@@ -231,13 +236,12 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
       this.paused = false;
       connection.socket.resume();
     }
-    this.discardTimer = setTimeout(() => {
+    this.discardTimer = this.clock.setTimeout(() => {
       this.discardTimer = undefined;
       if (this.connection === connection) {
         connection.fail(new HttpProtocolError('response body not drained in time', 'ERR_CANCELLED'));
       }
     }, DISCARD_LIMIT_MS);
-    this.discardTimer.unref();
   }
 
   private dropQueue(): void {
@@ -257,7 +261,7 @@ class ResponseBody implements AsyncIterator<Uint8Array>, AsyncIterable<Uint8Arra
     const connection = this.connection;
     this.connection = undefined;
     if (this.discardTimer !== undefined) {
-      clearTimeout(this.discardTimer);
+      this.clock.clearTimeout(this.discardTimer);
       this.discardTimer = undefined;
     }
     // A complete message must not leave its socket paused for the next request.
@@ -365,14 +369,16 @@ class Connection {
   /** A chunk-size or trailer line split across socket reads. */
   private partialLine = '';
   private trailerBytes = 0;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private idleTimer: ClockTimer | undefined;
   private destroyed = false;
+  readonly clock: Clock;
 
   constructor(
     readonly socket: net.Socket,
     readonly key: string,
     private readonly client: ClientCore,
   ) {
+    this.clock = client.clock;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: Error) => this.fail(error));
@@ -423,7 +429,7 @@ class Connection {
     if (this.destroyed) return;
     this.destroyed = true;
     if (this.pooled) this.client.pool.remove(this);
-    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.clock.clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
     this.socket.destroy();
   }
@@ -500,12 +506,11 @@ class Connection {
     this.reused = true;
     this.socket.unref();
     if (this.idleTimer === undefined || this.idleTimerMs !== this.idleMs) {
-      if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+      this.clock.clearTimeout(this.idleTimer);
       this.idleTimerMs = this.idleMs;
-      this.idleTimer = setTimeout(() => {
+      this.idleTimer = this.clock.setTimeout(() => {
         if (this.pooled) this.destroy();
       }, this.idleMs);
-      this.idleTimer.unref();
     } else {
       this.idleTimer.refresh();
     }
@@ -750,11 +755,12 @@ class SocketResponse implements HttpClientResponse {
 /** What connections need of their client. */
 interface ClientCore {
   readonly pool: Pool;
+  readonly clock: Clock;
   /** Sends `exchange` again on a new connection (once: a pooled socket turned out stale). */
   retry(exchange: Exchange): void;
 }
 
-export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeHttpClient {
+export function createNodeHttpClient(options: NodeHttpClientOptions): NodeHttpClient {
   let connectionsOpened = 0;
   const pool = new Pool(options.idleSocketMs ?? 4000, options.maxFreeSockets ?? 256);
   const ca =
@@ -787,6 +793,7 @@ export function createNodeHttpClient(options: NodeHttpClientOptions = {}): NodeH
 
   const core: ClientCore = {
     pool,
+    clock: options.clock,
     retry(exchange) {
       exchange.retried = true;
       try {

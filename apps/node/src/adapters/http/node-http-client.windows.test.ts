@@ -4,6 +4,7 @@
 // socket, and a refused keep-alive option fails the connect itself. The fake socket below behaves like that
 // stack, on any platform: keep-alive asked for while connecting fails the connect; asked for once connected, it
 // is refused quietly (setsockopt's error is not surfaced by net.Socket#setKeepAlive).
+import { systemClock } from '@iop/clock';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -91,7 +92,7 @@ describe('createNodeHttpClient on a Windows-like socket stack', () => {
   it('answers requests, turning TCP keep-alive on only once each socket is connected', async () => {
     const url = await startServer();
     const connector = wineConnector();
-    client = createNodeHttpClient({ connector });
+    client = createNodeHttpClient({ clock: systemClock, connector });
     for (let index = 0; index < 3; index += 1) {
       const response = await client.request(`${url}/api/tags`, {
         method: 'GET',

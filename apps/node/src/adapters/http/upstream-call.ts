@@ -19,6 +19,7 @@ async function callUpstream<T>(
   const exchange = new UpstreamExchange({
     http: options.deps.http ?? fetchHttpClient(options.deps.fetch),
     now: options.deps.now,
+    clock: options.deps.clock,
     signal: options.signal,
     idleTimeoutMs: options.idleTimeoutMs,
   });

@@ -1,5 +1,6 @@
 // What the HTTP upstream helpers take from an adapter's dependencies (AdapterDeps satisfies it): declared here
 // so the HTTP layer does not import the adapter interface above it.
+import type { Clock } from '@iop/clock';
 import type { HttpClient } from './http-client.js';
 
 export interface UpstreamDeps {
@@ -8,5 +9,7 @@ export interface UpstreamDeps {
   http?: HttpClient;
   /** Monotonic milliseconds (performance.now() in production). */
   now: () => number;
+  /** Times the upstream inactivity deadline. */
+  clock: Clock;
   logger: { warn(fields: Record<string, unknown>, message: string): void };
 }

@@ -1,3 +1,4 @@
+import { ManualClock, systemClock } from '@iop/clock';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startFakeOllama, type FakeServer } from '@iop/testkit';
 
@@ -16,7 +17,7 @@ async function drain(ex: UpstreamExchange, response: HttpClientResponse): Promis
 
 const chatBody = { model: 'llama3.2', messages: [{ role: 'user', content: 'hi' }] };
 
-const nodeClient = createNodeHttpClient();
+const nodeClient = createNodeHttpClient({ clock: systemClock });
 afterAll(() => nodeClient.close());
 
 describe.each<[string, HttpClient]>([
@@ -25,7 +26,7 @@ describe.each<[string, HttpClient]>([
 ])('UpstreamExchange over the %s', (_name, http) => {
   let server: FakeServer;
   const exchange = (signal: AbortSignal, idleTimeoutMs = 2000): UpstreamExchange =>
-    new UpstreamExchange({ http, now: () => performance.now(), signal, idleTimeoutMs });
+    new UpstreamExchange({ http, now: () => performance.now(), clock: systemClock, signal, idleTimeoutMs });
   beforeEach(async () => {
     server = await startFakeOllama();
   });
@@ -146,7 +147,7 @@ describe('node:http keep-alive client', () => {
   });
 
   it('reuses one connection for sequential requests and closes it on cancel()', async () => {
-    const client = createNodeHttpClient();
+    const client = createNodeHttpClient({ clock: systemClock });
     try {
       for (let i = 0; i < 3; i += 1) {
         const response = await client.request(`${server.url}/api/tags`, {
@@ -177,7 +178,7 @@ describe('node:http keep-alive client', () => {
   });
 
   it('discard() drains the rest of a body so the next request reuses the connection', async () => {
-    const client = createNodeHttpClient();
+    const client = createNodeHttpClient({ clock: systemClock });
     try {
       server.setBehavior({ tokenDelayMs: 5, tokenCount: 4 });
       const request = () =>
@@ -210,7 +211,7 @@ describe('node:http keep-alive client', () => {
   });
 
   it('rejects a refused connection with its errno code', async () => {
-    const client = createNodeHttpClient();
+    const client = createNodeHttpClient({ clock: systemClock });
     const url = await closedPortUrl();
     const error = await client
       .request(`${url}/api/tags`, { method: 'GET', headers: {}, signal: new AbortController().signal })
@@ -222,7 +223,13 @@ describe('node:http keep-alive client', () => {
 
 describe('InflightSet', () => {
   const exchangeFor = (signal: AbortSignal): UpstreamExchange =>
-    new UpstreamExchange({ http: nodeClient, now: () => 0, signal, idleTimeoutMs: 1000 });
+    new UpstreamExchange({
+      http: nodeClient,
+      now: () => 0,
+      clock: new ManualClock(),
+      signal,
+      idleTimeoutMs: 1000,
+    });
 
   it('cancels tracked exchanges on closeAll, cancels later ones at once, and releases idempotently', () => {
     const set = new InflightSet();
@@ -248,9 +255,11 @@ describe('InflightSet', () => {
 describe('UpstreamExchange cancellation', () => {
   it("follows the caller's signal, and tells a cancel from its own timeout", async () => {
     const caller = new AbortController();
+    const clock = new ManualClock(0);
     const followed = new UpstreamExchange({
       http: nodeClient,
       now: () => 0,
+      clock,
       signal: caller.signal,
       idleTimeoutMs: 1000,
     });
@@ -267,15 +276,92 @@ describe('UpstreamExchange cancellation', () => {
           ),
       },
       now: () => 0,
+      clock,
       signal: new AbortController().signal,
       idleTimeoutMs: 20,
     });
-    const error = await timedOut
-      .send('http://127.0.0.1:9/x', { method: 'GET', headers: {} })
-      .catch((caught: unknown) => caught);
+    const sent = timedOut.send('http://127.0.0.1:9/x', { method: 'GET', headers: {} });
+    clock.advance(19);
+    expect(timedOut.cancelled).toBe(false);
+    clock.advance(1);
+    const error = await sent.catch((caught: unknown) => caught);
     expect(timedOut.cancelled).toBe(false);
     expect(error).toBeInstanceOf(UpstreamError);
     expect((error as UpstreamError).code).toBe('upstream_timeout');
     timedOut.dispose();
+  });
+});
+
+/** A response body the test feeds chunk by chunk; the request's abort breaks it as a closed connection would. */
+class FedBody implements AsyncIterator<Uint8Array> {
+  private readonly queued: Uint8Array[] = [];
+  private waiting:
+    { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: Error) => void } | undefined;
+  private broken: Error | undefined;
+
+  feed(text: string): void {
+    const chunk = Buffer.from(text);
+    if (this.waiting) {
+      this.waiting.resolve({ done: false, value: chunk });
+      this.waiting = undefined;
+    } else this.queued.push(chunk);
+  }
+
+  break(error: Error): void {
+    this.broken = error;
+    this.waiting?.reject(error);
+    this.waiting = undefined;
+  }
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    const chunk = this.queued.shift();
+    if (chunk) return Promise.resolve({ done: false, value: chunk });
+    if (this.broken) return Promise.reject(this.broken);
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+}
+
+describe('UpstreamExchange inactivity deadline on the clock', () => {
+  it('is pushed back by every chunk on its one timer, and fires after idleTimeoutMs of silence', async () => {
+    const clock = new ManualClock(0);
+    const body = new FedBody();
+    const http: HttpClient = {
+      request: (_url, init) => {
+        init.signal.addEventListener('abort', () => body.break(new Error('aborted')), { once: true });
+        return Promise.resolve({
+          status: 200,
+          statusText: 'OK',
+          header: () => undefined,
+          body: { [Symbol.asyncIterator]: () => body },
+          cancel: () => undefined,
+          discard: () => undefined,
+        });
+      },
+    };
+    const exchange = new UpstreamExchange({
+      http,
+      now: () => clock.now(),
+      clock,
+      signal: new AbortController().signal,
+      idleTimeoutMs: 100,
+    });
+    const response = await exchange.send('http://127.0.0.1:9/x', { method: 'GET', headers: {} });
+    const chunks = exchange.chunks(response)[Symbol.asyncIterator]();
+    // A stream far longer than the timeout that never pauses for 100 ms is not cut.
+    for (let index = 0; index < 10; index += 1) {
+      clock.advance(99);
+      body.feed(`chunk ${index}`);
+      expect(Buffer.from((await chunks.next()).value as Uint8Array).toString()).toBe(`chunk ${index}`);
+      expect(clock.pending).toBe(1);
+    }
+    const silent = chunks.next();
+    clock.advance(99);
+    expect(clock.pendingDelays()).toEqual([1]);
+    clock.advance(1);
+    const error = await silent.catch((caught: unknown) => caught);
+    expect((error as UpstreamError).code).toBe('upstream_timeout');
+    expect(exchange.cancelled).toBe(false);
+    exchange.dispose();
+    expect(clock.pending).toBe(0);
   });
 });

@@ -8,6 +8,7 @@
 // `backendMs` is the time spent waiting on the backend: for the response headers and for each next body chunk.
 // Time the node spends relaying what it already received is not in it, so the edge's overhead figure
 // (its own time minus backendMs) stays honest when the node, not the backend, is the slow part.
+import type { Clock, ClockTimer } from '@iop/clock';
 import { Cancellation, type AbortSignalLike } from '../cancellation.js';
 import { errorMessageFromBody } from './error-body.js';
 import { describeFailure } from './failure-cause.js';
@@ -18,6 +19,8 @@ import { UpstreamCancelled, UpstreamError, reasonText } from './upstream-error.j
 export interface UpstreamExchangeOptions {
   http: HttpClient;
   now: () => number;
+  /** Runs the inactivity timer. */
+  clock: Clock;
   signal: AbortSignalLike;
   /** Silence allowed before the response headers and between body chunks. */
   idleTimeoutMs: number;
@@ -48,7 +51,7 @@ export class UpstreamExchange implements Cancellable {
   private readonly onCallerAbort: () => void;
   /** The caller aborted or `cancel()` was called (not a timeout or dispose): the run is cancelled. */
   private cancelledWith: { reason: unknown } | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: ClockTimer | undefined;
   private timedOut = false;
   /** Sum of the finished waits on the backend. */
   private waitedMs = 0;
@@ -250,14 +253,14 @@ export class UpstreamExchange implements Cancellable {
       this.timer.refresh();
       return;
     }
-    this.timer = setTimeout(() => {
+    this.timer = this.options.clock.setTimeout(() => {
       this.timedOut = true;
       this.cancellation.abort(new Error('upstream inactivity timeout'));
     }, this.options.idleTimeoutMs);
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.options.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 }

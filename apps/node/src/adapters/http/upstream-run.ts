@@ -38,6 +38,7 @@ export async function* runUpstream<Context>(
   const exchange = new UpstreamExchange({
     http: deps.http ?? fetchHttpClient(deps.fetch),
     now: deps.now,
+    clock: deps.clock,
     signal,
     idleTimeoutMs: runner.idleTimeoutMs,
   });

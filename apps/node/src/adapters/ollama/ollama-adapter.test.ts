@@ -1,4 +1,5 @@
 // The ollama adapter against the fake Ollama from @iop/testkit (in-process, real HTTP on 127.0.0.1).
+import { ManualClock } from '@iop/clock';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { startFakeOllama, type FakeBehavior, type FakeServer } from '@iop/testkit';
 import {
@@ -583,6 +584,7 @@ describe('ollama pull progress throttling', () => {
     const exchange = new UpstreamExchange({
       http: fetchHttpClient(fakeFetch),
       now: () => 0,
+      clock: new ManualClock(),
       signal: never,
       idleTimeoutMs: 1000,
     });

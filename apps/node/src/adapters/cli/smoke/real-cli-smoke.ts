@@ -6,6 +6,7 @@
 //   node apps/node/dist/adapters/cli/smoke/real-cli-smoke.js --profile opencode --clis /work/.cache/clis \
 //        --model-url http://127.0.0.1:PORT --scratch /tmp/dir [--print-profile]
 // --print-profile only prints the profile (JSON, wire field names) for an edge config and exits.
+import { systemClock } from '@iop/clock';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { create, type CliProfile, type RunEventPart } from '@iop/wire';
@@ -119,6 +120,7 @@ async function main(): Promise<number> {
     {
       fetch,
       now: Date.now,
+      clock: systemClock,
       agentCwd: process.cwd(),
       inheritedEnv: process.env,
       logger: {

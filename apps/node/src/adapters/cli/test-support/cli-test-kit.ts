@@ -1,4 +1,5 @@
 // Shared helpers of the cli adapter tests: adapter instances from profiles, request builders, run collection.
+import { systemClock } from '@iop/clock';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,6 +52,7 @@ export function testAdapter(instance: AdapterInstance, deps: Partial<CliAdapterD
     fetch,
     logger: quietLogger,
     now: Date.now,
+    clock: systemClock,
     agentCwd: repoRoot,
     killGraceMs: 300,
     ...deps,

@@ -1,5 +1,6 @@
 // Shared fixtures for HTTP adapter tests: adapter instances, real-fetch deps with a recording logger, run
 // requests, and a collector that bounds every run in time so a broken adapter fails instead of hanging.
+import { systemClock } from '@iop/clock';
 import {
   create,
   type AdapterInstance,
@@ -39,7 +40,7 @@ export function recordingLogger(): RecordingLogger {
 }
 
 /** Upstream client of the adapter tests: the production one, unless a test injects its own fetch. */
-const sharedHttpClient = createNodeHttpClient();
+const sharedHttpClient = createNodeHttpClient({ clock: systemClock });
 
 export function testDeps(overrides: Partial<AdapterDeps> = {}): AdapterDeps & { logger: RecordingLogger } {
   return {
@@ -47,6 +48,7 @@ export function testDeps(overrides: Partial<AdapterDeps> = {}): AdapterDeps & { 
     ...(overrides.fetch === undefined ? { http: sharedHttpClient } : {}),
     logger: recordingLogger(),
     now: () => Date.now(),
+    clock: systemClock,
     ...overrides,
   } as AdapterDeps & {
     logger: RecordingLogger;
