@@ -9,16 +9,6 @@ import { findLongFunctions, sourceFiles } from './long-functions.js';
 const REPO = path.resolve(import.meta.dirname, '../../..');
 const MAX_LINES = 150;
 
-/**
- * Functions over the limit when this test was added, in areas other engineers were splitting at the same time
- * (issue 45). Each entry is `file#name`; remove an entry when its function is split — the test fails on an entry
- * that no longer matches, so the list only shrinks. Nothing may be added to it.
- */
-const NOT_YET_SPLIT: ReadonlySet<string> = new Set([
-  'apps/edge/src/cluster/cluster-limits.ts#createClusterLimits',
-  'apps/edge/src/cluster/cluster-refresh.ts#createClusterRefresher',
-]);
-
 function appSources(): string[] {
   const apps = path.join(REPO, 'apps');
   return fs
@@ -29,15 +19,10 @@ function appSources(): string[] {
 }
 
 describe('function length', () => {
-  it(`finds no function over ${MAX_LINES} lines in apps/*/src beyond the shrinking allow-list`, () => {
+  it(`finds no function over ${MAX_LINES} lines in apps/*/src`, () => {
     const long = findLongFunctions(REPO, appSources(), MAX_LINES);
-    const offenders = long
-      .filter((entry) => !NOT_YET_SPLIT.has(`${entry.file}#${entry.name}`))
-      .map((entry) => `${entry.file}:${entry.line} ${entry.name} (${entry.lines} lines)`);
+    const offenders = long.map((entry) => `${entry.file}:${entry.line} ${entry.name} (${entry.lines} lines)`);
     expect(offenders).toEqual([]);
-    const stillLong = new Set(long.map((entry) => `${entry.file}#${entry.name}`));
-    // An entry whose function was split (or renamed) must leave the list.
-    expect([...NOT_YET_SPLIT].filter((entry) => !stillLong.has(entry))).toEqual([]);
   });
 
   it('counts a body from its opening to its closing brace, arrow functions and methods included', () => {

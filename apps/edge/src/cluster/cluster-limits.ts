@@ -210,45 +210,187 @@ function unavailable(principal: Principal, home: string, why: string): Governanc
 }
 
 export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimits {
-  const { nc, edgeId, governor, logger } = options;
-  const timeoutMs = options.timeoutMs ?? 5000;
-  /** Leases this edge holds as the home, by id; `holders`: the edges whose release and reports count. */
-  const held = new Map<
-    string,
-    {
-      from: string;
-      /** The boot id of the process that reserved it ('' when unknown). */
-      fromBoot: string;
-      holders: Set<string>;
-      estimate: number;
-      lease: LimitLease;
-      seenAt: number;
-    }
-  >();
-  const open = new OpenLimitLeases();
-  const leaseTtlMs = options.leaseTtlMs ?? 6000;
-  let reportedAt = Number.NEGATIVE_INFINITY;
-  let sequence = 0;
-  const now = (): number => options.clock.now();
+  return new FabricClusterLimits(options);
+}
+
+/** A lease this edge holds as the home; `holders`: the edges whose release and reports count. */
+interface HeldLease {
+  from: string;
+  /** The boot id of the process that reserved it ('' when unknown). */
+  fromBoot: string;
+  holders: Set<string>;
+  estimate: number;
+  lease: LimitLease;
+  seenAt: number;
+}
+
+/**
+ * Both sides of the cluster's key limits on one edge: as a key's home it holds leases (`held`) and answers the
+ * `iop.limits.<edge>` subject; as the edge a request reached it asks the home (`reserve`) and reports the leases
+ * its runs hold open (`tick`).
+ */
+class FabricClusterLimits implements ClusterLimits {
+  private readonly edgeId: string;
+  private readonly timeoutMs: number;
+  private readonly leaseTtlMs: number;
+  private readonly leases = new Map<string, HeldLease>();
+  private readonly open = new OpenLimitLeases();
   /** What the other edges had spent per key and budget period, asked once (the promise is shared). */
-  const seeds = new Map<string, Promise<number>>();
+  private readonly seeds = new Map<string, Promise<number>>();
+  private readonly subscription: ReturnType<FabricBus['subscribe']>;
+  private reportedAt = Number.NEGATIVE_INFINITY;
+  private sequence = 0;
+
+  constructor(private readonly options: ClusterLimitsOptions) {
+    this.edgeId = options.edgeId;
+    this.timeoutMs = options.timeoutMs ?? 5000;
+    this.leaseTtlMs = options.leaseTtlMs ?? 6000;
+    this.subscription = options.nc.subscribe(`iop.limits.${options.edgeId}`, {
+      bound: true,
+      callback: (error, msg) => {
+        if (!error) this.onMessage(msg);
+      },
+    });
+  }
+
+  readonly homeOf = (principalId: string): string =>
+    rendezvousHome([this.edgeId, ...this.options.liveEdges()], principalId);
+
+  /** Handed to every lease: its run's end reaches the home (here, or a message to it). */
+  private readonly release = (ref: LimitLeaseRef, tokens: number): void => {
+    if (ref.home === this.edgeId) {
+      this.releaseHeld(ref.id, tokens);
+      return;
+    }
+    this.tell(ref.home, { op: 'release', id: ref.id, tokens });
+  };
+
+  async reserve(principal: Principal, estimatedTokens: number, child = false): Promise<Principal> {
+    if (!hasLimits(principal)) return principal;
+    const estimate = Math.max(0, Math.ceil(estimatedTokens));
+    const home = this.homeOf(principal.id);
+    if (home === this.edgeId) {
+      const elsewhere = principal.tokenBudget ? await this.spentBefore(principal) : undefined;
+      const ref = this.reserveHere(
+        principal,
+        estimate,
+        this.edgeId,
+        this.options.nc.bootId,
+        elsewhere,
+        child,
+      );
+      return { ...principal, lease: new HomeLimitLease(ref, this.release, this.open) };
+    }
+    const reply = await this.askHome(principal, home, estimate, child);
+    if (!reply.ok && !('failed' in reply)) {
+      throw new GovernanceError(reply.code, reply.limit, reply.message, reply.retryAfterSeconds ?? undefined);
+    }
+    return reply.ok
+      ? { ...principal, lease: new HomeLimitLease({ home, id: reply.id }, this.release, this.open) }
+      : principal;
+  }
+
+  grant(ref: LimitLeaseRef, to: string): void {
+    if (ref.home === this.edgeId) this.leases.get(ref.id)?.holders.add(to);
+    else this.tell(ref.home, { op: 'grant', id: ref.id, to });
+  }
+
+  withLimitLease(principal: Principal, ref: LimitLeaseRef): Principal {
+    return { ...principal, lease: new HomeLimitLease(ref, this.release, this.open) };
+  }
+
+  get held(): number {
+    return this.leases.size;
+  }
+
+  edgeGone(gone: string, newBoot?: string): void {
+    for (const [id, entry] of this.leases) {
+      if (entry.from === gone && (newBoot === undefined || entry.fromBoot !== newBoot)) {
+        this.releaseHeld(id, entry.estimate);
+      }
+    }
+  }
+
+  tick(): void {
+    const at = this.now();
+    if (at - this.reportedAt >= this.leaseTtlMs / 6) {
+      this.reportedAt = at;
+      for (const [home, ids] of this.open.byHome) {
+        if (home === this.edgeId) this.markOpen([...ids], this.edgeId);
+        else this.tell(home, { op: 'open', from: this.edgeId, ids: [...ids] });
+      }
+    }
+    for (const [id, entry] of this.leases) {
+      if (at - entry.seenAt > this.leaseTtlMs) {
+        this.options.logger.warn(
+          { lease: id, from: entry.from },
+          'cluster: a lease no edge holds any more is released',
+        );
+        this.releaseHeld(id, entry.estimate);
+      }
+    }
+  }
+
+  close(): void {
+    this.subscription.unsubscribe();
+  }
+
+  private now(): number {
+    return this.options.clock.now();
+  }
+
+  /** Asks the key's home to reserve; throws the refusal when it cannot be asked (never counted here instead). */
+  private async askHome(
+    principal: Principal,
+    home: string,
+    estimate: number,
+    child: boolean,
+  ): Promise<ReserveReply> {
+    try {
+      const message: LimitsMessage = {
+        op: 'reserve',
+        from: this.edgeId,
+        principal: toWirePrincipal(principal),
+        estimate,
+        boot: this.options.nc.bootId,
+        // A child run (an agent's model call): its parent holds the key's max_concurrent slot.
+        ...(child ? { child } : {}),
+      };
+      const response = await this.options.nc.request(
+        `iop.limits.${home}`,
+        encoder.encode(JSON.stringify(message)),
+        { timeout: this.timeoutMs, to: home },
+      );
+      const reply = JSON.parse(decoder.decode(response.data)) as ReserveReply;
+      if (!reply.ok && 'failed' in reply) throw new Error(reply.failed);
+      return reply;
+    } catch (caught) {
+      // The home is stuck, left, or could not count: the run is refused, never counted here instead.
+      this.options.logger.warn(
+        { principal: principal.id, home, error: errorText(caught) },
+        'cluster: the key’s home edge could not be asked; run refused',
+      );
+      throw unavailable(principal, home, `it could not be asked: ${errorText(caught)}`);
+    }
+  }
 
   /** The other stores' spending of this budget period (undefined: the key has no budget). */
-  async function spentBefore(principal: Principal): Promise<SpentTokens | undefined> {
+  private async spentBefore(principal: Principal): Promise<SpentTokens | undefined> {
     const budget = principal.tokenBudget;
-    const ask = options.spentElsewhere;
+    const ask = this.options.spentElsewhere;
     if (!budget || !ask) return undefined;
-    const { startMs } = periodAt(now(), budget.per);
+    const { startMs } = periodAt(this.now(), budget.per);
     const seedKey = `${principal.id}\u0000${startMs}`;
-    let pending = seeds.get(seedKey);
+    let pending = this.seeds.get(seedKey);
     if (!pending) {
       // Bounded: one entry per key and period; a new period starts the map over.
-      if (seeds.size >= 10_000) seeds.clear();
-      pending = ask(principal.id, startMs);
-      seeds.set(seedKey, pending);
+      if (this.seeds.size >= 10_000) this.seeds.clear();
+      const asked = ask(principal.id, startMs);
+      pending = asked;
+      this.seeds.set(seedKey, asked);
       // A figure that is not the whole cluster's is never kept: the next run asks again.
-      pending.catch(() => {
-        if (seeds.get(seedKey) === pending) seeds.delete(seedKey);
+      asked.catch(() => {
+        if (this.seeds.get(seedKey) === asked) this.seeds.delete(seedKey);
       });
     }
     let spent: number;
@@ -257,30 +399,31 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     } catch (error) {
       throw unavailable(
         principal,
-        edgeId,
+        this.edgeId,
         `the other edges' spending of its budget is unknown: ${errorText(error)}`,
       );
     }
     return { tokensSince: () => spent };
   }
 
-  function releaseHeld(id: string, tokens: number): void {
-    const entry = held.get(id);
+  private releaseHeld(id: string, tokens: number): void {
+    const entry = this.leases.get(id);
     if (!entry) return;
-    held.delete(id);
+    this.leases.delete(id);
     entry.lease.finish(tokens);
   }
 
-  function markOpen(ids: readonly unknown[], by: string): void {
-    const at = now();
+  private markOpen(ids: readonly unknown[], by: string): void {
+    const at = this.now();
     for (const id of ids) {
-      const entry = typeof id === 'string' ? held.get(id) : undefined;
+      const entry = typeof id === 'string' ? this.leases.get(id) : undefined;
       if (entry?.holders.has(by)) entry.seenAt = at;
     }
   }
 
   /** Sends a limits message to a home edge; a home that is not a live member any more holds nothing to tell. */
-  function tell(home: string, message: LimitsMessage): void {
+  private tell(home: string, message: LimitsMessage): void {
+    const { nc, logger } = this.options;
     if (nc.isClosed()) return;
     try {
       nc.publish(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), { to: home });
@@ -289,16 +432,8 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     }
   }
 
-  function release(ref: LimitLeaseRef, tokens: number): void {
-    if (ref.home === edgeId) {
-      releaseHeld(ref.id, tokens);
-      return;
-    }
-    tell(ref.home, { op: 'release', id: ref.id, tokens });
-  }
-
   /** Reserves on this edge (it is the key's home): throws GovernanceError on refusal. */
-  function reserveHere(
+  private reserveHere(
     principal: Principal,
     estimate: number,
     from: string,
@@ -306,62 +441,65 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     elsewhere: SpentTokens | undefined,
     child: boolean,
   ): LimitLeaseRef {
-    const lease = governor.reserve(principal, estimate, elsewhere, child);
-    const id = `${edgeId}.${(sequence += 1).toString(36)}`;
-    held.set(id, { from, fromBoot, holders: new Set([from]), estimate, lease, seenAt: now() });
-    return { home: edgeId, id };
+    const lease = this.options.governor.reserve(principal, estimate, elsewhere, child);
+    const id = `${this.edgeId}.${(this.sequence += 1).toString(36)}`;
+    this.leases.set(id, { from, fromBoot, holders: new Set([from]), estimate, lease, seenAt: this.now() });
+    return { home: this.edgeId, id };
   }
 
-  const subscription = nc.subscribe(`iop.limits.${edgeId}`, {
-    bound: true,
-    callback: (error, msg) => {
-      if (error) return;
-      let message: LimitsMessage;
-      try {
-        message = JSON.parse(decoder.decode(msg.data)) as LimitsMessage;
-      } catch {
-        logger.warn({}, 'cluster: malformed limits message ignored');
-        return;
-      }
-      // Only an edge holding the lease speaks for it (the fabric key authenticated the sender).
-      if (message.op === 'release') {
-        if (held.get(message.id)?.holders.has(msg.sender)) {
-          releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
-        } else
-          logger.debug(
+  /** A message on `iop.limits.<this edge>`: only an edge holding a lease speaks for it (the fabric key
+   * authenticated the sender). */
+  private onMessage(msg: FabricMsg): void {
+    let message: LimitsMessage;
+    try {
+      message = JSON.parse(decoder.decode(msg.data)) as LimitsMessage;
+    } catch {
+      this.options.logger.warn({}, 'cluster: malformed limits message ignored');
+      return;
+    }
+    switch (message.op) {
+      case 'release':
+        if (this.leases.get(message.id)?.holders.has(msg.sender)) {
+          this.releaseHeld(message.id, Math.max(0, Number(message.tokens) || 0));
+        } else {
+          this.options.logger.debug(
             { lease: message.id, sender: msg.sender },
             'cluster: a release from a non-holder ignored',
           );
+        }
         return;
-      }
-      if (message.op === 'open') {
-        if (Array.isArray(message.ids)) markOpen(message.ids, msg.sender);
+      case 'open':
+        if (Array.isArray(message.ids)) this.markOpen(message.ids, msg.sender);
         return;
-      }
-      if (message.op === 'grant') {
-        const entry = held.get(message.id);
+      case 'grant': {
+        const entry = this.leases.get(message.id);
         if (entry?.holders.has(msg.sender) && typeof message.to === 'string') entry.holders.add(message.to);
         return;
       }
-      if (message.op !== 'reserve' || message.from !== msg.sender) return;
-      const principal = fromWirePrincipal(message.principal);
-      if (principal.tokenBudget) {
-        void spentBefore(principal).then(
-          (elsewhere) => answerReserve(msg, message, principal, elsewhere),
-          (caught: unknown) => {
-            // The home could not count the budget: the requester refuses the run.
-            msg.respond(
-              encoder.encode(JSON.stringify({ ok: false, failed: errorText(caught) } satisfies ReserveReply)),
-            );
-          },
-        );
-      } else {
-        answerReserve(msg, message, principal, undefined);
-      }
-    },
-  });
+      case 'reserve':
+        if (message.from === msg.sender) this.onReserve(msg, message);
+        return;
+    }
+  }
 
-  function answerReserve(
+  private onReserve(msg: FabricMsg, message: Extract<LimitsMessage, { op: 'reserve' }>): void {
+    const principal = fromWirePrincipal(message.principal);
+    if (!principal.tokenBudget) {
+      this.answerReserve(msg, message, principal, undefined);
+      return;
+    }
+    void this.spentBefore(principal).then(
+      (elsewhere) => this.answerReserve(msg, message, principal, elsewhere),
+      (caught: unknown) => {
+        // The home could not count the budget: the requester refuses the run.
+        msg.respond(
+          encoder.encode(JSON.stringify({ ok: false, failed: errorText(caught) } satisfies ReserveReply)),
+        );
+      },
+    );
+  }
+
+  private answerReserve(
     msg: FabricMsg,
     message: Extract<LimitsMessage, { op: 'reserve' }>,
     principal: Principal,
@@ -369,7 +507,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
   ): void {
     let reply: ReserveReply;
     try {
-      const ref = reserveHere(
+      const ref = this.reserveHere(
         principal,
         Math.max(0, Number(message.estimate) || 0),
         message.from,
@@ -381,7 +519,7 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     } catch (caught) {
       if (!(caught instanceof GovernanceError)) {
         const text = caught instanceof Error ? caught.message : String(caught);
-        logger.warn({ error: text }, 'cluster: reserving a key’s limits failed');
+        this.options.logger.warn({ error: text }, 'cluster: reserving a key’s limits failed');
         msg.respond(encoder.encode(JSON.stringify({ ok: false, failed: text } satisfies ReserveReply)));
         return;
       }
@@ -395,99 +533,4 @@ export function createClusterLimits(options: ClusterLimitsOptions): ClusterLimit
     }
     msg.respond(encoder.encode(JSON.stringify(reply)));
   }
-
-  const homeOf = (principalId: string): string =>
-    rendezvousHome([edgeId, ...options.liveEdges()], principalId);
-
-  return {
-    homeOf,
-    async reserve(principal, estimatedTokens, child = false) {
-      if (!hasLimits(principal)) return principal;
-      const estimate = Math.max(0, Math.ceil(estimatedTokens));
-      const home = homeOf(principal.id);
-      if (home === edgeId) {
-        const elsewhere = principal.tokenBudget ? await spentBefore(principal) : undefined;
-        return {
-          ...principal,
-          lease: new HomeLimitLease(
-            reserveHere(principal, estimate, edgeId, nc.bootId, elsewhere, child),
-            release,
-            open,
-          ),
-        };
-      }
-      let reply: ReserveReply;
-      try {
-        const message: LimitsMessage = {
-          op: 'reserve',
-          from: edgeId,
-          principal: toWirePrincipal(principal),
-          estimate,
-          boot: nc.bootId,
-          // A child run (an agent's model call): its parent holds the key's max_concurrent slot.
-          ...(child ? { child } : {}),
-        };
-        const response = await nc.request(`iop.limits.${home}`, encoder.encode(JSON.stringify(message)), {
-          timeout: timeoutMs,
-          to: home,
-        });
-        reply = JSON.parse(decoder.decode(response.data)) as ReserveReply;
-        if (!reply.ok && 'failed' in reply) throw new Error(reply.failed);
-      } catch (caught) {
-        // The home is stuck, left, or could not count: the run is refused, never counted here instead.
-        logger.warn(
-          { principal: principal.id, home, error: errorText(caught) },
-          'cluster: the key’s home edge could not be asked; run refused',
-        );
-        throw unavailable(principal, home, `it could not be asked: ${errorText(caught)}`);
-      }
-      if (!reply.ok && !('failed' in reply)) {
-        throw new GovernanceError(
-          reply.code,
-          reply.limit,
-          reply.message,
-          reply.retryAfterSeconds ?? undefined,
-        );
-      }
-      return reply.ok
-        ? { ...principal, lease: new HomeLimitLease({ home, id: reply.id }, release, open) }
-        : principal;
-    },
-    grant(ref, to) {
-      if (ref.home === edgeId) held.get(ref.id)?.holders.add(to);
-      else tell(ref.home, { op: 'grant', id: ref.id, to });
-    },
-    withLimitLease(principal, ref) {
-      return { ...principal, lease: new HomeLimitLease(ref, release, open) };
-    },
-    get held() {
-      return held.size;
-    },
-    edgeGone(gone, newBoot) {
-      for (const [id, entry] of held) {
-        if (entry.from === gone && (newBoot === undefined || entry.fromBoot !== newBoot)) {
-          releaseHeld(id, entry.estimate);
-        }
-      }
-    },
-    tick() {
-      const at = now();
-      if (at - reportedAt >= leaseTtlMs / 6) {
-        reportedAt = at;
-        for (const [home, ids] of open.byHome) {
-          if (home === edgeId) markOpen([...ids], edgeId);
-          else tell(home, { op: 'open', from: edgeId, ids: [...ids] });
-        }
-      }
-      for (const [id, entry] of held) {
-        if (at - entry.seenAt > leaseTtlMs) {
-          logger.warn({ lease: id, from: entry.from }, 'cluster: a lease no edge holds any more is released');
-          releaseHeld(id, entry.estimate);
-        }
-      }
-    },
-    close() {
-      subscription.unsubscribe();
-    },
-  };
 }

@@ -150,27 +150,13 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
     bound: true,
     callback: (error, msg) => {
       if (error) return;
-      void (async () => {
-        let reply: RefreshReply;
-        try {
-          const op = JSON.parse(decoder.decode(msg.data)) as RefreshOp;
-          if (op.op === 'refresh') {
-            // Another edge asks only for a dry run or an apply (never a mode this edge would not take itself).
-            if (!isRefreshMode(op.mode) || typeof op.yaml !== 'string') throw new Error('malformed refresh');
-            if (ownYaml === '') throw new Error('this edge has no config file to keep its own settings from');
-            reply = { ok: true, result: await applyHere(op.id, op.mode, op.yaml, true) };
-          } else if (op.op === 'rollback') {
-            const result = await rollbackHere(op.id);
-            reply = result ? { ok: true, result } : { ok: false, error: 'nothing to roll back' };
-          } else {
-            pending.delete(op.id);
-            reply = { ok: false, error: 'committed' };
-          }
-        } catch (caught) {
-          reply = { ok: false, error: caught instanceof Error ? caught.message : String(caught) };
-        }
-        msg.respond(encoder.encode(JSON.stringify(reply)));
-      })();
+      const here: PeerSide = {
+        applyHere,
+        rollbackHere,
+        forget: (id) => pending.delete(id),
+        hasOwnConfig: () => ownYaml !== '',
+      };
+      void answerPeer(msg.data, here).then((reply) => msg.respond(encoder.encode(JSON.stringify(reply))));
     },
   });
 
@@ -198,57 +184,6 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
     }
   }
 
-  function merge(
-    here: RefreshResult,
-    others: { edgeId: string; reply: RefreshReply }[],
-    extraStatus?: RefreshResult['status'],
-  ): RefreshResult {
-    const merged: RefreshResult = {
-      ...here,
-      reports: [...here.reports],
-      node_results: [...here.node_results],
-    };
-    for (const { edgeId, reply } of others) {
-      const path = `cluster.edges.${edgeId}`;
-      if (!reply.ok) {
-        merged.status = 'rejected';
-        merged.reports.push({
-          path,
-          change: 'modified',
-          class: 'invalid',
-          reason: `${path}: edge ${edgeId} did not answer (${reply.error}); nothing was applied there`,
-        });
-        continue;
-      }
-      const { result } = reply;
-      if (STATUS_RANK[result.status] > STATUS_RANK[merged.status]) merged.status = result.status;
-      merged.node_results.push(...result.node_results);
-      const first = result.reports.find((report) => report.class !== 'live')?.reason;
-      merged.reports.push({
-        path,
-        change: 'modified',
-        class:
-          result.status === 'applied' ? 'live' : result.status === 'restart_required' ? 'restart' : 'invalid',
-        reason: `${path}: edge ${edgeId} ${result.mode === 'apply' ? '' : 'would be '}${result.status}${first ? ` (${first})` : ''}`,
-      });
-    }
-    if (extraStatus && STATUS_RANK[extraStatus] > STATUS_RANK[merged.status]) merged.status = extraStatus;
-    return merged;
-  }
-
-  function revisionReports(result: RefreshResult, edges: { edgeId: string; configRevision: string }[]) {
-    const ours = deps.revision();
-    for (const edge of edges) {
-      if (edge.configRevision === ours) continue;
-      result.reports.push({
-        path: `cluster.edges.${edge.edgeId}`,
-        change: 'modified',
-        class: 'live',
-        reason: `cluster.edges.${edge.edgeId}: runs config revision ${edge.configRevision}, this edge ${ours}`,
-      });
-    }
-  }
-
   async function refresh(mode: string, yaml: string, sourcePath: string): Promise<RefreshResult> {
     const edges = deps.liveEdges();
     const id = `${deps.edgeId}-${deps.clock.now().toString(36)}-${++seq}`;
@@ -267,7 +202,7 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
       })),
     );
     const dry = merge(dryHere, dryOthers);
-    revisionReports(dry, edges);
+    revisionReports(dry, edges, deps.revision());
     if (mode === 'dry-run' || dry.status !== 'applied') return { ...dry, mode };
 
     const here = await applyHere(id, 'apply', yaml, false, sourcePath);
@@ -321,6 +256,92 @@ export function createClusterRefresher(deps: ClusterRefreshDeps): ClusterRefresh
       subscription.unsubscribe();
     },
   };
+}
+
+/** What answering another edge's refresh needs of this one. */
+interface PeerSide {
+  applyHere(id: string, mode: string, yaml: string, fromPeer: boolean): Promise<RefreshResult>;
+  rollbackHere(id: string): Promise<RefreshResult | undefined>;
+  /** Drops the candidate kept for a rollback (the refresh was committed). */
+  forget(id: string): void;
+  hasOwnConfig(): boolean;
+}
+
+/** Answers an `iop.refresh.<this edge>` message: a refresh (dry run or apply), a rollback or a commit. */
+async function answerPeer(data: Uint8Array, here: PeerSide): Promise<RefreshReply> {
+  try {
+    const op = JSON.parse(decoder.decode(data)) as RefreshOp;
+    if (op.op === 'refresh') {
+      // Another edge asks only for a dry run or an apply (never a mode this edge would not take itself).
+      if (!isRefreshMode(op.mode) || typeof op.yaml !== 'string') throw new Error('malformed refresh');
+      if (!here.hasOwnConfig()) throw new Error('this edge has no config file to keep its own settings from');
+      return { ok: true, result: await here.applyHere(op.id, op.mode, op.yaml, true) };
+    }
+    if (op.op === 'rollback') {
+      const result = await here.rollbackHere(op.id);
+      return result ? { ok: true, result } : { ok: false, error: 'nothing to roll back' };
+    }
+    here.forget(op.id);
+    return { ok: false, error: 'committed' };
+  } catch (caught) {
+    return { ok: false, error: caught instanceof Error ? caught.message : String(caught) };
+  }
+}
+
+/** This edge's result with the other edges' answers: the worst status wins, one report per edge. */
+function merge(
+  here: RefreshResult,
+  others: { edgeId: string; reply: RefreshReply }[],
+  extraStatus?: RefreshResult['status'],
+): RefreshResult {
+  const merged: RefreshResult = {
+    ...here,
+    reports: [...here.reports],
+    node_results: [...here.node_results],
+  };
+  for (const { edgeId, reply } of others) {
+    const path = `cluster.edges.${edgeId}`;
+    if (!reply.ok) {
+      merged.status = 'rejected';
+      merged.reports.push({
+        path,
+        change: 'modified',
+        class: 'invalid',
+        reason: `${path}: edge ${edgeId} did not answer (${reply.error}); nothing was applied there`,
+      });
+      continue;
+    }
+    const { result } = reply;
+    if (STATUS_RANK[result.status] > STATUS_RANK[merged.status]) merged.status = result.status;
+    merged.node_results.push(...result.node_results);
+    const first = result.reports.find((report) => report.class !== 'live')?.reason;
+    merged.reports.push({
+      path,
+      change: 'modified',
+      class:
+        result.status === 'applied' ? 'live' : result.status === 'restart_required' ? 'restart' : 'invalid',
+      reason: `${path}: edge ${edgeId} ${result.mode === 'apply' ? '' : 'would be '}${result.status}${first ? ` (${first})` : ''}`,
+    });
+  }
+  if (extraStatus && STATUS_RANK[extraStatus] > STATUS_RANK[merged.status]) merged.status = extraStatus;
+  return merged;
+}
+
+/** A report per live edge that runs another config revision than this one (`ours`). */
+function revisionReports(
+  result: RefreshResult,
+  edges: { edgeId: string; configRevision: string }[],
+  ours: string,
+): void {
+  for (const edge of edges) {
+    if (edge.configRevision === ours) continue;
+    result.reports.push({
+      path: `cluster.edges.${edge.edgeId}`,
+      change: 'modified',
+      class: 'live',
+      reason: `cluster.edges.${edge.edgeId}: runs config revision ${edge.configRevision}, this edge ${ours}`,
+    });
+  }
 }
 
 function encodeOp(op: RefreshOp): Uint8Array {
