@@ -4,7 +4,11 @@
 // the same choice (apps/node/src/history/sqlite-driver.ts); the edge keeps its own few lines because apps never
 // import each other.
 import Database from 'better-sqlite3';
-import type { SqliteEngine } from '@iop/sqlite-wal';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { startWalCheckpointer, type SqliteEngine, type WalCheckpointer } from '@iop/sqlite-wal';
+import type { Logger } from '../logging.js';
 
 export interface SqlStatement {
   run(...parameters: unknown[]): { changes: number | bigint };
@@ -25,6 +29,36 @@ export interface OpenedDatabase {
 
 interface NodeSqliteModule {
   DatabaseSync: new (location: string) => SqlDatabase;
+}
+
+/** A database file of the edge's data dir with its WAL checkpointer (runs.db, responses.db, a2a-push.db). */
+export interface DataDirDatabase extends OpenedDatabase {
+  file: string;
+  checkpointer: WalCheckpointer;
+}
+
+/**
+ * Opens (creating) `<dataDir>/<fileName>` (the dir 0700) with the first engine that loads, and starts its WAL
+ * checkpointer (`label` names it in errors and in the checkpointer's warnings).
+ */
+export function openDataDirDatabase(
+  dataDir: string,
+  fileName: string,
+  label: string,
+  logger: Logger,
+): DataDirDatabase {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, fileName);
+  const { db, engine } = openEdgeDatabase(file, label);
+  const checkpointer = startWalCheckpointer({
+    db,
+    file,
+    engine,
+    betterSqlitePath:
+      engine === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined,
+    onFailure: (error, when) => logger.warn({ err: error, when }, `${label} checkpoint failed`),
+  });
+  return { db, engine, file, checkpointer };
 }
 
 /** Opens (creating) the usage database `file`; throws when neither engine loads, naming both causes. */

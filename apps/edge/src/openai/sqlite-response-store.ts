@@ -4,12 +4,9 @@
 // of the edge; WAL checkpoints run off the event loop (@iop/sqlite-wal). The bounds are kept at each save: rows
 // past the TTL are deleted, then the owner's oldest rows (in save order) beyond the per-key cap. A row whose JSON
 // no longer parses reads as absent.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { startWalCheckpointer, type WalCheckpointer } from '@iop/sqlite-wal';
+import type { WalCheckpointer } from '@iop/sqlite-wal';
 import type { Clock } from '../clock.js';
-import { openEdgeDatabase, type SqlDatabase, type SqlStatement } from '../governance/usage-database.js';
+import { openDataDirDatabase, type SqlDatabase, type SqlStatement } from '../governance/usage-database.js';
 import type { Logger } from '../logging.js';
 import type { ResponseStore, ResponseStoreBounds, StoredResponse } from './response-store.js';
 
@@ -72,18 +69,12 @@ export class SqliteResponseStore implements ResponseStore {
 
   /** Opens (creating) `<dataDir>/responses.db` in WAL mode with its checkpointer. */
   static open(dataDir: string, options: SqliteResponseStoreOptions): SqliteResponseStore {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const file = path.join(dataDir, RESPONSE_DATABASE_FILE);
-    const { db, engine } = openEdgeDatabase(file, 'stored responses database');
-    const checkpointer = startWalCheckpointer({
-      db,
-      file,
-      engine,
-      betterSqlitePath:
-        engine === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined,
-      onFailure: (error, when) =>
-        options.logger.warn({ err: error, when }, 'stored responses database checkpoint failed'),
-    });
+    const { db, engine, file, checkpointer } = openDataDirDatabase(
+      dataDir,
+      RESPONSE_DATABASE_FILE,
+      'stored responses database',
+      options.logger,
+    );
     options.logger.info({ file, engine }, 'stored responses open');
     return new SqliteResponseStore(db, checkpointer, options);
   }

@@ -4,11 +4,8 @@
 // token), so what a client was answered survives a kill -9 of the edge. WAL checkpoints run off the event loop
 // (@iop/sqlite-wal). The registry bounds the rows (it removes what it forgets); open() also drops rows whose
 // JSON no longer parses, so one damaged row never stops the edge.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { startWalCheckpointer, type WalCheckpointer } from '@iop/sqlite-wal';
-import { openEdgeDatabase, type SqlDatabase, type SqlStatement } from '../governance/usage-database.js';
+import type { WalCheckpointer } from '@iop/sqlite-wal';
+import { openDataDirDatabase, type SqlDatabase, type SqlStatement } from '../governance/usage-database.js';
 import type { Logger } from '../logging.js';
 import { isRunKey, type RunKey } from '../placement/run-directory.js';
 import type { RunRecordStore, StoredRun } from './run-record-store.js';
@@ -63,17 +60,12 @@ export class SqliteRunRecordStore implements RunRecordStore {
 
   /** Opens (creating) `<dataDir>/runs.db` in WAL mode with its checkpointer. */
   static open(dataDir: string, logger: Logger): SqliteRunRecordStore {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const file = path.join(dataDir, RUN_DATABASE_FILE);
-    const { db, engine } = openEdgeDatabase(file, 'run records database');
-    const checkpointer = startWalCheckpointer({
-      db,
-      file,
-      engine,
-      betterSqlitePath:
-        engine === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined,
-      onFailure: (error, when) => logger.warn({ err: error, when }, 'run records database checkpoint failed'),
-    });
+    const { db, engine, file, checkpointer } = openDataDirDatabase(
+      dataDir,
+      RUN_DATABASE_FILE,
+      'run records database',
+      logger,
+    );
     logger.info({ file, engine }, 'run records open');
     return new SqliteRunRecordStore(db, checkpointer, logger);
   }

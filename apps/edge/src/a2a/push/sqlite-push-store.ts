@@ -2,11 +2,8 @@
 // records it refers to. Every write is its own synchronous commit (a notification is queued before its first
 // attempt), so a kill -9 of the edge loses no queued notification. The file holds the clients' webhook tokens and
 // credentials: it is created inside data_dir (0700) and never logged.
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { startWalCheckpointer, type WalCheckpointer } from '@iop/sqlite-wal';
-import { openEdgeDatabase, type SqlDatabase, type SqlStatement } from '../../governance/usage-database.js';
+import type { WalCheckpointer } from '@iop/sqlite-wal';
+import { openDataDirDatabase, type SqlDatabase, type SqlStatement } from '../../governance/usage-database.js';
 import type { Logger } from '../../logging.js';
 import type { PushAuthentication, PushConfig } from './push-config.js';
 import type { NewPushDelivery, PushDelivery, PushStore, PushTaskKey } from './push-store.js';
@@ -115,17 +112,12 @@ export class SqlitePushStore implements PushStore {
 
   /** Opens (creating) `<dataDir>/a2a-push.db` in WAL mode with its checkpointer. */
   static open(dataDir: string, logger: Logger): SqlitePushStore {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const file = path.join(dataDir, PUSH_DATABASE_FILE);
-    const { db, engine } = openEdgeDatabase(file, 'A2A push database');
-    const checkpointer = startWalCheckpointer({
-      db,
-      file,
-      engine,
-      betterSqlitePath:
-        engine === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined,
-      onFailure: (error, when) => logger.warn({ err: error, when }, 'A2A push database checkpoint failed'),
-    });
+    const { db, checkpointer } = openDataDirDatabase(
+      dataDir,
+      PUSH_DATABASE_FILE,
+      'A2A push database',
+      logger,
+    );
     return new SqlitePushStore(db, checkpointer);
   }
 
