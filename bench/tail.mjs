@@ -4,7 +4,9 @@
 // open-loop fixed-rate load (request timings kept per request), and lines the slowest requests up against what
 // happened in each process while they were in flight: GC pauses (scavenge / mark-compact) and event-loop stalls
 // in the edge, the node, the backend and the load generator itself, and how long each process waited for a CPU
-// (/proc/<pid>/task/*/schedstat run-queue time over the window). With --direct the same load also goes straight to
+// (/proc/<pid>/task/*/schedstat run-queue time over the window), and how much each process's old generation grew
+// over the window per request when no major GC ran in it (what its scavenges promoted: objects kept alive across
+// scavenges, the cause of the next major GC's pause). With --direct the same load also goes straight to
 // the backend first (the generator's and backend's own tail).
 // With --cpu-prof the edge and the node also run with --cpu-prof (200 µs sampling) and the report adds, per
 // process, what it was executing during its event-loop stalls (self time by function, and how much of the stalls'
@@ -108,7 +110,7 @@ async function collect(processes) {
 
 async function measure(url, processes) {
   await fixedRate({ url, body, rate, durationMs: warmupMs }); // warm-up
-  await collect(processes); // drops the warm-up's records
+  const warm = await collect(processes); // drops the warm-up's records (keeps each one's old generation size)
   const before = new Map(processes.map((handle) => [handle.name, schedstat(handle.pid)]));
   const stopSelf = selfStalls();
   const selfBefore = schedstat(process.pid);
@@ -118,6 +120,7 @@ async function measure(url, processes) {
   const selfAfter = schedstat(process.pid);
   const probes = await collect(processes);
   probes.set('loadgen', self);
+  for (const [name, data] of probes) data.oldGenerationBeforeMb = warm.get(name)?.oldGenerationUsedMb;
   const cpu = { loadgen: diff(selfBefore, selfAfter) };
   for (const handle of processes) cpu[handle.name] = diff(before.get(handle.name), schedstat(handle.pid));
   return { load, records, probes, cpu };
@@ -174,8 +177,20 @@ function report(label, result) {
       .join(', ');
     const stallMs = data.stalls.map((stall) => stall.ms);
     const stallStats = summarize(stallMs);
+    // Old generation growth over the window = what scavenges promoted, when no major GC ran in between.
+    const majorGc = data.gcs.some((gc) => gc.kind === 2 || gc.kind === 4);
+    const promoted =
+      data.oldGenerationBeforeMb === undefined || data.oldGenerationUsedMb === undefined
+        ? ''
+        : majorGc
+          ? ', old gen: a major GC ran'
+          : `, old gen +${f(data.oldGenerationUsedMb - data.oldGenerationBeforeMb)} MB (${f(
+              ((data.oldGenerationUsedMb - data.oldGenerationBeforeMb) * 1024) / Math.max(1, records.length),
+            )} KB/req)`;
     const memory =
-      data.newSpaceMb === undefined ? '' : ` | new space ${f(data.newSpaceMb)} MB, rss ${f(data.rssMb)} MB`;
+      data.newSpaceMb === undefined
+        ? ''
+        : ` | new space ${f(data.newSpaceMb)} MB, rss ${f(data.rssMb)} MB${promoted}`;
     lines.push(
       `  ${name.padEnd(8)} cpu ${f(cpu[name]?.onCpu)} wait ${f(cpu[name]?.waiting)} | gc ${gcText || 'none'} | stalls ${
         stallMs.length

@@ -45,6 +45,16 @@ function newSpaceMb() {
   return space ? space.space_size / 1048576 : undefined;
 }
 
+/** Bytes in the old generation (old, code and large-object spaces) now, in MB: what scavenges promoted since. */
+function oldGenerationUsedMb() {
+  let used = 0;
+  for (const space of v8.getHeapSpaceStatistics()) {
+    if (space.space_name !== 'new_space' && space.space_name !== 'new_large_object_space')
+      used += space.space_used_size;
+  }
+  return used / 1048576;
+}
+
 if (dir) {
   process.on('SIGUSR2', () => {
     const file = path.join(dir, `${name}-${process.pid}.json`);
@@ -58,6 +68,7 @@ if (dir) {
         gcs,
         stalls,
         newSpaceMb: newSpaceMb(),
+        oldGenerationUsedMb: oldGenerationUsedMb(),
         // The same instant on the monotonic clock of --cpu-prof sample timestamps (µs) and as epoch ms.
         clock: { monotonicUs: Number(process.hrtime.bigint() / 1000n), epochMs: origin + performance.now() },
         heapUsedMb: process.memoryUsage().heapUsed / 1048576,

@@ -1,7 +1,8 @@
 // Child processes of the benchmark: start one, wait for a line on its stdout that announces readiness, read its
 // resident memory, and stop every process on the way out (also when the run fails half way).
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 const running = new Set();
 
@@ -29,7 +30,14 @@ export function startProcess(options) {
     },
   );
   let output = '';
+  // IOP_BENCH_LOG_DIR: every child's stdout and stderr are also written to <dir>/<name>-<pid>.log (e.g. to read
+  // a --trace-gc or --trace-deopt run afterwards).
+  const logFile = process.env.IOP_BENCH_LOG_DIR
+    ? createWriteStream(path.join(process.env.IOP_BENCH_LOG_DIR, `${options.name}-${child.pid}.log`))
+    : undefined;
+  if (logFile) child.once('exit', () => logFile.end());
   const keep = (chunk) => {
+    logFile?.write(chunk);
     output += chunk.toString();
     // Keep only the tail: long runs must not grow the benchmark's own memory.
     if (output.length > 64_000) output = output.slice(-32_000);

@@ -8,6 +8,7 @@ import { silentLogger } from './logging.js';
 import { create, envelope as build } from '@iop/wire';
 import { testEdgeConfig, testNode } from './node/test-support/config-fixture.js';
 import { modelConfig } from './pool/test-support/pool-fixture.js';
+import type { EdgeEvent, EventSubscription } from './events/types.js';
 import type { RunSpec } from './service/types.js';
 import type { SurfaceFactory } from './surface.js';
 import { parseListenAddress } from './net/listen-address.js';
@@ -93,6 +94,45 @@ describe('startEdgeRuntime', () => {
     ).rejects.toMatchObject({
       code: 'shutting_down',
     });
+  });
+
+  it('replays to a surface that subscribes while starting, and keeps nothing for replay once all have started', async () => {
+    const connected = (nodeId: string): EdgeEvent => ({
+      type: 'node',
+      event: { kind: 'connected', nodeId, alias: nodeId, reason: 'registered', atUnixMs: 0 },
+    });
+    let fromStart: EventSubscription | undefined;
+    const runtime = await startEdgeRuntime({
+      config: testEdgeConfig({ edge: { data_dir: dataDir } }),
+      logger: silentLogger,
+      surfaces: [
+        (core) => {
+          core.events.publish(connected('before-dashboard'));
+          return Promise.resolve(undefined);
+        },
+        (core) => {
+          fromStart = core.events.subscribe({ replay: true });
+          return Promise.resolve(undefined);
+        },
+      ],
+    });
+    try {
+      runtime.events.publish(connected('after-start'));
+      const late = runtime.events.subscribe({ replay: true });
+      runtime.events.publish(connected('live'));
+      const first = async (subscription: EventSubscription, count: number): Promise<string[]> => {
+        const seen: string[] = [];
+        for await (const event of subscription) {
+          if (event.type === 'node') seen.push(event.event.nodeId);
+          if (seen.length === count) break;
+        }
+        return seen;
+      };
+      expect(await first(fromStart!, 3)).toEqual(['before-dashboard', 'after-start', 'live']);
+      expect(await first(late, 1)).toEqual(['live']);
+    } finally {
+      await runtime.stop();
+    }
   });
 
   it('counts admission on the shared metrics: provider dispatches and rejections, runs by surface', async () => {

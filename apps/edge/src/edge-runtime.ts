@@ -157,6 +157,8 @@ export async function startEdgeRuntime(options: EdgeRuntimeOptions): Promise<Edg
     return stopping;
   };
   await startSurfaces(options.surfaces, core, surfaces, logger, stop);
+  // Every subscriber that replays (the dashboard) has subscribed: from now on the bus keeps no event for replay.
+  events.endReplay();
   ready = true;
 
   return {

@@ -59,6 +59,21 @@ describe('createEventBus', () => {
     expect(ids(await take(noReplay, 1))).toEqual(['n6']);
   });
 
+  it('keeps nothing for replay after endReplay: a later replay subscription gets live events only', async () => {
+    const bus = createEventBus({ replaySize: 8, queueSize: 10 });
+    for (let index = 0; index < 3; index += 1) bus.publish(nodeEvent(index));
+    const early = bus.subscribe({ replay: true });
+    bus.endReplay();
+    bus.publish(nodeEvent(3));
+    bus.publish(nodeEvent(4));
+    const late = bus.subscribe({ replay: true });
+    bus.publish(nodeEvent(5));
+    // The subscriber that came before the end still got its replay and every live event.
+    expect(ids(await take(early, 6))).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n5']);
+    // Neither the events kept before the end nor those published after it are replayed.
+    expect(ids(await take(late, 1))).toEqual(['n5']);
+  });
+
   it('gives a filtered subscriber only the events it accepts, replay included, and never counts the rest as dropped', async () => {
     const bus = createEventBus({ replaySize: 4, queueSize: 2 });
     bus.publish(nodeEvent(1));

@@ -6,9 +6,12 @@
 //   full, the OLDEST undelivered event is dropped to make room and the subscriber's `dropped` counter grows.
 //   Fresh events matter more than stale ones to a live console or watch stream; a reader that needs every event
 //   checks `dropped` (the admin WatchEvents stream reports it).
-// - The bus keeps the last `replaySize` events. A subscriber that asks for `replay` first receives those (the
-//   newest `queueSize` of them when the queue is smaller), then live events. Replay is a convenience for late
-//   subscribers, not durable history.
+// - Until endReplay(), the bus keeps the last `replaySize` events. A subscriber that asks for `replay` first
+//   receives those (the newest `queueSize` of them when the queue is smaller), then live events. Replay is for the
+//   subscribers that start after the first events (the dashboard, started after the node transport), not durable
+//   history: the runtime ends it once its surfaces have started. After that the bus holds an event only until
+//   each subscriber's queue gives it up. (Why: a ring of the last 512 events kept alive across every scavenge
+//   tripled what the edge's young-generation GC copied and promoted per request — bench/README.md, "the tail".)
 // - A subscription ends when `close()` is called, its signal aborts, its iterator is returned (for-await break),
 //   or the bus is closed; its queue is released at once.
 import type { EdgeEvent, EventBus, EventSubscription, SubscribeOptions } from './types.js';
@@ -26,6 +29,11 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = { replaySize: 256, que
 export interface ClosableEventBus extends EventBus {
   /** Live subscriber count (tests and metrics). */
   readonly subscriberCount: number;
+  /**
+   * Stops keeping events for replay and forgets those kept: call it once every subscriber that asks for a replay
+   * has subscribed (the runtime: after the surfaces started). A later `replay` subscription gets live events only.
+   */
+  endReplay(): void;
   /** Ends every subscription; later publishes are ignored. */
   close(): void;
 }
@@ -38,6 +46,7 @@ export function createEventBus(options: EventBusOptions = DEFAULT_EVENT_BUS_OPTI
     throw new RangeError(`queueSize must be an integer ≥ 1, got ${options.queueSize}`);
   }
   const replay = new BoundedQueue<EdgeEvent>(Math.max(options.replaySize, 1));
+  let replaying = options.replaySize > 0;
   const subscribers = new Set<Subscriber>();
   let closed = false;
 
@@ -47,7 +56,7 @@ export function createEventBus(options: EventBusOptions = DEFAULT_EVENT_BUS_OPTI
     },
     publish(event) {
       if (closed) return;
-      if (options.replaySize > 0) replay.pushDropOldest(event);
+      if (replaying) replay.pushDropOldest(event);
       for (const subscriber of subscribers) subscriber.offer(event);
     },
     subscribe(subscribeOptions: SubscribeOptions = {}) {
@@ -60,7 +69,7 @@ export function createEventBus(options: EventBusOptions = DEFAULT_EVENT_BUS_OPTI
         subscriber.close();
         return subscriber;
       }
-      if (subscribeOptions.replay && options.replaySize > 0) {
+      if (subscribeOptions.replay && replaying) {
         for (const event of replay.toArray()) subscriber.offer(event, false);
       }
       subscribers.add(subscriber);
@@ -74,6 +83,10 @@ export function createEventBus(options: EventBusOptions = DEFAULT_EVENT_BUS_OPTI
         }
       }
       return subscriber;
+    },
+    endReplay() {
+      replaying = false;
+      replay.clear();
     },
     close() {
       closed = true;
