@@ -40,7 +40,10 @@ describe('mirroredRunRecords', () => {
   it('keeps a resume payload in the local store and never copies it to the mirror', () => {
     const local = new MemoryRunRecordStore();
     const copies: StoredRun[] = [];
-    const store = mirroredRunRecords(local, { saved: (record) => copies.push(record), removed: () => undefined });
+    const store = mirroredRunRecords(local, {
+      saved: (record) => copies.push(record),
+      removed: () => undefined,
+    });
     store.save({ ...stored, resume: { v: 1, body: { input: 'secret prompt' } } });
     expect(local.find(key)?.resume).toEqual({ v: 1, body: { input: 'secret prompt' } });
     expect(copies).toEqual([stored]);

@@ -262,7 +262,9 @@ describe('RunRegistry resume of runs left queued', () => {
     const store = new MemoryRunRecordStore();
     const first = registryOver(store);
     first.durability('openai.response', resuming([]));
-    first.add(key('dispatched'), { status: 'queued' }, () => undefined, { v: 1 }).update({ status: 'in_progress' });
+    first
+      .add(key('dispatched'), { status: 'queued' }, () => undefined, { v: 1 })
+      .update({ status: 'in_progress' });
     first.add(key('bare'), { status: 'queued' }, () => undefined);
     first.add(key('refused'), { status: 'queued' }, () => undefined, { v: 1, refuse: true });
 

@@ -424,7 +424,8 @@ export class RunRegistry implements LocalRuns {
 
   /** Hands a restored resumable run to its kind's `resume` hook; true when the hook took it over. */
   private offerResume(entry: Entry, durability: RunKindDurability, restart: RunRestart): boolean {
-    if (entry.resume === undefined || !durability.resume || !durability.resumable?.(entry.state)) return false;
+    if (entry.resume === undefined || !durability.resume || !durability.resumable?.(entry.state))
+      return false;
     let taken = false;
     const restored: RestoredRun = {
       key: { ...entry.key },
