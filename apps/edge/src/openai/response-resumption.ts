@@ -1,5 +1,5 @@
 // A background response left `queued` by an earlier edge process, planned again from its resume payload
-// (response-resume.ts) through the surface's normal path (run-handlers.ts responsesRunFor: the same model
+// (response-resume.ts) through the surface's normal path (responses-run.ts responsesRunFor: the same model
 // resolution, field planning, RunSpec building, stored conversation and limits), as the key it was accepted under
 // is configured now. Why it cannot be placed again is thrown as the OpenAIHttpError its client reads in the
 // response's `error`:
@@ -19,10 +19,10 @@ import { validateResponsesRequest } from './request-validator.js';
 import type { ResponseResumePayload } from './response-resume.js';
 import type { ResponsesOutputContext } from './responses-output.js';
 import { outputOptionsFor } from './run-responder.js';
-import { responsesRunFor, type RunHandlerDeps } from './run-handlers.js';
+import { responsesRunFor, type ResponsesRunDeps } from './responses-run.js';
 import type { ResponseRecorder } from './stored-conversations.js';
 
-export interface ResponseResumptionDeps extends Pick<RunHandlerDeps, 'planner' | 'runs' | 'conversations'> {
+export interface ResponseResumptionDeps extends ResponsesRunDeps {
   openai: EdgeConfig['openai'];
   /** The keys in force now (live key changes included). */
   principals: () => PrincipalResolver;

@@ -12,8 +12,6 @@ import type { RouteResolver } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
 import { withCaller } from '../surface-kit/surface-run.js';
 import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
-import type { Principal } from '../governance/principal.js';
-import type { ResolvedRoute } from '../surface-kit/route-resolver.js';
 import type { SurfaceRun } from '../surface-kit/surface-run.js';
 import type { BackgroundResponses } from './background-responses.js';
 import type { ResponsesRequestBody } from './request-schemas.js';
@@ -37,10 +35,10 @@ import {
   type RequestPlanner,
 } from './request-planner.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
-import { responsesRun } from './responses-request.js';
 import { responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import { streamResponse } from './responses-stream.js';
-import { withHistory, type StoredConversations } from './stored-conversations.js';
+import type { StoredConversations } from './stored-conversations.js';
+import { responsesRunFor } from './responses-run.js';
 import { outputOptionsFor, type ServeRun } from './run-responder.js';
 
 /** A route handler that takes the request's parsed JSON body. */
@@ -133,30 +131,6 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       stream: (parts, sink) => streamResponse(parts, sink, response, record),
     });
   };
-}
-
-/**
- * The route and run of a validated /v1/responses body for `principal` (undefined: anonymous): the one path of a
- * new request and of a background response placed again after an edge restart (response-resumption.ts). The
- * caller context beyond the principal (traceparent, affinity key, parent run) is added by the caller.
- */
-export function responsesRunFor(
-  deps: Pick<RunHandlerDeps, 'planner' | 'runs' | 'conversations'>,
-  body: ResponsesRequestBody,
-  principal: Principal | undefined,
-): { route: ResolvedRoute; run: SurfaceRun } {
-  const { planner } = deps;
-  const route = planner.resolveFor({ principal }, body.model);
-  // A continued conversation: the stored chain's items come before this request's input.
-  const history = body.previous_response_id
-    ? deps.conversations.history(body.previous_response_id, principal?.id ?? '')
-    : [];
-  const fields = planner.planFields('responses', body, route);
-  const run = withFields(responsesRun(withHistory(body, history), deps.runs.base), fields);
-  if (principal) run.caller.principal = principal;
-  planner.withImageUrls(run, route);
-  requireWorkspace(route, run.spec);
-  return { route, run };
 }
 
 /** What places a background response again if the edge restarts before it is dispatched. */

@@ -243,7 +243,8 @@ export class RunRegistry implements LocalRuns {
       endedAt: undefined,
       savedRevision: undefined,
       interruptedOn: undefined,
-      resume,
+      // Kept only to be written: without a store nothing survives a restart anyway.
+      resume: this.options.store ? resume : undefined,
       cancel,
       cancelling: undefined,
       subscribers: new Set(),
@@ -496,13 +497,14 @@ export class RunRegistry implements LocalRuns {
    * leaves the kind's resumable states (the resume payload is written as null then).
    */
   private saveUpdate(entry: Entry): void {
+    // Without a store no payload is held (add), so there is nothing to drop either.
+    if (!this.options.store) return;
     const durability = this.durabilities.get(entry.key.kind);
     let dropped = false;
     if (entry.resume !== undefined && !(durability?.resumable?.(entry.state) ?? false)) {
       entry.resume = undefined;
       dropped = true;
     }
-    if (!this.options.store) return;
     const revision = durability?.revision(entry.state);
     if (!dropped && revision !== undefined && revision === entry.savedRevision) return;
     this.trySave(entry);
