@@ -51,6 +51,22 @@ describe('principal resolution', () => {
     expect(open.authenticate(undefined)).toEqual({ kind: 'open' });
   });
 
+  it('looks a principal up by id among the keys in force, the A2A bearer principal included', () => {
+    expect(resolver.byId('a')).toMatchObject({
+      kind: 'found',
+      principal: { id: 'a', models: new Set(['m1']) },
+    });
+    expect(resolver.byId('a2a-bearer-token')).toMatchObject({
+      kind: 'found',
+      principal: { id: 'a2a-bearer-token' },
+    });
+    expect(resolver.byId('gone')).toEqual({ kind: 'unknown' });
+    expect(resolver.byId('')).toEqual({ kind: 'unknown' });
+    const withoutBearer = createPrincipalResolver({ keys: [key('a', 'sk-a')] });
+    expect(withoutBearer.byId('a2a-bearer-token')).toEqual({ kind: 'unknown' });
+    expect(createPrincipalResolver({ keys: [] }).byId('a')).toEqual({ kind: 'open' });
+  });
+
   it('applies the model allow-list; an empty list allows every model', () => {
     expect(allowsModel(principalOf(key('a', 's', ['m1'])), 'm1')).toBe(true);
     expect(allowsModel(principalOf(key('a', 's', ['m1'])), 'm2')).toBe(false);

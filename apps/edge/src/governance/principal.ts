@@ -74,11 +74,22 @@ export type Authentication =
   /** No key is configured for this surface: requests run anonymously. */
   { kind: 'open' } | { kind: 'accepted'; principal: Principal } | { kind: 'missing' } | { kind: 'invalid' };
 
+/** A principal looked up by its id (a run placed again after an edge restart: who it runs as now). */
+export type PrincipalLookup =
+  /** No key is configured: only anonymous runs exist. */
+  { kind: 'open' } | { kind: 'found'; principal: Principal } | { kind: 'unknown' };
+
 export interface PrincipalResolver {
   /** True when at least one key is configured (requests must authenticate). */
   readonly required: boolean;
   /** Resolves an `Authorization` header value. */
   authenticate(authorization: string | undefined): Authentication;
+  /**
+   * The principal with this id among the keys in force (the A2A bearer principal included where it is), so a
+   * run recorded under a key id runs with that key's current limits and allow-list — or not at all when the key
+   * is gone. Ids are not secrets: no constant-time comparison is needed.
+   */
+  byId(id: string): PrincipalLookup;
 }
 
 export interface PrincipalResolverOptions {
@@ -98,8 +109,17 @@ export function createPrincipalResolver(options: PrincipalResolverOptions): Prin
       .map((extra) => ({ digest: sha256(extra.secret), principal: extra.principal })),
   ];
   const required = entries.length > 0;
+  const byId = new Map<string, Principal>();
+  // The first entry of an id wins, as in authenticate (ids are unique by validation).
+  for (const entry of entries)
+    if (!byId.has(entry.principal.id)) byId.set(entry.principal.id, entry.principal);
   return {
     required,
+    byId(id) {
+      if (!required) return { kind: 'open' };
+      const principal = byId.get(id);
+      return principal ? { kind: 'found', principal } : { kind: 'unknown' };
+    },
     authenticate(authorization) {
       if (!required) return { kind: 'open' };
       const match = /^Bearer\s+(.+)$/i.exec((authorization ?? '').trim());

@@ -46,7 +46,7 @@ function setup(delayMs: number) {
     timeoutMs: 0,
   });
   const registry = new RunRegistry({ clock, bounds: { 'openai.response': { maxEntries: 2, ttlMs: 1000 } } });
-  const store = new BackgroundResponses({ runs, registry, logger: silentLogger });
+  const store = new BackgroundResponses({ runs, registry, logger: silentLogger, clock });
   const modelConfig = pool.model('m');
   if (!modelConfig) throw new Error('model missing');
   const route = { kind: 'pool' as const, model: 'm', modelConfig, workspaceRequired: false as const };

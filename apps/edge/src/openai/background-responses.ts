@@ -7,15 +7,27 @@
 // finished ones evicted first, a new background request refused with 429 when all are running; finished ones
 // forgotten after a TTL), the owner check (another key's response is a 404 like an unknown id) and, in cluster
 // mode, the lookup of a response another edge holds. close() cancels the responses this surface started.
+//
+// Edge restarts (response-recovery.ts): a response is registered with its resume payload (response-resume.ts),
+// which the registry keeps only while it is `queued`. When an edge restarts before the run was dispatched, the
+// registry hands it back here: it is planned again (response-resumption.ts) and placed through the same runner,
+// under the same id (GET goes queued → in_progress → final; cancel works), with what is left of its deadline
+// counted from the original submission, waiting up to PROVIDER_WAIT_GRACE_MS (and never past that deadline) for a
+// provider while the nodes reconnect.
+import { type Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
-import type { RegisteredRun, RunKey, RunRegistry } from '../service/run-registry.js';
+import type { RegisteredRun, RestoredRun, RunKey, RunRegistry } from '../service/run-registry.js';
+import { PROVIDER_WAIT_GRACE_MS, startWhenProviderConnects } from '../surface-kit/provider-wait.js';
 import { RunRegistryError } from '../run-registry-error.js';
 import { mapOpenAIError, OpenAIHttpError } from './openai-error.js';
 import { RESPONSE_DURABILITY } from './response-recovery.js';
+import { parseResponseResume, remainingDeadlineMs } from './response-resume.js';
+import type { ResponseResumption, ResumedResponse } from './response-resumption.js';
 import { responseObject, responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import type { ResolvedRoute } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
 import type { OutputOptions } from '../surface-kit/run-output.js';
+import type { StartedRun } from '../surface-kit/run-starter.js';
 import type { SurfaceRun } from '../surface-kit/surface-run.js';
 
 type BackgroundStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -33,6 +45,15 @@ export interface BackgroundResponsesOptions {
   /** The service's run registry, where the responses are held and looked up. */
   registry: RunRegistry;
   logger: Logger;
+  clock: Clock;
+  /** Plans a response an earlier edge process left queued; none = such responses end as `edge_restarted`. */
+  resumption?: ResponseResumption;
+}
+
+/** A re-placed response's deadline: `openai.timeout_sec` (the run base's) counted from its first submission. */
+interface ResumedDeadline {
+  submittedAtMs: number;
+  timeoutMs: number | undefined;
 }
 
 const KIND = 'openai.response';
@@ -42,8 +63,12 @@ export class BackgroundResponses {
   private closed = false;
 
   constructor(private readonly options: BackgroundResponsesOptions) {
-    // Responses an earlier edge process left running become `failed` (edge_restarted) now.
-    options.registry.durability(KIND, RESPONSE_DURABILITY);
+    // Responses an earlier edge process left running become `failed` (edge_restarted) now; queued ones with a
+    // resume payload are placed again.
+    options.registry.durability(KIND, {
+      ...RESPONSE_DURABILITY,
+      resume: (restored) => this.resume(restored),
+    });
   }
 
   /**
@@ -56,6 +81,7 @@ export class BackgroundResponses {
     requested: SurfaceRun,
     output: OutputOptions,
     onEnded?: (response: Record<string, unknown>) => void,
+    resume?: unknown,
   ): Record<string, unknown> {
     if (this.closed)
       throw new OpenAIHttpError(503, 'server_error', 'shutting_down', 'the edge is shutting down');
@@ -64,12 +90,12 @@ export class BackgroundResponses {
     const controller = new AbortController();
     let registered: RegisteredRun;
     try {
-      registered = this.options.registry.add(key, body, (reason) => {
-        // The caller sees `cancelled` at once; the run leaves the queue or is cancelled on the node.
-        registered.end(withStatus(registered.state as Record<string, unknown>, 'cancelled'));
-        this.running.delete(context.id);
-        controller.abort(new Error(reason));
-      });
+      registered = this.options.registry.add(
+        key,
+        body,
+        (reason) => this.cancelled(context.id, registered, controller, reason),
+        resume,
+      );
     } catch (error) {
       throw registryRefusal(error);
     }
@@ -77,6 +103,57 @@ export class BackgroundResponses {
     this.running.set(context.id, running);
     void this.run(running, route, requested, output);
     return body;
+  }
+
+  /** The cancel of a response: the caller sees `cancelled` at once; the run leaves the queue or is cancelled. */
+  private cancelled(
+    id: string,
+    registered: RegisteredRun,
+    controller: AbortController,
+    reason: string,
+  ): void {
+    registered.end(withStatus(registered.state as Record<string, unknown>, 'cancelled'));
+    this.running.delete(id);
+    controller.abort(new Error(reason));
+  }
+
+  /**
+   * A response an earlier process left queued: taken over and placed again, or ended `failed` naming why it
+   * cannot be. A payload this version cannot read is not taken (the registry ends it as `edge_restarted`).
+   */
+  private resume(restored: RestoredRun): void {
+    const payload = parseResponseResume(restored.payload);
+    const resumption = this.options.resumption;
+    if (!payload || !resumption || this.closed) return;
+    const id = restored.key.id;
+    const controller = new AbortController();
+    const registered: RegisteredRun = restored.take((reason) =>
+      this.cancelled(id, registered, controller, reason),
+    );
+    let plan: ResumedResponse;
+    try {
+      plan = resumption.plan(restored.key, restored.state, payload);
+    } catch (error) {
+      const mapped = mapOpenAIError(error);
+      registered.end({
+        ...(registered.state as Record<string, unknown>),
+        status: 'failed',
+        background: true,
+        error: { code: mapped.body.error.code ?? 'error', message: mapped.body.error.message },
+      });
+      this.options.logger.info(
+        { response: id, code: mapped.body.error.code },
+        'background response left queued by the previous edge process not placed again',
+      );
+      return;
+    }
+    const running: Running = { context: plan.context, registered, controller, onEnded: plan.onEnded };
+    this.running.set(id, running);
+    this.options.logger.info({ response: id }, 'placing again a background response left queued');
+    void this.run(running, plan.route, plan.run, plan.output, {
+      submittedAtMs: plan.submittedAtMs,
+      timeoutMs: this.options.runs.base.timeoutMs,
+    });
   }
 
   /** The response's current body, for its owner (`owner`: the caller's principal id); another key's: undefined. */
@@ -119,16 +196,55 @@ export class BackgroundResponses {
     this.running.clear();
   }
 
+  /**
+   * Starts a re-placed response with what is left of its deadline, retrying while no provider is connected yet
+   * (up to PROVIDER_WAIT_GRACE_MS, never past the deadline); a deadline that has passed is the supervisor's
+   * `run_timeout`, named as such.
+   */
+  private async startResumed(
+    route: ResolvedRoute,
+    requested: SurfaceRun,
+    signal: AbortSignal,
+    deadline: ResumedDeadline,
+    id: string,
+  ): Promise<StartedRun> {
+    const { clock, runs } = this.options;
+    const left = (): number | undefined =>
+      remainingDeadlineMs(deadline.timeoutMs, deadline.submittedAtMs, clock.now());
+    const passed = (): OpenAIHttpError => deadlinePassed(id, deadline.timeoutMs ?? 0, deadline.submittedAtMs);
+    const deadlineAt =
+      deadline.timeoutMs === undefined ? Infinity : deadline.submittedAtMs + deadline.timeoutMs;
+    try {
+      return await startWhenProviderConnects(
+        () => {
+          const remaining = left();
+          if (remaining !== undefined && remaining <= 0) throw passed();
+          if (remaining !== undefined) requested.spec.timeoutMs = remaining;
+          return runs.start(route, requested, signal);
+        },
+        { clock, signal, untilMs: Math.min(deadlineAt, clock.now() + PROVIDER_WAIT_GRACE_MS) },
+      );
+    } catch (error) {
+      // Gave up waiting for a provider because the deadline came: the deadline is why.
+      const remaining = left();
+      if (remaining !== undefined && remaining <= 0 && !signal.aborted) throw passed();
+      throw error;
+    }
+  }
+
   private async run(
     running: Running,
     route: ResolvedRoute,
     requested: SurfaceRun,
     output: OutputOptions,
+    resumed?: ResumedDeadline,
   ): Promise<void> {
     const { context, registered, controller, onEnded } = running;
     const signal = controller.signal;
     try {
-      const run = await this.options.runs.start(route, requested, signal);
+      const run = resumed
+        ? await this.startResumed(route, requested, signal, resumed, context.id)
+        : await this.options.runs.start(route, requested, signal);
       try {
         registered.update(withStatus(registered.state as Record<string, unknown>, 'in_progress'));
         const collected = await run.collect(output);
@@ -154,6 +270,18 @@ export class BackgroundResponses {
       this.running.delete(context.id);
     }
   }
+}
+
+/** The run deadline (the supervisor's `run_timeout`) passed before a response left queued could be placed again. */
+function deadlinePassed(id: string, timeoutMs: number, submittedAtMs: number): OpenAIHttpError {
+  return new OpenAIHttpError(
+    504,
+    'timeout_error',
+    'run_timeout',
+    `run of response ${id} exceeded its ${timeoutMs.toString()} ms deadline (openai.timeout_sec, counted from its ` +
+      `submission at ${new Date(submittedAtMs).toISOString()}) before it could be placed again after the edge ` +
+      'restarted; send the request again.',
+  );
 }
 
 function keyOf(id: string, owner: string | undefined): RunKey {

@@ -27,6 +27,7 @@ import { createRunStarter } from '../surface-kit/run-starter.js';
 import { noMetrics, type SurfaceMetrics } from '../surface-kit/surface-metrics.js';
 import { unauthorized } from './unauthorized.js';
 import { BackgroundResponses } from './background-responses.js';
+import { createResponseResumption } from './response-resumption.js';
 import { catalogueHandlers } from './catalogue-handlers.js';
 import { MemoryResponseStore } from './memory-response-store.js';
 import { responseStoreBounds, type ResponseStore } from './response-store.js';
@@ -81,12 +82,12 @@ export function closeOpenAIApp(app: OpenAIApp): void {
 export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
   const { logger } = options;
   const metrics = options.metrics ?? noMetrics;
-  const { router, background } = openAIRoutes(options, metrics);
   const fixedPrincipals = createPrincipalResolver({ keys: options.config.openai.api_keys });
   const authenticators = {
     principals: options.principals ?? (() => fixedPrincipals),
     modelCalls: options.modelCalls,
   };
+  const { router, background } = openAIRoutes(options, metrics, authenticators.principals);
   const mounts = options.mounts ?? [];
   const handleError = (error: unknown, context: RequestContext): void =>
     sendErrorResponse(error, mapOpenAIError(error), {
@@ -137,6 +138,7 @@ export function createOpenAIApp(options: OpenAIAppOptions): OpenAIApp {
 function openAIRoutes(
   options: OpenAIAppOptions,
   metrics: SurfaceMetrics,
+  principals: () => PrincipalResolver,
 ): { router: OpenAIRouter; background: BackgroundResponses } {
   const { config, service, logger } = options;
   const openai = config.openai;
@@ -148,12 +150,19 @@ function openAIRoutes(
     sessionId: openai.session_id || 'openai',
     timeoutMs: openai.timeout_sec * 1000,
   });
-  // Background responses are held in the service's run registry (looked up on the other edges in cluster mode).
-  const background = new BackgroundResponses({ runs, registry: service.runRegistry, logger });
   const store =
     options.responseStore ?? new MemoryResponseStore({ ...responseStoreBounds(openai.responses), clock });
   const conversations = new StoredConversations(store, logger);
   const planner = createRequestPlanner(resolver);
+  // Background responses are held in the service's run registry (looked up on the other edges in cluster mode);
+  // the ones an earlier process left queued are planned again as the keys in force allow.
+  const background = new BackgroundResponses({
+    runs,
+    registry: service.runRegistry,
+    logger,
+    clock,
+    resumption: createResponseResumption({ openai, planner, runs, conversations, principals }),
+  });
   const serveRun = createRunResponder({ openai, runs, metrics });
   const deps: RunHandlerDeps = {
     openai,

@@ -14,9 +14,9 @@ import { checkImageUrlCount, checkImageUrls, hasImageUrls } from './request-inpu
 
 export interface RequestPlanner {
   /** The catalogue as the request's key sees it: models outside its allow-list do not exist for it. */
-  visibleModels(context: RequestContext): string[];
+  visibleModels(context: Caller): string[];
   /** Resolves the model for the request's key (404 outside its allow-list, as if it did not exist). */
-  resolveFor(context: RequestContext, model: string): ResolvedRoute;
+  resolveFor(context: Caller, model: string): ResolvedRoute;
   /**
    * No silent drop: every field of the body is taken, forwarded or refused for the route's backends (dropped
    * fields are removed from the body before the spec is built from it). Returns what the run must carry.
@@ -28,6 +28,9 @@ export interface RequestPlanner {
    */
   withImageUrls(run: SurfaceRun, route: ResolvedRoute): SurfaceRun;
 }
+
+/** Who asks: a request's context, or a run placed again after a restart (its principal re-resolved). */
+type Caller = Pick<RequestContext, 'principal'>;
 
 /** What planning a body's fields gives its run: forwarded fields (the spec's) and dropped ones (the caller's). */
 export interface PlannedFields {

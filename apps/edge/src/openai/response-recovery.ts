@@ -1,10 +1,15 @@
 // How background responses (run registry kind `openai.response`) are kept across edge restarts: a response's
-// record is written when its status changes (queued → in_progress → a final status), never per output token, and
-// a response an earlier edge process left queued or in progress is ended as `failed` with `error.code`
-// `edge_restarted` (agent-contract/outer/openai-compatible-api.md, "Restart semantics"): the run behind it died
-// with that process, and a queued one is not placed again. In cluster mode, a response whose edge left the cluster
-// while it was going is answered by another edge from the fabric's copy of its record, ended the same way with
-// `error.code` `edge_lost` naming both edges (cluster failover).
+// record is written when its status changes (queued → in_progress → a final status), never per output token.
+// After an edge restart (agent-contract/outer/openai-compatible-api.md, "Restart semantics"):
+//   - a response still `queued` whose record carries a resume payload (it is `resumable`) is placed again by the
+//     surface (background-responses.ts resume, response-resumption.ts): same id, deadline counted from its first
+//     submission, the key re-resolved by id; it ends `failed` naming why when it cannot be (key gone, model no
+//     longer allowed, deadline passed);
+//   - a response left `in_progress` (its run died with that process), or queued without a readable payload, is
+//     ended as `failed` with `error.code` `edge_restarted` by `interrupted`.
+// In cluster mode, a response whose edge left the cluster while it was going is answered by another edge from the
+// fabric's copy of its record (which never carries the payload), ended the same way with `error.code` `edge_lost`
+// naming both edges (cluster failover): queued ones too.
 import type { RunKindDurability } from '../service/run-registry.js';
 
 export const EDGE_RESTARTED_CODE = 'edge_restarted';
@@ -12,6 +17,8 @@ export const EDGE_LOST_CODE = 'edge_lost';
 
 export const RESPONSE_DURABILITY: RunKindDurability = {
   revision: (state) => String(asObject(state)['status']),
+  // Only a response not yet dispatched keeps its resume payload.
+  resumable: (state) => asObject(state)['status'] === 'queued',
   interrupted: (state, restart) => {
     const body = asObject(state);
     const status = typeof body['status'] === 'string' ? body['status'] : 'in_progress';

@@ -12,7 +12,10 @@ import type { RouteResolver } from '../surface-kit/route-resolver.js';
 import type { RunStarter } from '../surface-kit/run-starter.js';
 import { withCaller } from '../surface-kit/surface-run.js';
 import type { SurfaceMetrics } from '../surface-kit/surface-metrics.js';
+import type { SurfaceRun } from '../surface-kit/surface-run.js';
 import type { BackgroundResponses } from './background-responses.js';
+import type { ResponsesRequestBody } from './request-schemas.js';
+import { RESPONSE_RESUME_VERSION, type ResponseResumePayload } from './response-resume.js';
 import { chatCompletionBody, streamChatCompletion } from './chat-completion.js';
 import { chatRun } from './chat-request.js';
 import {
@@ -32,10 +35,10 @@ import {
   type RequestPlanner,
 } from './request-planner.js';
 import { validateChatRequest, validateResponsesRequest } from './request-validator.js';
-import { responsesRun } from './responses-request.js';
 import { responsesBody, type ResponsesOutputContext } from './responses-output.js';
 import { streamResponse } from './responses-stream.js';
-import { withHistory, type StoredConversations } from './stored-conversations.js';
+import type { StoredConversations } from './stored-conversations.js';
+import { responsesRunFor } from './responses-run.js';
 import { outputOptionsFor, type ServeRun } from './run-responder.js';
 
 /** A route handler that takes the request's parsed JSON body. */
@@ -83,7 +86,7 @@ export function chatCompletionsHandler(deps: RunHandlerDeps): BodyHandler {
 
 /** POST /v1/responses: served as it runs, or queued as a background response polled by id. */
 export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
-  const { planner, openai } = deps;
+  const { openai } = deps;
   return async (requestBody, context) => {
     const body = validateResponsesRequest(requestBody);
     if (body.background === true && body.stream === true) {
@@ -93,25 +96,19 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
         'unsupported_field',
       );
     }
-    const route = planner.resolveFor(context, body.model);
+    const { route, run } = responsesRunFor(deps, body, context.principal);
+    withCaller(run, context, bodyUser(requestBody));
     const owner = context.principal?.id ?? '';
-    // A continued conversation: the stored chain's items come before this request's input.
-    const history = body.previous_response_id
-      ? deps.conversations.history(body.previous_response_id, owner)
-      : [];
-    const fields = planner.planFields('responses', body, route);
-    const run = withFields(responsesRun(withHistory(body, history), deps.runs.base), fields);
-    planner.withImageUrls(withCaller(run, context, bodyUser(requestBody)), route);
-    requireWorkspace(route, run.spec);
+    const submittedAtMs = deps.clock.now();
     const response: ResponsesOutputContext = {
       id: `resp_${randomId()}`,
-      createdAt: seconds(deps.clock),
+      createdAt: Math.floor(submittedAtMs / 1000),
       model: body.model,
       request: body,
       output: outputOptionsFor(openai, run.caller),
     };
     // Written once when the response ends; none with `store: false`.
-    const record = deps.conversations.recorderFor(body, owner, deps.clock.now());
+    const record = deps.conversations.recorderFor(body, owner, submittedAtMs);
     if (body.background === true) {
       const queued = deps.background.start(
         response,
@@ -119,6 +116,7 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
         run,
         outputOptionsFor(openai, run.caller),
         record,
+        resumePayloadOf(body, run, submittedAtMs),
       );
       setDroppedParamsHeader(context.response, run.caller);
       sendJson(context, 200, queued);
@@ -132,6 +130,23 @@ export function responsesHandler(deps: RunHandlerDeps): BodyHandler {
       },
       stream: (parts, sink) => streamResponse(parts, sink, response, record),
     });
+  };
+}
+
+/** What places a background response again if the edge restarts before it is dispatched. */
+function resumePayloadOf(
+  body: ResponsesRequestBody,
+  run: SurfaceRun,
+  submittedAtMs: number,
+): ResponseResumePayload {
+  const { caller, spec } = run;
+  return {
+    v: RESPONSE_RESUME_VERSION,
+    submittedAtMs,
+    request: body,
+    ...(caller.traceparent !== undefined ? { traceparent: caller.traceparent } : {}),
+    ...(spec.affinityKey !== undefined ? { affinityKey: spec.affinityKey } : {}),
+    ...(caller.parent !== undefined ? { parent: caller.parent } : {}),
   };
 }
 

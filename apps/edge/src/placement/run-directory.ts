@@ -76,6 +76,12 @@ export interface StoredRun {
   /** The edge (`edge.id`) and the process (a boot id per start) that wrote the record last. */
   edgeId: string;
   boot: string;
+  /**
+   * What the run's surface needs to place it again after an edge restart (the surface's own versioned format),
+   * kept only while the run has not been dispatched (its kind's `resumable` state); undefined otherwise. Never
+   * answered by a lookup and never copied into the fabric (cluster/run-record-mirror.ts).
+   */
+  resume?: unknown;
 }
 
 /**

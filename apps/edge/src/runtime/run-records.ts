@@ -3,7 +3,7 @@
 // edge's records are answered from there). Bounds: DEFAULT_RUN_BOUNDS per kind (1000 runs, ended ones kept 1 hour).
 // Their records are kept in `<data_dir>/runs.db` and restored here; runs the previous process left going are
 // ended (failed, naming the restart) by their surfaces' hooks when the surfaces start, before any request is
-// served.
+// served — except background responses left queued with a resume payload, which the OpenAI surface places again.
 import { randomUUID } from 'node:crypto';
 import type { EdgeConfig } from '@iop/config';
 import type { Clock } from '../clock.js';

@@ -37,6 +37,19 @@ describe('mirroredRunRecords', () => {
     expect(mirror.seen).toEqual(['saved r1', 'removed r1']);
   });
 
+  it('keeps a resume payload in the local store and never copies it to the mirror', () => {
+    const local = new MemoryRunRecordStore();
+    const copies: StoredRun[] = [];
+    const store = mirroredRunRecords(local, {
+      saved: (record) => copies.push(record),
+      removed: () => undefined,
+    });
+    store.save({ ...stored, resume: { v: 1, body: { input: 'secret prompt' } } });
+    expect(local.find(key)?.resume).toEqual({ v: 1, body: { input: 'secret prompt' } });
+    expect(copies).toEqual([stored]);
+    expect('resume' in (copies[0] ?? {})).toBe(false);
+  });
+
   it('copies nothing when the local write fails (the registry sees the failure as before)', () => {
     const failing: RunRecordStore = {
       save: () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Clock } from '../clock.js';
 import type { RunKey } from '../placement/run-directory.js';
 import { RunRegistryError } from '../run-registry-error.js';
-import { RunRegistry, type RunKindDurability } from './run-registry.js';
+import { RunRegistry, type RestoredRun, type RunKindDurability } from './run-registry.js';
 import { MemoryRunRecordStore } from './test-support/memory-run-record-store.js';
 
 function fakeClock(): Clock & { advance(ms: number): void } {
@@ -197,5 +197,119 @@ describe('RunRegistry in a cluster failover', () => {
     expect(store.writes).toBe(writes);
     run.end({ status: 'cancelled' });
     expect((await registry.get(key('r1', 'team')))?.state).toEqual({ status: 'failed', by: 'edge-b' });
+  });
+});
+
+describe('RunRegistry resume of runs left queued', () => {
+  /** Like `durability`, plus: `queued` is resumable, and the hook records what it was offered. */
+  function resuming(taken: RestoredRun[], take = true): RunKindDurability {
+    return {
+      ...durability,
+      resumable: (state) => (state as { status: string }).status === 'queued',
+      resume: (restored) => {
+        taken.push(restored);
+        if (take) restored.take(() => undefined).update({ status: 'queued', resumed: true });
+      },
+    };
+  }
+
+  it('keeps the payload in the record while queued and writes it as null on dispatch and on end', () => {
+    const store = new MemoryRunRecordStore();
+    const registry = registryOver(store);
+    registry.durability('openai.response', resuming([]));
+    const run = registry.add(key('r1', 'team'), { status: 'queued' }, () => undefined, { v: 1, body: 'b' });
+    expect(store.find(key('r1', 'team'))?.resume).toEqual({ v: 1, body: 'b' });
+    run.update({ status: 'in_progress' });
+    expect(store.find(key('r1', 'team'))?.resume).toBeUndefined();
+
+    const ended = registry.add(key('r2', 'team'), { status: 'queued' }, () => undefined, { v: 1 });
+    ended.end({ status: 'cancelled' });
+    expect(store.find(key('r2', 'team'))?.resume).toBeUndefined();
+  });
+
+  it('offers a run left queued with a payload to the resume hook, which takes the entry over', async () => {
+    const store = new MemoryRunRecordStore();
+    const first = registryOver(store);
+    first.durability('openai.response', resuming([]));
+    first.add(key('q', 'team'), { status: 'queued' }, () => undefined, { v: 1, body: 'secret' });
+
+    const second = registryOver(store, fakeClock(), 'boot-2');
+    expect(second.restore()).toEqual({ restored: 1, interrupted: 1 });
+    const offered: RestoredRun[] = [];
+    const cancels: string[] = [];
+    second.durability('openai.response', {
+      ...resuming(offered, false),
+      resume: (restored) => {
+        offered.push(restored);
+        restored.take((reason) => {
+          cancels.push(reason);
+        });
+      },
+    });
+    expect(offered.map((restored) => [restored.key, restored.payload, restored.restart.edgeId])).toEqual([
+      [key('q', 'team'), { v: 1, body: 'secret' }, 'edge-a'],
+    ]);
+    // Going again, under this process; the payload is in the record, never in a lookup.
+    const view = await second.get(key('q', 'team'));
+    expect(view).toEqual({ state: { status: 'queued' }, ended: false });
+    expect(JSON.stringify(view)).not.toContain('secret');
+    expect(store.find(key('q', 'team'))).toMatchObject({ boot: 'boot-2', resume: { v: 1, body: 'secret' } });
+    await second.cancel(key('q', 'team'), 'by the caller');
+    expect(cancels).toEqual(['by the caller']);
+  });
+
+  it('interrupts a restored run that was dispatched, had no payload, or that the hook did not take', async () => {
+    const store = new MemoryRunRecordStore();
+    const first = registryOver(store);
+    first.durability('openai.response', resuming([]));
+    first
+      .add(key('dispatched'), { status: 'queued' }, () => undefined, { v: 1 })
+      .update({ status: 'in_progress' });
+    first.add(key('bare'), { status: 'queued' }, () => undefined);
+    first.add(key('refused'), { status: 'queued' }, () => undefined, { v: 1, refuse: true });
+
+    const second = registryOver(store, fakeClock(), 'boot-2');
+    second.restore();
+    const offered: RestoredRun[] = [];
+    second.durability('openai.response', {
+      ...resuming(offered),
+      resume: (restored) => {
+        offered.push(restored);
+      },
+    });
+    expect(offered.map((restored) => restored.key.id)).toEqual(['refused']);
+    for (const id of ['dispatched', 'bare', 'refused']) {
+      expect(await second.get(key(id))).toEqual({
+        state: { status: 'failed', restartedEdge: 'edge-a' },
+        ended: true,
+      });
+      expect(store.find(key(id))?.resume).toBeUndefined();
+    }
+  });
+
+  it('interrupts a run left queued when its kind has no resume hook', async () => {
+    const store = new MemoryRunRecordStore();
+    const first = registryOver(store);
+    first.add(key('q'), { status: 'queued' }, () => undefined, { v: 1 });
+    const second = registryOver(store, fakeClock(), 'boot-2');
+    second.restore();
+    second.durability('openai.response', durability);
+    expect((await second.get(key('q')))?.state).toEqual({ status: 'failed', restartedEdge: 'edge-a' });
+  });
+
+  it('resumes again after a second restart while the run is still queued, and not once it was dispatched', () => {
+    const store = new MemoryRunRecordStore();
+    const first = registryOver(store);
+    first.durability('openai.response', resuming([]));
+    first.add(key('q'), { status: 'queued' }, () => undefined, { v: 1 });
+    const offered: RestoredRun[] = [];
+    const second = registryOver(store, fakeClock(), 'boot-2');
+    second.restore();
+    second.durability('openai.response', resuming(offered));
+    const third = registryOver(store, fakeClock(), 'boot-3');
+    third.restore();
+    third.durability('openai.response', resuming(offered));
+    expect(offered.map((restored) => restored.restart.edgeId)).toEqual(['edge-a', 'edge-a']);
+    expect(store.find(key('q'))?.resume).toEqual({ v: 1 });
   });
 });

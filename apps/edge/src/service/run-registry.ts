@@ -20,7 +20,12 @@
 // answers its client, and removes it when it forgets the run. restore() loads what an earlier process left: ended
 // runs are served as before; a run the earlier process left going becomes terminal through its kind's
 // `interrupted` hook (registered by the surface with durability(), so the surface's vocabulary names the edge
-// restart). Without a store nothing is written and nothing survives a restart.
+// restart) — unless it had not been dispatched yet: a run added with a resume payload keeps that payload in its
+// record while its kind's `resumable(state)` holds (it is written as null by the first update that leaves such a
+// state, and by the end), and a restored run that still has one is handed to the kind's `resume` hook, which takes
+// the existing entry over (RestoredRun.take) and places the run again through its surface's normal path. The
+// payload is the surface's own (opaque here) and is never answered by a lookup. Without a store nothing is
+// written and nothing survives a restart.
 //
 // Cluster failover (cluster/run-failover.ts): another edge that answers for a run whose edge left the cluster ends
 // a run that edge left going through this registry's hook for the kind (abandonedEnding); when that edge comes
@@ -85,6 +90,30 @@ export interface RunKindDurability {
    * `restart.answeredBy`, the cluster failover).
    */
   interrupted(state: unknown, restart: RunRestart): unknown;
+  /**
+   * True while a run in `state` has not been dispatched (e.g. `queued`): only then is its resume payload kept in
+   * the record. Absent: a payload is dropped by the run's first update.
+   */
+  resumable?(state: unknown): boolean;
+  /**
+   * A run an earlier process left resumable, with its payload: the surface takes the entry over
+   * (`restored.take(cancel)`, synchronously) and places the run again, or ends it naming why it cannot. A run it
+   * does not take is ended by `interrupted`. Absent: every restored run left going is interrupted.
+   */
+  resume?(restored: RestoredRun): void;
+}
+
+/** A run an earlier process left queued with a resume payload, offered to its kind's `resume` hook. */
+export interface RestoredRun {
+  readonly key: RunKey;
+  /** The state it was last recorded with (still resumable). */
+  readonly state: unknown;
+  /** The surface's resume payload, as it was stored (the surface checks its format). */
+  readonly payload: unknown;
+  /** The earlier process (edge id) and when this one found the run. */
+  readonly restart: RunRestart;
+  /** Takes the entry over as a run that is going again: the handle publishes its state, `cancel` stops it. */
+  take(cancel: RunCanceller): RegisteredRun;
 }
 
 export interface RunRegistryOptions {
@@ -115,6 +144,8 @@ interface Entry {
    * run yet; undefined otherwise.
    */
   interruptedOn: string | undefined;
+  /** The surface's resume payload while the run is resumable (written with the record); undefined otherwise. */
+  resume: unknown;
   cancel: RunCanceller | undefined;
   cancelling: Promise<void> | undefined;
   subscribers: Set<Subscriber>;
@@ -159,6 +190,7 @@ export class RunRegistry implements LocalRuns {
         endedAt: record.endedAt ?? now,
         savedRevision: undefined,
         interruptedOn: going ? record.edgeId : undefined,
+        resume: going ? record.resume : undefined,
         cancel: undefined,
         cancelling: undefined,
         subscribers: new Set(),
@@ -192,10 +224,11 @@ export class RunRegistry implements LocalRuns {
   }
 
   /**
-   * Registers a run that is going. Throws RunRegistryError: `registry_full` (every run of the kind is going),
-   * `duplicate_run` (the key is held), `shutting_down`.
+   * Registers a run that is going; `resume` (the surface's payload to place it again after a restart) is kept in
+   * its record while the kind's `resumable(state)` holds. Throws RunRegistryError: `registry_full` (every run of
+   * the kind is going), `duplicate_run` (the key is held), `shutting_down`.
    */
-  add(key: RunKey, state: unknown, cancel: RunCanceller): RegisteredRun {
+  add(key: RunKey, state: unknown, cancel: RunCanceller, resume?: unknown): RegisteredRun {
     if (this.closed) throw new RunRegistryError('shutting_down', 'the edge is shutting down');
     const shelf = this.shelf(key.kind);
     const encoded = encodeRunKey(key);
@@ -210,6 +243,8 @@ export class RunRegistry implements LocalRuns {
       endedAt: undefined,
       savedRevision: undefined,
       interruptedOn: undefined,
+      // Kept only to be written: without a store nothing survives a restart anyway.
+      resume: this.options.store ? resume : undefined,
       cancel,
       cancelling: undefined,
       subscribers: new Set(),
@@ -305,6 +340,7 @@ export class RunRegistry implements LocalRuns {
     entry.state = state;
     entry.endedAt ??= this.options.clock.now();
     entry.interruptedOn = undefined;
+    entry.resume = undefined;
     if (going) void this.stop(entry, 'another edge ended this run while this edge was out of the cluster');
     this.trySave(entry);
     endSubscribers(entry);
@@ -361,20 +397,63 @@ export class RunRegistry implements LocalRuns {
     }
   }
 
-  /** Runs the kind's `interrupted` hook on its restored runs that an earlier process left going. */
+  /**
+   * Settles the kind's restored runs that an earlier process left going: one still resumable with a payload is
+   * offered to the kind's `resume` hook; every other one (and one the hook did not take) ends through
+   * `interrupted`.
+   */
   private settleInterrupted(kind: RegisteredRunKind): void {
     const durability = this.durabilities.get(kind);
     const shelf = this.entries.get(kind);
     if (!durability || !shelf) return;
-    for (const entry of shelf.values()) {
+    for (const entry of [...shelf.values()]) {
       if (entry.interruptedOn === undefined) continue;
-      entry.state = durability.interrupted(entry.state, {
+      const restart: RunRestart = {
         edgeId: entry.interruptedOn,
         atMs: entry.endedAt ?? this.options.clock.now(),
-      });
+      };
+      if (this.offerResume(entry, durability, restart)) continue;
+      entry.state = durability.interrupted(entry.state, restart);
       entry.interruptedOn = undefined;
+      entry.resume = undefined;
+      entry.endedAt ??= restart.atMs;
+      entry.cancel = undefined;
       this.trySave(entry);
+      endSubscribers(entry);
     }
+  }
+
+  /** Hands a restored resumable run to its kind's `resume` hook; true when the hook took it over. */
+  private offerResume(entry: Entry, durability: RunKindDurability, restart: RunRestart): boolean {
+    if (entry.resume === undefined || !durability.resume || !durability.resumable?.(entry.state))
+      return false;
+    let taken = false;
+    const restored: RestoredRun = {
+      key: { ...entry.key },
+      state: structuredClone(entry.state),
+      payload: entry.resume,
+      restart,
+      take: (cancel) => {
+        if (taken) throw new Error(`run ${entry.key.id} was already taken over`);
+        taken = true;
+        entry.interruptedOn = undefined;
+        entry.endedAt = undefined;
+        entry.cancel = cancel;
+        entry.cancelling = undefined;
+        // Written at once: the record names this process, and still carries the payload.
+        this.trySave(entry);
+        return this.handle(entry);
+      },
+    };
+    try {
+      durability.resume(restored);
+    } catch (error) {
+      this.options.onStoreFailure?.(error, entry.key);
+      if (!taken) return false;
+      // Taken, then the hook failed: the run ends as interrupted (nothing else will end it).
+      this.handle(entry).end(durability.interrupted(entry.state, restart));
+    }
+    return taken;
   }
 
   private forget(kind: RegisteredRunKind, encoded: string, entry: Entry): void {
@@ -399,6 +478,7 @@ export class RunRegistry implements LocalRuns {
       endedAt: entry.endedAt,
       edgeId: origin.edgeId,
       boot: origin.boot,
+      ...(entry.resume !== undefined ? { resume: entry.resume } : {}),
     });
     entry.savedRevision = this.durabilities.get(entry.key.kind)?.revision(entry.state);
   }
@@ -412,11 +492,21 @@ export class RunRegistry implements LocalRuns {
     }
   }
 
-  /** An update is written when its kind's revision changed (no durability registered: every update). */
+  /**
+   * An update is written when its kind's revision changed (no durability registered: every update), and when it
+   * leaves the kind's resumable states (the resume payload is written as null then).
+   */
   private saveUpdate(entry: Entry): void {
+    // Without a store no payload is held (add), so there is nothing to drop either.
     if (!this.options.store) return;
-    const revision = this.durabilities.get(entry.key.kind)?.revision(entry.state);
-    if (revision !== undefined && revision === entry.savedRevision) return;
+    const durability = this.durabilities.get(entry.key.kind);
+    let dropped = false;
+    if (entry.resume !== undefined && !(durability?.resumable?.(entry.state) ?? false)) {
+      entry.resume = undefined;
+      dropped = true;
+    }
+    const revision = durability?.revision(entry.state);
+    if (!dropped && revision !== undefined && revision === entry.savedRevision) return;
     this.trySave(entry);
   }
 
@@ -474,6 +564,7 @@ export class RunRegistry implements LocalRuns {
         entry.state = state;
         entry.endedAt = clock.now();
         entry.cancel = undefined;
+        entry.resume = undefined;
         saveEnd();
         endSubscribers(entry);
       },

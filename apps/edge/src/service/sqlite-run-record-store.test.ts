@@ -53,4 +53,45 @@ describe('SqliteRunRecordStore', () => {
     expect(db.prepare('SELECT COUNT(*) AS n FROM runs').get()).toEqual({ n: 1 });
     await store.close();
   });
+
+  it('opens a runs.db written before resume payloads existed, and keeps a payload from then on', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iop-runs-'));
+    dirs.push(dir);
+    // The schema (and a row) exactly as the previous version wrote them.
+    const old = new Database(path.join(dir, RUN_DATABASE_FILE));
+    old.exec(`CREATE TABLE runs (
+      kind TEXT NOT NULL, principal TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL,
+      created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, ended_ms INTEGER,
+      edge_id TEXT NOT NULL, boot TEXT NOT NULL, PRIMARY KEY (kind, principal, id))`);
+    old
+      .prepare(
+        `INSERT INTO runs (kind, principal, id, state, created_ms, updated_ms, ended_ms, edge_id, boot)
+         VALUES ('a2a.task', 'team', 'old', '{"id":"old","status":{"state":"working"}}', 5, 6, NULL, 'edge-a', 'boot-1')`,
+      )
+      .run();
+    old.close();
+
+    const store = SqliteRunRecordStore.open(dir, silentLogger);
+    expect(store.load()).toEqual([
+      { ...record('old', 5), state: { id: 'old', status: { state: 'working' } } },
+    ]);
+    store.save({ ...record('queued', 10), resume: { v: 1, submittedAtMs: 9 } });
+    await store.close();
+
+    const reopened = SqliteRunRecordStore.open(dir, silentLogger);
+    expect(reopened.load()[1]).toEqual({ ...record('queued', 10), resume: { v: 1, submittedAtMs: 9 } });
+    // Written as null again: no payload.
+    reopened.save(record('queued', 10));
+    expect(reopened.load()[1]).toEqual(record('queued', 10));
+    await reopened.close();
+  });
+
+  it('reads a payload that no longer parses as none and keeps the run', async () => {
+    const db = new Database(':memory:');
+    const store = SqliteRunRecordStore.over(db, silentLogger);
+    store.save({ ...record('q', 1), resume: { v: 1 } });
+    db.prepare(`UPDATE runs SET resume = '{garbled' WHERE id = 'q'`).run();
+    expect(store.load()).toEqual([record('q', 1)]);
+    await store.close();
+  });
 });

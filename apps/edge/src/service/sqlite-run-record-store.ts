@@ -4,6 +4,10 @@
 // token), so what a client was answered survives a kill -9 of the edge. WAL checkpoints run off the event loop
 // (@iop/sqlite-wal). The registry bounds the rows (it removes what it forgets); open() also drops rows whose
 // JSON no longer parses, so one damaged row never stops the edge.
+//
+// Column `resume` (added by a migration when an older runs.db lacks it: ALTER TABLE, so the file of an earlier
+// version opens with its rows, their `resume` null) holds a not-yet-dispatched run's resume payload as JSON, null
+// otherwise; a payload that no longer parses is read as none (the run then ends as interrupted, its row is kept).
 import type { WalCheckpointer } from '@iop/sqlite-wal';
 import { openDataDirDatabase, type SqlDatabase, type SqlStatement } from '../governance/usage-database.js';
 import type { Logger } from '../logging.js';
@@ -22,6 +26,7 @@ interface Row {
   ended_ms: number | null;
   edge_id: string;
   boot: string;
+  resume: string | null;
 }
 
 export class SqliteRunRecordStore implements RunRecordStore {
@@ -48,13 +53,14 @@ export class SqliteRunRecordStore implements RunRecordStore {
       PRIMARY KEY (kind, principal, id)
     )`);
     db.exec('CREATE INDEX IF NOT EXISTS runs_created ON runs (created_ms)');
+    addResumeColumn(db);
     this.insert = db.prepare(
-      `INSERT OR REPLACE INTO runs (kind, principal, id, state, created_ms, updated_ms, ended_ms, edge_id, boot)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO runs (kind, principal, id, state, created_ms, updated_ms, ended_ms, edge_id, boot, resume)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.deleteOne = db.prepare('DELETE FROM runs WHERE kind = ? AND principal = ? AND id = ?');
     this.selectAll = db.prepare(
-      'SELECT kind, principal, id, state, created_ms, updated_ms, ended_ms, edge_id, boot FROM runs ORDER BY created_ms',
+      'SELECT kind, principal, id, state, created_ms, updated_ms, ended_ms, edge_id, boot, resume FROM runs ORDER BY created_ms',
     );
   }
 
@@ -86,6 +92,7 @@ export class SqliteRunRecordStore implements RunRecordStore {
       record.endedAt ?? null,
       record.edgeId,
       record.boot,
+      record.resume === undefined ? null : JSON.stringify(record.resume),
     );
     this.checkpointer?.committed();
   }
@@ -110,6 +117,7 @@ export class SqliteRunRecordStore implements RunRecordStore {
         this.deleteOne.run(row.kind, row.principal, row.id);
         continue;
       }
+      const resume = parseResume(row.resume);
       records.push({
         key,
         state,
@@ -118,6 +126,7 @@ export class SqliteRunRecordStore implements RunRecordStore {
         endedAt: row.ended_ms === null ? undefined : Number(row.ended_ms),
         edgeId: row.edge_id,
         boot: row.boot,
+        ...(resume !== undefined ? { resume } : {}),
       });
     }
     return records;
@@ -129,5 +138,21 @@ export class SqliteRunRecordStore implements RunRecordStore {
     this.closed = true;
     this.db.close();
     await this.checkpointer?.close();
+  }
+}
+
+/** Migration: a runs.db written before resume payloads existed gets the column (its rows: none). */
+function addResumeColumn(db: SqlDatabase): void {
+  const columns = db.prepare('PRAGMA table_info(runs)').all() as { name: string }[];
+  if (!columns.some((column) => column.name === 'resume')) db.exec('ALTER TABLE runs ADD COLUMN resume TEXT');
+}
+
+/** A stored payload, or undefined for none or one that no longer parses (that run cannot be resumed). */
+function parseResume(text: string | null): unknown {
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }
