@@ -104,6 +104,7 @@ describe('startEdgeRuntime', () => {
     let fromStart: EventSubscription | undefined;
     const runtime = await startEdgeRuntime({
       config: testEdgeConfig({ edge: { data_dir: dataDir } }),
+      configPath: '/etc/iop/edge.yaml',
       logger: silentLogger,
       surfaces: [
         (core) => {
