@@ -28,6 +28,7 @@ import {
   writeFabricKeyFile,
 } from '../support/fabric-config.js';
 import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
+import { createBackgroundResponse, retrieveResponse } from '../support/background-responses.js';
 
 jest.setTimeout(150_000);
 
@@ -59,23 +60,10 @@ async function edgeConfig(edgeId: string, dir: string): Promise<Record<string, u
   };
 }
 
-async function createBackground(edge: EdgeProcess, input: string): Promise<Body> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_A}` },
-    body: JSON.stringify({ model: MODEL_QWEN, input, background: true }),
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as Body;
-}
-
-async function retrieve(edge: EdgeProcess, id: string, key = KEY_A): Promise<{ status: number; body: Body }> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses/${id}`, {
-    headers: { authorization: `Bearer ${key}` },
-    signal: AbortSignal.timeout(15_000),
-  });
-  return { status: response.status, body: (await response.json()) as Body };
-}
+const createBackground = (edge: EdgeProcess, input: string): Promise<Body> =>
+  createBackgroundResponse(edge, MODEL_QWEN, input, KEY_A);
+const retrieve = (edge: EdgeProcess, id: string, key = KEY_A): Promise<{ status: number; body: Body }> =>
+  retrieveResponse(edge, id, key);
 
 let rpcId = 0;
 async function a2aCall(edge: EdgeProcess, method: string, params: Body): Promise<Body> {

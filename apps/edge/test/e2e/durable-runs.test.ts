@@ -13,6 +13,7 @@ import {
 } from '../support/e2e-processes.js';
 import { MODEL_QWEN, VLLM_SERVED, fabricConfig } from '../support/fabric-config.js';
 import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
+import { createBackgroundResponse, retrieveResponse } from '../support/background-responses.js';
 
 jest.setTimeout(120_000);
 
@@ -43,20 +44,10 @@ afterAll(async () => {
 
 type Body = Record<string, unknown>;
 
-async function createBackground(edge: EdgeProcess, input: string): Promise<Body> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL_QWEN, input, background: true }),
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as Body;
-}
-
-async function retrieve(edge: EdgeProcess, id: string): Promise<{ status: number; body: Body }> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses/${id}`);
-  return { status: response.status, body: (await response.json()) as Body };
-}
+const createBackground = (edge: EdgeProcess, input: string): Promise<Body> =>
+  createBackgroundResponse(edge, MODEL_QWEN, input);
+const retrieve = (edge: EdgeProcess, id: string): Promise<{ status: number; body: Body }> =>
+  retrieveResponse(edge, id);
 
 let rpcId = 0;
 async function a2aCall(edge: EdgeProcess, method: string, params: Body): Promise<Body> {

@@ -18,6 +18,7 @@ import {
 } from '../support/e2e-processes.js';
 import { MODEL_QWEN, fabricConfig } from '../support/fabric-config.js';
 import { startFabricNode, startFakeBackends } from '../support/fabric-setup.js';
+import { createBackgroundResponse, retrieveResponse } from '../support/background-responses.js';
 
 jest.setTimeout(120_000);
 
@@ -50,20 +51,13 @@ afterAll(async () => {
 
 type Body = Record<string, unknown>;
 
-async function createBackground(edge: EdgeProcess, input: string): Promise<Body> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL_QWEN, input, background: true }),
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as Body;
-}
+const createBackground = (edge: EdgeProcess, input: string): Promise<Body> =>
+  createBackgroundResponse(edge, MODEL_QWEN, input);
 
 async function retrieve(edge: EdgeProcess, id: unknown): Promise<Body> {
-  const response = await fetch(`${edge.addresses.openai}/v1/responses/${String(id)}`);
-  expect(response.status).toBe(200);
-  return (await response.json()) as Body;
+  const { status, body } = await retrieveResponse(edge, id);
+  expect(status).toBe(200);
+  return body;
 }
 
 async function statusBecomes(
