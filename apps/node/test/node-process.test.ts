@@ -102,6 +102,16 @@ describe('iop-node process', () => {
     });
   }
 
+  /** `iop-node history --json` over the test's data dir (read-only), parsed. */
+  async function historyListing(): Promise<Array<Record<string, unknown>>> {
+    const history = startNode(['history', '--json', '--data-dir', dir]);
+    processes.push(history);
+    let out = '';
+    history.child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    expect((await history.exit).code).toBe(0);
+    return JSON.parse(out) as Array<Record<string, unknown>>;
+  }
+
   function launch(): NodeProcess {
     const node = startNode(
       ['run', '--edge', `127.0.0.1:${edge.port}`, '--node-id', 'test-node', '--data-dir', dir],
@@ -161,16 +171,19 @@ describe('iop-node process', () => {
       10_000,
       `first output (${node.stderr()})`,
     );
+    // A run's start is committed by the history's writer thread shortly after the output began (what a kill -9
+    // may lose is the writes still queued: sqlite-run-history.ts); on a loaded machine the commit can trail the
+    // first output, so the kill waits until the listing shows the run — it is then cut mid-run, as intended.
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+      const listed = await historyListing();
+      if (listed.some((run) => run['run_id'] === 'killed-run')) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     node.child.kill('SIGKILL');
     expect((await node.exit).signal).toBe('SIGKILL');
 
-    const history = startNode(['history', '--json', '--data-dir', dir]);
-    processes.push(history);
-    let out = '';
-    history.child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    expect((await history.exit).code).toBe(0);
     // Read-only listing: the run still looks running until an agent reopens the history.
-    expect(JSON.parse(out)).toMatchObject([{ run_id: 'killed-run', status: 'running' }]);
+    expect(await historyListing()).toMatchObject([{ run_id: 'killed-run', status: 'running' }]);
 
     const restarted = launch();
     await waitFor(
