@@ -9,6 +9,7 @@ import {
   freePort,
   startEdgeProcess,
   waitUntil,
+  waitUntilServed,
   type EdgeProcess,
 } from '../support/e2e-processes.js';
 import { MODEL_QWEN, VLLM_SERVED, fabricConfig } from '../support/fabric-config.js';
@@ -62,20 +63,7 @@ async function a2aCall(edge: EdgeProcess, method: string, params: Body): Promise
   return body.result;
 }
 
-async function served(edge: EdgeProcess): Promise<void> {
-  await waitUntil(
-    async () => {
-      const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL_QWEN, messages: [{ role: 'user', content: 'ready' }] }),
-      });
-      return response.status === 200;
-    },
-    20_000,
-    () => `edge serves\n${edge.describe()}`,
-  );
-}
+const served = (edge: EdgeProcess): Promise<void> => waitUntilServed(edge, MODEL_QWEN);
 
 describe('durable records across edge restarts', () => {
   it('serves finished runs after a restart, and fails a SIGKILLed run naming the restart', async () => {

@@ -13,6 +13,7 @@ import {
   sleep,
   startEdgeProcess,
   waitUntil,
+  waitUntilServed,
   type EdgeProcess,
   type TestProcess,
 } from '../support/e2e-processes.js';
@@ -78,21 +79,7 @@ async function statusBecomes(
   return last;
 }
 
-/** Waits until the edge serves the model (its node registered and its providers ready). */
-async function served(edge: EdgeProcess): Promise<void> {
-  await waitUntil(
-    async () => {
-      const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL_QWEN, messages: [{ role: 'user', content: 'ready' }] }),
-      });
-      return response.status === 200;
-    },
-    20_000,
-    () => `edge serves\n${edge.describe()}`,
-  );
-}
+const served = (edge: EdgeProcess): Promise<void> => waitUntilServed(edge, MODEL_QWEN);
 
 function backendSaw(input: string): boolean {
   return vllm.requests.some((request) => request.rawBody.includes(input));

@@ -332,3 +332,19 @@ export function metricSum(
   }
   return sum;
 }
+
+/** Waits until `edge` answers a chat completion of `model` (its node registered and its providers ready). */
+export async function waitUntilServed(edge: EdgeProcess, model: string, timeoutMs = 20_000): Promise<void> {
+  await waitUntil(
+    async () => {
+      const response = await fetch(`${edge.addresses.openai}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'ready' }] }),
+      });
+      return response.status === 200;
+    },
+    timeoutMs,
+    () => `edge serves\n${edge.describe()}`,
+  );
+}
