@@ -52,8 +52,12 @@ class Relay {
     client.on('close', end);
     upstream.on('close', end);
   });
-  listen(port: number): Promise<void> {
-    return new Promise((resolve) => this.server.listen(port, '127.0.0.1', resolve));
+  /** Listens on a port of the system's choosing (no pick-then-bind race with other suites); resolves with it. */
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as net.AddressInfo).port));
+    });
   }
   captured(): Buffer {
     return Buffer.concat(this.fromClient);
@@ -91,7 +95,10 @@ function startBootstrapProxy(
     );
     upstream.on('error', () => response.destroy());
   });
-  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
 }
 
 /** A bin dir with the tools the one-liner and install.sh use, and no `node`. */
@@ -217,8 +224,17 @@ describe('secure by default: config init → serve → node register → one-lin
     dir = await group.tempDir('iop-secure-e2e-');
     home = path.join(dir, 'home');
     fs.mkdirSync(home);
-    [transportPort, relayPort] = [await freePort(), await freePort()];
-    const [bootstrapPort, proxyPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    // The relay and the bootstrap proxy listen first, on ports of the system's choosing (a port picked now and
+    // bound after the edge has started could be taken by another suite meanwhile); the edge's own listeners get
+    // ports picked just before it starts.
+    transportPort = await freePort();
+    const bootstrapPort = await freePort();
+    relay = new Relay();
+    relay.target = transportPort;
+    relayPort = await relay.listen();
+    proxy = await startBootstrapProxy(0, bootstrapPort, () => mode);
+    const proxyPort = (proxy.address() as net.AddressInfo).port;
+    const adminPort = await freePort();
     configPath = path.join(dir, 'edge.yaml');
 
     const init = await runEdgeCommand(group, [
@@ -247,10 +263,6 @@ describe('secure by default: config init → serve → node register → one-lin
       () => `edge listening lines\n${edge.describe()}`,
     );
     expect(edge.running).toBe(true);
-    relay = new Relay();
-    relay.target = transportPort;
-    await relay.listen(relayPort);
-    proxy = await startBootstrapProxy(proxyPort, bootstrapPort, () => mode);
 
     const register = await runEdgeCommand(group, [
       'node',
