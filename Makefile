@@ -99,7 +99,7 @@ test-unit: compile
 	@echo "==> tests"
 	@mkdir -p .cache
 	@set -o pipefail; status=0; \
-	  $(PNPM) exec turbo run test --concurrency=1 2>&1 | tee .cache/test-unit.log || status=$$?; \
+	  $(PNPM) exec turbo run test --concurrency=1 --continue 2>&1 | tee .cache/test-unit.log || status=$$?; \
 	  echo "==> bench tests (node --test bench/lib/)"; \
 	  node --test bench/lib/ 2>&1 | tee -a .cache/test-unit.log || status=$$?; \
 	  node scripts/test-summary.mjs .cache/test-unit.log; exit $$status
